@@ -1,0 +1,128 @@
+import { hostname } from 'node:os'
+import { join, resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+
+/** Every setting of OPERATIONS.md, read once from the environment and an optional config file. */
+export interface Config {
+  dataDir: string
+  databaseUrl: string
+  redisUrl: string | null
+  httpPort: number
+  httpHost: string
+  publicUrl: string
+  hostname: string
+  smtpInboundPort: number
+  smtpRelayPort: number
+  smtpTlsCert: string | null
+  smtpTlsKey: string | null
+  outbound: string
+  mxPort: number
+  dnsServers: string[]
+  jwtSecret: string | null
+  signupDisabled: boolean
+  rateLimitPerMinute: number
+  idempotencyTtlHours: number
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+  /** SQLite `synchronous` pragma: FULL (fsync every commit) or NORMAL (fsync at checkpoints; survives kill -9). */
+  sqliteSynchronous: 'FULL' | 'NORMAL'
+  /** Largest request body accepted, in bytes (the 40 MB whole-message limit of /v1/send plus envelope). */
+  maxBodyBytes: number
+}
+
+const KEYS: Record<string, keyof Config> = {
+  MAILCTL_DATA_DIR: 'dataDir',
+  DATABASE_URL: 'databaseUrl',
+  REDIS_URL: 'redisUrl',
+  MAILCTL_HTTP_PORT: 'httpPort',
+  MAILCTL_HTTP_HOST: 'httpHost',
+  MAILCTL_PUBLIC_URL: 'publicUrl',
+  MAILCTL_HOSTNAME: 'hostname',
+  MAILCTL_SMTP_INBOUND_PORT: 'smtpInboundPort',
+  MAILCTL_SMTP_RELAY_PORT: 'smtpRelayPort',
+  MAILCTL_SMTP_TLS_CERT: 'smtpTlsCert',
+  MAILCTL_SMTP_TLS_KEY: 'smtpTlsKey',
+  MAILCTL_OUTBOUND: 'outbound',
+  MAILCTL_MX_PORT: 'mxPort',
+  MAILCTL_DNS_SERVERS: 'dnsServers',
+  MAILCTL_JWT_SECRET: 'jwtSecret',
+  MAILCTL_SIGNUP_DISABLED: 'signupDisabled',
+  MAILCTL_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
+  MAILCTL_IDEMPOTENCY_TTL_HOURS: 'idempotencyTtlHours',
+  MAILCTL_LOG_LEVEL: 'logLevel',
+  MAILCTL_SQLITE_SYNCHRONOUS: 'sqliteSynchronous',
+  MAILCTL_MAX_BODY_BYTES: 'maxBodyBytes',
+}
+
+export class ConfigError extends Error {}
+
+function parseFile(path: string): Record<string, unknown> {
+  const text = readFileSync(path, 'utf8')
+  if (path.endsWith('.toml')) return Bun.TOML.parse(text) as Record<string, unknown>
+  return JSON.parse(text) as Record<string, unknown>
+}
+
+function int(name: string, v: string, min: number, max: number): number {
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${v}"`)
+  return n
+}
+
+function bool(name: string, v: string): boolean {
+  if (/^(1|true|yes|on)$/i.test(v)) return true
+  if (/^(0|false|no|off|)$/i.test(v)) return false
+  throw new ConfigError(`${name} must be true or false, got "${v}"`)
+}
+
+/**
+ * Builds the configuration. `env` wins over the file; both use the variable names of OPERATIONS.md.
+ * `overrides` is for tests and the CLI (already typed values).
+ */
+export function loadConfig(opts: { env?: Record<string, string | undefined>; file?: string; overrides?: Partial<Config> } = {}): Config {
+  const env = opts.env ?? process.env
+  const raw: Record<string, string> = {}
+  const file = opts.file ?? env.MAILCTL_CONFIG
+  if (file) {
+    for (const [k, v] of Object.entries(parseFile(file))) {
+      if (v !== undefined && v !== null) raw[k] = Array.isArray(v) ? v.join(',') : String(v)
+    }
+  }
+  for (const k of Object.keys(KEYS)) {
+    const v = env[k]
+    if (v !== undefined && v !== '') raw[k] = v
+  }
+  const dataDir = resolve(raw.MAILCTL_DATA_DIR ?? './data')
+  const logLevel = (raw.MAILCTL_LOG_LEVEL ?? 'info').toLowerCase()
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) throw new ConfigError(`MAILCTL_LOG_LEVEL must be debug, info, warn, error or silent`)
+  const sync = (raw.MAILCTL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase()
+  if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('MAILCTL_SQLITE_SYNCHRONOUS must be FULL or NORMAL')
+  const databaseUrl = raw.DATABASE_URL ?? `sqlite://${join(dataDir, 'mailctl.db')}`
+  if (!/^(sqlite:|postgres:|postgresql:)/.test(databaseUrl)) throw new ConfigError('DATABASE_URL must start with sqlite:// or postgres://')
+  const outbound = raw.MAILCTL_OUTBOUND ?? 'direct'
+  if (!/^(direct|capture|smtps?:\/\/.+)$/.test(outbound)) throw new ConfigError('MAILCTL_OUTBOUND must be direct, capture or smtp://user:pass@host:port')
+  const publicUrl = (raw.MAILCTL_PUBLIC_URL ?? 'http://localhost:3000').replace(/\/+$/, '')
+  try { new URL(publicUrl) } catch { throw new ConfigError(`MAILCTL_PUBLIC_URL is not a URL: "${publicUrl}"`) }
+  const cfg: Config = {
+    dataDir,
+    databaseUrl,
+    redisUrl: raw.REDIS_URL ?? null,
+    httpPort: int('MAILCTL_HTTP_PORT', raw.MAILCTL_HTTP_PORT ?? '3000', 0, 65535),
+    httpHost: raw.MAILCTL_HTTP_HOST ?? '0.0.0.0',
+    publicUrl,
+    hostname: raw.MAILCTL_HOSTNAME ?? hostname(),
+    smtpInboundPort: int('MAILCTL_SMTP_INBOUND_PORT', raw.MAILCTL_SMTP_INBOUND_PORT ?? '2525', 0, 65535),
+    smtpRelayPort: int('MAILCTL_SMTP_RELAY_PORT', raw.MAILCTL_SMTP_RELAY_PORT ?? '2587', 0, 65535),
+    smtpTlsCert: raw.MAILCTL_SMTP_TLS_CERT ?? null,
+    smtpTlsKey: raw.MAILCTL_SMTP_TLS_KEY ?? null,
+    outbound,
+    mxPort: int('MAILCTL_MX_PORT', raw.MAILCTL_MX_PORT ?? '25', 1, 65535),
+    dnsServers: (raw.MAILCTL_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    jwtSecret: raw.MAILCTL_JWT_SECRET ?? null,
+    signupDisabled: bool('MAILCTL_SIGNUP_DISABLED', raw.MAILCTL_SIGNUP_DISABLED ?? 'false'),
+    rateLimitPerMinute: int('MAILCTL_RATE_LIMIT_PER_MINUTE', raw.MAILCTL_RATE_LIMIT_PER_MINUTE ?? '1000', 1, 100_000_000),
+    idempotencyTtlHours: int('MAILCTL_IDEMPOTENCY_TTL_HOURS', raw.MAILCTL_IDEMPOTENCY_TTL_HOURS ?? '24', 1, 24 * 365),
+    logLevel: logLevel as Config['logLevel'],
+    sqliteSynchronous: sync,
+    maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
+  }
+  return { ...cfg, ...opts.overrides }
+}

@@ -1,0 +1,170 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { Database } from 'bun:sqlite'
+import { drizzle as drizzleSqlite } from 'drizzle-orm/bun-sqlite'
+import { drizzle as drizzlePg, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
+import type { SQL } from 'drizzle-orm'
+import postgres from 'postgres'
+import { pgSchema, sqliteSchema, type Schema } from './schema'
+
+/** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
+const PG_MIGRATION_LOCK = 7_310_420_117
+
+export type Dialect = 'sqlite' | 'pg'
+/** The query-builder type repositories use; at run time it is the active store's drizzle instance. */
+export type Db = PostgresJsDatabase<Record<string, never>>
+
+/**
+ * One handle over either store. Dialect differences live here and in columns.ts:
+ * - `db` reads (on SQLite a read-only connection, so a write outside `tx` fails loudly);
+ * - `tx(fn)` runs fn atomically and durably (SQLite: one writer connection behind an async mutex,
+ *   BEGIN IMMEDIATE; PostgreSQL: a pooled transaction). Nested calls join the outer transaction;
+ * - `rows(sql)` / `exec(sql)` run raw SQL on either.
+ */
+export interface Store {
+  dialect: Dialect
+  url: string
+  db: Db
+  t: Schema
+  tx<T>(fn: (db: Db) => Promise<T>): Promise<T>
+  rows<T = Record<string, unknown>>(query: SQL, db?: Db): Promise<T[]>
+  exec(query: SQL, db?: Db): Promise<void>
+  /** Runs a multi-statement SQL script outside any transaction. */
+  script(text: string): Promise<void>
+  /** Applies one migration atomically unless `schema_migrations` already names it; true when applied. */
+  applyMigration(name: string, text: string): Promise<boolean>
+  close(): Promise<void>
+}
+
+class Mutex {
+  private tail: Promise<void> = Promise.resolve()
+  lock(): Promise<() => void> {
+    let release!: () => void
+    const next = new Promise<void>((r) => (release = r))
+    const ready = this.tail.then(() => release)
+    this.tail = this.tail.then(() => next)
+    return ready
+  }
+}
+
+export function sqlitePath(url: string): string {
+  return url.replace(/^sqlite:(\/\/)?/, '')
+}
+
+function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
+  const path = sqlitePath(url)
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const writer = new Database(path, { create: true, strict: true })
+  writer.run('PRAGMA journal_mode = WAL')
+  writer.run(`PRAGMA synchronous = ${synchronous}`)
+  writer.run('PRAGMA foreign_keys = ON')
+  writer.run('PRAGMA busy_timeout = 5000')
+  const reader = new Database(path, { strict: true })
+  reader.run('PRAGMA foreign_keys = ON')
+  reader.run('PRAGMA busy_timeout = 5000')
+  reader.run('PRAGMA query_only = ON')
+  const writeDb = drizzleSqlite(writer) as unknown as Db
+  const readDb = drizzleSqlite(reader) as unknown as Db
+  const mutex = new Mutex()
+  const current = new AsyncLocalStorage<Db>()
+  type SqliteLike = { all(q: SQL): unknown; run(q: SQL): unknown }
+  return {
+    dialect: 'sqlite',
+    url,
+    db: readDb,
+    t: sqliteSchema,
+    async tx(fn) {
+      const outer = current.getStore()
+      if (outer) return fn(outer)
+      const release = await mutex.lock()
+      try {
+        writer.run('BEGIN IMMEDIATE')
+        try {
+          const result = await current.run(writeDb, () => fn(writeDb))
+          writer.run('COMMIT')
+          return result
+        } catch (err) {
+          if (writer.inTransaction) writer.run('ROLLBACK')
+          throw err
+        }
+      } finally {
+        release()
+      }
+    },
+    async rows<T>(query: SQL, db?: Db) {
+      const target = (db ?? current.getStore() ?? readDb) as unknown as SqliteLike
+      return target.all(query) as T[]
+    },
+    async exec(query, db) {
+      const target = db ?? current.getStore()
+      if (target) { (target as unknown as SqliteLike).run(query); return }
+      await this.tx(async (w) => { (w as unknown as SqliteLike).run(query) })
+    },
+    async script(text) {
+      const release = await mutex.lock()
+      try { writer.run(text) } finally { release() }
+    },
+    async applyMigration(name, text) {
+      return this.tx(async () => {
+        if (writer.query('SELECT 1 FROM schema_migrations WHERE name = ?').get(name)) return false
+        writer.run(text)
+        writer.query('INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)').run(name, Date.now())
+        return true
+      })
+    },
+    async close() {
+      const release = await mutex.lock()
+      try {
+        reader.close()
+        writer.close()
+      } finally { release() }
+    },
+  }
+}
+
+function openPg(url: string): Store {
+  const client = postgres(url, { max: 10, onnotice: () => {}, connection: { application_name: 'mailctl' } })
+  const db = drizzlePg(client) as unknown as Db
+  const current = new AsyncLocalStorage<Db>()
+  return {
+    dialect: 'pg',
+    url,
+    db,
+    t: pgSchema,
+    async tx(fn) {
+      const outer = current.getStore()
+      if (outer) return fn(outer)
+      return db.transaction((tx) => current.run(tx as unknown as Db, () => fn(tx as unknown as Db)))
+    },
+    async rows<T>(query: SQL, on?: Db) {
+      const res = await (on ?? current.getStore() ?? db).execute(query)
+      return res as unknown as T[]
+    },
+    async exec(query, on) {
+      await (on ?? current.getStore() ?? db).execute(query)
+    },
+    async script(text) {
+      await client.unsafe(text).simple()
+    },
+    async applyMigration(name, text) {
+      return client.begin(async (q) => {
+        await q`SELECT pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`
+        const seen = await q`SELECT 1 FROM schema_migrations WHERE name = ${name}`
+        if (seen.length) return false
+        await q.unsafe(text).simple()
+        await q`INSERT INTO schema_migrations (name) VALUES (${name})`
+        return true
+      }) as Promise<boolean>
+    },
+    async close() {
+      await client.end({ timeout: 5 })
+    },
+  }
+}
+
+export function openStore(url: string, opts: { sqliteSynchronous?: 'FULL' | 'NORMAL' } = {}): Store {
+  if (url.startsWith('sqlite:')) return openSqlite(url, opts.sqliteSynchronous ?? 'FULL')
+  if (/^postgres(ql)?:/.test(url)) return openPg(url)
+  throw new Error(`unsupported DATABASE_URL: ${url}`)
+}

@@ -1,0 +1,50 @@
+import { sql } from 'drizzle-orm'
+import { embeddedMigrations } from './migrations.macro' with { type: 'macro' }
+import type { Migration } from './migrations.macro'
+import type { Store } from './client'
+
+const MIGRATIONS: Record<'sqlite' | 'pg', Migration[]> = {
+  sqlite: embeddedMigrations('sqlite'),
+  pg: embeddedMigrations('pg'),
+}
+
+export function knownMigrations(store: Store): string[] {
+  return MIGRATIONS[store.dialect].map((m) => m.name)
+}
+
+async function ensureTable(store: Store) {
+  await store.script(
+    store.dialect === 'pg'
+      ? 'CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ(3) NOT NULL DEFAULT now())'
+      : 'CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)',
+  )
+}
+
+export async function appliedMigrations(store: Store): Promise<string[]> {
+  try {
+    const rows = await store.rows<{ name: string }>(sql`SELECT name FROM schema_migrations ORDER BY name`)
+    return rows.map((r) => r.name)
+  } catch {
+    return []
+  }
+}
+
+/** Applies every embedded migration not yet applied, each in its own transaction. Returns the names applied. */
+export async function migrate(store: Store): Promise<string[]> {
+  await ensureTable(store)
+  const done: string[] = []
+  for (const m of MIGRATIONS[store.dialect]) {
+    if (await store.applyMigration(m.name, m.sql)) done.push(m.name)
+  }
+  return done
+}
+
+/** True when the store answers and every embedded migration is applied. */
+export async function isReady(store: Store): Promise<{ database: boolean; migrations: boolean }> {
+  try {
+    const applied = new Set(await appliedMigrations(store))
+    return { database: true, migrations: knownMigrations(store).every((n) => applied.has(n)) }
+  } catch {
+    return { database: false, migrations: false }
+  }
+}

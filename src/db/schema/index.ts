@@ -1,0 +1,14 @@
+import { pgCols, sqliteCols, type Cols } from '../columns'
+import { coreTables } from './core'
+
+/** Every table of mailctl, built from one definition per table for the given store. */
+export function buildSchema(c: Cols) {
+  return {
+    ...coreTables(c),
+  }
+}
+
+/** The reference (PostgreSQL-typed) schema: repositories import table objects through `store.t`, typed as this. */
+export type Schema = ReturnType<typeof buildSchema>
+export const pgSchema: Schema = buildSchema(pgCols)
+export const sqliteSchema: Schema = buildSchema(sqliteCols)

@@ -1,0 +1,41 @@
+import type Redis from 'ioredis'
+import type { Config } from './config'
+import type { Store } from './db/client'
+import type { Logger } from './log'
+import type { RateLimiter } from './http/ratelimit'
+import type { MailOut } from './mail/system'
+
+/**
+ * What the composition root (src/main.ts) builds once and hands to every transport: HTTP routes,
+ * the CLI, SMTP servers and job handlers all call service verbs with these.
+ */
+export interface Deps {
+  config: Config
+  store: Store
+  log: Logger
+  limiter: RateLimiter
+  mail: MailOut
+  redis: Redis | null
+  /** Secret used to sign sessions and links (from config or generated into the data dir). */
+  secret: string
+}
+
+/** Who is acting: an API key, a dashboard user, the CLI or a named job. */
+export type Actor =
+  | { kind: 'key'; keyKind: 'public' | 'secret' }
+  | { kind: 'user'; userId: string }
+  | { kind: 'cli' }
+  | { kind: 'job'; name: string }
+
+/** The context of one service call on one project's data. */
+export interface Ctx {
+  deps: Deps
+  store: Store
+  projectId: string
+  actor: Actor
+  now: Date
+}
+
+export function ctxFor(deps: Deps, projectId: string, actor: Actor): Ctx {
+  return { deps, store: deps.store, projectId, actor, now: new Date() }
+}

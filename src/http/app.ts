@@ -1,0 +1,80 @@
+import { Elysia } from 'elysia'
+import { openapi } from '@elysiajs/openapi'
+import type { Deps } from '../deps'
+import { AppError, tooLarge } from '../errors'
+import { errorFields } from '../log'
+import { envelope, fromValidation } from './errors'
+import { systemRoutes } from './system'
+
+interface RequestInfo { id: string; start: number }
+const info = new WeakMap<Request, RequestInfo>()
+
+export function requestId(request: Request): string {
+  return info.get(request)?.id ?? 'unknown'
+}
+
+/**
+ * The Elysia root: request ids, the error envelope, body limits, request logs, OpenAPI, then the routes
+ * of every module. Modules build their routes with `authPlugin(deps)` and are mounted here.
+ */
+export function buildApp(deps: Deps) {
+  const log = deps.log
+  const app = new Elysia()
+    .onRequest(({ request, set }) => {
+      const id = crypto.randomUUID()
+      info.set(request, { id, start: performance.now() })
+      set.headers['x-request-id'] = id
+      const len = request.headers.get('content-length')
+      if (len && Number(len) > deps.config.maxBodyBytes) {
+        throw tooLarge(`Request body of ${len} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes`)
+      }
+    })
+    .onError({ as: 'global' }, ({ code, error, request, set }) => {
+      const id = requestId(request)
+      set.headers['x-request-id'] = id
+      let err: AppError
+      if (error instanceof AppError) err = error
+      else if (code === 'VALIDATION') err = fromValidation(error)
+      else if (code === 'PARSE') err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
+      else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${new URL(request.url).pathname}`)
+      else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')
+      else {
+        log.error('unhandled error', { requestId: id, method: request.method, path: new URL(request.url).pathname, ...errorFields(error) })
+        err = new AppError('INTERNAL_SERVER_ERROR', 'An unexpected error occurred. Quote the request id when reporting it.')
+      }
+      if (err.opts.headers) Object.assign(set.headers, err.opts.headers)
+      set.status = err.status
+      return envelope(err, id)
+    })
+    .onAfterResponse({ as: 'global' }, ({ request, set }) => {
+      const i = info.get(request)
+      if (!i) return
+      log.info('request', {
+        requestId: i.id,
+        method: request.method,
+        path: new URL(request.url).pathname,
+        status: typeof set.status === 'number' ? set.status : 200,
+        ms: Math.round((performance.now() - i.start) * 100) / 100,
+      })
+    })
+    .use(openapi({
+      path: '/docs',
+      specPath: '/openapi.json',
+      provider: 'swagger-ui',
+      documentation: {
+        openapi: '3.1.0',
+        info: { title: 'mailctl API', version: '0.1.0', description: 'Self-hosted email platform: the HTTP API of API.md, with the choices of DECISIONS.md.' },
+        components: {
+          securitySchemes: {
+            secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key, sk_...' },
+            publicKey: { type: 'http', scheme: 'bearer', description: 'Project public key, pk_... (POST /v1/track only)' },
+            session: { type: 'apiKey', in: 'cookie', name: 'mailctl_session' },
+          },
+        },
+      },
+    }))
+    .use(systemRoutes(deps))
+  return app
+}
+
+export type App = ReturnType<typeof buildApp>

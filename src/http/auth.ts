@@ -1,0 +1,78 @@
+import { Elysia } from 'elysia'
+import { eq } from 'drizzle-orm'
+import type { Deps, Ctx } from '../deps'
+import { AppError } from '../errors'
+import { hashSecret, keyKind } from '../modules/projects/keys'
+import { verifyJwt } from '../modules/auth/jwt'
+
+export const SESSION_COOKIE = 'mailctl_session'
+
+export type Project = typeof import('../db/schema').pgSchema.projects.$inferSelect
+
+function bearer(request: Request): string | null {
+  const h = request.headers.get('authorization')
+  if (!h) return null
+  const m = /^Bearer\s+(.+)$/i.exec(h.trim())
+  return m ? m[1].trim() : ''
+}
+
+/** Looks a key up: public keys in clear, secret keys by their SHA-256 hash. */
+export async function projectForKey(deps: Deps, key: string): Promise<{ project: Project; kind: 'public' | 'secret' } | null> {
+  const kind = keyKind(key)
+  if (!kind) return null
+  const { projects } = deps.store.t
+  const col = kind === 'public' ? projects.publicKey : projects.secretKeyHash
+  const [project] = await deps.store.db.select().from(projects).where(eq(col, kind === 'public' ? key : hashSecret(key))).limit(1)
+  return project ? { project, kind } : null
+}
+
+/** The per-project request budget of API.md Limits, with RateLimit-* headers. */
+async function rateLimit(deps: Deps, projectId: string, headers: Record<string, string | number>) {
+  const r = await deps.limiter.hit(`project:${projectId}`, deps.config.rateLimitPerMinute, 60_000)
+  headers['ratelimit-limit'] = String(r.limit)
+  headers['ratelimit-remaining'] = String(r.remaining)
+  headers['ratelimit-reset'] = String(r.resetSeconds)
+  if (!r.allowed) {
+    throw new AppError('RATE_LIMIT_EXCEEDED', `Rate limit of ${r.limit} requests per minute exceeded`, {
+      headers: { 'retry-after': String(r.resetSeconds) },
+      suggestion: `Retry after ${r.resetSeconds} seconds`,
+    })
+  }
+}
+
+/**
+ * Authentication for every route:
+ * - `apiKey: 'secret'`: an sk_ key only (API.md rule 4); `apiKey: 'track'`: pk_ or sk_ (DECISIONS.md);
+ *   resolves `ctx` (project-scoped service context) and `project`.
+ * - `session: true`: the dashboard JWT cookie; resolves `userId`.
+ */
+export function authPlugin(deps: Deps) {
+  return new Elysia().macro({
+    apiKey: (required: 'secret' | 'track') => ({
+      async resolve({ request, set }) {
+        const key = bearer(request)
+        const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
+        if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
+        const found = await projectForKey(deps, key)
+        if (!found) throw new AppError('INVALID_API_KEY', `Invalid API key: this endpoint requires ${need}`)
+        if (required === 'secret' && found.kind !== 'secret') {
+          throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')
+        }
+        if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
+        await rateLimit(deps, found.project.id, set.headers as Record<string, string>)
+        const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
+        return { ctx, project: found.project }
+      },
+    }),
+    session: (on: boolean) => ({
+      async resolve({ request }) {
+        if (!on) return { userId: '' }
+        const cookie = request.headers.get('cookie') ?? ''
+        const token = cookie.split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`))?.slice(SESSION_COOKIE.length + 1)
+        const claims = token ? verifyJwt(decodeURIComponent(token), deps.secret) : null
+        if (!claims) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
+        return { userId: claims.sub }
+      },
+    }),
+  })
+}

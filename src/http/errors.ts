@@ -1,0 +1,57 @@
+import type { ValidationError } from 'elysia'
+import { ValueErrorType } from '@sinclair/typebox/errors'
+import { AppError, type FieldError } from '../errors'
+
+/** The standard error envelope of API.md. The only place that turns errors into HTTP bodies. */
+export function envelope(err: AppError, requestId: string) {
+  if (err.opts.flat) return { error: err.message }
+  return {
+    success: false,
+    error: {
+      code: err.code,
+      message: err.message,
+      statusCode: err.status,
+      requestId,
+      ...(err.opts.errors ? { errors: err.opts.errors } : {}),
+      ...(err.opts.details ? { details: err.opts.details } : {}),
+      ...(err.opts.suggestion ? { suggestion: err.opts.suggestion } : {}),
+    },
+    timestamp: new Date().toISOString(),
+  }
+}
+
+/** TypeBox error kinds mapped to the field-level codes clients see (`invalid_string` as in API.md). */
+function fieldCode(type: number): string {
+  const T = ValueErrorType
+  switch (type) {
+    case T.ObjectRequiredProperty: return 'required'
+    case T.StringFormat: case T.StringFormatUnknown: case T.StringPattern: return 'invalid_string'
+    case T.StringMinLength: case T.ArrayMinItems: case T.NumberMinimum: case T.IntegerMinimum:
+    case T.NumberExclusiveMinimum: case T.IntegerExclusiveMinimum: case T.ObjectMinProperties: return 'too_small'
+    case T.StringMaxLength: case T.ArrayMaxItems: case T.NumberMaximum: case T.IntegerMaximum:
+    case T.NumberExclusiveMaximum: case T.IntegerExclusiveMaximum: case T.ObjectMaxProperties: return 'too_big'
+    case T.Union: case T.Literal: return 'invalid_enum_value'
+    default: return 'invalid_type'
+  }
+}
+
+function fieldPath(path: string): string {
+  return path.replace(/^\//, '').split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
+}
+
+/** Elysia/TypeBox validation failure -> 422 VALIDATION_ERROR with one entry per field (first error each). */
+export function fromValidation(err: ValidationError): AppError {
+  const seen = new Set<string>()
+  const errors: FieldError[] = []
+  for (const e of err.all as Array<{ path: string; message: string; type: number; value: unknown; schema?: Record<string, unknown>; summary?: string }>) {
+    const field = fieldPath(e.path ?? '') || (err.type === 'query' ? 'query' : 'body')
+    if (seen.has(field)) continue
+    seen.add(field)
+    let message = e.message
+    if (e.schema && typeof e.schema.error === 'string') message = e.schema.error
+    else if (e.schema?.format === 'email') message = 'Invalid email'
+    errors.push({ field, message: `${field}: ${message}`, code: fieldCode(e.type), received: e.value === undefined ? 'undefined' : e.value })
+  }
+  if (!errors.length) errors.push({ field: err.type, message: err.message, code: 'invalid_type' })
+  return new AppError('VALIDATION_ERROR', errors.length === 1 ? errors[0].message : `Validation failed for ${errors.length} fields`, { errors })
+}

@@ -1,0 +1,72 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import Redis from 'ioredis'
+import type { Config } from './config'
+import { openStore } from './db/client'
+import { migrate } from './db/migrate'
+import type { Deps } from './deps'
+import { createLogger } from './log'
+import { memoryLimiter, redisLimiter } from './http/ratelimit'
+import { captureMailOut } from './mail/system'
+import { buildApp } from './http/app'
+
+/** The JWT/link signing secret: from config, else generated once into the data dir. */
+export function loadSecret(config: Config): string {
+  if (config.jwtSecret) return config.jwtSecret
+  mkdirSync(config.dataDir, { recursive: true })
+  const file = join(config.dataDir, 'secret.key')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  const secret = randomBytes(32).toString('hex')
+  writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+  return secret
+}
+
+/** Composition root: config -> store -> services. Transports are started by `serve`. */
+export async function createDeps(config: Config, opts: { migrate?: boolean } = {}): Promise<Deps> {
+  const log = createLogger(config.logLevel)
+  const store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous })
+  if (opts.migrate !== false) {
+    const applied = await migrate(store)
+    if (applied.length) log.info('migrations applied', { applied })
+  }
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : null
+  return {
+    config,
+    store,
+    log,
+    limiter: redis ? redisLimiter(redis) : memoryLimiter(),
+    mail: captureMailOut(store, `mailctl@${config.hostname}`),
+    redis,
+    secret: loadSecret(config),
+  }
+}
+
+export async function closeDeps(deps: Deps): Promise<void> {
+  deps.redis?.disconnect()
+  await deps.store.close()
+}
+
+export interface Running { stop(): Promise<void>; httpPort: number }
+
+export type Role = 'api' | 'worker' | 'smtp'
+
+/** `mailctl serve`: migrations first, then HTTP, workers and SMTP for the roles asked. */
+export async function serve(config: Config, roles: Role[] = ['api', 'worker', 'smtp']): Promise<Running> {
+  const deps = await createDeps(config)
+  const stops: Array<() => Promise<void> | void> = []
+  let httpPort = 0
+  if (roles.includes('api')) {
+    const app = buildApp(deps).listen({ port: config.httpPort, hostname: config.httpHost, maxRequestBodySize: config.maxBodyBytes + 1024 * 1024 })
+    httpPort = app.server?.port ?? config.httpPort
+    deps.log.info('http listening', { host: config.httpHost, port: httpPort })
+    stops.push(() => app.stop())
+  }
+  return {
+    httpPort,
+    async stop() {
+      for (const s of stops.reverse()) await s()
+      await closeDeps(deps)
+    },
+  }
+}

@@ -1,0 +1,20 @@
+import { createHash, randomBytes } from 'node:crypto'
+
+/** DECISIONS.md: `pk_`/`sk_` + 64 lowercase hex characters (32 random bytes). */
+export const KEY_PATTERN = /^(pk|sk)_[0-9a-f]{64}$/
+
+export type KeyKind = 'public' | 'secret'
+
+export function newKeyPair(): { publicKey: string; secretKey: string } {
+  return { publicKey: `pk_${randomBytes(32).toString('hex')}`, secretKey: `sk_${randomBytes(32).toString('hex')}` }
+}
+
+/** Secret keys are stored only as this hash. */
+export function hashSecret(secretKey: string): string {
+  return createHash('sha256').update(secretKey).digest('hex')
+}
+
+export function keyKind(key: string): KeyKind | null {
+  if (!KEY_PATTERN.test(key)) return null
+  return key.startsWith('pk_') ? 'public' : 'secret'
+}

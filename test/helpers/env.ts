@@ -1,0 +1,148 @@
+/**
+ * Test environment: a real store (a fresh SQLite file, or a fresh PostgreSQL database on the local
+ * server, dropped afterwards), migrations applied, the real Elysia app, and request helpers.
+ *
+ * `forEachStore(title, body)` runs `body` once per store. When PostgreSQL is unreachable outside CI a
+ * loud notice is printed and the PostgreSQL half is skipped; under CI (CI=1) that is a failure.
+ */
+import { afterAll, beforeAll, describe } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import postgres from 'postgres'
+import { loadConfig, type Config } from '../../src/config'
+import { openStore, type Store } from '../../src/db/client'
+import { migrate } from '../../src/db/migrate'
+import type { Deps } from '../../src/deps'
+import { createLogger } from '../../src/log'
+import { memoryLimiter } from '../../src/http/ratelimit'
+import { captureMailOut } from '../../src/mail/system'
+import { buildApp, type App } from '../../src/http/app'
+import { createProject, type NewProject } from '../../src/modules/projects/service'
+
+export type StoreKind = 'sqlite' | 'pg'
+export const PG_ADMIN_URL = process.env.MAILCTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+/** Creates a database named uniquely for one test file and returns its URL and a drop function. */
+export async function freshPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `mailctl_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const u = new URL(PG_ADMIN_URL)
+  u.pathname = `/${name}`
+  return {
+    url: u.toString(),
+    async drop() {
+      const a = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} })
+      await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await a.end()
+    },
+  }
+}
+
+export interface Res<T = any> { status: number; body: T; headers: Headers; text: string }
+export interface ReqOpts { key?: string | null; body?: unknown; headers?: Record<string, string>; cookie?: string; raw?: BodyInit }
+
+export class TestEnv {
+  store!: Store
+  deps!: Deps
+  app!: App
+  config!: Config
+  private cleanups: Array<() => Promise<void> | void> = []
+
+  constructor(readonly kind: StoreKind, private overrides: Partial<Config> = {}) {}
+
+  async start() {
+    const dir = mkdtempSync(join(tmpdir(), 'mailctl-test-'))
+    this.cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    let url = `sqlite://${join(dir, 'test.db')}`
+    if (this.kind === 'pg') {
+      const db = await freshPgDatabase()
+      url = db.url
+      this.cleanups.push(() => db.drop())
+    }
+    this.config = loadConfig({
+      env: {},
+      overrides: {
+        dataDir: dir, databaseUrl: url, logLevel: 'silent', hostname: 'mx.mailctl.test',
+        publicUrl: 'http://localhost:3000', jwtSecret: 'test-secret-' + Math.random(), sqliteSynchronous: 'NORMAL',
+        ...this.overrides,
+      },
+    })
+    this.store = openStore(url, { sqliteSynchronous: 'NORMAL' })
+    this.cleanups.unshift(() => this.store.close())
+    await migrate(this.store)
+    this.deps = {
+      config: this.config,
+      store: this.store,
+      log: createLogger('silent'),
+      limiter: memoryLimiter(),
+      mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test'),
+      redis: null,
+      secret: this.config.jwtSecret!,
+    }
+    this.app = buildApp(this.deps)
+  }
+
+  /** Registers a clean-up run (in reverse order) when the suite ends. */
+  onStop(fn: () => Promise<void> | void) { this.cleanups.unshift(fn) }
+
+  async stop() {
+    for (const c of this.cleanups) {
+      try { await c() } catch (e) { console.error('cleanup failed', e) }
+    }
+    this.cleanups = []
+  }
+
+  project(name = 'p-' + Math.random().toString(36).slice(2, 8)): Promise<NewProject> {
+    return createProject(this.store, { name })
+  }
+
+  async request<T = any>(method: string, path: string, opts: ReqOpts = {}): Promise<Res<T>> {
+    const headers: Record<string, string> = { ...opts.headers }
+    if (opts.key) headers.authorization = `Bearer ${opts.key}`
+    if (opts.cookie) headers.cookie = opts.cookie
+    let body: BodyInit | undefined = opts.raw
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body)
+      headers['content-type'] ??= 'application/json'
+    }
+    const res = await this.app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
+    const text = await res.text()
+    let parsed: unknown = text
+    try { parsed = text ? JSON.parse(text) : null } catch { /* not JSON */ }
+    return { status: res.status, body: parsed as T, headers: res.headers, text }
+  }
+}
+
+let pgSync: boolean | null = null
+/** Synchronous reachability check (suites are registered synchronously). */
+export function pgReachableSync(): boolean {
+  if (pgSync !== null) return pgSync
+  const u = new URL(PG_ADMIN_URL)
+  try {
+    const r = Bun.spawnSync(['pg_isready', '-h', u.hostname, '-p', u.port || '5432', '-t', '3'])
+    pgSync = r.exitCode === 0
+  } catch {
+    pgSync = true // no pg_isready: try for real and fail loudly if it is down
+  }
+  if (!pgSync) {
+    if (process.env.CI) throw new Error(`PostgreSQL is unreachable at ${PG_ADMIN_URL}: CI requires it`)
+    console.warn(`\n${'!'.repeat(78)}\n!! PostgreSQL unreachable at ${PG_ADMIN_URL}\n!! Every PostgreSQL suite is SKIPPED in this run. Start PostgreSQL to test both stores.\n${'!'.repeat(78)}\n`)
+  }
+  return pgSync
+}
+
+/** Runs `body` against SQLite and PostgreSQL, each with its own fresh store and app. */
+export function forEachStore(title: string, body: (env: TestEnv) => void, overrides: Partial<Config> = {}) {
+  for (const kind of ['sqlite', 'pg'] as const) {
+    const env = new TestEnv(kind, overrides)
+    const run = kind === 'sqlite' || pgReachableSync()
+    ;(run ? describe : describe.skip)(`${title} [${kind}]`, () => {
+      beforeAll(() => env.start())
+      afterAll(() => env.stop())
+      body(env)
+    })
+  }
+}
