@@ -60,7 +60,7 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
     const app = buildApp(deps).listen({ port: config.httpPort, hostname: config.httpHost, maxRequestBodySize: config.maxBodyBytes + 1024 * 1024 })
     httpPort = app.server?.port ?? config.httpPort
     deps.log.info('http listening', { host: config.httpHost, port: httpPort })
-    stops.push(() => app.stop())
+    stops.push(async () => { await app.stop() })
   }
   return {
     httpPort,

@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, type ValidationError } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import type { Deps } from '../deps'
 import { AppError, tooLarge } from '../errors'
@@ -34,7 +34,7 @@ export function buildApp(deps: Deps) {
       set.headers['x-request-id'] = id
       let err: AppError
       if (error instanceof AppError) err = error
-      else if (code === 'VALIDATION') err = fromValidation(error)
+      else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
       else if (code === 'PARSE') err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
       else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${new URL(request.url).pathname}`)
       else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')

@@ -136,7 +136,10 @@ export class Worker {
     if (this.stopped) return
     const free = (this.opts.concurrency ?? 4) - this.running
     if (free <= 0) return
-    const p = this.claimAndRun(free).catch((err) => this.deps.log.error('job claim failed', errorFields(err)))
+    const p: Promise<void> = this.claimAndRun(free).then(
+      () => undefined,
+      (err) => this.deps.log.error('job claim failed', errorFields(err)),
+    )
     this.inflight.add(p)
     p.finally(() => this.inflight.delete(p))
   }
