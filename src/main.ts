@@ -10,6 +10,8 @@ import { createLogger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
 import { buildApp } from './http/app'
+import { Worker } from './jobs/queue'
+import { allJobs } from './jobs/registry'
 
 /** The JWT/link signing secret: from config, else generated once into the data dir. */
 export function loadSecret(config: Config): string {
@@ -47,7 +49,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.store.close()
 }
 
-export interface Running { stop(): Promise<void>; httpPort: number }
+export interface Running { stop(): Promise<void>; httpPort: number; deps: Deps }
 
 export type Role = 'api' | 'worker' | 'smtp'
 
@@ -62,7 +64,13 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
     deps.log.info('http listening', { host: config.httpHost, port: httpPort })
     stops.push(async () => { await app.stop() })
   }
+  if (roles.includes('worker')) {
+    const worker = new Worker(deps, allJobs, { concurrency: 8 })
+    await worker.start()
+    stops.push(() => worker.stop())
+  }
   return {
+    deps,
     httpPort,
     async stop() {
       for (const s of stops.reverse()) await s()
