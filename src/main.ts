@@ -6,7 +6,7 @@ import type { Config } from './config'
 import { openStore } from './db/client'
 import { migrate } from './db/migrate'
 import type { Deps } from './deps'
-import { createLogger } from './log'
+import { createLogger, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
 import { buildApp } from './http/app'
@@ -25,8 +25,8 @@ export function loadSecret(config: Config): string {
 }
 
 /** Composition root: config -> store -> services. Transports are started by `serve`. */
-export async function createDeps(config: Config, opts: { migrate?: boolean } = {}): Promise<Deps> {
-  const log = createLogger(config.logLevel)
+export async function createDeps(config: Config, opts: { migrate?: boolean; log?: Logger } = {}): Promise<Deps> {
+  const log = opts.log ?? createLogger(config.logLevel)
   const store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous })
   if (opts.migrate !== false) {
     const applied = await migrate(store)

@@ -1,0 +1,13 @@
+import type { Command } from 'commander'
+import { migrate } from '../../src/db/migrate'
+import { emit, withDeps } from '../shared'
+
+/** `mailctl migrate`: applies pending migrations and exits. */
+export function register(program: Command): void {
+  program.command('migrate')
+    .description('apply pending database migrations and exit')
+    .action(async (_opts: unknown, cmd: Command) => {
+      const applied = await withDeps(cmd, (deps) => migrate(deps.store), { migrate: false })
+      emit(cmd, { applied }, () => (applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date'))
+    })
+}

@@ -1,0 +1,42 @@
+import type { Command } from 'commander'
+import { serve, type Role } from '../../src/main'
+import { settings, UsageError } from '../shared'
+
+const ROLES: Role[] = ['api', 'worker', 'smtp']
+
+function collectRole(value: string, previous: Role[]): Role[] {
+  for (const part of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (!ROLES.includes(part as Role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}, got "${part}"`)
+    if (!previous.includes(part as Role)) previous = [...previous, part as Role]
+  }
+  return previous
+}
+
+/** `mailctl serve [--role api|worker|smtp]...`: migrations, then the asked parts, until SIGINT/SIGTERM. */
+export function register(program: Command): void {
+  program.command('serve')
+    .description('run the server: migrations first, then HTTP, workers and SMTP (or only the --role parts)')
+    .option('--role <role>', 'api, worker or smtp; repeatable (default: all)', collectRole, [] as Role[])
+    .action(async (opts: { role: Role[] }, cmd: Command) => {
+      const roles = opts.role.length ? opts.role : ROLES
+      const running = await serve(settings(cmd), roles)
+      await new Promise<void>((resolve) => {
+        let stopping = false
+        const shutdown = (signal: string) => {
+          if (stopping) {
+            running.deps.log.warn('second signal: exiting now', { signal })
+            process.exit(1)
+          }
+          stopping = true
+          running.deps.log.info('shutting down', { signal })
+          running.stop().then(resolve, (err) => {
+            process.stderr.write(`error: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`)
+            process.exit(1)
+          })
+        }
+        process.once('SIGINT', () => shutdown('SIGINT'))
+        process.once('SIGTERM', () => shutdown('SIGTERM'))
+      })
+      process.exit(0)
+    })
+}

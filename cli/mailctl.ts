@@ -1,0 +1,31 @@
+#!/usr/bin/env bun
+/**
+ * The mailctl command line (OPERATIONS.md). One file per area under cli/commands/, each exporting
+ * `register(program)`; add a new area with one import and one line in AREAS below.
+ */
+import { Command } from 'commander'
+import { runCli } from './shared'
+import { register as serve } from './commands/serve'
+import { register as migrate } from './commands/migrate'
+import { register as project } from './commands/project'
+import { register as keys } from './commands/keys'
+
+const AREAS: Array<(program: Command) => void> = [
+  serve,
+  migrate,
+  project,
+  keys,
+]
+
+export function buildProgram(): Command {
+  const program = new Command('mailctl')
+    .description('Self-hosted email platform: API, workers, SMTP and this admin CLI in one executable')
+    .option('--config <file>', 'read settings from a JSON or TOML file (environment variables win)')
+    .option('--json', 'print one JSON document on stdout')
+    .showHelpAfterError()
+    .exitOverride()
+  for (const register of AREAS) register(program)
+  return program
+}
+
+if (import.meta.main) await runCli(buildProgram(), process.argv)
