@@ -1,10 +1,14 @@
 import { pgCols, sqliteCols, type Cols } from '../columns'
 import { coreTables } from './core'
+import { accountTables } from './accounts'
+import { domainTables } from './domains'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
   return {
     ...coreTables(c),
+    ...accountTables(c),
+    ...domainTables(c),
   }
 }
 

@@ -1,0 +1,69 @@
+import { expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { forEachStore } from '../../helpers/env'
+import { ctxFor } from '../../../src/deps'
+import { AppError } from '../../../src/errors'
+import { encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector } from '../../../src/modules/domains/keys'
+import { assertSenderAllowed, signingKeyFor } from '../../../src/modules/domains/service'
+import * as repo from '../../../src/modules/domains/repo'
+
+/** The sender gate, on rows written directly (the DNS-driven flow is covered in domains.test.ts). */
+forEachStore('sender gate', (env) => {
+  async function addDomain(projectId: string, domain: string, verified: boolean) {
+    const keys = await generateDkimKeyPair()
+    const id = Bun.randomUUIDv7()
+    const now = new Date()
+    await env.store.tx((db) => repo.insertDomain(env.store, db, {
+      id, projectId, domain, selector: newSelector(now), dkimPublicKey: keys.publicKey,
+      dkimPrivateKey: encryptPrivateKey(masterKey(env.config.dataDir), keys.privateKeyPem, id),
+      verified, checks: {}, lastCheckedAt: null, verifiedAt: verified ? now : null, createdAt: now, updatedAt: now,
+    }))
+    return { id, keys }
+  }
+
+  test('verified domain and its subdomains pass; others get 403 INTERNAL_SERVER_ERROR', async () => {
+    const p = await env.project()
+    const other = await env.project()
+    const { id, keys } = await addDomain(p.id, 'example.com', true)
+    await addDomain(p.id, 'pending.org', false)
+    await addDomain(other.id, 'other.net', true)
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+
+    const v = await assertSenderAllowed(ctx, 'Hello@Mail.Example.COM')
+    expect(v).toMatchObject({ domainId: id, domain: 'example.com', privateKeyPem: keys.privateKeyPem, returnPathDomain: env.config.hostname, returnPathVerified: false })
+    expect((await assertSenderAllowed(ctx, 'a@example.com')).domainId).toBe(id)
+    expect((await signingKeyFor(ctx, 'deep.sub.example.com'))?.domainId).toBe(id)
+    expect(await signingKeyFor(ctx, 'pending.org')).toBeNull()
+
+    for (const addr of ['a@pending.org', 'a@other.net', 'a@notexample.com', 'a@com', 'nonsense']) {
+      const err = await assertSenderAllowed(ctx, addr).then(() => null, (e) => e)
+      expect(err).toBeInstanceOf(AppError)
+      expect((err as AppError).status).toBe(403)
+      expect((err as AppError).code).toBe('INTERNAL_SERVER_ERROR')
+    }
+  })
+
+  test('the most specific verified domain signs', async () => {
+    const p = await env.project()
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    await addDomain(p.id, 'parent.io', true)
+    const { id: sub } = await addDomain(p.id, 'news.parent.io', true)
+    expect((await assertSenderAllowed(ctx, 'x@news.parent.io')).domainId).toBe(sub)
+    expect((await assertSenderAllowed(ctx, 'x@a.news.parent.io')).domain).toBe('news.parent.io')
+    expect((await assertSenderAllowed(ctx, 'x@parent.io')).domain).toBe('parent.io')
+  })
+
+  test('a cached key is never served once the domain is pending again or deleted', async () => {
+    const p = await env.project()
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const { id } = await addDomain(p.id, 'flip.dev', true)
+    await assertSenderAllowed(ctx, 'a@flip.dev')
+    const { domains } = env.store.t
+    await env.store.tx((db) => db.update(domains).set({ verified: false, updatedAt: new Date() }).where(eq(domains.id, id)))
+    await expect(assertSenderAllowed(ctx, 'a@flip.dev')).rejects.toThrow(/not verified/)
+    await env.store.tx((db) => db.update(domains).set({ verified: true, updatedAt: new Date() }).where(eq(domains.id, id)))
+    expect((await assertSenderAllowed(ctx, 'a@flip.dev')).domainId).toBe(id)
+    await env.store.tx((db) => repo.deleteById(env.store, db, p.id, id))
+    await expect(assertSenderAllowed(ctx, 'a@flip.dev')).rejects.toThrow(/not verified/)
+  })
+})
