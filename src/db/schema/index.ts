@@ -2,6 +2,7 @@ import { pgCols, sqliteCols, type Cols } from '../columns'
 import { coreTables } from './core'
 import { accountTables } from './accounts'
 import { domainTables } from './domains'
+import { contactTables } from './contacts'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -9,6 +10,7 @@ export function buildSchema(c: Cols) {
     ...coreTables(c),
     ...accountTables(c),
     ...domainTables(c),
+    ...contactTables(c),
   }
 }
 

@@ -1,0 +1,122 @@
+import { t, type Static } from 'elysia'
+
+/** TypeBox models of the contacts module: request validation and the OpenAPI document. */
+
+export const Email = t.String({ format: 'email', maxLength: 320, error: 'Invalid email' })
+export const ContactDataIn = t.Record(t.String(), t.Unknown(), {
+  description: 'Custom fields. null deletes a field, "" is ignored, {value, persistent:false} is not stored (track/send: used for that request only), reserved keys (id, service_id, service_email, email, unsubscribeUrl, subscribeUrl, manageUrl) are dropped.',
+})
+
+export const Contact = t.Object({
+  id: t.String(),
+  email: t.String(),
+  subscribed: t.Boolean(),
+  data: t.Record(t.String(), t.Unknown()),
+  createdAt: t.String({ format: 'date-time' }),
+  updatedAt: t.String({ format: 'date-time' }),
+})
+
+export const ContactWithMeta = t.Composite([Contact, t.Object({ _meta: t.Object({ isNew: t.Boolean(), isUpdate: t.Boolean() }) })])
+
+/** POST /contacts. `email` is optional here only so that its absence answers the flat 400 of API.md. */
+export const CreateContactBody = t.Object({
+  email: t.Optional(Email),
+  subscribed: t.Optional(t.Boolean({ default: undefined })),
+  data: t.Optional(t.Union([ContactDataIn, t.Null()])),
+})
+
+export const UpdateContactBody = t.Object({
+  email: t.Optional(Email),
+  subscribed: t.Optional(t.Boolean()),
+  data: t.Optional(t.Union([ContactDataIn, t.Null()])),
+})
+
+export const ListContactsQuery = t.Object({
+  limit: t.Optional(t.Numeric({ description: '1-100, default 20; larger values are clamped to 100, smaller to 1' })),
+  cursor: t.Optional(t.String({ description: 'Opaque cursor from the previous page' })),
+  search: t.Optional(t.String({ description: 'Case-insensitive substring of the email' })),
+  subscribed: t.Optional(t.BooleanString({ description: 'true or false; omitted returns both states' })),
+  sort: t.Optional(t.String({ description: 'createdAt (default) or email; anything else falls back to createdAt' })),
+  dir: t.Optional(t.String({ description: 'desc (default) or asc; anything else falls back to desc' })),
+})
+export type ListContactsQuery = Static<typeof ListContactsQuery>
+
+export const ContactList = t.Object({
+  data: t.Array(Contact),
+  cursor: t.Union([t.String(), t.Null()], { description: 'Pass as `cursor` for the next page; null on the last page' }),
+  hasMore: t.Boolean(),
+  total: t.Integer({ description: 'Matching contacts; computed on the first page only (0 on later pages)' }),
+})
+
+export const IdParams = t.Object({ id: t.String() })
+export const JobParams = t.Object({ jobId: t.String() })
+export const FieldParams = t.Object({ field: t.String({ minLength: 1, maxLength: 255 }) })
+
+export const LookupBody = t.Object({
+  emails: t.Array(t.String({ maxLength: 320 }), { minItems: 1, maxItems: 500, description: 'At most 500 emails' }),
+})
+export const LookupResult = t.Object({
+  results: t.Array(t.Object({
+    email: t.String(),
+    exists: t.Boolean(),
+    id: t.Union([t.String(), t.Null()]),
+    subscribed: t.Union([t.Boolean(), t.Null()]),
+  })),
+  found: t.Integer(),
+  missing: t.Integer(),
+})
+
+export const FieldInfo = t.Object({
+  name: t.String(),
+  standard: t.Boolean({ description: 'true for email, subscribed, createdAt, updatedAt' }),
+  type: t.String({ description: 'string | number | boolean | date | object | array | mixed' }),
+  types: t.Record(t.String(), t.Integer(), { description: 'How many contacts hold a value of each type' }),
+  count: t.Integer({ description: 'Contacts that have this field' }),
+  coverage: t.Number({ description: 'count / all contacts, in percent (0-100, one decimal)' }),
+})
+export const FieldList = t.Object({ totalContacts: t.Integer(), fields: t.Array(FieldInfo) })
+
+export const FieldValuesQuery = t.Object({
+  limit: t.Optional(t.Numeric({ description: '1-1000, default 100' })),
+  search: t.Optional(t.String({ description: 'Case-insensitive substring of the value' })),
+})
+export const FieldValues = t.Object({
+  field: t.String(),
+  values: t.Array(t.Object({ value: t.Unknown(), count: t.Integer() })),
+  distinct: t.Integer({ description: 'Number of distinct values (all, not only those listed)' }),
+})
+
+export const UsageRef = t.Object({ id: t.String(), name: t.String(), where: t.Optional(t.String()) })
+export const FieldUsage = t.Object({
+  field: t.String(),
+  inUse: t.Boolean(),
+  segments: t.Array(UsageRef),
+  campaigns: t.Array(UsageRef),
+  workflows: t.Array(UsageRef),
+})
+
+export const BulkBody = t.Object({
+  contactIds: t.Array(t.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 1000, description: 'At most 1,000 contact ids' }),
+})
+
+export const JobQueued = t.Object({ jobId: t.String(), status: t.Literal('queued') })
+
+export const JobRecord = t.Object({
+  id: t.String(),
+  type: t.String({ description: 'import | bulk-subscribe | bulk-unsubscribe | bulk-delete' }),
+  status: t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('completed'), t.Literal('failed')]),
+  progress: t.Integer({ minimum: 0, maximum: 100 }),
+  total: t.Integer(),
+  processed: t.Integer(),
+  result: t.Union([t.Null(), t.Object({
+    created: t.Integer(), updated: t.Integer(), skipped: t.Integer(), failed: t.Integer(),
+    errors: t.Array(t.Object({ row: t.Integer(), message: t.String() })),
+  })]),
+  error: t.Optional(t.String({ description: 'Why a failed job failed' })),
+  createdAt: t.String({ format: 'date-time' }),
+  finishedAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+})
+
+export const ImportBody = t.Object({
+  file: t.File({ description: 'CSV, at most 5 MB. Header row: email (required), subscribed (optional), every other column is a custom field.' }),
+})
