@@ -3,6 +3,7 @@ import { coreTables } from './core'
 import { accountTables } from './accounts'
 import { domainTables } from './domains'
 import { contactTables } from './contacts'
+import { sendingTables } from './sending'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -11,6 +12,7 @@ export function buildSchema(c: Cols) {
     ...accountTables(c),
     ...domainTables(c),
     ...contactTables(c),
+    ...sendingTables(c),
   }
 }
 
