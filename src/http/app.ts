@@ -5,6 +5,11 @@ import { AppError, tooLarge } from '../errors'
 import { errorFields } from '../log'
 import { envelope, fromValidation } from './errors'
 import { systemRoutes } from './system'
+import { authRoutes } from '../modules/auth/routes'
+import { usersRoutes } from '../modules/users/routes'
+import { projectsRoutes } from '../modules/projects/routes'
+import { membersRoutes } from '../modules/members/routes'
+import { configRoutes } from '../modules/config/routes'
 
 interface RequestInfo { id: string; start: number }
 const info = new WeakMap<Request, RequestInfo>()
@@ -74,6 +79,11 @@ export function buildApp(deps: Deps) {
       },
     }))
     .use(systemRoutes(deps))
+    .use(configRoutes(deps))
+    .use(authRoutes(deps))
+    .use(usersRoutes(deps))
+    .use(projectsRoutes(deps))
+    .use(membersRoutes(deps))
   return app
 }
 

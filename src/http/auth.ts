@@ -3,11 +3,19 @@ import { eq } from 'drizzle-orm'
 import type { Deps, Ctx } from '../deps'
 import { AppError } from '../errors'
 import { hashSecret, keyKind } from '../modules/projects/keys'
-import { verifyJwt } from '../modules/auth/jwt'
+import { sessionUser } from '../modules/auth/sessions'
 
 export const SESSION_COOKIE = 'mailctl_session'
 
 export type Project = typeof import('../db/schema').pgSchema.projects.$inferSelect
+
+/** The raw session JWT from the `mailctl_session` cookie, if any. */
+export function sessionToken(request: Request): string | null {
+  const cookie = request.headers.get('cookie') ?? ''
+  const raw = cookie.split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`))?.slice(SESSION_COOKIE.length + 1)
+  if (!raw) return null
+  try { return decodeURIComponent(raw) } catch { return null }
+}
 
 function bearer(request: Request): string | null {
   const h = request.headers.get('authorization')
@@ -67,11 +75,10 @@ export function authPlugin(deps: Deps) {
     session: (on: boolean) => ({
       async resolve({ request }) {
         if (!on) return { userId: '' }
-        const cookie = request.headers.get('cookie') ?? ''
-        const token = cookie.split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`))?.slice(SESSION_COOKIE.length + 1)
-        const claims = token ? verifyJwt(decodeURIComponent(token), deps.secret) : null
-        if (!claims) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
-        return { userId: claims.sub }
+        const token = sessionToken(request)
+        const userId = token ? await sessionUser(deps, token) : null
+        if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
+        return { userId }
       },
     }),
   })

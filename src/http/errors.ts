@@ -21,7 +21,7 @@ export function envelope(err: AppError, requestId: string) {
 }
 
 /** TypeBox error kinds mapped to the field-level codes clients see (`invalid_string` as in API.md). */
-function fieldCode(type: number): string {
+export function fieldCode(type: number): string {
   const T = ValueErrorType
   switch (type) {
     case T.ObjectRequiredProperty: return 'required'
@@ -35,7 +35,7 @@ function fieldCode(type: number): string {
   }
 }
 
-function fieldPath(path: string): string {
+export function fieldPath(path: string): string {
   return path.replace(/^\//, '').split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
 }
 

@@ -1,24 +1,31 @@
 import { eq, or } from 'drizzle-orm'
 import type { Store } from '../../db/client'
 import { notFound } from '../../errors'
+import type { Deps } from '../../deps'
 import { hashSecret, newKeyPair } from './keys'
+import { parseInput } from '../validate'
+import { requireAccess } from '../members/access'
+import { CreateProjectBody, type ProjectOut, type ProjectWithSecret, type SetupState, type UpdateProjectBody } from './model'
+import * as repo from './repo'
+import { SETUP_STEPS, wipeProjectData } from './data'
 
 export interface NewProject { id: string; name: string; publicKey: string; secretKey: string }
 
 /** Creates a project with a fresh key pair; the secret key is returned once and stored hashed. */
 export async function createProject(store: Store, input: { name: string; ownerUserId?: string | null }): Promise<NewProject> {
   const { projects, members } = store.t
+  const { name } = parseInput(CreateProjectBody, { name: input.name })
   const keys = newKeyPair()
   const now = new Date()
   const id = Bun.randomUUIDv7()
   await store.tx(async (db) => {
     await db.insert(projects).values({
-      id, name: input.name, publicKey: keys.publicKey, secretKeyHash: hashSecret(keys.secretKey),
+      id, name, publicKey: keys.publicKey, secretKeyHash: hashSecret(keys.secretKey),
       disabled: false, trackingEnabled: true, settings: {}, createdAt: now, updatedAt: now,
     })
     if (input.ownerUserId) await db.insert(members).values({ projectId: id, userId: input.ownerUserId, role: 'OWNER', createdAt: now })
   })
-  return { id, name: input.name, ...keys }
+  return { id, name, ...keys }
 }
 
 /** Regenerates both keys at once; the old ones stop working with this commit (API.md rule 8). */
@@ -44,4 +51,74 @@ export async function findProject(store: Store, idOrName: string) {
 export async function listProjects(store: Store) {
   const { projects } = store.t
   return store.db.select({ id: projects.id, name: projects.name, publicKey: projects.publicKey, disabled: projects.disabled, createdAt: projects.createdAt }).from(projects).orderBy(projects.createdAt)
+}
+
+/* ---- The dashboard's view: a user's projects (/users/@me/projects, /projects/:id/setup-state) ---- */
+
+async function mine(deps: Deps, userId: string, projectId: string): Promise<ProjectOut> {
+  const row = await repo.oneForUser(deps.store, deps.store.db, userId, projectId)
+  if (!row) throw notFound('project')
+  return row as ProjectOut
+}
+
+/** The projects the user is a member of, oldest first. */
+export async function listMyProjects(deps: Deps, userId: string): Promise<ProjectOut[]> {
+  return (await repo.forUser(deps.store, deps.store.db, userId)) as ProjectOut[]
+}
+
+/** Creates a project owned by the user; the only time (with regenerate-keys) the secret key is shown. */
+export async function createMyProject(deps: Deps, userId: string, input: CreateProjectBody): Promise<ProjectWithSecret> {
+  const created = await createProject(deps.store, { name: input.name, ownerUserId: userId })
+  return { ...(await mine(deps, userId, created.id)), secretKey: created.secretKey }
+}
+
+/** PATCH: name and tracking (OWNER or ADMIN). */
+export async function updateMyProject(deps: Deps, userId: string, projectId: string, patch: UpdateProjectBody): Promise<ProjectOut> {
+  await deps.store.tx(async (db) => {
+    await requireAccess(deps, userId, projectId, 'settings', db)
+    const set: UpdateProjectBody = {}
+    if (patch.name !== undefined) set.name = patch.name
+    if (patch.trackingEnabled !== undefined) set.trackingEnabled = patch.trackingEnabled
+    await repo.update(deps.store, db, projectId, set, new Date())
+  })
+  return mine(deps, userId, projectId)
+}
+
+/** Regenerates both keys (OWNER or ADMIN); the old ones stop working with this commit. */
+export async function regenerateMyKeys(deps: Deps, userId: string, projectId: string): Promise<ProjectWithSecret> {
+  const keys = await deps.store.tx(async (db) => {
+    await requireAccess(deps, userId, projectId, 'keys', db)
+    return rotateKeys(deps.store, projectId)
+  })
+  return { ...(await mine(deps, userId, projectId)), secretKey: keys.secretKey }
+}
+
+/** Wipes the project's data (see PROJECT_DATA_TABLES) in one transaction; keys, settings and team stay. OWNER only. */
+export async function resetMyProject(deps: Deps, userId: string, projectId: string): Promise<ProjectOut> {
+  await deps.store.tx(async (db) => {
+    await requireAccess(deps, userId, projectId, 'reset', db)
+    await wipeProjectData(deps.store, db, projectId)
+    await repo.update(deps.store, db, projectId, {}, new Date())
+  })
+  return mine(deps, userId, projectId)
+}
+
+/** Deletes the project and everything in it. OWNER only. */
+export async function deleteMyProject(deps: Deps, userId: string, projectId: string): Promise<void> {
+  await deps.store.tx(async (db) => {
+    await requireAccess(deps, userId, projectId, 'delete', db)
+    await wipeProjectData(deps.store, db, projectId)
+    await repo.remove(deps.store, db, projectId)
+  })
+}
+
+/** GET /projects/:id/setup-state: every member may read it. */
+export async function setupState(deps: Deps, userId: string, projectId: string): Promise<SetupState> {
+  await requireAccess(deps, userId, projectId, 'read')
+  const steps = [{ id: 'project', title: 'Create a project', done: true }]
+  for (const step of SETUP_STEPS) {
+    const rows = await deps.store.rows(step.done(projectId))
+    steps.push({ id: step.id, title: step.title, done: rows.length > 0 })
+  }
+  return { projectId, steps, completed: steps.every((s) => s.done) }
 }

@@ -1,0 +1,26 @@
+import type { Cols } from '../columns'
+
+/** Dashboard sessions (revocable) and pending project invitations. */
+export function accountTables(c: Cols) {
+  /** One row per login; the session cookie's JWT names it (`sid`), so logout and password resets revoke it. */
+  const sessions = c.table('sessions', {
+    id: c.text('id').primaryKey(),
+    userId: c.text('user_id').notNull(),
+    createdAt: c.ts('created_at').notNull(),
+    expiresAt: c.ts('expires_at').notNull(),
+    revokedAt: c.ts('revoked_at'),
+  }, (t) => [c.index('sessions_user_idx').on(t.userId)])
+
+  /** An invitation to a project for an address without a verified account; accepted when it is verified. */
+  const invitations = c.table('invitations', {
+    id: c.text('id').primaryKey(),
+    projectId: c.text('project_id').notNull(),
+    email: c.text('email').notNull(),
+    role: c.text('role').notNull(),
+    invitedBy: c.text('invited_by'),
+    createdAt: c.ts('created_at').notNull(),
+    expiresAt: c.ts('expires_at').notNull(),
+  }, (t) => [c.uniqueIndex('invitations_project_email_uq').on(t.projectId, t.email), c.index('invitations_email_idx').on(t.email)])
+
+  return { sessions, invitations }
+}

@@ -1,0 +1,29 @@
+import { t } from 'elysia'
+import { Email, Password } from '../users/model'
+
+export const SignupBody = t.Object({
+  email: Email,
+  password: Password,
+  name: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
+})
+export type SignupBody = typeof SignupBody.static
+
+export const LoginBody = t.Object({
+  email: Email,
+  password: t.String({ minLength: 1, maxLength: 256, error: 'password is required' }),
+})
+export type LoginBody = typeof LoginBody.static
+
+export const EmailBody = t.Object({ email: Email })
+export const TokenBody = t.Object({ token: t.String({ minLength: 1, maxLength: 200, error: 'token is required' }) })
+export const ResetBody = t.Object({
+  token: t.String({ minLength: 1, maxLength: 200, error: 'token is required' }),
+  password: Password,
+})
+
+export const Ack = t.Object({ success: t.Literal(true), message: t.String() })
+
+export const OAuthConfig = t.Object({
+  github: t.Boolean({ description: 'GitHub login is configured (not supported by this server: always false)' }),
+  google: t.Boolean({ description: 'Google login is configured (not supported by this server: always false)' }),
+}, { description: 'OAuth providers: mailctl authenticates with email and password only' })

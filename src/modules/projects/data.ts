@@ -1,0 +1,34 @@
+import { sql, type SQL } from 'drizzle-orm'
+import type { Db, Store } from '../../db/client'
+
+/**
+ * The tables holding a project's data, wiped by POST /users/@me/projects/:id/reset (one transaction) and
+ * emptied before DELETE. Keys, settings, members and invitations are kept by a reset.
+ * A module that adds project data adds its table HERE, before the tables it references
+ * (rows are deleted in this order, so children come first).
+ */
+export const PROJECT_DATA_TABLES: readonly string[] = [
+  'events',
+  'contacts',
+  'jobs',
+  'idempotency_keys',
+  'mail_capture',
+]
+
+/**
+ * Onboarding steps of GET /projects/:id/setup-state: a step is done when its query finds a row of the
+ * project. A module adds its step here (`sql` gets the project id; keep it to one indexed `SELECT 1`).
+ */
+export const SETUP_STEPS: ReadonlyArray<{ id: string; title: string; done: (projectId: string) => SQL }> = [
+  { id: 'contact', title: 'Add a contact', done: (p) => sql`SELECT 1 AS x FROM contacts WHERE project_id = ${p} LIMIT 1` },
+  {
+    id: 'event', title: 'Track an event with POST /v1/track',
+    done: (p) => sql`SELECT 1 AS x FROM events WHERE project_id = ${p} AND name NOT LIKE 'email.%' AND name NOT LIKE 'contact.%' AND name NOT LIKE 'segment.%' LIMIT 1`,
+  },
+]
+
+export async function wipeProjectData(store: Store, db: Db, projectId: string): Promise<void> {
+  for (const table of PROJECT_DATA_TABLES) {
+    await store.exec(sql`DELETE FROM ${sql.identifier(table)} WHERE project_id = ${projectId}`, db)
+  }
+}

@@ -1,0 +1,42 @@
+import { t } from 'elysia'
+import { RoleName } from '../members/model'
+
+export const ProjectName = t.String({ minLength: 1, maxLength: 100, error: 'name must be 1 to 100 characters' })
+
+export const CreateProjectBody = t.Object({ name: ProjectName })
+export type CreateProjectBody = typeof CreateProjectBody.static
+
+export const UpdateProjectBody = t.Object({
+  name: t.Optional(ProjectName),
+  trackingEnabled: t.Optional(t.Boolean({ description: 'Open and click tracking for mail of this project' })),
+})
+export type UpdateProjectBody = typeof UpdateProjectBody.static
+
+export const ProjectParams = t.Object({ id: t.String({ description: 'Project id' }) })
+
+const projectFields = {
+  id: t.String(),
+  name: t.String(),
+  publicKey: t.String({ description: 'pk_ key: only for POST /v1/track (safe to embed in a web page)' }),
+  disabled: t.Boolean({ description: 'A disabled project answers 403 PROJECT_DISABLED to API keys' }),
+  trackingEnabled: t.Boolean(),
+  role: RoleName,
+  createdAt: t.Date(),
+  updatedAt: t.Date(),
+}
+
+export const ProjectOut = t.Object(projectFields, { description: 'A project as its members see it; the secret key is never shown again after creation or regeneration' })
+export type ProjectOut = typeof ProjectOut.static
+
+export const ProjectWithSecret = t.Object({
+  ...projectFields,
+  secretKey: t.String({ description: 'sk_ key, shown only in this response: store it now' }),
+}, { description: 'A project with its new secret key (creation and regenerate-keys only)' })
+export type ProjectWithSecret = typeof ProjectWithSecret.static
+
+export const SetupState = t.Object({
+  projectId: t.String(),
+  steps: t.Array(t.Object({ id: t.String(), title: t.String(), done: t.Boolean() })),
+  completed: t.Boolean({ description: 'Every step is done' }),
+}, { description: 'Onboarding checklist: each step is done once the project has the matching data' })
+export type SetupState = typeof SetupState.static
