@@ -7,14 +7,18 @@ import { Command } from 'commander'
 import { runCli } from './shared'
 import { register as serve } from './commands/serve'
 import { register as migrate } from './commands/migrate'
+import { register as user } from './commands/user'
 import { register as project } from './commands/project'
 import { register as keys } from './commands/keys'
+import { register as doctor } from './commands/doctor'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
   migrate,
+  user,
   project,
   keys,
+  doctor,
 ]
 
 export function buildProgram(): Command {

@@ -1,5 +1,7 @@
 import type { Command } from 'commander'
+import { notFound } from '../../src/errors'
 import { createProject, listProjects } from '../../src/modules/projects/service'
+import { findUserByEmail } from '../../src/modules/users/service'
 import { emit, need, table, withDeps } from '../shared'
 
 /** `mailctl project create --name N [--owner EMAIL]` and `mailctl project list`. */
@@ -8,9 +10,18 @@ export function register(program: Command): void {
   project.command('create')
     .description('create a project; prints {id, name, publicKey, secretKey}')
     .option('--name <name>', 'project name')
-    .action(async (opts: { name?: string }, cmd: Command) => {
+    .option('--owner <email>', 'make this existing user the OWNER (see `mailctl user create`)')
+    .action(async (opts: { name?: string; owner?: string }, cmd: Command) => {
       const name = await need(opts.name, { flag: '--name', message: 'Project name' })
-      const out = await withDeps(cmd, (deps) => createProject(deps.store, { name }))
+      const out = await withDeps(cmd, async (deps) => {
+        let ownerUserId: string | null = null
+        if (opts.owner) {
+          const owner = await findUserByEmail(deps, opts.owner)
+          if (!owner) throw notFound(`user ${opts.owner}`)
+          ownerUserId = owner.id
+        }
+        return createProject(deps.store, { name, ownerUserId })
+      })
       emit(cmd, out, () => `id         ${out.id}\nname       ${out.name}\npublicKey  ${out.publicKey}\nsecretKey  ${out.secretKey}\n(the secret key is shown only now)`)
     })
   project.command('list')

@@ -1,0 +1,145 @@
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { Resolver } from 'node:dns/promises'
+import type { Command } from 'commander'
+import { sql } from 'drizzle-orm'
+import Redis from 'ioredis'
+import type { Config } from '../../src/config'
+import { openStore } from '../../src/db/client'
+import { appliedMigrations, knownMigrations } from '../../src/db/migrate'
+import { resolverFor } from '../../src/dns'
+import { emit, settings } from '../shared'
+
+export interface Check { name: string; status: 'ok' | 'warn' | 'fail'; detail: string }
+
+const ok = (name: string, detail: string): Check => ({ name, status: 'ok', detail })
+const warn = (name: string, detail: string): Check => ({ name, status: 'warn', detail })
+const fail = (name: string, detail: string): Check => ({ name, status: 'fail', detail })
+const msg = (err: unknown) => (err instanceof Error ? err.message : String(err))
+
+function checkDataDir(config: Config): Check {
+  try {
+    mkdirSync(config.dataDir, { recursive: true })
+    accessSync(config.dataDir, constants.W_OK)
+    const secret = config.jwtSecret ? 'MAILCTL_JWT_SECRET set' : existsSync(join(config.dataDir, 'secret.key')) ? 'secret.key present' : 'secret.key generated on first serve'
+    return ok('data dir', `${config.dataDir} writable; ${secret}`)
+  } catch (err) {
+    return fail('data dir', `${config.dataDir}: ${msg(err)}`)
+  }
+}
+
+/** Can the port be bound now? In use is a warning (mailctl itself may be running). */
+async function checkPort(name: string, host: string, port: number): Promise<Check> {
+  if (port === 0) return ok(name, 'disabled (port 0)')
+  try {
+    const s = Bun.listen({ hostname: host, port, socket: { data() {} } })
+    s.stop(true)
+    return ok(name, `${host}:${port} is free`)
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code === 'EADDRINUSE') return warn(name, `${host}:${port} is in use (by a running mailctl?)`)
+    if (code === 'EACCES') return fail(name, `${host}:${port}: permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)`)
+    return fail(name, `${host}:${port}: ${msg(err)}`)
+  }
+}
+
+async function checkDatabase(config: Config): Promise<Check[]> {
+  const kind = config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres'
+  let store
+  try {
+    store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous })
+    await store.rows(sql`SELECT 1 AS one`)
+  } catch (err) {
+    await store?.close().catch(() => {})
+    return [fail('database', `${kind}: ${msg(err)}`)]
+  }
+  try {
+    const applied = new Set(await appliedMigrations(store))
+    const missing = knownMigrations(store).filter((n) => !applied.has(n))
+    return [
+      ok('database', `${kind} reachable`),
+      !missing.length ? ok('migrations', `all ${applied.size} applied`) : warn('migrations', `pending: ${missing.join(', ')} (run \`mailctl migrate\` or start \`mailctl serve\`)`),
+    ]
+  } finally {
+    await store.close()
+  }
+}
+
+async function checkRedis(config: Config): Promise<Check> {
+  if (!config.redisUrl) return ok('redis', 'not configured (rate limits and locks are kept in this process)')
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000, retryStrategy: () => null })
+  redis.on('error', () => {})
+  try {
+    await redis.connect()
+    const pong = await redis.ping()
+    return pong === 'PONG' ? ok('redis', 'reachable') : fail('redis', `unexpected answer to PING: ${pong}`)
+  } catch (err) {
+    return fail('redis', msg(err))
+  } finally {
+    redis.disconnect()
+  }
+}
+
+/** The server's own host name must resolve (it is the EHLO name, bounce domain and MX target) and should have matching reverse DNS. */
+async function checkHostname(config: Config): Promise<Check[]> {
+  const name = config.hostname
+  if (!name.includes('.')) return [warn('hostname', `"${name}" is not a fully qualified name: set MAILCTL_HOSTNAME (e.g. mail.example.com)`)]
+  const resolver = resolverFor(config, { timeoutMs: 2000, attempts: 1 })
+  let addresses: string[] = []
+  try {
+    addresses = [...(await resolver.resolveA(name).catch(() => [])), ...(await resolver.resolveAAAA(name).catch(() => []))]
+  } catch (err) {
+    return [fail('hostname', `${name}: ${msg(err)}`)]
+  }
+  if (!addresses.length) return [fail('hostname', `${name} has no A or AAAA record: publish one pointing at this server`)]
+  const checks = [ok('hostname', `${name} -> ${addresses.join(', ')}`)]
+  try {
+    const r = new Resolver({ timeout: 2000, tries: 1 })
+    if (config.dnsServers.length) r.setServers(config.dnsServers)
+    const ptr = await r.reverse(addresses[0])
+    checks.push(ptr.map((p) => p.toLowerCase()).includes(name.toLowerCase())
+      ? ok('reverse dns', `${addresses[0]} -> ${ptr.join(', ')}`)
+      : warn('reverse dns', `${addresses[0]} -> ${ptr.join(', ') || '(none)'}; receivers trust mail more when it points back to ${name}`))
+  } catch (err) {
+    checks.push(warn('reverse dns', `${addresses[0]}: no PTR record (${msg(err)})`))
+  }
+  return checks
+}
+
+function checkPublicUrl(config: Config): Check {
+  const u = new URL(config.publicUrl)
+  if (/^(localhost|127\.|\[::1\])/.test(u.hostname)) return warn('public url', `${config.publicUrl}: links in mail (tracking, unsubscribe) will not work for recipients; set MAILCTL_PUBLIC_URL`)
+  return ok('public url', config.publicUrl)
+}
+
+function checkOutbound(config: Config): Check {
+  if (config.outbound === 'capture') return warn('outbound', 'capture: mail is stored, never delivered (development setting)')
+  if (config.outbound === 'direct') return ok('outbound', `direct delivery to MX hosts on port ${config.mxPort}`)
+  return ok('outbound', `smart host ${new URL(config.outbound).host}`)
+}
+
+export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: Check[] }> {
+  const checks: Check[] = [ok('config', 'settings parsed')]
+  checks.push(checkDataDir(config))
+  checks.push(...(await checkDatabase(config)))
+  checks.push(await checkRedis(config))
+  checks.push(await checkPort('http port', config.httpHost, config.httpPort))
+  checks.push(await checkPort('smtp inbound port', '0.0.0.0', config.smtpInboundPort))
+  checks.push(await checkPort('smtp relay port', '0.0.0.0', config.smtpRelayPort))
+  checks.push(checkPublicUrl(config))
+  checks.push(checkOutbound(config))
+  checks.push(...(await checkHostname(config)))
+  return { ok: checks.every((c) => c.status !== 'fail'), checks }
+}
+
+/** `mailctl doctor`: configuration, ports, own host name DNS, database and Redis; exit 1 when a check fails. */
+export function register(program: Command): void {
+  program.command('doctor')
+    .description('check configuration, ports, DNS of the server host name, database and Redis')
+    .action(async (_opts: unknown, cmd: Command) => {
+      const report = await runDoctor(settings(cmd))
+      const mark = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' }
+      emit(cmd, report, () => report.checks.map((c) => `${mark[c.status]}  ${c.name.padEnd(18)} ${c.detail}`).join('\n'))
+      if (!report.ok) process.exitCode = 1
+    })
+}
