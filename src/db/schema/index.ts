@@ -4,6 +4,7 @@ import { accountTables } from './accounts'
 import { domainTables } from './domains'
 import { contactTables } from './contacts'
 import { sendingTables } from './sending'
+import { segmentTables } from './segments'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -13,6 +14,7 @@ export function buildSchema(c: Cols) {
     ...domainTables(c),
     ...contactTables(c),
     ...sendingTables(c),
+    ...segmentTables(c),
   }
 }
 

@@ -1,0 +1,243 @@
+import { sql, type SQL } from 'drizzle-orm'
+import type { Dialect } from '../db/client'
+import { EPOCH_SECONDS_BELOW } from './check'
+import { MAX_SEGMENT_DEPTH, UNIT_MS, type CheckedTree, type Comparable, type CompareOp, type DateColumn, type Predicate } from './types'
+
+/**
+ * Compiles a checked filter tree into ONE boolean SQL expression over the row `contacts` (the table,
+ * unaliased), for SQLite (JSON1: json_extract / json_type) or PostgreSQL (jsonb). Every value and every
+ * JSON key is a bound parameter; the SQL text holds only constants written here.
+ *
+ * Each predicate yields TRUE or FALSE, never NULL (a missing data field is FALSE for positive operators),
+ * so NOT, AND and OR behave as the filter reads: `notEquals x` also matches contacts without the field.
+ *
+ * Two modes for the event and static-segment tests:
+ * - `set`: `contacts.id IN (SELECT contact_id FROM events WHERE project_id, name[, created_at] ...)`, evaluated
+ *   once per query from the (project_id, name, created_at) index: the fast form for counting or listing a
+ *   whole project;
+ * - `correlated`: `EXISTS (SELECT ... WHERE contact_id = contacts.id ...)`: the fast form for a handful of
+ *   contacts (one contact's workflow CONDITION step, re-checking a chunk of a membership diff).
+ *
+ * email.opened / email.clicked / email.bounced read the event stream (email.open, email.click, email.bounce
+ * events with their contact_id): the one stream every module writes, so these fields need no other table.
+ */
+export type Mode = 'set' | 'correlated'
+
+export type ResolvedSegment =
+  | { id: string; type: 'STATIC' }
+  | { id: string; type: 'DYNAMIC'; tree: CheckedTree }
+
+export interface CompileContext {
+  dialect: Dialect
+  projectId: string
+  now: Date
+  mode: Mode
+  /** Segments the tree references (directly or through other segments), loaded by prepare.ts. */
+  segments: ReadonlyMap<string, ResolvedSegment>
+}
+
+const TRUE = sql.raw('(1 = 1)')
+const FALSE = sql.raw('(1 = 0)')
+const DAY = UNIT_MS.days
+
+function all(parts: SQL[]): SQL {
+  if (!parts.length) return TRUE
+  return parts.length === 1 ? parts[0] : sql`(${sql.join(parts, sql.raw(' AND '))})`
+}
+function any(parts: SQL[]): SQL {
+  if (!parts.length) return FALSE
+  return parts.length === 1 ? parts[0] : sql`(${sql.join(parts, sql.raw(' OR '))})`
+}
+const not = (x: SQL) => sql`(NOT ${x})`
+const orFalse = (x: SQL) => sql`COALESCE(${x}, ${FALSE})`
+
+const CMP: Record<Exclude<CompareOp, 'equals' | 'notEquals'>, string> = {
+  greaterThan: '>', lessThan: '<', greaterThanOrEqual: '>=', lessThanOrEqual: '<=',
+}
+
+class Compiler {
+  /** Segments being inlined, to stop on a cycle (a concurrent edit can create one after validation). */
+  private stack: string[] = []
+
+  constructor(private c: CompileContext) {}
+
+  private get pg() { return this.c.dialect === 'pg' }
+
+  // ---- bound parameters, typed for PostgreSQL ----
+  private text(s: string): SQL { return this.pg ? sql`${s}::text` : sql`${s}` }
+  private num(n: number): SQL { return this.pg ? sql`${String(n)}::numeric` : sql`${n}` }
+  private bool(b: boolean): SQL { return this.pg ? sql`${b}::boolean` : sql`${b ? 1 : 0}` }
+  /** A value for a contacts/events timestamp column. */
+  private ts(ms: number): SQL { return this.pg ? sql`${new Date(ms).toISOString()}::timestamptz` : sql`${ms}` }
+
+  // ---- contacts.data access ----
+  /** SQLite JSON path `$."k1"."k2"`: each key JSON-quoted, so quotes, dots and brackets inside a key stay a key. */
+  private sqlitePath(path: string[]): SQL { return sql`${'$' + path.map((k) => '.' + JSON.stringify(k)).join('')}` }
+  /** PostgreSQL: the jsonb value at the path (NULL when absent). */
+  private jv(path: string[]): SQL { return sql`jsonb_extract_path(contacts.data, ${sql.join(path.map((k) => this.text(k)), sql.raw(', '))})` }
+  private jtype(path: string[]): SQL {
+    return this.pg ? sql`jsonb_typeof(${this.jv(path)})` : sql`json_type(contacts.data, ${this.sqlitePath(path)})`
+  }
+  private jraw(path: string[]): SQL { return sql`json_extract(contacts.data, ${this.sqlitePath(path)})` }
+
+  /** The scalar as text: strings as they are, numbers in decimal, booleans 'true'/'false'; NULL otherwise. */
+  private textOf(path: string[]): SQL {
+    if (this.pg) return sql`(CASE WHEN ${this.jtype(path)} IN ('string', 'number', 'boolean') THEN ${this.jv(path)} #>> '{}' END)`
+    return sql`(CASE ${this.jtype(path)} WHEN 'text' THEN ${this.jraw(path)} WHEN 'integer' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'real' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END)`
+  }
+
+  /** The value as a number: JSON numbers, and strings holding a JSON number ("42", " 4.2e1 "); NULL otherwise. */
+  private numberOf(path: string[]): SQL {
+    if (this.pg) {
+      const v = this.jv(path)
+      return sql`(CASE jsonb_typeof(${v}) WHEN 'number' THEN (${v})::numeric WHEN 'string' THEN (CASE WHEN (${v} #>> '{}') ~ '^[[:space:]]*-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]{1,4})?[[:space:]]*$' THEN (${v} #>> '{}')::numeric END) END)`
+    }
+    const x = this.jraw(path)
+    return sql`(CASE ${this.jtype(path)} WHEN 'integer' THEN ${x} WHEN 'real' THEN ${x} WHEN 'text' THEN (CASE WHEN json_valid(${x}) AND json_type(${x}) IN ('integer', 'real') THEN CAST(${x} AS REAL) END) END)`
+  }
+
+  /**
+   * The value as epoch milliseconds: ISO-8601 date/date-time strings (see check.ts parseIsoDate for the grammar
+   * both stores share), and numbers as epoch milliseconds (epoch seconds below 1e11); NULL otherwise.
+   */
+  private dateOf(path: string[]): SQL {
+    if (this.pg) {
+      const v = this.jv(path)
+      return sql`(CASE jsonb_typeof(${v}) WHEN 'number' THEN (CASE WHEN abs((${v})::numeric) < ${sql.raw(String(EPOCH_SECONDS_BELOW))} THEN (${v})::numeric * 1000 ELSE (${v})::numeric END) WHEN 'string' THEN mailctl_date_ms(${v} #>> '{}') END)`
+    }
+    const x = this.jraw(path)
+    const n = sql`(CASE WHEN abs(${x}) < ${sql.raw(String(EPOCH_SECONDS_BELOW))} THEN ${x} * 1000 ELSE ${x} END)`
+    return sql`(CASE ${this.jtype(path)} WHEN 'integer' THEN ${n} WHEN 'real' THEN ${n} WHEN 'text' THEN (CASE WHEN ${x} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN round(unixepoch(${x}, 'subsec') * 1000) END) END)`
+  }
+
+  /** `expr` compared with a date value; a date without time stands for its whole UTC day. */
+  private compareDate(expr: SQL, op: CompareOp, v: Comparable & { type: 'date' }, param: (ms: number) => SQL): SQL {
+    const start = v.ms
+    const end = v.dayOnly ? v.ms + DAY : null
+    switch (op) {
+      case 'equals': return end === null ? sql`${expr} = ${param(start)}` : sql`(${expr} >= ${param(start)} AND ${expr} < ${param(end)})`
+      case 'notEquals': return not(this.compareDate(expr, 'equals', v, param))
+      case 'greaterThan': return end === null ? sql`${expr} > ${param(start)}` : sql`${expr} >= ${param(end)}`
+      case 'greaterThanOrEqual': return sql`${expr} >= ${param(start)}`
+      case 'lessThan': return sql`${expr} < ${param(start)}`
+      case 'lessThanOrEqual': return end === null ? sql`${expr} <= ${param(start)}` : sql`${expr} < ${param(end)}`
+    }
+  }
+
+  private column(col: DateColumn): SQL { return sql.raw(`contacts.${col}`) }
+
+  // ---- events and segments ----
+  private eventTest(name: string, sinceMs: number | null, moreThan: number | null): SQL {
+    const since = sinceMs === null ? sql`` : sql` AND e.created_at >= ${this.ts(sinceMs)}`
+    if (this.c.mode === 'correlated') {
+      const where = sql`e.contact_id = contacts.id AND e.project_id = ${this.text(this.c.projectId)} AND e.name = ${this.text(name)}${since}`
+      if (moreThan !== null && moreThan > 0) return sql`((SELECT count(*) FROM events e WHERE ${where}) > ${moreThan})`
+      return sql`EXISTS (SELECT 1 FROM events e WHERE ${where})`
+    }
+    const where = sql`e.project_id = ${this.text(this.c.projectId)} AND e.name = ${this.text(name)} AND e.contact_id IS NOT NULL${since}`
+    if (moreThan !== null && moreThan > 0) {
+      return sql`contacts.id IN (SELECT e.contact_id FROM events e WHERE ${where} GROUP BY e.contact_id HAVING count(*) > ${moreThan})`
+    }
+    return sql`contacts.id IN (SELECT e.contact_id FROM events e WHERE ${where})`
+  }
+
+  private segmentTest(id: string): SQL {
+    const seg = this.c.segments.get(id)
+    if (!seg || this.stack.includes(id) || this.stack.length >= MAX_SEGMENT_DEPTH) return FALSE
+    if (seg.type === 'STATIC') {
+      if (this.c.mode === 'correlated') return sql`EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ${this.text(id)} AND m.contact_id = contacts.id)`
+      return sql`contacts.id IN (SELECT m.contact_id FROM segment_members m WHERE m.segment_id = ${this.text(id)})`
+    }
+    this.stack.push(id)
+    try { return this.tree(seg.tree) } finally { this.stack.pop() }
+  }
+
+  // ---- the tree ----
+  tree(t: CheckedTree): SQL {
+    const groups = t.groups.map((g) => {
+      const parts = g.predicates.map((p) => this.predicate(p))
+      if (g.conditions) parts.push(this.tree(g.conditions))
+      return all(parts)
+    })
+    if (!groups.length) return TRUE
+    return t.logic === 'AND' ? all(groups) : any(groups)
+  }
+
+  predicate(p: Predicate): SQL {
+    const now = this.c.now.getTime()
+    switch (p.kind) {
+      case 'email': {
+        const v = this.text(p.value)
+        const test = p.op === 'equals' || p.op === 'notEquals'
+          ? sql`contacts.email = ${v}`
+          : this.pg ? sql`strpos(contacts.email, ${v}) > 0` : sql`instr(contacts.email, ${v}) > 0`
+        return p.op.startsWith('not') ? not(test) : test
+      }
+      case 'subscribed': {
+        const test = sql`contacts.subscribed = ${this.bool(p.value)}`
+        return p.op === 'notEquals' ? not(test) : test
+      }
+      case 'column-date': return this.compareDate(this.column(p.column), p.op, p.value, (ms) => this.ts(ms))
+      case 'column-window': {
+        const col = this.column(p.column)
+        const since = now - p.windowMs
+        return p.op === 'within' ? sql`(${col} >= ${this.ts(since)} AND ${col} <= ${this.ts(now)})` : sql`${col} < ${this.ts(since)}`
+      }
+      case 'data-window': {
+        const d = this.dateOf(p.path)
+        const since = now - p.windowMs
+        return p.op === 'within'
+          ? orFalse(sql`(${d} >= ${this.num(since)} AND ${d} <= ${this.num(now)})`)
+          : orFalse(sql`${d} < ${this.num(since)}`)
+      }
+      case 'data': return this.dataPredicate(p)
+      case 'event': {
+        switch (p.op) {
+          case 'triggered': return this.eventTest(p.name, null, null)
+          case 'notTriggered': return not(this.eventTest(p.name, null, null))
+          case 'triggeredWithin': return this.eventTest(p.name, now - p.windowMs, null)
+          case 'notTriggeredWithin': return not(this.eventTest(p.name, now - p.windowMs, null))
+          case 'triggeredMoreThan': return this.eventTest(p.name, null, p.count)
+        }
+        break
+      }
+      case 'segment': {
+        const test = this.segmentTest(p.segmentId)
+        return p.op === 'memberOfSegment' ? test : not(test)
+      }
+    }
+    return FALSE
+  }
+
+  private dataPredicate(p: Extract<Predicate, { kind: 'data' }>): SQL {
+    switch (p.op) {
+      case 'exists': return orFalse(sql`${this.jtype(p.path)} <> 'null'`)
+      case 'notExists': return not(orFalse(sql`${this.jtype(p.path)} <> 'null'`))
+      case 'contains': case 'notContains': {
+        const s = this.text(p.value.s)
+        const t = this.textOf(p.path)
+        const test = orFalse(this.pg ? sql`strpos(lower(${t}), lower(${s})) > 0` : sql`instr(lower(${t}), lower(${s})) > 0`)
+        return p.op === 'contains' ? test : not(test)
+      }
+      default: {
+        const v = p.value
+        const op = p.op
+        if (op === 'notEquals') return not(this.dataPredicate({ ...p, op: 'equals' } as typeof p))
+        switch (v.type) {
+          case 'string': return orFalse(sql`${this.textOf(p.path)} = ${this.text(v.s)}`)
+          case 'boolean': return orFalse(sql`${this.textOf(p.path)} = ${this.text(v.b ? 'true' : 'false')}`)
+          case 'number': {
+            const rel = op === 'equals' ? '=' : CMP[op]
+            return orFalse(sql`${this.numberOf(p.path)} ${sql.raw(rel)} ${this.num(v.n)}`)
+          }
+          case 'date': return orFalse(this.compareDate(this.dateOf(p.path), op, v, (ms) => this.num(ms)))
+        }
+      }
+    }
+  }
+}
+
+/** The tree as one boolean SQL expression over `contacts` (the caller adds `contacts.project_id = ...`). */
+export function compileTree(tree: CheckedTree, c: CompileContext): SQL {
+  return new Compiler(c).tree(tree)
+}
