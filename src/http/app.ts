@@ -10,6 +10,8 @@ import { usersRoutes } from '../modules/users/routes'
 import { projectsRoutes } from '../modules/projects/routes'
 import { membersRoutes } from '../modules/members/routes'
 import { configRoutes } from '../modules/config/routes'
+import { contactsRoutes } from '../modules/contacts/routes'
+import { eventsRoutes, trackRoutes } from '../modules/events/routes'
 
 interface RequestInfo { id: string; start: number }
 const info = new WeakMap<Request, RequestInfo>()
@@ -84,6 +86,9 @@ export function buildApp(deps: Deps) {
     .use(usersRoutes(deps))
     .use(projectsRoutes(deps))
     .use(membersRoutes(deps))
+    .use(contactsRoutes(deps))
+    .use(trackRoutes(deps))
+    .use(eventsRoutes(deps))
   return app
 }
 

@@ -79,3 +79,10 @@ export function applyDataRules(existing: ContactData, input: ContactData | null 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase()
 }
+
+/** The email syntax HTTP bodies are validated with (Elysia's `format: 'email'`), for inputs that do not come through HTTP. */
+const EMAIL_RE = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i
+
+export function isEmail(email: string): boolean {
+  return email.length <= 320 && EMAIL_RE.test(email)
+}

@@ -1,5 +1,7 @@
-import { and, eq } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt, inArray, lt, lte, gte, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+
+/** The only SQL of the contacts module. Every function takes the project id. */
 
 export type ContactRow = typeof import('../../db/schema').pgSchema.contacts.$inferSelect
 
@@ -16,6 +18,15 @@ export async function findByEmailForUpdate(store: Store, db: Db, projectId: stri
   return row ?? null
 }
 
+/** Rows of these emails (already normalised), locked on PostgreSQL like `findByEmailForUpdate`. */
+export async function findByEmailsForUpdate(store: Store, db: Db, projectId: string, emails: string[]): Promise<ContactRow[]> {
+  if (!emails.length) return []
+  const c = store.t.contacts
+  let q = db.select().from(c).where(and(eq(c.projectId, projectId), inArray(c.email, emails)))
+  if (store.dialect === 'pg') q = q.orderBy(asc(c.email)).for('update') as typeof q
+  return q
+}
+
 /** Inserts the contact unless (project, email) exists; null when another writer got there first. */
 export async function insertIfAbsent(store: Store, db: Db, row: ContactRow): Promise<ContactRow | null> {
   const c = store.t.contacts
@@ -23,7 +34,16 @@ export async function insertIfAbsent(store: Store, db: Db, row: ContactRow): Pro
   return rows[0] ?? null
 }
 
-export async function updateById(store: Store, db: Db, projectId: string, id: string, set: Partial<Pick<ContactRow, 'email' | 'subscribed' | 'data' | 'updatedAt'>>): Promise<ContactRow | null> {
+/** Inserts many; returns the rows actually inserted (those whose email was free). */
+export async function insertManyIfAbsent(store: Store, db: Db, rows: ContactRow[]): Promise<ContactRow[]> {
+  if (!rows.length) return []
+  const c = store.t.contacts
+  return db.insert(c).values(rows).onConflictDoNothing({ target: [c.projectId, c.email] }).returning()
+}
+
+export type ContactSet = Partial<Pick<ContactRow, 'email' | 'subscribed' | 'data' | 'updatedAt'>>
+
+export async function updateById(store: Store, db: Db, projectId: string, id: string, set: ContactSet): Promise<ContactRow | null> {
   const c = store.t.contacts
   const [row] = await db.update(c).set(set).where(and(eq(c.projectId, projectId), eq(c.id, id))).returning()
   return row ?? null
@@ -37,3 +57,246 @@ export async function findById(store: Store, db: Db, projectId: string, id: stri
   return row ?? null
 }
 
+export async function findByIds(store: Store, db: Db, projectId: string, ids: string[], forUpdate = false): Promise<ContactRow[]> {
+  if (!ids.length) return []
+  const c = store.t.contacts
+  let q = db.select().from(c).where(and(eq(c.projectId, projectId), inArray(c.id, ids)))
+  if (forUpdate && store.dialect === 'pg') q = q.orderBy(asc(c.id)).for('update') as typeof q
+  return q
+}
+
+export async function deleteById(store: Store, db: Db, projectId: string, id: string): Promise<boolean> {
+  const c = store.t.contacts
+  const rows = await db.delete(c).where(and(eq(c.projectId, projectId), eq(c.id, id))).returning({ id: c.id })
+  return rows.length > 0
+}
+
+export async function deleteByIds(store: Store, db: Db, projectId: string, ids: string[]): Promise<string[]> {
+  if (!ids.length) return []
+  const c = store.t.contacts
+  const rows = await db.delete(c).where(and(eq(c.projectId, projectId), inArray(c.id, ids))).returning({ id: c.id })
+  return rows.map((r) => r.id)
+}
+
+/** Sets `subscribed` on those of `ids` whose state differs; returns the ids changed. */
+export async function setSubscribed(store: Store, db: Db, projectId: string, ids: string[], subscribed: boolean, now: Date): Promise<string[]> {
+  if (!ids.length) return []
+  const c = store.t.contacts
+  const rows = await db.update(c).set({ subscribed, updatedAt: now })
+    .where(and(eq(c.projectId, projectId), inArray(c.id, ids), eq(c.subscribed, !subscribed)))
+    .returning({ id: c.id })
+  return rows.map((r) => r.id)
+}
+
+export async function lookupEmails(store: Store, projectId: string, emails: string[]): Promise<Array<Pick<ContactRow, 'id' | 'email' | 'subscribed'>>> {
+  if (!emails.length) return []
+  const c = store.t.contacts
+  return store.db.select({ id: c.id, email: c.email, subscribed: c.subscribed }).from(c)
+    .where(and(eq(c.projectId, projectId), inArray(c.email, emails)))
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Cursor list
+
+export type SortKey = 'createdAt' | 'email'
+export type SortDir = 'asc' | 'desc'
+
+export interface ListFilter {
+  search?: string
+  subscribed?: boolean
+}
+
+/** The position after the last row of a page: the sort value and the id of that row. */
+export interface After { value: string | number; id: string }
+
+/** LIKE pattern for a case-insensitive substring (emails are stored lower-cased). */
+function likePattern(term: string): string {
+  return `%${term.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`
+}
+
+function filterConds(store: Store, projectId: string, f: ListFilter): SQL[] {
+  const c = store.t.contacts
+  const conds: SQL[] = [eq(c.projectId, projectId)]
+  if (f.subscribed !== undefined) conds.push(eq(c.subscribed, f.subscribed))
+  if (f.search) conds.push(sql`${c.email} LIKE ${likePattern(f.search)} ESCAPE '\\'`)
+  return conds
+}
+
+/**
+ * One page in (sort, id) order strictly after `after`. Keyset paging: rows inserted while a client pages
+ * never shift the rows it has not seen yet, so no row is skipped or repeated.
+ */
+export async function listPage(store: Store, projectId: string, f: ListFilter, sort: SortKey, dir: SortDir, limit: number, after: After | null): Promise<ContactRow[]> {
+  const c = store.t.contacts
+  const conds = filterConds(store, projectId, f)
+  const order = dir === 'asc' ? asc : desc
+  if (sort === 'email') {
+    if (after) conds.push(dir === 'asc' ? gt(c.email, String(after.value)) : lt(c.email, String(after.value)))
+    return store.db.select().from(c).where(and(...conds)).orderBy(order(c.email)).limit(limit)
+  }
+  if (after) {
+    const at = new Date(Number(after.value))
+    // The range condition lets both stores walk the (project_id, created_at, id) index; the OR breaks ties.
+    conds.push(dir === 'asc' ? gte(c.createdAt, at) : lte(c.createdAt, at))
+    conds.push(dir === 'asc'
+      ? or(gt(c.createdAt, at), gt(c.id, after.id))!
+      : or(lt(c.createdAt, at), lt(c.id, after.id))!)
+  }
+  return store.db.select().from(c).where(and(...conds)).orderBy(order(c.createdAt), order(c.id)).limit(limit)
+}
+
+export async function countMatching(store: Store, projectId: string, f: ListFilter): Promise<number> {
+  const c = store.t.contacts
+  const [row] = await store.db.select({ n: count() }).from(c).where(and(...filterConds(store, projectId, f)))
+  return Number(row?.n ?? 0)
+}
+
+/** Every contact of the project in creation order, `batch` rows at a time (CLI export). */
+export async function* iterateAll(store: Store, projectId: string, batch = 1000): AsyncGenerator<ContactRow[]> {
+  let after: After | null = null
+  for (;;) {
+    const rows = await listPage(store, projectId, {}, 'createdAt', 'asc', batch, after)
+    if (!rows.length) return
+    yield rows
+    const last = rows[rows.length - 1]
+    after = { value: last.createdAt.getTime(), id: last.id }
+    if (rows.length < batch) return
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Custom fields (the keys of contacts.data)
+
+export type FieldKind = 'string' | 'number' | 'boolean' | 'date' | 'object' | 'array' | 'null'
+
+export async function countContacts(store: Store, projectId: string): Promise<number> {
+  return countMatching(store, projectId, {})
+}
+
+/** (key, kind, contacts) for every key of every contact's data. Strings that start like an ISO date are 'date'. */
+export async function fieldKinds(store: Store, projectId: string): Promise<Array<{ key: string; kind: FieldKind; n: number }>> {
+  const rows = store.dialect === 'pg'
+    ? await store.rows<{ key: string; kind: FieldKind; n: number | string }>(sql`
+        SELECT e.key AS key,
+          CASE jsonb_typeof(e.value)
+            WHEN 'string' THEN CASE WHEN (e.value #>> '{}') ~ '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}|$)' THEN 'date' ELSE 'string' END
+            ELSE jsonb_typeof(e.value) END AS kind,
+          count(*) AS n
+        FROM contacts c, jsonb_each(c.data) e
+        WHERE c.project_id = ${projectId}
+        GROUP BY 1, 2`)
+    : await store.rows<{ key: string; kind: FieldKind; n: number }>(sql`
+        SELECT j.key AS key,
+          CASE
+            WHEN j.type IN ('true', 'false') THEN 'boolean'
+            WHEN j.type IN ('integer', 'real') THEN 'number'
+            WHEN j.type = 'text' AND (j.value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+              OR j.value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]*') THEN 'date'
+            WHEN j.type = 'text' THEN 'string'
+            ELSE j.type END AS kind,
+          count(*) AS n
+        FROM contacts c, json_each(c.data) j
+        WHERE c.project_id = ${projectId}
+        GROUP BY 1, 2`)
+  return rows.map((r) => ({ key: r.key, kind: r.kind, n: Number(r.n) }))
+}
+
+/** How many contacts of the project have the key `field` in their data. */
+export async function fieldCount(store: Store, projectId: string, field: string): Promise<number> {
+  const [row] = store.dialect === 'pg'
+    ? await store.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM contacts WHERE project_id = ${projectId} AND (data -> ${field}::text) IS NOT NULL`)
+    : await store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM contacts c WHERE c.project_id = ${projectId} AND EXISTS (SELECT 1 FROM json_each(c.data) j WHERE j.key = ${field})`)
+  return Number(row?.n ?? 0)
+}
+
+/** Distinct values of a custom field with their counts, most frequent first. */
+export async function fieldValues(store: Store, projectId: string, field: string, limit: number, search?: string): Promise<{ values: Array<{ value: unknown; count: number }>; distinct: number }> {
+  if (store.dialect === 'pg') {
+    const filter = search ? sql` AND (data ->> ${field}::text) ILIKE ${likePattern(search)} ESCAPE '\\'` : sql``
+    const rows = await store.rows<{ value: unknown; n: string | number }>(sql`
+      SELECT data -> ${field}::text AS value, count(*) AS n FROM contacts
+      WHERE project_id = ${projectId} AND (data -> ${field}::text) IS NOT NULL${filter}
+      GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${limit}`)
+    const [d] = await store.rows<{ n: string | number }>(sql`
+      SELECT count(DISTINCT data -> ${field}::text) AS n FROM contacts
+      WHERE project_id = ${projectId} AND (data -> ${field}::text) IS NOT NULL${filter}`)
+    return { values: rows.map((r) => ({ value: r.value, count: Number(r.n) })), distinct: Number(d?.n ?? 0) }
+  }
+  const filter = search ? sql` AND CAST(j.value AS TEXT) LIKE ${likePattern(search)} ESCAPE '\\'` : sql``
+  const rows = await store.rows<{ value: unknown; type: string; n: number }>(sql`
+    SELECT j.value AS value, j.type AS type, count(*) AS n
+    FROM contacts c, json_each(c.data) j
+    WHERE c.project_id = ${projectId} AND j.key = ${field}${filter}
+    GROUP BY j.type, j.value ORDER BY 3 DESC, 1 LIMIT ${limit}`)
+  const [d] = await store.rows<{ n: number }>(sql`
+    SELECT count(*) AS n FROM (SELECT 1 FROM contacts c, json_each(c.data) j
+      WHERE c.project_id = ${projectId} AND j.key = ${field}${filter} GROUP BY j.type, j.value)`)
+  const decode = (value: unknown, type: string): unknown => {
+    if (type === 'true') return true
+    if (type === 'false') return false
+    if (type === 'object' || type === 'array') return JSON.parse(String(value))
+    return value
+  }
+  return { values: rows.map((r) => ({ value: decode(r.value, r.type), count: Number(r.n) })), distinct: Number(d?.n ?? 0) }
+}
+
+/** Counts of subscribed true/false (the one standard field with a useful value list). */
+export async function subscribedValues(store: Store, projectId: string): Promise<Array<{ value: boolean; count: number }>> {
+  const c = store.t.contacts
+  const rows = await store.db.select({ value: c.subscribed, n: count() }).from(c).where(eq(c.projectId, projectId)).groupBy(c.subscribed)
+  return rows.map((r) => ({ value: Boolean(r.value), count: Number(r.n) })).sort((a, b) => b.count - a.count)
+}
+
+/** Removes `field` from the data of every contact of the project; returns how many contacts changed. */
+export async function deleteField(store: Store, db: Db, projectId: string, field: string, now: Date): Promise<number> {
+  if (store.dialect === 'pg') {
+    const rows = await store.rows<{ id: string }>(sql`
+      UPDATE contacts SET data = data - ${field}::text, updated_at = ${now.toISOString()}
+      WHERE project_id = ${projectId} AND (data -> ${field}::text) IS NOT NULL RETURNING id`, db)
+    return rows.length
+  }
+  const has = sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.key = ${field})`
+  if (!/["\\]/.test(field)) {
+    // A quoted JSON path label addresses any key without a double quote or backslash.
+    const rows = await store.rows<{ id: string }>(sql`
+      UPDATE contacts SET data = json_remove(data, ${`$."${field}"`}), updated_at = ${now.getTime()}
+      WHERE project_id = ${projectId} AND ${has} RETURNING id`, db)
+    return rows.length
+  }
+  const rows = await store.rows<{ id: string; data: string }>(sql`SELECT id, data FROM contacts WHERE project_id = ${projectId} AND ${has}`, db)
+  for (const r of rows) {
+    const data = JSON.parse(r.data) as Record<string, unknown>
+    delete data[field]
+    await store.exec(sql`UPDATE contacts SET data = ${JSON.stringify(data)}, updated_at = ${now.getTime()} WHERE id = ${r.id}`, db)
+  }
+  return rows.length
+}
+
+// ---------------------------------------------------------------------------------------------------
+// CSV uploads
+
+export type ImportRow = typeof import('../../db/schema').pgSchema.contactImports.$inferSelect
+
+export async function insertImport(store: Store, db: Db, row: ImportRow): Promise<void> {
+  await db.insert(store.t.contactImports).values(row)
+}
+
+export async function findImport(store: Store, projectId: string, id: string): Promise<ImportRow | null> {
+  const t = store.t.contactImports
+  const [row] = await store.db.select().from(t).where(and(eq(t.projectId, projectId), eq(t.id, id))).limit(1)
+  return row ?? null
+}
+
+export async function deleteImport(store: Store, db: Db, projectId: string, id: string): Promise<void> {
+  const t = store.t.contactImports
+  await db.delete(t).where(and(eq(t.projectId, projectId), eq(t.id, id)))
+}
+
+/** True when `err` is a unique-constraint violation (both stores). */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; errno?: unknown; message?: unknown; cause?: unknown } | null
+  if (!e) return false
+  if (e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE') return true
+  if (typeof e.message === 'string' && e.message.includes('UNIQUE constraint failed')) return true
+  return e.cause ? isUniqueViolation(e.cause) : false
+}

@@ -1,7 +1,9 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
+import { AppError, badRequest, conflict, flatError, notFound } from '../../errors'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import { applyDataRules, normalizeEmail, type ContactData } from './data'
+import type { ListContactsQuery } from './model'
 import * as repo from './repo'
 import type { ContactRow } from './repo'
 
@@ -36,32 +38,43 @@ export function subscriptionEvent(contactId: string, subscribed: boolean): NewEv
   return { contactId, name: subscribed ? 'contact.subscribed' : 'contact.unsubscribed', data: { subscribed } }
 }
 
+/** What changes on an existing contact for `input` (null: nothing). */
+function planUpdate(existing: ContactRow, input: UpsertInput): { set: repo.ContactSet; flip: boolean; templateData: ContactData } {
+  const patch = applyDataRules(existing.data ?? {}, input.data)
+  const flip = input.subscribed !== undefined && input.subscribed !== existing.subscribed
+  const set: repo.ContactSet = {}
+  if (patch.changed) set.data = patch.data
+  if (flip) set.subscribed = input.subscribed
+  return { set, flip, templateData: patch.templateData }
+}
+
+function newRow(ctx: Ctx, email: string, input: UpsertInput, opts: UpsertOptions, now: Date) {
+  const patch = applyDataRules({}, input.data)
+  const row: ContactRow = {
+    id: Bun.randomUUIDv7(), projectId: ctx.projectId, email, subscribed: input.subscribed ?? opts.defaultSubscribed,
+    data: patch.data, createdAt: now, updatedAt: now,
+  }
+  return { row, templateData: patch.templateData }
+}
+
 async function upsertIn(ctx: Ctx, db: Db, input: UpsertInput, opts: UpsertOptions): Promise<UpsertResult> {
   const email = normalizeEmail(input.email)
   const { store, projectId } = ctx
   let existing = await repo.findByEmailForUpdate(store, db, projectId, email)
   if (!existing) {
-    const patch = applyDataRules({}, input.data)
-    const now = new Date()
-    const row: ContactRow = {
-      id: Bun.randomUUIDv7(), projectId, email, subscribed: input.subscribed ?? opts.defaultSubscribed,
-      data: patch.data, createdAt: now, updatedAt: now,
-    }
+    const { row, templateData } = newRow(ctx, email, input, opts, new Date())
     const inserted = await repo.insertIfAbsent(store, db, row)
-    if (inserted) return { contact: inserted, isNew: true, isUpdate: false, templateData: patch.templateData, events: [] }
+    if (inserted) return { contact: inserted, isNew: true, isUpdate: false, templateData, events: [] }
     // Another transaction created it between our read and insert (PostgreSQL): update it instead.
     existing = await repo.findByEmailForUpdate(store, db, projectId, email)
     if (!existing) throw new Error(`contact ${email} vanished during upsert`)
   }
-  const patch = applyDataRules(existing.data ?? {}, input.data)
-  const flip = input.subscribed !== undefined && input.subscribed !== existing.subscribed
-  if (!patch.changed && !flip) return { contact: existing, isNew: false, isUpdate: true, templateData: patch.templateData, events: [] }
-  const set: Parameters<typeof repo.updateById>[4] = { updatedAt: new Date() }
-  if (patch.changed) set.data = patch.data
-  if (flip) set.subscribed = input.subscribed
+  const { set, flip, templateData } = planUpdate(existing, input)
+  if (!set.data && !flip) return { contact: existing, isNew: false, isUpdate: true, templateData, events: [] }
+  set.updatedAt = new Date()
   const contact = (await repo.updateById(store, db, projectId, existing.id, set)) ?? { ...existing, ...set }
   const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(existing.id, input.subscribed!)]) : []
-  return { contact, isNew: false, isUpdate: true, templateData: patch.templateData, events }
+  return { contact, isNew: false, isUpdate: true, templateData, events }
 }
 
 /**
@@ -77,4 +90,179 @@ export async function upsertContact(ctx: Ctx, input: UpsertInput, opts: UpsertOp
   const result = await ctx.store.tx((db) => upsertIn(ctx, db, input, opts))
   await notifyEvents(ctx, result.events)
   return result
+}
+
+export type UpsertOutcome = 'created' | 'updated' | 'unchanged'
+
+/**
+ * `upsertContact` for many inputs inside the caller's transaction, with a few statements per batch
+ * instead of per contact (CSV import, campaign audiences). Emails must be distinct within one call.
+ * Returns one outcome per input, in order, and the subscription events appended (notify after commit).
+ */
+export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; contacts: ContactRow[]; events: EventRow[] }> {
+  const { store, projectId } = ctx
+  const emails = inputs.map((i) => normalizeEmail(i.email))
+  const now = new Date()
+  const existing = new Map((await repo.findByEmailsForUpdate(store, db, projectId, emails)).map((r) => [r.email, r]))
+  const fresh: Array<{ index: number; row: ContactRow }> = []
+  inputs.forEach((input, index) => {
+    if (!existing.has(emails[index])) fresh.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row })
+  })
+  const outcomes: UpsertOutcome[] = new Array(inputs.length)
+  const contacts: ContactRow[] = new Array(inputs.length)
+  const inserted = new Set((await repo.insertManyIfAbsent(store, db, fresh.map((f) => f.row))).map((r) => r.email))
+  const retry: number[] = []
+  for (const f of fresh) {
+    if (inserted.has(f.row.email)) { outcomes[f.index] = 'created'; contacts[f.index] = f.row } else retry.push(f.index)
+  }
+  if (retry.length) {
+    // Created by a concurrent writer since our read (PostgreSQL): update those like the others.
+    for (const r of await repo.findByEmailsForUpdate(store, db, projectId, retry.map((i) => emails[i]))) existing.set(r.email, r)
+  }
+  const newEvents: NewEvent[] = []
+  for (let i = 0; i < inputs.length; i++) {
+    if (outcomes[i]) continue
+    const row = existing.get(emails[i])
+    if (!row) throw new Error(`contact ${emails[i]} vanished during upsert`)
+    const { set, flip } = planUpdate(row, inputs[i])
+    if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
+    set.updatedAt = now
+    contacts[i] = (await repo.updateById(store, db, projectId, row.id, set)) ?? { ...row, ...set }
+    outcomes[i] = 'updated'
+    if (flip) newEvents.push(subscriptionEvent(row.id, inputs[i].subscribed!))
+  }
+  const events = await appendEvents(ctx, db, newEvents)
+  return { outcomes, contacts, events }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The verbs of the /contacts endpoints
+
+export interface ContactOut {
+  id: string
+  email: string
+  subscribed: boolean
+  data: Record<string, unknown>
+  createdAt: string
+  updatedAt: string
+}
+
+export function toContact(row: ContactRow): ContactOut {
+  return {
+    id: row.id, email: row.email, subscribed: row.subscribed, data: row.data ?? {},
+    createdAt: row.createdAt.toISOString(), updatedAt: row.updatedAt.toISOString(),
+  }
+}
+
+/** POST /contacts: upsert by email; new contacts are subscribed unless told otherwise. */
+export async function createContact(ctx: Ctx, body: { email?: string; subscribed?: boolean; data?: ContactData | null } | null | undefined) {
+  if (!body?.email) throw flatError('Email is required')
+  const r = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true })
+  return { ...toContact(r.contact), _meta: { isNew: r.isNew, isUpdate: r.isUpdate } }
+}
+
+export async function getContact(ctx: Ctx, id: string): Promise<ContactOut> {
+  const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
+  if (!row) throw notFound('contact')
+  return toContact(row)
+}
+
+/** PATCH /contacts/:id: email (409 when another contact uses it), subscribed (emits on a flip), data by the rules. */
+export async function updateContact(ctx: Ctx, id: string, body: { email?: string; subscribed?: boolean; data?: ContactData | null }): Promise<ContactOut> {
+  const emailTaken = () => conflict('Another contact in this project already uses this email', { field: 'email' })
+  let result: { contact: ContactRow; events: EventRow[] }
+  try {
+    result = await ctx.store.tx(async (db) => {
+      const row = await repo.findById(ctx.store, db, ctx.projectId, id, true)
+      if (!row) throw notFound('contact')
+      const { set, flip } = planUpdate(row, { email: row.email, subscribed: body.subscribed, data: body.data })
+      if (body.email !== undefined) {
+        const email = normalizeEmail(body.email)
+        if (email !== row.email) {
+          const other = await repo.findByEmailForUpdate(ctx.store, db, ctx.projectId, email)
+          if (other) throw emailTaken()
+          set.email = email
+        }
+      }
+      if (!set.data && !flip && !set.email) return { contact: row, events: [] }
+      set.updatedAt = new Date()
+      const contact = (await repo.updateById(ctx.store, db, ctx.projectId, row.id, set))!
+      const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(row.id, body.subscribed!)]) : []
+      return { contact, events }
+    })
+  } catch (err) {
+    if (repo.isUniqueViolation(err)) throw emailTaken()
+    throw err
+  }
+  await notifyEvents(ctx, result.events)
+  return toContact(result.contact)
+}
+
+export async function deleteContact(ctx: Ctx, id: string): Promise<void> {
+  const gone = await ctx.store.tx((db) => repo.deleteById(ctx.store, db, ctx.projectId, id))
+  if (!gone) throw notFound('contact')
+}
+
+// Cursor list -----------------------------------------------------------------------------------------
+
+interface CursorState { s: repo.SortKey; d: repo.SortDir; v: string | number; i: string }
+
+function encodeCursor(c: CursorState): string {
+  return Buffer.from(JSON.stringify([c.s, c.d, c.v, c.i])).toString('base64url')
+}
+
+function decodeCursor(text: string): CursorState {
+  try {
+    const [s, d, v, i] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
+    if ((s === 'createdAt' && typeof v === 'number') || (s === 'email' && typeof v === 'string')) {
+      if ((d === 'asc' || d === 'desc') && typeof i === 'string') return { s, d, v, i }
+    }
+  } catch { /* fall through */ }
+  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
+}
+
+export const MAX_PAGE = 100
+export const DEFAULT_PAGE = 20
+
+export function clampLimit(limit: number | undefined, def = DEFAULT_PAGE, max = MAX_PAGE): number {
+  if (limit === undefined || !Number.isFinite(limit)) return def
+  return Math.max(1, Math.min(max, Math.trunc(limit)))
+}
+
+/**
+ * GET /contacts: keyset pages in (createdAt, id) or (email) order. The cursor carries the sort, the
+ * direction and the last row's key, so a page never depends on rows inserted since. `total` is counted
+ * on the first page only (API.md).
+ */
+export async function listContacts(ctx: Ctx, q: ListContactsQuery) {
+  const limit = clampLimit(q.limit)
+  const cur = q.cursor ? decodeCursor(q.cursor) : null
+  const sort: repo.SortKey = cur?.s ?? (q.sort === 'email' ? 'email' : 'createdAt')
+  const dir: repo.SortDir = cur?.d ?? (q.dir === 'asc' ? 'asc' : 'desc')
+  const filter: repo.ListFilter = { search: q.search?.trim() || undefined, subscribed: q.subscribed }
+  const [rows, total] = await Promise.all([
+    repo.listPage(ctx.store, ctx.projectId, filter, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null),
+    cur ? Promise.resolve(0) : repo.countMatching(ctx.store, ctx.projectId, filter),
+  ])
+  const hasMore = rows.length > limit
+  const page = hasMore ? rows.slice(0, limit) : rows
+  const last = page[page.length - 1]
+  const cursor = hasMore && last
+    ? encodeCursor({ s: sort, d: dir, v: sort === 'email' ? last.email : last.createdAt.getTime(), i: last.id })
+    : null
+  return { data: page.map(toContact), cursor, hasMore, total }
+}
+
+/** POST /contacts/lookup: which of up to 500 emails exist, in the order given. */
+export async function lookupContacts(ctx: Ctx, emails: string[]) {
+  if (emails.length > 500) throw new AppError('VALIDATION_ERROR', 'At most 500 emails per lookup', { errors: [{ field: 'emails', message: 'At most 500 emails per lookup', code: 'too_big' }] })
+  const normalized = emails.map(normalizeEmail)
+  const rows = await repo.lookupEmails(ctx.store, ctx.projectId, [...new Set(normalized)])
+  const byEmail = new Map(rows.map((r) => [r.email, r]))
+  const results = normalized.map((email) => {
+    const r = byEmail.get(email)
+    return { email, exists: Boolean(r), id: r?.id ?? null, subscribed: r ? r.subscribed : null }
+  })
+  const found = results.filter((r) => r.exists).length
+  return { results, found, missing: results.length - found }
 }

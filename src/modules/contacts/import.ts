@@ -1,0 +1,229 @@
+import Papa from 'papaparse'
+import type { Ctx } from '../../deps'
+import { ctxFor } from '../../deps'
+import { invalidField, notFound, tooLarge } from '../../errors'
+import { defineJob, enqueue, getJob, type JobRow } from '../../jobs/queue'
+import { notifyEvents } from '../events/stream'
+import { isEmail, normalizeEmail, type ContactData } from './data'
+import * as repo from './repo'
+import { upsertMany, type UpsertInput } from './service'
+
+/**
+ * CSV import (API.md: multipart, at most 5 MB, queued). The upload is stored in `contact_imports` and a
+ * `contacts.import` job (payload: the upload id) processes it in batches, one transaction per batch;
+ * a bad row is reported and skipped, never aborting the rest. Every row is an upsert by the data rules,
+ * so importing the same file again changes nothing.
+ *
+ * Header row: `email` (also "e-mail", "email address"; any case) is required, `subscribed` is optional
+ * (true/false, yes/no, 1/0), every other column is a custom field. Values keep their types: integers
+ * and decimals become numbers (not those with leading zeros, or beyond 2^53), true/false become booleans,
+ * ISO 8601 dates stay ISO strings (date-times normalised to UTC), empty cells are ignored (rule 3).
+ * `row` in the error report is the record number in the file, the header being row 1.
+ */
+
+export const IMPORT_JOB = 'contacts.import'
+export const MAX_IMPORT_BYTES = 5 * 1024 * 1024
+const BATCH = 500
+const MAX_REPORTED_ERRORS = 1000
+
+export interface ImportResult {
+  created: number
+  updated: number
+  skipped: number
+  failed: number
+  errors: Array<{ row: number; message: string }>
+}
+
+const EMAIL_HEADERS = new Set(['email', 'e-mail', 'email address', 'emailaddress', 'email_address'])
+
+interface Columns { email: number; subscribed: number; fields: Array<{ index: number; name: string }> }
+
+function mapHeader(header: string[]): Columns {
+  let email = -1
+  let subscribed = -1
+  const fields: Columns['fields'] = []
+  header.forEach((raw, index) => {
+    const name = raw.replace(/^\uFEFF/, '').trim()
+    const lower = name.toLowerCase()
+    if (email < 0 && EMAIL_HEADERS.has(lower)) email = index
+    else if (subscribed < 0 && lower === 'subscribed') subscribed = index
+    else if (name) fields.push({ index, name })
+  })
+  if (email < 0) throw invalidField('file', 'The CSV header row must have an "email" column', 'missing_email_column', header.join(','))
+  return { email, subscribed, fields }
+}
+
+function parseCsv(text: string, preview = 0): string[][] {
+  const out = Papa.parse<string[]>(text.replace(/^\uFEFF/, ''), { header: false, skipEmptyLines: false, preview })
+  return out.data
+}
+
+/** Reads the header of an upload so that a file without an email column is refused at once (422). */
+export function checkHeader(text: string): void {
+  const [header] = parseCsv(text, 1)
+  if (!header || !header.some((h) => h.trim())) throw invalidField('file', 'The CSV file is empty: it needs a header row with an "email" column', 'empty_file')
+  mapHeader(header)
+}
+
+const INT_RE = /^-?(0|[1-9]\d*)$/
+const DEC_RE = /^-?(0|[1-9]\d*)\.\d+$/
+const DATETIME_RE = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/
+
+/** A CSV cell as a typed value ('' stays '' so that rule 3 ignores it). */
+export function typedValue(cell: string): unknown {
+  const v = cell.trim()
+  if (v === '') return ''
+  const lower = v.toLowerCase()
+  if (lower === 'true') return true
+  if (lower === 'false') return false
+  if (INT_RE.test(v)) { const n = Number(v); return Number.isSafeInteger(n) ? n : v }
+  if (DEC_RE.test(v) && v.length <= 17) return Number(v)
+  if (DATETIME_RE.test(v)) {
+    const t = Date.parse(v.replace(' ', 'T'))
+    return Number.isNaN(t) ? v : new Date(t).toISOString()
+  }
+  return v
+}
+
+function parseSubscribed(cell: string): boolean | undefined | null {
+  const v = cell.trim().toLowerCase()
+  if (v === '') return undefined
+  if (['true', 'yes', 'y', '1'].includes(v)) return true
+  if (['false', 'no', 'n', '0'].includes(v)) return false
+  return null
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Upload and poll
+
+/** POST /contacts/import: stores the file and queues its job in one transaction. */
+export async function queueImport(ctx: Ctx, file: { name: string; size: number; arrayBuffer(): Promise<ArrayBuffer> }) {
+  if (file.size > MAX_IMPORT_BYTES) throw tooLarge(`The CSV file is ${file.size} bytes; imports are limited to 5 MB (${MAX_IMPORT_BYTES} bytes)`)
+  const bytes = new Uint8Array(await file.arrayBuffer())
+  checkHeader(new TextDecoder().decode(bytes.subarray(0, Math.min(bytes.length, 64 * 1024))))
+  const id = Bun.randomUUIDv7()
+  const jobId = await ctx.store.tx(async (db) => {
+    await repo.insertImport(ctx.store, db, { id, projectId: ctx.projectId, filename: file.name || 'import.csv', size: bytes.length, content: bytes, createdAt: new Date() })
+    return enqueue(ctx.store, IMPORT_JOB, { importId: id }, { projectId: ctx.projectId, maxAttempts: 3 }, db)
+  })
+  return { jobId: jobId!, status: 'queued' as const }
+}
+
+/** The job record of DECISIONS.md for an import or bulk job. */
+export function jobRecord(job: JobRow, type: string) {
+  const total = job.total
+  const progress = job.status === 'completed' ? 100 : total > 0 ? Math.min(100, Math.floor((job.processed / total) * 100)) : 0
+  return {
+    id: job.id,
+    type,
+    status: job.status as 'queued' | 'running' | 'completed' | 'failed',
+    progress,
+    total,
+    processed: job.processed,
+    result: (job.result as ImportResult | null) ?? null,
+    ...(job.status === 'failed' && job.lastError ? { error: job.lastError } : {}),
+    createdAt: job.createdAt.toISOString(),
+    finishedAt: job.finishedAt ? job.finishedAt.toISOString() : null,
+  }
+}
+
+export async function getImportJob(ctx: Ctx, jobId: string) {
+  const job = await getJob(ctx.store, ctx.projectId, jobId, [IMPORT_JOB])
+  if (!job) throw notFound('import job')
+  return jobRecord(job, 'import')
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The job
+
+interface Parsed { row: number; input: UpsertInput }
+
+/** Turns records into upsert inputs and per-row errors. */
+export function readRows(records: string[][], cols: Columns, result: ImportResult): Parsed[] {
+  const out: Parsed[] = []
+  const fail = (row: number, message: string) => {
+    result.failed++
+    if (result.errors.length < MAX_REPORTED_ERRORS) result.errors.push({ row, message })
+  }
+  for (let r = 1; r < records.length; r++) {
+    const rec = records[r]
+    const row = r + 1
+    if (rec.length === 1 && rec[0].trim() === '') continue // blank line
+    const rawEmail = (rec[cols.email] ?? '').trim()
+    if (!rawEmail) { fail(row, 'Missing email'); continue }
+    if (!isEmail(rawEmail)) { fail(row, `Invalid email "${rawEmail.slice(0, 100)}"`); continue }
+    let subscribed: boolean | undefined
+    if (cols.subscribed >= 0) {
+      const s = parseSubscribed(rec[cols.subscribed] ?? '')
+      if (s === null) { fail(row, `Invalid subscribed value "${String(rec[cols.subscribed]).slice(0, 50)}": use true or false`); continue }
+      subscribed = s
+    }
+    const data: ContactData = {}
+    for (const f of cols.fields) {
+      const cell = rec[f.index]
+      if (cell !== undefined) data[f.name] = typedValue(cell)
+    }
+    out.push({ row, input: { email: normalizeEmail(rawEmail), subscribed, data } })
+  }
+  return out
+}
+
+/** Splits rows into batches of distinct emails (a repeated email starts a new batch, so later rows win in file order). */
+function batches(rows: Parsed[]): Parsed[][] {
+  const out: Parsed[][] = []
+  let cur: Parsed[] = []
+  let seen = new Set<string>()
+  for (const p of rows) {
+    if (cur.length >= BATCH || seen.has(p.input.email)) { out.push(cur); cur = []; seen = new Set() }
+    cur.push(p)
+    seen.add(p.input.email)
+  }
+  if (cur.length) out.push(cur)
+  return out
+}
+
+/** Imports `text` into the project of `ctx`; `progress` is told after every committed batch. */
+export async function importCsv(ctx: Ctx, text: string, progress: (processed: number, total: number) => Promise<void>): Promise<ImportResult> {
+  const result: ImportResult = { created: 0, updated: 0, skipped: 0, failed: 0, errors: [] }
+  const records = parseCsv(text)
+  if (!records.length) return result
+  const cols = mapHeader(records[0])
+  const rows = readRows(records, cols, result)
+  const total = rows.length + result.failed
+  let processed = result.failed
+  await progress(processed, total)
+  for (const batch of batches(rows)) {
+    const { outcomes, events } = await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
+    for (const o of outcomes) {
+      if (o === 'created') result.created++
+      else if (o === 'updated') result.updated++
+      else result.skipped++
+    }
+    await notifyEvents(ctx, events)
+    processed += batch.length
+    await progress(processed, total)
+  }
+  result.errors.sort((a, b) => a.row - b.row)
+  return result
+}
+
+export const importJob = defineJob<{ importId: string }>({
+  name: IMPORT_JOB,
+  maxAttempts: 3,
+  leaseMs: 120_000,
+  async run(jc, payload) {
+    const projectId = jc.job.projectId
+    if (!projectId) throw new Error('import job without a project')
+    const ctx = ctxFor(jc.deps, projectId, { kind: 'job', name: IMPORT_JOB })
+    const upload = await repo.findImport(ctx.store, projectId, payload.importId)
+    if (!upload) throw new Error(`upload ${payload.importId} not found`)
+    try {
+      const result = await importCsv(ctx, new TextDecoder().decode(upload.content), (processed, total) => jc.progress(processed, total))
+      await ctx.store.tx((db) => repo.deleteImport(ctx.store, db, projectId, upload.id))
+      return { ...result }
+    } catch (err) {
+      if (jc.job.attempts >= jc.job.maxAttempts) await ctx.store.tx((db) => repo.deleteImport(ctx.store, db, projectId, upload.id))
+      throw err
+    }
+  },
+})

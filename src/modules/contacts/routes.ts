@@ -1,0 +1,118 @@
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps'
+import { tooLarge } from '../../errors'
+import { authPlugin } from '../../http/auth'
+import * as bulk from './bulk'
+import * as fields from './fields'
+import * as imports from './import'
+import * as m from './model'
+import * as service from './service'
+
+const tags = ['contacts']
+const ErrorBody = t.Object({ error: t.String() })
+
+/** Trims `email` before validation (DECISIONS.md: emails are trimmed and lower-cased). */
+export function trimEmail({ body }: { body: unknown }) {
+  if (body && typeof body === 'object' && typeof (body as { email?: unknown }).email === 'string') {
+    const b = body as { email: string }
+    b.email = b.email.trim()
+  }
+}
+
+export function contactsRoutes(deps: Deps) {
+  return new Elysia({ prefix: '/contacts' })
+    .use(authPlugin(deps))
+    .onTransform(trimEmail)
+    .get('/', ({ ctx, query }) => service.listContacts(ctx, query), {
+      apiKey: 'secret', query: m.ListContactsQuery, response: { 200: m.ContactList },
+      detail: { tags, summary: 'List contacts (cursor list)', description: 'Keyset pages: the opaque cursor carries the sort key of the last row, so contacts inserted while paging never shift the pages not yet read. `subscribed=true|false` filters by state; `total` is computed on the first page only.' },
+    })
+    .post('/', async ({ ctx, body, set }) => {
+      const contact = await service.createContact(ctx, body)
+      set.status = contact._meta.isNew ? 201 : 200
+      return contact
+    }, {
+      apiKey: 'secret', body: m.CreateContactBody,
+      // No body or an empty email is a missing email: the flat 400 of API.md rather than a 422.
+      transform: (c) => {
+        if (c.body === undefined || c.body === null) c.body = {}
+        const b = c.body as { email?: unknown }
+        if (typeof b === 'object' && b.email === '') delete b.email
+      }, response: { 200: m.ContactWithMeta, 201: m.ContactWithMeta, 400: ErrorBody },
+      detail: { tags, summary: 'Create or update a contact by email', description: '201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`.' },
+    })
+    .post('/lookup', ({ ctx, body }) => service.lookupContacts(ctx, body.emails), {
+      apiKey: 'secret', body: m.LookupBody, response: { 200: m.LookupResult },
+      detail: { tags, summary: 'Check which of up to 500 emails are contacts' },
+    })
+    // Custom fields
+    .get('/fields', ({ ctx }) => fields.listFields(ctx), {
+      apiKey: 'secret', response: { 200: m.FieldList },
+      detail: { tags, summary: 'Standard and custom fields with inferred types and coverage' },
+    })
+    .get('/fields/:field/values', ({ ctx, params, query }) => fields.fieldValues(ctx, params.field, query), {
+      apiKey: 'secret', params: m.FieldParams, query: m.FieldValuesQuery, response: { 200: m.FieldValues },
+      detail: { tags, summary: 'Distinct values of a custom field (or subscribed), most frequent first' },
+    })
+    .get('/fields/:field/usage', ({ ctx, params }) => fields.fieldUsage(ctx, params.field), {
+      apiKey: 'secret', params: m.FieldParams, response: { 200: m.FieldUsage },
+      detail: { tags, summary: 'Segments, campaigns and workflows referencing a field' },
+    })
+    .delete('/fields/:field', ({ ctx, params }) => fields.deleteField(ctx, params.field), {
+      apiKey: 'secret', params: m.FieldParams,
+      response: { 200: t.Object({ field: t.String(), deleted: t.Boolean(), contactsUpdated: t.Integer() }) },
+      detail: { tags, summary: 'Delete a custom field from every contact of the project' },
+    })
+    // CSV import
+    .post('/import', async ({ ctx, body, set }) => {
+      const queued = await imports.queueImport(ctx, body.file)
+      set.status = 202
+      return queued
+    }, {
+      apiKey: 'secret', type: 'multipart/form-data', body: m.ImportBody, response: { 202: m.JobQueued },
+      parse: ({ request }) => {
+        const len = Number(request.headers.get('content-length') ?? 0)
+        // The multipart envelope adds a little to the file; anything well beyond 5 MB is refused unread.
+        if (len > imports.MAX_IMPORT_BYTES + 64 * 1024) throw tooLarge(`Request of ${len} bytes: CSV imports are limited to 5 MB`)
+      },
+      detail: { tags, summary: 'Upload a CSV (multipart field `file`, at most 5 MB); queued', description: 'Header row: email (required), subscribed (optional), other columns become custom fields with typed values. Answers 202 {jobId}; poll GET /contacts/import/:jobId.' },
+    })
+    .get('/import/:jobId', ({ ctx, params }) => imports.getImportJob(ctx, params.jobId), {
+      apiKey: 'secret', params: m.JobParams, response: { 200: m.JobRecord },
+      detail: { tags, summary: 'Poll an import job: progress and per-row error report' },
+    })
+    // Bulk
+    .post('/bulk-subscribe', async ({ ctx, body, set }) => { set.status = 202; return bulk.queueBulk(ctx, 'subscribe', body.contactIds) }, {
+      apiKey: 'secret', body: m.BulkBody, response: { 202: m.JobQueued },
+      detail: { tags, summary: 'Subscribe up to 1,000 contacts by id; queued' },
+    })
+    .post('/bulk-unsubscribe', async ({ ctx, body, set }) => { set.status = 202; return bulk.queueBulk(ctx, 'unsubscribe', body.contactIds) }, {
+      apiKey: 'secret', body: m.BulkBody, response: { 202: m.JobQueued },
+      detail: { tags, summary: 'Unsubscribe up to 1,000 contacts by id; queued' },
+    })
+    .post('/bulk-delete', async ({ ctx, body, set }) => { set.status = 202; return bulk.queueBulk(ctx, 'delete', body.contactIds) }, {
+      apiKey: 'secret', body: m.BulkBody, response: { 202: m.JobQueued },
+      detail: { tags, summary: 'Delete up to 1,000 contacts by id; queued' },
+    })
+    .get('/bulk/:jobId', ({ ctx, params }) => bulk.getBulkJob(ctx, params.jobId), {
+      apiKey: 'secret', params: m.JobParams, response: { 200: m.JobRecord },
+      detail: { tags, summary: 'Poll a bulk job' },
+    })
+    // One contact
+    .get('/:id', ({ ctx, params }) => service.getContact(ctx, params.id), {
+      apiKey: 'secret', params: m.IdParams, response: { 200: m.Contact },
+      detail: { tags, summary: 'Get a contact' },
+    })
+    .patch('/:id', ({ ctx, params, body }) => service.updateContact(ctx, params.id, body), {
+      apiKey: 'secret', params: m.IdParams, body: m.UpdateContactBody, response: { 200: m.Contact },
+      detail: { tags, summary: 'Update a contact', description: '409 when another contact of the project uses the email; flipping subscribed emits contact.subscribed or contact.unsubscribed; data is patched by the data rules.' },
+    })
+    .delete('/:id', async ({ ctx, params, set }) => {
+      await service.deleteContact(ctx, params.id)
+      set.status = 204
+      return ''
+    }, {
+      apiKey: 'secret', params: m.IdParams,
+      detail: { tags, summary: 'Delete a contact permanently (its events too); empty 204 answer' },
+    })
+}

@@ -1,0 +1,157 @@
+import type { Ctx } from '../../deps'
+import { badRequest, invalidField, notFound } from '../../errors'
+import { RESERVED_DATA_KEYS, type ContactData } from '../contacts/data'
+import * as contactsRepo from '../contacts/repo'
+import { clampLimit, upsertContact } from '../contacts/service'
+import { eventUsage } from '../contacts/usage'
+import { withIdempotency } from '../idempotency/service'
+import { groupCommit } from './batch'
+import type { ListEventsQuery, TrackBody } from './model'
+import * as repo from './repo'
+import { appendEvents, notifyEvents, type EventRow } from './stream'
+
+/**
+ * Names the service emits itself (API.md Events, DECISIONS.md), refused on track. Compared
+ * case-insensitively so that "Email.Sent" cannot pass for a service event either.
+ */
+export function isReservedEventName(name: string): boolean {
+  const n = name.trim().toLowerCase()
+  return n.startsWith('email.') || n === 'contact.subscribed' || n === 'contact.unsubscribed' || /^segment\..+\.(entry|exit)$/.test(n)
+}
+
+function assertTrackable(name: string) {
+  if (isReservedEventName(name)) {
+    throw invalidField('event', `"${name}" is reserved for events the service emits (email.*, contact.subscribed, contact.unsubscribed, segment.<slug>.entry/exit)`, 'reserved_event', name)
+  }
+}
+
+/**
+ * The event's own data: the request's data with reserved keys dropped and `{value, persistent}` wrappers
+ * unwrapped (non-persistent values are kept on the event, not on the contact, so that a workflow the
+ * event triggers can use them).
+ */
+export function eventData(data: ContactData | null | undefined): Record<string, unknown> {
+  if (!data) return {}
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(data)) {
+    if (RESERVED_DATA_KEYS.has(key) || key === '__proto__') continue
+    const v = data[key]
+    if (v === undefined) continue
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && 'value' in v && typeof (v as { persistent?: unknown }).persistent === 'boolean' && Object.keys(v).length === 2) {
+      out[key] = (v as { value: unknown }).value
+    } else out[key] = v
+  }
+  return out
+}
+
+export interface TrackOutcome { contactId: string; event: EventRow; events: EventRow[] }
+
+/**
+ * Upserts the contact (new contacts subscribed unless `subscribed: false`; existing keep their state
+ * unless given) and appends the event, in one transaction (grouped with concurrent tracks on SQLite).
+ * Returns after commit; listeners are not yet notified.
+ */
+export async function recordTrack(ctx: Ctx, body: TrackBody): Promise<TrackOutcome> {
+  return groupCommit(ctx.store).run(async (db) => {
+    const up = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true, db })
+    const [event] = await appendEvents(ctx, db, [{ contactId: up.contact.id, name: body.event, data: eventData(body.data) }])
+    return { contactId: up.contact.id, event, events: [...up.events, event] }
+  })
+}
+
+/**
+ * POST /v1/track and /events/track. Reserved names answer 422 (field code reserved_event). With an
+ * Idempotency-Key, a key already used answers 409 and nothing is performed again. Committed events go
+ * to the `onEvents` listeners (the workflow trigger hook).
+ */
+export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string) {
+  assertTrackable(body.event)
+  return withIdempotency(ctx, idempotencyKey, { method: 'POST', path, body }, async () => {
+    const out = await recordTrack(ctx, body)
+    await notifyEvents(ctx, out.events)
+    return { success: true as const, data: { contact: out.contactId, event: out.event.id, timestamp: out.event.createdAt.toISOString() } }
+  })
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reading
+
+export function toEvent(row: repo.EventWithContact) {
+  return {
+    id: row.id,
+    name: row.name,
+    contactId: row.contactId,
+    contact: row.contactId && row.contactEmail ? { id: row.contactId, email: row.contactEmail } : null,
+    data: row.data ?? {},
+    emailId: row.emailId,
+    createdAt: row.createdAt.toISOString(),
+  }
+}
+
+function encodeCursor(a: repo.After): string {
+  return Buffer.from(JSON.stringify([a.at, a.id])).toString('base64url')
+}
+
+function decodeCursor(text: string): repo.After {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
+    if (typeof at === 'number' && Number.isFinite(at) && typeof id === 'string') return { at, id }
+  } catch { /* fall through */ }
+  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
+}
+
+async function page(ctx: Ctx, filter: repo.EventFilter, q: { limit?: number; cursor?: string }, defaultLimit: number) {
+  const limit = clampLimit(q.limit, defaultLimit)
+  const after = q.cursor ? decodeCursor(q.cursor) : null
+  const [rows, total] = await Promise.all([
+    repo.listPage(ctx.store, ctx.projectId, filter, limit + 1, after),
+    after ? Promise.resolve(0) : repo.countEvents(ctx.store, ctx.projectId, filter),
+  ])
+  const hasMore = rows.length > limit
+  const data = hasMore ? rows.slice(0, limit) : rows
+  const last = data[data.length - 1]
+  return { data: data.map(toEvent), cursor: hasMore && last ? encodeCursor({ at: last.createdAt.getTime(), id: last.id }) : null, hasMore, total }
+}
+
+/** GET /events: the project's events, newest first (cursor list), optionally by name or contact. */
+export function listEvents(ctx: Ctx, q: ListEventsQuery) {
+  return page(ctx, { name: q.name || undefined, contactId: q.contactId || undefined }, q, 20)
+}
+
+/** GET /events/contact/:contactId: every event of one contact, newest first (cursor list, 100 per page). */
+export async function contactEvents(ctx: Ctx, contactId: string, q: { limit?: number; cursor?: string }) {
+  const contact = await contactsRepo.findById(ctx.store, ctx.store.db, ctx.projectId, contactId)
+  if (!contact) throw notFound('contact')
+  return page(ctx, { contactId }, q, 100)
+}
+
+/** GET /events/stats. */
+export async function eventStats(ctx: Ctx, q: { days?: number }) {
+  const days = Math.max(1, Math.min(365, Math.trunc(q.days ?? 30) || 30))
+  const since = new Date(Date.now() - days * 86_400_000)
+  const [totalEvents, period] = await Promise.all([repo.countEvents(ctx.store, ctx.projectId), repo.periodStats(ctx.store, ctx.projectId, since)])
+  return { totalEvents, periodDays: days, since: since.toISOString(), ...period }
+}
+
+/** GET /events/names: distinct names with counts, most frequent first. */
+export async function eventNames(ctx: Ctx) {
+  const rows = await repo.names(ctx.store, ctx.projectId)
+  return { data: rows.map((r) => ({ name: r.name, count: r.count, lastSeenAt: r.lastSeenAt.toISOString(), reserved: isReservedEventName(r.name) })) }
+}
+
+/** GET /events/:eventName/usage: stored count plus segments, campaigns and workflows referencing the name. */
+export async function eventNameUsage(ctx: Ctx, eventName: string) {
+  const [n, usage] = await Promise.all([repo.countEvents(ctx.store, ctx.projectId, { name: eventName }), eventUsage(ctx, eventName)])
+  if (!n && !usage.inUse) throw notFound('event')
+  return { eventName, count: n, ...usage }
+}
+
+/** DELETE /events/:eventName: deletes every event with that name (service events are kept: 422). */
+export async function deleteEventName(ctx: Ctx, eventName: string) {
+  if (isReservedEventName(eventName)) {
+    throw invalidField('eventName', `"${eventName}" is an event the service emits; its records cannot be deleted`, 'reserved_event', eventName)
+  }
+  const deleted = await ctx.store.tx((db) => repo.deleteByName(ctx.store, db, ctx.projectId, eventName))
+  if (!deleted) throw notFound('event')
+  return { eventName, deleted }
+}
