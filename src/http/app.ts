@@ -10,6 +10,7 @@ import { usersRoutes } from '../modules/users/routes'
 import { projectsRoutes } from '../modules/projects/routes'
 import { membersRoutes } from '../modules/members/routes'
 import { configRoutes } from '../modules/config/routes'
+import { renderDocs, type OpenApiDoc } from './docs'
 import { contactsRoutes } from '../modules/contacts/routes'
 import { eventsRoutes, trackRoutes } from '../modules/events/routes'
 
@@ -26,6 +27,10 @@ export function requestId(request: Request): string {
  */
 export function buildApp(deps: Deps) {
   const log = deps.log
+  // GET /docs: rendered once from /openapi.json into self-contained HTML (no CDN: works offline).
+  let docs: Promise<string> | null = null
+  const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
+    .then((r: Response) => r.json() as Promise<OpenApiDoc>).then(renderDocs))
   const app = new Elysia()
     .onRequest(({ request, set }) => {
       const id = crypto.randomUUID()
@@ -67,7 +72,7 @@ export function buildApp(deps: Deps) {
     .use(openapi({
       path: '/docs',
       specPath: '/openapi.json',
-      provider: 'swagger-ui',
+      provider: null,
       documentation: {
         openapi: '3.1.0',
         info: { title: 'mailctl API', version: '0.1.0', description: 'Self-hosted email platform: the HTTP API of API.md, with the choices of DECISIONS.md.' },
@@ -80,6 +85,7 @@ export function buildApp(deps: Deps) {
         },
       },
     }))
+    .get('/docs', async (): Promise<Response> => new Response(await docsPage(), { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
     .use(systemRoutes(deps))
     .use(configRoutes(deps))
     .use(authRoutes(deps))

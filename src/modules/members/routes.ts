@@ -9,11 +9,11 @@ const detail = (summary: string, description?: string) => ({ tags: ['members'], 
 /** /projects/:id/members: the team of a project (dashboard session). */
 export function membersRoutes(deps: Deps) {
   return new Elysia({ prefix: '/projects/:id/members' }).use(authPlugin(deps))
-    .get('/', ({ userId, params }) => service.listTeam(deps, userId, params.id), {
+    .get('', ({ userId, params }) => service.listTeam(deps, userId, params.id), {
       session: true, params: ProjectParams, response: { 200: t.Array(MemberOut) },
       detail: detail('List team members', 'Members, then pending invitations. Any member may read the team.'),
     })
-    .post('/', async ({ userId, params, body, set }) => {
+    .post('', async ({ userId, params, body, set }) => {
       const out = await service.invite(deps, userId, params.id, body)
       set.status = 201
       return out

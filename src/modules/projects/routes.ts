@@ -9,11 +9,11 @@ const detail = (summary: string, description?: string) => ({ tags: ['projects'],
 /** /users/@me/projects (the signed-in user's projects) and /projects/:id/setup-state. Dashboard session. */
 export function projectsRoutes(deps: Deps) {
   const mine = new Elysia({ prefix: '/users/@me/projects' }).use(authPlugin(deps))
-    .get('/', ({ userId }) => service.listMyProjects(deps, userId), {
+    .get('', ({ userId }) => service.listMyProjects(deps, userId), {
       session: true, response: { 200: t.Array(ProjectOut) },
       detail: detail("List the user's projects", 'Only projects the user is a member of, with their role. Never includes a secret key.'),
     })
-    .post('/', async ({ userId, body, set }) => {
+    .post('', async ({ userId, body, set }) => {
       const out = await service.createMyProject(deps, userId, body)
       set.status = 201
       return out
