@@ -132,6 +132,7 @@ class Checker {
   string(value: unknown, path: string): string | null {
     if (typeof value !== 'string') { this.fail(`${path}.value`, 'value is a string', 'invalid_type', value); return null }
     if (value.length > MAX_STRING_VALUE) { this.fail(`${path}.value`, `value has at most ${MAX_STRING_VALUE} characters`, 'too_big'); return null }
+    if (value.includes('\u0000')) { this.fail(`${path}.value`, 'value cannot contain a NUL character', 'invalid_string'); return null }
     return value
   }
 

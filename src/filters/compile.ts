@@ -86,14 +86,17 @@ class Compiler {
     return sql`(CASE ${this.jtype(path)} WHEN 'text' THEN ${this.jraw(path)} WHEN 'integer' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'real' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END)`
   }
 
-  /** The value as a number: JSON numbers, and strings holding a JSON number ("42", " 4.2e1 "); NULL otherwise. */
+  /**
+   * The value as a number: JSON numbers, and strings holding a JSON number ("42", " 4.2e1 ", exponent of at
+   * most 4 digits in both stores); NULL otherwise.
+   */
   private numberOf(path: string[]): SQL {
     if (this.pg) {
       const v = this.jv(path)
       return sql`(CASE jsonb_typeof(${v}) WHEN 'number' THEN (${v})::numeric WHEN 'string' THEN (CASE WHEN (${v} #>> '{}') ~ '^[[:space:]]*-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]{1,4})?[[:space:]]*$' THEN (${v} #>> '{}')::numeric END) END)`
     }
     const x = this.jraw(path)
-    return sql`(CASE ${this.jtype(path)} WHEN 'integer' THEN ${x} WHEN 'real' THEN ${x} WHEN 'text' THEN (CASE WHEN json_valid(${x}) AND json_type(${x}) IN ('integer', 'real') THEN CAST(${x} AS REAL) END) END)`
+    return sql`(CASE ${this.jtype(path)} WHEN 'integer' THEN ${x} WHEN 'real' THEN ${x} WHEN 'text' THEN (CASE WHEN json_valid(${x}) AND json_type(${x}) IN ('integer', 'real') AND NOT ${x} GLOB '*[eE]*[0-9][0-9][0-9][0-9][0-9]*' THEN CAST(${x} AS REAL) END) END)`
   }
 
   /**

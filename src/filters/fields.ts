@@ -36,6 +36,7 @@ export const OPERATORS_BY_KIND: Record<FieldKind, readonly Operator[]> = {
 
 /** Parses a field name; a string saying what is wrong when it is not a field. */
 export function parseField(field: string): ParsedField | string {
+  if (field.includes('\u0000')) return 'a field name cannot contain a NUL character'
   switch (field) {
     case 'email': return { kind: 'email' }
     case 'subscribed': return { kind: 'subscribed' }
