@@ -13,6 +13,7 @@ import { configRoutes } from '../modules/config/routes'
 import { renderDocs, type OpenApiDoc } from './docs'
 import { contactsRoutes } from '../modules/contacts/routes'
 import { eventsRoutes, trackRoutes } from '../modules/events/routes'
+import { domainsRoutes } from '../modules/domains/routes'
 
 interface RequestInfo { id: string; start: number }
 const info = new WeakMap<Request, RequestInfo>()
@@ -95,6 +96,7 @@ export function buildApp(deps: Deps) {
     .use(contactsRoutes(deps))
     .use(trackRoutes(deps))
     .use(eventsRoutes(deps))
+    .use(domainsRoutes(deps))
   return app
 }
 

@@ -1,9 +1,11 @@
 import type { JobDef } from './queue'
 import { housekeepingJobs } from './housekeeping'
 import { contactJobs } from '../modules/contacts/jobs'
+import { domainJobs } from '../modules/domains/jobs'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: JobDef<any>[] = [
   ...housekeepingJobs,
   ...contactJobs,
+  ...domainJobs,
 ]

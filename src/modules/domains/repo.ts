@@ -93,3 +93,13 @@ export async function dueForRecheck(store: Store, db: Db, pendingBefore: Date, v
     and(eq(d.verified, true), or(isNull(d.lastCheckedAt), lt(d.lastCheckedAt, verifiedBefore))),
   )).orderBy(asc(d.lastCheckedAt)).limit(limit)
 }
+
+/** A unique-index violation on either store (drizzle wraps the driver's error in `cause`). */
+export function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const x = e as { code?: unknown; message?: unknown }
+    if (x.code === '23505' || x.code === 'SQLITE_CONSTRAINT_UNIQUE') return true
+    if (typeof x.message === 'string' && /UNIQUE constraint failed/.test(x.message)) return true
+  }
+  return false
+}

@@ -1,7 +1,12 @@
-import type { Ctx } from '../../deps'
-import { unverifiedDomain } from '../../errors'
-import { decryptPrivateKey, masterKey } from './keys'
-import { returnPathDomain, senderDomainCandidates } from './names'
+import type { RecordCheck } from '../../db/schema/domains'
+import { ctxFor, type Ctx, type Deps } from '../../deps'
+import { resolverFor } from '../../dns'
+import { conflict, invalidField, notFound, unverifiedDomain } from '../../errors'
+import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
+import { decryptPrivateKey, encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector } from './keys'
+import type { CreateDomainBody, DomainOut } from './model'
+import { parseDomain, returnPathDomain, senderDomainCandidates } from './names'
+import { checkRecords, expectedRecords, PURPOSES } from './records'
 import * as repo from './repo'
 
 export { returnPathDomain } from './names'
@@ -77,3 +82,197 @@ export async function assertSenderAllowed(ctx: Ctx, fromEmail: string): Promise<
 export async function signingKeyFor(ctx: Ctx, domain: string): Promise<VerifiedDomain | null> {
   return verifiedFor(ctx, senderDomainCandidates(`x@${domain}`))
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Domain verbs: add, list, verify (live DNS check), delete, and the background re-check.
+
+/** Events recorded in the project's stream when a domain's state changes (contactId null). */
+export const DOMAIN_VERIFIED_EVENT = 'domain.verified'
+export const DOMAIN_UNVERIFIED_EVENT = 'domain.unverified'
+
+function present(ctx: Ctx, row: repo.DomainInfo): DomainOut {
+  const records = expectedRecords(row, ctx.deps.config.hostname).map((r) => {
+    const check = row.checks[r.purpose]
+    return { ...r, status: check?.status ?? 'pending', reason: check?.reason ?? null }
+  })
+  return {
+    id: row.id, projectId: row.projectId, domain: row.domain, verified: row.verified, records,
+    createdAt: row.createdAt, lastCheckedAt: row.lastCheckedAt,
+  }
+}
+
+function sameProject(ctx: Ctx, projectId: string) {
+  if (projectId !== ctx.projectId) throw notFound('project')
+}
+
+/** POST /domains: validates the name, creates its DKIM key pair and returns the records to publish. */
+export async function createDomain(ctx: Ctx, input: CreateDomainBody): Promise<DomainOut> {
+  sameProject(ctx, input.projectId)
+  const parsed = parseDomain(input.domain)
+  if (!parsed.ascii) throw invalidField('domain', parsed.error ?? 'Invalid domain', 'invalid_string', input.domain)
+  const domain = parsed.ascii
+  const { store } = ctx
+  const clash = async (db = store.db) => {
+    const existing = await repo.findByName(store, db, ctx.projectId, domain)
+    if (existing) return conflict(`The domain ${domain} is already added to this project`, { id: existing.id })
+    if (await repo.verifiedElsewhere(store, db, ctx.projectId, domain)) return conflict(`The domain ${domain} is verified by another project`)
+    return null
+  }
+  const early = await clash()
+  if (early) throw early
+  const keys = await generateDkimKeyPair()
+  const id = Bun.randomUUIDv7()
+  const now = ctx.now
+  const row: repo.DomainRow = {
+    id, projectId: ctx.projectId, domain, selector: newSelector(now), dkimPublicKey: keys.publicKey,
+    dkimPrivateKey: encryptPrivateKey(masterKey(ctx.deps.config.dataDir), keys.privateKeyPem, id),
+    verified: false, checks: {}, lastCheckedAt: null, verifiedAt: null, createdAt: now, updatedAt: now,
+  }
+  try {
+    await store.tx(async (db) => {
+      const late = await clash(db)
+      if (late) throw late
+      await repo.insertDomain(store, db, row)
+    })
+  } catch (err) {
+    if (repo.isUniqueViolation(err)) throw conflict(`The domain ${domain} is already added to this project`)
+    throw err
+  }
+  ctx.deps.log.info('domain added', { projectId: ctx.projectId, domainId: id, domain, selector: row.selector })
+  const { dkimPrivateKey: _secret, ...info } = row
+  return present(ctx, info)
+}
+
+/** GET /domains/project/:projectId */
+export async function listDomains(ctx: Ctx, projectId: string): Promise<DomainOut[]> {
+  sameProject(ctx, projectId)
+  const rows = await repo.listByProject(ctx.store, ctx.store.db, ctx.projectId)
+  return rows.map((r) => present(ctx, r))
+}
+
+export async function getDomain(ctx: Ctx, id: string): Promise<DomainOut> {
+  const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
+  if (!row) throw notFound('domain')
+  return present(ctx, row)
+}
+
+/** The project's domain by name (the CLI's DOMAIN argument; IDNA accepted). */
+export async function findDomainByName(ctx: Ctx, name: string): Promise<DomainOut> {
+  const parsed = parseDomain(name)
+  const row = parsed.ascii ? await repo.findByName(ctx.store, ctx.store.db, ctx.projectId, parsed.ascii) : null
+  if (!row) throw notFound('domain')
+  return present(ctx, row)
+}
+
+/** DELETE /domains/:id: the key is gone with the row; the sender gate refuses the domain at once. */
+export async function deleteDomain(ctx: Ctx, id: string): Promise<void> {
+  const deleted = await ctx.store.tx((db) => repo.deleteById(ctx.store, db, ctx.projectId, id))
+  if (!deleted) throw notFound('domain')
+  forgetSigningKey(id)
+  ctx.deps.log.info('domain deleted', { projectId: ctx.projectId, domainId: id })
+}
+
+const ELSEWHERE = 'The record matches, but this domain is already verified by another project'
+
+/**
+ * Checks every record of one domain in DNS now and stores the outcome. `verified` follows the DKIM
+ * record: it turns true when the record matches the key exactly, false when the record is definitively
+ * missing or wrong; a temporary look-up failure (SERVFAIL, timeout) changes nothing but the reason.
+ * A change of `verified` is recorded as a domain.verified / domain.unverified event of the project.
+ */
+async function checkAndSave(ctx: Ctx, row: repo.DomainInfo): Promise<repo.DomainInfo> {
+  const { config } = ctx.deps
+  const result = await checkRecords(resolverFor(config), row, config.hostname)
+  const now = new Date()
+  const checks: Record<string, RecordCheck> = {}
+  for (const p of PURPOSES) {
+    const out = result[p]
+    const prev = row.checks[p]
+    checks[p] = !out.definitive && prev?.status === 'verified'
+      ? { status: 'verified', reason: out.reason, checkedAt: prev.checkedAt }
+      : { status: out.status, reason: out.reason, checkedAt: now.toISOString() }
+  }
+  const dkim = result.DKIM
+  let verified = dkim.status === 'verified' ? true : dkim.definitive ? false : row.verified
+
+  const save = (wantVerified: boolean) => ctx.store.tx(async (db) => {
+    const current = await repo.findById(ctx.store, db, ctx.projectId, row.id)
+    if (!current) throw notFound('domain')
+    let v = wantVerified
+    if (v && !current.verified && await repo.verifiedElsewhere(ctx.store, db, ctx.projectId, current.domain)) {
+      v = false
+      checks.DKIM = { status: 'failed', reason: ELSEWHERE, checkedAt: now.toISOString() }
+    }
+    const saved = await repo.saveCheck(ctx.store, db, ctx.projectId, row.id, {
+      verified: v, checks, lastCheckedAt: now, verifiedAt: v ? (current.verified ? current.verifiedAt ?? now : now) : null, updatedAt: now,
+    })
+    let events: EventRow[] = []
+    if (saved && v !== current.verified) {
+      const reason = v ? null : checks.DKIM.reason
+      events = await appendEvents({ ...ctx, now }, db, [{
+        contactId: null,
+        name: v ? DOMAIN_VERIFIED_EVENT : DOMAIN_UNVERIFIED_EVENT,
+        data: { domainId: row.id, domain: current.domain, ...(reason ? { reason } : {}) },
+      }])
+    }
+    return { saved: saved!, events, changed: v !== current.verified }
+  })
+
+  let out: Awaited<ReturnType<typeof save>>
+  try {
+    out = await save(verified)
+  } catch (err) {
+    // Another project verified the same domain between our check and our write (partial unique index).
+    if (!verified || !repo.isUniqueViolation(err)) throw err
+    verified = false
+    checks.DKIM = { status: 'failed', reason: ELSEWHERE, checkedAt: now.toISOString() }
+    out = await save(false)
+  }
+  if (out.changed) {
+    ctx.deps.log.info(out.saved.verified ? 'domain verified' : 'domain no longer verified', {
+      projectId: ctx.projectId, domainId: row.id, domain: row.domain, reason: out.saved.checks.DKIM?.reason ?? null,
+    })
+  }
+  await notifyEvents(ctx, out.events)
+  return out.saved
+}
+
+/** GET /domains/:id/verify: checks DNS now (via MAILCTL_DNS_SERVERS when set). */
+export async function verifyDomain(ctx: Ctx, id: string): Promise<DomainOut> {
+  const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
+  if (!row) throw notFound('domain')
+  return present(ctx, await checkAndSave(ctx, row))
+}
+
+export const PENDING_RECHECK_MS = 5 * 60_000
+export const VERIFIED_RECHECK_MS = 24 * 3600_000
+
+/**
+ * The background re-check (job domains.recheck): pending domains not checked for 5 minutes, verified
+ * ones not checked for a day, oldest first, a few at a time. Returns how many were checked and flipped.
+ */
+export async function recheckDueDomains(deps: Deps, opts: { limit?: number; concurrency?: number } = {}) {
+  const now = Date.now()
+  const due = await repo.dueForRecheck(deps.store, deps.store.db, new Date(now - PENDING_RECHECK_MS), new Date(now - VERIFIED_RECHECK_MS), opts.limit ?? 200)
+  let checked = 0, verified = 0, unverified = 0, failed = 0
+  const queue = [...due]
+  const worker = async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      const ctx = ctxFor(deps, next.projectId, { kind: 'job', name: 'domains.recheck' })
+      try {
+        const before = await repo.findById(deps.store, deps.store.db, next.projectId, next.id)
+        if (!before) continue
+        const after = await checkAndSave(ctx, before)
+        checked++
+        if (after.verified && !before.verified) verified++
+        if (!after.verified && before.verified) unverified++
+      } catch (err) {
+        failed++
+        deps.log.warn('domain re-check failed', { projectId: next.projectId, domainId: next.id, error: err instanceof Error ? err.message : String(err) })
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: opts.concurrency ?? 4 }, worker))
+  return { due: due.length, checked, verified, unverified, failed }
+}
+
