@@ -14,6 +14,7 @@ import { renderDocs, type OpenApiDoc } from './docs'
 import { contactsRoutes } from '../modules/contacts/routes'
 import { eventsRoutes, trackRoutes } from '../modules/events/routes'
 import { domainsRoutes } from '../modules/domains/routes'
+import { templatesRoutes } from '../modules/templates/routes'
 
 interface RequestInfo { id: string; start: number }
 const info = new WeakMap<Request, RequestInfo>()
@@ -97,6 +98,7 @@ export function buildApp(deps: Deps) {
     .use(trackRoutes(deps))
     .use(eventsRoutes(deps))
     .use(domainsRoutes(deps))
+    .use(templatesRoutes(deps))
   return app
 }
 

@@ -5,6 +5,7 @@ import { domainTables } from './domains'
 import { contactTables } from './contacts'
 import { sendingTables } from './sending'
 import { segmentTables } from './segments'
+import { templateTables } from './templates'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -15,6 +16,7 @@ export function buildSchema(c: Cols) {
     ...contactTables(c),
     ...sendingTables(c),
     ...segmentTables(c),
+    ...templateTables(c),
   }
 }
 

@@ -1,0 +1,115 @@
+import { t, type Static } from 'elysia'
+
+/** TypeBox models of the templates module: request validation and the OpenAPI document. */
+
+export const TEMPLATE_TYPES = ['TRANSACTIONAL', 'MARKETING', 'HEADLESS'] as const
+export type TemplateType = (typeof TEMPLATE_TYPES)[number]
+
+/** Largest pageSize of GET /templates; larger values are clamped (API.md leaves the maximum open). */
+export const MAX_PAGE_SIZE = 100
+export const DEFAULT_PAGE_SIZE = 20
+
+const TypeField = t.Union(TEMPLATE_TYPES.map((v) => t.Literal(v)), {
+  error: 'type must be TRANSACTIONAL, MARKETING or HEADLESS',
+  description: 'TRANSACTIONAL, MARKETING or HEADLESS',
+})
+const Email = t.String({ format: 'email', maxLength: 320, error: 'Invalid email' })
+const Name = t.String({ minLength: 1, maxLength: 255, error: 'name must be 1-255 characters' })
+const Description = t.String({ maxLength: 1000, error: 'description must be at most 1000 characters' })
+/** API.md: a subject is 1-998 characters without a line break (the rendered subject is also folded). */
+const Subject = t.String({
+  minLength: 1, maxLength: 998, pattern: '^[^\\r\\n]*$',
+  error: 'subject must be 1-998 characters without line breaks',
+  description: 'Handlebars template, rendered without HTML escaping; 1-998 characters, no line break',
+})
+/** 1 MB of template source: more than any real email body, less than the request limit. */
+export const MAX_BODY_CHARS = 1_000_000
+const Body = t.String({
+  minLength: 1, maxLength: MAX_BODY_CHARS,
+  error: `body must be 1-${MAX_BODY_CHARS} characters`,
+  description: 'HTML with Handlebars {{variable}} placeholders (HTML-escaped when rendered); must compile',
+})
+/** A display name goes into the From header: no line breaks. */
+const FromName = t.String({ maxLength: 255, pattern: '^[^\\r\\n]*$', error: 'fromName must be at most 255 characters without line breaks' })
+
+export const Template = t.Object({
+  id: t.String(),
+  name: t.String(),
+  description: t.Union([t.String(), t.Null()]),
+  subject: t.String(),
+  body: t.String(),
+  from: t.String(),
+  fromName: t.Union([t.String(), t.Null()]),
+  replyTo: t.Union([t.String(), t.Null()]),
+  type: t.String({ description: 'TRANSACTIONAL, MARKETING or HEADLESS' }),
+  projectId: t.String(),
+  createdAt: t.String({ format: 'date-time' }),
+  updatedAt: t.String({ format: 'date-time' }),
+})
+export type Template = Static<typeof Template>
+
+/**
+ * POST /templates. `from` is optional in the schema only so that its absence answers the flat
+ * `{error}` 400 of API.md; the service requires it.
+ */
+export const CreateTemplateBody = t.Object({
+  name: Name,
+  description: t.Optional(t.Union([Description, t.Null()])),
+  subject: Subject,
+  body: Body,
+  from: t.Optional(Email),
+  fromName: t.Optional(t.Union([FromName, t.Null()])),
+  replyTo: t.Optional(t.Union([Email, t.Null()])),
+  type: t.Optional(TypeField),
+})
+export type CreateTemplate = Static<typeof CreateTemplateBody>
+
+/** PATCH /templates/:id: any subset; null clears description, fromName and replyTo. */
+export const UpdateTemplateBody = t.Object({
+  name: t.Optional(Name),
+  description: t.Optional(t.Union([Description, t.Null()])),
+  subject: t.Optional(Subject),
+  body: t.Optional(Body),
+  from: t.Optional(Email),
+  fromName: t.Optional(t.Union([FromName, t.Null()])),
+  replyTo: t.Optional(t.Union([Email, t.Null()])),
+  type: t.Optional(TypeField),
+})
+export type UpdateTemplate = Static<typeof UpdateTemplateBody>
+
+export const ListTemplatesQuery = t.Object({
+  page: t.Optional(t.Numeric({ minimum: 1, multipleOf: 1, error: 'page must be an integer >= 1', description: 'Default 1' })),
+  pageSize: t.Optional(t.Numeric({
+    minimum: 1, multipleOf: 1, error: 'pageSize must be an integer >= 1',
+    description: `Default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are clamped to ${MAX_PAGE_SIZE}`,
+  })),
+  type: t.Optional(t.String({ description: 'TRANSACTIONAL, MARKETING or HEADLESS; any other value answers 400 BAD_REQUEST' })),
+  search: t.Optional(t.String({ maxLength: 200, description: 'Case-insensitive substring of name, description or subject' })),
+  sort: t.Optional(t.String({ description: 'createdAt (default), name (case-insensitive) or updatedAt; anything else falls back to createdAt' })),
+  dir: t.Optional(t.String({ description: 'desc (default) or asc; anything else falls back to desc' })),
+})
+export type ListTemplatesQuery = Static<typeof ListTemplatesQuery>
+
+export const TemplateList = t.Object({
+  data: t.Array(Template),
+  page: t.Integer(),
+  pageSize: t.Integer(),
+  total: t.Integer(),
+  totalPages: t.Integer(),
+})
+export type TemplateList = Static<typeof TemplateList>
+
+export const CampaignUse = t.Object({ id: t.String(), name: t.String(), status: t.String() })
+export const WorkflowStepUse = t.Object({
+  workflowId: t.String(), workflowName: t.String(), stepId: t.String(), stepName: t.String(), enabled: t.Boolean(),
+})
+export const TemplateUsage = t.Object({
+  templateId: t.String(),
+  campaigns: t.Array(CampaignUse),
+  workflowSteps: t.Array(WorkflowStepUse),
+  inUse: t.Boolean({ description: 'true when a workflow step sends it or an unsent campaign was built from it: DELETE answers 409 then' }),
+})
+export type TemplateUsage = Static<typeof TemplateUsage>
+
+export const IdParams = t.Object({ id: t.String() })
+export const ErrorBody = t.Object({ error: t.String() })
