@@ -13,6 +13,7 @@ import { configRoutes } from '../modules/config/routes'
 import { renderDocs, type OpenApiDoc } from './docs'
 import { contactsRoutes } from '../modules/contacts/routes'
 import { eventsRoutes, trackRoutes } from '../modules/events/routes'
+import { verifyRoutes } from '../modules/verify/routes'
 import { domainsRoutes } from '../modules/domains/routes'
 import { templatesRoutes } from '../modules/templates/routes'
 
@@ -97,6 +98,7 @@ export function buildApp(deps: Deps) {
     .use(contactsRoutes(deps))
     .use(trackRoutes(deps))
     .use(eventsRoutes(deps))
+    .use(verifyRoutes(deps))
     .use(domainsRoutes(deps))
     .use(templatesRoutes(deps))
   return app
