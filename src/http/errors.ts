@@ -39,6 +39,15 @@ export function fieldPath(path: string): string {
   return path.replace(/^\//, '').split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
 }
 
+/** One TypeBox error as a field error; an absent value is `required` whatever the type check said first. */
+export function toFieldError(field: string, e: { message: string; type: number; value: unknown; schema?: Record<string, unknown> }): FieldError {
+  if (e.value === undefined) return { field, message: `${field}: Required`, code: 'required', received: 'undefined' }
+  let message = e.message
+  if (e.schema && typeof e.schema.error === 'string') message = e.schema.error
+  else if (e.schema?.format === 'email') message = 'Invalid email'
+  return { field, message: `${field}: ${message}`, code: fieldCode(e.type), received: e.value }
+}
+
 /** Elysia/TypeBox validation failure -> 422 VALIDATION_ERROR with one entry per field (first error each). */
 export function fromValidation(err: ValidationError): AppError {
   const seen = new Set<string>()
@@ -47,10 +56,7 @@ export function fromValidation(err: ValidationError): AppError {
     const field = fieldPath(e.path ?? '') || (err.type === 'query' ? 'query' : 'body')
     if (seen.has(field)) continue
     seen.add(field)
-    let message = e.message
-    if (e.schema && typeof e.schema.error === 'string') message = e.schema.error
-    else if (e.schema?.format === 'email') message = 'Invalid email'
-    errors.push({ field, message: `${field}: ${message}`, code: fieldCode(e.type), received: e.value === undefined ? 'undefined' : e.value })
+    errors.push(toFieldError(field, e))
   }
   if (!errors.length) errors.push({ field: err.type, message: err.message, code: 'invalid_type' })
   return new AppError('VALIDATION_ERROR', errors.length === 1 ? errors[0].message : `Validation failed for ${errors.length} fields`, { errors })

@@ -1,7 +1,7 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { validation, type FieldError } from '../errors'
-import { fieldCode, fieldPath } from '../http/errors'
+import { fieldPath, toFieldError } from '../http/errors'
 
 /**
  * Validates input that did not come through an HTTP route (CLI, jobs) against the same TypeBox model the
@@ -15,8 +15,7 @@ export function parseInput<S extends TSchema>(schema: S, value: unknown): Static
     const field = fieldPath(e.path) || 'body'
     if (seen.has(field)) continue
     seen.add(field)
-    const message = typeof e.schema.error === 'string' ? e.schema.error : e.schema.format === 'email' ? 'Invalid email' : e.message
-    errors.push({ field, message: `${field}: ${message}`, code: fieldCode(e.type), received: e.value === undefined ? 'undefined' : e.value })
+    errors.push(toFieldError(field, e as unknown as Parameters<typeof toFieldError>[1]))
   }
   if (errors.length) throw validation(errors, errors.length === 1 ? errors[0].message : `Validation failed for ${errors.length} fields`)
   return cleaned as Static<S>
