@@ -9,7 +9,7 @@ forEachStore('schema matches migrations', (env) => {
     for (const table of Object.values(env.store.t)) {
       const cfg = { name: getTableName(table), columns: Object.values(getTableColumns(table)) }
       const cols = env.kind === 'pg'
-        ? await env.store.rows<{ name: string }>(sql`SELECT column_name AS name FROM information_schema.columns WHERE table_name = ${cfg.name}`)
+        ? await env.store.rows<{ name: string }>(sql`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ${cfg.name}`)
         : await env.store.rows<{ name: string }>(sql`SELECT name FROM pragma_table_info(${cfg.name})`)
       const actual = new Set(cols.map((c) => c.name))
       expect({ table: cfg.name, columns: [...actual].sort() }).toEqual({ table: cfg.name, columns: cfg.columns.map((c) => c.name).sort() })
