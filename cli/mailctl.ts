@@ -10,6 +10,7 @@ import { register as migrate } from './commands/migrate'
 import { register as user } from './commands/user'
 import { register as project } from './commands/project'
 import { register as keys } from './commands/keys'
+import { register as domain } from './commands/domain'
 import { register as doctor } from './commands/doctor'
 
 const AREAS: Array<(program: Command) => void> = [
@@ -18,6 +19,7 @@ const AREAS: Array<(program: Command) => void> = [
   user,
   project,
   keys,
+  domain,
   doctor,
 ]
 
