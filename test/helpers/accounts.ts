@@ -47,3 +47,11 @@ export function tokenIn(text: string | null | undefined): string {
   if (!m) throw new Error(`no token in mail: ${text}`)
   return decodeURIComponent(m[1])
 }
+
+/** A new verified user added to the project by its owner with `role` (ADMIN or MEMBER). */
+export async function memberOf(env: TestEnv, owner: TestUser, projectId: string, role: 'ADMIN' | 'MEMBER', prefix = role.toLowerCase()): Promise<TestUser> {
+  const u = await verifiedUser(env, prefix)
+  const res = await env.request('POST', `/projects/${projectId}/members`, { cookie: owner.cookie, body: { email: u.email, role } })
+  if (res.status !== 201 || res.body.status !== 'active') throw new Error(`invite failed: ${res.status} ${res.text}`)
+  return u
+}
