@@ -2,7 +2,8 @@ import type { FieldError } from '../errors'
 import { OPERATORS_BY_KIND, parseField, type ParsedField } from './fields'
 import {
   LOGICS, MAX_DEPTH, MAX_FILTERS, MAX_STRING_VALUE, MAX_WINDOW_MS, OPERATORS, UNIT_MS, UNITS,
-  type CheckedTree, type Comparable, type CompareOp, type Logic, type Operator, type Predicate, type Unit,
+  type CheckedTree, type Comparable, type CompareOp, type Filter, type FilterGroup, type FilterTree, type Logic, type Operator,
+  type Predicate, type Unit,
 } from './types'
 
 /**
@@ -264,4 +265,24 @@ export function segmentRefs(raw: unknown, path = 'condition'): Array<{ segmentId
   }
   walk(raw, path, 1)
   return out
+}
+
+/**
+ * The tree as stored: only the keys the contract names (logic upper-cased, unknown keys dropped).
+ * Call it on a tree that passed `checkTree`.
+ */
+export function cleanTree(raw: unknown): FilterTree {
+  const t = raw as Record<string, unknown>
+  const groups = (t.groups as unknown[]).map((g) => {
+    const group = g as Record<string, unknown>
+    const out: FilterGroup = {
+      filters: Array.isArray(group.filters) ? group.filters.map((f) => {
+        const { field, operator, value, unit } = f as Record<string, unknown>
+        return { field, operator, ...(value !== undefined ? { value } : {}), ...(unit !== undefined && unit !== null ? { unit } : {}) } as Filter
+      }) : [],
+    }
+    if (group.conditions !== undefined && group.conditions !== null) out.conditions = cleanTree(group.conditions)
+    return out
+  })
+  return { logic: typeof t.logic === 'string' ? t.logic.toUpperCase() : 'AND', groups }
 }

@@ -18,7 +18,7 @@ import { MAX_SEGMENT_DEPTH, type CheckedTree, type FilterTree } from './types'
  */
 export type { FilterTree, CheckedTree } from './types'
 export type { FieldInfo } from './fields'
-export { checkTree, parseIsoDate } from './check'
+export { checkTree, cleanTree, parseIsoDate } from './check'
 
 /** What a filter call needs: Ctx satisfies it. */
 export interface FilterCtx { store: Store; projectId: string; now: Date }

@@ -16,6 +16,7 @@ import { eventsRoutes, trackRoutes } from '../modules/events/routes'
 import { verifyRoutes } from '../modules/verify/routes'
 import { domainsRoutes } from '../modules/domains/routes'
 import { templatesRoutes } from '../modules/templates/routes'
+import { segmentsRoutes } from '../modules/segments/routes'
 
 interface RequestInfo { id: string; start: number }
 const info = new WeakMap<Request, RequestInfo>()
@@ -101,6 +102,7 @@ export function buildApp(deps: Deps) {
     .use(verifyRoutes(deps))
     .use(domainsRoutes(deps))
     .use(templatesRoutes(deps))
+    .use(segmentsRoutes(deps))
   return app
 }
 

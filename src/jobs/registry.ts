@@ -2,10 +2,12 @@ import type { JobDef } from './queue'
 import { housekeepingJobs } from './housekeeping'
 import { contactJobs } from '../modules/contacts/jobs'
 import { domainJobs } from '../modules/domains/jobs'
+import { segmentJobs } from '../modules/segments/jobs'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: JobDef<any>[] = [
   ...housekeepingJobs,
   ...contactJobs,
   ...domainJobs,
+  ...segmentJobs,
 ]

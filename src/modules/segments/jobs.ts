@@ -1,0 +1,120 @@
+import { ctxFor, type Ctx } from '../../deps'
+import { defineJob, enqueue, type JobDef } from '../../jobs/queue'
+import { errorFields } from '../../log'
+import { onEvents, type EventRow } from '../events/stream'
+import * as repo from './repo'
+import { COMPUTE_JOB, REFRESH_JOB, computeKey, prepareStored, recomputeById, refreshKey } from './service'
+
+/**
+ * Background work of the segments module:
+ * - every 5 minutes a sweep queues one job per segment: tracked DYNAMIC segments are recomputed (member rows
+ *   and entry/exit events), the others get a fresh memberCount;
+ * - soon after an event that can change a tracked segment (an event its condition names, or any write to
+ *   contacts: tracking, sending and subscription changes all put an event on the stream), a debounced
+ *   compute job is queued for that segment.
+ */
+export const SWEEP_EVERY_MS = 5 * 60_000
+/** How long a hint waits, so that a burst of events costs one recompute. */
+export const HINT_DELAY_MS = 10_000
+/** How long the list of a project's tracked segments (and what they read) is reused by the hint listener. */
+const HINT_CACHE_MS = 10_000
+
+interface SegmentPayload { segmentId: string }
+
+const jobCtx = (deps: Parameters<typeof ctxFor>[0], projectId: string | null, name: string): Ctx => {
+  if (!projectId) throw new Error(`${name} job without a project`)
+  return ctxFor(deps, projectId, { kind: 'job', name })
+}
+
+export const segmentJobs: JobDef<any>[] = [
+  defineJob({
+    name: 'segments.sweep',
+    everyMs: SWEEP_EVERY_MS,
+    async run({ deps }) {
+      const all = await repo.allSegmentsForSweep(deps.store)
+      let queued = 0
+      for (const s of all) {
+        const compute = s.type === 'DYNAMIC' && s.trackMembership
+        const id = await enqueue(deps.store, compute ? COMPUTE_JOB : REFRESH_JOB, { segmentId: s.id }, {
+          projectId: s.projectId, uniqueKey: compute ? computeKey(s.id) : refreshKey(s.id), maxAttempts: 3,
+        })
+        if (id) queued++
+      }
+      return { segments: all.length, queued }
+    },
+  }),
+  defineJob<SegmentPayload>({
+    name: COMPUTE_JOB,
+    maxAttempts: 3,
+    leaseMs: 10 * 60_000,
+    async run({ deps, job }, payload) {
+      return recomputeById(jobCtx(deps, job.projectId, COMPUTE_JOB), payload.segmentId)
+    },
+  }),
+  defineJob<SegmentPayload>({
+    name: REFRESH_JOB,
+    maxAttempts: 3,
+    async run({ deps, job }, payload) {
+      return recomputeById(jobCtx(deps, job.projectId, REFRESH_JOB), payload.segmentId)
+    },
+  }),
+]
+
+// ---- recompute hints ----
+
+interface TrackedDeps { id: string; events: Set<string>; contacts: boolean }
+const depsCache = new Map<string, { at: number; segments: TrackedDeps[] }>()
+const lastHint = new Map<string, number>()
+const pending = new Set<Promise<void>>()
+
+async function trackedDeps(ctx: Ctx): Promise<TrackedDeps[]> {
+  const hit = depsCache.get(ctx.projectId)
+  if (hit && Date.now() - hit.at < HINT_CACHE_MS) return hit.segments
+  const segments: TrackedDeps[] = []
+  for (const seg of await repo.trackedDynamic(ctx.store, ctx.projectId)) {
+    const f = await prepareStored(ctx, seg)
+    segments.push({ id: seg.id, events: f.deps.events, contacts: f.deps.contacts })
+  }
+  depsCache.set(ctx.projectId, { at: Date.now(), segments })
+  return segments
+}
+
+async function hint(ctx: Ctx, rows: EventRow[]): Promise<void> {
+  const segments = await trackedDeps(ctx)
+  if (!segments.length) return
+  const names = new Set(rows.map((r) => r.name))
+  // Every event but the service's segment.* ones comes with a write of its contact (track, send, subscription).
+  const contactsTouched = rows.some((r) => !r.name.startsWith('segment.'))
+  const now = Date.now()
+  for (const s of segments) {
+    const affected = (s.contacts && contactsTouched) || [...s.events].some((n) => names.has(n))
+    if (!affected) continue
+    if (now - (lastHint.get(s.id) ?? 0) < HINT_DELAY_MS) continue
+    lastHint.set(s.id, now)
+    await enqueue(ctx.store, COMPUTE_JOB, { segmentId: s.id }, {
+      projectId: ctx.projectId, uniqueKey: computeKey(s.id), runAt: new Date(now + HINT_DELAY_MS), maxAttempts: 3,
+    })
+  }
+  if (lastHint.size > 10_000) for (const [id, at] of lastHint) if (now - at > HINT_DELAY_MS) lastHint.delete(id)
+}
+
+/** The event listener: never delays the writer that notified (the work runs after it returns). */
+export function segmentHintListener(ctx: Ctx, rows: EventRow[]): void {
+  if (!rows.length) return
+  const p: Promise<void> = hint(ctx, rows).catch((err) => ctx.deps.log.warn('segment recompute hint failed', errorFields(err)))
+  pending.add(p)
+  p.finally(() => pending.delete(p))
+}
+
+/** Waits for the hints in flight (tests, shutdown). */
+export async function settleSegmentHints(): Promise<void> {
+  while (pending.size) await Promise.allSettled([...pending])
+}
+
+/** Forgets cached segment lists (tests that change segments and expect the next hint to see it at once). */
+export function forgetSegmentHintCache(): void {
+  depsCache.clear()
+  lastHint.clear()
+}
+
+onEvents(segmentHintListener)

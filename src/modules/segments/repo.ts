@@ -1,0 +1,174 @@
+import { and, count, desc, eq, inArray, like, or, sql, type SQL } from 'drizzle-orm'
+import type { Db, Store } from '../../db/client'
+
+/** The only SQL of the segments module. Every function takes the project id. */
+
+export type SegmentRow = typeof import('../../db/schema').pgSchema.segments.$inferSelect
+export type ContactRow = typeof import('../../db/schema').pgSchema.contacts.$inferSelect
+
+/** A timestamp as a bound parameter of raw SQL (SQLite: epoch ms; PostgreSQL: timestamptz). */
+function ts(store: Store, d: Date): SQL {
+  return store.dialect === 'pg' ? sql`${d.toISOString()}::timestamptz` : sql`${d.getTime()}`
+}
+
+const list = (ids: string[]) => sql.join(ids.map((id) => sql`${id}`), sql.raw(', '))
+
+/** With `db` (a transaction) the row is locked on PostgreSQL until it commits. */
+export async function findById(store: Store, projectId: string, id: string, db?: Db): Promise<SegmentRow | null> {
+  const s = store.t.segments
+  let q = (db ?? store.db).select().from(s).where(and(eq(s.projectId, projectId), eq(s.id, id))).limit(1)
+  if (db && store.dialect === 'pg') q = q.for('update') as typeof q
+  const [row] = await q
+  return row ?? null
+}
+
+/** Newest first. */
+export async function listByProject(store: Store, projectId: string): Promise<SegmentRow[]> {
+  const s = store.t.segments
+  return store.db.select().from(s).where(eq(s.projectId, projectId)).orderBy(desc(s.createdAt), desc(s.id))
+}
+
+/** Slugs of the project equal to `base` or `base-<n>`. */
+export async function slugsLike(store: Store, projectId: string, base: string, db: Db): Promise<string[]> {
+  const s = store.t.segments
+  const rows = await db.select({ slug: s.slug }).from(s).where(and(eq(s.projectId, projectId), or(eq(s.slug, base), like(s.slug, `${base}-%`))))
+  return rows.map((r) => r.slug)
+}
+
+/** Inserts unless the slug (or id) is taken; the row, or null on a conflict. */
+export async function insertIfFree(store: Store, db: Db, row: SegmentRow): Promise<SegmentRow | null> {
+  const [out] = await db.insert(store.t.segments).values(row).onConflictDoNothing().returning()
+  return out ?? null
+}
+
+export async function update(store: Store, db: Db, projectId: string, id: string, set: Partial<SegmentRow>): Promise<SegmentRow | null> {
+  const s = store.t.segments
+  const [row] = await db.update(s).set(set).where(and(eq(s.projectId, projectId), eq(s.id, id))).returning()
+  return row ?? null
+}
+
+export async function remove(store: Store, db: Db, projectId: string, id: string): Promise<boolean> {
+  const s = store.t.segments
+  const rows = await db.delete(s).where(and(eq(s.projectId, projectId), eq(s.id, id))).returning({ id: s.id })
+  return rows.length > 0
+}
+
+/** Stores a fresh count of the member rows (STATIC lists, tracked membership). */
+export async function recountMembers(store: Store, db: Db, projectId: string, id: string, now: Date, computed = false): Promise<number> {
+  const s = store.t.segments
+  const [row] = await db.update(s).set({
+    memberCount: sql`(SELECT count(*) FROM segment_members WHERE segment_id = ${id})`,
+    countedAt: now,
+    ...(computed ? { computedAt: now } : {}),
+  }).where(and(eq(s.projectId, projectId), eq(s.id, id))).returning({ n: s.memberCount })
+  return Number(row?.n ?? 0)
+}
+
+export async function setCount(store: Store, projectId: string, id: string, n: number, now: Date): Promise<void> {
+  const s = store.t.segments
+  await store.tx((db) => db.update(s).set({ memberCount: n, countedAt: now }).where(and(eq(s.projectId, projectId), eq(s.id, id))))
+}
+
+export async function countMembers(store: Store, projectId: string, id: string): Promise<number> {
+  const m = store.t.segmentMembers
+  const [row] = await store.db.select({ n: count() }).from(m).where(and(eq(m.projectId, projectId), eq(m.segmentId, id)))
+  return Number(row?.n ?? 0)
+}
+
+/** A page of a member list (STATIC segments), newest contacts first. */
+export async function memberPage(store: Store, projectId: string, id: string, offset: number, limit: number): Promise<ContactRow[]> {
+  const c = store.t.contacts
+  const m = store.t.segmentMembers
+  const rows = await store.db.select({ contact: c }).from(m).innerJoin(c, eq(c.id, m.contactId))
+    .where(and(eq(m.projectId, projectId), eq(m.segmentId, id), eq(c.projectId, projectId)))
+    .orderBy(desc(c.createdAt), desc(c.id)).limit(limit).offset(offset)
+  return rows.map((r) => r.contact)
+}
+
+export async function contactsByEmail(store: Store, db: Db, projectId: string, emails: string[]): Promise<Array<{ id: string; email: string }>> {
+  if (!emails.length) return []
+  const c = store.t.contacts
+  return db.select({ id: c.id, email: c.email }).from(c).where(and(eq(c.projectId, projectId), inArray(c.email, emails)))
+}
+
+/** Adds members; returns the contact ids that were not members yet. */
+export async function addMembers(store: Store, db: Db, projectId: string, id: string, contactIds: string[], now: Date): Promise<string[]> {
+  if (!contactIds.length) return []
+  const m = store.t.segmentMembers
+  const rows = await db.insert(m).values(contactIds.map((contactId) => ({ segmentId: id, contactId, projectId, createdAt: now })))
+    .onConflictDoNothing().returning({ contactId: m.contactId })
+  return rows.map((r) => r.contactId)
+}
+
+/** Removes members; returns the contact ids that were members. */
+export async function removeMembers(store: Store, db: Db, projectId: string, id: string, contactIds: string[]): Promise<string[]> {
+  if (!contactIds.length) return []
+  const m = store.t.segmentMembers
+  const rows = await db.delete(m).where(and(eq(m.projectId, projectId), eq(m.segmentId, id), inArray(m.contactId, contactIds)))
+    .returning({ contactId: m.contactId })
+  return rows.map((r) => r.contactId)
+}
+
+export async function clearMembers(store: Store, db: Db, projectId: string, id: string): Promise<void> {
+  const m = store.t.segmentMembers
+  await db.delete(m).where(and(eq(m.projectId, projectId), eq(m.segmentId, id)))
+}
+
+// ---- tracked membership: the diff between the condition (set form) and the member rows ----
+
+/** Matching contacts that are not members yet. `where` is the compiled condition (set form). */
+export async function enteringIds(store: Store, projectId: string, id: string, where: SQL): Promise<string[]> {
+  const rows = await store.rows<{ id: string }>(sql`
+    SELECT contacts.id AS id FROM contacts
+    WHERE contacts.project_id = ${projectId} AND ${where}
+      AND NOT EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ${id} AND m.contact_id = contacts.id)`)
+  return rows.map((r) => r.id)
+}
+
+/** Members that no longer match. */
+export async function leavingIds(store: Store, projectId: string, id: string, where: SQL): Promise<string[]> {
+  const rows = await store.rows<{ id: string }>(sql`
+    SELECT m.contact_id AS id FROM segment_members m
+    WHERE m.segment_id = ${id} AND m.project_id = ${projectId}
+      AND m.contact_id NOT IN (SELECT contacts.id FROM contacts WHERE contacts.project_id = ${projectId} AND ${where})`)
+  return rows.map((r) => r.id)
+}
+
+/**
+ * Inside `db`'s transaction: makes members of the contacts among `ids` that match now (`where` in the
+ * correlated form, re-checked here so a contact changed since the diff is not added), and returns those
+ * actually inserted: a concurrent compute that got there first inserts them, not this one.
+ */
+export async function enter(store: Store, db: Db, projectId: string, id: string, ids: string[], where: SQL, now: Date): Promise<string[]> {
+  if (!ids.length) return []
+  const rows = await store.rows<{ contact_id: string }>(sql`
+    INSERT INTO segment_members (segment_id, contact_id, project_id, created_at)
+    SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM contacts
+    WHERE contacts.project_id = ${projectId} AND contacts.id IN (${list(ids)}) AND ${where}
+    ON CONFLICT DO NOTHING
+    RETURNING contact_id`, db)
+  return rows.map((r) => r.contact_id)
+}
+
+/** Inside `db`'s transaction: removes the members among `ids` that do not match now; returns those removed. */
+export async function leave(store: Store, db: Db, projectId: string, id: string, ids: string[], where: SQL): Promise<string[]> {
+  if (!ids.length) return []
+  const rows = await store.rows<{ contact_id: string }>(sql`
+    DELETE FROM segment_members
+    WHERE segment_id = ${id} AND project_id = ${projectId} AND contact_id IN (${list(ids)})
+      AND contact_id NOT IN (SELECT contacts.id FROM contacts WHERE contacts.project_id = ${projectId} AND contacts.id IN (${list(ids)}) AND ${where})
+    RETURNING contact_id`, db)
+  return rows.map((r) => r.contact_id)
+}
+
+/** Every segment of every project (the 5-minute sweep only: it queues one job per segment, each project-scoped). */
+export async function allSegmentsForSweep(store: Store): Promise<Array<Pick<SegmentRow, 'id' | 'projectId' | 'type' | 'trackMembership'>>> {
+  const s = store.t.segments
+  return store.db.select({ id: s.id, projectId: s.projectId, type: s.type, trackMembership: s.trackMembership }).from(s)
+}
+
+/** Tracked DYNAMIC segments of the project (recompute hints). */
+export async function trackedDynamic(store: Store, projectId: string): Promise<SegmentRow[]> {
+  const s = store.t.segments
+  return store.db.select().from(s).where(and(eq(s.projectId, projectId), eq(s.type, 'DYNAMIC'), eq(s.trackMembership, true)))
+}
