@@ -1,0 +1,75 @@
+import { expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { forEachStore } from '../helpers/env'
+import { projectForKey } from '../../src/http/auth'
+import { rotateKeys } from '../../src/modules/projects/service'
+
+forEachStore('API key guard (API.md Authentication)', (env) => {
+  test('no Authorization header: 401 UNAUTHORIZED naming the key to send', async () => {
+    const res = await env.request('GET', '/contacts')
+    expect(res.status).toBe(401)
+    expect(res.body.error.code).toBe('UNAUTHORIZED')
+    expect(res.body.error.message).toContain('sk_')
+  })
+
+  test('malformed, unknown, empty or non-Bearer keys: 401 INVALID_API_KEY', async () => {
+    const p = await env.project()
+    for (const headers of [
+      { authorization: 'Bearer sk_123' },
+      { authorization: `Bearer sk_${'0'.repeat(64)}` },
+      { authorization: `Bearer ${p.secretKey.toUpperCase()}` },
+      { authorization: 'Bearer ' },
+      { authorization: `Basic ${btoa('user:pass')}` },
+      { authorization: p.secretKey },
+    ]) {
+      const res = await env.request('GET', '/contacts', { headers })
+      expect({ h: headers.authorization, status: res.status, code: res.body.error.code }).toEqual({ h: headers.authorization, status: 401, code: 'INVALID_API_KEY' })
+    }
+  })
+
+  test('a public key on a secret endpoint: 401 INVALID_API_KEY naming the secret key', async () => {
+    const p = await env.project()
+    const res = await env.request('GET', '/contacts', { key: p.publicKey })
+    expect(res.status).toBe(401)
+    expect(res.body.error.code).toBe('INVALID_API_KEY')
+    expect(res.body.error.message).toMatch(/secret key \(sk_/)
+  })
+
+  test('/v1/track accepts both keys of the project (DECISIONS.md)', async () => {
+    const p = await env.project()
+    for (const key of [p.publicKey, p.secretKey]) {
+      expect((await env.request('POST', '/v1/track', { key, body: { email: 'k@example.com', event: 'seen' } })).status).toBe(200)
+    }
+  })
+
+  test('a disabled project: 403 PROJECT_DISABLED', async () => {
+    const p = await env.project()
+    const { projects } = env.store.t
+    await env.store.tx((db) => db.update(projects).set({ disabled: true }).where(eq(projects.id, p.id)))
+    const res = await env.request('GET', '/contacts', { key: p.secretKey })
+    expect(res.status).toBe(403)
+    expect(res.body.error.code).toBe('PROJECT_DISABLED')
+  })
+
+  test('the secret key is stored only as a SHA-256 hash', async () => {
+    const p = await env.project()
+    const { projects } = env.store.t
+    const [row] = await env.store.db.select().from(projects).where(eq(projects.id, p.id))
+    expect(JSON.stringify(row)).not.toContain(p.secretKey)
+    expect(row.secretKeyHash).toMatch(/^[0-9a-f]{64}$/)
+    expect(row.publicKey).toBe(p.publicKey)
+  })
+
+  test('rotation (CLI path): the old keys stop working at the next request, the new ones work', async () => {
+    const p = await env.project()
+    expect((await env.request('GET', '/contacts', { key: p.secretKey })).status).toBe(200)
+    const fresh = await rotateKeys(env.store, p.id)
+    expect(await projectForKey(env.deps, p.secretKey)).toBeNull()
+    const old = await env.request('GET', '/contacts', { key: p.secretKey })
+    expect(old.status).toBe(401)
+    expect(old.body.error.code).toBe('INVALID_API_KEY')
+    expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'r@example.com', event: 'e' } })).status).toBe(401)
+    expect((await env.request('GET', '/contacts', { key: fresh.secretKey })).status).toBe(200)
+    expect((await env.request('POST', '/v1/track', { key: fresh.publicKey, body: { email: 'r@example.com', event: 'e' } })).status).toBe(200)
+  })
+})
