@@ -39,7 +39,7 @@ const KNOWN_HELPERS = {
 } as unknown as KnownHelpers
 
 /** Argument counts of the built-in helpers, checked at compile time so no template fails at send time. */
-const HELPER_ARITY: Record<string, number> = { if: 1, unless: 1, with: 1, each: 1, lookup: 2 }
+const HELPER_ARITY = new Map<string, number>([['if', 1], ['unless', 1], ['with', 1], ['each', 1], ['lookup', 2]])
 
 const COMPILE_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: KNOWN_HELPERS, strict: false, noEscape: false }
 const TEXT_COMPILE_OPTIONS: CompileOptions = { ...COMPILE_OPTIONS, noEscape: true }
@@ -92,7 +92,7 @@ function parse(source: string): Program {
     if (n.type === 'MustacheStatement' || n.type === 'BlockStatement' || n.type === 'SubExpression') {
       const call = n as hbs.AST.MustacheStatement
       const name = call.path.type === 'PathExpression' ? (call.path as hbs.AST.PathExpression).original : ''
-      const arity = HELPER_ARITY[name]
+      const arity = HELPER_ARITY.get(name)
       if (arity !== undefined && call.params.length !== arity) {
         throw new TemplateSyntaxError(`${name} takes exactly ${arity} argument${arity > 1 ? 's' : ''} (line ${n.loc.start.line})`)
       }
@@ -402,15 +402,25 @@ export function renderSubject(source: string, vars: TemplateVars): string {
 export function renderEmail(src: { subject: string; body: string }, vars: TemplateVars): RenderedEmail {
   const entry = compileEntry(src.body, 'html') as Extract<Compiled, { kind: 'html' }>
   const html = entry.body.html(vars)
-  const text = entry.body.text ? entry.body.text(vars) : htmlToText(html)
+  let text: string
+  if (entry.body.text) {
+    text = entry.body.text(vars)
+    // The derived template is tidy; only values (or empty ones) can add stray blank lines or spaces.
+    text = text.indexOf('\n\n\n') !== -1 || text.indexOf(' \n') !== -1 || text.indexOf('\t\n') !== -1 ? tidyText(text) : text.trim()
+  } else {
+    text = htmlToText(html)
+  }
   return { subject: renderSubject(src.subject, vars), html, text }
 }
 
 // ---------------------------------------------------------------------------------------------------
 // HTML to plain text
 
-const PLACEHOLDER_OPEN = '\uE000'
-const PLACEHOLDER_CLOSE = '\uE001'
+/** Private-use characters around the index of a Handlebars construct while the HTML is converted. */
+const MARK_OUTPUT = ['\uE000', '\uE001'] as const
+/** A construct that outputs nothing itself (block tags, else, comments): it must not move line breaks. */
+const MARK_SILENT = ['\uE002', '\uE003'] as const
+const SILENT_ONLY = /^\s*(?:\uE002\d+\uE003\s*)+$/
 
 /** Offsets of the start of each line (Handlebars locations are line 1-based, column 0-based). */
 function lineStarts(source: string): number[] {
@@ -445,11 +455,15 @@ function skeleton(ast: Program): string {
 function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
   let raw = false
   const contents: Array<{ start: number; end: number }> = []
+  const outputs: number[] = []
   const starts = lineStarts(source)
   const offset = (p: hbs.AST.Position) => starts[p.line - 1] + p.column
   let faithful = true
   walk(ast, (n) => {
-    if (n.type === 'MustacheStatement' && !(n as hbs.AST.MustacheStatement).escaped) raw = true
+    if (n.type === 'MustacheStatement') {
+      if (!(n as hbs.AST.MustacheStatement).escaped) raw = true
+      outputs.push(offset(n.loc.start))
+    }
     if (n.type === 'ContentStatement') {
       const c = n as hbs.AST.ContentStatement
       const start = offset(c.loc.start)
@@ -465,10 +479,11 @@ function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
   let marked = ''
   let pos = 0
   const gap = (end: number) => {
-    if (end > pos) {
-      marked += `${PLACEHOLDER_OPEN}${gaps.length}${PLACEHOLDER_CLOSE}`
-      gaps.push(source.slice(pos, end))
-    }
+    if (end <= pos) return
+    const start = pos
+    const [open, close] = outputs.some((o) => o >= start && o < end) ? MARK_OUTPUT : MARK_SILENT
+    marked += `${open}${gaps.length}${close}`
+    gaps.push(source.slice(start, end))
   }
   for (const c of contents) {
     gap(c.start)
@@ -476,11 +491,11 @@ function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
     pos = c.end
   }
   gap(source.length)
-  const converted = htmlToText(marked)
+  const converted = convertHtml(marked, true)
   // Braces or backslashes produced by the conversion (decoded entities, escaped mustaches) would be
   // read as Handlebars syntax in the text template.
   if (/[{}\\]/.test(converted)) return null
-  const textSource = converted.replace(/\uE000(\d+)\uE001/g, (_, i: string) => gaps[Number(i)])
+  const textSource = converted.replace(/[\uE000\uE002](\d+)[\uE001\uE003]/g, (_, i: string) => gaps[Number(i)])
   try {
     const textAst = parse(textSource)
     if (skeleton(textAst) !== skeleton(ast)) return null
@@ -507,8 +522,8 @@ function decodeEntities(s: string): string {
       if (code === 0x200c || code === 0x200d || code === 0xad || code === 0x34f || code === 0x200b || code === 0xfeff) return ''
       return String.fromCodePoint(code)
     }
-    const v = NAMED_ENTITIES[e] ?? NAMED_ENTITIES[e.toLowerCase()]
-    return v ?? m
+    const key = hasOwn.call(NAMED_ENTITIES, e) ? e : e.toLowerCase()
+    return hasOwn.call(NAMED_ENTITIES, key) ? NAMED_ENTITIES[key] : m
   })
 }
 
@@ -530,7 +545,7 @@ function attr(tag: string, name: string): string | null {
 
 /** Folds the output's whitespace: no trailing spaces, at most one blank line, no leading or trailing blank lines. */
 function tidyText(s: string): string {
-  return s.replace(/[ \t]+\n/g, '\n').replace(/\n[ \t]+/g, '\n').replace(/\n{3,}/g, '\n\n').trim()
+  return s.replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim()
 }
 
 /**
@@ -539,6 +554,11 @@ function tidyText(s: string): string {
  * display:none content dropped, entities decoded, whitespace collapsed (kept inside <pre>).
  */
 export function htmlToText(html: string): string {
+  return convertHtml(html, false)
+}
+
+/** `marked`: the input carries construct marks; silent ones are kept in place without emitting breaks. */
+function convertHtml(html: string, marked: boolean): string {
   const out: string[] = []
   let last = ''
   let pendingBreak = 0
@@ -564,7 +584,13 @@ export function htmlToText(html: string): string {
     const end = lt === -1 ? len : lt
     if (end > i && !skip) {
       const chunk = decodeEntities(html.slice(i, end))
-      emit(pre ? chunk : chunk.replace(/[\s\u00a0]+/g, ' '))
+      if (marked && SILENT_ONLY.test(chunk)) {
+        // A pending break goes before a block tag, never inside the block (where each iteration would
+        // repeat it); the render-time tidy folds the doubled breaks that can leave.
+        if (pendingBreak && out.length) { out.push(pendingBreak === 2 ? '\n\n' : '\n'); last = '\n' }
+        pendingBreak = 0
+        out.push(chunk.replace(/\s+/g, ''))
+      } else emit(pre ? chunk : chunk.replace(/[\s\u00a0]+/g, ' '))
     }
     if (lt === -1) break
     if (html.startsWith('<!--', lt)) {

@@ -32,6 +32,10 @@ const Body = t.String({
 /** A display name goes into the From header: no line breaks. */
 const FromName = t.String({ maxLength: 255, pattern: '^[^\\r\\n]*$', error: 'fromName must be at most 255 characters without line breaks' })
 
+const OptDescription = t.Optional(t.Union([Description, t.Null()], { error: 'description must be a string of at most 1000 characters, or null' }))
+const OptFromName = t.Optional(t.Union([FromName, t.Null()], { error: 'fromName must be at most 255 characters without line breaks, or null' }))
+const OptReplyTo = t.Optional(t.Union([Email, t.Null()], { error: 'replyTo must be an email address, or null' }))
+
 export const Template = t.Object({
   id: t.String(),
   name: t.String(),
@@ -54,12 +58,12 @@ export type Template = Static<typeof Template>
  */
 export const CreateTemplateBody = t.Object({
   name: Name,
-  description: t.Optional(t.Union([Description, t.Null()])),
+  description: OptDescription,
   subject: Subject,
   body: Body,
   from: t.Optional(Email),
-  fromName: t.Optional(t.Union([FromName, t.Null()])),
-  replyTo: t.Optional(t.Union([Email, t.Null()])),
+  fromName: OptFromName,
+  replyTo: OptReplyTo,
   type: t.Optional(TypeField),
 })
 export type CreateTemplate = Static<typeof CreateTemplateBody>
@@ -67,12 +71,12 @@ export type CreateTemplate = Static<typeof CreateTemplateBody>
 /** PATCH /templates/:id: any subset; null clears description, fromName and replyTo. */
 export const UpdateTemplateBody = t.Object({
   name: t.Optional(Name),
-  description: t.Optional(t.Union([Description, t.Null()])),
+  description: OptDescription,
   subject: t.Optional(Subject),
   body: t.Optional(Body),
   from: t.Optional(Email),
-  fromName: t.Optional(t.Union([FromName, t.Null()])),
-  replyTo: t.Optional(t.Union([Email, t.Null()])),
+  fromName: OptFromName,
+  replyTo: OptReplyTo,
   type: t.Optional(TypeField),
 })
 export type UpdateTemplate = Static<typeof UpdateTemplateBody>
