@@ -26,6 +26,8 @@ export type Actor =
   | { kind: 'user'; userId: string }
   | { kind: 'cli' }
   | { kind: 'job'; name: string }
+  /** Someone holding a signed link from an email (subscription pages, tracking); see src/mail/links.ts. */
+  | { kind: 'link' }
 
 /** The context of one service call on one project's data. */
 export interface Ctx {

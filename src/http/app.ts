@@ -14,6 +14,7 @@ import { renderDocs, type OpenApiDoc } from './docs'
 import { contactsRoutes } from '../modules/contacts/routes'
 import { eventsRoutes, trackRoutes } from '../modules/events/routes'
 import { verifyRoutes } from '../modules/verify/routes'
+import { subscriptionRoutes } from '../modules/subscriptions/routes'
 import { domainsRoutes } from '../modules/domains/routes'
 import { templatesRoutes } from '../modules/templates/routes'
 import { segmentsRoutes } from '../modules/segments/routes'
@@ -100,6 +101,7 @@ export function buildApp(deps: Deps) {
     .use(trackRoutes(deps))
     .use(eventsRoutes(deps))
     .use(verifyRoutes(deps))
+    .use(subscriptionRoutes(deps))
     .use(domainsRoutes(deps))
     .use(templatesRoutes(deps))
     .use(segmentsRoutes(deps))
