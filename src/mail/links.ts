@@ -231,3 +231,12 @@ export function clickUrl(deps: LinkDeps, emailId: string, targetUrl: string): st
   if (!isTrackableUrl(targetUrl)) throw new Error(`clickUrl: not an absolute http(s) URL: ${targetUrl.slice(0, 100)}`)
   return `${deps.config.publicUrl}${LINK_PATHS.click}/${signLinkToken(deps, { kind: 'click', emailId, url: targetUrl })}`
 }
+
+/**
+ * The RFC 2369 / RFC 8058 headers of a marketing email to one contact: `List-Unsubscribe` with the
+ * one-click URL (POSTed by mail clients without a login) and `List-Unsubscribe-Post`.
+ * Both must be covered by the DKIM signature for clients to offer one-click unsubscribe.
+ */
+export function listUnsubscribeHeaders(deps: LinkDeps, ref: ContactRef): { 'List-Unsubscribe': string; 'List-Unsubscribe-Post': string } {
+  return { 'List-Unsubscribe': `<${unsubscribeUrl(deps, ref)}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }
+}

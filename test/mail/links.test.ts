@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import {
-  clickUrl, isTrackableUrl, manageUrl, openPixelUrl, signLinkToken, subscribeUrl, unsubscribeUrl, verifyLinkToken,
+  clickUrl, isTrackableUrl, listUnsubscribeHeaders, manageUrl, openPixelUrl, signLinkToken, subscribeUrl, unsubscribeUrl, verifyLinkToken,
   LINK_PATHS, type LinkDeps,
 } from '../../src/mail/links'
 
@@ -91,5 +91,11 @@ describe('links', () => {
       expect(isTrackableUrl(bad)).toBe(false)
       expect(() => clickUrl(deps, emailId, bad)).toThrow()
     }
+  })
+
+  test('List-Unsubscribe headers carry the one-click URL', () => {
+    const h = listUnsubscribeHeaders(deps, { projectId, contactId, emailId })
+    expect(h['List-Unsubscribe']).toBe(`<${unsubscribeUrl(deps, { projectId, contactId, emailId })}>`)
+    expect(h['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click')
   })
 })
