@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ROOT, run, startServe } from './run'
+
+setDefaultTimeout(180_000)
+
+/**
+ * The acceptance check of the foundation issue: `npm run build` makes dist/mailctl, which needs nothing
+ * beside it (migrations embedded): run from an empty directory it creates ./data, and `serve` answers.
+ */
+const BIN = join(ROOT, 'dist', 'mailctl')
+const cwd = mkdtempSync(join(tmpdir(), 'mailctl-bin-'))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
+
+beforeAll(async () => {
+  const build = Bun.spawn(['npm', 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(build.stdout).text(), new Response(build.stderr).text(), build.exited])
+  if (code !== 0) throw new Error(`npm run build failed (${code}): ${out}\n${err}`)
+})
+
+test('npm run build produces an executable dist/mailctl', () => {
+  expect(existsSync(BIN)).toBe(true)
+})
+
+test('dist/mailctl project create --name demo --json, from an empty directory, prints {id, name, publicKey, secretKey}', async () => {
+  const res = await run([BIN], ['project', 'create', '--name', 'demo', '--json'], {}, cwd)
+  expect(res.stderr).toBe('')
+  expect(res.code).toBe(0)
+  const out = JSON.parse(res.stdout)
+  expect(Object.keys(out).sort()).toEqual(['id', 'name', 'publicKey', 'secretKey'])
+  expect(out.name).toBe('demo')
+  expect(out.secretKey).toMatch(/^sk_[0-9a-f]{64}$/)
+  expect(existsSync(join(cwd, 'data', 'mailctl.db'))).toBe(true)
+  expect(existsSync(join(cwd, 'data', 'secret.key'))).toBe(true)
+})
+
+test('dist/mailctl serve answers GET /config and /ready and stops on SIGTERM', async () => {
+  const s = await startServe([BIN], [], { MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_HOST: '127.0.0.1', MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_OUTBOUND: 'capture' }, cwd)
+  try {
+    const res = await fetch(`http://127.0.0.1:${s.port}/config`)
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as { version: string; features: { signup: { disabled: boolean } } }
+    expect(body.version).toBe('0.1.0')
+    expect(body.features.signup.disabled).toBe(false)
+    expect((await fetch(`http://127.0.0.1:${s.port}/ready`)).status).toBe(200)
+    const docs = await fetch(`http://127.0.0.1:${s.port}/docs`)
+    expect(docs.status).toBe(200)
+    expect(await docs.text()).toContain('/users/@me/projects')
+    const list = await run([BIN], ['project', 'list', '--json'], {}, cwd)
+    expect((JSON.parse(list.stdout) as Array<{ name: string }>).map((p) => p.name)).toEqual(['demo'])
+  } finally {
+    expect(await s.stop()).toBe(0)
+  }
+})

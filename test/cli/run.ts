@@ -1,0 +1,66 @@
+/** Runs mailctl (the source program or the built binary) as a child process, without a terminal. */
+import { join, resolve } from 'node:path'
+
+export const ROOT = resolve(import.meta.dir, '..', '..')
+export const BUN = join(ROOT, 'node_modules', '.bin', 'bun')
+export const SOURCE = [BUN, join(ROOT, 'cli', 'mailctl.ts')]
+
+export interface Run { code: number; stdout: string; stderr: string }
+
+/** Only the variables mailctl needs: the caller's MAILCTL_*, DATABASE_URL and REDIS_URL are not inherited. */
+export function cleanEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) env[k] = process.env[k]!
+  return { MAILCTL_LOG_LEVEL: 'warn', ...env, ...extra }
+}
+
+export async function run(cmd: string[], args: string[], env: Record<string, string>, cwd = ROOT): Promise<Run> {
+  const p = Bun.spawn([...cmd, ...args], { cwd, env: cleanEnv(env), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  return { code, stdout, stderr }
+}
+
+/** Starts `serve`, waits for its "http listening" log line and returns the port and a stop function. */
+export async function startServe(cmd: string[], args: string[], env: Record<string, string>, cwd = ROOT) {
+  const p = Bun.spawn([...cmd, 'serve', ...args], { cwd, env: cleanEnv({ MAILCTL_LOG_LEVEL: 'info', ...env }), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const reader = p.stdout.getReader()
+  const decoder = new TextDecoder()
+  let buffered = ''
+  let port = 0
+  const lines: string[] = []
+  while (!port) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`serve exited before listening (code ${await p.exited}): ${buffered} ${await new Response(p.stderr).text()}`)
+    buffered += decoder.decode(value, { stream: true })
+    let nl: number
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl)
+      buffered = buffered.slice(nl + 1)
+      lines.push(line)
+      try {
+        const rec = JSON.parse(line) as { msg?: string; port?: number }
+        if (rec.msg === 'http listening' && rec.port) port = rec.port
+      } catch { /* not a log line */ }
+    }
+  }
+  // Keep draining stdout so the child never blocks on a full pipe.
+  const drained = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      lines.push(...decoder.decode(value).split('\n').filter(Boolean))
+    }
+  })()
+  return {
+    port,
+    lines,
+    pid: p.pid,
+    /** SIGTERM, then the exit code (graceful shutdown exits 0). */
+    async stop(): Promise<number> {
+      p.kill('SIGTERM')
+      const code = await p.exited
+      await drained
+      return code
+    },
+  }
+}
