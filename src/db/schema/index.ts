@@ -6,6 +6,7 @@ import { contactTables } from './contacts'
 import { sendingTables } from './sending'
 import { segmentTables } from './segments'
 import { templateTables } from './templates'
+import { inboundTables } from './inbound'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -17,6 +18,7 @@ export function buildSchema(c: Cols) {
     ...sendingTables(c),
     ...segmentTables(c),
     ...templateTables(c),
+    ...inboundTables(c),
   }
 }
 

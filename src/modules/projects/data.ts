@@ -8,6 +8,9 @@ import type { Db, Store } from '../../db/client'
  * (rows are deleted in this order, so children come first).
  */
 export const PROJECT_DATA_TABLES: readonly string[] = [
+  'email_stats',
+  'campaign_stats',
+  'inbound_messages',
   'events',
   'contacts',
   'jobs',
