@@ -21,7 +21,8 @@ CREATE INDEX segments_project_created_idx ON segments (project_id, created_at, i
 CREATE TABLE segment_members (
   segment_id TEXT NOT NULL REFERENCES segments (id) ON DELETE CASCADE,
   contact_id TEXT NOT NULL REFERENCES contacts (id) ON DELETE CASCADE,
-  project_id TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+  -- No foreign key: the segment's own cascades it, and each key checked per row slows bulk membership writes.
+  project_id TEXT NOT NULL,
   created_at INTEGER NOT NULL,
   PRIMARY KEY (segment_id, contact_id)
 ) WITHOUT ROWID;

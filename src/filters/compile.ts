@@ -36,6 +36,9 @@ export interface CompileContext {
   segments: ReadonlyMap<string, ResolvedSegment>
 }
 
+/** Text a JSON number (or a number with spaces around) can be, in either store's numeric reading. */
+const JSON_NUMBER_TEXT = /^\s*[-+]?(\d|\.\d)/
+
 const TRUE = sql.raw('(1 = 1)')
 const FALSE = sql.raw('(1 = 0)')
 const DAY = UNIT_MS.days
@@ -125,6 +128,24 @@ class Compiler {
       case 'lessThan': return sql`${expr} < ${param(start)}`
       case 'lessThanOrEqual': return end === null ? sql`${expr} <= ${param(start)}` : sql`${expr} < ${param(end)}`
     }
+  }
+
+  /**
+   * A string no number, boolean or JSON text can print as: only a stored JSON string can equal it, so the
+   * equality needs no type juggling (the common `data.plan equals "pro"` costs one JSON look-up).
+   */
+  private plainStringEquals(s: string): boolean {
+    return !JSON_NUMBER_TEXT.test(s) && s !== 'true' && s !== 'false' && !/^\s*[[{"]/.test(s)
+  }
+
+  private stringEquals(path: string[], s: string): SQL {
+    if (this.pg) {
+      // jsonb containment: {"a": {"b": "x"}} @> the stored data; one pass over the binary value.
+      const probe = path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), s)
+      return sql`contacts.data @> ${JSON.stringify(probe)}::jsonb`
+    }
+    // json_extract returns SQL text only for a JSON string (numbers come back as numbers, never equal to text).
+    return orFalse(sql`${this.jraw(path)} = ${s}`)
   }
 
   private column(col: DateColumn): SQL { return sql.raw(`contacts.${col}`) }
@@ -227,7 +248,7 @@ class Compiler {
         const op = p.op
         if (op === 'notEquals') return not(this.dataPredicate({ ...p, op: 'equals' } as typeof p))
         switch (v.type) {
-          case 'string': return orFalse(sql`${this.textOf(p.path)} = ${this.text(v.s)}`)
+          case 'string': return this.plainStringEquals(v.s) ? this.stringEquals(p.path, v.s) : orFalse(sql`${this.textOf(p.path)} = ${this.text(v.s)}`)
           case 'boolean': return orFalse(sql`${this.textOf(p.path)} = ${this.text(v.b ? 'true' : 'false')}`)
           case 'number': {
             const rel = op === 'equals' ? '=' : CMP[op]

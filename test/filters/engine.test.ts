@@ -248,7 +248,8 @@ forEachStore('filter engine', (env) => {
       { email: 'odd1@x.io', age: DAY, data: { n: '1e99999', d: '2024-02-31', big: '9'.repeat(400) } },
       { email: 'odd2@x.io', age: DAY, data: { n: '0x10', d: '9999-12-31T23:59:59Z', big: 1e300 } },
       { email: 'odd3@x.io', age: DAY, data: { n: ' 7 ', d: '2024-13-01', big: -1e300, obj: { a: [1, 2] } } },
-      { email: 'odd4@x.io', age: DAY, data: { n: [1], d: { x: 1 }, big: 'NaN' } },
+      { email: 'odd4@x.io', age: DAY, data: { n: [1], d: { x: 1 }, big: 'NaN', plan: ['pro'], o: { a: 'pro' } } },
+      { email: 'odd5@x.io', age: DAY, data: { plan: '{"a":1}', o: '{"a":"pro"}', t: 'true', num: '42' } },
     ])
     const run = async (tree: unknown) => {
       const f = await prepareFilter(c, tree)
@@ -264,5 +265,12 @@ forEachStore('filter engine', (env) => {
     expect(await run(one('data.obj', 'equals', 'x'))).toEqual([])
     expect(await run(one('data.obj', 'exists'))).toEqual(['odd3@x.io'])
     expect(await run(one('data.obj.a', 'contains', '1'))).toEqual([])
+    // Arrays and objects never equal a string; strings that look like JSON compare as text.
+    expect(await run(one('data.plan', 'equals', 'pro'))).toEqual([])
+    expect(await run(one('data.o', 'equals', '{"a":"pro"}'))).toEqual(['odd5@x.io'])
+    expect(await run(one('data.plan', 'equals', '{"a":1}'))).toEqual(['odd5@x.io'])
+    expect(await run(one('data.t', 'equals', 'true'))).toEqual(['odd5@x.io'])
+    expect(await run(one('data.num', 'equals', '42'))).toEqual(['odd5@x.io'])
+    expect(await run(one('data.o.a', 'equals', 'pro'))).toEqual(['odd4@x.io'])
   })
 })

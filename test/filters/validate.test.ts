@@ -5,7 +5,7 @@ import { checkTree, parseIsoDate, prepareFilter, type FilterCtx } from '../../sr
 import type { FilterTree } from '../../src/filters/types'
 
 const f = (field: string, operator: string, value?: unknown, unit?: unknown) => ({ field, operator, value, unit })
-const tree = (...filters: unknown[]) => ({ logic: 'AND', groups: [{ filters }] })
+const tree = (...filters: unknown[]): FilterTree => ({ logic: 'AND', groups: [{ filters: filters as FilterTree['groups'][number]['filters'] }] })
 
 function errorsOf(raw: unknown, path?: string): FieldError[] {
   const r = checkTree(raw, path)
@@ -118,13 +118,13 @@ forEachStore('segment references in filters', (env) => {
     ctx = { store: env.store, projectId: p.id, now: new Date() }
     for (const k of Object.keys(ids) as Array<keyof typeof ids>) ids[k] = Bun.randomUUIDv7()
     const now = new Date()
-    const base = { projectId: p.id, description: null, trackMembership: false, memberCount: 0, countedAt: null, computedAt: null, createdAt: now, updatedAt: now }
+    const base = { projectId: p.id, description: null, trackMembership: false as boolean, memberCount: 0, countedAt: null, computedAt: null, createdAt: now, updatedAt: now }
     // a -> b -> c (c has a plain condition), s is STATIC
     await env.store.tx((db) => db.insert(env.store.t.segments).values([
-      { ...base, id: ids.a, name: 'a', slug: 'a', type: 'DYNAMIC', condition: member(ids.b) },
-      { ...base, id: ids.b, name: 'b', slug: 'b', type: 'DYNAMIC', condition: member(ids.c, 'notMemberOfSegment') },
-      { ...base, id: ids.c, name: 'c', slug: 'c', type: 'DYNAMIC', condition: tree(f('email', 'contains', 'x')) },
-      { ...base, id: ids.s, name: 's', slug: 's', type: 'STATIC', condition: null },
+      { ...base, id: ids.a, name: 'a', slug: 'a', type: 'DYNAMIC' as const, condition: member(ids.b) },
+      { ...base, id: ids.b, name: 'b', slug: 'b', type: 'DYNAMIC' as const, condition: member(ids.c, 'notMemberOfSegment') },
+      { ...base, id: ids.c, name: 'c', slug: 'c', type: 'DYNAMIC' as const, condition: tree(f('email', 'contains', 'x')) },
+      { ...base, id: ids.s, name: 's', slug: 's', type: 'STATIC' as const, condition: null },
     ]))
   })
 

@@ -11,8 +11,6 @@ function ts(store: Store, d: Date): SQL {
   return store.dialect === 'pg' ? sql`${d.toISOString()}::timestamptz` : sql`${d.getTime()}`
 }
 
-const list = (ids: string[]) => sql.join(ids.map((id) => sql`${id}`), sql.raw(', '))
-
 /** With `db` (a transaction) the row is locked on PostgreSQL until it commits. */
 export async function findById(store: Store, projectId: string, id: string, db?: Db): Promise<SegmentRow | null> {
   const s = store.t.segments
@@ -116,22 +114,30 @@ export async function clearMembers(store: Store, db: Db, projectId: string, id: 
 
 // ---- tracked membership: the diff between the condition (set form) and the member rows ----
 
-/** Matching contacts that are not members yet. `where` is the compiled condition (set form). */
-export async function enteringIds(store: Store, projectId: string, id: string, where: SQL): Promise<string[]> {
-  const rows = await store.rows<{ id: string }>(sql`
-    SELECT contacts.id AS id FROM contacts
-    WHERE contacts.project_id = ${projectId} AND ${where}
-      AND NOT EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ${id} AND m.contact_id = contacts.id)`)
-  return rows.map((r) => r.id)
+/** A list of ids as ONE bound parameter (a JSON array), so the statement text is the same for any chunk. */
+function idSet(store: Store, ids: string[]): SQL {
+  const json = JSON.stringify(ids)
+  return store.dialect === 'pg' ? sql`(SELECT jsonb_array_elements_text(${json}::jsonb))` : sql`(SELECT value FROM json_each(${json}))`
 }
 
-/** Members that no longer match. */
-export async function leavingIds(store: Store, projectId: string, id: string, where: SQL): Promise<string[]> {
-  const rows = await store.rows<{ id: string }>(sql`
-    SELECT m.contact_id AS id FROM segment_members m
-    WHERE m.segment_id = ${id} AND m.project_id = ${projectId}
-      AND m.contact_id NOT IN (SELECT contacts.id FROM contacts WHERE contacts.project_id = ${projectId} AND ${where})`)
-  return rows.map((r) => r.id)
+/**
+ * The membership diff in one query that evaluates the condition (`where`, set form) once per contact:
+ * contacts that match and are not members (`enter`), and members that no longer match.
+ */
+export async function membershipDiff(store: Store, projectId: string, id: string, where: SQL): Promise<{ entering: string[]; leaving: string[] }> {
+  const rows = await store.rows<{ id: string; enter: number | boolean }>(sql`
+    WITH matched AS MATERIALIZED (
+      SELECT contacts.id AS id FROM contacts WHERE contacts.project_id = ${projectId} AND ${where}
+    ), members AS MATERIALIZED (
+      SELECT m.contact_id AS id FROM segment_members m WHERE m.segment_id = ${id}
+    )
+    SELECT matched.id AS id, 1 AS enter FROM matched LEFT JOIN members ON members.id = matched.id WHERE members.id IS NULL
+    UNION ALL
+    SELECT members.id AS id, 0 AS enter FROM members LEFT JOIN matched ON matched.id = members.id WHERE matched.id IS NULL`)
+  const entering: string[] = []
+  const leaving: string[] = []
+  for (const r of rows) (Number(r.enter) === 1 ? entering : leaving).push(r.id)
+  return { entering, leaving }
 }
 
 /**
@@ -144,7 +150,7 @@ export async function enter(store: Store, db: Db, projectId: string, id: string,
   const rows = await store.rows<{ contact_id: string }>(sql`
     INSERT INTO segment_members (segment_id, contact_id, project_id, created_at)
     SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM contacts
-    WHERE contacts.project_id = ${projectId} AND contacts.id IN (${list(ids)}) AND ${where}
+    WHERE contacts.id IN ${idSet(store, ids)} AND contacts.project_id = ${projectId} AND ${where}
     ON CONFLICT DO NOTHING
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
@@ -155,10 +161,30 @@ export async function leave(store: Store, db: Db, projectId: string, id: string,
   if (!ids.length) return []
   const rows = await store.rows<{ contact_id: string }>(sql`
     DELETE FROM segment_members
-    WHERE segment_id = ${id} AND project_id = ${projectId} AND contact_id IN (${list(ids)})
-      AND contact_id NOT IN (SELECT contacts.id FROM contacts WHERE contacts.project_id = ${projectId} AND contacts.id IN (${list(ids)}) AND ${where})
+    WHERE segment_id = ${id} AND contact_id IN ${idSet(store, ids)}
+      AND contact_id NOT IN (SELECT contacts.id FROM contacts WHERE contacts.id IN ${idSet(store, ids)} AND contacts.project_id = ${projectId} AND ${where})
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
+}
+
+export type EventRow = typeof import('../../db/schema').pgSchema.events.$inferSelect
+
+/**
+ * Appends rows of the event stream that share name, data and time (a membership change of many contacts) in
+ * one statement with one JSON parameter: the same rows `appendEvents` writes, at a fraction of the cost per
+ * row for tens of thousands of them. The caller notifies listeners after commit (`notifyEvents`).
+ */
+export async function appendSameEvents(store: Store, db: Db, projectId: string, name: string, data: Record<string, unknown>, contactIds: string[], at: Date): Promise<EventRow[]> {
+  if (!contactIds.length) return []
+  const rows: EventRow[] = contactIds.map((contactId) => ({ id: Bun.randomUUIDv7(), projectId, contactId, name, data, emailId: null, createdAt: at }))
+  const pairs = JSON.stringify(rows.map((r) => [r.id, r.contactId]))
+  const payload = JSON.stringify(data)
+  await store.exec(store.dialect === 'pg'
+    ? sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
+        SELECT r->>0, ${projectId}, r->>1, ${name}, ${payload}::jsonb, NULL, ${ts(store, at)} FROM jsonb_array_elements(${pairs}::jsonb) r`
+    : sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
+        SELECT r.value ->> 0, ${projectId}, r.value ->> 1, ${name}, ${payload}, NULL, ${ts(store, at)} FROM json_each(${pairs}) r`, db)
+  return rows
 }
 
 /** Every segment of every project (the 5-minute sweep only: it queues one job per segment, each project-scoped). */

@@ -19,7 +19,7 @@ export const computeKey = (segmentId: string) => `${COMPUTE_JOB}:${segmentId}`
 export const refreshKey = (segmentId: string) => `${REFRESH_JOB}:${segmentId}`
 
 /** Membership changes are written and their events emitted in transactions of this many contacts. */
-export const MEMBERSHIP_CHUNK = 1000
+export const MEMBERSHIP_CHUNK = 5000
 
 const CONDITION_REQUIRED = 'Condition is required for DYNAMIC segments'
 
@@ -243,17 +243,16 @@ export interface ComputeOutcome { id: string; entered: number; exited: number; m
  * Recomputes the membership rows of a tracked DYNAMIC segment and emits one segment.<slug>.entry per contact
  * that joined and one .exit per contact that left; nothing when nothing changed.
  *
- * The diff is read without holding the writer (set form of the condition); then, chunk by chunk, one
- * transaction re-checks the chunk's contacts (correlated form), writes the member rows and appends the
- * events. Events are emitted only for rows the statement actually inserted or deleted, so two computes
- * running at once (a job and POST /compute, two nodes) never emit a change twice.
+ * The diff is read in one query without holding the writer (set form of the condition, evaluated once per
+ * contact); then, chunk by chunk, one transaction re-checks the chunk's contacts (correlated form), writes the
+ * member rows and appends the events. Events are emitted only for rows the statement actually inserted or
+ * deleted, so two computes running at once (a job and POST /compute, two nodes) never emit a change twice, and
+ * a crash between chunks loses nothing: the next compute finds the rest of the diff.
  */
 export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<ComputeOutcome> {
   const f = await prepareStored(ctx, seg)
-  const setForm = whereOf(ctx, f, 'set')
   const oneByOne = whereOf(ctx, f, 'correlated')
-  const entering = await repo.enteringIds(ctx.store, ctx.projectId, seg.id, setForm)
-  const leaving = await repo.leavingIds(ctx.store, ctx.projectId, seg.id, setForm)
+  const { entering, leaving } = await repo.membershipDiff(ctx.store, ctx.projectId, seg.id, whereOf(ctx, f, 'set'))
   let entered = 0
   let exited = 0
   const apply = async (ids: string[], enter: boolean): Promise<boolean> => {
@@ -263,10 +262,12 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
         // Locks the segment (PostgreSQL) so it cannot be deleted or untracked under this chunk.
         const live = await repo.findById(ctx.store, ctx.projectId, seg.id, db)
         if (!live || live.type !== 'DYNAMIC' || !live.trackMembership) return null
+        const at = new Date()
         const changed = enter
-          ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, oneByOne, new Date())
+          ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, oneByOne, at)
           : await repo.leave(ctx.store, db, ctx.projectId, seg.id, chunk, oneByOne)
-        return appendEvents(ctx, db, changed.map((cid) => (enter ? entryEvent : exitEvent)(live, cid)))
+        const e = (enter ? entryEvent : exitEvent)(live, '')
+        return repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
       })
       if (!rows) return false
       if (enter) entered += rows.length
