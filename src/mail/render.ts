@@ -79,7 +79,33 @@ function walk(node: Node | null | undefined, visit: (n: Node) => void) {
   }
 }
 
+/**
+ * Limits that keep one template from pinning a core: Handlebars' parser slows down sharply with deep
+ * block nesting (1,000 levels take seconds) and costs roughly per expression.
+ */
+export const MAX_TEMPLATE_EXPRESSIONS = 5_000
+export const MAX_TEMPLATE_NESTING = 32
+
+/** A linear pre-scan of `{{` expressions and block depth, before the parser sees the source. */
+function prescan(source: string) {
+  let count = 0
+  let depth = 0
+  for (let i = source.indexOf('{{'); i !== -1; i = source.indexOf('{{', i + 2)) {
+    if (++count > MAX_TEMPLATE_EXPRESSIONS) throw new TemplateSyntaxError(`More than ${MAX_TEMPLATE_EXPRESSIONS} {{...}} expressions`)
+    let j = i + 2
+    while (source.charCodeAt(j) === 123 /* { */) j++
+    if (source.charCodeAt(j) === 126 /* ~ */) j++
+    const c = source.charCodeAt(j)
+    if (c === 35 /* # */ || c === 94 /* ^ */) {
+      if (++depth > MAX_TEMPLATE_NESTING) throw new TemplateSyntaxError(`Blocks nested deeper than ${MAX_TEMPLATE_NESTING} levels`)
+    } else if (c === 47 /* / */) {
+      depth--
+    }
+  }
+}
+
 function parse(source: string): Program {
+  prescan(source)
   let ast: Program
   try {
     ast = hb.parse(source)
@@ -453,6 +479,8 @@ function skeleton(ast: Program): string {
  * converts each rendered HTML instead.
  */
 function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
+  // The source itself must not contain the private-use characters that mark constructs.
+  if (/[\uE000-\uE003]/.test(source)) return null
   let raw = false
   const contents: Array<{ start: number; end: number }> = []
   const outputs: number[] = []
@@ -478,10 +506,13 @@ function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
   const gaps: string[] = []
   let marked = ''
   let pos = 0
+  outputs.sort((a, b) => a - b)
+  let next = 0 // outputs before `pos` are consumed: gaps come in source order
   const gap = (end: number) => {
     if (end <= pos) return
+    while (next < outputs.length && outputs[next] < pos) next++
+    const [open, close] = next < outputs.length && outputs[next] < end ? MARK_OUTPUT : MARK_SILENT
     const start = pos
-    const [open, close] = outputs.some((o) => o >= start && o < end) ? MARK_OUTPUT : MARK_SILENT
     marked += `${open}${gaps.length}${close}`
     gaps.push(source.slice(start, end))
   }

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import Handlebars from 'handlebars'
 import { AppError } from '../../src/errors'
 import {
-  RENDER_CACHE_MAX_ENTRIES, TemplateSyntaxError, clearRenderCache, compileTemplate, escapeHtml, htmlToText,
+  MAX_TEMPLATE_EXPRESSIONS, MAX_TEMPLATE_NESTING, RENDER_CACHE_MAX_ENTRIES, TemplateSyntaxError, clearRenderCache, compileTemplate, escapeHtml, htmlToText,
   renderCacheStats, renderEmail, renderSubject, templateVariables, textStrategy, validateTemplateSource,
 } from '../../src/mail/render'
 
@@ -172,6 +172,25 @@ describe('compile errors at save time', () => {
     expect(err.opts.errors![1].message).toContain('Partials are not supported')
     expect(() => validateTemplateSource({ subject: 'Hi {{name}}', body: '<p>{{#if a}}{{b}}{{/if}}</p>' })).not.toThrow()
     expect(() => validateTemplateSource({ body: '{{unknownHelper 1}}' })).toThrow(/unknown helper unknownHelper/)
+  })
+})
+
+describe('limits', () => {
+  test('block nesting and the number of expressions are bounded before the parser runs', () => {
+    const nested = (n: number) => '{{#if a}}'.repeat(n) + '{{x}}' + '{{/if}}'.repeat(n)
+    expect(() => compileTemplate(nested(MAX_TEMPLATE_NESTING), 'html')).not.toThrow()
+    expect(() => compileTemplate(nested(MAX_TEMPLATE_NESTING + 1), 'html')).toThrow(/nested deeper than 32 levels/)
+    expect(() => compileTemplate('{{~#each a}}'.repeat(MAX_TEMPLATE_NESTING + 1), 'html')).toThrow(/nested deeper/)
+    expect(() => compileTemplate('<i>{{a}}</i>'.repeat(MAX_TEMPLATE_EXPRESSIONS + 1), 'html')).toThrow(/More than 5000/)
+    const err = validationOf(() => validateTemplateSource({ body: nested(1000) }))
+    expect(err.opts.errors![0]).toMatchObject({ field: 'body', code: 'invalid_template' })
+  })
+
+  test('a source holding the private-use marker characters is converted per render', () => {
+    const body = '<p>\uE0000\uE001 {{name}}</p>'
+    expect(textStrategy(body)).toBe('per-render')
+    const r = renderEmail({ subject: 's', body }, templateVariables({ data: { name: 'N' } }))
+    expect(r.text).toBe('\uE0000\uE001 N')
   })
 })
 
