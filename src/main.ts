@@ -12,6 +12,7 @@ import { captureMailOut } from './mail/system'
 import { buildApp } from './http/app'
 import { Worker } from './jobs/queue'
 import { allJobs } from './jobs/registry'
+import { startOutbound } from './mail/outbound'
 
 /** The JWT/link signing secret: from config, else generated once into the data dir. */
 export function loadSecret(config: Config): string {
@@ -68,6 +69,8 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
     const worker = new Worker(deps, allJobs, { concurrency: 8 })
     await worker.start()
     stops.push(() => worker.stop())
+    const outbound = await startOutbound(deps)
+    stops.push(() => outbound.stop())
   }
   return {
     deps,

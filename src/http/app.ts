@@ -18,6 +18,8 @@ import { subscriptionRoutes } from '../modules/subscriptions/routes'
 import { domainsRoutes } from '../modules/domains/routes'
 import { templatesRoutes } from '../modules/templates/routes'
 import { segmentsRoutes } from '../modules/segments/routes'
+import { emailsRoutes } from '../modules/emails/routes'
+import { suppressionsRoutes } from '../modules/suppressions/routes'
 
 interface RequestInfo { id: string; start: number }
 const info = new WeakMap<Request, RequestInfo>()
@@ -105,6 +107,8 @@ export function buildApp(deps: Deps) {
     .use(domainsRoutes(deps))
     .use(templatesRoutes(deps))
     .use(segmentsRoutes(deps))
+    .use(emailsRoutes(deps))
+    .use(suppressionsRoutes(deps))
   return app
 }
 

@@ -1,0 +1,132 @@
+/**
+ * MAILCTL_OUTBOUND=direct: each message goes to its recipient's mail servers, found in DNS
+ * (MAILCTL_DNS_SERVERS), on MAILCTL_MX_PORT. Hosts are tried in preference order while they cannot be
+ * reached or refuse the session; a reply to the message itself (4xx: retry later, 5xx: bounce) ends the
+ * attempt. Concurrency is limited per destination (the first MX host) by the AIMD throttle, and
+ * connections are pooled per address.
+ */
+import type { Resolver } from '../../dns'
+import { ConnectError, ConnectionPool, targetLabel, type SendOutcome, type SmtpConn, type SmtpTarget, type Stage } from './pool'
+import { RouteError, resolveRoute } from './mx'
+import { parseReply, shouldSuppress, verdictOf, type SmtpReply } from './replies'
+import { Throttle, type ThrottleOptions } from './throttle'
+import type { Delivery, Envelope, Transport } from './types'
+
+export interface SmtpTransportOptions {
+  /** EHLO name (MAILCTL_HOSTNAME). */
+  hostname: string
+  throttle?: ThrottleOptions
+  idleMs?: number
+  connectTimeoutMs?: number
+  socketTimeoutMs?: number
+}
+
+/** Sends on one connection and turns the reply into a Delivery (or null: try the next host). */
+export async function attempt(
+  pool: ConnectionPool, target: SmtpTarget, env: Envelope, raw: Buffer, final: boolean,
+  settle: (d: Delivery) => Promise<void>,
+  onThrottle: () => void,
+): Promise<{ settled: true } | { settled: false; reply: SmtpReply; throttle: boolean; stage: Stage }> {
+  const host = targetLabel(target)
+  let conn: SmtpConn
+  let res: SendOutcome
+  for (let tries = 0; ; tries++) {
+    let acquired: Awaited<ReturnType<ConnectionPool['acquire']>>
+    try {
+      acquired = await pool.acquire(target)
+    } catch (err) {
+      if (!(err instanceof ConnectError)) throw err
+      const throttle = verdictOf(err.outcome.reply) === 'throttle'
+      if (throttle) { onThrottle(); pool.closeIdle(target) }
+      return { settled: false, reply: err.outcome.reply, throttle, stage: 'connect' }
+    }
+    conn = acquired.conn
+    try {
+      res = await conn.send(env.from, env.to, raw)
+    } catch (err) {
+      await pool.release(conn, 'close')
+      throw err
+    }
+    // A pooled connection that turned out closed before the message started: once more on a new one.
+    if (!res.ok && res.stage === 'connect' && acquired.reused && tries === 0) {
+      await pool.release(conn, 'close')
+      continue
+    }
+    break
+  }
+  if (res.ok) {
+    try {
+      await settle({ kind: 'accepted', final, host, reply: res.reply, secure: res.secure })
+    } finally {
+      await pool.release(conn, 'clean')
+    }
+    return { settled: true }
+  }
+  const verdict = verdictOf(res.reply)
+  const closing = res.reply.code === 421 || res.reply.code === 0 || res.stage === 'connect'
+  if (verdict === 'permanent' && res.stage !== 'connect') {
+    const suppress = res.stage === 'mail' ? false : shouldSuppress(res.reply, res.stage === 'rcpt' ? 'rcpt' : 'other')
+    try {
+      await settle({ kind: 'bounced', reply: res.reply, host, suppress })
+    } finally {
+      await pool.release(conn, closing ? 'close' : 'needs-reset')
+    }
+    return { settled: true }
+  }
+  await pool.release(conn, closing ? 'close' : 'needs-reset')
+  const throttle = verdict === 'throttle'
+  if (throttle) { onThrottle(); pool.closeIdle(target) }
+  return { settled: false, reply: res.reply, throttle, stage: res.stage }
+}
+
+export class DirectTransport implements Transport {
+  readonly name = 'direct' as const
+  private pool: ConnectionPool
+  private throttle: Throttle
+
+  constructor(private resolver: Resolver, private port: number, opts: SmtpTransportOptions) {
+    this.pool = new ConnectionPool({ name: opts.hostname, idleMs: opts.idleMs, connectTimeoutMs: opts.connectTimeoutMs, socketTimeoutMs: opts.socketTimeoutMs })
+    this.throttle = new Throttle(opts.throttle)
+  }
+
+  async deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void> {
+    let hosts
+    try {
+      hosts = await resolveRoute(this.resolver, env.domain)
+    } catch (err) {
+      if (!(err instanceof RouteError)) throw err
+      if (err.permanent) return settle({ kind: 'bounced', reply: err.reply, host: null, suppress: true })
+      return settle({ kind: 'deferred', reply: err.reply, host: null, throttle: false })
+    }
+    const dest = this.throttle.get(hosts[0].name)
+    if (!(await dest.acquire())) {
+      return settle({ kind: 'deferred', reply: parseReply(`451 4.4.5 Too many messages waiting for ${dest.key} in this process`), host: null, throttle: true })
+    }
+    try {
+      let last: { reply: SmtpReply; host: string; throttle: boolean } | null = null
+      for (const mx of hosts) {
+        for (const address of mx.addresses) {
+          const target: SmtpTarget = { host: address, port: this.port, servername: mx.name }
+          const r = await attempt(this.pool, target, env, raw, true, settle, () => dest.throttled())
+          if (r.settled) {
+            dest.success()
+            return
+          }
+          last = { reply: r.reply, host: targetLabel(target), throttle: r.throttle }
+          // A reply to the message itself (not to the session) ends this attempt: retry later. So does a
+          // connection lost after the message was sent (it may have been accepted: no second host now).
+          if (r.stage === 'data' || (r.stage !== 'connect' && r.reply.code !== 421 && r.reply.code !== 0 && !r.throttle)) {
+            return settle({ kind: 'deferred', reply: r.reply, host: last.host, throttle: false })
+          }
+        }
+      }
+      return settle({ kind: 'deferred', reply: last!.reply, host: last!.host, throttle: last!.throttle })
+    } finally {
+      dest.release()
+    }
+  }
+
+  destinations() { return this.throttle.snapshot() }
+
+  async close(): Promise<void> { this.pool.closeAll() }
+}

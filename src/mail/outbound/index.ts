@@ -1,0 +1,70 @@
+/**
+ * Assembly of the outbound pipeline from the settings (MAILCTL_OUTBOUND, MAILCTL_MX_PORT,
+ * MAILCTL_DNS_SERVERS, MAILCTL_HOSTNAME) and the wake-up path from "queued" to the pipeline.
+ */
+import { availableParallelism } from 'node:os'
+import type Redis from 'ioredis'
+import type { Config } from '../../config'
+import type { Deps } from '../../deps'
+import { resolverFor } from '../../dns'
+import { errorFields } from '../../log'
+import { inlineBuilder, SignerPool, type MessageBuilder } from '../signer'
+import { CaptureTransport } from './capture'
+import { OUTBOUND_CHANNEL, OutboundPipeline, outboundWakeups, type PipelineOptions } from './deliver'
+import { DirectTransport, type SmtpTransportOptions } from './direct'
+import { SmartHostTransport, smartHostTarget } from './smarthost'
+import type { Transport } from './types'
+
+export { OutboundPipeline } from './deliver'
+
+/** The transport MAILCTL_OUTBOUND names. */
+export function createTransport(config: Config, opts: Partial<SmtpTransportOptions> = {}): Transport {
+  const smtp: SmtpTransportOptions = { hostname: config.hostname, ...opts }
+  if (config.outbound === 'capture') return new CaptureTransport()
+  if (config.outbound === 'direct') return new DirectTransport(resolverFor(config, { cache: true }), config.mxPort, smtp)
+  return new SmartHostTransport(smartHostTarget(config.outbound), smtp)
+}
+
+export interface OutboundOptions extends Partial<Omit<PipelineOptions, 'transport' | 'builder'>> {
+  transport?: Transport
+  /** Signer threads: default one per core; 0 builds on the main thread. */
+  signerThreads?: number
+  smtp?: Partial<SmtpTransportOptions>
+}
+
+/** A pipeline with the configured transport and a signer pool (not started). */
+export function createOutbound(deps: Deps, opts: OutboundOptions = {}): OutboundPipeline {
+  const threads = opts.signerThreads ?? availableParallelism()
+  const builder: MessageBuilder = threads > 0 ? new SignerPool(threads) : inlineBuilder
+  return new OutboundPipeline(deps, { ...opts, transport: opts.transport ?? createTransport(deps.config, opts.smtp), builder })
+}
+
+/**
+ * Started by `serve` for the worker role: the delivery loop, and with Redis a subscription so that mail
+ * queued on another node is picked up at once rather than at the next poll.
+ */
+export async function startOutbound(deps: Deps, opts: OutboundOptions = {}): Promise<{ pipeline: OutboundPipeline; stop(): Promise<void> }> {
+  const pipeline = createOutbound(deps, opts)
+  pipeline.start()
+  let sub: Redis | null = null
+  if (deps.redis) {
+    sub = deps.redis.duplicate()
+    sub.on('message', () => pipeline.wake())
+    sub.on('error', (err) => deps.log.warn('outbound wake-up subscription error', errorFields(err)))
+    await sub.subscribe(OUTBOUND_CHANNEL).catch((err) => deps.log.warn('outbound wake-up subscription failed', errorFields(err)))
+  }
+  deps.log.info('outbound started', { transport: pipeline.transport.name, worker: pipeline.workerId })
+  return {
+    pipeline,
+    async stop() {
+      sub?.disconnect()
+      await pipeline.stop()
+    },
+  }
+}
+
+/** Called after a transaction that queued mail commits: wakes local pipelines and, with Redis, the others. */
+export function notifyQueued(deps: Deps): void {
+  outboundWakeups.emit('queued')
+  deps.redis?.publish(OUTBOUND_CHANNEL, '1').catch((err) => deps.log.warn('outbound wake-up publish failed', errorFields(err)))
+}

@@ -1,0 +1,110 @@
+/**
+ * The outbound queue: the only SQL on `outbound_queue`. Rows are claimed in batches (PostgreSQL
+ * FOR UPDATE SKIP LOCKED; SQLite's single writer); a claim moves `run_at` to the end of the lease, so a
+ * crashed node's messages simply become due again. A row is deleted in the transaction that records the
+ * message's final outcome, and rescheduled in the one that records a deferral.
+ */
+import { and, asc, count, eq, gt, inArray, isNotNull, isNull, lte, min } from 'drizzle-orm'
+import type { Db, Store } from '../../db/client'
+
+export type QueueRow = typeof import('../../db/schema').pgSchema.outboundQueue.$inferSelect
+
+/** Queues rows inside the caller's transaction (they commit with the emails they belong to). */
+export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): Promise<void> {
+  if (!rows.length) return
+  const q = store.t.outboundQueue
+  for (let i = 0; i < rows.length; i += 500) await db.insert(q).values(rows.slice(i, i + 500))
+}
+
+/** Claims up to `limit` due rows for `workerId` and marks their emails SENDING. */
+export async function claimDue(store: Store, workerId: string, limit: number, leaseMs: number, now = new Date()): Promise<QueueRow[]> {
+  const { outboundQueue: q, emails: e } = store.t
+  const until = new Date(now.getTime() + leaseMs)
+  return store.tx(async (db) => {
+    let due = db.select({ id: q.emailId }).from(q).where(lte(q.runAt, now)).orderBy(asc(q.priority), asc(q.runAt)).limit(limit)
+    if (store.dialect === 'pg') due = due.for('update', { skipLocked: true }) as typeof due
+    const rows = await db.update(q).set({ runAt: until, lockedBy: workerId, lockedUntil: until })
+      .where(inArray(q.emailId, due)).returning()
+    if (rows.length) {
+      await db.update(e).set({ status: 'SENDING', updatedAt: now })
+        .where(and(inArray(e.id, rows.map((r) => r.emailId)), eq(e.status, 'PENDING')))
+    }
+    return rows
+  })
+}
+
+/**
+ * Reschedules a claimed row after a deferral. Only the lease holder may (a row whose lease expired and
+ * was claimed again belongs to the new holder); returns false when this worker no longer holds it.
+ */
+export async function rescheduleRow(store: Store, db: Db, r: { emailId: string; workerId: string; runAt: Date; attempts: number; lastError: string | null }): Promise<boolean> {
+  const q = store.t.outboundQueue
+  const rows = await db.update(q).set({ runAt: r.runAt, attempts: r.attempts, lastError: r.lastError, lockedBy: null, lockedUntil: null })
+    .where(and(eq(q.emailId, r.emailId), eq(q.lockedBy, r.workerId))).returning({ id: q.emailId })
+  return rows.length > 0
+}
+
+/** Deletes rows (final outcomes); returns the ids actually deleted, so an outcome is applied once. */
+export async function deleteRows(store: Store, db: Db, emailIds: string[]): Promise<string[]> {
+  if (!emailIds.length) return []
+  const q = store.t.outboundQueue
+  const rows = await db.delete(q).where(inArray(q.emailId, emailIds)).returning({ id: q.emailId })
+  return rows.map((r) => r.id)
+}
+
+export interface QueueStats {
+  /** Messages not yet finished (queued, deferred or being delivered). */
+  depth: number
+  /** Due now and not claimed. */
+  due: number
+  /** Claimed by a worker (lease not expired). */
+  inFlight: number
+  /** Waiting for a retry after at least one failed attempt. */
+  deferred: number
+  /** The oldest message still queued. */
+  oldestQueuedAt: Date | null
+  /** When the next deferred message is retried. */
+  nextRetryAt: Date | null
+}
+
+export async function queueStats(store: Store, now = new Date()): Promise<QueueStats> {
+  const q = store.t.outboundQueue
+  const db = store.db
+  const [[all], [due], [leased], [deferred]] = await Promise.all([
+    db.select({ n: count(), oldest: min(q.createdAt) }).from(q),
+    db.select({ n: count() }).from(q).where(lte(q.runAt, now)),
+    db.select({ n: count() }).from(q).where(and(isNotNull(q.lockedBy), gt(q.lockedUntil, now))),
+    db.select({ n: count(), next: min(q.runAt) }).from(q).where(and(gt(q.attempts, 0), gt(q.runAt, now), isNull(q.lockedBy))),
+  ])
+  const asDate = (v: unknown) => (v === null || v === undefined ? null : v instanceof Date ? v : new Date(typeof v === 'number' ? v : String(v)))
+  return {
+    depth: Number(all.n),
+    due: Number(due.n),
+    inFlight: Number(leased.n),
+    deferred: Number(deferred.n),
+    oldestQueuedAt: asDate(all.oldest),
+    nextRetryAt: asDate(deferred.next),
+  }
+}
+
+export interface DeferredEntry {
+  emailId: string
+  projectId: string
+  to: string
+  attempts: number
+  nextAttemptAt: Date
+  lastError: string | null
+  queuedAt: Date
+  expiresAt: Date
+}
+
+/** Deferred messages, soonest retry first. */
+export async function deferredEntries(store: Store, limit: number, now = new Date()): Promise<DeferredEntry[]> {
+  const { outboundQueue: q, emails: e } = store.t
+  return store.db.select({
+    emailId: q.emailId, projectId: q.projectId, to: e.toAddress, attempts: q.attempts, nextAttemptAt: q.runAt,
+    lastError: q.lastError, queuedAt: q.createdAt, expiresAt: q.expiresAt,
+  }).from(q).innerJoin(e, eq(e.id, q.emailId))
+    .where(and(gt(q.attempts, 0), gt(q.runAt, now), isNull(q.lockedBy)))
+    .orderBy(asc(q.runAt)).limit(limit)
+}

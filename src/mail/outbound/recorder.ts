@@ -1,0 +1,208 @@
+/**
+ * Durable outcomes, group-committed: every delivery outcome waits for the transaction that records it,
+ * and outcomes arriving while one transaction commits go together into the next. A transport does not
+ * reuse the connection that carried a message before its outcome is recorded, so a crash can repeat at
+ * most the messages in flight on open connections, never one whose acceptance was already recorded.
+ *
+ * Per outcome, in one transaction: the email's forward-only status and facts, the queue row (deleted on a
+ * final outcome, rescheduled on a deferral, only by its lease holder), suppression on a hard bounce,
+ * captured mail, and the email.* events (appendEvents, then notifyEvents after commit).
+ */
+import type { Db } from '../../db/client'
+import { ctxFor, type Deps } from '../../deps'
+import { errorFields } from '../../log'
+import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../../modules/events/stream'
+import * as emailsRepo from '../../modules/emails/repo'
+import type { DeliveryEmail } from '../../modules/emails/repo'
+import { suppress } from '../../modules/suppressions/service'
+import { insertCaptured, type CapturedRow } from './capture'
+import { deleteRows, rescheduleRow, type QueueRow } from './queue'
+import { retryDelayMs, retryHintMs, type SmtpReply } from './replies'
+import type { Delivery } from './types'
+
+export interface Outcome {
+  email: DeliveryEmail
+  queue: QueueRow
+  delivery: Delivery
+  /** The envelope sender used (VERP). */
+  envelopeFrom: string
+  size: number | null
+  at: Date
+}
+
+export interface RecorderOptions {
+  workerId: string
+  /** Delay after a throttling reply without a hint (ms, jittered +-50%). */
+  throttleDelayMs?: number
+}
+
+interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): void }
+
+/** The data every email.* event carries (DECISIONS.md). */
+function eventBase(e: DeliveryEmail): Record<string, unknown> {
+  return {
+    emailId: e.id, messageId: e.messageId, subject: e.subject, from: e.fromAddress, to: e.toAddress,
+    templateId: e.templateId, campaignId: e.campaignId, sourceType: e.sourceType,
+  }
+}
+
+function replyFields(r: SmtpReply) {
+  return { reply: r.text, smtpCode: r.code || null, enhancedCode: r.enhanced }
+}
+
+export class OutcomeRecorder {
+  private pending: Pending[] = []
+  private running: Promise<void> | null = null
+
+  constructor(private deps: Deps, private opts: RecorderOptions) {}
+
+  /** Resolves once the outcome is committed. */
+  record(outcome: Outcome): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ outcome, resolve, reject })
+      if (!this.running) this.running = this.loop()
+    })
+  }
+
+  /** Resolves when nothing is waiting to be recorded. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      while (this.pending.length) {
+        const batch = this.pending
+        this.pending = []
+        try {
+          const events = await this.apply(batch.map((p) => p.outcome))
+          for (const p of batch) p.resolve()
+          for (const [projectId, rows] of events) {
+            await notifyEvents(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), rows)
+          }
+        } catch (err) {
+          this.deps.log.error('recording delivery outcomes failed', { count: batch.length, ...errorFields(err) })
+          for (const p of batch) p.reject(err)
+        }
+      }
+    } finally {
+      this.running = null
+    }
+  }
+
+  private deferral(o: Outcome, reply: SmtpReply, throttle: boolean): { runAt: Date; expired: boolean } {
+    const now = o.at.getTime()
+    const attempts = o.queue.attempts + 1
+    let delay: number
+    if (throttle) {
+      const hint = retryHintMs(reply.text)
+      const base = this.opts.throttleDelayMs ?? 15_000
+      delay = hint ?? Math.round(base * (0.5 + Math.random()))
+    } else {
+      delay = retryDelayMs(attempts, reply.text)
+    }
+    const expires = o.queue.expiresAt.getTime()
+    if (now >= expires) return { runAt: o.at, expired: true }
+    return { runAt: new Date(Math.min(now + delay, expires)), expired: false }
+  }
+
+  /** Applies a batch in one transaction; returns the committed events by project. */
+  private async apply(batch: Outcome[]): Promise<Map<string, EventRow[]>> {
+    const { store } = this.deps
+    const now = new Date()
+    const events = new Map<string, NewEvent[]>()
+    const emit = (o: Outcome, e: NewEvent) => {
+      const list = events.get(o.email.projectId)
+      if (list) list.push(e)
+      else events.set(o.email.projectId, [e])
+    }
+    return store.tx(async (db) => {
+      const finals: Array<{ o: Outcome; expiredReply?: SmtpReply }> = []
+      const deferrals: Array<{ o: Outcome; reply: SmtpReply; runAt: Date }> = []
+      for (const o of batch) {
+        const d = o.delivery
+        if (d.kind === 'deferred') {
+          const r = this.deferral(o, d.reply, d.throttle)
+          if (r.expired) finals.push({ o, expiredReply: d.reply })
+          else deferrals.push({ o, reply: d.reply, runAt: r.runAt })
+        } else {
+          finals.push({ o })
+        }
+      }
+      const deleted = new Set(await deleteRows(store, db, finals.map((f) => f.o.queue.emailId)))
+      const captured: CapturedRow[] = []
+      const writes: Array<Promise<unknown>> = []
+      for (const { o, expiredReply } of finals) {
+        // Not deleted here: another worker recorded this email's outcome already (its lease had expired).
+        if (!deleted.has(o.queue.emailId)) continue
+        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, now))
+      }
+      for (const { o, reply, runAt } of deferrals) {
+        writes.push((async () => {
+          const mine = await rescheduleRow(store, db, { emailId: o.queue.emailId, workerId: this.opts.workerId, runAt, attempts: o.queue.attempts + 1, lastError: reply.text.slice(0, 1000) })
+          if (mine) await emailsRepo.recordDeferral(store, db, o.email.id, o.queue.attempts + 1, reply.text.slice(0, 1000), now)
+        })())
+      }
+      await Promise.all(writes)
+      await insertCaptured(store, db, captured, now)
+      const committed = new Map<string, EventRow[]>()
+      for (const [projectId, list] of events) {
+        committed.set(projectId, await appendEvents(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), db, list))
+      }
+      return committed
+    })
+  }
+
+  private async applyFinal(
+    db: Db, o: Outcome, expiredReply: SmtpReply | undefined,
+    emit: (o: Outcome, e: NewEvent) => void, captured: CapturedRow[], now: Date,
+  ): Promise<void> {
+    const { store } = this.deps
+    const e = o.email
+    const base = eventBase(e)
+    const attempts = o.queue.attempts + 1
+    const drop = e.hasAttachments
+    const at = o.at
+    const ev = (name: string, data: Record<string, unknown>) => emit(o, { contactId: e.contactId, name, emailId: e.id, data: { ...base, ...data }, createdAt: at })
+    if (expiredReply) {
+      await emailsRepo.recordOutcome(store, db, e.id, { status: 'BOUNCED', attempts, bounceType: 'soft', bouncedAt: at, lastReply: expiredReply.text, dropAttachmentContent: drop }, now)
+      ev('email.bounce', { bounceType: 'soft', ...replyFields(expiredReply), host: null, suppressed: false, bouncedAt: at.toISOString(), reason: 'The message could not be delivered before the retry period ended' })
+      return
+    }
+    const d = o.delivery
+    switch (d.kind) {
+      case 'accepted': {
+        await emailsRepo.recordOutcome(store, db, e.id, {
+          status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
+          lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop,
+        }, now)
+        ev('email.sent', { sentAt: at.toISOString(), host: d.host })
+        if (d.final) ev('email.delivery', { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure })
+        return
+      }
+      case 'captured': {
+        await emailsRepo.recordOutcome(store, db, e.id, { status: 'SENT', attempts, sentAt: at, deliveredTo: 'capture', size: o.size, dropAttachmentContent: drop }, now)
+        captured.push({ emailId: e.id, projectId: e.projectId, from: e.fromAddress, to: e.toAddress, subject: e.subject, raw: d.raw.toString('latin1'), envelopeFrom: o.envelopeFrom })
+        ev('email.sent', { sentAt: at.toISOString(), host: 'capture' })
+        return
+      }
+      case 'bounced': {
+        await emailsRepo.recordOutcome(store, db, e.id, { status: 'BOUNCED', attempts, bounceType: 'hard', bouncedAt: at, lastReply: d.reply.text, deliveredTo: d.host, dropAttachmentContent: drop }, now)
+        let suppressed = false
+        if (d.suppress) {
+          await suppress(ctxFor(this.deps, e.projectId, { kind: 'job', name: 'outbound' }), db, { email: e.toAddress, reason: 'bounce', emailId: e.id, detail: d.reply.text })
+          suppressed = true
+        }
+        ev('email.bounce', { bounceType: 'hard', ...replyFields(d.reply), host: d.host, suppressed, bouncedAt: at.toISOString() })
+        return
+      }
+      case 'failed': {
+        await emailsRepo.recordOutcome(store, db, e.id, { status: 'FAILED', attempts, failedAt: at, lastReply: d.reason, dropAttachmentContent: drop }, now)
+        ev('email.failed', { reason: d.reason, failedAt: at.toISOString() })
+        return
+      }
+      case 'deferred':
+        throw new Error('a deferral is not a final outcome')
+    }
+  }
+}

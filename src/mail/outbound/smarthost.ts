@@ -1,0 +1,54 @@
+/**
+ * MAILCTL_OUTBOUND=smtp://user:pass@host:port (or smtps:// for implicit TLS): every message is relayed
+ * through one smart host, with the same pooling, throttling and reply handling as direct delivery. A
+ * 250 from the relay means "sent", not "delivered": the relay delivers on our behalf.
+ */
+import { attempt, type SmtpTransportOptions } from './direct'
+import { ConnectionPool, targetLabel, type SmtpTarget } from './pool'
+import { parseReply } from './replies'
+import { Throttle } from './throttle'
+import type { Delivery, Envelope, Transport } from './types'
+
+/** Parses the smart-host URL of MAILCTL_OUTBOUND. */
+export function smartHostTarget(url: string): SmtpTarget {
+  const u = new URL(url)
+  const secure = u.protocol === 'smtps:'
+  if (u.protocol !== 'smtp:' && !secure) throw new Error(`MAILCTL_OUTBOUND: unsupported scheme ${u.protocol}`)
+  const user = decodeURIComponent(u.username)
+  return {
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: u.port ? Number(u.port) : secure ? 465 : 587,
+    servername: u.hostname.replace(/^\[|\]$/g, ''),
+    secure,
+    ...(user ? { auth: { user, pass: decodeURIComponent(u.password) } } : {}),
+  }
+}
+
+export class SmartHostTransport implements Transport {
+  readonly name = 'smtp' as const
+  private pool: ConnectionPool
+  private throttle: Throttle
+
+  constructor(private target: SmtpTarget, opts: SmtpTransportOptions) {
+    this.pool = new ConnectionPool({ name: opts.hostname, idleMs: opts.idleMs, connectTimeoutMs: opts.connectTimeoutMs, socketTimeoutMs: opts.socketTimeoutMs })
+    this.throttle = new Throttle(opts.throttle)
+  }
+
+  async deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void> {
+    const dest = this.throttle.get(targetLabel(this.target))
+    if (!(await dest.acquire())) {
+      return settle({ kind: 'deferred', reply: parseReply('451 4.4.5 Too many messages waiting for the smart host in this process'), host: null, throttle: true })
+    }
+    try {
+      const r = await attempt(this.pool, this.target, env, raw, false, settle, () => dest.throttled())
+      if (r.settled) { dest.success(); return }
+      return settle({ kind: 'deferred', reply: r.reply, host: targetLabel(this.target), throttle: r.throttle })
+    } finally {
+      dest.release()
+    }
+  }
+
+  destinations() { return this.throttle.snapshot() }
+
+  async close(): Promise<void> { this.pool.closeAll() }
+}

@@ -1,0 +1,39 @@
+import type { SmtpReply } from './replies'
+
+/** One message on its way out: the SMTP envelope and the recipient's domain (routing key). */
+export interface Envelope {
+  /** VERP return-path (MAIL FROM). */
+  from: string
+  /** The one recipient (RCPT TO). */
+  to: string
+  domain: string
+}
+
+/**
+ * What a transport reports for one message:
+ * - accepted: a server answered 250 to the message. `final` when it is the recipient's own mail server
+ *   (direct delivery), not when it is a relay (smart host) that delivers on our behalf;
+ * - captured: stored instead of delivered (MAILCTL_OUTBOUND=capture);
+ * - deferred: temporary failure, try again later (`throttle` when the destination asked for less);
+ * - bounced: permanent refusal by the receiving side;
+ * - failed: it cannot be sent for a reason on our side.
+ */
+export type Delivery =
+  | { kind: 'accepted'; final: boolean; host: string; reply: SmtpReply; secure: boolean }
+  | { kind: 'captured'; raw: Buffer }
+  | { kind: 'deferred'; reply: SmtpReply; host: string | null; throttle: boolean }
+  | { kind: 'bounced'; reply: SmtpReply; host: string | null; suppress: boolean }
+  | { kind: 'failed'; reason: string }
+
+/**
+ * A way out: direct MX delivery, a smart host, or the capture store. `deliver` must call `settle`
+ * exactly once and must not use the connection that carried the message again before `settle`
+ * resolves: the outcome is durable before anything else happens on that connection.
+ */
+export interface Transport {
+  readonly name: 'direct' | 'smtp' | 'capture'
+  deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void>
+  /** Per-destination limits (for diagnostics and tests). */
+  destinations(): Array<{ key: string; limit: number; active: number; queued: number }>
+  close(): Promise<void>
+}

@@ -1,0 +1,106 @@
+import { t, type Static } from 'elysia'
+
+/** TypeBox models of POST /v1/send and the email record: request validation and the OpenAPI document. */
+
+export const MAX_RECIPIENTS = 1000
+export const MAX_ATTACHMENTS = 10
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
+export const MAX_HEADER_VALUE = 998
+
+const Email = t.String({ format: 'email', maxLength: 320, error: 'Invalid email' })
+const DisplayName = t.String({ maxLength: 255, pattern: '^[^\\r\\n]*$', error: 'a display name is at most 255 characters without line breaks' })
+const Recipient = t.Union([Email, t.Object({ name: t.Optional(t.Union([DisplayName, t.Null()])), email: Email })], {
+  error: 'a recipient is an email address or {name, email}',
+})
+
+export const Attachment = t.Object({
+  filename: t.String({ minLength: 1, maxLength: 255, pattern: '^[^\\r\\n]*$', error: 'filename must be 1-255 characters without line breaks' }),
+  content: t.String({ minLength: 1, description: 'Base64 of the file' }),
+  contentType: t.Optional(t.String({ maxLength: 255, pattern: '^[\\w.+-]+/[\\w.+-]+$', error: 'contentType must be a MIME type such as application/pdf' })),
+  contentId: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s<>]+$', error: 'contentId must not contain spaces or angle brackets' })),
+  disposition: t.Optional(t.Union([t.Literal('attachment'), t.Literal('inline')], { error: 'disposition must be attachment or inline' })),
+}, { description: 'contentType defaults to one guessed from the filename; inline attachments need a contentId (referenced as cid:<contentId>)' })
+
+export const SendBody = t.Object({
+  to: t.Union([Recipient, t.Array(Recipient, { minItems: 1, maxItems: MAX_RECIPIENTS })], {
+    description: `A recipient or an array of up to ${MAX_RECIPIENTS}; each gets its own contact upsert, rendering and email (no batch semantics)`,
+    error: `to must be an email address, {name, email}, or an array of 1-${MAX_RECIPIENTS} of them`,
+  }),
+  subject: t.Optional(t.String({ minLength: 1, maxLength: 998, pattern: '^[^\\r\\n]*$', error: 'subject must be 1-998 characters without line breaks', description: 'Required unless template is given; Handlebars' })),
+  body: t.Optional(t.String({ minLength: 1, error: 'body must be a non-empty string', description: 'HTML with Handlebars variables; required unless template is given' })),
+  template: t.Optional(t.String({ format: 'uuid', error: 'template must be a template id (uuid)', description: 'Template id: supplies subject, body, from, fromName, replyTo and type; explicit fields override' })),
+  from: t.Optional(t.Union([t.String({ minLength: 3, maxLength: 400 }), t.Object({ name: t.Optional(t.Union([DisplayName, t.Null()])), email: Email })], {
+    error: 'from must be an email address, "Name <email>", or {name, email}',
+    description: 'Required unless the template has one; its domain must be verified for the project',
+  })),
+  name: t.Optional(DisplayName),
+  subscribed: t.Optional(t.Boolean({ description: 'New contacts default to false; existing contacts keep their state unless given' })),
+  data: t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description: 'Template variables and contact updates (contact data rules; {value, persistent: false} is used for this email only)' })),
+  headers: t.Optional(t.Record(t.String(), t.String(), { description: 'Extra headers; names printable ASCII without ":" and values <= 998 characters, no CR or LF in either. From, To, Subject, Date, Message-ID and the MIME structure headers cannot be set.' })),
+  reply: t.Optional(Email),
+  attachments: t.Optional(t.Array(Attachment, { maxItems: MAX_ATTACHMENTS, error: `at most ${MAX_ATTACHMENTS} attachments` })),
+}, { description: 'Unknown fields (such as the SDK\'s type: "html") are ignored. Deprecated: name (use from: {name, email}).' })
+export type SendBody = Static<typeof SendBody>
+
+const ContactRef = t.Object({ id: t.String(), email: t.String() })
+
+export const SendResult = t.Object({
+  success: t.Literal(true),
+  data: t.Object({
+    emails: t.Array(t.Object({ contact: ContactRef, email: t.String({ description: 'Id of the created email' }) }), {
+      description: 'One entry per recipient that was queued, in request order',
+    }),
+    suppressed: t.Array(t.Object({
+      contact: ContactRef,
+      reason: t.String({ description: 'bounce, complaint or manual (see /suppressions)' }),
+    }), { description: 'Recipients on the project\'s suppression list: no email is created or sent for them. Always present (empty when none).' }),
+    timestamp: t.String({ format: 'date-time' }),
+  }),
+}, { description: 'Answered once every email is durably queued.' })
+
+export const EmailRecord = t.Object({
+  id: t.String(),
+  contactId: t.Union([t.String(), t.Null()]),
+  templateId: t.Union([t.String(), t.Null()]),
+  campaignId: t.Union([t.String(), t.Null()]),
+  sourceType: t.String({ description: 'send, campaign, workflow, relay or test' }),
+  type: t.String({ description: 'TRANSACTIONAL, MARKETING or HEADLESS' }),
+  messageId: t.String(),
+  from: t.String(),
+  fromName: t.Union([t.String(), t.Null()]),
+  to: t.String(),
+  toName: t.Union([t.String(), t.Null()]),
+  replyTo: t.Union([t.String(), t.Null()]),
+  subject: t.String(),
+  status: t.String({ description: 'PENDING, SENDING, SENT, DELIVERED, OPENED, CLICKED, BOUNCED, COMPLAINED or FAILED; only moves forward' }),
+  attempts: t.Integer(),
+  lastReply: t.Union([t.String(), t.Null()], { description: 'Last SMTP reply (or error) of a delivery attempt' }),
+  deliveredTo: t.Union([t.String(), t.Null()], { description: 'The server that accepted the message' }),
+  bounceType: t.Union([t.String(), t.Null()], { description: 'hard or soft' }),
+  sentAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  deliveredAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  openedAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  clickedAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  bouncedAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  complainedAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  failedAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  createdAt: t.String({ format: 'date-time' }),
+  updatedAt: t.String({ format: 'date-time' }),
+})
+export type EmailRecord = Static<typeof EmailRecord>
+
+export const ActivityQuery = t.Object({
+  limit: t.Optional(t.Numeric({ description: '1-100, default 20; larger values are clamped to 100' })),
+  cursor: t.Optional(t.String()),
+  status: t.Optional(t.String({ description: 'Only emails in this status' })),
+})
+export type ActivityQuery = Static<typeof ActivityQuery>
+
+export const ActivityList = t.Object({
+  data: t.Array(t.Composite([t.Object({ kind: t.Literal('email') }), EmailRecord])),
+  cursor: t.Union([t.String(), t.Null()]),
+  hasMore: t.Boolean(),
+  total: t.Integer({ description: 'Computed on the first page only (0 on later pages)' }),
+})
+
+export const IdParams = t.Object({ id: t.String() })

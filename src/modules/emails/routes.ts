@@ -1,0 +1,47 @@
+import { Elysia } from 'elysia'
+import type { Deps } from '../../deps'
+import { invalidField } from '../../errors'
+import { authPlugin } from '../../http/auth'
+import { ActivityList, ActivityQuery, EmailRecord, IdParams, SendBody, SendResult } from './model'
+import * as service from './service'
+
+const secret = [{ secretKey: [] }]
+
+/** POST /v1/send, GET /emails/:id and the minimal GET /activity (secret key). */
+export function emailsRoutes(deps: Deps) {
+  const send = new Elysia({ prefix: '/v1' }).use(authPlugin(deps))
+    .post('/send', ({ ctx, body, headers }) => service.sendEmails(ctx, body, headers['idempotency-key']), {
+      apiKey: 'secret',
+      body: SendBody,
+      // Elysia would coerce a string `data` into an object of characters: refuse anything but an object.
+      transform({ body }) {
+        const b = body as { data?: unknown } | null
+        if (b && typeof b === 'object' && b.data !== undefined && b.data !== null && (typeof b.data !== 'object' || Array.isArray(b.data))) {
+          throw invalidField('data', 'data: Expected an object of template variables and contact fields', 'invalid_type', b.data)
+        }
+      },
+      response: { 200: SendResult },
+      detail: {
+        tags: ['send'],
+        summary: 'Send a transactional email',
+        description: [
+          'Each recipient of `to` is processed one after another: its contact is created or updated (new contacts are unsubscribed unless `subscribed` is true), the subject and body are rendered with its data, and an email is queued. The answer comes once every email is durably queued; delivery follows (MAILCTL_OUTBOUND).',
+          'Addresses on the suppression list (hard bounces, complaints, manual entries; see /suppressions) get no email: they are listed in `data.suppressed` with the reason.',
+          'Errors: 401 INVALID_API_KEY (public key), 403 for an unverified sender domain, 404 for an unknown template, 409 IDEMPOTENCY_KEY_REUSED, 413 PAYLOAD_TOO_LARGE (attachments above 10 MB in total, a message above 40 MB), 422 VALIDATION_ERROR (header injection: code header_injection).',
+          'Marketing templates get RFC 8058 one-click List-Unsubscribe headers; transactional mail does not unless the caller sets List-Unsubscribe in `headers`.',
+        ].join('\n\n'),
+        security: secret,
+        parameters: [{ in: 'header', name: 'Idempotency-Key', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: '1-255 printable ASCII; a reused key answers 409 and sends nothing' }],
+      },
+    })
+  const records = new Elysia().use(authPlugin(deps))
+    .get('/emails/:id', ({ ctx, params }) => service.getEmail(ctx, params.id), {
+      apiKey: 'secret', params: IdParams, response: { 200: EmailRecord },
+      detail: { tags: ['send'], summary: 'One email: its delivery status and last SMTP reply', security: secret },
+    })
+    .get('/activity', ({ ctx, query }) => service.listActivity(ctx, query), {
+      apiKey: 'secret', query: ActivityQuery, response: { 200: ActivityList },
+      detail: { tags: ['activity'], summary: 'Sent, captured and bounced email of the project, newest first (cursor list)', security: secret },
+    })
+  return new Elysia().use(send).use(records)
+}

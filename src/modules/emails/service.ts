@@ -1,0 +1,311 @@
+import addressparser from 'nodemailer/lib/addressparser'
+import type { Db } from '../../db/client'
+import type { StoredAttachment } from '../../db/schema/sending'
+import type { Ctx } from '../../deps'
+import { badRequest, notFound, tooLarge, validation, type FieldError } from '../../errors'
+import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
+import { domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
+import { MAX_MESSAGE_BYTES } from '../../mail/outbound/deliver'
+import { notifyQueued } from '../../mail/outbound'
+import { insertQueueRows, type QueueRow } from '../../mail/outbound/queue'
+import { MAX_QUEUE_LIFETIME_MS } from '../../mail/outbound/replies'
+import { renderEmail, templateVariables, validateTemplateSource } from '../../mail/render'
+import { upsertContact } from '../contacts/service'
+import { assertSenderAllowed } from '../domains/service'
+import { notifyEvents, type EventRow } from '../events/stream'
+import { withIdempotency } from '../idempotency/service'
+import { suppressedAmong } from '../suppressions/service'
+import { getTemplate } from '../templates/service'
+import type { Template } from '../templates/model'
+import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type ActivityQuery, type EmailRecord, type SendBody } from './model'
+import * as repo from './repo'
+import type { EmailRow } from './repo'
+
+/** What every email.* source is (DECISIONS.md event data `sourceType`). */
+export type SourceType = 'send' | 'campaign' | 'workflow' | 'relay' | 'test'
+export type EmailType = 'TRANSACTIONAL' | 'MARKETING' | 'HEADLESS'
+
+/** Queue order: transactional mail before bulk, whatever was queued first. */
+export const PRIORITY = { transactional: 0, bulk: 10 } as const
+
+/**
+ * One rendered email to queue: the input of the one outbound pipeline for send, campaigns, workflows
+ * and the relay. `domainId` comes from assertSenderAllowed.
+ */
+export interface NewEmail {
+  id?: string
+  contactId: string | null
+  to: { email: string; name?: string | null }
+  from: { email: string; name?: string | null }
+  replyTo?: string | null
+  subject: string
+  html: string | null
+  text: string | null
+  headers?: Record<string, string>
+  attachments?: StoredAttachment[] | null
+  type: EmailType
+  sourceType: SourceType
+  sourceId?: string | null
+  templateId?: string | null
+  campaignId?: string | null
+  domainId: string
+  /** RFC 8058 one-click List-Unsubscribe (marketing and workflow mail). */
+  listUnsubscribe: boolean
+  priority?: number
+}
+
+/**
+ * Inserts emails (status PENDING) and their queue rows inside the caller's transaction: once it commits
+ * they are durably queued. The caller calls `notifyQueued(deps)` after the commit.
+ */
+export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<EmailRow[]> {
+  const now = ctx.now
+  const expiresAt = new Date(now.getTime() + MAX_QUEUE_LIFETIME_MS)
+  const rows: EmailRow[] = []
+  const queue: QueueRow[] = []
+  for (const it of items) {
+    const id = it.id ?? Bun.randomUUIDv7()
+    const fromAddress = it.from.email.trim().toLowerCase()
+    const toAddress = it.to.email.trim().toLowerCase()
+    rows.push({
+      id, projectId: ctx.projectId, contactId: it.contactId, templateId: it.templateId ?? null, campaignId: it.campaignId ?? null,
+      sourceType: it.sourceType, sourceId: it.sourceId ?? null, type: it.type, domainId: it.domainId,
+      messageId: `<${id}@${domainOf(fromAddress)}>`,
+      fromAddress, fromName: it.from.name ?? null, toAddress, toName: it.to.name ?? null, replyTo: it.replyTo ?? null,
+      subject: it.subject, html: it.html, text: it.text, headers: it.headers ?? {},
+      attachments: it.attachments?.length ? it.attachments : null, listUnsubscribe: it.listUnsubscribe,
+      status: 'PENDING', attempts: 0, lastReply: null, deliveredTo: null, bounceType: null, size: null,
+      sentAt: null, deliveredAt: null, openedAt: null, clickedAt: null, bouncedAt: null, complainedAt: null, failedAt: null,
+      createdAt: now, updatedAt: now,
+    })
+    queue.push({
+      emailId: id, projectId: ctx.projectId, domain: domainOf(toAddress), priority: it.priority ?? PRIORITY.transactional,
+      runAt: now, attempts: 0, lockedBy: null, lockedUntil: null, lastError: null, expiresAt, createdAt: now,
+    })
+  }
+  await repo.insertEmails(ctx.store, db, rows)
+  await insertQueueRows(ctx.store, db, queue)
+  return rows
+}
+
+// ---------------------------------------------------------------------------------------------------
+// POST /v1/send
+
+export interface SendResult {
+  success: true
+  data: {
+    emails: Array<{ contact: { id: string; email: string }; email: string }>
+    suppressed: Array<{ contact: { id: string; email: string }; reason: string }>
+    timestamp: string
+  }
+}
+
+const HEADER_NAME_RE = /^[!-9;-~]+$/
+
+/** Custom headers: printable names without ':' and no CR/LF anywhere (header injection is a 422). */
+function checkHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  const errors: FieldError[] = []
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const field = `headers.${name}`
+    if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) {
+      errors.push({ field, message: `${field}: header names and values must not contain CR or LF`, code: 'header_injection', received: value })
+    } else if (!HEADER_NAME_RE.test(name) || name.length > 76) {
+      errors.push({ field, message: `${field}: a header name is 1-76 printable ASCII characters without ":" or spaces`, code: 'invalid_header', received: name })
+    } else if (STRUCTURAL_HEADERS.has(name.toLowerCase())) {
+      errors.push({ field, message: `${field}: ${name} is set by the server (use from, to, subject, reply)`, code: 'reserved_header', received: name })
+    } else if (value.length > MAX_HEADER_VALUE) {
+      errors.push({ field, message: `${field}: a header value is at most ${MAX_HEADER_VALUE} characters`, code: 'too_big', received: value.length })
+    } else if (/[^\t\x20-\x7e\u00a0-\uffff]/.test(value)) {
+      errors.push({ field, message: `${field}: a header value must not contain control characters`, code: 'invalid_header', received: value })
+    } else {
+      out[name] = value
+    }
+  }
+  if (errors.length) throw validation(errors, errors.length === 1 ? errors[0].message : 'Invalid headers')
+  return out
+}
+
+const BASE64_RE = /^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/
+
+/** Attachments: valid base64, inline ones with a contentId, at most 10 MB decoded in total (413). */
+function checkAttachments(list: SendBody['attachments']): { attachments: StoredAttachment[]; encodedChars: number } {
+  const errors: FieldError[] = []
+  const attachments: StoredAttachment[] = []
+  let total = 0
+  let encodedChars = 0
+  for (const [i, a] of (list ?? []).entries()) {
+    const content = a.content.replace(/\s+/g, '')
+    if (!BASE64_RE.test(content) || content.length % 4 === 1) {
+      errors.push({ field: `attachments.${i}.content`, message: `attachments.${i}.content: must be base64`, code: 'invalid_string' })
+      continue
+    }
+    const disposition = a.disposition ?? (a.contentId ? 'inline' : 'attachment')
+    if (disposition === 'inline' && !a.contentId) {
+      errors.push({ field: `attachments.${i}.contentId`, message: `attachments.${i}.contentId: required for an inline attachment`, code: 'required' })
+      continue
+    }
+    const size = Buffer.byteLength(content, 'base64')
+    total += size
+    encodedChars += content.length
+    attachments.push({
+      filename: a.filename, content, contentType: a.contentType ?? guessType(a.filename), disposition, size,
+      ...(a.contentId ? { contentId: a.contentId } : {}),
+    })
+  }
+  if (errors.length) throw validation(errors, errors.length === 1 ? errors[0].message : 'Invalid attachments')
+  if (total > MAX_ATTACHMENT_BYTES) throw tooLarge(`Attachments total ${total} bytes, above the ${MAX_ATTACHMENT_BYTES}-byte limit`)
+  return { attachments, encodedChars }
+}
+
+const TYPES: Record<string, string> = {
+  pdf: 'application/pdf', txt: 'text/plain', csv: 'text/csv', html: 'text/html', htm: 'text/html', json: 'application/json',
+  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', svg: 'image/svg+xml',
+  ics: 'text/calendar', zip: 'application/zip', xml: 'application/xml', doc: 'application/msword',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+}
+function guessType(filename: string): string {
+  const ext = filename.toLowerCase().split('.').pop() ?? ''
+  return TYPES[ext] ?? 'application/octet-stream'
+}
+
+/** `from` as given: an address, "Name <address>", or {name, email}. */
+function parseFrom(from: SendBody['from']): { email: string; name: string | null } | null {
+  if (from === undefined) return null
+  if (typeof from !== 'string') return { email: from.email.trim().toLowerCase(), name: from.name ?? null }
+  const [first] = addressparser(from, { flatten: true })
+  const email = first?.address?.trim().toLowerCase() ?? ''
+  if (!first || !/^[^\s@<>",;]+@[^\s@<>",;]+\.[^\s@<>",;]+$/.test(email) || /[\r\n]/.test(from)) {
+    throw validation([{ field: 'from', message: 'from: Expected an email address, "Name <email>" or {name, email}', code: 'invalid_string', received: from }])
+  }
+  return { email, name: first.name ? first.name : null }
+}
+
+type Recipient = { email: string; name: string | null }
+function recipients(to: SendBody['to']): Recipient[] {
+  const list = Array.isArray(to) ? to : [to]
+  return list.map((r) => (typeof r === 'string' ? { email: r.trim().toLowerCase(), name: null } : { email: r.email.trim().toLowerCase(), name: r.name ?? null }))
+}
+
+/**
+ * POST /v1/send: each recipient, one after another, gets its contact upserted (new contacts unsubscribed
+ * unless `subscribed` says otherwise), its own rendering and an email queued; suppressed addresses get no
+ * email and are listed under `suppressed`. Everything is one transaction: the answer comes after the
+ * emails are durably queued, and a failure leaves nothing behind.
+ */
+export async function sendEmails(ctx: Ctx, body: SendBody, idempotencyKey?: string | null): Promise<SendResult> {
+  return withIdempotency(ctx, idempotencyKey, { method: 'POST', path: '/v1/send', body }, () => send(ctx, body))
+}
+
+async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
+  let template: Template | null = null
+  if (body.template) template = await getTemplate(ctx, body.template)
+  const subjectSrc = body.subject ?? template?.subject
+  const bodySrc = body.body ?? template?.body
+  if (!template && (subjectSrc === undefined || bodySrc === undefined)) {
+    const errors: FieldError[] = []
+    if (subjectSrc === undefined) errors.push({ field: 'subject', message: 'subject: required unless a template is given', code: 'required' })
+    if (bodySrc === undefined) errors.push({ field: 'body', message: 'body: required unless a template is given', code: 'required' })
+    throw validation(errors, 'Give either a template or both subject and body')
+  }
+  // The template's own sources were checked when it was saved; request sources are checked now.
+  validateTemplateSource({ subject: body.subject, body: body.body })
+  const given = parseFrom(body.from)
+  const fromEmail = given?.email ?? template?.from ?? null
+  if (!fromEmail) throw validation([{ field: 'from', message: 'from: required unless the template has a sender', code: 'required' }])
+  const fromName = given ? (given.name ?? body.name ?? null) : (body.name ?? template?.fromName ?? null)
+  const headers = checkHeaders(body.headers)
+  const { attachments, encodedChars } = checkAttachments(body.attachments)
+  const sender = await assertSenderAllowed(ctx, fromEmail)
+  const type = (template?.type ?? 'TRANSACTIONAL') as EmailType
+  const list = recipients(body.to)
+
+  const { emails, suppressed, events } = await ctx.store.tx(async (db) => {
+    const blocked = await suppressedAmong(ctx, db, list.map((r) => r.email))
+    const out: SendResult['data']['emails'] = []
+    const skipped: SendResult['data']['suppressed'] = []
+    const evs: EventRow[] = []
+    const items: NewEmail[] = []
+    for (const r of list) {
+      const up = await upsertContact(ctx, { email: r.email, subscribed: body.subscribed, data: body.data ?? undefined }, { defaultSubscribed: false, db })
+      evs.push(...up.events)
+      const contact = { id: up.contact.id, email: up.contact.email }
+      const s = blocked.get(r.email)
+      if (s) { skipped.push({ contact, reason: s.reason }); continue }
+      const id = Bun.randomUUIDv7()
+      const ref = { projectId: ctx.projectId, contactId: up.contact.id, emailId: id }
+      const vars = templateVariables({
+        contact: { id: up.contact.id, email: up.contact.email, data: up.contact.data },
+        data: body.data ?? null,
+        urls: { unsubscribeUrl: unsubscribeUrl(ctx.deps, ref), subscribeUrl: subscribeUrl(ctx.deps, ref), manageUrl: manageUrl(ctx.deps, ref) },
+      })
+      const rendered = renderEmail({ subject: subjectSrc!, body: bodySrc! }, vars)
+      // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
+      const estimate = Math.ceil(encodedChars * 1.03) + Math.ceil((rendered.html.length + rendered.text.length) * 1.1) + 4096
+      if (estimate > MAX_MESSAGE_BYTES) throw tooLarge(`The message would be about ${estimate} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit`)
+      items.push({
+        id, contactId: up.contact.id, to: r, from: { email: fromEmail, name: fromName }, replyTo: body.reply ?? template?.replyTo ?? null,
+        subject: rendered.subject, html: rendered.html, text: rendered.text, headers, attachments,
+        type, sourceType: 'send', templateId: template?.id ?? null, domainId: sender.domainId,
+        listUnsubscribe: type === 'MARKETING', priority: PRIORITY.transactional,
+      })
+      out.push({ contact, email: id })
+    }
+    await queueEmails(ctx, db, items)
+    return { emails: out, suppressed: skipped, events: evs }
+  })
+  if (emails.length) notifyQueued(ctx.deps)
+  await notifyEvents(ctx, events)
+  return { success: true, data: { emails, suppressed, timestamp: new Date().toISOString() } }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reading emails
+
+function iso(d: Date | null): string | null { return d ? d.toISOString() : null }
+
+export function toEmailRecord(r: Omit<EmailRow, 'html' | 'text' | 'attachments' | 'headers'>): EmailRecord {
+  return {
+    id: r.id, contactId: r.contactId, templateId: r.templateId, campaignId: r.campaignId, sourceType: r.sourceType,
+    type: r.type, messageId: r.messageId, from: r.fromAddress, fromName: r.fromName, to: r.toAddress, toName: r.toName,
+    replyTo: r.replyTo, subject: r.subject, status: r.status, attempts: r.attempts, lastReply: r.lastReply,
+    deliveredTo: r.deliveredTo, bounceType: r.bounceType, sentAt: iso(r.sentAt), deliveredAt: iso(r.deliveredAt),
+    openedAt: iso(r.openedAt), clickedAt: iso(r.clickedAt), bouncedAt: iso(r.bouncedAt), complainedAt: iso(r.complainedAt),
+    failedAt: iso(r.failedAt), createdAt: r.createdAt.toISOString(), updatedAt: r.updatedAt.toISOString(),
+  }
+}
+
+/** GET /emails/:id. Another project's id answers 404. */
+export async function getEmail(ctx: Ctx, id: string): Promise<EmailRecord> {
+  const row = await repo.findEmail(ctx.store, ctx.projectId, id)
+  if (!row) throw notFound('email')
+  return toEmailRecord(row)
+}
+
+function decodeCursor(c: string): { createdAt: Date; id: string } {
+  try {
+    const [ms, id] = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as [unknown, unknown]
+    if (typeof ms === 'number' && Number.isFinite(ms) && typeof id === 'string') return { createdAt: new Date(ms), id }
+  } catch { /* fall through */ }
+  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
+}
+
+/**
+ * GET /activity (minimal, until the activity feed of the roadmap): the project's emails, newest first,
+ * as a cursor list. Captured mail (MAILCTL_OUTBOUND=capture) shows as SENT with deliveredTo "capture".
+ */
+export async function listActivity(ctx: Ctx, q: ActivityQuery) {
+  const limit = Math.min(100, Math.max(1, Math.trunc(Number(q.limit ?? 20)) || 20))
+  const after = q.cursor ? decodeCursor(q.cursor) : null
+  const rows = await repo.listEmails(ctx.store, ctx.projectId, { limit: limit + 1, after, status: q.status })
+  const page = rows.slice(0, limit)
+  const hasMore = rows.length > limit
+  const last = page[page.length - 1]
+  return {
+    data: page.map((r) => ({ kind: 'email' as const, ...toEmailRecord(r) })),
+    cursor: hasMore && last ? Buffer.from(JSON.stringify([last.createdAt.getTime(), last.id])).toString('base64url') : null,
+    hasMore,
+    total: after ? 0 : await repo.countEmails(ctx.store, ctx.projectId, q.status),
+  }
+}
