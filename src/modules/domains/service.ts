@@ -28,17 +28,17 @@ export interface VerifiedDomain {
 }
 
 /** Decrypted private keys by domain id; an entry is valid only for the row version (updatedAt) it came from. */
-const keyCache = new Map<string, { updatedAt: number; pem: string }>()
+const keyCache = new Map<string, { version: number; pem: string }>()
 const KEY_CACHE_MAX = 10_000
 
 async function privateKeyPem(ctx: Ctx, row: repo.SenderRow): Promise<string> {
   const hit = keyCache.get(row.id)
-  if (hit && hit.updatedAt === row.updatedAt.getTime()) return hit.pem
+  if (hit && hit.version === row.version) return hit.pem
   const blob = await repo.privateKeyBlob(ctx.store, ctx.store.db, ctx.projectId, row.id)
   if (!blob) throw unverifiedDomain(row.domain)
   const pem = decryptPrivateKey(masterKey(ctx.deps.config.dataDir), blob, row.id)
   if (keyCache.size >= KEY_CACHE_MAX) keyCache.delete(keyCache.keys().next().value as string)
-  keyCache.set(row.id, { updatedAt: row.updatedAt.getTime(), pem })
+  keyCache.set(row.id, { version: row.version, pem })
   return pem
 }
 
@@ -53,7 +53,7 @@ async function verifiedFor(ctx: Ctx, candidates: string[]): Promise<VerifiedDoma
   const rows = await repo.verifiedAmong(ctx.store, ctx.store.db, ctx.projectId, candidates)
   if (!rows.length) return null
   const row = rows.reduce((best, r) => (r.domain.length > best.domain.length ? r : best))
-  const returnPathVerified = row.checks.RETURN_PATH_MX?.status === 'verified'
+  const returnPathVerified = row.returnPathStatus === 'verified'
   return {
     domainId: row.id,
     domain: row.domain,

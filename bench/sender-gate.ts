@@ -1,0 +1,54 @@
+/**
+ * The sender gate (assertSenderAllowed) runs once per message: checks per second on each store,
+ * sequentially and 64 at a time, with the decrypted-key cache warm. Prints figures, asserts nothing.
+ *
+ *   node_modules/.bin/bun bench/sender-gate.ts [--pg]
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { TestEnv } from '../test/helpers/env'
+import { ctxFor } from '../src/deps'
+import { encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector } from '../src/modules/domains/keys'
+import { insertDomain } from '../src/modules/domains/repo'
+import { assertSenderAllowed } from '../src/modules/domains/service'
+
+async function run(kind: 'sqlite' | 'pg') {
+  const env = new TestEnv(kind)
+  await env.start()
+  try {
+    const p = await env.project()
+    for (let i = 0; i < 50; i++) {
+      const keys = await generateDkimKeyPair()
+      const id = Bun.randomUUIDv7()
+      const now = new Date()
+      await env.store.tx((db) => insertDomain(env.store, db, {
+        id, projectId: p.id, domain: `d${i}.example.com`, selector: newSelector(now), dkimPublicKey: keys.publicKey,
+        dkimPrivateKey: encryptPrivateKey(masterKey(env.config.dataDir), keys.privateKeyPem, id),
+        verified: true, checks: {}, lastCheckedAt: now, verifiedAt: now, createdAt: now, updatedAt: now,
+      }))
+    }
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const from = (i: number) => `sender${i}@news.d${i % 50}.example.com`
+    for (let i = 0; i < 200; i++) await assertSenderAllowed(ctx, from(i)) // warm the key cache
+    const n = 20_000
+    let t = performance.now()
+    for (let i = 0; i < n; i++) await assertSenderAllowed(ctx, from(i))
+    const seq = n / ((performance.now() - t) / 1000)
+    t = performance.now()
+    let next = 0
+    await Promise.all(Array.from({ length: 64 }, async () => { while (next < n) await assertSenderAllowed(ctx, from(next++)) }))
+    const par = n / ((performance.now() - t) / 1000)
+    console.log(`${kind}: ${Math.round(seq)} checks/s sequential, ${Math.round(par)} checks/s with 64 concurrent (${n} checks, 50 verified domains, parent-domain match)`)
+  } finally {
+    await env.stop()
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'bench-gate-'))
+try {
+  await run('sqlite')
+  if (process.argv.includes('--pg')) await run('pg')
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
