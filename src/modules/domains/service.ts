@@ -253,7 +253,7 @@ export const VERIFIED_RECHECK_MS = 24 * 3600_000
  */
 export async function recheckDueDomains(deps: Deps, opts: { limit?: number; concurrency?: number } = {}) {
   const now = Date.now()
-  const due = await repo.dueForRecheck(deps.store, deps.store.db, new Date(now - PENDING_RECHECK_MS), new Date(now - VERIFIED_RECHECK_MS), opts.limit ?? 200)
+  const due = await repo.dueForRecheck(deps.store, deps.store.db, new Date(now - PENDING_RECHECK_MS), new Date(now - VERIFIED_RECHECK_MS), opts.limit ?? 100)
   let checked = 0, verified = 0, unverified = 0, failed = 0
   const queue = [...due]
   const worker = async () => {

@@ -51,6 +51,9 @@ forEachStore('sender gate', (env) => {
     expect((await assertSenderAllowed(ctx, 'x@news.parent.io')).domainId).toBe(sub)
     expect((await assertSenderAllowed(ctx, 'x@a.news.parent.io')).domain).toBe('news.parent.io')
     expect((await assertSenderAllowed(ctx, 'x@parent.io')).domain).toBe('parent.io')
+    // more parents than one statement looks up at once
+    expect((await assertSenderAllowed(ctx, 'x@a.b.c.d.e.f.g.h.i.j.parent.io')).domain).toBe('parent.io')
+    expect((await assertSenderAllowed(ctx, 'x@a.b.c.d.e.f.g.h.i.j.news.parent.io')).domain).toBe('news.parent.io')
   })
 
   test('a cached key is never served once the domain is pending again or deleted', async () => {
