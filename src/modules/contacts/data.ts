@@ -48,7 +48,7 @@ function sameValue(a: unknown, b: unknown): boolean {
 
 /** Applies `input` to `existing` by the five rules. */
 export function applyDataRules(existing: ContactData, input: ContactData | null | undefined): DataPatch {
-  if (!input) return { data: existing, changed: false, templateData: existing }
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return { data: existing, changed: false, templateData: existing }
   let data: ContactData | null = null
   let transient: ContactData | null = null
   const write = () => (data ??= { ...existing })

@@ -168,17 +168,28 @@ export function readRows(records: string[][], cols: Columns, result: ImportResul
   return out
 }
 
-/** Splits rows into batches of distinct emails (a repeated email starts a new batch, so later rows win in file order). */
-function batches(rows: Parsed[]): Parsed[][] {
-  const out: Parsed[][] = []
-  let cur: Parsed[] = []
-  let seen = new Set<string>()
+interface Group { rows: number[]; input: UpsertInput }
+
+/**
+ * Rows of one email are merged in file order (a later non-empty cell wins, empty cells are ignored),
+ * so the file applies as one upsert per email: importing it again finds nothing to change.
+ */
+function groupByEmail(rows: Parsed[]): Group[] {
+  const byEmail = new Map<string, Group>()
   for (const p of rows) {
-    if (cur.length >= BATCH || seen.has(p.input.email)) { out.push(cur); cur = []; seen = new Set() }
-    cur.push(p)
-    seen.add(p.input.email)
+    const g = byEmail.get(p.input.email)
+    if (!g) { byEmail.set(p.input.email, { rows: [p.row], input: p.input }); continue }
+    g.rows.push(p.row)
+    const data: ContactData = { ...(g.input.data ?? {}) }
+    for (const [k, v] of Object.entries(p.input.data ?? {})) if (v !== '') data[k] = v
+    g.input = { email: g.input.email, subscribed: p.input.subscribed ?? g.input.subscribed, data }
   }
-  if (cur.length) out.push(cur)
+  return [...byEmail.values()]
+}
+
+function batches(groups: Group[]): Group[][] {
+  const out: Group[][] = []
+  for (let i = 0; i < groups.length; i += BATCH) out.push(groups.slice(i, i + BATCH))
   return out
 }
 
@@ -192,15 +203,17 @@ export async function importCsv(ctx: Ctx, text: string, progress: (processed: nu
   const total = rows.length + result.failed
   let processed = result.failed
   await progress(processed, total)
-  for (const batch of batches(rows)) {
+  for (const batch of batches(groupByEmail(rows))) {
     const { outcomes, events } = await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
-    for (const o of outcomes) {
-      if (o === 'created') result.created++
-      else if (o === 'updated') result.updated++
-      else result.skipped++
-    }
+    outcomes.forEach((o, i) => {
+      const n = batch[i].rows.length
+      // The first row of an email creates, updates or leaves the contact; its later rows update it (or leave it).
+      if (o === 'created') { result.created++; result.updated += n - 1 }
+      else if (o === 'updated') result.updated += n
+      else result.skipped += n
+      processed += n
+    })
     await notifyEvents(ctx, events)
-    processed += batch.length
     await progress(processed, total)
   }
   result.errors.sort((a, b) => a.row - b.row)

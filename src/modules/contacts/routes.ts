@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
-import { tooLarge } from '../../errors'
+import { invalidField, tooLarge } from '../../errors'
 import { authPlugin } from '../../http/auth'
 import * as bulk from './bulk'
 import * as fields from './fields'
@@ -11,18 +11,24 @@ import * as service from './service'
 const tags = ['contacts']
 const ErrorBody = t.Object({ error: t.String() })
 
-/** Trims `email` before validation (DECISIONS.md: emails are trimmed and lower-cased). */
-export function trimEmail({ body }: { body: unknown }) {
-  if (body && typeof body === 'object' && typeof (body as { email?: unknown }).email === 'string') {
-    const b = body as { email: string }
-    b.email = b.email.trim()
+/**
+ * Runs before validation on contacts and track bodies: trims `email` (and `event`), and refuses a `data`
+ * that is not an object (Elysia would otherwise coerce "abc" into {0: "a", ...}).
+ */
+export function prepareBody({ body }: { body: unknown }) {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return
+  const b = body as { email?: unknown; event?: unknown; data?: unknown }
+  if (typeof b.email === 'string') b.email = b.email.trim()
+  if (typeof b.event === 'string') b.event = b.event.trim()
+  if (b.data !== undefined && b.data !== null && (typeof b.data !== 'object' || Array.isArray(b.data))) {
+    throw invalidField('data', 'data: Expected an object of custom fields', 'invalid_type', b.data)
   }
 }
 
 export function contactsRoutes(deps: Deps) {
   return new Elysia({ prefix: '/contacts' })
     .use(authPlugin(deps))
-    .onTransform(trimEmail)
+    .onTransform(prepareBody)
     .get('/', ({ ctx, query }) => service.listContacts(ctx, query), {
       apiKey: 'secret', query: m.ListContactsQuery, response: { 200: m.ContactList },
       detail: { tags, summary: 'List contacts (cursor list)', description: 'Keyset pages: the opaque cursor carries the sort key of the last row, so contacts inserted while paging never shift the pages not yet read. `subscribed=true|false` filters by state; `total` is computed on the first page only.' },

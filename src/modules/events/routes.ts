@@ -1,18 +1,11 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import { authPlugin } from '../../http/auth'
+import { prepareBody } from '../contacts/routes'
 import * as m from './model'
 import * as service from './service'
 
 const tags = ['events']
-
-/** Trims email and event name before validation. */
-function trimTrack({ body }: { body: unknown }) {
-  if (!body || typeof body !== 'object') return
-  const b = body as { email?: unknown; event?: unknown }
-  if (typeof b.email === 'string') b.email = b.email.trim()
-  if (typeof b.event === 'string') b.event = b.event.trim()
-}
 
 const trackDoc = 'Upserts the contact (new contacts are subscribed unless `subscribed: false`; existing contacts keep their state unless `subscribed` is given) and stores the event. `data` follows the contact data rules; the event keeps the request data (wrappers unwrapped). Reserved names answer 422 with field code reserved_event. With Idempotency-Key, a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED and nothing is performed again.'
 
@@ -20,7 +13,7 @@ const trackDoc = 'Upserts the contact (new contacts are subscribed unless `subsc
 export function trackRoutes(deps: Deps) {
   return new Elysia({ prefix: '/v1' })
     .use(authPlugin(deps))
-    .onTransform(trimTrack)
+    .onTransform(prepareBody)
     .post('/track', ({ ctx, body, request }) => service.track(ctx, body, request.headers.get('idempotency-key') ?? undefined, '/v1/track'), {
       apiKey: 'track', body: m.TrackBody, headers: m.IdempotencyHeaders, response: { 200: m.TrackResult },
       detail: { tags, summary: 'Track an event for a contact (public or secret key)', description: trackDoc, security: [{ publicKey: [] }, { secretKey: [] }] },
@@ -31,7 +24,7 @@ export function trackRoutes(deps: Deps) {
 export function eventsRoutes(deps: Deps) {
   return new Elysia({ prefix: '/events' })
     .use(authPlugin(deps))
-    .onTransform(trimTrack)
+    .onTransform(prepareBody)
     .post('/track', ({ ctx, body, request }) => service.track(ctx, body, request.headers.get('idempotency-key') ?? undefined, '/events/track'), {
       apiKey: 'secret', body: m.TrackBody, headers: m.IdempotencyHeaders, response: { 200: m.TrackResult },
       detail: { tags, summary: 'Track an event (dashboard alias of /v1/track, secret key)', description: trackDoc },
