@@ -12,6 +12,7 @@ import { register as project } from './commands/project'
 import { register as keys } from './commands/keys'
 import { register as domain } from './commands/domain'
 import { register as doctor } from './commands/doctor'
+import { register as contacts } from './commands/contacts'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -21,6 +22,7 @@ const AREAS: Array<(program: Command) => void> = [
   keys,
   domain,
   doctor,
+  contacts,
 ]
 
 export function buildProgram(): Command {

@@ -15,9 +15,11 @@ import { upsertMany, type UpsertInput } from './service'
  * so importing the same file again changes nothing.
  *
  * Header row: `email` (also "e-mail", "email address"; any case) is required, `subscribed` is optional
- * (true/false, yes/no, 1/0), every other column is a custom field. Values keep their types: integers
- * and decimals become numbers (not those with leading zeros, or beyond 2^53), true/false become booleans,
- * ISO 8601 dates stay ISO strings (date-times normalised to UTC), empty cells are ignored (rule 3).
+ * (true/false, yes/no, 1/0), `createdAt`/`updatedAt` (as written by `mailctl contacts export`) and `id`
+ * are ignored, every other column is a custom field. Values keep their types: integers and decimals
+ * become numbers (not those with leading zeros, or beyond 2^53), true/false become booleans, ISO 8601
+ * dates stay ISO strings (date-times normalised to UTC), cells holding a JSON object or array become
+ * that object or array, empty cells are ignored (rule 3). Rows of one email merge in file order.
  * `row` in the error report is the record number in the file, the header being row 1.
  */
 
@@ -35,6 +37,8 @@ export interface ImportResult {
 }
 
 const EMAIL_HEADERS = new Set(['email', 'e-mail', 'email address', 'emailaddress', 'email_address'])
+/** Standard fields written by `mailctl contacts export`; they are not custom fields (id is a reserved key anyway). */
+const IGNORED_HEADERS = new Set(['createdat', 'updatedat'])
 
 interface Columns { email: number; subscribed: number; fields: Array<{ index: number; name: string }> }
 
@@ -47,6 +51,7 @@ function mapHeader(header: string[]): Columns {
     const lower = name.toLowerCase()
     if (email < 0 && EMAIL_HEADERS.has(lower)) email = index
     else if (subscribed < 0 && lower === 'subscribed') subscribed = index
+    else if (IGNORED_HEADERS.has(lower)) return
     else if (name) fields.push({ index, name })
   })
   if (email < 0) throw invalidField('file', 'The CSV header row must have an "email" column', 'missing_email_column', header.join(','))
@@ -78,6 +83,9 @@ export function typedValue(cell: string): unknown {
   if (lower === 'false') return false
   if (INT_RE.test(v)) { const n = Number(v); return Number.isSafeInteger(n) ? n : v }
   if (DEC_RE.test(v) && v.length <= 17) return Number(v)
+  if ((v.startsWith('{') && v.endsWith('}')) || (v.startsWith('[') && v.endsWith(']'))) {
+    try { return JSON.parse(v) as unknown } catch { return v }
+  }
   if (DATETIME_RE.test(v)) {
     const t = Date.parse(v.replace(' ', 'T'))
     return Number.isNaN(t) ? v : new Date(t).toISOString()

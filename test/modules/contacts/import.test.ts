@@ -40,6 +40,9 @@ test('typed CSV values', () => {
   expect(typedValue('+15551234567')).toBe('+15551234567')
   expect(typedValue(' hello ')).toBe('hello')
   expect(typedValue('')).toBe('')
+  expect(typedValue('{"a":[1,2]}')).toEqual({ a: [1, 2] })
+  expect(typedValue('[1,"x"]')).toEqual([1, 'x'])
+  expect(typedValue('{not json}')).toBe('{not json}')
 })
 
 forEachStore('CSV import', (env) => {
