@@ -16,6 +16,8 @@ export const PROJECT_DATA_TABLES: readonly string[] = [
   'jobs',
   'idempotency_keys',
   'mail_capture',
+  'segment_members',
+  'segments',
 ]
 
 /**

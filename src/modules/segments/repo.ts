@@ -45,8 +45,10 @@ export async function update(store: Store, db: Db, projectId: string, id: string
   return row ?? null
 }
 
+/** Deletes the segment and its member rows (segment_members has no foreign key to cascade from). */
 export async function remove(store: Store, db: Db, projectId: string, id: string): Promise<boolean> {
   const s = store.t.segments
+  await clearMembers(store, db, projectId, id)
   const rows = await db.delete(s).where(and(eq(s.projectId, projectId), eq(s.id, id))).returning({ id: s.id })
   return rows.length > 0
 }
@@ -141,28 +143,25 @@ export async function membershipDiff(store: Store, projectId: string, id: string
 }
 
 /**
- * Inside `db`'s transaction: makes members of the contacts among `ids` that match now (`where` in the
- * correlated form, re-checked here so a contact changed since the diff is not added), and returns those
- * actually inserted: a concurrent compute that got there first inserts them, not this one.
+ * Inside `db`'s transaction: makes members of the contacts among `ids` (those that still exist) and returns
+ * those actually inserted: a concurrent compute that got there first inserts them, not this one.
  */
-export async function enter(store: Store, db: Db, projectId: string, id: string, ids: string[], where: SQL, now: Date): Promise<string[]> {
+export async function enter(store: Store, db: Db, projectId: string, id: string, ids: string[], now: Date): Promise<string[]> {
   if (!ids.length) return []
   const rows = await store.rows<{ contact_id: string }>(sql`
     INSERT INTO segment_members (segment_id, contact_id, project_id, created_at)
     SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM contacts
-    WHERE contacts.id IN ${idSet(store, ids)} AND contacts.project_id = ${projectId} AND ${where}
+    WHERE contacts.id IN ${idSet(store, ids)} AND contacts.project_id = ${projectId}
     ON CONFLICT DO NOTHING
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
 }
 
-/** Inside `db`'s transaction: removes the members among `ids` that do not match now; returns those removed. */
-export async function leave(store: Store, db: Db, projectId: string, id: string, ids: string[], where: SQL): Promise<string[]> {
+/** Inside `db`'s transaction: removes the members among `ids`; returns those actually removed. */
+export async function leave(store: Store, db: Db, id: string, ids: string[]): Promise<string[]> {
   if (!ids.length) return []
   const rows = await store.rows<{ contact_id: string }>(sql`
-    DELETE FROM segment_members
-    WHERE segment_id = ${id} AND contact_id IN ${idSet(store, ids)}
-      AND contact_id NOT IN (SELECT contacts.id FROM contacts WHERE contacts.id IN ${idSet(store, ids)} AND contacts.project_id = ${projectId} AND ${where})
+    DELETE FROM segment_members WHERE segment_id = ${id} AND contact_id IN ${idSet(store, ids)}
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
 }

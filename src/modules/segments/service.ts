@@ -243,16 +243,15 @@ export interface ComputeOutcome { id: string; entered: number; exited: number; m
  * Recomputes the membership rows of a tracked DYNAMIC segment and emits one segment.<slug>.entry per contact
  * that joined and one .exit per contact that left; nothing when nothing changed.
  *
- * The diff is read in one query without holding the writer (set form of the condition, evaluated once per
- * contact); then, chunk by chunk, one transaction re-checks the chunk's contacts (correlated form), writes the
- * member rows and appends the events. Events are emitted only for rows the statement actually inserted or
- * deleted, so two computes running at once (a job and POST /compute, two nodes) never emit a change twice, and
- * a crash between chunks loses nothing: the next compute finds the rest of the diff.
+ * The diff is read in one query without holding the writer (the condition evaluated once per contact, as of
+ * `ctx.now`); then, chunk by chunk, one transaction writes the member rows and appends the events. Events are
+ * emitted only for rows the statement actually inserted or deleted, so two computes running at once (a job and
+ * POST /compute, two nodes) never emit a change twice, and a crash between chunks loses nothing: the next
+ * compute finds the rest of the diff. A contact that changes while a compute runs is settled by the next one.
  */
 export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<ComputeOutcome> {
   const f = await prepareStored(ctx, seg)
-  const oneByOne = whereOf(ctx, f, 'correlated')
-  const { entering, leaving } = await repo.membershipDiff(ctx.store, ctx.projectId, seg.id, whereOf(ctx, f, 'set'))
+  const { entering, leaving } = await repo.membershipDiff(ctx.store, ctx.projectId, seg.id, whereOf(ctx, f))
   let entered = 0
   let exited = 0
   const apply = async (ids: string[], enter: boolean): Promise<boolean> => {
@@ -264,8 +263,8 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
         if (!live || live.type !== 'DYNAMIC' || !live.trackMembership) return null
         const at = new Date()
         const changed = enter
-          ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, oneByOne, at)
-          : await repo.leave(ctx.store, db, ctx.projectId, seg.id, chunk, oneByOne)
+          ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, at)
+          : await repo.leave(ctx.store, db, seg.id, chunk)
         const e = (enter ? entryEvent : exitEvent)(live, '')
         return repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
       })

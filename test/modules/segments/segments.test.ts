@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { registerSegmentUser } from '../../../src/modules/segments/usage'
 
@@ -172,9 +173,13 @@ forEachStore('segments API', (env) => {
   })
 
   describe('DELETE /segments/:id', () => {
-    test('204, then gone', async () => {
+    test('204, then gone, with its member rows', async () => {
       const s = await create({ name: 'Doomed', type: 'STATIC' })
+      await req('POST', `/segments/${s.id}/members`, { emails: ['ann@example.com', 'ben@example.com'] })
+      const m = env.store.t.segmentMembers
+      expect((await env.store.db.select().from(m).where(eq(m.segmentId, s.id))).length).toBe(2)
       const r = await req('DELETE', `/segments/${s.id}`)
+      expect((await env.store.db.select().from(m).where(eq(m.segmentId, s.id))).length).toBe(0)
       expect(r.status).toBe(204)
       expect(r.text).toBe('')
       expect((await req('GET', `/segments/${s.id}`)).status).toBe(404)
