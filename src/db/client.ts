@@ -34,6 +34,20 @@ export interface Store {
   script(text: string): Promise<void>
   /** Applies one migration atomically unless `schema_migrations` already names it; true when applied. */
   applyMigration(name: string, text: string): Promise<boolean>
+  /**
+   * A read compiled once and reused, for hot paths (the API-key lookup of every request). `text` uses
+   * $1, $2... placeholders and must be valid on both stores. It reads committed data outside any transaction.
+   * Rows come back raw: columns as named in the SELECT; on SQLite booleans are 0/1, timestamps epoch ms and
+   * JSON text. Map them in the repo.
+   */
+  prepared<T = Record<string, unknown>>(text: string): (...params: Array<string | number | null>) => Promise<T[]>
+  /**
+   * A number that changes whenever anyone (this process's writer, another process such as the CLI) commits
+   * to the database: SQLite's `PRAGMA data_version` on the reader connection. A process may keep a read
+   * cache that is exact by dropping it when this changes. null on PostgreSQL (another node's commit cannot
+   * be seen without a query), where such caches must not be used.
+   */
+  dataVersion(): number | null
   close(): Promise<void>
 }
 
@@ -64,6 +78,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   reader.run('PRAGMA foreign_keys = ON')
   reader.run('PRAGMA busy_timeout = 5000')
   reader.run('PRAGMA query_only = ON')
+  const dataVersion = reader.query('PRAGMA data_version')
   const writeDb = drizzleSqlite(writer) as unknown as Db
   const readDb = drizzleSqlite(reader) as unknown as Db
   const mutex = new Mutex()
@@ -113,6 +128,14 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
         return true
       })
     },
+    prepared<T>(text: string) {
+      let statement: ReturnType<Database['query']> | null = null
+      // Compiled at first use (the table may not exist before migrations), then reused.
+      return async (...params: Array<string | number | null>) => (statement ??= reader.query(text.replace(/\$(\d+)/g, '?$1'))).all(...params) as T[]
+    },
+    dataVersion() {
+      return (dataVersion.get() as { data_version: number }).data_version
+    },
     async close() {
       const release = await mutex.lock()
       try {
@@ -156,6 +179,12 @@ function openPg(url: string): Store {
         await q`INSERT INTO schema_migrations (name) VALUES (${name})`
         return true
       }) as Promise<boolean>
+    },
+    prepared<T>(text: string) {
+      return async (...params: Array<string | number | null>) => (await client.unsafe(text, params, { prepare: true })) as unknown as T[]
+    },
+    dataVersion() {
+      return null
     },
     async close() {
       await client.end({ timeout: 5 })

@@ -1,8 +1,8 @@
 import { Elysia } from 'elysia'
-import { eq } from 'drizzle-orm'
 import type { Deps, Ctx } from '../deps'
 import { AppError } from '../errors'
 import { hashSecret, keyKind } from '../modules/projects/keys'
+import * as projectsRepo from '../modules/projects/repo'
 import { sessionUser } from '../modules/auth/sessions'
 
 export const SESSION_COOKIE = 'mailctl_session'
@@ -28,9 +28,7 @@ function bearer(request: Request): string | null {
 export async function projectForKey(deps: Deps, key: string): Promise<{ project: Project; kind: 'public' | 'secret' } | null> {
   const kind = keyKind(key)
   if (!kind) return null
-  const { projects } = deps.store.t
-  const col = kind === 'public' ? projects.publicKey : projects.secretKeyHash
-  const [project] = await deps.store.db.select().from(projects).where(eq(col, kind === 'public' ? key : hashSecret(key))).limit(1)
+  const project = await projectsRepo.byKey(deps.store, kind, kind === 'public' ? key : hashSecret(key))
   return project ? { project, kind } : null
 }
 

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm'
 import { forEachStore } from '../helpers/env'
 import { projectForKey } from '../../src/http/auth'
 import { rotateKeys } from '../../src/modules/projects/service'
+import { openStore } from '../../src/db/client'
 
 forEachStore('API key guard (API.md Authentication)', (env) => {
   test('no Authorization header: 401 UNAUTHORIZED naming the key to send', async () => {
@@ -42,8 +43,9 @@ forEachStore('API key guard (API.md Authentication)', (env) => {
     }
   })
 
-  test('a disabled project: 403 PROJECT_DISABLED', async () => {
+  test('a disabled project: 403 PROJECT_DISABLED, even right after its key was used', async () => {
     const p = await env.project()
+    expect((await env.request('GET', '/contacts', { key: p.secretKey })).status).toBe(200)
     const { projects } = env.store.t
     await env.store.tx((db) => db.update(projects).set({ disabled: true }).where(eq(projects.id, p.id)))
     const res = await env.request('GET', '/contacts', { key: p.secretKey })
@@ -71,5 +73,18 @@ forEachStore('API key guard (API.md Authentication)', (env) => {
     expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'r@example.com', event: 'e' } })).status).toBe(401)
     expect((await env.request('GET', '/contacts', { key: fresh.secretKey })).status).toBe(200)
     expect((await env.request('POST', '/v1/track', { key: fresh.publicKey, body: { email: 'r@example.com', event: 'e' } })).status).toBe(200)
+  })
+
+  test('rotation by another process (a second connection, as the CLI does): the old key fails on the next request', async () => {
+    const p = await env.project()
+    for (let i = 0; i < 3; i++) expect((await env.request('GET', '/contacts', { key: p.secretKey })).status).toBe(200)
+    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
+    try {
+      const fresh = await rotateKeys(other, p.id)
+      expect((await env.request('GET', '/contacts', { key: p.secretKey })).status).toBe(401)
+      expect((await env.request('GET', '/contacts', { key: fresh.secretKey })).status).toBe(200)
+    } finally {
+      await other.close()
+    }
   })
 })

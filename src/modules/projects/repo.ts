@@ -32,3 +32,60 @@ export async function remove(store: Store, db: Db, projectId: string): Promise<v
   const { projects } = store.t
   await db.delete(projects).where(eq(projects.id, projectId))
 }
+
+export type ProjectRow = typeof import('../../db/schema').pgSchema.projects.$inferSelect
+
+interface RawProject {
+  id: string; name: string; public_key: string; secret_key_hash: string; disabled: boolean | number; tracking_enabled: boolean | number
+  settings: Record<string, unknown> | string; created_at: Date | number | string; updated_at: Date | number | string
+}
+
+const COLUMNS = 'id, name, public_key, secret_key_hash, disabled, tracking_enabled, settings, created_at, updated_at'
+const byKeyStatements = new WeakMap<Store, { public: (k: string) => Promise<RawProject[]>; secret: (k: string) => Promise<RawProject[]> }>()
+
+function toProject(r: RawProject): ProjectRow {
+  return {
+    id: r.id, name: r.name, publicKey: r.public_key, secretKeyHash: r.secret_key_hash,
+    disabled: Boolean(r.disabled), trackingEnabled: Boolean(r.tracking_enabled),
+    settings: typeof r.settings === 'string' ? JSON.parse(r.settings) : r.settings,
+    createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at),
+  }
+}
+
+/** Exact read cache of key lookups, SQLite only: dropped as soon as anyone commits to the database. */
+const keyCache = new WeakMap<Store, { version: number; rows: Map<string, ProjectRow> }>()
+const KEY_CACHE_MAX = 10_000
+
+/**
+ * The project of an API key: by the public key in clear or by the SHA-256 of the secret key. Runs on every
+ * authenticated request: a prepared statement, and on SQLite a cache that is valid only while
+ * `store.dataVersion()` is unchanged, so a rotated key fails on the very next request whichever process
+ * rotated it. The returned row is frozen (shared between requests).
+ */
+export async function byKey(store: Store, kind: 'public' | 'secret', value: string): Promise<ProjectRow | undefined> {
+  const version = store.dataVersion()
+  const cacheKey = kind === 'public' ? value : `#${value}`
+  let cache = version === null ? undefined : keyCache.get(store)
+  if (version !== null) {
+    if (!cache || cache.version !== version || cache.rows.size >= KEY_CACHE_MAX) {
+      cache = { version, rows: new Map() }
+      keyCache.set(store, cache)
+    }
+    const hit = cache.rows.get(cacheKey)
+    if (hit) return hit
+  }
+  let st = byKeyStatements.get(store)
+  if (!st) {
+    st = {
+      public: store.prepared<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE public_key = $1 LIMIT 1`),
+      secret: store.prepared<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE secret_key_hash = $1 LIMIT 1`),
+    }
+    byKeyStatements.set(store, st)
+  }
+  const [raw] = await st[kind](value)
+  if (!raw) return undefined
+  const row = Object.freeze(toProject(raw))
+  // Only if nothing was committed while the query ran (else the row may already be stale for the new version).
+  if (cache && store.dataVersion() === cache.version) cache.rows.set(cacheKey, row)
+  return row
+}

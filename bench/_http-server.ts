@@ -1,0 +1,32 @@
+/**
+ * Child process of bench/http.ts: a bare Elysia "hello" app and the real mailctl app (SQLite in a temp
+ * data dir, one project) on two loopback ports. Prints one JSON line {hello, api, secretKey}, then serves
+ * until killed.
+ */
+import { Elysia } from 'elysia'
+import { loadConfig } from '../src/config'
+import { createDeps } from '../src/main'
+import { buildApp } from '../src/http/app'
+import { authPlugin } from '../src/http/auth'
+import { createProject } from '../src/modules/projects/service'
+import { createLogger } from '../src/log'
+
+const dataDir = process.argv[2]
+const config = loadConfig({
+  overrides: {
+    dataDir,
+    databaseUrl: `sqlite://${dataDir}/mailctl.db`,
+    rateLimitPerMinute: 100_000_000,
+    logLevel: (process.env.BENCH_LOG_LEVEL as 'info' | 'warn' | undefined) ?? 'info',
+    jwtSecret: 'bench',
+  },
+})
+const deps = await createDeps(config, { log: createLogger(config.logLevel) })
+const project = await createProject(deps.store, { name: 'bench' })
+const hello = new Elysia().get('/', () => 'hello').listen({ port: 0, hostname: '127.0.0.1' })
+// A diagnostic route that exists only in this harness: the whole foundation (request id, envelope, log
+// line, key lookup, rate limit) in front of a handler that does nothing, to separate it from module costs.
+const api = buildApp(deps)
+  .use(new Elysia().use(authPlugin(deps)).get('/bench/guard-only', () => ({ ok: true }), { apiKey: 'secret' }))
+  .listen({ port: 0, hostname: '127.0.0.1' })
+process.stderr.write(JSON.stringify({ hello: hello.server!.port, api: api.server!.port, secretKey: project.secretKey }) + '\n')
