@@ -18,7 +18,14 @@ export interface Deps {
   redis: Redis | null
   /** Secret used to sign sessions and links (from config or generated into the data dir). */
   secret: string
+  /**
+   * Outbound HTTP to third parties (SNS signing certificates and subscription confirmation); the global
+   * fetch when absent. Tests inject one that never leaves the machine.
+   */
+  fetch?: FetchLike
 }
+
+export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>
 
 /** Who is acting: an API key, a dashboard user, the CLI or a named job. */
 export type Actor =

@@ -18,6 +18,9 @@ import { subscriptionRoutes } from '../modules/subscriptions/routes'
 import { domainsRoutes } from '../modules/domains/routes'
 import { templatesRoutes } from '../modules/templates/routes'
 import { segmentsRoutes } from '../modules/segments/routes'
+import { trackingRoutes } from '../modules/tracking/routes'
+import { webhooksRoutes } from '../modules/webhooks/routes'
+import { activityRoutes } from '../modules/activity/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 
@@ -107,8 +110,12 @@ export function buildApp(deps: Deps) {
     .use(domainsRoutes(deps))
     .use(templatesRoutes(deps))
     .use(segmentsRoutes(deps))
+    .use(trackingRoutes(deps))
+    .use(webhooksRoutes(deps))
     .use(emailsRoutes(deps))
     .use(suppressionsRoutes(deps))
+    // After emailsRoutes: the full feed replaces the minimal GET /activity of the emails module.
+    .use(activityRoutes(deps))
   return app
 }
 

@@ -3,6 +3,8 @@ import { housekeepingJobs } from './housekeeping'
 import { contactJobs } from '../modules/contacts/jobs'
 import { domainJobs } from '../modules/domains/jobs'
 import { segmentJobs } from '../modules/segments/jobs'
+import { inboundJobs } from '../mail/inbound/process'
+import { webhooksPruneJob } from '../modules/webhooks/service'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: JobDef<any>[] = [
@@ -10,4 +12,6 @@ export const allJobs: JobDef<any>[] = [
   ...contactJobs,
   ...domainJobs,
   ...segmentJobs,
+  ...inboundJobs,
+  webhooksPruneJob,
 ]

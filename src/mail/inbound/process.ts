@@ -1,0 +1,205 @@
+/**
+ * The `inbound.process` job: what a stored inbound message means.
+ *
+ * - A DSN (RFC 3464, or a plain-text bounce): the email is found by the VERP return path (envelope
+ *   recipient, the report's To/Delivered-To, the returned original's Return-Path; the tag must verify),
+ *   else by the returned original's Message-ID. The report's recipient that is the email's address
+ *   decides hard/soft (src/modules/tracking/feedback.ts applyBounce).
+ * - An ARF report: found the same way (Original-Mail-From first); a complaint type applies the complaint
+ *   (COMPLAINED, suppression, contact unsubscribed); not-spam and auth-failure reports are recorded only.
+ * - Anything else addressed to a verified domain: email.received in that project, linked to the email
+ *   it replies to (In-Reply-To / References) and to the sender's contact when one exists.
+ * - Unreadable messages: kept with the parser's reason (status failed) and logged.
+ *
+ * The message's outcome and every effect commit in one transaction; a repeated job finds the row
+ * already finished and does nothing.
+ */
+import { ctxFor, type Deps } from '../../deps'
+import type { Db } from '../../db/client'
+import { defineJob } from '../../jobs/queue'
+import { errorFields } from '../../log'
+import { appendEvents, notifyEvents, type EventRow } from '../../modules/events/stream'
+import { applyBounce, applyComplaint, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
+import * as trackingRepo from '../../modules/tracking/repo'
+import { parseVerp } from '../outbound/verp'
+import type { ArfReport } from './arf'
+import { classifyInbound } from './classify'
+import type { DsnRecipient, DsnReport } from './dsn'
+import { addresses, decodeWords, header, messageId, parseMime, readableText } from './mime'
+import { contactIdByEmail, finishInbound, loadInbound, pruneInbound, type InboundOutcome, type InboundRow, type InboundStatus } from './repo'
+import { INBOUND_JOB } from './receiver'
+import { routeRecipient } from './routing'
+
+export interface ProcessResult {
+  status: InboundStatus
+  kind: string | null
+  emailId: string | null
+  projectId: string | null
+  detail: string | null
+}
+
+/** The email a report is about: a verified VERP address first, then the original's Message-ID. */
+async function findEmail(deps: Deps, db: Db, verps: string[], originalMessageId: string | null, projectId: string | null): Promise<FeedbackEmail | null> {
+  for (const a of verps) {
+    const v = parseVerp(deps, a)
+    if (!v) continue
+    const email = await trackingRepo.emailById(deps.store, db, v.emailId, true)
+    if (email) return email
+  }
+  if (originalMessageId) {
+    const [email] = await trackingRepo.emailsByMessageId(deps.store, db, originalMessageId, projectId)
+    if (email) return trackingRepo.emailById(deps.store, db, email.id, true)
+  }
+  return null
+}
+
+/** The DSN recipient about this email: its address if listed, else the first failed or delayed one. */
+function recipientFor(report: DsnReport, email: FeedbackEmail): DsnRecipient | null {
+  const failing = report.recipients.filter((r) => r.bounceType !== null)
+  const to = email.toAddress.toLowerCase()
+  return failing.find((r) => r.address === to || r.finalRecipient === to || r.originalRecipient === to) ?? failing[0] ?? null
+}
+
+type Outcome = Omit<ProcessResult, 'status'> & { status: InboundStatus; effects?: FeedbackResult; events?: EventRow[] }
+
+async function onDsn(deps: Deps, db: Db, row: InboundRow, report: DsnReport): Promise<Outcome> {
+  const email = await findEmail(deps, db, [...row.rcptTo, ...report.verpAddresses], report.originalMessageId, row.projectId)
+  if (!email) return { status: 'ignored', kind: 'dsn', emailId: null, projectId: row.projectId, detail: 'bounce for no email of this server (no valid VERP address or known Message-ID)' }
+  const r = recipientFor(report, email)
+  if (!r || !r.bounceType) {
+    return { status: 'processed', kind: 'dsn', emailId: email.id, projectId: email.projectId, detail: `delivery report without a failure (${report.recipients.map((x) => x.action).join(', ')})` }
+  }
+  const ctx = ctxFor(deps, email.projectId, { kind: 'job', name: INBOUND_JOB })
+  const effects = await applyBounce(ctx, db, email, {
+    source: 'dsn', bounceType: r.bounceType, bounceKind: r.bounceKind, status: r.status, diagnostic: r.diagnosticCode,
+    recipient: r.address, reportingMta: report.reportingMta, remoteMta: r.remoteMta,
+    extra: { action: r.action, heuristic: report.heuristic, inboundId: row.id },
+    at: new Date(),
+  })
+  const detail = effects.applied
+    ? `${r.bounceType} bounce (${r.status ?? 'no status'}, ${r.bounceKind ?? 'other'})${effects.suppressed ? ', address suppressed' : ''}`
+    : 'duplicate bounce: the email was already recorded as hard-bounced'
+  return { status: 'processed', kind: 'dsn', emailId: email.id, projectId: email.projectId, detail, effects }
+}
+
+async function onArf(deps: Deps, db: Db, row: InboundRow, report: ArfReport): Promise<Outcome> {
+  const email = await findEmail(deps, db, [...report.verpAddresses, ...row.rcptTo], report.originalMessageId, row.projectId)
+  if (!email) return { status: 'ignored', kind: 'arf', emailId: null, projectId: row.projectId, detail: 'feedback report for no email of this server (no valid VERP address or known Message-ID)' }
+  if (!report.isComplaint) {
+    return { status: 'processed', kind: 'arf', emailId: email.id, projectId: email.projectId, detail: `feedback type ${report.feedbackType} is not a complaint: recorded only` }
+  }
+  const ctx = ctxFor(deps, email.projectId, { kind: 'job', name: INBOUND_JOB })
+  const effects = await applyComplaint(ctx, db, email, {
+    source: 'arf', feedbackType: report.feedbackType, userAgent: report.userAgent, recipient: report.originalRecipient,
+    extra: { sourceIp: report.sourceIp, reportingMta: report.reportingMta, arrivalDate: report.arrivalDate?.toISOString() ?? null, inboundId: row.id },
+    at: new Date(),
+  })
+  const detail = effects.applied ? `complaint (${report.feedbackType}): address suppressed, contact unsubscribed` : 'duplicate complaint: already recorded'
+  return { status: 'processed', kind: 'arf', emailId: email.id, projectId: email.projectId, detail, effects }
+}
+
+/** The project of a verified domain among the message's recipients (decided again: the row may predate a change). */
+async function domainProject(deps: Deps, row: InboundRow): Promise<{ projectId: string; to: string[] } | null> {
+  let found: string | null = null
+  const to: string[] = []
+  for (const rcpt of row.rcptTo) {
+    const route = await routeRecipient(deps, rcpt)
+    if (route.accept && route.kind === 'domain') {
+      found ??= route.projectId
+      if (route.projectId === found) to.push(rcpt)
+    }
+  }
+  return found ? { projectId: found, to } : null
+}
+
+async function onOther(deps: Deps, db: Db, row: InboundRow): Promise<Outcome> {
+  const target = await domainProject(deps, row)
+  if (!target) return { status: 'ignored', kind: 'other', emailId: null, projectId: row.projectId, detail: 'neither a bounce nor a feedback report, and not addressed to a verified domain' }
+  const root = parseMime(row.raw instanceof Buffer ? row.raw : Buffer.from(row.raw))
+  const subjectRaw = header(root.headers, 'subject')
+  const from = addresses(header(root.headers, 'from'))[0] ?? (row.mailFrom ? row.mailFrom.toLowerCase() : null)
+  const inReplyTo = messageId(header(root.headers, 'in-reply-to'))
+  const references = (header(root.headers, 'references') ?? '').match(/<[^<>\s]+>/g) ?? []
+  let repliedTo: FeedbackEmail | null = null
+  for (const id of [...(inReplyTo ? [inReplyTo] : []), ...references.reverse()]) {
+    const [e] = await trackingRepo.emailsByMessageId(deps.store, db, id, target.projectId)
+    if (e) { repliedTo = e; break }
+  }
+  const contactId = repliedTo?.contactId ?? (from ? await contactIdByEmail(deps.store, db, target.projectId, from) : null)
+  const text = readableText(root).replace(/\s+/g, ' ').trim()
+  const ctx = ctxFor(deps, target.projectId, { kind: 'job', name: INBOUND_JOB })
+  const events = await appendEvents(ctx, db, [{
+    contactId, name: 'email.received', emailId: repliedTo?.id ?? null, createdAt: row.receivedAt,
+    data: {
+      inboundId: row.id, from, to: target.to, subject: subjectRaw === null ? null : decodeWords(subjectRaw).slice(0, 998),
+      messageId: messageId(header(root.headers, 'message-id')), inReplyTo, emailId: repliedTo?.id ?? null,
+      autoSubmitted: (header(root.headers, 'auto-submitted') ?? 'no').toLowerCase() !== 'no', snippet: text.slice(0, 500), size: row.size,
+      receivedAt: row.receivedAt.toISOString(),
+    },
+  }])
+  return { status: 'processed', kind: 'other', emailId: repliedTo?.id ?? null, projectId: target.projectId, detail: 'email.received', events }
+}
+
+/** Processes one stored inbound message (idempotent). */
+export async function processInbound(deps: Deps, inboundId: string): Promise<ProcessResult | null> {
+  const result = await deps.store.tx(async (db) => {
+    const row = await loadInbound(deps.store, db, inboundId)
+    if (!row || row.status !== 'queued') return null
+    const raw = row.raw instanceof Buffer ? row.raw : Buffer.from(row.raw)
+    const cls = classifyInbound(raw)
+    let out: Outcome
+    switch (cls.kind) {
+      case 'dsn': out = await onDsn(deps, db, row, cls); break
+      case 'arf': out = await onArf(deps, db, row, cls); break
+      case 'other': out = await onOther(deps, db, row); break
+      case 'unparseable': out = { status: 'failed', kind: 'unparseable', emailId: null, projectId: row.projectId, detail: cls.reason }; break
+    }
+    const outcome: InboundOutcome = { status: out.status, kind: out.kind, projectId: out.projectId, emailId: out.emailId, detail: out.detail, processedAt: new Date() }
+    if (!await finishInbound(deps.store, db, row.id, outcome)) return null
+    return { out, events: [...(out.effects?.events ?? []), ...(out.events ?? [])] }
+  })
+  if (!result) return null
+  const { out, events } = result
+  const fields = { inboundId, kind: out.kind, status: out.status, emailId: out.emailId, projectId: out.projectId, detail: out.detail }
+  if (out.status === 'failed') deps.log.warn('inbound message unreadable: stored, not processed', fields)
+  else deps.log.info('inbound message processed', fields)
+  if (events.length && out.projectId) await notifyEvents(ctxFor(deps, out.projectId, { kind: 'job', name: INBOUND_JOB }), events)
+  return { status: out.status, kind: out.kind, emailId: out.emailId, projectId: out.projectId, detail: out.detail }
+}
+
+/** Marks a message failed after its last attempt threw (so it is not left queued forever). */
+async function giveUp(deps: Deps, inboundId: string, err: unknown): Promise<void> {
+  await deps.store.tx((db) => finishInbound(deps.store, db, inboundId, {
+    status: 'failed', kind: null, emailId: null, processedAt: new Date(),
+    detail: `processing failed: ${err instanceof Error ? err.message : String(err)}`,
+  }))
+}
+
+export const inboundProcessJob = defineJob<{ inboundId: string }>({
+  name: INBOUND_JOB,
+  maxAttempts: 5,
+  async run(ctx, payload) {
+    try {
+      const r = await processInbound(ctx.deps, payload.inboundId)
+      return r ? { status: r.status, kind: r.kind, emailId: r.emailId } : { status: 'skipped' }
+    } catch (err) {
+      ctx.deps.log.error('inbound processing failed', { inboundId: payload.inboundId, attempt: ctx.job.attempts, ...errorFields(err) })
+      if (ctx.job.attempts >= ctx.job.maxAttempts) await giveUp(ctx.deps, payload.inboundId, err)
+      throw err
+    }
+  },
+})
+
+/** Finished inbound messages are kept this long (for an operator to look at), then deleted. */
+export const INBOUND_RETENTION_MS = 30 * 24 * 3600_000
+
+export const inboundPruneJob = defineJob({
+  name: 'inbound.prune',
+  everyMs: 24 * 3600_000,
+  async run(ctx) {
+    const deleted = await ctx.deps.store.tx((db) => pruneInbound(ctx.deps.store, db, new Date(Date.now() - INBOUND_RETENTION_MS)))
+    return { deleted }
+  },
+})
+
+export const inboundJobs = [inboundProcessJob, inboundPruneJob]

@@ -1,0 +1,130 @@
+import type { Ctx } from '../../deps'
+import { badRequest } from '../../errors'
+import { clampLimit } from '../contacts/service'
+import { toEmailRecord } from '../emails/service'
+import { EVENT_TYPES, ACTIVITY_TYPES, type ListActivityQuery } from './model'
+import * as repo from './repo'
+
+const KNOWN: ReadonlySet<string> = new Set(ACTIVITY_TYPES)
+
+/** Which kinds a query asks for: emails and/or these event names. */
+function selection(q: ListActivityQuery): { emails: boolean; events: readonly string[] } {
+  const param = q.type?.trim()
+  if (!param) return q.status ? { emails: true, events: [] } : { emails: true, events: EVENT_TYPES }
+  const asked = [...new Set(param.split(',').map((s) => s.trim()).filter(Boolean))]
+  const unknown = asked.filter((x) => !KNOWN.has(x))
+  if (unknown.length) throw badRequest(`Unknown activity type ${unknown.map((u) => `"${u.slice(0, 50)}"`).join(', ')}; known types: ${ACTIVITY_TYPES.join(', ')}`)
+  return { emails: asked.includes('email'), events: q.status ? [] : asked.filter((x) => x !== 'email') }
+}
+
+function encodeCursor(a: repo.After): string {
+  return Buffer.from(JSON.stringify([a.at, a.id])).toString('base64url')
+}
+
+function decodeCursor(text: string): repo.After {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
+    if (typeof at === 'number' && Number.isFinite(at) && typeof id === 'string') return { at, id }
+  } catch { /* fall through */ }
+  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
+}
+
+type Item =
+  | { at: number; id: string; out: ReturnType<typeof emailItem> }
+  | { at: number; id: string; out: ReturnType<typeof eventItem> }
+
+function emailItem(r: repo.EmailItemRow) {
+  return { kind: 'email' as const, ...toEmailRecord(r) }
+}
+
+function eventItem(r: repo.EventItemRow) {
+  return {
+    kind: 'event' as const,
+    id: r.id,
+    type: r.name,
+    contact: r.contactId && r.contactEmail ? { id: r.contactId, email: r.contactEmail } : null,
+    emailId: r.emailId,
+    data: r.data ?? {},
+    createdAt: r.createdAt.toISOString(),
+  }
+}
+
+/**
+ * GET /activity: emails (the sends, with their state) and events (opens, clicks, bounces, complaints,
+ * inbound, subscription changes) merged newest first. Each source is read by keyset after the cursor;
+ * the merge keeps the first `limit`, so pages never skip or repeat an item.
+ */
+export async function listActivity(ctx: Ctx, q: ListActivityQuery) {
+  const limit = clampLimit(q.limit, 20)
+  const sel = selection(q)
+  const after = q.cursor ? decodeCursor(q.cursor) : null
+  const emailF: repo.EmailFilter = { status: q.status || undefined, contactId: q.contactId || undefined, emailId: q.emailId || undefined }
+  const eventF: repo.EventFilter = { types: sel.events, contactId: q.contactId || undefined, emailId: q.emailId || undefined }
+  const [emails, events, total] = await Promise.all([
+    sel.emails ? repo.emailPage(ctx.store, ctx.projectId, emailF, limit + 1, after) : Promise.resolve([]),
+    sel.events.length ? repo.eventPage(ctx.store, ctx.projectId, eventF, limit + 1, after) : Promise.resolve([]),
+    after ? Promise.resolve(0) : Promise.all([
+      sel.emails ? repo.countEmails(ctx.store, ctx.projectId, emailF) : 0,
+      sel.events.length ? repo.countEvents(ctx.store, ctx.projectId, eventF) : 0,
+    ]).then(([a, b]) => a + b),
+  ])
+  const items: Item[] = [
+    ...emails.map((r) => ({ at: r.createdAt.getTime(), id: r.id, out: emailItem(r) })),
+    ...events.map((r) => ({ at: r.createdAt.getTime(), id: r.id, out: eventItem(r) })),
+  ]
+  items.sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+  const hasMore = items.length > limit
+  const page = items.slice(0, limit)
+  const last = page[page.length - 1]
+  return { data: page.map((i) => i.out), cursor: hasMore && last ? encodeCursor({ at: last.at, id: last.id }) : null, hasMore, total }
+}
+
+const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 10_000) / 10_000 : 0)
+const STAT_EVENTS = ['email.sent', 'email.delivery', 'email.failed', ...EVENT_TYPES]
+
+/** GET /activity/stats: counts over the last `days` days and the usual rates. */
+export async function activityStats(ctx: Ctx, q: { days?: number }) {
+  const days = Math.max(1, Math.min(365, Math.trunc(Number(q.days ?? 30)) || 30))
+  const since = new Date(Date.now() - days * 86_400_000)
+  const [counts, unique, emails] = await Promise.all([
+    repo.countsByName(ctx.store, ctx.projectId, STAT_EVENTS, since),
+    repo.uniqueEngagement(ctx.store, ctx.projectId, since),
+    repo.countEmails(ctx.store, ctx.projectId, { since }),
+  ])
+  const n = (k: string) => counts.get(k) ?? 0
+  const sent = n('email.sent')
+  const hard = n('email.bounce:hard')
+  return {
+    periodDays: days, since: since.toISOString(), emails,
+    sent, delivered: n('email.delivery'), opens: n('email.open'), uniqueOpens: unique.opened, clicks: n('email.click'), uniqueClicks: unique.clicked,
+    bounces: n('email.bounce'), hardBounces: hard, softBounces: n('email.bounce:soft'), complaints: n('email.complaint'),
+    received: n('email.received'), failed: n('email.failed'), subscribed: n('contact.subscribed'), unsubscribed: n('contact.unsubscribed'),
+    rates: {
+      delivery: ratio(n('email.delivery'), sent), open: ratio(unique.opened, sent), click: ratio(unique.clicked, sent),
+      bounce: ratio(hard, sent), complaint: ratio(n('email.complaint'), sent),
+    },
+  }
+}
+
+/** GET /activity/types: the activity types present in the project, most frequent first. */
+export async function activityTypes(ctx: Ctx) {
+  const [events, emails] = await Promise.all([
+    repo.eventTypesPresent(ctx.store, ctx.projectId, EVENT_TYPES),
+    repo.emailsPresent(ctx.store, ctx.projectId),
+  ])
+  const rows = events.map((r) => ({ type: r.name, count: r.n, last: r.last }))
+  if (emails.n && emails.last) rows.push({ type: 'email', count: emails.n, last: emails.last })
+  rows.sort((a, b) => b.count - a.count || a.type.localeCompare(b.type))
+  return { data: rows.map((r) => ({ type: r.type, count: r.count, lastSeenAt: r.last.toISOString() })) }
+}
+
+/** GET /activity/recent-count: feed items (emails queued and events) in the last `minutes` minutes. */
+export async function recentCount(ctx: Ctx, q: { minutes?: number }) {
+  const minutes = Math.max(1, Math.min(10_080, Math.trunc(Number(q.minutes ?? 60)) || 60))
+  const since = new Date(Date.now() - minutes * 60_000)
+  const [a, b] = await Promise.all([
+    repo.countEmails(ctx.store, ctx.projectId, { since }),
+    repo.countEvents(ctx.store, ctx.projectId, { types: EVENT_TYPES, since }),
+  ])
+  return { count: a + b, minutes, since: since.toISOString() }
+}

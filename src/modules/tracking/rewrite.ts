@@ -1,0 +1,62 @@
+/**
+ * Click and open tracking in an email's HTML, applied by the sending pipeline when the email is built
+ * for a project with tracking on (projects.tracking_enabled): every absolute http(s) link of an <a> or
+ * <area> becomes a signed click URL (the target is inside the token: src/mail/links.ts), and a 1x1
+ * pixel goes before </body>. With tracking off the HTML is returned unchanged: no pixel, no rewritten link.
+ *
+ * Left alone: mailto:, tel:, anchors and other non-http links, mailctl's own links (subscription pages and
+ * tracking URLs under MAILCTL_PUBLIC_URL), and any link whose tag carries `data-notrack`.
+ */
+import { clickUrl, isTrackableUrl, LINK_PATHS, openPixelUrl, type LinkDeps } from '../../mail/links'
+
+export interface RewriteInput<H extends string | null | undefined = string> {
+  emailId: string
+  html: H
+  trackingEnabled: boolean
+}
+
+const TAG_RE = /<(a|area)\b(?:[^>"']|"[^"]*"|'[^']*')*>/gi
+const HREF_RE = /(\shref\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))/i
+const NOTRACK_RE = /\sdata-notrack(?:[\s=>/]|$)/i
+
+const NAMED: Record<string, string> = { amp: '&', quot: '"', apos: "'", lt: '<', gt: '>', nbsp: '\u00a0' }
+
+/** Decodes the character references an attribute value may use (what a browser would follow). */
+export function decodeAttribute(value: string): string {
+  return value.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, ref: string) => {
+    if (ref[0] === '#') {
+      const code = ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10)
+      return Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
+    }
+    return NAMED[ref.toLowerCase()] ?? whole
+  })
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
+
+function ownLink(deps: LinkDeps, url: string): boolean {
+  const base = deps.config.publicUrl
+  if (!url.startsWith(base + '/')) return false
+  const path = url.slice(base.length)
+  return Object.values(LINK_PATHS).some((p) => path === p || path.startsWith(p + '/'))
+}
+
+/** The HTML with tracked links and the open pixel (unchanged when tracking is off or there is no HTML). */
+export function rewriteForTracking<H extends string | null | undefined>(deps: LinkDeps, input: RewriteInput<H>): H {
+  const html = input.html
+  if (!input.trackingEnabled || !html) return html
+  const withLinks = html.replace(TAG_RE, (tag) => {
+    if (NOTRACK_RE.test(tag)) return tag
+    const m = HREF_RE.exec(tag)
+    if (!m) return tag
+    const target = decodeAttribute(m[2] ?? m[3] ?? m[4] ?? '').trim()
+    if (!isTrackableUrl(target) || ownLink(deps, target)) return tag
+    const replaced = `${m[1]}"${escapeAttribute(clickUrl(deps, input.emailId, target))}"`
+    return tag.slice(0, m.index) + replaced + tag.slice(m.index + m[0].length)
+  })
+  const pixel = `<img src="${escapeAttribute(openPixelUrl(deps, input.emailId))}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`
+  const close = withLinks.search(/<\/body\s*>(?![\s\S]*<\/body\s*>)/i)
+  return (close >= 0 ? withLinks.slice(0, close) + pixel + withLinks.slice(close) : withLinks + pixel) as H
+}
