@@ -78,9 +78,11 @@ export async function need(value: string | undefined, what: { flag: string; mess
   if (value !== undefined && value !== '') return value
   if (!isInteractive()) throw new UsageError(`${what.flag} is required (no terminal to prompt on)`)
   const { input, password } = await import('@inquirer/prompts')
+  // Prompts draw on stderr: stdout carries only the command's output (one JSON document with --json).
+  const context = { output: process.stderr }
   const answer = what.secret
-    ? await password({ message: what.message, mask: '*' })
-    : await input({ message: what.message, required: true })
+    ? await password({ message: what.message, mask: '*' }, context)
+    : await input({ message: what.message, required: true }, context)
   if (!answer) throw new UsageError(`${what.flag} is required`)
   return answer
 }

@@ -199,6 +199,34 @@ describe('mailctl CLI (source, SQLite)', () => {
   })
 })
 
+const hasScript = Bun.spawnSync(['sh', '-c', 'command -v script']).exitCode === 0
+
+describe.skipIf(!hasScript)('mailctl CLI on a terminal (a pty from script(1))', () => {
+  test('user create without --password prompts for it (masked) and uses the answer', async () => {
+    const data = tempDir()
+    const p = Bun.spawn(['script', '-qec', `${SOURCE.join(' ')} user create --email tty@example.com --json`, '/dev/null'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MAILCTL_DATA_DIR: data, MAILCTL_LOG_LEVEL: 'warn' },
+      stdin: 'pipe', stdout: 'pipe', stderr: 'pipe',
+    })
+    p.stdin.write('typed password 1\r')
+    p.stdin.flush()
+    const code = await p.exited
+    p.stdin.end()
+    const screen = await new Response(p.stdout).text()
+    expect(code).toBe(0)
+    // (The terminal itself echoes input typed before the prompt starts; from the prompt on it is masked.)
+    const fromPrompt = screen.slice(screen.indexOf('? Password'))
+    expect(fromPrompt).toContain('Password ****************')
+    expect(fromPrompt).not.toContain('typed password 1')
+    expect(screen).toContain('"email": "tty@example.com"')
+    const store = openStore(`sqlite://${join(data, 'mailctl.db')}`)
+    const { users } = store.t
+    const [row] = await store.db.select().from(users).where(eq(users.email, 'tty@example.com'))
+    await store.close()
+    expect(await Bun.password.verify('typed password 1', row.passwordHash)).toBe(true)
+  })
+})
+
 describe.skipIf(!pgReachableSync())('mailctl CLI on PostgreSQL', () => {
   test('migrate, project create and keys rotate against DATABASE_URL=postgres://', async () => {
     const db = await freshPgDatabase()
