@@ -38,6 +38,8 @@ export interface ScriptContext {
   seen: number
   /** Sessions open now, this one included. */
   openSessions: number
+  /** Recipients accepted so far in this transaction (the one being checked at rcpt; all at data). */
+  rcpt: string[]
   raw?: Buffer
 }
 
@@ -53,6 +55,8 @@ export interface SinkOptions {
   /** Hide STARTTLS from EHLO (default: offered, with smtp-server's built-in self-signed certificate). */
   noTls?: boolean
   port?: number
+  /** Loopback address to listen on (default 127.0.0.1); several sinks can share a port on 127.0.0.x. */
+  host?: string
 }
 
 export interface Sink {
@@ -84,6 +88,15 @@ export function tempFailThenAccept(times: number, reply = '451 4.7.1 Greylisted,
 /** Every recipient is refused at RCPT TO with `reply`. */
 export function rejectRecipients(reply = '550 5.1.1 <user> No such user here'): Script {
   return (c) => (c.stage === 'rcpt' ? reply : null)
+}
+
+/** Routes by recipient domain: the first script whose domain matches decides; others accept. */
+export function byDomain(scripts: Record<string, Script>): Script {
+  return (c) => {
+    const domains = c.rcpt.map((r) => r.slice(r.lastIndexOf('@') + 1))
+    for (const [domain, script] of Object.entries(scripts)) if (domains.includes(domain)) return script(c)
+    return null
+  }
 }
 
 /** Refuses sessions beyond `max` open at once with a 421 greeting. */
@@ -130,7 +143,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
     onConnect(session, cb) {
       sink.openSessions++
       sink.maxOpenSessions = Math.max(sink.maxOpenSessions, sink.openSessions)
-      const reply = decide({ stage: 'connect', key: session.id, seen: 0, openSessions: sink.openSessions })
+      const reply = decide({ stage: 'connect', key: session.id, seen: 0, openSessions: sink.openSessions, rcpt: [] })
       cb(reply ? smtpError(reply) : null)
     },
     onClose() {
@@ -143,7 +156,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
     },
     onRcptTo(address, _session, cb) {
       const key = address.address.toLowerCase()
-      const reply = decide({ stage: 'rcpt', key, seen: count('rcpt', key), openSessions: sink.openSessions })
+      const reply = decide({ stage: 'rcpt', key, seen: count('rcpt', key), openSessions: sink.openSessions, rcpt: [key] })
       cb(reply ? smtpError(reply) : null)
     },
     onData(stream, session, cb) {
@@ -154,7 +167,8 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
         const head = raw.subarray(0, Math.max(0, raw.indexOf('\r\n\r\n'))).toString('latin1')
         const messageId = /^Message-ID:\s*(<[^>\r\n]+>)/im.exec(head)?.[1] ?? ''
         if (delayMs) await Bun.sleep(delayMs)
-        const reply = decide({ stage: 'data', key: messageId, seen: count('data', messageId), openSessions: sink.openSessions, raw })
+        const rcpt = session.envelope.rcptTo.map((r) => r.address.toLowerCase())
+        const reply = decide({ stage: 'data', key: messageId, seen: count('data', messageId), openSessions: sink.openSessions, rcpt, raw })
         if (!reply) {
           sink.accepted++
           sink.received.push({
@@ -163,7 +177,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
             raw,
             messageId,
             secure: session.secure,
-            clientHostname: session.clientHostname ?? '',
+            clientHostname: session.hostNameAppearsAs ?? '',
             user: sessionUser(session),
             session: session.id,
           })
@@ -173,14 +187,16 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
       })
     },
   })
-  server.on('error', () => { /* client resets are normal in tests */ })
   const port = await new Promise<number>((resolve, reject) => {
-    const srv = server.listen(opts.port ?? 0, '127.0.0.1', () => {
+    server.once('error', reject)
+    const srv = server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
+      server.off('error', reject)
       const addr = srv.address()
       if (addr && typeof addr === 'object') resolve(addr.port)
       else reject(new Error('sink did not bind'))
     })
   })
+  server.on('error', () => { /* client resets are normal in tests */ })
 
   const sink: Sink = {
     port,

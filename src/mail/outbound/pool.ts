@@ -4,6 +4,7 @@
  * (opportunistic: certificates are not checked, an upgrade failure continues in clear, as MTAs do);
  * implicit TLS for smtps:// smart hosts.
  */
+import { isIP } from 'node:net'
 import SMTPConnection from 'nodemailer/lib/smtp-connection'
 import type { SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection'
 import { parseReply, type SmtpReply } from './replies'
@@ -83,14 +84,16 @@ export class SmtpConn {
 
   /** Connects (and authenticates); rejects with a ConnectError. */
   static open(target: SmtpTarget, opts: PoolOptions): Promise<SmtpConn> {
+    // SNI takes a host name, never an address.
+    const servername = target.servername && !isIP(target.servername) ? target.servername : undefined
     const conn = new SMTPConnection({
       host: target.host,
       port: target.port,
       secure: target.secure ?? false,
-      servername: target.servername,
+      servername,
       name: opts.name,
       opportunisticTLS: true,
-      tls: { rejectUnauthorized: false, ...(target.servername ? { servername: target.servername } : {}) },
+      tls: { rejectUnauthorized: false, ...(servername ? { servername } : {}) },
       connectionTimeout: opts.connectTimeoutMs ?? 30_000,
       greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
       socketTimeout: opts.socketTimeoutMs ?? 300_000,

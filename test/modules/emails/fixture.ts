@@ -10,6 +10,7 @@ import { ctxFor } from '../../../src/deps'
 import { createResolver } from '../../../src/dns'
 import { createDomain, verifyDomain } from '../../../src/modules/domains/service'
 import { createOutbound, type OutboundOptions } from '../../../src/mail/outbound'
+import { createLogger } from '../../../src/log'
 import type { OutboundPipeline } from '../../../src/mail/outbound/deliver'
 import type { NewProject } from '../../../src/modules/projects/service'
 
@@ -45,15 +46,16 @@ export async function dkimOf(raw: Buffer, dns: TestDns) {
 }
 
 export function pipelineFor(env: TestEnv, opts: OutboundOptions = {}): OutboundPipeline {
-  const p = createOutbound(env.deps, { signerThreads: 0, pollMs: 50, throttleDelayMs: 100, ...opts })
+  const p = createOutbound(env.deps, { signerThreads: 0, pollMs: 50, throttleDelayMs: 100, ...(process.env.DEBUG_OUTBOUND ? { log: createLogger('debug') } : {}), ...opts })
   env.onStop(() => p.stop())
   return p
 }
 
-export async function projectWithDomain(env: TestEnv, dns: TestDns, domain: string): Promise<NewProject> {
+/** A project with `domain` verified (through the test DNS); `from` is an address on it. */
+export async function projectWithDomain(env: TestEnv, dns: TestDns, domain: string): Promise<NewProject & { domain: string; domainId: string; from: string }> {
   const p = await env.project()
-  await verifiedDomain(env, dns, p.id, domain)
-  return p
+  const domainId = await verifiedDomain(env, dns, p.id, domain)
+  return { ...p, domain, domainId, from: `hello@${domain}` }
 }
 
 export { startTestDns }

@@ -1,0 +1,332 @@
+import { beforeAll, expect, test } from 'bun:test'
+import { and, eq } from 'drizzle-orm'
+import { randomBytes } from 'node:crypto'
+import { forEachStore } from '../helpers/env'
+import { byDomain, rejectRecipients, startSink, tempFailThenAccept, tooManyConnections } from '../helpers/smtp'
+import { nullMx } from '../helpers/dns'
+import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
+import { ctxFor } from '../../src/deps'
+import { createTemplate } from '../../src/modules/templates/service'
+import { createTransport } from '../../src/mail/outbound'
+import { CaptureTransport, listCaptured } from '../../src/mail/outbound/capture'
+import { deferredEntries, queueStats } from '../../src/mail/outbound/queue'
+import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
+import { returnPathDomain } from '../../src/modules/domains/service'
+
+/**
+ * Delivery through real SMTP sinks found through a real DNS server on loopback: what arrives (DKIM,
+ * VERP, rendering, attachments, List-Unsubscribe), retries, bounces, throttling, MX fallback, the smart
+ * host, capture, expiry and the records and events each outcome leaves.
+ */
+
+interface ParsedMail {
+  subject?: string
+  html: string | false
+  text?: string
+  headers: Map<string, unknown>
+  attachments: Array<{ filename?: string; content: Buffer; contentType: string; contentId?: string; contentDisposition?: string }>
+}
+const { simpleParser } = require('mailparser') as { simpleParser: (raw: Buffer) => Promise<ParsedMail> }
+
+const rnd = () => Math.random().toString(36).slice(2, 8)
+const dns = await startTestDns()
+const main = await startSink({
+  script: byDomain({
+    'greylist.test': tempFailThenAccept(2),
+    'reject.test': rejectRecipients('550 5.1.1 <user> No such user here'),
+    'policy.test': (c) => (c.stage === 'data' ? '550 5.7.1 Message rejected as spam' : null),
+    'hint.test': (c) => (c.stage === 'data' ? '451 4.7.1 Greylisted, please try again in 300 seconds' : null),
+  }),
+})
+// Same port on other loopback addresses: MX records choose the sink, MAILCTL_MX_PORT stays one number.
+const busy = await startSink({ host: '127.0.0.3', port: main.port, script: tooManyConnections(2), delayMs: 30 })
+const relay = await startSink({ host: '127.0.0.4', auth: { user: 'relayuser', pass: 's3cret' } })
+
+for (const d of ['dest.test', 'greylist.test', 'reject.test', 'policy.test', 'hint.test']) mxTo(dns, d)
+mxTo(dns, 'busy.test', '127.0.0.3')
+mxTo(dns, 'fallback.test', '127.0.0.2', 'mx1.fallback.test', 10) // nothing listens on 127.0.0.2
+mxTo(dns, 'fallback.test', '127.0.0.1', 'mx2.fallback.test', 20)
+dns.set('amx.test', [{ type: 'A', address: '127.0.0.1' }])
+dns.set('nullmx.test', [nullMx()])
+
+async function until(cond: () => Promise<boolean> | boolean, timeoutMs = 20_000, what = 'condition') {
+  const end = Date.now() + timeoutMs
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(25)
+  }
+}
+
+forEachStore('outbound delivery', (env) => {
+  let p: Awaited<ReturnType<typeof projectWithDomain>>
+
+  beforeAll(async () => {
+    p = await projectWithDomain(env, dns, `out-${rnd()}.test`)
+  })
+
+  async function send(body: Record<string, unknown>, key = p.secretKey): Promise<string[]> {
+    const res = await env.request('POST', '/v1/send', { key, body: { from: p.from, subject: 'Hello', body: '<p>Hi</p>', ...body } })
+    if (res.status !== 200) throw new Error(`send failed: ${res.status} ${res.text}`)
+    return res.body.data.emails.map((e: { email: string }) => e.email)
+  }
+  const email = async (id: string) => {
+    const { emails } = env.store.t
+    return (await env.store.db.select().from(emails).where(eq(emails.id, id)))[0]
+  }
+  const eventsOf = async (id: string) => {
+    const { events } = env.store.t
+    return env.store.db.select().from(events).where(eq(events.emailId, id))
+  }
+  const queueRow = async (id: string) => {
+    const { outboundQueue } = env.store.t
+    return (await env.store.db.select().from(outboundQueue).where(eq(outboundQueue.emailId, id)))[0] ?? null
+  }
+  const mid = (id: string, domain = p.domain) => `<${id}@${domain}>`
+  const statusIs = (id: string, status: string) => async () => (await email(id))?.status === status
+
+  test('what arrives: DKIM passes against the published key, VERP return-path, rendered variables, intact attachments', async () => {
+    const bytes = randomBytes(3000)
+    const png = randomBytes(200)
+    const [id] = await send({
+      to: { name: 'Rcpt Person', email: `r.${rnd()}@dest.test` },
+      subject: 'Order {{order}} for {{name}}',
+      body: '<p>Dear {{name}}, total {{total}}</p><img src="cid:logo@x">',
+      data: { name: 'Ann <b>&', order: 42, total: { value: '9.99', persistent: false } },
+      reply: 'help@example.org',
+      attachments: [
+        { filename: 'data.bin', content: bytes.toString('base64'), contentType: 'application/octet-stream' },
+        { filename: 'logo.png', content: png.toString('base64'), contentType: 'image/png', contentId: 'logo@x', disposition: 'inline' },
+      ],
+    })
+    const pl = pipelineFor(env)
+    await pl.drain()
+    const [msg] = main.byMessageId(mid(id))
+    expect(msg).toBeDefined()
+    expect(main.byMessageId(mid(id))).toHaveLength(1)
+    // Envelope: the VERP address on the verified bounce subdomain, naming this email.
+    expect(msg.from).toBe(verpAddress(env.deps, id, returnPathDomain(p.domain)))
+    expect(parseVerp(env.deps, msg.from)).toEqual({ emailId: id, domain: returnPathDomain(p.domain) })
+    expect(parseVerp(env.deps, msg.from.replace(/\.[0-9a-f]{10}@/, '.0000000000@'))).toBeNull()
+    expect(msg.clientHostname).toBe(env.config.hostname)
+    expect(msg.secure).toBe(true) // opportunistic STARTTLS: the sink offers it
+    // DKIM, verified by mailauth with the key published in DNS.
+    const [dkim] = await dkimOf(msg.raw, dns)
+    expect(dkim.status.result).toBe('pass')
+    expect(dkim.signingDomain).toBe(p.domain)
+    expect(dkim.format).toBe('relaxed/relaxed')
+    const signed = String(dkim.signingHeaders?.keys).toLowerCase()
+    for (const h of ['from', 'to', 'subject', 'date', 'message-id', 'reply-to']) expect(signed).toContain(`${h}:`)
+    const parsed = await simpleParser(msg.raw)
+    expect(parsed.subject).toBe('Order 42 for Ann <b>&')
+    expect(parsed.html).toContain('Dear Ann &lt;b&gt;&amp;, total 9.99')
+    expect(parsed.text).toContain('Dear Ann <b>&, total 9.99')
+    expect(msg.raw.toString('latin1')).not.toMatch(/^List-Unsubscribe/im)
+    const bin = parsed.attachments.find((a) => a.filename === 'data.bin')!
+    expect(Buffer.compare(bin.content, bytes)).toBe(0)
+    const logo = parsed.attachments.find((a) => a.contentId === '<logo@x>')!
+    expect(Buffer.compare(logo.content, png)).toBe(0)
+    // The record and the events.
+    const row = await email(id)
+    expect(row).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredTo: 'mx.dest.test[127.0.0.1]:' + main.port })
+    expect(row.sentAt).toBeInstanceOf(Date)
+    expect(row.deliveredAt).toBeInstanceOf(Date)
+    expect(row.attachments!.every((a) => a.content === null && a.size > 0)).toBe(true)
+    expect(await queueRow(id)).toBeNull()
+    const evs = await eventsOf(id)
+    expect(evs.map((e) => e.name).sort()).toEqual(['email.delivery', 'email.sent'])
+    expect(evs.find((e) => e.name === 'email.delivery')!.data).toMatchObject({ emailId: id, messageId: mid(id), subject: 'Order 42 for Ann <b>&', from: p.from, sourceType: 'send', smtpCode: 250, tls: true })
+  })
+
+  test('marketing mail carries one-click List-Unsubscribe and List-Unsubscribe-Post, both DKIM-signed', async () => {
+    const tpl = await createTemplate(ctxFor(env.deps, p.id, { kind: 'cli' }), { name: 'News', subject: 'News', body: '<p>News</p>', from: p.from, type: 'MARKETING' })
+    const [id] = await send({ to: `m.${rnd()}@dest.test`, template: tpl.id, subject: undefined, body: undefined, from: undefined })
+    await pipelineFor(env).drain()
+    const [msg] = main.byMessageId(mid(id))
+    const head = msg.raw.toString('latin1').split('\r\n\r\n')[0].replace(/\r\n[ \t]+/g, ' ')
+    const lu = /^List-Unsubscribe: <([^>]+)>$/m.exec(head)?.[1]
+    expect(lu).toStartWith(`${env.config.publicUrl}/unsubscribe/`)
+    expect(head).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m)
+    const [dkim] = await dkimOf(msg.raw, dns)
+    expect(dkim.status.result).toBe('pass')
+    expect(String(dkim.signingHeaders?.keys).toLowerCase()).toContain('list-unsubscribe-post:')
+    expect(String(dkim.signingHeaders?.keys).toLowerCase()).toContain('list-unsubscribe:')
+  })
+
+  test('451 twice then 250: the message arrives once, after retries honouring the server\'s hint', async () => {
+    const to = `g.${rnd()}@greylist.test`
+    const [id] = await send({ to })
+    const pl = pipelineFor(env)
+    pl.start()
+    await until(statusIs(id, 'DELIVERED'), 20_000, 'greylisted delivery')
+    await pl.stop()
+    expect(main.byMessageId(mid(id))).toHaveLength(1)
+    expect(main.attempts.filter((a) => a.key === mid(id))).toHaveLength(2)
+    const row = await email(id)
+    expect(row.attempts).toBe(3)
+    expect((await eventsOf(id)).map((e) => e.name).sort()).toEqual(['email.delivery', 'email.sent'])
+  })
+
+  test('550 at RCPT: hard bounce with the SMTP reply, the address suppressed, no retry, subscription untouched', async () => {
+    const to = `gone.${rnd()}@reject.test`
+    const [id] = await send({ to, subscribed: true })
+    const pl = pipelineFor(env)
+    await pl.drain()
+    const row = await email(id)
+    expect(row).toMatchObject({ status: 'BOUNCED', bounceType: 'hard', attempts: 1 })
+    expect(row.lastReply).toContain('550 5.1.1')
+    expect(await queueRow(id)).toBeNull()
+    const bounce = (await eventsOf(id)).find((e) => e.name === 'email.bounce')!
+    expect(bounce.data).toMatchObject({ bounceType: 'hard', smtpCode: 550, enhancedCode: '5.1.1', suppressed: true, emailId: id })
+    expect(String(bounce.data.reply)).toContain('No such user')
+    const { suppressions, contacts } = env.store.t
+    const [s] = await env.store.db.select().from(suppressions).where(and(eq(suppressions.projectId, p.id), eq(suppressions.email, to)))
+    expect(s).toMatchObject({ reason: 'bounce', emailId: id })
+    expect(s.detail).toContain('550 5.1.1')
+    const [c] = await env.store.db.select().from(contacts).where(and(eq(contacts.projectId, p.id), eq(contacts.email, to)))
+    expect(c.subscribed).toBe(true)
+    // No retry: nothing more reaches the server for this address.
+    await pl.drain()
+    expect(main.attempts.filter((a) => a.key === to)).toHaveLength(1)
+    // The next send is refused for this address and says why; GET /suppressions shows it.
+    const again = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to, from: p.from, subject: 's', body: 'b' } })
+    expect(again.body.data).toMatchObject({ emails: [], suppressed: [{ contact: { email: to }, reason: 'bounce' }] })
+    const list = await env.request('GET', '/suppressions?reason=bounce', { key: p.secretKey })
+    expect(list.body.data.map((x: { email: string }) => x.email)).toContain(to)
+  })
+
+  test('a content refusal (550 5.7.1) bounces without suppressing the address', async () => {
+    const to = `spam.${rnd()}@policy.test`
+    const [id] = await send({ to })
+    await pipelineFor(env).drain()
+    expect(await email(id)).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
+    expect((await eventsOf(id)).find((e) => e.name === 'email.bounce')!.data).toMatchObject({ suppressed: false, enhancedCode: '5.7.1' })
+    const { suppressions } = env.store.t
+    expect(await env.store.db.select().from(suppressions).where(eq(suppressions.email, to))).toEqual([])
+  })
+
+  test('a temporary failure is retried at the time the server asked for, and shows in the queue stats', async () => {
+    const to = `later.${rnd()}@hint.test`
+    const [id] = await send({ to })
+    await pipelineFor(env).drain()
+    const q = await queueRow(id)
+    const row = await email(id)
+    expect(row).toMatchObject({ status: 'SENDING', attempts: 1 })
+    expect(row.lastReply).toContain('try again in 300 seconds')
+    expect(q).toMatchObject({ attempts: 1, lockedBy: null })
+    const delay = q!.runAt.getTime() - row.updatedAt.getTime()
+    expect(delay).toBeGreaterThanOrEqual(299_000)
+    expect(delay).toBeLessThanOrEqual(301_000)
+    const stats = await queueStats(env.store)
+    expect(stats.deferred).toBeGreaterThanOrEqual(1)
+    expect(stats.nextRetryAt).toBeInstanceOf(Date)
+    expect((await deferredEntries(env.store, 100)).map((d) => d.emailId)).toContain(id)
+    expect((await eventsOf(id)).map((e) => e.name)).toEqual([])
+    // Once the retry period is over, the next failure gives up: a soft bounce, no suppression.
+    const { outboundQueue } = env.store.t
+    await env.store.tx((db) => db.update(outboundQueue).set({ runAt: new Date(Date.now() - 1000), expiresAt: new Date(Date.now() - 1000) }).where(eq(outboundQueue.emailId, id)))
+    await pipelineFor(env).drain()
+    expect(await email(id)).toMatchObject({ status: 'BOUNCED', bounceType: 'soft', attempts: 2 })
+    expect((await eventsOf(id)).map((e) => [e.name, e.data.bounceType, e.data.suppressed])).toEqual([['email.bounce', 'soft', false]])
+    expect(await queueRow(id)).toBeNull()
+  })
+
+  test('421 "too many connections": the destination\'s concurrency backs off and every message arrives once', async () => {
+    const ids = await send({ to: Array.from({ length: 16 }, (_, i) => `b${i}.${rnd()}@busy.test`) })
+    const pl = pipelineFor(env)
+    pl.start()
+    await until(async () => (await Promise.all(ids.map((id) => email(id)))).every((r) => r.status === 'DELIVERED'), 30_000, 'throttled deliveries')
+    await pl.stop()
+    for (const id of ids) expect(busy.byMessageId(mid(id))).toHaveLength(1)
+    expect(busy.attempts.some((a) => a.stage === 'connect' && a.reply.startsWith('421'))).toBe(true)
+    const dest = pl.transport.destinations().find((d) => d.key === 'mx.busy.test')!
+    expect(dest.limit).toBeLessThan(8)
+  })
+
+  test('MX hosts are tried in preference order: an unreachable primary falls back to the secondary', async () => {
+    const [id] = await send({ to: `f.${rnd()}@fallback.test` })
+    await pipelineFor(env, { smtp: { connectTimeoutMs: 2000 } }).drain()
+    expect(await email(id)).toMatchObject({ status: 'DELIVERED', deliveredTo: `mx2.fallback.test[127.0.0.1]:${main.port}` })
+    expect(main.byMessageId(mid(id))).toHaveLength(1)
+  })
+
+  test('no MX record: the domain\'s own address (implicit MX)', async () => {
+    const [id] = await send({ to: `a.${rnd()}@amx.test` })
+    await pipelineFor(env).drain()
+    expect(await email(id)).toMatchObject({ status: 'DELIVERED', deliveredTo: `amx.test[127.0.0.1]:${main.port}` })
+  })
+
+  test('null MX and unknown domains bounce at once; a DNS failure is retried', async () => {
+    // Unique names: the delivery resolver caches answers for their TTL, process-wide.
+    const flaky = `sf-${rnd()}.test`
+    dns.fail(flaky, 'SERVFAIL')
+    const [nullId, nxId, tempId] = await send({ to: [`n.${rnd()}@nullmx.test`, `x.${rnd()}@nx-${rnd()}.test`, `t.${rnd()}@${flaky}`] })
+    await pipelineFor(env).drain()
+    expect(await email(nullId)).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
+    expect((await email(nullId)).lastReply).toContain('556 5.1.10')
+    expect(await email(nxId)).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
+    expect((await email(nxId)).lastReply).toContain('does not exist')
+    const temp = await email(tempId)
+    expect(temp.status).toBe('SENDING')
+    expect(temp.lastReply).toContain('4.4.3')
+    expect((await queueRow(tempId))!.attempts).toBe(1)
+    // DNS answers again: the retry delivers.
+    dns.fail(flaky, null)
+    mxTo(dns, flaky)
+    const { outboundQueue } = env.store.t
+    await env.store.tx((db) => db.update(outboundQueue).set({ runAt: new Date(Date.now() - 1000) }).where(eq(outboundQueue.emailId, tempId)))
+    await pipelineFor(env).drain()
+    expect(await email(tempId)).toMatchObject({ status: 'DELIVERED', attempts: 2 })
+  })
+
+  test('smart host: relayed with AUTH, recorded as SENT (not delivered); a wrong password defers', async () => {
+    const [id] = await send({ to: `sh.${rnd()}@dest.test` })
+    const transport = createTransport({ ...env.config, outbound: `smtp://relayuser:s3cret@127.0.0.4:${relay.port}` })
+    await pipelineFor(env, { transport }).drain()
+    const [msg] = relay.byMessageId(mid(id))
+    expect(msg.user).toBe('relayuser')
+    expect(msg.from).toBe(verpAddress(env.deps, id, returnPathDomain(p.domain)))
+    expect((await dkimOf(msg.raw, dns))[0].status.result).toBe('pass')
+    expect(await email(id)).toMatchObject({ status: 'SENT', deliveredTo: `127.0.0.4:${relay.port}` })
+    expect((await eventsOf(id)).map((e) => e.name)).toEqual(['email.sent'])
+    const [id2] = await send({ to: `sh2.${rnd()}@dest.test` })
+    const bad = createTransport({ ...env.config, outbound: `smtp://relayuser:wrong@127.0.0.4:${relay.port}` })
+    await pipelineFor(env, { transport: bad }).drain()
+    expect(await email(id2)).toMatchObject({ status: 'SENDING', attempts: 1 })
+    expect((await email(id2)).lastReply).toContain('535')
+    await env.store.tx((db) => db.delete(env.store.t.outboundQueue).where(eq(env.store.t.outboundQueue.emailId, id2)))
+  })
+
+  test('capture: the signed message is stored instead of delivered and listed', async () => {
+    const [id] = await send({ to: `cap.${rnd()}@dest.test`, subject: 'Captured {{x}}', data: { x: 'yes' } })
+    await pipelineFor(env, { transport: new CaptureTransport() }).drain()
+    expect(await email(id)).toMatchObject({ status: 'SENT', deliveredTo: 'capture' })
+    expect(main.byMessageId(mid(id))).toEqual([])
+    const [cap] = (await listCaptured(env.store, { projectId: p.id, withRaw: true })).filter((c) => c.emailId === id)
+    expect(cap).toMatchObject({ kind: 'outbound', to: expect.stringMatching(/^cap\./), subject: 'Captured yes' })
+    expect(cap.raw).toContain('DKIM-Signature:')
+    expect((await dkimOf(Buffer.from(cap.raw!, 'latin1'), dns))[0].status.result).toBe('pass')
+  })
+
+  test('a sender domain no longer verified at delivery time fails the email (email.failed)', async () => {
+    const q = await projectWithDomain(env, dns, `gone-${rnd()}.test`)
+    const [id] = await send({ to: `x.${rnd()}@dest.test`, from: q.from }, q.secretKey)
+    const { domains } = env.store.t
+    await env.store.tx((db) => db.update(domains).set({ verified: false, updatedAt: new Date() }).where(eq(domains.id, q.domainId)))
+    await pipelineFor(env).drain()
+    expect(await email(id)).toMatchObject({ status: 'FAILED' })
+    const [ev] = await eventsOf(id)
+    expect(ev.name).toBe('email.failed')
+    expect(String(ev.data.reason)).toContain('no longer verified')
+  })
+
+  test('status only moves forward: a late delivery outcome does not undo an open', async () => {
+    const [id] = await send({ to: `fw.${rnd()}@dest.test` })
+    const { emails } = env.store.t
+    await env.store.tx((db) => db.update(emails).set({ status: 'OPENED' }).where(eq(emails.id, id)))
+    await pipelineFor(env).drain()
+    const row = await email(id)
+    expect(row.status).toBe('OPENED')
+    expect(row.deliveredAt).toBeInstanceOf(Date)
+  })
+}, { dnsServers: [dns.server], mxPort: main.port, outbound: 'direct' })
+
