@@ -13,6 +13,7 @@ import { register as keys } from './commands/keys'
 import { register as domain } from './commands/domain'
 import { register as doctor } from './commands/doctor'
 import { register as contacts } from './commands/contacts'
+import { register as suppression } from './commands/suppression'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -23,6 +24,7 @@ const AREAS: Array<(program: Command) => void> = [
   domain,
   doctor,
   contacts,
+  suppression,
 ]
 
 export function buildProgram(): Command {

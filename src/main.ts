@@ -13,6 +13,8 @@ import { buildApp } from './http/app'
 import { Worker } from './jobs/queue'
 import { allJobs } from './jobs/registry'
 import { startOutbound } from './mail/outbound'
+import { startInbound } from './mail/inbound/receiver'
+import { startRelay } from './mail/relay'
 
 /** The JWT/link signing secret: from config, else generated once into the data dir. */
 export function loadSecret(config: Config): string {
@@ -71,6 +73,12 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
     stops.push(() => worker.stop())
     const outbound = await startOutbound(deps)
     stops.push(() => outbound.stop())
+  }
+  if (roles.includes('smtp')) {
+    const inbound = await startInbound(deps)
+    if (inbound) stops.push(() => inbound.close())
+    const relay = await startRelay(deps)
+    if (relay) stops.push(() => relay.close())
   }
   return {
     deps,

@@ -16,6 +16,8 @@ import { notifyEvents, type EventRow } from '../events/stream'
 import { withIdempotency } from '../idempotency/service'
 import { suppressedAmong } from '../suppressions/service'
 import { getTemplate } from '../templates/service'
+import { trackingEnabled } from '../tracking/repo'
+import { rewriteForTracking } from '../tracking/rewrite'
 import type { Template } from '../templates/model'
 import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type ActivityQuery, type EmailRecord, type SendBody } from './model'
 import * as repo from './repo'
@@ -61,6 +63,8 @@ export interface NewEmail {
 export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<EmailRow[]> {
   const now = ctx.now
   const expiresAt = new Date(now.getTime() + MAX_QUEUE_LIFETIME_MS)
+  // Open and click tracking (projects.tracking_enabled): signed click links and the pixel go in here.
+  const tracking = items.length ? await trackingEnabled(ctx.store, ctx.projectId) : false
   const rows: EmailRow[] = []
   const queue: QueueRow[] = []
   for (const it of items) {
@@ -72,7 +76,7 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
       sourceType: it.sourceType, sourceId: it.sourceId ?? null, type: it.type, domainId: it.domainId,
       messageId: `<${id}@${domainOf(fromAddress)}>`,
       fromAddress, fromName: it.from.name ?? null, toAddress, toName: it.to.name ?? null, replyTo: it.replyTo ?? null,
-      subject: it.subject, html: it.html, text: it.text, headers: it.headers ?? {},
+      subject: it.subject, html: rewriteForTracking(ctx.deps, { emailId: id, html: it.html, trackingEnabled: tracking }), text: it.text, headers: it.headers ?? {},
       attachments: it.attachments?.length ? it.attachments : null, listUnsubscribe: it.listUnsubscribe,
       status: 'PENDING', attempts: 0, lastReply: null, deliveredTo: null, bounceType: null, size: null,
       sentAt: null, deliveredAt: null, openedAt: null, clickedAt: null, bouncedAt: null, complainedAt: null, failedAt: null,
