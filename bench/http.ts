@@ -57,7 +57,7 @@ try {
     buf += new TextDecoder().decode(value)
   }
   const info = JSON.parse(buf.slice(0, buf.indexOf('\n'))) as { hello: number; api: number; secretKey: string }
-  const targets = [
+  const targets: Array<{ name: string; url: string; headers: Record<string, string> }> = [
     { name: 'hello (bare Elysia)', url: `http://127.0.0.1:${info.hello}/`, headers: {} },
     { name: 'GET /contacts?limit=1 (sk_ key)', url: `http://127.0.0.1:${info.api}/contacts?limit=1`, headers: { authorization: `Bearer ${info.secretKey}` } },
     { name: 'GET /health (core, no key)', url: `http://127.0.0.1:${info.api}/health`, headers: {} },
