@@ -5,16 +5,42 @@ import type { Db, Store } from '../../db/client'
 
 export type ContactRow = typeof import('../../db/schema').pgSchema.contacts.$inferSelect
 
+// ---------------------------------------------------------------------------------------------------
+// The upsert hot path (every track, send and relay recipient). On SQLite it runs as statements compiled
+// once on the writer connection (bun:sqlite caches `query()`), off drizzle's query builder: building a
+// query cost several times more than running it. PostgreSQL keeps drizzle.
+
+interface SqliteStatement { get(...p: unknown[]): unknown; all(...p: unknown[]): unknown[]; run(...p: unknown[]): { changes: number } }
+interface SqliteClient { query(text: string): SqliteStatement }
+
+/** The bun:sqlite connection under a drizzle handle (inside `store.tx`: the writer). */
+export function sqliteClient(db: Db): SqliteClient {
+  return (db as unknown as { $client: SqliteClient }).$client
+}
+
+interface RawContact { id: string; project_id: string; email: string; subscribed: number; data: string; created_at: number; updated_at: number }
+
+const CONTACT_COLS = 'id, project_id, email, subscribed, data, created_at, updated_at'
+
+function fromRaw(r: RawContact): ContactRow {
+  return {
+    id: r.id, projectId: r.project_id, email: r.email, subscribed: r.subscribed === 1, data: JSON.parse(r.data) as Record<string, unknown>,
+    createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at),
+  }
+}
+
 /**
  * The contact row of (project, email); on PostgreSQL the row is locked (FOR UPDATE) so that a
  * read-modify-write of its data and subscription inside `db`'s transaction is not lost to a concurrent
  * writer. SQLite has one writer, so the transaction already excludes others.
  */
 export async function findByEmailForUpdate(store: Store, db: Db, projectId: string, email: string): Promise<ContactRow | null> {
+  if (store.dialect === 'sqlite') {
+    const r = sqliteClient(db).query(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND email = ?`).get(projectId, email) as RawContact | null
+    return r ? fromRaw(r) : null
+  }
   const c = store.t.contacts
-  let q = db.select().from(c).where(and(eq(c.projectId, projectId), eq(c.email, email))).limit(1)
-  if (store.dialect === 'pg') q = q.for('update') as typeof q
-  const [row] = await q
+  const [row] = await db.select().from(c).where(and(eq(c.projectId, projectId), eq(c.email, email))).limit(1).for('update')
   return row ?? null
 }
 
@@ -29,9 +55,25 @@ export async function findByEmailsForUpdate(store: Store, db: Db, projectId: str
 
 /** Inserts the contact unless (project, email) exists; null when another writer got there first. */
 export async function insertIfAbsent(store: Store, db: Db, row: ContactRow): Promise<ContactRow | null> {
+  if (store.dialect === 'sqlite') {
+    const r = sqliteClient(db).query(`INSERT INTO contacts (${CONTACT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, email) DO NOTHING`)
+      .run(row.id, row.projectId, row.email, row.subscribed ? 1 : 0, JSON.stringify(row.data), row.createdAt.getTime(), row.updatedAt.getTime())
+    return r.changes === 1 ? row : null
+  }
   const c = store.t.contacts
   const rows = await db.insert(c).values(row).onConflictDoNothing({ target: [c.projectId, c.email] }).returning()
   return rows[0] ?? null
+}
+
+/** Writes subscribed, data and updated_at of `row` (the upsert's update). */
+export async function saveState(store: Store, db: Db, row: ContactRow): Promise<void> {
+  if (store.dialect === 'sqlite') {
+    sqliteClient(db).query('UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE project_id = ? AND id = ?')
+      .run(row.subscribed ? 1 : 0, JSON.stringify(row.data), row.updatedAt.getTime(), row.projectId, row.id)
+    return
+  }
+  const c = store.t.contacts
+  await db.update(c).set({ subscribed: row.subscribed, data: row.data, updatedAt: row.updatedAt }).where(and(eq(c.projectId, row.projectId), eq(c.id, row.id)))
 }
 
 /** Inserts many; returns the rows actually inserted (those whose email was free). */

@@ -71,8 +71,8 @@ async function upsertIn(ctx: Ctx, db: Db, input: UpsertInput, opts: UpsertOption
   }
   const { set, flip, templateData } = planUpdate(existing, input)
   if (!set.data && !flip) return { contact: existing, isNew: false, isUpdate: true, templateData, events: [] }
-  set.updatedAt = new Date()
-  const contact = (await repo.updateById(store, db, projectId, existing.id, set)) ?? { ...existing, ...set }
+  const contact: ContactRow = { ...existing, ...set, updatedAt: new Date() }
+  await repo.saveState(store, db, contact)
   const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(existing.id, input.subscribed!)]) : []
   return { contact, isNew: false, isUpdate: true, templateData, events }
 }
@@ -126,8 +126,9 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     if (!row) throw new Error(`contact ${emails[i]} vanished during upsert`)
     const { set, flip } = planUpdate(row, inputs[i])
     if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
-    set.updatedAt = now
-    contacts[i] = (await repo.updateById(store, db, projectId, row.id, set)) ?? { ...row, ...set }
+    const next: ContactRow = { ...row, ...set, updatedAt: now }
+    await repo.saveState(store, db, next)
+    contacts[i] = next
     outcomes[i] = 'updated'
     if (flip) newEvents.push(subscriptionEvent(row.id, inputs[i].subscribed!))
   }

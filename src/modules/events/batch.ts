@@ -1,4 +1,3 @@
-import { sql } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /**
@@ -47,15 +46,19 @@ export class GroupCommit {
         const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = []
         try {
           await this.store.tx(async (db) => {
+            const client = (db as unknown as { $client: { query(q: string): { run(): unknown } } }).$client
+            const savepoint = client.query('SAVEPOINT group_commit')
+            const release = client.query('RELEASE group_commit')
+            const rollback = client.query('ROLLBACK TO group_commit')
             for (const p of batch) {
-              await this.store.exec(sql`SAVEPOINT group_commit`, db)
+              savepoint.run()
               try {
                 const value = await p.fn(db)
-                await this.store.exec(sql`RELEASE group_commit`, db)
+                release.run()
                 outcomes.push({ ok: true, value })
               } catch (error) {
-                await this.store.exec(sql`ROLLBACK TO group_commit`, db)
-                await this.store.exec(sql`RELEASE group_commit`, db)
+                rollback.run()
+                release.run()
                 outcomes.push({ ok: false, error })
               }
             }

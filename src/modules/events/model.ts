@@ -20,9 +20,7 @@ export const TrackResult = t.Object({
   }),
 })
 
-export const IdempotencyHeaders = t.Object({
-  'idempotency-key': t.Optional(t.String({ description: '1-255 printable ASCII; a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED' })),
-})
+export const IdempotencyKey = t.String({ minLength: 1, maxLength: 255, description: '1-255 printable ASCII; a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED (nothing is performed again)' })
 
 export const Event = t.Object({
   id: t.String(),

@@ -7,7 +7,7 @@ import { typedValue } from '../../../src/modules/contacts/import'
 
 function form(csv: string | Uint8Array, name = 'contacts.csv') {
   const f = new FormData()
-  f.append('file', new Blob([csv], { type: 'text/csv' }), name)
+  f.append('file', new Blob([csv as BlobPart], { type: 'text/csv' }), name)
   return f
 }
 

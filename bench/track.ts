@@ -1,0 +1,100 @@
+/**
+ * POST /v1/track over real HTTP on SQLite, new and existing contacts mixed, 64 keep-alive connections.
+ * Target (issue 3): >= 10,000 requests/s sustained with p99 < 25 ms, durable: an answered event survives
+ * kill -9 of the server.
+ *
+ *   node_modules/.bin/bun bench/track.ts
+ *   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_SYNC=FULL,NORMAL BENCH_LOG_LEVEL=info BENCH_NEW_RATIO=0.5)
+ *
+ * For each synchronous mode: the server (a child process, request log lines written to /dev/null as in
+ * production unless BENCH_LOG_LEVEL=warn) starts with 10,000 existing contacts; a warm-up, then the
+ * measured run. Half the requests name a new contact, half one of the existing ones (with data that
+ * sometimes changes). Then the durability check: a fresh server under the same load is killed with
+ * SIGKILL mid-run, and every event whose 200 answer arrived before the kill is looked up in the database
+ * file. Prints figures; asserts nothing.
+ */
+import { Database } from 'bun:sqlite'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { cpuMs, fmt, runLoad, startChild, type Req } from './_load'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
+const MODES = (process.env.BENCH_SYNC ?? 'FULL,NORMAL').split(',').map((s) => s.trim().toUpperCase())
+const NEW_RATIO = Number(process.env.BENCH_NEW_RATIO ?? 0.5)
+const SEED = 10_000
+const SERVER = join(import.meta.dir, '_track-server.ts')
+
+interface Info { port: number; publicKey: string; synchronous: string }
+
+function requests(publicKey: string, tag: string) {
+  const plans = ['free', 'pro', 'team']
+  return (conn: number, i: number): Req => {
+    const existing = Math.random() >= NEW_RATIO
+    const email = existing ? `seed${Math.floor(Math.random() * SEED)}@example.com` : `new-${tag}-${conn}-${i}@example.com`
+    const body = JSON.stringify({ email, event: i % 5 ? 'page.viewed' : 'order.placed', data: { plan: plans[i % 3], source: { value: 'bench', persistent: false } } })
+    return { method: 'POST', path: '/v1/track', headers: { authorization: `Bearer ${publicKey}`, 'content-type': 'application/json' }, body }
+  }
+}
+
+async function throughput(mode: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-track-'))
+  const { proc, info, stderrTail } = await startChild<Info>(SERVER, [dir, String(SEED)], { MAILCTL_SQLITE_SYNCHRONOUS: mode })
+  try {
+    let bad = ''
+    const next = requests(info.publicKey, 'w')
+    await runLoad({ port: info.port, connections: CONNECTIONS, seconds: 2, next, onAnswer: (a) => { if (a.status !== 200 && !bad) bad = `${a.status} ${a.body}` } })
+    if (bad) throw new Error(`track answered ${bad}\n${stderrTail()}`)
+    const cpu0 = cpuMs(proc.pid)
+    const self0 = process.cpuUsage()
+    const r = await runLoad({ port: info.port, connections: CONNECTIONS, seconds: SECONDS, next: requests(info.publicKey, 'm') })
+    const serverCpu = cpuMs(proc.pid) - cpu0
+    const self = process.cpuUsage(self0)
+    console.log(fmt(`synchronous=${info.synchronous}`, r))
+    console.log(`  server CPU ${((serverCpu / r.requests) * 1000).toFixed(0)} µs/request (${(serverCpu / 1000 / r.seconds * 100).toFixed(0)}% of a core); load generator ${(((self.user + self.system) / 1000) / r.requests * 1000).toFixed(0)} µs/request`)
+    return r
+  } finally {
+    proc.kill()
+    await proc.exited
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function durability(mode: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-kill-'))
+  const { proc, info } = await startChild<Info>(SERVER, [dir, String(SEED)], { MAILCTL_SQLITE_SYNCHRONOUS: mode })
+  try {
+    const answered: string[] = []
+    let killed = false
+    const killAfterMs = 1500 + Math.random() * 1000
+    setTimeout(() => { killed = true; proc.kill('SIGKILL') }, killAfterMs)
+    await runLoad({
+      port: info.port, connections: CONNECTIONS, seconds: 10, next: requests(info.publicKey, 'k'),
+      stopWhen: () => killed,
+      onAnswer: (a) => {
+        if (a.status === 200 && !killed) answered.push((JSON.parse(a.body) as { data: { event: string } }).data.event)
+      },
+    })
+    await proc.exited
+    const db = new Database(join(dir, 'mailctl.db'), { readonly: true })
+    const has = db.query('SELECT 1 FROM events WHERE id = ?')
+    let missing = 0
+    for (const id of answered) if (!has.get(id)) missing++
+    const stored = (db.query("SELECT count(*) AS n FROM events WHERE name IN ('page.viewed', 'order.placed')").get() as { n: number }).n
+    db.close()
+    console.log(`kill -9 after ${(killAfterMs / 1000).toFixed(1)} s, synchronous=${info.synchronous}: ${answered.length} events answered 200, ${missing} of them missing after restart (${stored} stored in all)`)
+    return missing
+  } finally {
+    if (!proc.killed) proc.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+console.log(`POST /v1/track, SQLite, ${CONNECTIONS} connections, ${SECONDS} s measured after 2 s warm-up, ${Math.round(NEW_RATIO * 100)}% new contacts, ${SEED} existing; request logs ${process.env.BENCH_LOG_LEVEL ?? 'info'} -> /dev/null`)
+for (const mode of MODES) {
+  const r = await throughput(mode)
+  const ok = r.rps >= 10_000 && r.p99 < 25
+  console.log(`  target >= 10,000 req/s with p99 < 25 ms: ${ok ? 'met' : 'NOT met'}`)
+}
+for (const mode of MODES) await durability(mode)
