@@ -1,5 +1,6 @@
 import type { JobDef } from './queue'
 import { housekeepingJobs } from './housekeeping'
+import { accountJobs } from '../modules/auth/jobs'
 import { contactJobs } from '../modules/contacts/jobs'
 import { domainJobs } from '../modules/domains/jobs'
 import { segmentJobs } from '../modules/segments/jobs'
@@ -9,6 +10,7 @@ import { webhooksPruneJob } from '../modules/webhooks/service'
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: JobDef<any>[] = [
   ...housekeepingJobs,
+  ...accountJobs,
   ...contactJobs,
   ...domainJobs,
   ...segmentJobs,
