@@ -114,8 +114,8 @@ forEachStore('outbound delivery', (env) => {
     expect(dkim.status.result).toBe('pass')
     expect(dkim.signingDomain).toBe(p.domain)
     expect(dkim.format).toBe('relaxed/relaxed')
-    const signed = String(dkim.signingHeaders?.keys).toLowerCase()
-    for (const h of ['from', 'to', 'subject', 'date', 'message-id', 'reply-to']) expect(signed).toContain(`${h}:`)
+    const signed = String(dkim.signingHeaders?.keys).toLowerCase().split(/:\s*/)
+    for (const h of ['from', 'to', 'subject', 'date', 'message-id', 'reply-to']) expect(signed).toContain(h)
     const parsed = await simpleParser(msg.raw)
     expect(parsed.subject).toBe('Order 42 for Ann <b>&')
     expect(parsed.html).toContain('Dear Ann &lt;b&gt;&amp;, total 9.99')
@@ -148,8 +148,9 @@ forEachStore('outbound delivery', (env) => {
     expect(head).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m)
     const [dkim] = await dkimOf(msg.raw, dns)
     expect(dkim.status.result).toBe('pass')
-    expect(String(dkim.signingHeaders?.keys).toLowerCase()).toContain('list-unsubscribe-post:')
-    expect(String(dkim.signingHeaders?.keys).toLowerCase()).toContain('list-unsubscribe:')
+    const signed = String(dkim.signingHeaders?.keys).toLowerCase().split(/:\s*/)
+    expect(signed).toContain('list-unsubscribe')
+    expect(signed).toContain('list-unsubscribe-post')
   })
 
   test('451 twice then 250: the message arrives once, after retries honouring the server\'s hint', async () => {

@@ -311,6 +311,8 @@ describe('text alternative', () => {
       '{{#if x}}<h1>Title</h1>{{else}}<h2>Other</h2>{{/if}}\n<p>end</p>',
       '<p>Hello {{#if name}}{{name}}{{else}}there{{/if}}!</p>',
       '<div>\n  {{#each items}}\n    <p>{{@index}}: {{this}}</p>\n  {{/each}}\n</div>\n<p>{{name}}</p>',
+      '<p>{{#if x}}X{{else if name}}N {{name}}{{else}}none{{/if}}</p><p>{{~#if x~}} tight {{~/if~}}</p>',
+      '<table>{{#each rows}}<tr>{{#if @first}}<th>first</th>{{/if}}<td>{{../name}} {{name}}</td></tr>{{/each}}</table>',
     ]
     const dataSets = [
       { x: true, name: 'N', items: ['a', 'b', 'c'], rows: [{ name: 'r1', v: 1 }, { name: 'r2', v: 2 }], company: { name: 'Co' } },
@@ -318,12 +320,49 @@ describe('text alternative', () => {
       { x: true, items: ['only'], rows: [{ name: 'r', v: 0 }] },
     ]
     for (const body of bodies) {
-      expect({ body, strategy: textStrategy(body) }).toEqual({ body, strategy: 'template' })
+      expect({ body, strategy: textStrategy(body) }).toEqual({ body, strategy: body.includes('~') ? 'per-render' : 'template' })
       for (const data of dataSets) {
         const r = renderEmail({ subject: 's', body }, templateVariables({ data }))
         expect({ body, data, text: r.text }).toEqual({ body, data, text: htmlToText(r.html) })
       }
     }
+  })
+
+  test('property: for random templates the derived text equals converting the rendered HTML', () => {
+    let seed = 20261121
+    const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed / 0x7fffffff }
+    const pick = <T,>(a: T[]): T => a[Math.floor(rnd() * a.length)]
+    const blocks = ['p', 'div', 'h1', 'h2', 'ul', 'li', 'table', 'tr', 'td', 'th', 'blockquote', 'section']
+    const inline = ['b', 'i', 'span', 'strong', 'em', 'a']
+    const gen = (depth: number): string => {
+      let out = ''
+      for (let i = 1 + Math.floor(rnd() * 4); i > 0; i--) {
+        const r = rnd()
+        if (depth > 3 || r < 0.25) out += pick(['word', 'two words', ' ', '\n', 'x&amp;y', 'z &mdash; w', '', '{{! note }}', '\n{{!-- c --}}\n', '<div style="display:none">hidden {{a}}</div>', '<!-- comment -->'])
+        else if (r < 0.45) out += `{{${pick(['a', 'b', 'c', 'obj.x', 'missing'])}}}`
+        else if (r < 0.6) { const el = pick(blocks); out += `<${el}>${gen(depth + 1)}</${el}>` }
+        else if (r < 0.7) {
+          const el = pick(inline)
+          out += el === 'a' ? `<a href="${pick(['{{url}}', 'https://x.test/'])}">${gen(depth + 1)}</a>` : `<${el}>${gen(depth + 1)}</${el}>`
+        } else if (r < 0.78) out += pick(['<br>', '<hr>', '<img alt="pic">', '<img src="x">'])
+        else if (r < 0.84) out += `{{#if ${pick(['t', 'f', 'a', 'missing'])}}}${gen(depth + 1)}{{else}}${gen(depth + 1)}{{/if}}`
+        else if (r < 0.88) out += `\n{{#unless ${pick(['t', 'f'])}}}\n${gen(depth + 1)}\n{{else if ${pick(['a', 'c'])}}}${gen(depth + 1)}{{/unless}}\n`
+        else out += `{{#each ${pick(['list', 'empty'])}}}${gen(depth + 1).replace(/\{\{(a|b|c)\}\}/g, '{{this}}')}{{/each}}`
+      }
+      return out
+    }
+    let derived = 0
+    for (let k = 0; k < 600; k++) {
+      const body = gen(0)
+      const data = {
+        a: pick(['A', 'alpha beta', '', '<tag> & "q"', '  spaced  out  ']), b: 'B', c: pick(['', 'see']), obj: { x: 'X' }, t: true, f: false,
+        list: pick([['l1', 'l2'], ['one'], []]), empty: [], url: pick(['https://u.test/?q=1', '', 'mailto:x@y.test', '#top']),
+      }
+      if (textStrategy(body) === 'template') derived++
+      const r = renderEmail({ subject: 's', body }, templateVariables({ data }))
+      expect({ body, data, text: r.text }).toEqual({ body, data, text: htmlToText(r.html) })
+    }
+    expect(derived).toBeGreaterThan(400)
   })
 
   test('sources the derivation cannot carry faithfully are converted per render', () => {

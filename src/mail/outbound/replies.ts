@@ -13,7 +13,7 @@ export interface SmtpReply {
 }
 
 export function parseReply(text: string): SmtpReply {
-  const clean = text.replace(/\r?\n(\d{3})[- ]/g, ' ').replace(/\s+/g, ' ').trim()
+  const clean = text.replace(/\r?\n\d{3}[- ](?:[245]\.\d{1,3}\.\d{1,3} )?/g, ' ').replace(/\s+/g, ' ').trim()
   const m = /^(\d{3})[ -]?(?:([245]\.\d{1,3}\.\d{1,3})\b)?/.exec(clean)
   return { code: m ? Number(m[1]) : 0, enhanced: m?.[2] ?? null, text: clean }
 }

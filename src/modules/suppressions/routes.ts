@@ -14,6 +14,10 @@ export function suppressionsRoutes(deps: Deps) {
     })
     .post('/', ({ ctx, body }) => service.addSuppression(ctx, body), {
       apiKey: 'secret', body: AddSuppressionBody, response: { 200: Suppression },
+      transform({ body }) {
+        const b = body as { email?: unknown } | null
+        if (b && typeof b === 'object' && typeof b.email === 'string') b.email = b.email.trim()
+      },
       detail: detail('Suppress an address manually'),
     })
     .get('/:email', ({ ctx, params }) => service.getSuppression(ctx, params.email), {
