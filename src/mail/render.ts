@@ -269,7 +269,9 @@ class Lru<T> {
 export const RENDER_CACHE_MAX_ENTRIES = 2_000
 export const RENDER_CACHE_MAX_CHARS = 64 * 1024 * 1024
 
-interface CompiledBody { html: RenderFn; text: RenderFn | null }
+/** The text alternative as a template; `foldBreaks`: its output still carries break sentinels. */
+interface DerivedText { render: RenderFn; foldBreaks: boolean; links: boolean }
+interface CompiledBody { html: RenderFn; text: DerivedText | null }
 type Compiled = { kind: 'text'; fn: RenderFn } | { kind: 'html'; fn: RenderFn; body: CompiledBody }
 
 const cache = new Lru<Compiled>(RENDER_CACHE_MAX_ENTRIES, RENDER_CACHE_MAX_CHARS)
@@ -430,9 +432,11 @@ export function renderEmail(src: { subject: string; body: string }, vars: Templa
   const html = entry.body.html(vars)
   let text: string
   if (entry.body.text) {
-    text = entry.body.text(vars)
-    // The derived template is tidy; only values (or empty ones) can add stray blank lines or spaces.
-    text = text.indexOf('\n\n\n') !== -1 || text.indexOf(' \n') !== -1 || text.indexOf('\t\n') !== -1 ? tidyText(text) : text.trim()
+    const derived = entry.body.text
+    text = derived.render(vars)
+    if (derived.foldBreaks) text = foldBreaks(text)
+    if (derived.links) text = settleLinks(text)
+    text = tidyDerived(text)
   } else {
     text = htmlToText(html)
   }
@@ -478,19 +482,19 @@ function skeleton(ast: Program): string {
  * is converted, and the constructs are put back. Null when that would not be faithful; the caller then
  * converts each rendered HTML instead.
  */
-function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
+function deriveTextTemplate(source: string, ast: Program): DerivedText | null {
   // The source itself must not contain the private-use characters that mark constructs.
-  if (/[\uE000-\uE003]/.test(source)) return null
+  if (/[\uE000-\uE005\u0001-\u0003]/.test(source)) return null
   let raw = false
-  const contents: Array<{ start: number; end: number }> = []
-  const outputs: number[] = []
+  const contents: Array<{ start: number; end: number; value: string }> = []
+  const outputs: Array<{ start: number; end: number }> = []
   const starts = lineStarts(source)
   const offset = (p: hbs.AST.Position) => starts[p.line - 1] + p.column
   let faithful = true
   walk(ast, (n) => {
     if (n.type === 'MustacheStatement') {
       if (!(n as hbs.AST.MustacheStatement).escaped) raw = true
-      outputs.push(offset(n.loc.start))
+      outputs.push({ start: offset(n.loc.start), end: offset(n.loc.end) })
     }
     if (n.type === 'ContentStatement') {
       const c = n as hbs.AST.ContentStatement
@@ -498,7 +502,7 @@ function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
       const end = offset(c.loc.end)
       // (The typings call `original` StripFlags; at run time it is the raw source text.)
       if (source.slice(start, end) !== (c.original as unknown as string)) faithful = false
-      contents.push({ start, end })
+      contents.push({ start, end, value: c.value })
     }
   })
   if (raw || !faithful) return null
@@ -506,31 +510,50 @@ function deriveTextTemplate(source: string, ast: Program): RenderFn | null {
   const gaps: string[] = []
   let marked = ''
   let pos = 0
-  outputs.sort((a, b) => a - b)
+  outputs.sort((a, b) => a.start - b.start)
   let next = 0 // outputs before `pos` are consumed: gaps come in source order
-  const gap = (end: number) => {
-    if (end <= pos) return
-    while (next < outputs.length && outputs[next] < pos) next++
-    const [open, close] = next < outputs.length && outputs[next] < end ? MARK_OUTPUT : MARK_SILENT
-    const start = pos
+  const mark = ([open, close]: readonly [string, string], from: number, to: number) => {
+    if (to <= from) return
     marked += `${open}${gaps.length}${close}`
-    gaps.push(source.slice(start, end))
+    gaps.push(source.slice(from, to))
+  }
+  // The source between two contents: output mustaches each get an output mark, the block tags and
+  // comments around them silent marks.
+  const gap = (end: number) => {
+    let at = pos
+    while (next < outputs.length && outputs[next].start < at) next++
+    while (next < outputs.length && outputs[next].start < end) {
+      mark(MARK_SILENT, at, outputs[next].start)
+      mark(MARK_OUTPUT, outputs[next].start, outputs[next].end)
+      at = outputs[next].end
+      next++
+    }
+    mark(MARK_SILENT, at, end)
   }
   for (const c of contents) {
     gap(c.start)
-    marked += source.slice(c.start, c.end)
+    // The content as Handlebars outputs it (standalone block lines and `~` already stripped).
+    marked += c.value
     pos = c.end
   }
   gap(source.length)
-  const converted = convertHtml(marked, true)
+  // Whitespace control (`{{~x}}`) would strip the line breaks the conversion put next to a construct;
+  // <pre> keeps whitespace that the render-time tidy would fold.
+  if (gaps.some((g) => /\{~|~\}/.test(g)) || /<pre[\s>]/i.test(source)) return null
+  const state: Marked = { gaps, unfaithful: false, linkMarks: false }
+  let converted = convertHtml(marked, state).text
+  if (state.unfaithful) return null
   // Braces or backslashes produced by the conversion (decoded entities, escaped mustaches) would be
   // read as Handlebars syntax in the text template.
   if (/[{}\\]/.test(converted)) return null
-  const textSource = converted.replace(/[\uE000\uE002](\d+)[\uE001\uE003]/g, (_, i: string) => gaps[Number(i)])
+  // Without block tags or comments nothing can come between two breaks at render time: fold them now.
+  const blocks = converted.indexOf(MARK_SILENT[0]) !== -1
+  if (!blocks) converted = foldBreaks(converted)
+  const textSource = converted.replace(MARK_RE, (_, i: string) => gaps[Number(i)])
   try {
     const textAst = parse(textSource)
     if (skeleton(textAst) !== skeleton(ast)) return null
-    return toRenderFn(textAst, TEXT_COMPILE_OPTIONS)
+    return { render: toRenderFn(textAst, TEXT_COMPILE_OPTIONS), foldBreaks: blocks, links: state.linkMarks }
   } catch {
     return null
   }
@@ -574,6 +597,16 @@ function attr(tag: string, name: string): string | null {
   return m ? decodeEntities(m[1] ?? m[2] ?? m[3] ?? '') : null
 }
 
+/**
+ * The derived text template is tidy; only values (or empty ones, or block branches) can leave doubled
+ * spaces, spaces at line ends or starts, or extra blank lines. Cheap scans first: usually nothing to do.
+ * (Bodies with <pre> never take the derived path, so collapsing spaces is always right here.)
+ */
+function tidyDerived(s: string): string {
+  if (s.indexOf('  ') === -1 && s.indexOf(' \n') === -1 && s.indexOf('\n ') === -1 && s.indexOf('\n\n\n') === -1 && s.indexOf('\t') === -1) return s.trim()
+  return s.replace(/[ \t]{2,}/g, ' ').replace(/ ?\n ?/g, '\n').replace(/\n{3,}/g, '\n\n').trim()
+}
+
 /** Folds the output's whitespace: no trailing spaces, at most one blank line, no leading or trailing blank lines. */
 function tidyText(s: string): string {
   return s.replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim()
@@ -585,11 +618,27 @@ function tidyText(s: string): string {
  * display:none content dropped, entities decoded, whitespace collapsed (kept inside <pre>).
  */
 export function htmlToText(html: string): string {
-  return convertHtml(html, false)
+  return tidyText(convertHtml(html, null).text)
 }
 
-/** `marked`: the input carries construct marks; silent ones are kept in place without emitting breaks. */
-function convertHtml(html: string, marked: boolean): string {
+/**
+ * Conversion of a marked template source (constructs replaced by marks). Line and paragraph breaks are
+ * written as the sentinels LINE_BREAK / PARAGRAPH_BREAK, folded later (see foldBreaks), because a break
+ * that meets a block tag can only be settled once the block has rendered. `unfaithful` is set when the
+ * result could differ from converting the rendered HTML in more than whitespace.
+ */
+interface Marked { gaps: string[]; unfaithful: boolean; linkMarks: boolean }
+
+const LINE_BREAK = '\u0001'
+const PARAGRAPH_BREAK = '\u0002'
+/** <br>: adds a line. (A literal newline in a text template would trigger Handlebars' standalone-tag stripping.) */
+const HARD_BREAK = '\u0003'
+/** Around a " [url]" link suffix whose URL is a variable: dropped at render time when the URL is empty. */
+const LINK_OPEN = '\uE004'
+const LINK_CLOSE = '\uE005'
+const MARK_RE = /[\uE000\uE002](\d+)[\uE001\uE003]/g
+
+function convertHtml(html: string, marked: Marked | null): { text: string } {
   const out: string[] = []
   let last = ''
   let pendingBreak = 0
@@ -597,14 +646,21 @@ function convertHtml(html: string, marked: boolean): string {
   let skip: { name: string; depth: number } | null = null
   const links: Array<{ href: string | null; at: number }> = []
   const breakLine = (n: number) => { if (n > pendingBreak) pendingBreak = n }
+  const flushBreak = () => {
+    if (pendingBreak && out.length) {
+      out.push(marked ? (pendingBreak === 2 ? PARAGRAPH_BREAK : LINE_BREAK) : (pendingBreak === 2 ? '\n\n' : '\n'))
+      last = '\n'
+    }
+    pendingBreak = 0
+  }
   const emit = (text: string) => {
     if (!text) return
-    if (pendingBreak && out.length) { out.push(pendingBreak === 2 ? '\n\n' : '\n'); last = '\n' }
-    pendingBreak = 0
-    if (!pre && (last === '' || last === '\n' || last === ' ') && text.charCodeAt(0) === 32) {
+    // Leading spaces vanish at a line start (or where a break is pending); blank text moves no break.
+    if (!pre && (pendingBreak || last === '' || last === '\n' || last === ' ') && text.charCodeAt(0) === 32) {
       text = text.replace(/^ +/, '')
       if (!text) return
     }
+    flushBreak()
     out.push(text)
     last = text[text.length - 1]
   }
@@ -617,10 +673,16 @@ function convertHtml(html: string, marked: boolean): string {
       const chunk = decodeEntities(html.slice(i, end))
       if (marked && SILENT_ONLY.test(chunk)) {
         // A pending break goes before a block tag, never inside the block (where each iteration would
-        // repeat it); the render-time tidy folds the doubled breaks that can leave.
-        if (pendingBreak && out.length) { out.push(pendingBreak === 2 ? '\n\n' : '\n'); last = '\n' }
-        pendingBreak = 0
-        out.push(chunk.replace(/\s+/g, ''))
+        // repeat it); foldBreaks settles the breaks that meet once the block has rendered.
+        for (const piece of chunk.split(/(\uE002\d+\uE003)/)) {
+          if (piece.charCodeAt(0) === 0xe002) {
+            flushBreak()
+            out.push(piece)
+            // What precedes a block tag at render time is unknown here: keep the next space (the
+            // render-time tidy folds doubled spaces and spaces at line starts).
+            last = '\uE003'
+          } else if (piece) emit(' ')
+        }
       } else emit(pre ? chunk : chunk.replace(/[\s\u00a0]+/g, ' '))
     }
     if (lt === -1) break
@@ -654,7 +716,10 @@ function convertHtml(html: string, marked: boolean): string {
         continue
       }
     }
-    if (name === 'br') { emit('\n'); continue }
+    if (name === 'br') {
+      if (marked) { flushBreak(); out.push(HARD_BREAK); last = '\n' } else emit('\n')
+      continue
+    }
     if (name === 'hr') { breakLine(2); emit('----'); breakLine(2); continue }
     if (name === 'img') {
       if (!closing) { const alt = attr(tag, 'alt'); if (alt) emit(alt.replace(/\s+/g, ' ')) }
@@ -668,8 +733,16 @@ function convertHtml(html: string, marked: boolean): string {
         const href = link?.href?.trim()
         if (href && !href.startsWith('#') && !/^javascript:/i.test(href)) {
           const target = href.replace(/^mailto:/i, '')
-          const label = out.slice(link!.at).join('').trim()
-          if (!label) emit(target)
+          const label = out.slice(link!.at).join('').replace(/[\u0001-\u0003]/g, '').trim()
+          if (marked && label && /[\uE000\uE002]/.test(label + target)) {
+            // Whether the label is empty, or equals the URL, must not depend on the values.
+            const restore = (t: string) => t.replace(MARK_RE, (_, n: string) => marked.gaps[Number(n)])
+            const visible = label.replace(MARK_RE, '').trim()
+            if (/[\uE002]/.test(label + target)) marked.unfaithful = true
+            else if (visible) {
+              if (/\uE000/.test(target)) { emit(`${LINK_OPEN} [${target}]${LINK_CLOSE}`); marked.linkMarks = true } else emit(` [${target}]`)
+            } else if (restore(label) !== restore(target)) marked.unfaithful = true
+          } else if (!label) emit(target)
           else if (label !== target) emit(` [${target}]`)
         }
       }
@@ -680,5 +753,43 @@ function convertHtml(html: string, marked: boolean): string {
     if (PARAGRAPH.has(name)) { breakLine(2); continue }
     if (LINE.has(name)) { breakLine(1); continue }
   }
-  return tidyText(out.join(''))
+  return { text: out.join('') }
+}
+
+/** A variable link target renders as " [url]" like a static one, and as nothing when it is empty. */
+function settleLinks(s: string): string {
+  let i = s.indexOf(LINK_OPEN)
+  if (i === -1) return s
+  let out = ''
+  let last = 0
+  while (i !== -1) {
+    const j = s.indexOf(LINK_CLOSE, i)
+    if (j === -1) break
+    // Between the marks: " [" + url + "]"
+    const url = s.slice(i + 3, j - 1).trim()
+    out += s.slice(last, i)
+    if (url && !url.startsWith('#') && !/^javascript:/i.test(url)) out += ` [${url.replace(/^mailto:/i, '')}]`
+    last = j + 1
+    i = s.indexOf(LINK_OPEN, last)
+  }
+  return out + s.slice(last)
+}
+
+/**
+ * Settles each run of break sentinels (with the spaces and newlines around them) the way the direct
+ * conversion does: consecutive breaks count once at their largest, a newline from <br> adds one, and
+ * at most one blank line results.
+ */
+function foldBreaks(s: string): string {
+  return s.replace(/[ \t\n\u0001-\u0003]*[\u0001-\u0003][ \t\n\u0001-\u0003]*/g, (run) => {
+    let lines = 0
+    let group = 0
+    for (let k = 0; k < run.length; k++) {
+      const c = run.charCodeAt(k)
+      if (c === 1) { if (group < 1) group = 1 } else if (c === 2) group = 2
+      else if (c === 10 || c === 3) { lines += group + 1; group = 0 }
+    }
+    lines += group
+    return lines >= 2 ? '\n\n' : '\n'
+  })
 }

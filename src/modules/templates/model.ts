@@ -82,7 +82,7 @@ export const UpdateTemplateBody = t.Object({
 export type UpdateTemplate = Static<typeof UpdateTemplateBody>
 
 export const ListTemplatesQuery = t.Object({
-  page: t.Optional(t.Numeric({ minimum: 1, multipleOf: 1, error: 'page must be an integer >= 1', description: 'Default 1' })),
+  page: t.Optional(t.Numeric({ minimum: 1, maximum: 1_000_000, multipleOf: 1, error: 'page must be an integer from 1 to 1000000', description: 'Default 1' })),
   pageSize: t.Optional(t.Numeric({
     minimum: 1, multipleOf: 1, error: 'pageSize must be an integer >= 1',
     description: `Default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are clamped to ${MAX_PAGE_SIZE}`,
