@@ -10,9 +10,11 @@
  * - Compiled templates are cached in a bounded LRU keyed by a hash of the source text (the source is
  *   compared on a hit, so a hash collision can never serve another template).
  * - The plain-text alternative is derived from the HTML. For speed the conversion is done once per
- *   template, on the template source, yielding a text template rendered with the same variables;
- *   when the source defeats that (raw `{{{html}}}`, mustaches that the conversion would tear apart),
- *   the rendered HTML is converted instead, on every render.
+ *   template, on the template source (each Handlebars construct held by a mark), yielding a text
+ *   template rendered with the same variables; breaks that meet a block tag and links to a variable
+ *   URL are settled after rendering. A property test checks that this equals converting the rendered
+ *   HTML. When the source defeats it (raw `{{{html}}}`, `~` whitespace control, <pre>, a link whose
+ *   label depends on a block), the rendered HTML is converted instead, on every render.
  */
 import Handlebars from 'handlebars'
 import { validation, type FieldError } from '../errors'
@@ -360,6 +362,9 @@ function unwrapDataValue(v: unknown): unknown {
   return v
 }
 
+const MARK_CHARS = /[\u0001-\u0003\uE000-\uE005]/
+const MARK_CHARS_G = /[\u0001-\u0003\uE000-\uE005]/g
+
 /**
  * Keys never copied into variables: `__proto__` would set a prototype, and own `toString`, `valueOf` or
  * `toHTML` values would make Handlebars' string conversion of the object throw at send time.
@@ -368,6 +373,8 @@ const UNSAFE_KEYS = new Set(['__proto__', 'toString', 'valueOf', 'toHTML'])
 
 /** A deep copy of JSON-like data: no functions, no unsafe keys, dates as ISO strings, bounded depth. */
 function plain(v: unknown, depth = 0): unknown {
+  // The characters that mark constructs in derived text templates never come from data.
+  if (typeof v === 'string') return MARK_CHARS.test(v) ? v.replace(MARK_CHARS_G, '') : v
   if (v === null || typeof v !== 'object') return typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint' ? undefined : v
   if (depth > 32) return undefined
   if (Array.isArray(v)) return v.map((x) => plain(x, depth + 1))
@@ -403,11 +410,11 @@ export function templateVariables(input: {
     if (v === null) { delete vars[k]; continue }
     vars[k] = plain(v)
   }
-  if (input.contact?.email) vars.email = input.contact.email
-  if (input.contact?.id) vars.id = input.contact.id
+  if (input.contact?.email) vars.email = plain(input.contact.email)
+  if (input.contact?.id) vars.id = plain(input.contact.id)
   const urls = input.urls ?? {}
   for (const k of ['unsubscribeUrl', 'subscribeUrl', 'manageUrl'] as const) {
-    if (urls[k]) vars[k] = urls[k]
+    if (urls[k]) vars[k] = plain(urls[k])
   }
   return vars
 }
@@ -484,7 +491,7 @@ function skeleton(ast: Program): string {
  */
 function deriveTextTemplate(source: string, ast: Program): DerivedText | null {
   // The source itself must not contain the private-use characters that mark constructs.
-  if (/[\uE000-\uE005\u0001-\u0003]/.test(source)) return null
+  if (MARK_CHARS.test(source)) return null
   let raw = false
   const contents: Array<{ start: number; end: number; value: string }> = []
   const outputs: Array<{ start: number; end: number }> = []

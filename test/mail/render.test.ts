@@ -85,6 +85,13 @@ describe('variables', () => {
     expect(r.text).toBe(`Unsubscribe [${urls.unsubscribeUrl}]`)
   })
 
+  test('the control and private-use characters that mark constructs are removed from values', () => {
+    const vars = templateVariables({ data: { name: 'A\u0001B\uE004C\uE000D' }, urls: { unsubscribeUrl: 'https://u.test/\u0002x' } })
+    const r = renderEmail({ subject: '{{name}}', body: '<p>{{name}}</p><p><a href="{{unsubscribeUrl}}">u</a></p>' }, vars)
+    expect(r.html).toBe('<p>ABCD</p><p><a href="https://u.test/x">u</a></p>')
+    expect(r.text).toBe('ABCD\n\nu [https://u.test/x]')
+  })
+
   test('scalar types render like Handlebars: numbers, booleans, zero; objects do not throw', () => {
     const vars = templateVariables({ data: { n: 0, f: 1.5, t: true, no: false, obj: { a: 1 }, list: [1, 2] } })
     expect(compileTemplate('{{n}} {{f}} {{t}} {{no}} {{list}}', 'html')(vars)).toBe('0 1.5 true false 1,2')
