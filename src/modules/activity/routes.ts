@@ -10,7 +10,7 @@ const tags = ['activity']
 export function activityRoutes(deps: Deps) {
   return new Elysia({ prefix: '/activity' })
     .use(authPlugin(deps))
-    .get('/', ({ ctx, query }) => service.listActivity(ctx, query), {
+    .get('', ({ ctx, query }) => service.listActivity(ctx, query), {
       apiKey: 'secret', query: m.ListActivityQuery, response: { 200: m.ActivityList },
       detail: { tags, summary: 'Activity feed, newest first (cursor list)', description: `Sends, deliveries, opens, clicks, bounces, complaints, failures, inbound mail (email.received) and subscription changes. Types: ${m.ACTIVITY_TYPES.join(', ')}.` },
     })
