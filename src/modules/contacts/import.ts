@@ -25,7 +25,9 @@ import { upsertMany, type UpsertInput } from './service'
 
 export const IMPORT_JOB = 'contacts.import'
 export const MAX_IMPORT_BYTES = 5 * 1024 * 1024
-const BATCH = 500
+const BATCH = 1000
+/** Progress rows are written at most this often (each is a commit). */
+const PROGRESS_EVERY_MS = 250
 const MAX_REPORTED_ERRORS = 1000
 
 export interface ImportResult {
@@ -211,6 +213,7 @@ export async function importCsv(ctx: Ctx, text: string, progress: (processed: nu
   const total = rows.length + result.failed
   let processed = result.failed
   await progress(processed, total)
+  let lastProgress = Date.now()
   for (const batch of batches(groupByEmail(rows))) {
     const { outcomes, events } = await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
     outcomes.forEach((o, i) => {
@@ -222,7 +225,10 @@ export async function importCsv(ctx: Ctx, text: string, progress: (processed: nu
       processed += n
     })
     await notifyEvents(ctx, events)
-    await progress(processed, total)
+    if (Date.now() - lastProgress >= PROGRESS_EVERY_MS || processed === total) {
+      lastProgress = Date.now()
+      await progress(processed, total)
+    }
   }
   result.errors.sort((a, b) => a.row - b.row)
   return result

@@ -47,10 +47,26 @@ export async function findByEmailForUpdate(store: Store, db: Db, projectId: stri
 /** Rows of these emails (already normalised), locked on PostgreSQL like `findByEmailForUpdate`. */
 export async function findByEmailsForUpdate(store: Store, db: Db, projectId: string, emails: string[]): Promise<ContactRow[]> {
   if (!emails.length) return []
-  const c = store.t.contacts
-  let q = db.select().from(c).where(and(eq(c.projectId, projectId), inArray(c.email, emails)))
-  if (store.dialect === 'pg') q = q.orderBy(asc(c.email)).for('update') as typeof q
-  return q
+  if (store.dialect === 'sqlite') {
+    // One cached statement for any number of emails: the list travels as one JSON parameter.
+    const rows = sqliteClient(db).query(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)
+      .all(projectId, JSON.stringify(emails)) as RawContact[]
+    return rows.map(fromRaw)
+  }
+  const rows = await store.rows<PgContact>(sql`
+    SELECT ${sql.raw(CONTACT_COLS)} FROM contacts
+    WHERE project_id = ${projectId} AND email IN (SELECT jsonb_array_elements_text(${JSON.stringify(emails)}::jsonb))
+    ORDER BY email FOR UPDATE`, db)
+  return rows.map(fromPg)
+}
+
+interface PgContact { id: string; project_id: string; email: string; subscribed: boolean; data: Record<string, unknown>; created_at: Date | string; updated_at: Date | string }
+
+function fromPg(r: PgContact): ContactRow {
+  return {
+    id: r.id, projectId: r.project_id, email: r.email, subscribed: r.subscribed, data: r.data,
+    createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at),
+  }
 }
 
 /** Inserts the contact unless (project, email) exists; null when another writer got there first. */
@@ -79,8 +95,22 @@ export async function saveState(store: Store, db: Db, row: ContactRow): Promise<
 /** Inserts many; returns the rows actually inserted (those whose email was free). */
 export async function insertManyIfAbsent(store: Store, db: Db, rows: ContactRow[]): Promise<ContactRow[]> {
   if (!rows.length) return []
-  const c = store.t.contacts
-  return db.insert(c).values(rows).onConflictDoNothing({ target: [c.projectId, c.email] }).returning()
+  if (store.dialect === 'sqlite') {
+    const inserted: ContactRow[] = []
+    for (const row of rows) if (await insertIfAbsent(store, db, row)) inserted.push(row)
+    return inserted
+  }
+  // One JSON parameter instead of 7 per row: PostgreSQL expands it with jsonb_to_recordset.
+  const payload = JSON.stringify(rows.map((r) => ({
+    id: r.id, project_id: r.projectId, email: r.email, subscribed: r.subscribed, data: r.data,
+    created_at: r.createdAt.toISOString(), updated_at: r.updatedAt.toISOString(),
+  })))
+  const done = new Set((await store.rows<{ email: string }>(sql`
+    INSERT INTO contacts (${sql.raw(CONTACT_COLS)})
+    SELECT id, project_id, email, subscribed, data, created_at, updated_at
+    FROM jsonb_to_recordset(${payload}::jsonb) AS x(id text, project_id text, email text, subscribed boolean, data jsonb, created_at timestamptz, updated_at timestamptz)
+    ON CONFLICT (project_id, email) DO NOTHING RETURNING email`, db)).map((r) => r.email))
+  return rows.filter((r) => done.has(r.email))
 }
 
 export type ContactSet = Partial<Pick<ContactRow, 'email' | 'subscribed' | 'data' | 'updatedAt'>>
