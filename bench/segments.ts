@@ -38,8 +38,8 @@ async function withoutIndexes(store: Store, tables: string[], fill: () => Promis
   for (const d of defs) await store.script(d.def)
 }
 
-async function generate(env: TestEnv, projectId: string, now: number) {
-  const store = env.store
+/** Bulk-loads the bench data into `store` for `projectId` (exported for profiling scripts). */
+export async function generate(store: Store, projectId: string, now: number) {
   const idOf = (expr: string) => store.dialect === 'pg'
     ? `lpad(to_hex(${expr}), 8, '0') || '-0000-7000-8000-' || lpad(to_hex(${expr}), 12, '0')`
     : `printf('%08x-0000-7000-8000-%012x', ${expr}, ${expr})`
@@ -57,14 +57,14 @@ async function generate(env: TestEnv, projectId: string, now: number) {
               'city', 'City ' || (i % 997), 'company', 'Company ' || (i % 5003), 'lang', (ARRAY['en', 'no', 'de', 'fr'])[i % 4 + 1],
               'lastSeen', to_char(to_timestamp((${now} - (i::bigint * 7919) % ${60 * DAY}) / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
               'source', (ARRAY['ads', 'organic', 'referral'])[i % 3 + 1]),
-            to_timestamp((${now} - (i::bigint * 2654435761) % ${365 * DAY}) / 1000.0),
-            to_timestamp((${now} - (i::bigint * 40503) % ${30 * DAY}) / 1000.0)
+            to_timestamp((${now} - (${CONTACTS - 1} - i)::bigint * ${Math.floor(365 * DAY / CONTACTS)}) / 1000.0),
+            to_timestamp((${now} - ((${CONTACTS - 1} - i)::bigint * ${Math.floor(365 * DAY / CONTACTS)}) / 2) / 1000.0)
           FROM generate_series(0, ${CONTACTS - 1}) AS i`), db)
         await store.exec(sql.raw(`
           INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
           SELECT ${idOf(`j + ${1 << 30}`)}, '${projectId}', ${idOf(`(j::bigint * 48271) % ${CONTACTS}`)},
             (ARRAY[${names}])[j % ${EVENT_NAMES.length} + 1], '{}'::jsonb, NULL,
-            to_timestamp((${now} - (j::bigint * 2654435761) % ${90 * DAY}) / 1000.0)
+            to_timestamp((${now} - (${EVENTS - 1} - j)::bigint * ${Math.floor(90 * DAY / EVENTS)}) / 1000.0)
           FROM generate_series(0, ${EVENTS - 1}) AS j`), db)
       })
       await store.script('ANALYZE contacts; ANALYZE events')
@@ -83,14 +83,14 @@ async function generate(env: TestEnv, projectId: string, now: number) {
             'lang', CASE i % 4 WHEN 0 THEN 'en' WHEN 1 THEN 'no' WHEN 2 THEN 'de' ELSE 'fr' END,
             'lastSeen', strftime('%Y-%m-%dT%H:%M:%SZ', (${now} - (i * 7919) % ${60 * DAY}) / 1000, 'unixepoch'),
             'source', CASE i % 3 WHEN 0 THEN 'ads' WHEN 1 THEN 'organic' ELSE 'referral' END),
-          ${now} - (i * 2654435761) % ${365 * DAY}, ${now} - (i * 40503) % ${30 * DAY}
+          ${now} - (${CONTACTS - 1} - i) * ${Math.floor(365 * DAY / CONTACTS)}, ${now} - ((${CONTACTS - 1} - i) * ${Math.floor(365 * DAY / CONTACTS)}) / 2
         FROM n`), db)
       await store.exec(sql.raw(`
         WITH RECURSIVE n(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM n WHERE j < ${EVENTS - 1})
         INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
         SELECT ${idOf(`j + ${1 << 30}`)}, '${projectId}', ${idOf(`(j * 48271) % ${CONTACTS}`)},
           CASE j % ${EVENT_NAMES.length} ${EVENT_NAMES.map((n, k) => `WHEN ${k} THEN '${n}'`).join(' ')} END, '{}', NULL,
-          ${now} - (j * 2654435761) % ${90 * DAY}
+          ${now} - (${EVENTS - 1} - j) * ${Math.floor(90 * DAY / EVENTS)}
         FROM n`), db)
     })
   })
@@ -104,7 +104,7 @@ async function run(kind: 'sqlite' | 'pg') {
   try {
     const p = await env.project()
     const now = Date.now()
-    const [, genMs] = await timed(() => generate(env, p.id, now))
+    const [, genMs] = await timed(() => generate(env.store, p.id, now))
     if (kind === 'sqlite') await env.store.script('PRAGMA optimize')
     console.log(`${kind}: generated ${CONTACTS.toLocaleString()} contacts and ${EVENTS.toLocaleString()} events in ${fmt(genMs)} (indexes rebuilt after the load)`)
     const ctx: Ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
@@ -144,5 +144,7 @@ async function run(kind: 'sqlite' | 'pg') {
   }
 }
 
-const only = process.argv.includes('--sqlite') ? 'sqlite' : process.argv.includes('--pg') ? 'pg' : null
-for (const kind of ['sqlite', 'pg'] as const) if (!only || only === kind) await run(kind)
+if (import.meta.main) {
+  const only = process.argv.includes('--sqlite') ? 'sqlite' : process.argv.includes('--pg') ? 'pg' : null
+  for (const kind of ['sqlite', 'pg'] as const) if (!only || only === kind) await run(kind)
+}

@@ -148,10 +148,16 @@ export async function membershipDiff(store: Store, projectId: string, id: string
  */
 export async function enter(store: Store, db: Db, projectId: string, id: string, ids: string[], now: Date): Promise<string[]> {
   if (!ids.length) return []
+  // The id list drives the join (SQLite: CROSS JOIN fixes the order), so each id is one primary-key look-up
+  // rather than a pass over the project's contacts.
+  const ids1 = JSON.stringify(ids)
+  const from = store.dialect === 'pg'
+    ? sql`jsonb_array_elements_text(${ids1}::jsonb) AS j(value) JOIN contacts ON contacts.id = j.value`
+    : sql`json_each(${ids1}) AS j CROSS JOIN contacts ON contacts.id = j.value`
   const rows = await store.rows<{ contact_id: string }>(sql`
     INSERT INTO segment_members (segment_id, contact_id, project_id, created_at)
-    SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM contacts
-    WHERE contacts.id IN ${idSet(store, ids)} AND contacts.project_id = ${projectId}
+    SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM ${from}
+    WHERE contacts.project_id = ${projectId}
     ON CONFLICT DO NOTHING
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
