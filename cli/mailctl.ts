@@ -14,6 +14,7 @@ import { register as domain } from './commands/domain'
 import { register as doctor } from './commands/doctor'
 import { register as contacts } from './commands/contacts'
 import { register as suppression } from './commands/suppression'
+import { register as queue } from './commands/queue'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -25,6 +26,7 @@ const AREAS: Array<(program: Command) => void> = [
   doctor,
   contacts,
   suppression,
+  queue,
 ]
 
 export function buildProgram(): Command {
