@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import nodemailer from 'nodemailer'
+import type { Deps } from '../../src/deps'
+import { memoryLimiter } from '../../src/http/ratelimit'
+import { AUTH_FAILURE_LIMIT, carriedHeaders, startRelay, type Relay } from '../../src/mail/relay'
+import { parseVerp } from '../../src/mail/outbound/verp'
+import { forEachStore } from '../helpers/env'
+import { startSink } from '../helpers/smtp'
+import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
+
+/**
+ * The SMTP relay as an application uses it: nodemailer with AUTH (any user, the sk_ key), the message
+ * queued into the one pipeline and delivered DKIM-signed to a sink found through a loopback DNS server.
+ */
+
+interface ParsedMail {
+  subject?: string
+  html: string | false
+  text?: string
+  headers: Map<string, unknown>
+  attachments: Array<{ filename?: string; content: Buffer; contentType: string; cid?: string }>
+}
+const { simpleParser } = require('mailparser') as { simpleParser: (raw: Buffer) => Promise<ParsedMail> }
+
+const rnd = () => Math.random().toString(36).slice(2, 8)
+const dns = await startTestDns()
+const sink = await startSink()
+mxTo(dns, 'dest.test')
+afterAll(async () => { await sink.close(); await dns.close() })
+
+/** A self-signed certificate for the relay's STARTTLS and implicit TLS, made with openssl. */
+const certDir = mkdtempSync(join(tmpdir(), 'mailctl-relay-tls-'))
+const certPath = join(certDir, 'cert.pem')
+const keyPath = join(certDir, 'key.pem')
+const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', '/CN=relay.mailctl.test'], { stderr: 'pipe' })
+if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
+afterAll(() => rmSync(certDir, { recursive: true, force: true }))
+
+interface Outcome { ok: boolean; response: string; code?: number; command?: string; accepted?: string[]; rejected?: string[] }
+
+type MailOptions = Parameters<ReturnType<typeof nodemailer.createTransport>['sendMail']>[0]
+
+async function submit(port: number, auth: { user: string; pass: string } | null, mail: MailOptions, extra: Record<string, unknown> = {}): Promise<Outcome> {
+  const t = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, ...(auth ? { auth } : {}), ...extra })
+  try {
+    const info = await t.sendMail(mail)
+    return { ok: true, response: String(info.response), accepted: info.accepted.map(String), rejected: info.rejected.map(String) }
+  } catch (err) {
+    const e = err as { responseCode?: number; response?: string; command?: string; message: string }
+    return { ok: false, response: e.response ?? e.message, code: e.responseCode, command: e.command }
+  } finally {
+    t.close()
+  }
+}
+
+forEachStore('SMTP relay', (env) => {
+  let relay: Relay
+  let p: Awaited<ReturnType<typeof projectWithDomain>>
+  const auth = () => ({ user: 'any-user-name', pass: p.secretKey })
+
+  beforeAll(async () => {
+    p = await projectWithDomain(env, dns, `relay-${rnd()}.test`)
+    relay = (await startRelay(env.deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }))!
+    env.onStop(() => relay.close())
+  })
+
+  const emailsOf = async (projectId: string) => {
+    const e = env.store.t.emails
+    return env.store.db.select().from(e).where(eq(e.projectId, projectId)).orderBy(e.createdAt, e.id)
+  }
+
+  test('nodemailer with the secret key: queued before the 250, delivered DKIM-signed with the VERP return path and tracking', async () => {
+    const to = `r.${rnd()}@dest.test`
+    const png = Buffer.from('89504e470d0a1a0a' + 'ab'.repeat(64), 'hex')
+    const res = await submit(relay.port, auth(), {
+      from: `"The App" <app@${p.domain}>`, to: { name: 'Rcpt Person', address: to }, replyTo: 'support@example.org',
+      subject: 'Relayed ✓ message', text: 'Hello from the app', html: '<html><body><p>Hello <a href="https://example.com/go">go</a></p><img src="cid:logo@app"></body></html>',
+      headers: { 'X-App-Id': 'order-42', 'In-Reply-To': '<earlier@app.test>' },
+      attachments: [
+        { filename: 'report.csv', content: 'a,b\n1,2\n', contentType: 'text/csv' },
+        { filename: 'logo.png', content: png, contentType: 'image/png', cid: 'logo@app' },
+      ],
+    })
+    expect(res.ok).toBe(true)
+    expect(res.response).toMatch(/^250 2\.0\.0 Ok: queued as [0-9a-f-]{36}$/)
+    const id = /queued as ([0-9a-f-]{36})/.exec(res.response)![1]
+    // Queued (and the contact upserted, unsubscribed like any /v1/send contact) before the answer.
+    const [email] = (await emailsOf(p.id)).filter((e) => e.id === id)
+    expect(email).toMatchObject({ sourceType: 'relay', status: 'PENDING', toAddress: to, toName: 'Rcpt Person', fromAddress: `app@${p.domain}`, fromName: 'The App', replyTo: 'support@example.org', subject: 'Relayed ✓ message' })
+    const c = env.store.t.contacts
+    const [contact] = await env.store.db.select().from(c).where(eq(c.id, email.contactId!))
+    expect(contact).toMatchObject({ email: to, subscribed: false, projectId: p.id })
+    await pipelineFor(env).drain()
+    const [msg] = sink.byMessageId(email.messageId)
+    expect(msg).toBeDefined()
+    expect(msg.to).toEqual([to])
+    expect(parseVerp(env.deps, msg.from)?.emailId).toBe(id)
+    const [dkim] = await dkimOf(msg.raw, dns)
+    expect(dkim.status.result).toBe('pass')
+    expect(dkim.signingDomain).toBe(p.domain)
+    const parsed = await simpleParser(msg.raw)
+    expect(parsed.subject).toBe('Relayed ✓ message')
+    expect(parsed.text?.trim()).toBe('Hello from the app')
+    expect(parsed.headers.get('x-app-id')).toBe('order-42')
+    expect(parsed.headers.get('in-reply-to')).toBe('<earlier@app.test>')
+    // Tracking is on for the project: rewritten link and pixel.
+    expect(String(parsed.html)).toContain(`${env.config.publicUrl}/t/c/`)
+    expect(String(parsed.html)).toContain(`${env.config.publicUrl}/t/o/`)
+    expect(String(parsed.html)).not.toContain('href="https://example.com/go"')
+    const csv = parsed.attachments.find((a) => a.filename === 'report.csv')!
+    expect(csv.content.toString()).toBe('a,b\n1,2\n')
+    const logo = parsed.attachments.find((a) => a.filename === 'logo.png')!
+    expect(logo.content.equals(png)).toBe(true)
+    expect(logo.cid).toBe('logo@app')
+  })
+
+  test('each envelope recipient (to, cc, bcc) gets its own email and message, addressed to it alone', async () => {
+    const rcpts = [`a.${rnd()}@dest.test`, `b.${rnd()}@dest.test`, `c.${rnd()}@dest.test`]
+    const res = await submit(relay.port, auth(), { from: `app@${p.domain}`, to: rcpts[0], cc: rcpts[1], bcc: rcpts[2], subject: 'Three', text: 'x' })
+    expect(res.ok).toBe(true)
+    const ids = /queued as (.+)$/.exec(res.response)![1].split(',')
+    expect(ids).toHaveLength(3)
+    await pipelineFor(env).drain()
+    for (const r of rcpts) {
+      const got = sink.received.filter((m) => m.to.includes(r))
+      expect(got).toHaveLength(1)
+      expect(got[0].to).toEqual([r])
+      expect(got[0].raw.toString('latin1')).not.toMatch(/^bcc:/im)
+    }
+  })
+
+  test('refused: no AUTH (530 at MAIL), a wrong key and a public key (535)', async () => {
+    const mail = { from: `app@${p.domain}`, to: 'x@dest.test', subject: 's', text: 't' }
+    const none = await submit(relay.port, null, mail)
+    expect(none.ok).toBe(false)
+    expect(none.code).toBe(530)
+    const wrong = await submit(relay.port, { user: 'app', pass: `sk_${'0'.repeat(64)}` }, mail)
+    expect(wrong).toMatchObject({ ok: false, code: 535 })
+    expect(wrong.response).toContain('5.7.8')
+    const pub = await submit(relay.port, { user: 'app', pass: p.publicKey }, mail)
+    expect(pub).toMatchObject({ ok: false, code: 535 })
+    expect(pub.response).toContain('public key')
+    const garbage = await submit(relay.port, { user: 'app', pass: 'letmein' }, mail)
+    expect(garbage).toMatchObject({ ok: false, code: 535 })
+  })
+
+  test('refused: a sender domain not verified for the project (553 at MAIL FROM, also for another project\'s domain)', async () => {
+    const foreign = await submit(relay.port, auth(), { from: 'someone@gmail.com', to: 'x@dest.test', subject: 's', text: 't' })
+    expect(foreign).toMatchObject({ ok: false, code: 553 })
+    expect(foreign.response).toContain('5.7.1')
+    const other = await projectWithDomain(env, dns, `other-${rnd()}.test`)
+    const theirs = await submit(relay.port, auth(), { from: other.from, to: 'x@dest.test', subject: 's', text: 't' })
+    expect(theirs).toMatchObject({ ok: false, code: 553 })
+    // A verified envelope sender with a foreign From header is refused at the end of DATA.
+    const header = await submit(relay.port, auth(), { envelope: { from: `app@${p.domain}`, to: ['x@dest.test'] }, from: 'ceo@bank.test', to: 'x@dest.test', subject: 's', text: 't' })
+    expect(header).toMatchObject({ ok: false, code: 550 })
+    expect(header.response).toContain('not verified')
+    expect((await emailsOf(p.id)).some((e) => e.fromAddress === 'ceo@bank.test')).toBe(false)
+  })
+
+  test('a suppressed recipient is refused at RCPT; the others of the message go out', async () => {
+    const gone = `gone.${rnd()}@dest.test`
+    const ok = `ok.${rnd()}@dest.test`
+    expect((await env.request('POST', '/suppressions', { key: p.secretKey, body: { email: gone } })).status).toBe(200)
+    const only = await submit(relay.port, auth(), { from: `app@${p.domain}`, to: gone, subject: 's', text: 't' })
+    expect(only).toMatchObject({ ok: false, code: 550 })
+    expect(only.response).toContain('suppressed')
+    const mixed = await submit(relay.port, auth(), { from: `app@${p.domain}`, to: [gone, ok], subject: 's', text: 't' })
+    expect(mixed.ok).toBe(true)
+    expect(mixed.rejected).toEqual([gone])
+    expect(mixed.accepted).toEqual([ok])
+  })
+
+  test('repeated failures from one address slow down, then lock the address out even with the right key', async () => {
+    const deps: Deps = { ...env.deps, limiter: memoryLimiter() }
+    const own = (await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }))!
+    try {
+      const mail = { from: `app@${p.domain}`, to: `x.${rnd()}@dest.test`, subject: 's', text: 't' }
+      expect((await submit(own.port, auth(), mail)).ok).toBe(true)
+      for (let i = 0; i < AUTH_FAILURE_LIMIT; i++) {
+        expect(await submit(own.port, { user: 'x', pass: `sk_${rnd()}` }, mail)).toMatchObject({ ok: false, code: 535 })
+      }
+      const locked = await submit(own.port, auth(), mail)
+      expect(locked).toMatchObject({ ok: false, code: 454 })
+      expect(locked.response).toContain('Too many failed logins')
+    } finally {
+      await own.close()
+    }
+  })
+
+  test('a disabled project cannot log in', async () => {
+    const q = await projectWithDomain(env, dns, `off-${rnd()}.test`)
+    await env.store.tx((db) => db.update(env.store.t.projects).set({ disabled: true }).where(eq(env.store.t.projects.id, q.id)))
+    const res = await submit(relay.port, { user: 'u', pass: q.secretKey }, { from: q.from, to: 'x@dest.test', subject: 's', text: 't' })
+    expect(res).toMatchObject({ ok: false, code: 535 })
+    expect(res.response).toContain('disabled')
+  })
+
+  test('with a certificate: AUTH only after STARTTLS; implicit TLS on the secure port', async () => {
+    const deps: Deps = { ...env.deps, config: { ...env.config, smtpTlsCert: certPath, smtpTlsKey: keyPath } }
+    const tlsRelay = (await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: 0, authFailureDelayMs: 1 }))!
+    try {
+      expect(tlsRelay.securePort).toBeGreaterThan(0)
+      const mail = () => ({ from: `app@${p.domain}`, to: `tls.${rnd()}@dest.test`, subject: 'over TLS', text: 't' })
+      const clear = await submit(tlsRelay.port, auth(), mail())
+      expect(clear.ok).toBe(false)
+      const starttls = await submit(tlsRelay.port, auth(), mail(), { ignoreTLS: false, requireTLS: true, tls: { rejectUnauthorized: false } })
+      expect(starttls.ok).toBe(true)
+      const implicit = await submit(tlsRelay.securePort!, auth(), mail(), { secure: true, ignoreTLS: false, tls: { rejectUnauthorized: false } })
+      expect(implicit.ok).toBe(true)
+      const wrong = await submit(tlsRelay.securePort!, { user: 'u', pass: `sk_${'1'.repeat(64)}` }, mail(), { secure: true, ignoreTLS: false, tls: { rejectUnauthorized: false } })
+      expect(wrong).toMatchObject({ ok: false, code: 535 })
+    } finally {
+      await tlsRelay.close()
+    }
+  })
+}, { dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct' })
+
+test('carriedHeaders keeps application headers and drops structural ones and transport traces', () => {
+  const lines = [
+    { key: 'x-app', line: 'X-App: one' }, { key: 'subject', line: 'Subject: s' }, { key: 'received', line: 'Received: from x' },
+    { key: 'dkim-signature', line: 'DKIM-Signature: v=1' }, { key: 'content-type', line: 'Content-Type: text/plain' },
+    { key: 'references', line: 'References: <a@b>\r\n <c@d>' }, { key: 'x-bad', line: 'X-Bad: \u0001' },
+    { key: 'list-unsubscribe', line: 'List-Unsubscribe: <https://app.test/u>' }, { key: 'bcc', line: 'Bcc: hidden@x.test' },
+  ]
+  expect(carriedHeaders(lines)).toEqual({ 'X-App': 'one', References: '<a@b> <c@d>', 'List-Unsubscribe': '<https://app.test/u>' })
+})
+
