@@ -7,10 +7,13 @@ import { handleNotification } from './service'
 /** SNS messages are at most 256 KB of Message plus the envelope. */
 export const MAX_NOTIFICATION_BYTES = 512 * 1024
 
+/** Marks a body over the limit (an error thrown while parsing would be reported as a parse error). */
+const TOO_LARGE = Symbol('too large')
+
 /** The body as text whatever the content type (SNS posts JSON as text/plain), capped. */
-async function rawText({ request }: { request: Request }): Promise<string> {
+async function rawText({ request }: { request: Request }): Promise<string | typeof TOO_LARGE> {
   const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > MAX_NOTIFICATION_BYTES) throw tooLarge(`Notification bodies are limited to ${MAX_NOTIFICATION_BYTES} bytes`)
+  if (declared !== null && Number(declared) > MAX_NOTIFICATION_BYTES) return TOO_LARGE
   if (!request.body) return ''
   const chunks: Uint8Array[] = []
   let size = 0
@@ -21,7 +24,7 @@ async function rawText({ request }: { request: Request }): Promise<string> {
     size += value.length
     if (size > MAX_NOTIFICATION_BYTES) {
       await reader.cancel()
-      throw tooLarge(`Notification bodies are limited to ${MAX_NOTIFICATION_BYTES} bytes`)
+      return TOO_LARGE
     }
     chunks.push(value)
   }
@@ -31,7 +34,10 @@ async function rawText({ request }: { request: Request }): Promise<string> {
 /** POST /webhooks/notifications (no key: the SNS signature is the authentication). */
 export function webhooksRoutes(deps: Deps) {
   return new Elysia({ prefix: '/webhooks' })
-    .post('/notifications', ({ body }) => handleNotification(deps, typeof body === 'string' ? body : ''), {
+    .post('/notifications', ({ body }) => {
+      if (body === TOO_LARGE) throw tooLarge(`Notification bodies are limited to ${MAX_NOTIFICATION_BYTES} bytes`)
+      return handleNotification(deps, typeof body === 'string' ? body : '')
+    }, {
       parse: rawText,
       response: { 200: NotificationResult },
       detail: {
