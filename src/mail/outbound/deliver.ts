@@ -17,7 +17,7 @@ import type { DeliveryEmail } from '../../modules/emails/repo'
 import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
-import { claimDue, type QueueRow } from './queue'
+import { claimDue, releaseDeadLeases, renewLeases, type QueueRow } from './queue'
 import { OutcomeRecorder, type Outcome } from './recorder'
 import { parseReply } from './replies'
 import type { Delivery, Transport } from './types'
@@ -48,6 +48,15 @@ export interface PipelineOptions {
 }
 
 interface DomainEntry { at: number; value: VerifiedDomain | null }
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
 const DOMAIN_TTL_MS = 30_000
 
 export class OutboundPipeline {
@@ -60,6 +69,9 @@ export class OutboundPipeline {
   private domains = new Map<string, DomainEntry>()
   private log: Logger
   private readonly onWake = () => this.wake()
+  /** Emails claimed by this pipeline and not yet recorded (their leases are renewed). */
+  private claimedIds = new Set<string>()
+  private heartbeat: Timer | null = null
   /** Counters since start (tests, diagnostics). */
   readonly stats = { claimed: 0, settled: 0 }
 
@@ -71,11 +83,26 @@ export class OutboundPipeline {
 
   get transport(): Transport { return this.opts.transport }
 
+  private get leaseMs(): number { return this.opts.leaseMs ?? 5 * 60_000 }
+
   start(): void {
     if (this.running) return
     this.running = true
     outboundWakeups.on('queued', this.onWake)
-    this.loopDone = this.loop()
+    this.heartbeat = setInterval(() => {
+      renewLeases(this.deps.store, this.workerId, [...this.claimedIds], this.leaseMs)
+        .catch((err) => this.log.error('outbound lease renewal failed', errorFields(err)))
+    }, Math.max(1000, Math.floor(this.leaseMs / 3)))
+    this.loopDone = (async () => {
+      // Messages a crashed process on this host had claimed are due again now, not at lease expiry.
+      try {
+        const released = await releaseDeadLeases(this.deps.store, hostname(), pidAlive)
+        if (released) this.log.info('released the leases of a dead process', { messages: released })
+      } catch (err) {
+        this.log.warn('releasing dead leases failed', errorFields(err))
+      }
+      await this.loop()
+    })()
   }
 
   /** Stops claiming, lets in-flight messages finish and be recorded, then closes the transport. */
@@ -85,6 +112,8 @@ export class OutboundPipeline {
     this.wake()
     await this.loopDone
     await Promise.allSettled([...this.inFlight])
+    if (this.heartbeat) clearInterval(this.heartbeat)
+    this.heartbeat = null
     await this.recorder.idle()
     await this.opts.transport.close()
     await this.opts.builder.close()
@@ -141,17 +170,18 @@ export class OutboundPipeline {
   }
 
   private async claimAndStart(limit: number): Promise<number> {
-    const rows = await claimDue(this.deps.store, this.workerId, limit, this.opts.leaseMs ?? 15 * 60_000)
+    const rows = await claimDue(this.deps.store, this.workerId, limit, this.leaseMs)
     if (!rows.length) return 0
     this.stats.claimed += rows.length
+    for (const r of rows) this.claimedIds.add(r.emailId)
     const emails = new Map((await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))).map((e) => [e.id, e]))
     for (const row of rows) {
       const email = emails.get(row.emailId)
       // The email row is gone only if its project was deleted between claim and load: nothing to send.
-      if (!email) continue
+      if (!email) { this.claimedIds.delete(row.emailId); continue }
       const p: Promise<void> = this.process(row, email).catch((err) => {
         this.log.error('outbound delivery failed unexpectedly', { emailId: row.emailId, ...errorFields(err) })
-      }).finally(() => { this.inFlight.delete(p) })
+      }).finally(() => { this.inFlight.delete(p); this.claimedIds.delete(row.emailId) })
       this.inFlight.add(p)
     }
     return rows.length

@@ -33,6 +33,38 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
   })
 }
 
+/** Extends the lease of rows this worker is still delivering (a heartbeat); returns how many. */
+export async function renewLeases(store: Store, workerId: string, emailIds: string[], leaseMs: number, now = new Date()): Promise<number> {
+  if (!emailIds.length) return 0
+  const q = store.t.outboundQueue
+  const until = new Date(now.getTime() + leaseMs)
+  let n = 0
+  for (let i = 0; i < emailIds.length; i += 500) {
+    const rows = await store.tx((db) => db.update(q).set({ runAt: until, lockedUntil: until })
+      .where(and(eq(q.lockedBy, workerId), inArray(q.emailId, emailIds.slice(i, i + 500)))).returning({ id: q.emailId }))
+    n += rows.length
+  }
+  return n
+}
+
+/**
+ * Releases the leases of workers on this host whose process is gone (a crash or kill -9), so their
+ * messages are retried now instead of when the lease expires. Worker ids are `host:pid:random`; a pid
+ * that is alive (even if reused by another process) keeps its leases until they expire.
+ */
+export async function releaseDeadLeases(store: Store, host: string, isAlive: (pid: number) => boolean, now = new Date()): Promise<number> {
+  const q = store.t.outboundQueue
+  const holders = await store.db.selectDistinct({ by: q.lockedBy }).from(q).where(and(isNotNull(q.lockedBy), gt(q.lockedUntil, now)))
+  const dead = holders.map((h) => h.by!).filter((by) => {
+    const [h, pid] = by.split(':')
+    return h === host && /^\d+$/.test(pid ?? '') && Number(pid) !== process.pid && !isAlive(Number(pid))
+  })
+  if (!dead.length) return 0
+  const rows = await store.tx((db) => db.update(q).set({ runAt: now, lockedBy: null, lockedUntil: null })
+    .where(inArray(q.lockedBy, dead)).returning({ id: q.emailId }))
+  return rows.length
+}
+
 /**
  * Reschedules a claimed row after a deferral. Only the lease holder may (a row whose lease expired and
  * was claimed again belongs to the new holder); returns false when this worker no longer holds it.
