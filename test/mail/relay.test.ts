@@ -8,6 +8,10 @@ import type { Deps } from '../../src/deps'
 import { memoryLimiter } from '../../src/http/ratelimit'
 import { AUTH_FAILURE_LIMIT, carriedHeaders, startRelay, type Relay } from '../../src/mail/relay'
 import { parseVerp } from '../../src/mail/outbound/verp'
+import { readFileSync } from 'node:fs'
+import { Worker } from '../../src/jobs/queue'
+import { inboundJobs } from '../../src/mail/inbound/process'
+import { startInbound } from '../../src/mail/inbound/receiver'
 import { forEachStore } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
@@ -198,6 +202,35 @@ forEachStore('SMTP relay', (env) => {
     const res = await submit(relay.port, { user: 'u', pass: q.secretKey }, { from: q.from, to: 'x@dest.test', subject: 's', text: 't' })
     expect(res).toMatchObject({ ok: false, code: 535 })
     expect(res.response).toContain('disabled')
+  })
+
+  test('full circle: relayed mail bounces back to the VERP address it went out with; the address is then refused at RCPT', async () => {
+    const inbound = (await startInbound(env.deps, { port: 0, host: '127.0.0.1' }))!
+    try {
+      const to = `no.such.${rnd()}@dest.test`
+      const res = await submit(relay.port, auth(), { from: `app@${p.domain}`, to, subject: 'Will bounce', text: 't' })
+      expect(res.ok).toBe(true)
+      const id = /queued as ([0-9a-f-]{36})/.exec(res.response)![1]
+      await pipelineFor(env).drain()
+      const [email] = (await emailsOf(p.id)).filter((e) => e.id === id)
+      const [msg] = sink.byMessageId(email.messageId)
+      // The receiving side accepted, then bounced later: its DSN goes to the envelope sender it saw.
+      const dsn = readFileSync(join(import.meta.dir, '../fixtures/inbound/dsn/gmail-unknown-user.eml'), 'latin1')
+        .replace(/bounce\+[0-9a-f-]{36}@bounces\.acme\.test/g, msg.from)
+        .replace(/<[0-9a-f-]{36}@acme\.test>/g, email.messageId)
+        .replace(/no\.such\.person\.4711@gmail\.com/g, to)
+      const t = nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true })
+      await t.sendMail({ envelope: { from: '', to: [msg.from] }, raw: dsn })
+      t.close()
+      await new Worker(env.deps, inboundJobs).drain()
+      const [after] = (await emailsOf(p.id)).filter((e) => e.id === id)
+      expect(after).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
+      const again = await submit(relay.port, auth(), { from: `app@${p.domain}`, to, subject: 'Again', text: 't' })
+      expect(again).toMatchObject({ ok: false, code: 550 })
+      expect(again.response).toContain('suppressed')
+    } finally {
+      await inbound.close()
+    }
   })
 
   test('with a certificate: AUTH only after STARTTLS; implicit TLS on the secure port', async () => {

@@ -1,0 +1,59 @@
+import { afterAll, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import nodemailer from 'nodemailer'
+import { loadConfig } from '../../../src/config'
+import { serve } from '../../../src/main'
+import { createProject } from '../../../src/modules/projects/service'
+
+/** `serve --role smtp` starts the inbound receiver and the relay on their configured ports (0 disables). */
+
+const dir = mkdtempSync(join(tmpdir(), 'mailctl-serve-smtp-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+async function verify(port: number, auth?: { user: string; pass: string }): Promise<true | string> {
+  const t = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, ...(auth ? { auth } : {}) })
+  try {
+    return await t.verify()
+  } catch (err) {
+    return (err as Error).message
+  } finally {
+    t.close()
+  }
+}
+
+test('serve --role smtp: receiver and relay listen; port 0 disables each', async () => {
+  const [inboundPort, relayPort] = [await freePort(), await freePort()]
+  const base = { dataDir: dir, databaseUrl: `sqlite://${join(dir, 'm.db')}`, logLevel: 'silent' as const, hostname: 'mx.serve.test', jwtSecret: 'x'.repeat(32) }
+  const running = await serve(loadConfig({ env: {}, overrides: { ...base, smtpInboundPort: inboundPort, smtpRelayPort: relayPort } }), ['smtp'])
+  try {
+    expect(await verify(inboundPort)).toBe(true)
+    const project = await createProject(running.deps.store, { name: 'serve-smtp' })
+    expect(await verify(relayPort, { user: 'app', pass: project.secretKey })).toBe(true)
+    expect(String(await verify(relayPort, { user: 'app', pass: project.publicKey }))).toContain('535')
+  } finally {
+    await running.stop()
+  }
+  // Stopped: nothing listens any more.
+  expect(await verify(inboundPort)).not.toBe(true)
+  const off = await serve(loadConfig({ env: {}, overrides: { ...base, smtpInboundPort: 0, smtpRelayPort: 0 } }), ['smtp'])
+  try {
+    expect(await verify(inboundPort)).not.toBe(true)
+    expect(await verify(relayPort)).not.toBe(true)
+  } finally {
+    await off.stop()
+  }
+})
