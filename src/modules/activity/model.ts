@@ -15,7 +15,10 @@ export const EVENT_TYPES = [
 export const ACTIVITY_TYPES = ['email', ...EVENT_TYPES] as const
 export type ActivityType = (typeof ACTIVITY_TYPES)[number]
 
-export const EmailItem = t.Composite([t.Object({ kind: t.Literal('email') }), EmailRecord])
+export const EmailItem = t.Composite([t.Object({ kind: t.Literal('email') }), EmailRecord, t.Object({
+  opens: t.Integer({ description: 'Opens counted for this email (every pixel load)' }),
+  clicks: t.Integer({ description: 'Tracked link clicks of this email' }),
+})])
 
 export const EventItem = t.Object({
   kind: t.Literal('event'),

@@ -12,7 +12,7 @@ export interface After { at: number; id: string }
 export interface EmailFilter { status?: string; contactId?: string; emailId?: string; since?: Date }
 export interface EventFilter { types: readonly string[]; contactId?: string; emailId?: string; since?: Date }
 
-export type EmailItemRow = Omit<EmailRow, 'html' | 'text' | 'attachments' | 'headers'>
+export type EmailItemRow = Omit<EmailRow, 'html' | 'text' | 'attachments' | 'headers'> & { opens: number | null; clicks: number | null }
 
 export interface EventItemRow {
   id: string
@@ -44,7 +44,7 @@ function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
 }
 
 export async function emailPage(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null): Promise<EmailItemRow[]> {
-  const e = store.t.emails
+  const { emails: e, emailStats: s } = store.t
   const where = emailConds(store, projectId, f)
   if (after) {
     const at = new Date(after.at)
@@ -57,8 +57,8 @@ export async function emailPage(store: Store, projectId: string, f: EmailFilter,
     subject: e.subject, listUnsubscribe: e.listUnsubscribe, status: e.status, attempts: e.attempts, lastReply: e.lastReply,
     deliveredTo: e.deliveredTo, bounceType: e.bounceType, size: e.size, sentAt: e.sentAt, deliveredAt: e.deliveredAt,
     openedAt: e.openedAt, clickedAt: e.clickedAt, bouncedAt: e.bouncedAt, complainedAt: e.complainedAt, failedAt: e.failedAt,
-    createdAt: e.createdAt, updatedAt: e.updatedAt,
-  }).from(e).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
+    createdAt: e.createdAt, updatedAt: e.updatedAt, opens: s.opens, clicks: s.clicks,
+  }).from(e).leftJoin(s, eq(s.emailId, e.id)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
 }
 
 export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {

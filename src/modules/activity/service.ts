@@ -34,7 +34,7 @@ type Item =
   | { at: number; id: string; out: ReturnType<typeof eventItem> }
 
 function emailItem(r: repo.EmailItemRow) {
-  return { kind: 'email' as const, ...toEmailRecord(r) }
+  return { kind: 'email' as const, ...toEmailRecord(r), opens: Number(r.opens ?? 0), clicks: Number(r.clicks ?? 0) }
 }
 
 function eventItem(r: repo.EventItemRow) {

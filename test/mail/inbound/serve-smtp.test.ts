@@ -57,3 +57,24 @@ test('serve --role smtp: receiver and relay listen; port 0 disables each', async
     await off.stop()
   }
 })
+
+test('with MAILCTL_SMTP_TLS_CERT/KEY the receiver offers STARTTLS (and still takes mail in clear from MTAs that do not use it)', async () => {
+  const keyPath = join(dir, 'key.pem')
+  const certPath = join(dir, 'cert.pem')
+  const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', '/CN=mx.serve.test'], { stderr: 'pipe' })
+  expect(made.exitCode).toBe(0)
+  const port = await freePort()
+  const config = loadConfig({ env: {}, overrides: {
+    dataDir: dir, databaseUrl: `sqlite://${join(dir, 'tls.db')}`, logLevel: 'silent', hostname: 'mx.serve.test', jwtSecret: 'y'.repeat(32),
+    smtpInboundPort: port, smtpRelayPort: 0, smtpTlsCert: certPath, smtpTlsKey: keyPath,
+  } })
+  const running = await serve(config, ['smtp'])
+  try {
+    const tls = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } })
+    expect(await tls.verify()).toBe(true)
+    tls.close()
+    expect(await verify(port)).toBe(true)
+  } finally {
+    await running.stop()
+  }
+})

@@ -7,7 +7,7 @@ import { emailById } from '../../../src/modules/tracking/repo'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { pathOf, queueTestEmail } from '../tracking/fixture'
 
-interface Item { kind: 'email' | 'event'; id: string; type?: string; status?: string; emailId?: string | null; to?: string; contact?: { id: string; email: string } | null; createdAt: string }
+interface Item { kind: 'email' | 'event'; id: string; type?: string; status?: string; opens?: number; clicks?: number; emailId?: string | null; to?: string; contact?: { id: string; email: string } | null; createdAt: string }
 
 async function bounce(env: TestEnv, emailId: string, type: 'hard' | 'soft') {
   const email = (await emailById(env.store, env.store.db, emailId))!
@@ -59,7 +59,9 @@ forEachStore('activity feed', (env) => {
     const emails = data.filter((d) => d.kind === 'email')
     expect(emails.map((e) => e.id).sort()).toEqual([...ids].sort())
     const byId = new Map(emails.map((e) => [e.id, e]))
-    expect(byId.get(ids[0])?.status).toBe('OPENED')
+    expect(byId.get(ids[0])).toMatchObject({ status: 'OPENED', opens: 2, clicks: 0 })
+    expect(byId.get(ids[1])).toMatchObject({ opens: 1, clicks: 1 })
+    expect(byId.get(ids[2])).toMatchObject({ opens: 0, clicks: 0 })
     expect(byId.get(ids[1])?.status).toBe('CLICKED')
     expect(byId.get(ids[2])?.status).toBe('BOUNCED')
     expect(byId.get(ids[3])?.status).toBe('COMPLAINED')
