@@ -11,11 +11,14 @@ function ts(store: Store, d: Date): SQL {
   return store.dialect === 'pg' ? sql`${d.toISOString()}::timestamptz` : sql`${d.getTime()}`
 }
 
-/** With `db` (a transaction) the row is locked on PostgreSQL until it commits. */
-export async function findById(store: Store, projectId: string, id: string, db?: Db): Promise<SegmentRow | null> {
+/**
+ * With `db` (a transaction) the row is locked on PostgreSQL until it commits: `update` excludes every other
+ * locker, `share` only writers of the row (membership chunks of one compute run side by side).
+ */
+export async function findById(store: Store, projectId: string, id: string, db?: Db, lock: 'update' | 'share' = 'update'): Promise<SegmentRow | null> {
   const s = store.t.segments
   let q = (db ?? store.db).select().from(s).where(and(eq(s.projectId, projectId), eq(s.id, id))).limit(1)
-  if (db && store.dialect === 'pg') q = q.for('update') as typeof q
+  if (db && store.dialect === 'pg') q = q.for(lock) as typeof q
   const [row] = await q
   return row ?? null
 }

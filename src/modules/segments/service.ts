@@ -20,6 +20,8 @@ export const refreshKey = (segmentId: string) => `${REFRESH_JOB}:${segmentId}`
 
 /** Membership changes are written and their events emitted in transactions of this many contacts. */
 export const MEMBERSHIP_CHUNK = 5000
+/** Membership chunks written at once on PostgreSQL. */
+export const COMPUTE_LANES_PG = 2
 
 const CONDITION_REQUIRED = 'Condition is required for DYNAMIC segments'
 
@@ -254,28 +256,37 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
   const { entering, leaving } = await repo.membershipDiff(ctx.store, ctx.projectId, seg.id, whereOf(ctx, f))
   let entered = 0
   let exited = 0
-  const apply = async (ids: string[], enter: boolean): Promise<boolean> => {
-    for (let i = 0; i < ids.length; i += MEMBERSHIP_CHUNK) {
-      const chunk = ids.slice(i, i + MEMBERSHIP_CHUNK)
-      const rows = await ctx.store.tx(async (db) => {
-        // Locks the segment (PostgreSQL) so it cannot be deleted or untracked under this chunk.
-        const live = await repo.findById(ctx.store, ctx.projectId, seg.id, db)
-        if (!live || live.type !== 'DYNAMIC' || !live.trackMembership) return null
-        const at = new Date()
-        const changed = enter
-          ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, at)
-          : await repo.leave(ctx.store, db, seg.id, chunk)
-        const e = (enter ? entryEvent : exitEvent)(live, '')
-        return repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
-      })
-      if (!rows) return false
-      if (enter) entered += rows.length
-      else exited += rows.length
-      await notifyEvents(ctx, rows)
-    }
-    return true
+  let stopped = false
+  const applyChunk = async (chunk: string[], enter: boolean) => {
+    const rows = await ctx.store.tx(async (db) => {
+      // Holds the segment (PostgreSQL: FOR SHARE) so it cannot be deleted or untracked under this chunk.
+      const live = await repo.findById(ctx.store, ctx.projectId, seg.id, db, 'share')
+      if (!live || live.type !== 'DYNAMIC' || !live.trackMembership) return null
+      const at = new Date()
+      const changed = enter
+        ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, at)
+        : await repo.leave(ctx.store, db, seg.id, chunk)
+      const e = (enter ? entryEvent : exitEvent)(live, '')
+      return repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
+    })
+    if (!rows) { stopped = true; return }
+    if (enter) entered += rows.length
+    else exited += rows.length
+    await notifyEvents(ctx, rows)
   }
-  if (await apply(entering, true)) await apply(leaving, false)
+  // PostgreSQL writes chunks on two connections at once (its per-row index and key maintenance is the cost);
+  // SQLite has one writer, so one at a time.
+  const lanes = ctx.store.dialect === 'pg' ? COMPUTE_LANES_PG : 1
+  for (const [ids, enter] of [[entering, true], [leaving, false]] as const) {
+    let next = 0
+    await Promise.all(Array.from({ length: lanes }, async () => {
+      while (!stopped && next < ids.length) {
+        const chunk = ids.slice(next, next + MEMBERSHIP_CHUNK)
+        next += MEMBERSHIP_CHUNK
+        await applyChunk(chunk, enter)
+      }
+    }))
+  }
   const computedAt = new Date()
   const memberCount = await ctx.store.tx((db) => repo.recountMembers(ctx.store, db, ctx.projectId, seg.id, computedAt, true))
   return { id: seg.id, entered, exited, memberCount, computedAt: computedAt.toISOString() }
