@@ -38,8 +38,6 @@ CREATE TABLE campaign_stats (
   unique_opens INTEGER NOT NULL DEFAULT 0,
   clicks INTEGER NOT NULL DEFAULT 0,
   unique_clicks INTEGER NOT NULL DEFAULT 0,
-  bounces INTEGER NOT NULL DEFAULT 0,
-  complaints INTEGER NOT NULL DEFAULT 0,
   updated_at INTEGER NOT NULL,
   PRIMARY KEY (project_id, campaign_id)
 );

@@ -52,7 +52,10 @@ export function inboundTables(c: Cols) {
     lastClickAt: c.ts('last_click_at'),
   }, (t) => [c.index('email_stats_campaign_idx').on(t.campaignId)])
 
-  /** Engagement counters of a campaign: totals and unique (first per email) opens and clicks. */
+  /**
+   * Engagement counters of a campaign: total and unique (first per email) opens and clicks, which the
+   * emails' statuses cannot tell. Sent, delivered, bounced and complained counts come from the emails.
+   */
   const campaignStats = c.table('campaign_stats', {
     projectId: c.text('project_id').notNull(),
     campaignId: c.text('campaign_id').notNull(),
@@ -60,8 +63,6 @@ export function inboundTables(c: Cols) {
     uniqueOpens: c.int('unique_opens').notNull(),
     clicks: c.int('clicks').notNull(),
     uniqueClicks: c.int('unique_clicks').notNull(),
-    bounces: c.int('bounces').notNull(),
-    complaints: c.int('complaints').notNull(),
     updatedAt: c.ts('updated_at').notNull(),
   }, (t) => [c.primaryKey({ columns: [t.projectId, t.campaignId] })])
 

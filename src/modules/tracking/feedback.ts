@@ -105,7 +105,6 @@ export async function applyBounce(ctx: Ctx, db: Db, email: FeedbackEmail, r: Bou
       await suppress(ctx, db, { email: email.toAddress, reason: 'bounce', emailId: email.id, detail: r.diagnostic ?? r.status })
       suppressed = true
     }
-    if (email.campaignId) await repo.bumpCampaign(store, db, email.projectId, email.campaignId, { bounces: 1 }, ctx.now)
   }
   const events = await appendEvents(ctx, db, [event(email, 'email.bounce', {
     bounceType: r.bounceType, bounceKind: r.bounceKind, enhancedCode: r.status, smtpCode: smtpCodeOf(r.diagnostic),
@@ -143,7 +142,6 @@ export async function applyComplaint(ctx: Ctx, db: Db, email: FeedbackEmail, r: 
     const changed = await contactsRepo.setSubscribed(store, db, email.projectId, [email.contactId], false, ctx.now)
     if (changed.length) newEvents.push({ ...subscriptionEvent(email.contactId, false), data: { subscribed: false, reason: 'complaint', emailId: email.id } })
   }
-  if (email.campaignId) await repo.bumpCampaign(store, db, email.projectId, email.campaignId, { complaints: 1 }, ctx.now)
   return { applied: true, events: await appendEvents(ctx, db, newEvents), suppressed: true }
 }
 

@@ -117,18 +117,17 @@ export async function countEngagement(store: Store, db: Db, email: Pick<Feedback
   return Number(open ? row.opens : row.clicks)
 }
 
-export interface CampaignDelta { opens?: number; uniqueOpens?: number; clicks?: number; uniqueClicks?: number; bounces?: number; complaints?: number }
+export interface CampaignDelta { opens?: number; uniqueOpens?: number; clicks?: number; uniqueClicks?: number }
 
-/** Adds to a campaign's engagement counters (the row is created on first use). */
+/** Adds to a campaign's open and click counters (the row is created on first use). */
 export async function bumpCampaign(store: Store, db: Db, projectId: string, campaignId: string, d: CampaignDelta, now: Date): Promise<void> {
   const c = store.t.campaignStats
-  const v = { opens: d.opens ?? 0, uniqueOpens: d.uniqueOpens ?? 0, clicks: d.clicks ?? 0, uniqueClicks: d.uniqueClicks ?? 0, bounces: d.bounces ?? 0, complaints: d.complaints ?? 0 }
+  const v = { opens: d.opens ?? 0, uniqueOpens: d.uniqueOpens ?? 0, clicks: d.clicks ?? 0, uniqueClicks: d.uniqueClicks ?? 0 }
   await db.insert(c).values({ projectId, campaignId, ...v, updatedAt: now }).onConflictDoUpdate({
     target: [c.projectId, c.campaignId],
     set: {
       opens: sql`${c.opens} + ${v.opens}`, uniqueOpens: sql`${c.uniqueOpens} + ${v.uniqueOpens}`,
       clicks: sql`${c.clicks} + ${v.clicks}`, uniqueClicks: sql`${c.uniqueClicks} + ${v.uniqueClicks}`,
-      bounces: sql`${c.bounces} + ${v.bounces}`, complaints: sql`${c.complaints} + ${v.complaints}`,
       updatedAt: now,
     },
   })
