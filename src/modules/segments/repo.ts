@@ -119,10 +119,15 @@ export async function clearMembers(store: Store, db: Db, projectId: string, id: 
 
 // ---- tracked membership: the diff between the condition (set form) and the member rows ----
 
-/** A list of ids as ONE bound parameter (a JSON array), so the statement text is the same for any chunk. */
-function idSet(store: Store, ids: string[]): SQL {
+/**
+ * `column` is one of `ids`, the list bound as ONE parameter (a JSON array) so the statement text is the same
+ * for any chunk. PostgreSQL: `= ANY(ARRAY(...))`, an index condition whatever the table statistics say.
+ */
+function inIds(store: Store, column: SQL, ids: string[]): SQL {
   const json = JSON.stringify(ids)
-  return store.dialect === 'pg' ? sql`(SELECT jsonb_array_elements_text(${json}::jsonb))` : sql`(SELECT value FROM json_each(${json}))`
+  return store.dialect === 'pg'
+    ? sql`${column} = ANY (ARRAY(SELECT jsonb_array_elements_text(${json}::jsonb)))`
+    : sql`${column} IN (SELECT value FROM json_each(${json}))`
 }
 
 /**
@@ -151,16 +156,14 @@ export async function membershipDiff(store: Store, projectId: string, id: string
  */
 export async function enter(store: Store, db: Db, projectId: string, id: string, ids: string[], now: Date): Promise<string[]> {
   if (!ids.length) return []
-  // The id list drives the join (SQLite: CROSS JOIN fixes the order), so each id is one primary-key look-up
-  // rather than a pass over the project's contacts.
-  const ids1 = JSON.stringify(ids)
+  // Each id is one primary-key look-up (SQLite: the id list drives the join, CROSS JOIN fixes the order),
+  // never a pass over the project's contacts.
   const from = store.dialect === 'pg'
-    ? sql`jsonb_array_elements_text(${ids1}::jsonb) AS j(value) JOIN contacts ON contacts.id = j.value`
-    : sql`json_each(${ids1}) AS j CROSS JOIN contacts ON contacts.id = j.value`
+    ? sql`contacts WHERE ${inIds(store, sql.raw('contacts.id'), ids)}`
+    : sql`json_each(${JSON.stringify(ids)}) AS j CROSS JOIN contacts ON contacts.id = j.value WHERE 1 = 1`
   const rows = await store.rows<{ contact_id: string }>(sql`
     INSERT INTO segment_members (segment_id, contact_id, project_id, created_at)
-    SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM ${from}
-    WHERE contacts.project_id = ${projectId}
+    SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM ${from} AND contacts.project_id = ${projectId}
     ON CONFLICT DO NOTHING
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
@@ -170,7 +173,7 @@ export async function enter(store: Store, db: Db, projectId: string, id: string,
 export async function leave(store: Store, db: Db, id: string, ids: string[]): Promise<string[]> {
   if (!ids.length) return []
   const rows = await store.rows<{ contact_id: string }>(sql`
-    DELETE FROM segment_members WHERE segment_id = ${id} AND contact_id IN ${idSet(store, ids)}
+    DELETE FROM segment_members WHERE segment_id = ${id} AND ${inIds(store, sql.raw('contact_id'), ids)}
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
 }
