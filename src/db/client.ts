@@ -66,6 +66,26 @@ export function sqlitePath(url: string): string {
   return url.replace(/^sqlite:(\/\/)?/, '')
 }
 
+/**
+ * drizzle prepares every query it runs; compiling the same SQL again costs more than running it. Reuse
+ * compiled statements by SQL text (bounded; statements run to completion synchronously, so one statement
+ * is never in use twice at once).
+ */
+function cacheStatements(db: Database, max = 2000) {
+  const cache = new Map<string, ReturnType<Database['prepare']>>()
+  const prepare = db.prepare.bind(db)
+  db.prepare = ((query: string, ...rest: unknown[]) => {
+    if (rest.length) return (prepare as (q: string, ...r: unknown[]) => ReturnType<Database['prepare']>)(query, ...rest)
+    let stmt = cache.get(query)
+    if (!stmt) {
+      if (cache.size >= max) cache.clear()
+      stmt = prepare(query)
+      cache.set(query, stmt)
+    }
+    return stmt
+  }) as Database['prepare']
+}
+
 function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   const path = sqlitePath(url)
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -79,6 +99,8 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   reader.run('PRAGMA busy_timeout = 5000')
   reader.run('PRAGMA query_only = ON')
   const dataVersion = reader.query('PRAGMA data_version')
+  cacheStatements(writer)
+  cacheStatements(reader)
   const writeDb = drizzleSqlite(writer) as unknown as Db
   const readDb = drizzleSqlite(reader) as unknown as Db
   const mutex = new Mutex()

@@ -12,6 +12,7 @@ import { MAX_QUEUE_LIFETIME_MS } from '../../mail/outbound/replies'
 import { renderEmail, templateVariables, validateTemplateSource } from '../../mail/render'
 import { upsertContact } from '../contacts/service'
 import { assertSenderAllowed } from '../domains/service'
+import { groupCommit } from '../events/batch'
 import { notifyEvents, type EventRow } from '../events/stream'
 import { withIdempotency } from '../idempotency/service'
 import { suppressedAmong } from '../suppressions/service'
@@ -225,7 +226,8 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   const type = (template?.type ?? 'TRANSACTIONAL') as EmailType
   const list = recipients(body.to)
 
-  const { emails, suppressed, events } = await ctx.store.tx(async (db) => {
+  // One transaction per request; on SQLite, concurrent requests share the commit (each in a savepoint).
+  const { emails, suppressed, events } = await groupCommit(ctx.store).run(async (db) => {
     const blocked = await suppressedAmong(ctx, db, list.map((r) => r.email))
     const out: SendResult['data']['emails'] = []
     const skipped: SendResult['data']['suppressed'] = []

@@ -1,0 +1,181 @@
+/**
+ * Messages per second from POST /v1/send to an SMTP sink on loopback, DKIM (RSA-2048) signing on.
+ *
+ *   node_modules/.bin/bun bench/send.ts
+ *     BENCH_MESSAGES=20000     messages in the run
+ *     BENCH_CONNECTIONS=64     HTTP connections sending back-to-back requests
+ *     BENCH_RECIPIENTS=1       recipients per request (each is its own email)
+ *     BENCH_DATABASE_URL=...   default: a fresh SQLite file (the embedded store)
+ *     BENCH_LOG_LEVEL=info     the server's log level (info writes one line per request, as in production)
+ *
+ * Three processes on this machine: the server (`mailctl serve --role api --role worker`, direct MX
+ * delivery through a loopback DNS server, signer threads on every core), the sink (smtp-server, STARTTLS
+ * off as between local MTAs on loopback), and this load generator (which also serves the DNS zone).
+ * The figure is end to end: from the first POST until the sink has received every message. Prints
+ * figures; asserts nothing. The ceiling for RSA-2048 signatures alone on 2 cores is ~2,800/s (NOTES.md).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config'
+import { ctxFor } from '../src/deps'
+import { closeDeps, createDeps } from '../src/main'
+import { createLogger } from '../src/log'
+import { createDomain, verifyDomain } from '../src/modules/domains/service'
+import { createProject } from '../src/modules/projects/service'
+import { freshPgDatabase } from '../test/helpers/env'
+import { splitTxt, startTestDns } from '../test/helpers/dns'
+
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 20_000)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
+const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 1)
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
+const CEILING = 2800
+const ROOT = join(import.meta.dir, '..')
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** Reads JSON lines from a child's stdout, calling `on` for each. */
+function lines(stream: ReadableStream<Uint8Array>, on: (rec: Record<string, unknown>) => void) {
+  const reader = stream.getReader()
+  const dec = new TextDecoder()
+  let buf = ''
+  return (async () => {
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return
+      buf += dec.decode(value, { stream: true })
+      let nl: number
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl)
+        buf = buf.slice(nl + 1)
+        try { on(JSON.parse(line) as Record<string, unknown>) } catch { /* not JSON */ }
+      }
+    }
+  })()
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-send-'))
+const pg = process.env.BENCH_DATABASE_URL === 'pg' ? await freshPgDatabase() : null
+const databaseUrl = pg?.url ?? process.env.BENCH_DATABASE_URL ?? `sqlite://${join(dir, 'mailctl.db')}`
+const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })]
+if (pg) cleanups.unshift(() => pg.drop())
+
+try {
+  // DNS zone: the sender's DKIM key and the recipients' MX, on loopback.
+  const dns = await startTestDns()
+  cleanups.unshift(() => dns.close())
+
+  // The sink, in its own process.
+  let sinkPort = 0
+  let received = 0
+  const sink = Bun.spawn([process.execPath, join(ROOT, 'test/helpers/smtp.ts')], { env: { ...process.env, SINK_PORT: '0' }, stdout: 'pipe', stderr: 'inherit' })
+  cleanups.unshift(() => { sink.kill() })
+  void lines(sink.stdout, (rec) => {
+    if (typeof rec.port === 'number') sinkPort = rec.port
+    if (typeof rec.received === 'number') received = rec.received
+  })
+  while (!sinkPort) await Bun.sleep(10)
+  dns.set('sink.test', [{ type: 'MX', exchange: 'mx.sink.test', priority: 10 }])
+  dns.set('mx.sink.test', [{ type: 'A', address: '127.0.0.1' }])
+
+  const httpPort = await freePort()
+  const env: Record<string, string> = {
+    DATABASE_URL: databaseUrl,
+    MAILCTL_DATA_DIR: dir,
+    MAILCTL_JWT_SECRET: 'bench-secret',
+    MAILCTL_HOSTNAME: 'mx.bench.test',
+    MAILCTL_HTTP_PORT: String(httpPort),
+    MAILCTL_HTTP_HOST: '127.0.0.1',
+    MAILCTL_OUTBOUND: 'direct',
+    MAILCTL_MX_PORT: String(sinkPort),
+    MAILCTL_DNS_SERVERS: dns.server,
+    MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000',
+    MAILCTL_SMTP_INBOUND_PORT: '0',
+    MAILCTL_SMTP_RELAY_PORT: '0',
+    MAILCTL_LOG_LEVEL: LOG_LEVEL,
+  }
+
+  // A project and its verified sending domain, written before the server starts.
+  const config = loadConfig({ env })
+  const deps = await createDeps(config, { log: createLogger('warn') })
+  const project = await createProject(deps.store, { name: 'bench' })
+  const ctx = ctxFor(deps, project.id, { kind: 'cli' })
+  const domain = await createDomain(ctx, { projectId: project.id, domain: 'bench-sender.test' })
+  for (const r of domain.records) {
+    if (r.type === 'TXT') dns.add(r.name, { type: 'TXT', data: splitTxt(r.value) })
+    else dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 })
+  }
+  if (!(await verifyDomain(ctx, domain.id)).verified) throw new Error('bench domain did not verify')
+  await closeDeps(deps)
+
+  const server = Bun.spawn([process.execPath, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
+    env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit',
+  })
+  cleanups.unshift(async () => { server.kill('SIGTERM'); await server.exited })
+  const base = `http://127.0.0.1:${httpPort}`
+  for (let i = 0; ; i++) {
+    try { if ((await fetch(`${base}/health`)).ok) break } catch { /* not yet */ }
+    if (i > 300) throw new Error('server did not start')
+    await Bun.sleep(50)
+  }
+
+  const html = `<html><body><h1>Hello {{name}}</h1>${'<p>Thanks for your order {{order}}. Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua.</p>'.repeat(25)}<a href="{{unsubscribeUrl}}">unsubscribe</a></body></html>`
+  const headers = { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }
+  const requests = Math.ceil(MESSAGES / RECIPIENTS)
+  let next = 0
+  let errors = 0
+  let accepted = 0
+  const latencies: number[] = []
+  const start = performance.now()
+  let apiDone = 0
+  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+    for (;;) {
+      const i = next++
+      if (i >= requests) return
+      const to = Array.from({ length: RECIPIENTS }, (_, k) => `user${i * RECIPIENTS + k}@sink.test`)
+      const body = JSON.stringify({ to: RECIPIENTS === 1 ? to[0] : to, from: 'Bench <hello@bench-sender.test>', subject: 'Order {{order}} for {{name}}', body: html, data: { name: `User ${i}`, order: i } })
+      const t0 = performance.now()
+      try {
+        const res = await fetch(`${base}/v1/send`, { method: 'POST', headers, body })
+        await res.arrayBuffer()
+        if (res.status === 200) accepted += RECIPIENTS
+        else errors++
+      } catch {
+        errors++
+      }
+      latencies.push(performance.now() - t0)
+    }
+  }))
+  apiDone = performance.now()
+  const deadline = Date.now() + 600_000
+  while (received < accepted && Date.now() < deadline) await Bun.sleep(20)
+  const end = performance.now()
+
+  latencies.sort((a, b) => a - b)
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0
+  const apiSeconds = (apiDone - start) / 1000
+  const totalSeconds = (end - start) / 1000
+  const rate = received / totalSeconds
+  console.log(JSON.stringify({
+    store: databaseUrl.startsWith('sqlite') ? 'sqlite' : 'pg',
+    messages: accepted, requests, recipientsPerRequest: RECIPIENTS, connections: CONNECTIONS, errors, received,
+    apiAcceptPerSecond: Math.round(accepted / apiSeconds),
+    apiLatencyMs: { p50: Math.round(pct(0.5) * 10) / 10, p99: Math.round(pct(0.99) * 10) / 10 },
+    endToEndSeconds: Math.round(totalSeconds * 100) / 100,
+    deliveredPerSecond: Math.round(rate),
+    ratioToSignatureCeiling: Math.round((rate / CEILING) * 1000) / 1000,
+  }, null, 2))
+} finally {
+  for (const c of cleanups) {
+    try { await c() } catch { /* best effort */ }
+  }
+}
