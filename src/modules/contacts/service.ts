@@ -241,9 +241,10 @@ export async function listContacts(ctx: Ctx, q: ListContactsQuery) {
   const sort: repo.SortKey = cur?.s ?? (q.sort === 'email' ? 'email' : 'createdAt')
   const dir: repo.SortDir = cur?.d ?? (q.dir === 'asc' ? 'asc' : 'desc')
   const filter: repo.ListFilter = { search: q.search?.trim() || undefined, subscribed: q.subscribed }
+  const plan = await repo.planSearch(ctx.store, filter)
   const [rows, total] = await Promise.all([
-    repo.listPage(ctx.store, ctx.projectId, filter, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null),
-    cur ? Promise.resolve(0) : repo.countMatching(ctx.store, ctx.projectId, filter),
+    repo.listPage(ctx.store, ctx.projectId, filter, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null, plan),
+    cur ? Promise.resolve(0) : repo.countMatching(ctx.store, ctx.projectId, filter, plan),
   ])
   const hasMore = rows.length > limit
   const page = hasMore ? rows.slice(0, limit) : rows

@@ -1,0 +1,104 @@
+/**
+ * GET /contacts?search= on 1,000,000 contacts: time to answer the first page (which includes the exact
+ * `total`). Target (issue 3): under 50 ms. SQLite always; PostgreSQL too when BENCH_PG_URL is set
+ * (e.g. postgres://postgres@127.0.0.1:5432/test).
+ *
+ *   node_modules/.bin/bun bench/contacts-search.ts        (BENCH_CONTACTS=1000000)
+ *
+ * The project holds BENCH_CONTACTS contacts (emails user<i>@<domain>, a quarter on gmail.com, a quarter
+ * on one of 1,000 example<n>.com domains), plus 10,000 in a second project. Each search runs through the
+ * real app (app.handle: auth, validation, service, repo) five times; the median and the worst are
+ * printed with the number of matches. Prints figures; asserts nothing.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
+import postgres from 'postgres'
+import { loadConfig } from '../src/config'
+import { closeDeps, createDeps } from '../src/main'
+import { buildApp } from '../src/http/app'
+import { createProject } from '../src/modules/projects/service'
+import type { Store } from '../src/db/client'
+
+const N = Number(process.env.BENCH_CONTACTS ?? 1_000_000)
+
+const SEARCHES: Array<[string, string]> = [
+  ['user123456@', 'one contact'],
+  ['user12345', 'a handful'],
+  ['142@example', 'a thousand'],
+  ['example7', 'thousands (2.8%)'],
+  ['gmail', 'a quarter'],
+  ['no-such-address', 'none'],
+  ['ab', 'a 2-letter term'],
+]
+
+async function seed(store: Store, projectId: string, n: number, prefix: string) {
+  const base = Date.parse('2024-01-01T00:00:00Z')
+  for (let start = 0; start < n; start += 100_000) {
+    const end = Math.min(n, start + 100_000) - 1
+    const domain = sql`CASE i % 4 WHEN 0 THEN 'gmail.com' WHEN 1 THEN 'yahoo.com' WHEN 2 THEN 'example' || (i % 1000) || '.com' ELSE 'corp.io' END`
+    if (store.dialect === 'sqlite') {
+      await store.exec(sql`WITH RECURSIVE n(i) AS (SELECT ${start} UNION ALL SELECT i + 1 FROM n WHERE i < ${end})
+        INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+        SELECT ${prefix} || printf('%08d', i), ${projectId}, ${prefix} || 'user' || i || '@' || ${domain}, (i % 10) != 0,
+          '{"plan":"pro"}', ${base} + i * 1000, ${base} + i * 1000 FROM n`)
+    } else {
+      await store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+        SELECT ${prefix} || lpad(i::text, 8, '0'), ${projectId}, ${prefix} || 'user' || i || '@' || ${domain}, (i % 10) != 0,
+          '{"plan":"pro"}'::jsonb, to_timestamp((${base} + i * 1000) / 1000.0), to_timestamp((${base} + i * 1000) / 1000.0)
+        FROM generate_series(${start}::int, ${end}::int) AS g(i)`)
+    }
+  }
+  if (store.dialect === 'pg') await store.exec(sql`ANALYZE contacts`)
+}
+
+async function run(label: string, databaseUrl: string, dataDir: string) {
+  const config = loadConfig({ env: {}, overrides: { dataDir, databaseUrl, logLevel: 'warn', jwtSecret: 'bench', rateLimitPerMinute: 1_000_000, sqliteSynchronous: 'NORMAL' } })
+  const deps = await createDeps(config)
+  try {
+    const project = await createProject(deps.store, { name: 'bench' })
+    const other = await createProject(deps.store, { name: 'other' })
+    const t0 = performance.now()
+    await seed(deps.store, project.id, N, '')
+    await seed(deps.store, other.id, 10_000, 'o-')
+    console.log(`${label}: seeded ${N.toLocaleString('en')} + 10,000 contacts in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+    const app = buildApp(deps)
+    const get = async (query: string) => {
+      const t = performance.now()
+      const res = await app.handle(new Request(`http://localhost/contacts?${query}`, { headers: { authorization: `Bearer ${project.secretKey}` } }))
+      const body = (await res.json()) as { total: number; data: unknown[] }
+      if (res.status !== 200) throw new Error(`${query}: ${res.status} ${JSON.stringify(body)}`)
+      return { ms: performance.now() - t, total: body.total, page: body.data.length }
+    }
+    const cases: Array<[string, string]> = [['', 'no search (first page, total of all)'], ...SEARCHES.map(([q, what]): [string, string] => [`search=${encodeURIComponent(q)}`, `"${q}" - ${what}`]), ['search=example7&subscribed=false', '"example7" + subscribed=false'], ['search=user12345&sort=email&dir=asc', '"user12345", sort=email']]
+    for (const [query, what] of cases) {
+      const times: number[] = []
+      let last = { total: 0, page: 0 }
+      for (let i = 0; i < 5; i++) { const r = await get(query); times.push(r.ms); last = r }
+      times.sort((a, b) => a - b)
+      const ok = times[2] < 50 ? 'ok' : 'SLOW'
+      console.log(`  ${what.padEnd(42)} median ${times[2].toFixed(1).padStart(7)} ms  worst ${times[4].toFixed(1).padStart(7)} ms  total ${String(last.total).padStart(8)}  page ${last.page}  ${ok}`)
+    }
+  } finally {
+    await closeDeps(deps)
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-search-'))
+try {
+  await run('sqlite', `sqlite://${dir}/mailctl.db`, dir)
+  if (process.env.BENCH_PG_URL) {
+    const name = `mailctl_bench_${Date.now().toString(36)}`
+    const admin = postgres(process.env.BENCH_PG_URL, { max: 1, onnotice: () => {} })
+    await admin.unsafe(`CREATE DATABASE ${name}`)
+    const u = new URL(process.env.BENCH_PG_URL)
+    u.pathname = `/${name}`
+    try { await run('postgres', u.toString(), dir) } finally {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
