@@ -29,11 +29,11 @@ export function contactsRoutes(deps: Deps) {
   return new Elysia({ prefix: '/contacts' })
     .use(authPlugin(deps))
     .onTransform(prepareBody)
-    .get('/', ({ ctx, query }) => service.listContacts(ctx, query), {
+    .get('', ({ ctx, query }) => service.listContacts(ctx, query), {
       apiKey: 'secret', query: m.ListContactsQuery, response: { 200: m.ContactList },
       detail: { tags, summary: 'List contacts (cursor list)', description: 'Keyset pages: the opaque cursor carries the sort key of the last row, so contacts inserted while paging never shift the pages not yet read. `subscribed=true|false` filters by state; `total` is computed on the first page only.' },
     })
-    .post('/', async ({ ctx, body, set }) => {
+    .post('', async ({ ctx, body, set }) => {
       const contact = await service.createContact(ctx, body)
       set.status = contact._meta.isNew ? 201 : 200
       return contact

@@ -35,7 +35,7 @@ export function eventsRoutes(deps: Deps) {
       apiKey: 'secret', body: m.TrackBody,
       detail: { tags, summary: 'Track an event (dashboard alias of /v1/track, secret key)', description: trackDoc, ...trackDocs },
     })
-    .get('/', ({ ctx, query }) => service.listEvents(ctx, query), {
+    .get('', ({ ctx, query }) => service.listEvents(ctx, query), {
       apiKey: 'secret', query: m.ListEventsQuery, response: { 200: m.EventList },
       detail: { tags, summary: 'Recent events, newest first (cursor list)' },
     })
