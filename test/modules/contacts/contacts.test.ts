@@ -123,6 +123,12 @@ forEachStore('contacts endpoints', (env) => {
     expect(seen.filter((e) => e.projectId === p.id).map((e) => e.name)).toEqual(['contact.unsubscribed', 'contact.subscribed'])
     const bad = await env.request('PATCH', `/contacts/${a.id}`, { key: p.secretKey, body: { subscribed: 'yes' } })
     expect(bad.status).toBe(422)
+    for (const data of ['text', [1, 2], 5]) {
+      const r = await env.request('PATCH', `/contacts/${a.id}`, { key: p.secretKey, body: { data } })
+      expect([JSON.stringify(data), r.status, r.body.error.errors[0].field]).toEqual([JSON.stringify(data), 422, 'data'])
+    }
+    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'd@example.com', data: 'text' } })).status).toBe(422)
+    expect((await env.request('GET', `/contacts/${a.id}`, { key: p.secretKey })).body.data).toEqual({ keep: 1, nested: { a: [1] } })
   })
 
   test('concurrent PATCHes of two contacts to one email: one wins, the other is 409, never 500', async () => {

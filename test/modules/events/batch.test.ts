@@ -1,0 +1,33 @@
+import { expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { forEachStore } from '../../helpers/env'
+import { GroupCommit } from '../../../src/modules/events/batch'
+
+forEachStore('group commit', (env) => {
+  test('writes submitted together commit together; a failing one rolls back alone; answers come after commit', async () => {
+    const p = await env.project()
+    const g = new GroupCommit(env.store)
+    const insert = (name: string) => (db: Parameters<Parameters<GroupCommit['run']>[0]>[0]) =>
+      env.store.exec(sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (${Bun.randomUUIDv7()}, ${p.id}, NULL, ${name}, '{}', NULL, ${env.store.dialect === 'pg' ? new Date().toISOString() : Date.now()})`, db)
+    const visibleAtAnswer: number[] = []
+    const count = async () => Number((await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE project_id = ${p.id}`, env.store.db))[0].n)
+    const results = await Promise.allSettled([
+      g.run(async (db) => { await insert('a')(db); return 'a' }).then(async (v) => { visibleAtAnswer.push(await count()); return v }),
+      g.run(async (db) => { await insert('bad')(db); throw new Error('boom') }),
+      g.run(async (db) => { await insert('c')(db); return 'c' }),
+    ])
+    expect(results[0]).toEqual({ status: 'fulfilled', value: 'a' })
+    expect(results[1].status).toBe('rejected')
+    expect((results[1] as PromiseRejectedResult).reason.message).toBe('boom')
+    expect(results[2]).toEqual({ status: 'fulfilled', value: 'c' })
+    const names = (await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE project_id = ${p.id} ORDER BY name`)).map((r) => r.name)
+    expect(names).toEqual(['a', 'c'])
+    // The first answer came after the commit that made its write (and its batch-mates') visible to readers.
+    expect(visibleAtAnswer[0]).toBeGreaterThanOrEqual(1)
+    if (env.store.dialect === 'sqlite') {
+      expect(visibleAtAnswer[0]).toBe(2)
+      expect(g.stats.batches).toBe(1)
+      expect(g.stats.writes).toBe(3)
+    }
+  })
+})
