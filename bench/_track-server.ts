@@ -1,14 +1,18 @@
 /**
  * Child process of bench/track.ts: the real mailctl app on SQLite (synchronous mode from
  * MAILCTL_SQLITE_SYNCHRONOUS) in the given data dir, with one project and SEED existing contacts.
- * Prints one JSON line {port, publicKey} on stderr, then serves until killed.
+ * Prints one JSON line {port, publicKey} on stderr, then serves until killed; on SIGTERM it prints the
+ * group-commit statistics and exits. Diagnostics: BENCH_WAL_CKPT=<pages> sets wal_autocheckpoint,
+ * BENCH_NO_FTS=1 drops the trigger that indexes new emails for search (to measure its cost).
  */
+import { sql } from 'drizzle-orm'
 import { loadConfig } from '../src/config'
 import { ctxFor } from '../src/deps'
 import { createDeps } from '../src/main'
 import { buildApp } from '../src/http/app'
 import { createProject } from '../src/modules/projects/service'
 import { upsertMany } from '../src/modules/contacts/service'
+import { groupCommit } from '../src/modules/events/batch'
 
 const dataDir = process.argv[2]
 const seed = Number(process.argv[3] ?? 10_000)
@@ -28,5 +32,13 @@ for (let i = 0; i < seed; i += 1000) {
   const inputs = Array.from({ length: Math.min(1000, seed - i) }, (_, k) => ({ email: `seed${i + k}@example.com`, data: { plan: 'free' } }))
   await deps.store.tx((db) => upsertMany(ctx, db, inputs, { defaultSubscribed: true }))
 }
+if (process.env.BENCH_WAL_CKPT) await deps.store.tx(async (db) => { (db as unknown as { $client: { run(q: string): void } }).$client.run(`PRAGMA wal_autocheckpoint = ${Number(process.env.BENCH_WAL_CKPT)}`) })
+if (process.env.BENCH_NO_FTS) await deps.store.exec(sql`DROP TRIGGER contacts_email_fts_ai`)
 const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
 process.stderr.write(JSON.stringify({ port: app.server!.port, publicKey: project.publicKey, synchronous: config.sqliteSynchronous }) + '\n')
+// On SIGTERM: how well group commit batched (diagnostics), then a normal exit (so --cpu-prof can write).
+process.on('SIGTERM', () => {
+  const { batches, writes } = groupCommit(deps.store).stats
+  process.stderr.write(JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 } }) + '\n')
+  process.exit(0)
+})

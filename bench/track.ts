@@ -55,8 +55,11 @@ async function throughput(mode: string) {
     console.log(`  server CPU ${((serverCpu / r.requests) * 1000).toFixed(0)} µs/request (${(serverCpu / 1000 / r.seconds * 100).toFixed(0)}% of a core); load generator ${(((self.user + self.system) / 1000) / r.requests * 1000).toFixed(0)} µs/request`)
     return r
   } finally {
-    proc.kill()
+    proc.kill('SIGTERM')
     await proc.exited
+    await Bun.sleep(50)
+    const stats = /\{"groupCommit".*\}/.exec(stderrTail())
+    if (stats) console.log(`  ${stats[0]}`)
     rmSync(dir, { recursive: true, force: true })
   }
 }
