@@ -46,7 +46,7 @@ async function seed(store: Store, projectId: string, n: number, prefix: string) 
     } else {
       await store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
         SELECT ${prefix} || lpad(i::text, 8, '0'), ${projectId}, ${prefix} || 'user' || i || '@' || ${domain}, (i % 10) != 0,
-          '{"plan":"pro"}'::jsonb, to_timestamp((${base} + i * 1000) / 1000.0), to_timestamp((${base} + i * 1000) / 1000.0)
+          '{"plan":"pro"}'::jsonb, to_timestamp((${base}::bigint + i * 1000) / 1000.0), to_timestamp((${base}::bigint + i * 1000) / 1000.0)
         FROM generate_series(${start}::int, ${end}::int) AS g(i)`)
     }
   }
