@@ -53,9 +53,13 @@ async function rateLimit(deps: Deps, projectId: string, headers: Record<string, 
  * - `session: true`: the dashboard JWT cookie; resolves `userId`.
  */
 export function authPlugin(deps: Deps) {
+  // Authentication runs in the transform phase, before body validation: a request without a valid key
+  // is answered 401 whatever its body. The result is handed to `resolve` through this map.
+  const keyAuth = new WeakMap<Request, { ctx: Ctx; project: Project }>()
+  const sessionAuth = new WeakMap<Request, string>()
   return new Elysia().macro({
     apiKey: (required: 'secret' | 'track') => ({
-      async resolve({ request, set }) {
+      async transform({ request, set }) {
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
         if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
@@ -67,14 +71,25 @@ export function authPlugin(deps: Deps) {
         if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
         await rateLimit(deps, found.project.id, set.headers as Record<string, string>)
         const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
-        return { ctx, project: found.project }
+        keyAuth.set(request, { ctx, project: found.project })
+      },
+      resolve({ request }) {
+        const auth = keyAuth.get(request)
+        if (!auth) throw new AppError('UNAUTHORIZED', 'Missing API key')
+        return auth
       },
     }),
     session: (on: boolean) => ({
-      async resolve({ request }) {
-        if (!on) return { userId: '' }
+      async transform({ request }) {
+        if (!on) return
         const token = sessionToken(request)
         const userId = token ? await sessionUser(deps, token) : null
+        if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
+        sessionAuth.set(request, userId)
+      },
+      resolve({ request }) {
+        if (!on) return { userId: '' }
+        const userId = sessionAuth.get(request)
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
         return { userId }
       },

@@ -36,6 +36,16 @@ forEachStore('API key guard (API.md Authentication)', (env) => {
     expect(res.body.error.message).toMatch(/secret key \(sk_/)
   })
 
+  test('authentication is checked before the body: a bad body without a valid key is a 401, not a 422', async () => {
+    const p = await env.project()
+    for (const [path, key] of [['/contacts', null], ['/contacts', p.publicKey], ['/v1/track', null], ['/v1/send', p.publicKey], ['/segments', 'sk_nope']] as const) {
+      const res = await env.request('POST', path, { key, body: { email: 42, event: ['x'] } })
+      expect({ path, status: res.status }).toEqual({ path, status: 401 })
+    }
+    const ok = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 42 } })
+    expect(ok.status).toBe(422)
+  })
+
   test('/v1/track accepts both keys of the project (DECISIONS.md)', async () => {
     const p = await env.project()
     for (const key of [p.publicKey, p.secretKey]) {
