@@ -7,10 +7,13 @@
  *     BENCH_RECIPIENTS=1       recipients per request (each is its own email)
  *     BENCH_DATABASE_URL=...   default: a fresh SQLite file (the embedded store)
  *     BENCH_LOG_LEVEL=info     the server's log level (info writes one line per request, as in production)
+ *     BENCH_SQLITE_SYNCHRONOUS=NORMAL   default FULL (fsync per commit); NORMAL survives kill -9, not power loss
+ *     BENCH_SINK=smtp-server   receive with smtp-server (test/helpers/smtp.ts) instead of the minimal sink
  *
  * Three processes on this machine: the server (`mailctl serve --role api --role worker`, direct MX
- * delivery through a loopback DNS server, signer threads on every core), the sink (smtp-server, STARTTLS
- * off as between local MTAs on loopback), and this load generator (which also serves the DNS zone).
+ * delivery through a loopback DNS server, signer threads on every core), the sink (bench/_sink.ts, a
+ * minimal SMTP receiver standing in for the remote MX, so that it takes little of the two cores), and
+ * this load generator (which also serves the DNS zone). The CPU each process used per message is printed.
  * The figure is end to end: from the first POST until the sink has received every message. Prints
  * figures; asserts nothing. The ceiling for RSA-2048 signatures alone on 2 cores is ~2,800/s (NOTES.md).
  */
@@ -33,6 +36,17 @@ const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 1)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
 const CEILING = 2800
 const ROOT = join(import.meta.dir, '..')
+
+/** CPU seconds (user + system, all threads) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8') as string
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return null
+  }
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -77,7 +91,8 @@ try {
   // The sink, in its own process.
   let sinkPort = 0
   let received = 0
-  const sink = Bun.spawn([process.execPath, join(ROOT, 'test/helpers/smtp.ts')], { env: { ...process.env, SINK_PORT: '0' }, stdout: 'pipe', stderr: 'inherit' })
+  const sinkScript = process.env.BENCH_SINK === 'smtp-server' ? 'test/helpers/smtp.ts' : 'bench/_sink.ts'
+  const sink = Bun.spawn([process.execPath, join(ROOT, sinkScript)], { env: { ...process.env, SINK_PORT: '0' }, stdout: 'pipe', stderr: 'inherit' })
   cleanups.unshift(() => { sink.kill() })
   void lines(sink.stdout, (rec) => {
     if (typeof rec.port === 'number') sinkPort = rec.port
@@ -102,6 +117,7 @@ try {
     MAILCTL_SMTP_INBOUND_PORT: '0',
     MAILCTL_SMTP_RELAY_PORT: '0',
     MAILCTL_LOG_LEVEL: LOG_LEVEL,
+    MAILCTL_SQLITE_SYNCHRONOUS: process.env.BENCH_SQLITE_SYNCHRONOUS ?? 'FULL',
   }
 
   // A project and its verified sending domain, written before the server starts.
@@ -117,7 +133,8 @@ try {
   if (!(await verifyDomain(ctx, domain.id)).verified) throw new Error('bench domain did not verify')
   await closeDeps(deps)
 
-  const server = Bun.spawn([process.execPath, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
+  const bunArgs = (process.env.BENCH_BUN_ARGS ?? '').split(' ').filter(Boolean) // e.g. --cpu-prof-md --cpu-prof-dir=/tmp/p
+  const server = Bun.spawn([process.execPath, ...bunArgs, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
     env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit',
   })
   cleanups.unshift(async () => { server.kill('SIGTERM'); await server.exited })
@@ -135,6 +152,7 @@ try {
   let errors = 0
   let accepted = 0
   const latencies: number[] = []
+  const cpu0 = { server: cpuSeconds(server.pid), sink: cpuSeconds(sink.pid), bench: process.cpuUsage() }
   const start = performance.now()
   let apiDone = 0
   await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
@@ -159,6 +177,13 @@ try {
   const deadline = Date.now() + 600_000
   while (received < accepted && Date.now() < deadline) await Bun.sleep(20)
   const end = performance.now()
+  const benchCpu = process.cpuUsage(cpu0.bench)
+  const perMessage = (a: number | null, b: number | null) => (a === null || b === null || !received ? null : Math.round(((a - b) * 1000 / received) * 1000) / 1000)
+  const cpu = {
+    server: perMessage(cpuSeconds(server.pid), cpu0.server),
+    sink: perMessage(cpuSeconds(sink.pid), cpu0.sink),
+    loadGenerator: Math.round(((benchCpu.user + benchCpu.system) / 1000 / Math.max(1, received)) * 1000) / 1000,
+  }
 
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0
@@ -166,13 +191,16 @@ try {
   const totalSeconds = (end - start) / 1000
   const rate = received / totalSeconds
   console.log(JSON.stringify({
-    store: databaseUrl.startsWith('sqlite') ? 'sqlite' : 'pg',
+    sink: sinkScript,
+    store: databaseUrl.startsWith('sqlite') ? `sqlite (synchronous=${env.MAILCTL_SQLITE_SYNCHRONOUS})` : 'pg',
     messages: accepted, requests, recipientsPerRequest: RECIPIENTS, connections: CONNECTIONS, errors, received,
     apiAcceptPerSecond: Math.round(accepted / apiSeconds),
     apiLatencyMs: { p50: Math.round(pct(0.5) * 10) / 10, p99: Math.round(pct(0.99) * 10) / 10 },
     endToEndSeconds: Math.round(totalSeconds * 100) / 100,
     deliveredPerSecond: Math.round(rate),
     ratioToSignatureCeiling: Math.round((rate / CEILING) * 1000) / 1000,
+    cpuMsPerMessage: cpu,
+    loadAverage: require('node:os').loadavg().map((v: number) => Math.round(v * 100) / 100),
   }, null, 2))
 } finally {
   for (const c of cleanups) {

@@ -16,10 +16,6 @@ CREATE TABLE emails (
   to_name TEXT,
   reply_to TEXT,
   subject TEXT NOT NULL,
-  html TEXT,
-  text TEXT,
-  headers TEXT NOT NULL DEFAULT '{}',
-  attachments TEXT,
   list_unsubscribe INTEGER NOT NULL DEFAULT 0,
   status TEXT NOT NULL,
   attempts INTEGER NOT NULL DEFAULT 0,
@@ -41,6 +37,14 @@ CREATE INDEX emails_project_created_idx ON emails (project_id, created_at, id);
 CREATE INDEX emails_contact_idx ON emails (contact_id, created_at);
 CREATE INDEX emails_campaign_idx ON emails (campaign_id, status) WHERE campaign_id IS NOT NULL;
 CREATE INDEX emails_message_id_idx ON emails (message_id);
+
+CREATE TABLE email_contents (
+  email_id TEXT PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,
+  html TEXT,
+  text TEXT,
+  headers TEXT NOT NULL DEFAULT '{}',
+  attachments TEXT
+);
 
 CREATE TABLE outbound_queue (
   email_id TEXT PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,

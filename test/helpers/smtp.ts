@@ -115,6 +115,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
   let script: Script = opts.script ?? accept
   let delayMs = opts.delayMs ?? 0
   const seen = new Map<string, number>()
+  const open = new Set<string>()
   const waiters = new Set<() => void>()
   const notify = () => { for (const w of [...waiters]) w() }
   const count = (stage: string, key: string) => {
@@ -141,13 +142,16 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
     ...(opts.auth ? { authMethods: ['PLAIN', 'LOGIN'], allowInsecureAuth: true } : { disabledCommands: ['AUTH'] }),
     size: 60 * 1024 * 1024,
     onConnect(session, cb) {
-      sink.openSessions++
+      open.add(session.id)
+      sink.openSessions = open.size
       sink.maxOpenSessions = Math.max(sink.maxOpenSessions, sink.openSessions)
       const reply = decide({ stage: 'connect', key: session.id, seen: 0, openSessions: sink.openSessions, rcpt: [] })
       cb(reply ? smtpError(reply) : null)
     },
-    onClose() {
-      sink.openSessions--
+    onClose(session) {
+      // Counted by id: smtp-server may report a close for a connection it never reported as open.
+      open.delete(session.id)
+      sink.openSessions = open.size
       notify()
     },
     onAuth(auth, _session, cb) {

@@ -61,6 +61,19 @@ describe('DKIM', () => {
     })
   }
 
+  test('single-part and multipart messages all carry their headers and verify', async () => {
+    const k = keys('rsa')
+    const variants: Array<Partial<OutboundMessage>> = [
+      { html: null, attachments: [] }, { text: null, attachments: [] }, { attachments: [] }, { html: null }, {},
+    ]
+    for (const v of variants) {
+      const raw = await buildMessage({ ...message, ...v }, { domain: 'example.com', selector: 'sel', privateKeyPem: k.pem })
+      const head = raw.toString('latin1').split('\r\n\r\n')[0]
+      for (const h of ['From:', 'To:', 'Subject:', 'Message-ID: <m1@example.com>', 'Date:', 'Reply-To:', 'MIME-Version:']) expect(head).toContain(h)
+      expect((await verify(raw, k.record)).status.result).toBe('pass')
+    }
+  })
+
   test('signing an unsigned composed message equals buildMessage with a key', async () => {
     const k = keys('rsa')
     const raw = await composeMessage({ ...message, attachments: [] })

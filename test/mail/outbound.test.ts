@@ -130,7 +130,9 @@ forEachStore('outbound delivery', (env) => {
     expect(row).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredTo: 'mx.dest.test[127.0.0.1]:' + main.port })
     expect(row.sentAt).toBeInstanceOf(Date)
     expect(row.deliveredAt).toBeInstanceOf(Date)
-    expect(row.attachments!.every((a) => a.content === null && a.size > 0)).toBe(true)
+    const { emailContents } = env.store.t
+    const [content] = await env.store.db.select().from(emailContents).where(eq(emailContents.emailId, id))
+    expect(content.attachments!.map((a) => [a.filename, a.content, a.size])).toEqual([['data.bin', null, 3000], ['logo.png', null, 200]])
     expect(await queueRow(id)).toBeNull()
     const evs = await eventsOf(id)
     expect(evs.map((e) => e.name).sort()).toEqual(['email.delivery', 'email.sent'])

@@ -38,10 +38,6 @@ export function sendingTables(c: Cols) {
     toName: c.text('to_name'),
     replyTo: c.text('reply_to'),
     subject: c.text('subject').notNull(),
-    html: c.text('html'),
-    text: c.text('text'),
-    headers: c.json<Record<string, string>>('headers').notNull(),
-    attachments: c.json<StoredAttachment[]>('attachments'),
     /** Adds List-Unsubscribe (one-click) and List-Unsubscribe-Post. */
     listUnsubscribe: c.bool('list_unsubscribe').notNull(),
     status: c.text('status').notNull(),
@@ -67,6 +63,18 @@ export function sendingTables(c: Cols) {
     c.index('emails_campaign_idx').on(t.campaignId, t.status),
     c.index('emails_message_id_idx').on(t.messageId),
   ])
+
+  /**
+   * The rendered content of an email, apart from its record: status changes rewrite only the small
+   * `emails` row (SQLite rewrites a whole row on any update), never the body.
+   */
+  const emailContents = c.table('email_contents', {
+    emailId: c.text('email_id').primaryKey(),
+    html: c.text('html'),
+    text: c.text('text'),
+    headers: c.json<Record<string, string>>('headers').notNull(),
+    attachments: c.json<StoredAttachment[]>('attachments'),
+  })
 
   /**
    * The outbound queue: one small row per email not yet finished. Claiming pushes `run_at` forward by
@@ -103,5 +111,5 @@ export function sendingTables(c: Cols) {
     createdAt: c.ts('created_at').notNull(),
   }, (t) => [c.primaryKey({ columns: [t.projectId, t.email] }), c.index('suppressions_project_created_idx').on(t.projectId, t.createdAt)])
 
-  return { emails, outboundQueue, suppressions }
+  return { emails, emailContents, outboundQueue, suppressions }
 }

@@ -47,7 +47,7 @@ export interface PipelineOptions {
   log?: Logger
 }
 
-interface DomainEntry { at: number; value: VerifiedDomain | null }
+interface DomainEntry { at: number; value: Promise<VerifiedDomain | null> }
 
 function pidAlive(pid: number): boolean {
   try {
@@ -66,6 +66,8 @@ export class OutboundPipeline {
   private running = false
   private loopDone: Promise<void> | null = null
   private wakeResolve: (() => void) | null = null
+  /** Resolved when an in-flight message finishes (the claim loop waits on it when full). */
+  private slotFreed: (() => void) | null = null
   private domains = new Map<string, DomainEntry>()
   private log: Logger
   private readonly onWake = () => this.wake()
@@ -110,6 +112,7 @@ export class OutboundPipeline {
     this.running = false
     outboundWakeups.off('queued', this.onWake)
     this.wake()
+    this.slotFreed?.()
     await this.loopDone
     await Promise.allSettled([...this.inFlight])
     if (this.heartbeat) clearInterval(this.heartbeat)
@@ -138,7 +141,7 @@ export class OutboundPipeline {
     while (this.running) {
       const free = max - this.inFlight.size
       if (free < Math.min(batch, max) / 2) {
-        await Promise.race([...this.inFlight])
+        await new Promise<void>((resolve) => { this.slotFreed = resolve })
         continue
       }
       let claimed = 0
@@ -181,7 +184,13 @@ export class OutboundPipeline {
       if (!email) { this.claimedIds.delete(row.emailId); continue }
       const p: Promise<void> = this.process(row, email).catch((err) => {
         this.log.error('outbound delivery failed unexpectedly', { emailId: row.emailId, ...errorFields(err) })
-      }).finally(() => { this.inFlight.delete(p); this.claimedIds.delete(row.emailId) })
+      }).finally(() => {
+        this.inFlight.delete(p)
+        this.claimedIds.delete(row.emailId)
+        const r = this.slotFreed
+        this.slotFreed = null
+        r?.()
+      })
       this.inFlight.add(p)
     }
     return rows.length
@@ -191,9 +200,11 @@ export class OutboundPipeline {
     const key = `${projectId}\0${domainOf(from)}`
     const hit = this.domains.get(key)
     if (hit && Date.now() - hit.at < DOMAIN_TTL_MS) return hit.value
-    const value = await signingKeyFor(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), domainOf(from))
+    // The promise is cached, so a batch of messages from one sender looks the domain up once.
+    const value = signingKeyFor(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), domainOf(from))
     if (this.domains.size > 10_000) this.domains.clear()
     this.domains.set(key, { at: Date.now(), value })
+    value.catch(() => this.domains.delete(key))
     return value
   }
 

@@ -7,10 +7,13 @@
  */
 import type { Resolver } from '../../dns'
 import { ConnectError, ConnectionPool, targetLabel, type SendOutcome, type SmtpConn, type SmtpTarget, type Stage } from './pool'
-import { RouteError, resolveRoute } from './mx'
+import { RouteError, resolveRoute, type MxHost } from './mx'
 import { parseReply, shouldSuppress, verdictOf, type SmtpReply } from './replies'
 import { Throttle, type ThrottleOptions } from './throttle'
 import type { Delivery, Envelope, Transport } from './types'
+
+/** Successful routes are reused this long (failures are never cached here). */
+const ROUTE_TTL_MS = 30_000
 
 export interface SmtpTransportOptions {
   /** EHLO name (MAILCTL_HOSTNAME). */
@@ -89,10 +92,22 @@ export class DirectTransport implements Transport {
     this.throttle = new Throttle(opts.throttle)
   }
 
+  /** Routes of recent domains (the resolver caches answers too; this skips the look-up work entirely). */
+  private routes = new Map<string, { at: number; hosts: MxHost[] }>()
+
+  private async route(domain: string): Promise<MxHost[]> {
+    const hit = this.routes.get(domain)
+    if (hit && Date.now() - hit.at < ROUTE_TTL_MS) return hit.hosts
+    const hosts = await resolveRoute(this.resolver, domain)
+    if (this.routes.size >= 10_000) this.routes.clear()
+    this.routes.set(domain, { at: Date.now(), hosts })
+    return hosts
+  }
+
   async deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void> {
     let hosts
     try {
-      hosts = await resolveRoute(this.resolver, env.domain)
+      hosts = await this.route(env.domain)
     } catch (err) {
       if (!(err instanceof RouteError)) throw err
       if (err.permanent) return settle({ kind: 'bounced', reply: err.reply, host: null, suppress: true })

@@ -34,6 +34,8 @@ export interface RecorderOptions {
   workerId: string
   /** Delay after a throttling reply without a hint (ms, jittered +-50%). */
   throttleDelayMs?: number
+  /** Gathering window before each commit (default: 8 ms on SQLite, the next loop turn on PostgreSQL). */
+  windowMs?: number
 }
 
 interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): void }
@@ -64,6 +66,16 @@ export class OutcomeRecorder {
     })
   }
 
+  /**
+   * How long outcomes gather before a commit. SQLite commits block the event loop (fsync with
+   * synchronous=FULL), so no outcome can arrive during one: without a window every commit would carry
+   * one outcome. PostgreSQL commits do not block: the next turn of the loop is enough.
+   */
+  private gather(): Promise<void> {
+    const ms = this.opts.windowMs ?? (this.deps.store.dialect === 'sqlite' ? 8 : 0)
+    return new Promise((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)))
+  }
+
   /** Resolves when nothing is waiting to be recorded. */
   async idle(): Promise<void> {
     while (this.running) await this.running
@@ -72,6 +84,7 @@ export class OutcomeRecorder {
   private async loop(): Promise<void> {
     try {
       while (this.pending.length) {
+        await this.gather()
         const batch = this.pending
         this.pending = []
         try {

@@ -89,18 +89,4 @@ export const EmailRecord = t.Object({
 })
 export type EmailRecord = Static<typeof EmailRecord>
 
-export const ActivityQuery = t.Object({
-  limit: t.Optional(t.Numeric({ description: '1-100, default 20; larger values are clamped to 100' })),
-  cursor: t.Optional(t.String()),
-  status: t.Optional(t.String({ description: 'Only emails in this status' })),
-})
-export type ActivityQuery = Static<typeof ActivityQuery>
-
-export const ActivityList = t.Object({
-  data: t.Array(t.Composite([t.Object({ kind: t.Literal('email') }), EmailRecord])),
-  cursor: t.Union([t.String(), t.Null()]),
-  hasMore: t.Boolean(),
-  total: t.Integer({ description: 'Computed on the first page only (0 on later pages)' }),
-})
-
 export const IdParams = t.Object({ id: t.String() })

@@ -2,7 +2,7 @@ import addressparser from 'nodemailer/lib/addressparser'
 import type { Db } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { Ctx } from '../../deps'
-import { badRequest, notFound, tooLarge, validation, type FieldError } from '../../errors'
+import { notFound, tooLarge, validation, type FieldError } from '../../errors'
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
 import { domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
 import { MAX_MESSAGE_BYTES } from '../../mail/outbound/deliver'
@@ -20,9 +20,9 @@ import { getTemplate } from '../templates/service'
 import { trackingEnabled } from '../tracking/repo'
 import { rewriteForTracking } from '../tracking/rewrite'
 import type { Template } from '../templates/model'
-import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type ActivityQuery, type EmailRecord, type SendBody } from './model'
+import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type EmailRecord, type SendBody } from './model'
 import * as repo from './repo'
-import type { EmailRow } from './repo'
+import type { EmailContentRow, EmailRow } from './repo'
 
 /** What every email.* source is (DECISIONS.md event data `sourceType`). */
 export type SourceType = 'send' | 'campaign' | 'workflow' | 'relay' | 'test'
@@ -67,6 +67,7 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
   // Open and click tracking (projects.tracking_enabled): signed click links and the pixel go in here.
   const tracking = items.length ? await trackingEnabled(ctx.store, ctx.projectId) : false
   const rows: EmailRow[] = []
+  const contents: EmailContentRow[] = []
   const queue: QueueRow[] = []
   for (const it of items) {
     const id = it.id ?? Bun.randomUUIDv7()
@@ -77,18 +78,21 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
       sourceType: it.sourceType, sourceId: it.sourceId ?? null, type: it.type, domainId: it.domainId,
       messageId: `<${id}@${domainOf(fromAddress)}>`,
       fromAddress, fromName: it.from.name ?? null, toAddress, toName: it.to.name ?? null, replyTo: it.replyTo ?? null,
-      subject: it.subject, html: rewriteForTracking(ctx.deps, { emailId: id, html: it.html, trackingEnabled: tracking }), text: it.text, headers: it.headers ?? {},
-      attachments: it.attachments?.length ? it.attachments : null, listUnsubscribe: it.listUnsubscribe,
+      subject: it.subject, listUnsubscribe: it.listUnsubscribe,
       status: 'PENDING', attempts: 0, lastReply: null, deliveredTo: null, bounceType: null, size: null,
       sentAt: null, deliveredAt: null, openedAt: null, clickedAt: null, bouncedAt: null, complainedAt: null, failedAt: null,
       createdAt: now, updatedAt: now,
+    })
+    contents.push({
+      emailId: id, html: rewriteForTracking(ctx.deps, { emailId: id, html: it.html, trackingEnabled: tracking }), text: it.text,
+      headers: it.headers ?? {}, attachments: it.attachments?.length ? it.attachments : null,
     })
     queue.push({
       emailId: id, projectId: ctx.projectId, domain: domainOf(toAddress), priority: it.priority ?? PRIORITY.transactional,
       runAt: now, attempts: 0, lockedBy: null, lockedUntil: null, lastError: null, expiresAt, createdAt: now,
     })
   }
-  await repo.insertEmails(ctx.store, db, rows)
+  await repo.insertEmails(ctx.store, db, rows, contents)
   await insertQueueRows(ctx.store, db, queue)
   return rows
 }
@@ -225,6 +229,9 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   const sender = await assertSenderAllowed(ctx, fromEmail)
   const type = (template?.type ?? 'TRANSACTIONAL') as EmailType
   const list = recipients(body.to)
+  // Signed links cost an HMAC each: only those the subject or body can refer to are made.
+  const sources = `${subjectSrc} ${bodySrc}`
+  const uses = { unsubscribeUrl: sources.includes('unsubscribeUrl'), subscribeUrl: /(^|[^\w])subscribeUrl/.test(sources), manageUrl: sources.includes('manageUrl') }
 
   // One transaction per request; on SQLite, concurrent requests share the commit (each in a savepoint).
   const { emails, suppressed, events } = await groupCommit(ctx.store).run(async (db) => {
@@ -244,7 +251,11 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
       const vars = templateVariables({
         contact: { id: up.contact.id, email: up.contact.email, data: up.contact.data },
         data: body.data ?? null,
-        urls: { unsubscribeUrl: unsubscribeUrl(ctx.deps, ref), subscribeUrl: subscribeUrl(ctx.deps, ref), manageUrl: manageUrl(ctx.deps, ref) },
+        urls: {
+          ...(uses.unsubscribeUrl ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, ref) } : {}),
+          ...(uses.subscribeUrl ? { subscribeUrl: subscribeUrl(ctx.deps, ref) } : {}),
+          ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
+        },
       })
       const rendered = renderEmail({ subject: subjectSrc!, body: bodySrc! }, vars)
       // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
@@ -271,7 +282,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
 
 function iso(d: Date | null): string | null { return d ? d.toISOString() : null }
 
-export function toEmailRecord(r: Omit<EmailRow, 'html' | 'text' | 'attachments' | 'headers'>): EmailRecord {
+export function toEmailRecord(r: EmailRow): EmailRecord {
   return {
     id: r.id, contactId: r.contactId, templateId: r.templateId, campaignId: r.campaignId, sourceType: r.sourceType,
     type: r.type, messageId: r.messageId, from: r.fromAddress, fromName: r.fromName, to: r.toAddress, toName: r.toName,
@@ -287,31 +298,4 @@ export async function getEmail(ctx: Ctx, id: string): Promise<EmailRecord> {
   const row = await repo.findEmail(ctx.store, ctx.projectId, id)
   if (!row) throw notFound('email')
   return toEmailRecord(row)
-}
-
-function decodeCursor(c: string): { createdAt: Date; id: string } {
-  try {
-    const [ms, id] = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as [unknown, unknown]
-    if (typeof ms === 'number' && Number.isFinite(ms) && typeof id === 'string') return { createdAt: new Date(ms), id }
-  } catch { /* fall through */ }
-  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
-}
-
-/**
- * GET /activity (minimal, until the activity feed of the roadmap): the project's emails, newest first,
- * as a cursor list. Captured mail (MAILCTL_OUTBOUND=capture) shows as SENT with deliveredTo "capture".
- */
-export async function listActivity(ctx: Ctx, q: ActivityQuery) {
-  const limit = Math.min(100, Math.max(1, Math.trunc(Number(q.limit ?? 20)) || 20))
-  const after = q.cursor ? decodeCursor(q.cursor) : null
-  const rows = await repo.listEmails(ctx.store, ctx.projectId, { limit: limit + 1, after, status: q.status })
-  const page = rows.slice(0, limit)
-  const hasMore = rows.length > limit
-  const last = page[page.length - 1]
-  return {
-    data: page.map((r) => ({ kind: 'email' as const, ...toEmailRecord(r) })),
-    cursor: hasMore && last ? Buffer.from(JSON.stringify([last.createdAt.getTime(), last.id])).toString('base64url') : null,
-    hasMore,
-    total: after ? 0 : await repo.countEmails(ctx.store, ctx.projectId, q.status),
-  }
 }

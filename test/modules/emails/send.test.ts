@@ -30,10 +30,11 @@ forEachStore('POST /v1/send', (env) => {
   const send = (body: unknown, opts: { key?: string | null; headers?: Record<string, string> } = {}) =>
     env.request('POST', '/v1/send', { key: opts.key === undefined ? p.secretKey : opts.key, body, headers: opts.headers })
 
+  /** The email record with its content (email_contents). */
   async function emailRow(id: string) {
-    const { emails } = env.store.t
-    const [row] = await env.store.db.select().from(emails).where(eq(emails.id, id))
-    return row
+    const { emails, emailContents } = env.store.t
+    const [row] = await env.store.db.select().from(emails).innerJoin(emailContents, eq(emailContents.emailId, emails.id)).where(eq(emails.id, id))
+    return { ...row.emails, ...row.email_contents }
   }
   async function queued(id: string) {
     const { outboundQueue } = env.store.t
@@ -256,23 +257,25 @@ forEachStore('POST /v1/send', (env) => {
     expect((await env.request('GET', '/activity', { key: p.publicKey })).status).toBe(401)
   })
 
-  test('GET /activity lists the project\'s emails newest first with their delivery state', async () => {
+  test('GET /emails/:id and the activity feed show the delivery state once delivered', async () => {
     const q = await projectWithDomain(env, dns, `act-${rnd()}.test`)
-    for (let i = 0; i < 3; i++) await env.request('POST', '/v1/send', { key: q.secretKey, body: { to: `act${i}@dest.test`, from: q.from, subject: `n${i}`, body: 'b' } })
-    const pl = pipelineFor(env)
-    await pl.drain()
-    const first = await env.request('GET', '/activity?limit=2', { key: q.secretKey })
-    expect(first.status).toBe(200)
-    expect(first.body.total).toBe(3)
-    expect(first.body.hasMore).toBe(true)
-    expect(first.body.data.map((e: { subject: string }) => e.subject)).toEqual(['n2', 'n1'])
-    expect(first.body.data[0]).toMatchObject({ kind: 'email', status: 'DELIVERED', to: 'act2@dest.test' })
-    const second = await env.request('GET', `/activity?limit=2&cursor=${first.body.cursor}`, { key: q.secretKey })
-    expect(second.body).toMatchObject({ hasMore: false, total: 0, cursor: null })
-    expect(second.body.data.map((e: { subject: string }) => e.subject)).toEqual(['n0'])
-    expect((await env.request('GET', '/activity?cursor=garbage', { key: q.secretKey })).status).toBe(400)
-    // Another project sees none of them.
-    const theirs = await env.request('GET', '/activity', { key: other.secretKey })
-    expect(theirs.body.data.some((e: { to: string }) => e.to.startsWith('act'))).toBe(false)
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const r = await env.request('POST', '/v1/send', { key: q.secretKey, body: { to: `act${i}@dest.test`, from: q.from, subject: `n${i}`, body: 'b' } })
+      ids.push(r.body.data.emails[0].email)
+    }
+    await pipelineFor(env).drain()
+    for (const id of ids) {
+      const one = await env.request('GET', `/emails/${id}`, { key: q.secretKey })
+      expect(one.status).toBe(200)
+      expect(one.body).toMatchObject({ id, status: 'DELIVERED', attempts: 1, deliveredTo: `mx.dest.test[127.0.0.1]:${sink.port}` })
+      expect(Date.parse(one.body.deliveredAt)).toBeGreaterThan(0)
+    }
+    const feed = await env.request('GET', '/activity', { key: q.secretKey })
+    expect(feed.status).toBe(200)
+    const items = (feed.body.data as Array<{ kind: string; id?: string; status?: string }>).filter((i) => i.kind === 'email')
+    expect(items.map((i) => i.id).sort()).toEqual([...ids].sort())
+    expect(items.every((i) => i.status === 'DELIVERED')).toBe(true)
+    expect((await env.request('GET', `/emails/${ids[0]}`, { key: other.secretKey })).status).toBe(404)
   })
 }, { dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct' })

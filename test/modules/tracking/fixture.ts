@@ -39,10 +39,11 @@ export async function queueTestEmail(env: TestEnv, projectId: string, o: TestEma
   return row
 }
 
-export async function emailRow(env: TestEnv, id: string): Promise<EmailRow> {
-  const e = env.store.t.emails
-  const [row] = await env.store.db.select().from(e).where(eq(e.id, id))
-  return row
+/** The email record with its rendered content (kept apart in email_contents). */
+export async function emailRow(env: TestEnv, id: string): Promise<EmailRow & { html: string | null; text: string | null }> {
+  const { emails: e, emailContents: c } = env.store.t
+  const [row] = await env.store.db.select({ email: e, html: c.html, text: c.text }).from(e).innerJoin(c, eq(c.emailId, e.id)).where(eq(e.id, id))
+  return { ...row.email, html: row.html, text: row.text }
 }
 
 export async function eventsOf(env: TestEnv, emailId: string, name?: string) {
