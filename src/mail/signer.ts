@@ -12,6 +12,15 @@ export type SignResponse = { id: number; raw: Uint8Array; error?: undefined } | 
 
 interface Pending { resolve(b: Buffer): void; reject(e: Error): void }
 
+/**
+ * The worker's module. From source, next to this file. In the executable (`npm run build` gives
+ * src/mail/signer-worker.ts as a second entry point), embedded entry points are named by their path
+ * under the entry points' common directory (the project root), so the path is spelled from there.
+ */
+const WORKER_ENTRY = import.meta.url.includes('/$bunfs/')
+  ? './src/mail/signer-worker.ts'
+  : new URL('./signer-worker.ts', import.meta.url).href
+
 export interface MessageBuilder {
   build(message: OutboundMessage, key: DkimKey | null): Promise<Buffer>
   close(): Promise<void>
@@ -27,7 +36,7 @@ class WorkerSlot {
   readonly worker: Worker
   readonly pending = new Map<number, Pending>()
   constructor(onDead: (slot: WorkerSlot, err: Error) => void) {
-    this.worker = new Worker(new URL('./signer-worker.ts', import.meta.url).href)
+    this.worker = new Worker(WORKER_ENTRY)
     this.worker.onmessage = (event: MessageEvent<SignResponse>) => {
       const res = event.data
       const p = this.pending.get(res.id)
