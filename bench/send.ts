@@ -48,6 +48,21 @@ function cpuSeconds(pid: number): number | null {
   }
 }
 
+/** CPU seconds per thread name (main "bun", "Worker", "JITWorker", "HeapHelper"...) of a process. */
+function threadSeconds(pid: number): Record<string, number> {
+  const fs = require('node:fs') as typeof import('node:fs')
+  const out: Record<string, number> = {}
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / 100
+    }
+  } catch { /* not Linux */ }
+  return out
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
@@ -152,7 +167,7 @@ try {
   let errors = 0
   let accepted = 0
   const latencies: number[] = []
-  const cpu0 = { server: cpuSeconds(server.pid), sink: cpuSeconds(sink.pid), bench: process.cpuUsage() }
+  const cpu0 = { server: cpuSeconds(server.pid), sink: cpuSeconds(sink.pid), bench: process.cpuUsage(), threads: threadSeconds(server.pid) }
   const start = performance.now()
   let apiDone = 0
   await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
@@ -184,6 +199,10 @@ try {
     sink: perMessage(cpuSeconds(sink.pid), cpu0.sink),
     loadGenerator: Math.round(((benchCpu.user + benchCpu.system) / 1000 / Math.max(1, received)) * 1000) / 1000,
   }
+  const threads1 = threadSeconds(server.pid)
+  const serverThreads = Object.fromEntries(Object.entries(threads1)
+    .map(([k, v]) => [k, Math.round(((v - (cpu0.threads[k] ?? 0)) * 1000 / Math.max(1, received)) * 1000) / 1000] as const)
+    .filter(([, v]) => v > 0.005))
 
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0
@@ -200,6 +219,7 @@ try {
     deliveredPerSecond: Math.round(rate),
     ratioToSignatureCeiling: Math.round((rate / CEILING) * 1000) / 1000,
     cpuMsPerMessage: cpu,
+    serverCpuMsPerMessageByThread: serverThreads,
     loadAverage: require('node:os').loadavg().map((v: number) => Math.round(v * 100) / 100),
   }, null, 2))
 } finally {

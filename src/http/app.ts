@@ -1,5 +1,6 @@
 import { Elysia, type ValidationError } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
+import './formats'
 import type { Deps } from '../deps'
 import { AppError, tooLarge } from '../errors'
 import { errorFields } from '../log'
