@@ -8,11 +8,11 @@ import * as service from './service'
 export function suppressionsRoutes(deps: Deps) {
   const detail = (summary: string, description?: string) => ({ tags: ['suppressions'], summary, ...(description ? { description } : {}), security: [{ secretKey: [] }] })
   return new Elysia({ prefix: '/suppressions' }).use(authPlugin(deps))
-    .get('/', ({ ctx, query }) => service.listSuppressions(ctx, query), {
+    .get('', ({ ctx, query }) => service.listSuppressions(ctx, query), {
       apiKey: 'secret', query: ListSuppressionsQuery, response: { 200: SuppressionList },
       detail: detail('List suppressed addresses', 'Hard bounces and complaints are added automatically; /v1/send does not send to these addresses.'),
     })
-    .post('/', ({ ctx, body }) => service.addSuppression(ctx, body), {
+    .post('', ({ ctx, body }) => service.addSuppression(ctx, body), {
       apiKey: 'secret', body: AddSuppressionBody, response: { 200: Suppression },
       transform({ body }) {
         const b = body as { email?: unknown } | null
