@@ -8,17 +8,21 @@ import type { SignRequest, SignResponse } from './signer'
 
 declare const self: Worker
 
-self.onmessage = async (event: MessageEvent<SignRequest>) => {
-  const { id, message, key } = event.data
-  try {
-    const buf = await buildMessage(message, key)
-    // A fresh ArrayBuffer of exactly the message, so it can be transferred (Buffers may share a pool).
-    const out = new Uint8Array(buf.length)
-    out.set(buf)
-    const res: SignResponse = { id, raw: out }
-    self.postMessage(res, [out.buffer])
-  } catch (err) {
-    const res: SignResponse = { id, error: err instanceof Error ? err.message : String(err) }
-    self.postMessage(res)
+self.onmessage = async (event: MessageEvent<SignRequest[]>) => {
+  const out: SignResponse[] = []
+  const transfer: ArrayBuffer[] = []
+  for (const { id, message, key } of event.data) {
+    try {
+      const buf = await buildMessage(message, key)
+      // A fresh ArrayBuffer of exactly the message, so it can be transferred (Buffers may share a pool).
+      const raw = new Uint8Array(buf.length)
+      raw.set(buf)
+      out.push({ id, raw })
+      transfer.push(raw.buffer)
+    } catch (err) {
+      out.push({ id, error: err instanceof Error ? err.message : String(err) })
+    }
   }
+  // One reply per batch: the main thread is answered once, when every message of the batch is built.
+  self.postMessage(out, transfer)
 }
