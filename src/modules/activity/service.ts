@@ -1,4 +1,5 @@
 import type { Ctx } from '../../deps'
+import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { badRequest } from '../../errors'
 import { clampLimit } from '../contacts/service'
 import { toEmailRecord } from '../emails/service'
@@ -17,17 +18,6 @@ function selection(q: ListActivityQuery): { emails: boolean; events: readonly st
   return { emails: asked.includes('email'), events: q.status ? [] : asked.filter((x) => x !== 'email') }
 }
 
-function encodeCursor(a: repo.After): string {
-  return Buffer.from(JSON.stringify([a.at, a.id])).toString('base64url')
-}
-
-function decodeCursor(text: string): repo.After {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
-    if (typeof at === 'number' && Number.isFinite(at) && typeof id === 'string') return { at, id }
-  } catch { /* fall through */ }
-  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
-}
 
 type Item =
   | { at: number; id: string; out: ReturnType<typeof emailItem> }
@@ -57,7 +47,7 @@ function eventItem(r: repo.EventItemRow) {
 export async function listActivity(ctx: Ctx, q: ListActivityQuery) {
   const limit = clampLimit(q.limit, 20)
   const sel = selection(q)
-  const after = q.cursor ? decodeCursor(q.cursor) : null
+  const after = q.cursor ? decodeTimeCursor(q.cursor) : null
   const emailF: repo.EmailFilter = { status: q.status || undefined, contactId: q.contactId || undefined, emailId: q.emailId || undefined }
   const eventF: repo.EventFilter = { types: sel.events, contactId: q.contactId || undefined, emailId: q.emailId || undefined }
   const [emails, events, total] = await Promise.all([
@@ -76,7 +66,7 @@ export async function listActivity(ctx: Ctx, q: ListActivityQuery) {
   const hasMore = items.length > limit
   const page = items.slice(0, limit)
   const last = page[page.length - 1]
-  return { data: page.map((i) => i.out), cursor: hasMore && last ? encodeCursor({ at: last.at, id: last.id }) : null, hasMore, total }
+  return { data: page.map((i) => i.out), cursor: hasMore && last ? encodeTimeCursor({ at: last.at, id: last.id }) : null, hasMore, total }
 }
 
 const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 10_000) / 10_000 : 0)

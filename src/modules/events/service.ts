@@ -1,4 +1,5 @@
 import type { Ctx } from '../../deps'
+import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { badRequest, invalidField, notFound } from '../../errors'
 import { RESERVED_DATA_KEYS, type ContactData } from '../contacts/data'
 import * as contactsRepo from '../contacts/repo'
@@ -88,21 +89,10 @@ export function toEvent(row: repo.EventWithContact) {
   }
 }
 
-function encodeCursor(a: repo.After): string {
-  return Buffer.from(JSON.stringify([a.at, a.id])).toString('base64url')
-}
-
-function decodeCursor(text: string): repo.After {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
-    if (typeof at === 'number' && Number.isFinite(at) && typeof id === 'string') return { at, id }
-  } catch { /* fall through */ }
-  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
-}
 
 async function page(ctx: Ctx, filter: repo.EventFilter, q: { limit?: number; cursor?: string }, defaultLimit: number) {
   const limit = clampLimit(q.limit, defaultLimit)
-  const after = q.cursor ? decodeCursor(q.cursor) : null
+  const after = q.cursor ? decodeTimeCursor(q.cursor) : null
   const [rows, total] = await Promise.all([
     repo.listPage(ctx.store, ctx.projectId, filter, limit + 1, after),
     after ? Promise.resolve(0) : repo.countEvents(ctx.store, ctx.projectId, filter),
@@ -110,7 +100,7 @@ async function page(ctx: Ctx, filter: repo.EventFilter, q: { limit?: number; cur
   const hasMore = rows.length > limit
   const data = hasMore ? rows.slice(0, limit) : rows
   const last = data[data.length - 1]
-  return { data: data.map(toEvent), cursor: hasMore && last ? encodeCursor({ at: last.createdAt.getTime(), id: last.id }) : null, hasMore, total }
+  return { data: data.map(toEvent), cursor: hasMore && last ? encodeTimeCursor({ at: last.createdAt.getTime(), id: last.id }) : null, hasMore, total }
 }
 
 /** GET /events: the project's events, newest first (cursor list), optionally by name or contact. */
