@@ -169,6 +169,7 @@ try {
   const latencies: number[] = []
   const cpu0 = { server: cpuSeconds(server.pid), sink: cpuSeconds(sink.pid), bench: process.cpuUsage(), threads: threadSeconds(server.pid) }
   const start = performance.now()
+  process.stderr.write(`bench: sending ${MESSAGES} messages (${RECIPIENTS} per request, ${CONNECTIONS} connections)\n`)
   let apiDone = 0
   await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
     for (;;) {
@@ -190,7 +191,11 @@ try {
   }))
   apiDone = performance.now()
   const deadline = Date.now() + 600_000
-  while (received < accepted && Date.now() < deadline) await Bun.sleep(20)
+  let shown = Date.now()
+  while (received < accepted && Date.now() < deadline) {
+    await Bun.sleep(20)
+    if (Date.now() - shown > 5000) { shown = Date.now(); process.stderr.write(`bench: ${received} of ${accepted} received\n`) }
+  }
   const end = performance.now()
   const benchCpu = process.cpuUsage(cpu0.bench)
   const perMessage = (a: number | null, b: number | null) => (a === null || b === null || !received ? null : Math.round(((a - b) * 1000 / received) * 1000) / 1000)

@@ -65,7 +65,7 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
   const now = ctx.now
   const expiresAt = new Date(now.getTime() + MAX_QUEUE_LIFETIME_MS)
   // Open and click tracking (projects.tracking_enabled): signed click links and the pixel go in here.
-  const tracking = items.length ? await trackingEnabled(ctx.store, ctx.projectId) : false
+  const tracking = items.length ? await trackingEnabled(ctx.store, ctx.projectId, db) : false
   const rows: EmailRow[] = []
   const contents: EmailContentRow[] = []
   const queue: QueueRow[] = []

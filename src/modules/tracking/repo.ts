@@ -148,9 +148,13 @@ export async function campaignStats(store: Store, projectId: string, campaignId:
   return row ?? null
 }
 
-/** Whether a project has click and open tracking on (projects.tracking_enabled). */
-export async function trackingEnabled(store: Store, projectId: string): Promise<boolean> {
+/**
+ * Whether a project has click and open tracking on (projects.tracking_enabled). Inside a transaction,
+ * pass its `db`: on PostgreSQL another pooled connection would be taken while the transaction holds one,
+ * and concurrent transactions would exhaust the pool and wait on each other forever.
+ */
+export async function trackingEnabled(store: Store, projectId: string, db: Db = store.db): Promise<boolean> {
   const p = store.t.projects
-  const [row] = await store.db.select({ on: p.trackingEnabled }).from(p).where(eq(p.id, projectId)).limit(1)
+  const [row] = await db.select({ on: p.trackingEnabled }).from(p).where(eq(p.id, projectId)).limit(1)
   return Boolean(row?.on)
 }

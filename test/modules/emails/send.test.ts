@@ -189,6 +189,12 @@ forEachStore('POST /v1/send', (env) => {
     expect(row.attachments![0]).toMatchObject({ filename: 'f0.txt', contentType: 'text/plain', disposition: 'attachment', size: 5 })
   })
 
+  test('many concurrent sends all complete (more than the PostgreSQL pool has connections)', async () => {
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => send({ to: `conc${i}.${rnd()}@dest.test`, from, subject: 's', body: '<p>b {{unsubscribeUrl}}</p>' })))
+    expect(results.map((r) => r.status)).toEqual(Array(40).fill(200))
+    expect(new Set(results.map((r) => r.body.data.emails[0].email)).size).toBe(40)
+  })
+
   test('subscribed: new contacts default to false; a change emits contact.subscribed / contact.unsubscribed', async () => {
     const to = `s.${rnd()}@dest.test`
     await send({ to, from, subject: 's', body: 'b' })
