@@ -57,7 +57,7 @@ export async function recordTrack(ctx: Ctx, body: TrackBody): Promise<TrackOutco
     const up = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true, db })
     const [event] = await appendEvents(ctx, db, [{ contactId: up.contact.id, name: body.event, data: eventData(body.data) }])
     return { contactId: up.contact.id, event, events: [...up.events, event] }
-  })
+  }, { pure: true })
 }
 
 /**

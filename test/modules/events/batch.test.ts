@@ -30,4 +30,28 @@ forEachStore('group commit', (env) => {
       expect(g.stats.writes).toBe(3)
     }
   })
+  test('pure writes run without savepoints; one failing sends the batch back, and it rolls back alone', async () => {
+    const p = await env.project()
+    const g = new GroupCommit(env.store)
+    const insert = (db: Parameters<Parameters<GroupCommit['run']>[0]>[0], name: string) =>
+      env.store.exec(sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (${Bun.randomUUIDv7()}, ${p.id}, NULL, ${name}, '{}', NULL, ${env.store.dialect === 'pg' ? new Date().toISOString() : Date.now()})`, db)
+    let badRuns = 0
+    const results = await Promise.allSettled([
+      g.run(async (db) => { await insert(db, 'a'); return 'a' }, { pure: true }),
+      g.run(async (db) => { await insert(db, 'bad'); badRuns++; throw new Error('boom') }, { pure: true }),
+      g.run(async (db) => { await insert(db, 'c'); return 'c' }),
+      g.run(async (db) => { await insert(db, 'd'); return 'd' }, { pure: true }),
+    ])
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['a', 'boom', 'c', 'd'])
+    const names = (await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE project_id = ${p.id} ORDER BY name`)).map((r) => r.name)
+    expect(names).toEqual(['a', 'c', 'd'])
+    if (env.store.dialect === 'sqlite') {
+      // Run bare first, then again in its own savepoint after the rollback of the whole batch.
+      expect(badRuns).toBe(2)
+      expect(g.stats).toEqual({ batches: 1, writes: 4, retries: 1 })
+      // A batch whose pure writes all succeed commits in one go.
+      await Promise.all([g.run(async (db) => insert(db, 'e'), { pure: true }), g.run(async (db) => insert(db, 'f'), { pure: true })])
+      expect(g.stats).toEqual({ batches: 2, writes: 6, retries: 1 })
+    }
+  })
 })
