@@ -4,6 +4,8 @@
  * the signer worker threads (src/mail/signer-worker.ts).
  */
 import MailComposer from 'nodemailer/lib/mail-composer'
+import type MimeNode from 'nodemailer/lib/mime-node'
+import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64'
 import { encode, wrap } from 'nodemailer/lib/qp'
 import { dkimSign, type DkimKey } from './dkim'
 
@@ -83,12 +85,103 @@ function composerOptions(m: OutboundMessage) {
   }
 }
 
-/** Builds the MIME message (CRLF line ends). */
-export function composeMessage(m: OutboundMessage): Promise<Buffer> {
+/** The parts of nodemailer's MimeNode that serialising it reads (set by `buildHeaders`). */
+interface NodeInternals {
+  _raw?: unknown
+  content?: unknown
+  multipart?: string | false
+  boundary?: string | false
+  contentType?: string
+  childNodes: MimeNode[]
+  _transforms: unknown[]
+  _processFuncs: unknown[]
+  newline?: string
+}
+
+/** Content the synchronous serialiser can take: a string or a Buffer (never a stream, path or URL). */
+const plain = (v: unknown): v is string | Buffer => typeof v === 'string' || Buffer.isBuffer(v)
+
+/**
+ * Whether `serialize` produces exactly what the node's own stream would: every node holds plain
+ * content or raw text, and nothing transforms the output. Anything else goes through nodemailer's stream.
+ */
+function serializable(node: MimeNode, root: boolean): boolean {
+  const n = node as unknown as NodeInternals
+  if (root && (n._transforms.length || n._processFuncs.length || n.newline)) return false
+  if (n._raw !== undefined && n._raw !== null && n._raw !== false && !plain(n._raw)) return false
+  if (n.content !== undefined && n.content !== null && n.content !== '' && !plain(n.content)) return false
+  return n.childNodes.every((c) => serializable(c, false))
+}
+
+/**
+ * MimeNode#stream without streams: the same header block (the node's own `buildHeaders`), the same
+ * encoders (nodemailer's base64 and quoted-printable; their stream forms are documented to equal
+ * `wrap(encode(input))`) and the same boundaries, appended to `out`. Only for `serializable` nodes.
+ */
+function serialize(node: MimeNode, out: Array<string | Buffer>): void {
+  const n = node as unknown as NodeInternals
+  if (n._raw) {
+    out.push(n._raw as string | Buffer)
+  } else {
+    const transferEncoding = node.getTransferEncoding()
+    out.push(node.buildHeaders() + '\r\n\r\n')
+    const content = n.content as string | Buffer | undefined
+    if (content) {
+      if (transferEncoding === 'base64') out.push(base64Wrap(base64Encode(content), 76))
+      else if (transferEncoding === 'quoted-printable') out.push(wrap(encode(content), 76))
+      else out.push(content)
+    }
+  }
+  if (n.multipart) {
+    n.childNodes.forEach((child, i) => {
+      out.push((i ? '\r\n' : '') + '--' + n.boundary + '\r\n')
+      serialize(child, out)
+    })
+    out.push('\r\n--' + n.boundary + '--\r\n')
+  }
+}
+
+/** The serialised message as one Buffer ending with a line break (as nodemailer's LastNewline ensures). */
+function serializeMessage(root: MimeNode): Buffer {
+  const out: Array<string | Buffer> = []
+  serialize(root, out)
+  const buf = Buffer.concat(out.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)))
+  const last = buf.length ? buf[buf.length - 1] : -1
+  if (last === 0x0a) return buf
+  return Buffer.concat([buf, Buffer.from(last === 0x0d ? '\n' : '\r\n')])
+}
+
+/** The composer's tree for a message: the envelope is ours to give (VERP), so no Return-Path or Bcc. */
+function compileMessage(m: OutboundMessage): MimeNode {
   const node = new MailComposer(composerOptions(m)).compile()
-  // The envelope is ours to give (VERP); the composer must not add a Return-Path or keep Bcc.
   node.keepBcc = false
+  return node
+}
+
+/**
+ * Builds the MIME message (CRLF line ends) synchronously: the composer's tree, serialised in one pass.
+ * Throws when a part is not plain content (never the case for an OutboundMessage).
+ */
+export function composeMessageSync(m: OutboundMessage): Buffer {
+  const node = compileMessage(m)
+  if (!serializable(node, true)) throw new Error('message parts must be strings or buffers')
+  return serializeMessage(node)
+}
+
+/**
+ * Builds the MIME message (CRLF line ends). Nodemailer's stream build costs several times the
+ * serialisation itself; it is used only for trees the synchronous path does not cover.
+ */
+export function composeMessage(m: OutboundMessage): Promise<Buffer> {
+  const node = compileMessage(m)
+  if (serializable(node, true)) return Promise.resolve(serializeMessage(node))
   return node.build()
+}
+
+/** Nodemailer's own stream build of the same message (tests compare it with `composeMessage`). */
+export function composeMessageStreamed(m: OutboundMessage): { node: MimeNode; build(): Promise<Buffer>; sync(): Buffer } {
+  const node = compileMessage(m)
+  return { node, build: () => node.build(), sync: () => serializeMessage(node) }
 }
 
 /** Builds and, with a key, DKIM-signs the message. */
