@@ -44,8 +44,10 @@ export interface Store {
   /**
    * A number that changes whenever anyone (this process's writer, another process such as the CLI) commits
    * to the database: SQLite's `PRAGMA data_version` on the reader connection. A process may keep a read
-   * cache that is exact by dropping it when this changes. null on PostgreSQL (another node's commit cannot
-   * be seen without a query), where such caches must not be used.
+   * cache that is exact by dropping it when this changes. The pragma costs a few µs on a WAL database (it
+   * takes the read locks), so it is read at most once per event-loop turn, and again after each commit of
+   * this process: another process's commit is seen from the next turn on. null on PostgreSQL (another
+   * node's commit cannot be seen without a query), where such caches must not be used.
    */
   dataVersion(): number | null
   close(): Promise<void>
@@ -103,6 +105,8 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   reader.run('PRAGMA busy_timeout = 5000')
   reader.run('PRAGMA query_only = ON')
   const dataVersion = reader.query('PRAGMA data_version')
+  let version: number | null = null
+  const forgetVersion = () => { version = null }
   cacheStatements(writer)
   cacheStatements(reader)
   const writeDb = drizzleSqlite(writer) as unknown as Db
@@ -124,6 +128,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
         try {
           const result = await current.run(writeDb, () => fn(writeDb))
           writer.run('COMMIT')
+          version = null
           return result
         } catch (err) {
           if (writer.inTransaction) writer.run('ROLLBACK')
@@ -144,7 +149,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
     },
     async script(text) {
       const release = await mutex.lock()
-      try { writer.run(text) } finally { release() }
+      try { writer.run(text); version = null } finally { release() }
     },
     async applyMigration(name, text) {
       return this.tx(async () => {
@@ -160,7 +165,11 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
       return async (...params: Array<string | number | null>) => (statement ??= reader.query(text.replace(/\$(\d+)/g, '?$1'))).all(...params) as T[]
     },
     dataVersion() {
-      return (dataVersion.get() as { data_version: number }).data_version
+      if (version === null) {
+        version = (dataVersion.get() as { data_version: number }).data_version
+        setImmediate(forgetVersion)
+      }
+      return version
     },
     async close() {
       const release = await mutex.lock()

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, lt, lte, gte, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /** The only SQL of the contacts module. Every function takes the project id. */
@@ -122,6 +122,11 @@ export async function updateById(store: Store, db: Db, projectId: string, id: st
 }
 
 export async function findById(store: Store, db: Db, projectId: string, id: string, forUpdate = false): Promise<ContactRow | null> {
+  if (store.dialect === 'sqlite') {
+    // GET /contacts/:id runs this on every call: a statement compiled once on the connection (reader or writer).
+    const r = sqliteClient(db).query(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND id = ?`).get(projectId, id) as RawContact | null
+    return r ? fromRaw(r) : null
+  }
   const c = store.t.contacts
   let q = db.select().from(c).where(and(eq(c.projectId, projectId), eq(c.id, id))).limit(1)
   if (forUpdate && store.dialect === 'pg') q = q.for('update') as typeof q
@@ -186,31 +191,63 @@ function likePattern(term: string): string {
   return `%${term.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`
 }
 
-function filterConds(store: Store, projectId: string, f: ListFilter): SQL[] {
-  const c = store.t.contacts
-  const conds: SQL[] = [eq(c.projectId, projectId)]
-  if (f.subscribed !== undefined) conds.push(eq(c.subscribed, f.subscribed))
-  if (f.search) conds.push(sql`${c.email} LIKE ${likePattern(f.search)} ESCAPE '\\'`)
-  return conds
+/**
+ * The list queries (a page, the total) as SQL text compiled once per shape and reused: the page of every
+ * GET /contacts is built from these, and drizzle's query builder cost several times more than the query.
+ * The shape (sort, direction, keyset, filters) picks the text; values travel as parameters. Both stores
+ * accept the same text; they differ only in how a row comes back (fromStore).
+ */
+type Param = string | number | null
+interface ListQuery { text: string; params: Param[] }
+
+function listWhere(store: Store, projectId: string, f: ListFilter, params: Param[]): string {
+  params.push(projectId)
+  let where = `project_id = $${params.length}`
+  if (f.subscribed !== undefined) where += ` AND subscribed = ${store.dialect === 'pg' ? String(f.subscribed) : f.subscribed ? 1 : 0}`
+  if (f.search) {
+    params.push(likePattern(f.search))
+    where += ` AND email LIKE $${params.length} ESCAPE '\\'`
+  }
+  return where
 }
 
-/** The keyset condition: rows strictly after `after` in (sort, id) order. */
-function afterConds(store: Store, sort: SortKey, dir: SortDir, after: After | null): SQL[] {
-  if (!after) return []
-  const c = store.t.contacts
-  if (sort === 'email') return [dir === 'asc' ? gt(c.email, String(after.value)) : lt(c.email, String(after.value))]
-  const at = new Date(Number(after.value))
-  // The range condition lets both stores walk the (project_id, created_at, id) index; the OR breaks ties.
-  return [
-    dir === 'asc' ? gte(c.createdAt, at) : lte(c.createdAt, at),
-    dir === 'asc' ? or(gt(c.createdAt, at), gt(c.id, after.id))! : or(lt(c.createdAt, at), lt(c.id, after.id))!,
-  ]
+/** Rows strictly after `after` in (sort, id) order; the range lets both stores walk the (project_id, created_at, id) index. */
+function keysetText(store: Store, sort: SortKey, dir: SortDir, after: After, params: Param[]): string {
+  const cmp = dir === 'asc' ? '>' : '<'
+  if (sort === 'email') {
+    params.push(String(after.value))
+    return ` AND email ${cmp} $${params.length}`
+  }
+  const at = Number(after.value)
+  params.push(store.dialect === 'pg' ? new Date(at).toISOString() : at, after.id)
+  const [t, id] = [params.length - 1, params.length]
+  return ` AND created_at ${cmp}= $${t} AND (created_at ${cmp} $${t} OR id ${cmp} $${id})`
 }
 
-function orderBy(store: Store, sort: SortKey, dir: SortDir) {
-  const c = store.t.contacts
-  const order = dir === 'asc' ? asc : desc
-  return sort === 'email' ? [order(c.email)] : [order(c.createdAt), order(c.id)]
+function pageQuery(store: Store, projectId: string, f: ListFilter, sort: SortKey, dir: SortDir, limit: number, after: After | null): ListQuery {
+  const params: Param[] = []
+  let text = `SELECT ${CONTACT_COLS} FROM contacts WHERE ${listWhere(store, projectId, f, params)}`
+  if (after) text += keysetText(store, sort, dir, after, params)
+  const d = dir === 'asc' ? 'ASC' : 'DESC'
+  params.push(limit)
+  text += sort === 'email' ? ` ORDER BY email ${d}` : ` ORDER BY created_at ${d}, id ${d}`
+  text += ` LIMIT $${params.length}`
+  return { text, params }
+}
+
+const compiled = new WeakMap<Store, Map<string, (...p: Param[]) => Promise<unknown[]>>>()
+
+/** Runs a read through `store.prepared`, compiling each distinct text once per store. */
+function runCompiled<T>(store: Store, q: ListQuery): Promise<T[]> {
+  let byText = compiled.get(store)
+  if (!byText) compiled.set(store, (byText = new Map()))
+  let run = byText.get(q.text)
+  if (!run) byText.set(q.text, (run = store.prepared(q.text)))
+  return run(...q.params) as Promise<T[]>
+}
+
+function fromStore(store: Store, r: RawContact | PgContact): ContactRow {
+  return store.dialect === 'pg' ? fromPg(r as PgContact) : fromRaw(r as RawContact)
 }
 
 /**
@@ -305,9 +342,8 @@ export async function listPage(store: Store, projectId: string, f: ListFilter, s
       ORDER BY ${order} LIMIT ${limit}`)
     return rows.map(fromRaw)
   }
-  const c = store.t.contacts
-  const conds = [...filterConds(store, projectId, f), ...afterConds(store, sort, dir, after)]
-  return store.db.select().from(c).where(and(...conds)).orderBy(...orderBy(store, sort, dir)).limit(limit)
+  const rows = await runCompiled<RawContact | PgContact>(store, pageQuery(store, projectId, f, sort, dir, limit, after))
+  return rows.map((r) => fromStore(store, r))
 }
 
 /** The exact number of matching contacts (see SearchPlan for the SQLite search strategies). */
@@ -321,8 +357,9 @@ export async function countMatching(store: Store, projectId: string, f: ListFilt
     const [row] = await store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM contacts_email_fts WHERE contacts_email_fts MATCH ${ftsPhrase(f.search!)}`)
     return Number(row?.n ?? 0)
   }
-  const c = store.t.contacts
-  const [row] = await store.db.select({ n: count() }).from(c).where(and(...filterConds(store, projectId, f)))
+  const params: Param[] = []
+  const text = `SELECT count(*) AS n FROM contacts WHERE ${listWhere(store, projectId, f, params)}`
+  const [row] = await runCompiled<{ n: number | string }>(store, { text, params })
   return Number(row?.n ?? 0)
 }
 

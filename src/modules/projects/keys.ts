@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 
 /** DECISIONS.md: `pk_`/`sk_` + 64 lowercase hex characters (32 random bytes). */
 export const KEY_PATTERN = /^(pk|sk)_[0-9a-f]{64}$/
@@ -11,7 +11,7 @@ export function newKeyPair(): { publicKey: string; secretKey: string } {
 
 /** Secret keys are stored only as this hash. */
 export function hashSecret(secretKey: string): string {
-  return createHash('sha256').update(secretKey).digest('hex')
+  return Bun.SHA256.hash(secretKey, 'hex')
 }
 
 export function keyKind(key: string): KeyKind | null {
