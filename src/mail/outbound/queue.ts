@@ -6,6 +6,7 @@
  */
 import { and, asc, count, eq, gt, inArray, isNotNull, isNull, lte, min } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { columnList, fromRaw, insertRows, sqliteOf } from '../../modules/emails/sqlite'
 
 export type QueueRow = typeof import('../../db/schema').pgSchema.outboundQueue.$inferSelect
 
@@ -13,6 +14,7 @@ export type QueueRow = typeof import('../../db/schema').pgSchema.outboundQueue.$
 export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): Promise<void> {
   if (!rows.length) return
   const q = store.t.outboundQueue
+  if (store.dialect === 'sqlite') return insertRows(db, q, rows)
   for (let i = 0; i < rows.length; i += 500) await db.insert(q).values(rows.slice(i, i + 500))
 }
 
@@ -21,8 +23,21 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
   const { outboundQueue: q, emails: e } = store.t
   const until = new Date(now.getTime() + leaseMs)
   return store.tx(async (db) => {
+    if (store.dialect === 'sqlite') {
+      // The single writer holds the transaction: no other claim can interleave.
+      const client = sqliteOf(db)
+      const raw = client.query(`UPDATE outbound_queue SET run_at = ?1, locked_by = ?2, locked_until = ?1
+        WHERE email_id IN (SELECT email_id FROM outbound_queue WHERE run_at <= ?3 ORDER BY priority, run_at LIMIT ?4)
+        RETURNING ${columnList(q)}`).all(until.getTime(), workerId, now.getTime(), limit) as Array<Record<string, unknown>>
+      const rows = raw.map((r) => fromRaw<QueueRow>(q, r))
+      if (rows.length) {
+        client.query(`UPDATE emails SET status = 'SENDING', updated_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND status = 'PENDING'`)
+          .run(now.getTime(), JSON.stringify(rows.map((r) => r.emailId)))
+      }
+      return rows
+    }
     let due = db.select({ id: q.emailId }).from(q).where(lte(q.runAt, now)).orderBy(asc(q.priority), asc(q.runAt)).limit(limit)
-    if (store.dialect === 'pg') due = due.for('update', { skipLocked: true }) as typeof due
+    due = due.for('update', { skipLocked: true }) as typeof due
     const rows = await db.update(q).set({ runAt: until, lockedBy: workerId, lockedUntil: until })
       .where(inArray(q.emailId, due)).returning()
     if (rows.length) {
@@ -79,6 +94,11 @@ export async function rescheduleRow(store: Store, db: Db, r: { emailId: string; 
 /** Deletes rows (final outcomes); returns the ids actually deleted, so an outcome is applied once. */
 export async function deleteRows(store: Store, db: Db, emailIds: string[]): Promise<string[]> {
   if (!emailIds.length) return []
+  if (store.dialect === 'sqlite') {
+    const rows = sqliteOf(db).query('DELETE FROM outbound_queue WHERE email_id IN (SELECT value FROM json_each(?)) RETURNING email_id')
+      .all(JSON.stringify(emailIds)) as Array<{ email_id: string }>
+    return rows.map((r) => r.email_id)
+  }
   const q = store.t.outboundQueue
   const rows = await db.delete(q).where(inArray(q.emailId, emailIds)).returning({ id: q.emailId })
   return rows.map((r) => r.id)

@@ -1,7 +1,8 @@
 import { and, eq, inArray, sql } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
-import { advanceSql, type EmailStatus } from './status'
+import { columnList, fromRaw, insertRows, sqliteOf } from './sqlite'
+import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './status'
 
 /** The only SQL on `emails` and `email_contents`. Every function that serves a request takes the project id. */
 
@@ -13,6 +14,11 @@ export type DeliveryEmail = EmailRow & Omit<EmailContentRow, 'emailId' | 'attach
 
 export async function insertEmails(store: Store, db: Db, rows: EmailRow[], contents: EmailContentRow[]): Promise<void> {
   const { emails: e, emailContents: c } = store.t
+  if (store.dialect === 'sqlite') {
+    insertRows(db, e, rows)
+    insertRows(db, c, contents)
+    return
+  }
   for (let i = 0; i < rows.length; i += 200) await db.insert(e).values(rows.slice(i, i + 200))
   for (let i = 0; i < contents.length; i += 200) await db.insert(c).values(contents.slice(i, i + 200))
 }
@@ -21,6 +27,14 @@ export async function insertEmails(store: Store, db: Db, rows: EmailRow[], conte
 export async function loadForDelivery(store: Store, ids: string[]): Promise<DeliveryEmail[]> {
   if (!ids.length) return []
   const { emails: e, emailContents: c } = store.t
+  if (store.dialect === 'sqlite') {
+    const raw = sqliteOf(store.db).query(`SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments
+      FROM emails e JOIN email_contents c ON c.email_id = e.id WHERE e.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Array<Record<string, unknown>>
+    return raw.map((r) => ({
+      ...fromRaw<EmailRow>(e, r), html: r.html as string | null, text: r.text as string | null,
+      headers: JSON.parse(r.headers as string) as Record<string, string>, hasAttachments: r.has_attachments === 1,
+    }))
+  }
   const rows = await store.db.select({
     email: e, html: c.html, text: c.text, headers: c.headers,
     hasAttachments: sql<number | boolean>`(${c.attachments} IS NOT NULL)`,
@@ -49,20 +63,49 @@ export interface OutcomeSet {
   dropAttachmentContent?: boolean
 }
 
+const OUTCOME_COLUMNS = [
+  ['attempts', 'attempts'], ['lastReply', 'last_reply'], ['deliveredTo', 'delivered_to'], ['bounceType', 'bounce_type'],
+  ['size', 'size'], ['deliveredAt', 'delivered_at'], ['bouncedAt', 'bounced_at'], ['failedAt', 'failed_at'],
+] as const
+
+/** SQLite: `status` advanced to the status of rank ?1 (named ?2) by the rule of status.ts. */
+const SQLITE_ADVANCE = `status = CASE WHEN (CASE status ${EMAIL_STATUSES.map((st, i) => `WHEN '${st}' THEN ${i}`).join(' ')} ELSE -1 END) < ? THEN ? ELSE status END`
+
 /** Records an outcome; the status moves forward only (statuses.ts). */
 export async function recordOutcome(store: Store, db: Db, id: string, o: OutcomeSet, now: Date): Promise<void> {
+  if (store.dialect === 'sqlite') {
+    // One statement text per set of fields given (a handful), compiled once and cached by the connection.
+    let text = `UPDATE emails SET ${SQLITE_ADVANCE}, updated_at = ?`
+    const params: unknown[] = [statusRank(o.status), o.status, now.getTime()]
+    for (const [k, col] of OUTCOME_COLUMNS) {
+      const v = o[k]
+      if (v === undefined) continue
+      text += `, ${col} = ?`
+      params.push(v instanceof Date ? v.getTime() : v)
+    }
+    if (o.sentAt) {
+      text += ', sent_at = COALESCE(sent_at, ?)'
+      params.push(o.sentAt.getTime())
+    }
+    params.push(id)
+    const client = sqliteOf(db)
+    client.query(`${text} WHERE id = ?`).run(...params)
+    if (o.dropAttachmentContent) {
+      client.query(`UPDATE email_contents SET attachments = (SELECT json_group_array(json(json_set(a.value, '$.content', NULL))) FROM json_each(attachments) a)
+        WHERE email_id = ? AND attachments IS NOT NULL`).run(id)
+    }
+    return
+  }
   const e = store.t.emails
   const set: Record<string, unknown> = { status: advanceSql(e.status, o.status), updatedAt: now }
-  for (const k of ['attempts', 'lastReply', 'deliveredTo', 'bounceType', 'size', 'deliveredAt', 'bouncedAt', 'failedAt'] as const) {
+  for (const [k] of OUTCOME_COLUMNS) {
     if (o[k] !== undefined) set[k] = o[k]
   }
-  if (o.sentAt) set.sentAt = sql`COALESCE(${e.sentAt}, ${store.dialect === 'pg' ? o.sentAt.toISOString() : o.sentAt.getTime()})`
+  if (o.sentAt) set.sentAt = sql`COALESCE(${e.sentAt}, ${o.sentAt.toISOString()})`
   await db.update(e).set(set).where(eq(e.id, id))
   if (o.dropAttachmentContent) {
     const c = store.t.emailContents
-    const attachments = store.dialect === 'pg'
-      ? sql`(SELECT jsonb_agg(jsonb_set(a, '{content}', 'null'::jsonb)) FROM jsonb_array_elements(${c.attachments}) a)`
-      : sql`(SELECT json_group_array(json(json_set(a.value, '$.content', NULL))) FROM json_each(${c.attachments}) a)`
+    const attachments = sql`(SELECT jsonb_agg(jsonb_set(a, '{content}', 'null'::jsonb)) FROM jsonb_array_elements(${c.attachments}) a)`
     await db.update(c).set({ attachments }).where(eq(c.emailId, id))
   }
 }
