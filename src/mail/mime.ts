@@ -47,9 +47,59 @@ export const STRUCTURAL_HEADERS: ReadonlySet<string> = new Set([
   'content-transfer-encoding', 'content-disposition', 'dkim-signature', 'return-path', 'received', 'reply-to',
 ])
 
+const HEX = new TextEncoder().encode('0123456789ABCDEF')
+
+/**
+ * Quoted-printable (RFC 2045 6.7) of a text's UTF-8 bytes in one pass, lines of at most 76 characters:
+ * printable ASCII but "=" as is, a space or tab as is unless it ends a line, anything else =XX. Line
+ * breaks (CRLF or a bare LF) are CRLF; a bare CR is data (=0D). A soft break never splits an =XX nor a
+ * UTF-8 sequence. (nodemailer's own encoder and wrapper cost several times more for the same output rules.)
+ */
+export function quotedPrintable(text: string): string {
+  const src = Buffer.from(text, 'utf8')
+  const len = src.length
+  // Three characters per byte at most, plus a soft break (3) per 73 characters.
+  const out = new Uint8Array(Math.ceil(len * 3 * (1 + 3 / 72)) + 8)
+  let o = 0
+  let col = 0
+  for (let i = 0; i < len; i++) {
+    const c = src[i]
+    if (c === 0x0a || (c === 0x0d && src[i + 1] === 0x0a)) {
+      if (c === 0x0d) i++
+      out[o++] = 0x0d
+      out[o++] = 0x0a
+      col = 0
+      continue
+    }
+    let literal = (c >= 0x21 && c <= 0x7e && c !== 0x3d)
+    if (c === 0x20 || c === 0x09) {
+      const next = src[i + 1]
+      literal = !(i + 1 === len || next === 0x0a || (next === 0x0d && src[i + 2] === 0x0a))
+    }
+    // Room needed on this line: the token, or a whole UTF-8 sequence starting here, plus the "=" of a soft break.
+    const need = literal ? 1 : c >= 0xf0 ? 12 : c >= 0xe0 ? 9 : c >= 0xc0 ? 6 : 3
+    if (col + need > 75) {
+      out[o++] = 0x3d
+      out[o++] = 0x0d
+      out[o++] = 0x0a
+      col = 0
+    }
+    if (literal) {
+      out[o++] = c
+      col++
+    } else {
+      out[o++] = 0x3d
+      out[o++] = HEX[c >> 4]
+      out[o++] = HEX[c & 15]
+      col += 3
+    }
+  }
+  return Buffer.from(out.buffer, 0, o).toString('latin1')
+}
+
 /** A text part as a ready MIME node: headers and the quoted-printable body (76-character lines). */
 function qpPart(type: string, body: string): string {
-  return `Content-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n${wrap(encode(body), 76)}`
+  return `Content-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n${quotedPrintable(body)}`
 }
 
 function composerOptions(m: OutboundMessage) {
@@ -145,7 +195,16 @@ function serialize(node: MimeNode, out: Array<string | Buffer>): void {
 function serializeMessage(root: MimeNode): Buffer {
   const out: Array<string | Buffer> = []
   serialize(root, out)
-  const buf = Buffer.concat(out.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)))
+  // Strings (headers, encoded parts) are joined and converted once; buffers (8bit content) go as they are.
+  const parts: Buffer[] = []
+  let text = ''
+  for (const p of out) {
+    if (typeof p === 'string') { text += p; continue }
+    if (text) { parts.push(Buffer.from(text, 'utf8')); text = '' }
+    parts.push(p)
+  }
+  if (text) parts.push(Buffer.from(text, 'utf8'))
+  const buf = parts.length === 1 ? parts[0] : Buffer.concat(parts)
   const last = buf.length ? buf[buf.length - 1] : -1
   if (last === 0x0a) return buf
   return Buffer.concat([buf, Buffer.from(last === 0x0d ? '\n' : '\r\n')])

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { composeMessage, composeMessageStreamed, composeMessageSync, type OutboundMessage } from '../../src/mail/mime'
+import { decode as qpDecode } from 'libqp'
+import { composeMessage, composeMessageStreamed, composeMessageSync, quotedPrintable, type OutboundMessage } from '../../src/mail/mime'
 
 /**
  * The synchronous serialiser of the composer's tree against nodemailer's own stream build of the same
@@ -55,5 +56,28 @@ describe('MIME composition', () => {
     expect(boundaries(a)).toBe(boundaries(b))
     expect(a).toContain('Message-ID: <m1@example.com>')
     expect(a.endsWith('\r\n')).toBe(true)
+  })
+
+  test('quoted-printable: decodes to the text (line breaks as CRLF), lines of at most 76 characters, no trailing whitespace', () => {
+    const alphabet = [' ', '\t', '\r\n', '\n', '\r', '=', 'a', 'Z', '.', '~', 'é', '€', '😀', '\u0000', '\u007f', 'x'.repeat(30)]
+    let seed = 11
+    const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
+    const texts = ['', ' ', 'a ', 'x'.repeat(500), 'é'.repeat(200), '😀'.repeat(100), ('word '.repeat(40) + '\n').repeat(3), '='.repeat(100)]
+    for (let i = 0; i < 2000; i++) texts.push(Array.from({ length: rand(60) }, () => alphabet[rand(alphabet.length)]).join(''))
+    for (const t of texts) {
+      const qp = quotedPrintable(t)
+      expect(qp).toMatch(/^[\x20-\x7e\r\n\t]*$/)
+      const lines = qp.split('\r\n')
+      for (const line of lines) {
+        expect(line.length).toBeLessThanOrEqual(76)
+        expect(line).not.toMatch(/[ \t]$/)
+        expect(line).not.toMatch(/[\r\n]/)
+        // A soft break never splits an escape or a UTF-8 sequence.
+        expect(line).not.toMatch(/=[0-9A-F]?=$|=[0-9A-F]$/)
+        expect(line).not.toMatch(/=(?:C[2-9A-F]|D[0-9A-F]|E[0-9A-F]|F[0-4])=$/)
+      }
+      const expected = Buffer.from(t.replace(/\r?\n/g, '\r\n'), 'utf8')
+      expect(Buffer.from(qpDecode(qp)).equals(expected)).toBe(true)
+    }
   })
 })
