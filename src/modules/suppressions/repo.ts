@@ -1,5 +1,6 @@
 import { and, count, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { columnList, fromRaw, sqliteOf } from '../emails/sqlite'
 
 /** The only SQL on `suppressions`. Every function takes the project id. */
 
@@ -9,6 +10,12 @@ export type SuppressionRow = typeof import('../../db/schema').pgSchema.suppressi
 export async function findAmong(store: Store, db: Db, projectId: string, emails: string[]): Promise<SuppressionRow[]> {
   if (!emails.length) return []
   const s = store.t.suppressions
+  if (store.dialect === 'sqlite') {
+    // Every send request: a statement compiled once on the connection (sending hot path, src/modules/emails/sqlite.ts).
+    const raw = sqliteOf(db).query(`SELECT ${columnList(s)} FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)
+      .all(projectId, JSON.stringify(emails)) as Array<Record<string, unknown>>
+    return raw.map((r) => fromRaw<SuppressionRow>(s, r))
+  }
   return db.select().from(s).where(and(eq(s.projectId, projectId), inArray(s.email, emails)))
 }
 

@@ -1,6 +1,7 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 import { advanceSql, type EmailStatus } from '../emails/status'
+import { sqliteOf } from '../emails/sqlite'
 
 /**
  * The SQL of what comes back for an email: opens, clicks, bounces, complaints and deliveries reported
@@ -154,6 +155,11 @@ export async function campaignStats(store: Store, projectId: string, campaignId:
  * and concurrent transactions would exhaust the pool and wait on each other forever.
  */
 export async function trackingEnabled(store: Store, projectId: string, db: Db = store.db): Promise<boolean> {
+  if (store.dialect === 'sqlite') {
+    // Once per send request: a statement compiled once on the connection (sending hot path, src/modules/emails/sqlite.ts).
+    const row = sqliteOf(db).query('SELECT tracking_enabled AS "on" FROM projects WHERE id = ? LIMIT 1').get(projectId) as { on: number } | null
+    return row?.on === 1
+  }
   const p = store.t.projects
   const [row] = await db.select({ on: p.trackingEnabled }).from(p).where(eq(p.id, projectId)).limit(1)
   return Boolean(row?.on)
