@@ -71,12 +71,17 @@ export function sqlitePath(url: string): string {
 /**
  * drizzle prepares every query it runs; compiling the same SQL again costs more than running it. Reuse
  * compiled statements by SQL text (bounded; statements run to completion synchronously, so one statement
- * is never in use twice at once).
+ * is never in use twice at once). `beforeUse` runs whenever a statement is fetched (the reader's snapshot).
  */
-function cacheStatements(db: Database, max = 2000) {
+function cacheStatements(db: Database, beforeUse?: () => void, max = 2000) {
   const cache = new Map<string, ReturnType<Database['prepare']>>()
   const prepare = db.prepare.bind(db)
+  if (beforeUse) {
+    const query = db.query.bind(db)
+    db.query = ((text: string) => { beforeUse(); return query(text) }) as Database['query']
+  }
   db.prepare = ((query: string, ...rest: unknown[]) => {
+    beforeUse?.()
     if (rest.length) return (prepare as (q: string, ...r: unknown[]) => ReturnType<Database['prepare']>)(query, ...rest)
     let stmt = cache.get(query)
     if (!stmt) {
@@ -107,8 +112,27 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   const dataVersion = reader.query('PRAGMA data_version')
   let version: number | null = null
   const forgetVersion = () => { version = null }
+  // Reads share one read transaction per event-loop turn: on a WAL database each transaction takes and
+  // drops the shared-memory read locks, which cost more than a primary-key look-up itself. The snapshot
+  // is ended at the end of the turn and before every commit of this process's writer (so a read after
+  // one's own write sees it, and the writer's checkpoint is never held back by our own reader); another
+  // process's commit is seen from the next turn on, as with dataVersion().
+  const readBegin = reader.query('BEGIN')
+  const readEnd = reader.query('COMMIT')
+  let reading = false
+  const endRead = () => {
+    if (!reading) return
+    reading = false
+    if (reader.inTransaction) readEnd.run()
+  }
+  const beginRead = () => {
+    if (reading) return
+    if (!reader.inTransaction) readBegin.run()
+    reading = true
+    setImmediate(endRead)
+  }
   cacheStatements(writer)
-  cacheStatements(reader)
+  cacheStatements(reader, beginRead)
   const writeDb = drizzleSqlite(writer) as unknown as Db
   const readDb = drizzleSqlite(reader) as unknown as Db
   const mutex = new Mutex()
@@ -127,6 +151,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
         writer.run('BEGIN IMMEDIATE')
         try {
           const result = await current.run(writeDb, () => fn(writeDb))
+          endRead()
           writer.run('COMMIT')
           version = null
           return result
@@ -149,6 +174,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
     },
     async script(text) {
       const release = await mutex.lock()
+      endRead()
       try { writer.run(text); version = null } finally { release() }
     },
     async applyMigration(name, text) {
@@ -162,10 +188,15 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
     prepared<T>(text: string) {
       let statement: ReturnType<Database['query']> | null = null
       // Compiled at first use (the table may not exist before migrations), then reused.
-      return async (...params: Array<string | number | null>) => (statement ??= reader.query(text.replace(/\$(\d+)/g, '?$1'))).all(...params) as T[]
+      return async (...params: Array<string | number | null>) => {
+        beginRead()
+        return (statement ??= reader.query(text.replace(/\$(\d+)/g, '?$1'))).all(...params) as T[]
+      }
     },
     dataVersion() {
       if (version === null) {
+        // Outside the turn's read snapshot: inside it the version could not move.
+        endRead()
         version = (dataVersion.get() as { data_version: number }).data_version
         setImmediate(forgetVersion)
       }
@@ -174,6 +205,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
     async close() {
       const release = await mutex.lock()
       try {
+        endRead()
         reader.close()
         writer.close()
       } finally { release() }
