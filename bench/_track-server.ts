@@ -13,6 +13,7 @@ import { buildApp } from '../src/http/app'
 import { createProject } from '../src/modules/projects/service'
 import { upsertMany } from '../src/modules/contacts/service'
 import { groupCommit } from '../src/modules/events/batch'
+import { trackWriter } from '../src/modules/events/writer'
 
 const dataDir = process.argv[2]
 const seed = Number(process.argv[3] ?? 10_000)
@@ -38,7 +39,8 @@ const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
 process.stderr.write(JSON.stringify({ port: app.server!.port, publicKey: project.publicKey, synchronous: config.sqliteSynchronous }) + '\n')
 // On SIGTERM: how well group commit batched (diagnostics), then a normal exit (so --cpu-prof can write).
 process.on('SIGTERM', () => {
-  const { batches, writes } = groupCommit(deps.store).stats
+  // Tracks commit on the track writer thread on a file-backed database, else through the in-thread group commit.
+  const { batches, writes } = trackWriter(deps.store, config.sqliteSynchronous)?.stats ?? groupCommit(deps.store).stats
   process.stderr.write(JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 } }) + '\n')
   process.exit(0)
 })

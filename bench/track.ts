@@ -17,7 +17,7 @@ import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { cpuMs, fmt, runLoad, startChild, type Req } from './_load'
+import { cpuMs, fmt, runLoad, startChild, threadCpuLine, threadCpuMs, type Req } from './_load'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
@@ -47,12 +47,15 @@ async function throughput(mode: string) {
     await runLoad({ port: info.port, connections: CONNECTIONS, seconds: 2, next, onAnswer: (a) => { if (a.status !== 200 && !bad) bad = `${a.status} ${a.body}` } })
     if (bad) throw new Error(`track answered ${bad}\n${stderrTail()}`)
     const cpu0 = cpuMs(proc.pid)
+    const threads0 = threadCpuMs(proc.pid)
     const self0 = process.cpuUsage()
     const r = await runLoad({ port: info.port, connections: CONNECTIONS, seconds: SECONDS, next: requests(info.publicKey, 'm') })
     const serverCpu = cpuMs(proc.pid) - cpu0
+    const threads = threadCpuLine(proc.pid, threads0, threadCpuMs(proc.pid), r.requests)
     const self = process.cpuUsage(self0)
     console.log(fmt(`synchronous=${info.synchronous}`, r))
     console.log(`  server CPU ${((serverCpu / r.requests) * 1000).toFixed(0)} µs/request (${(serverCpu / 1000 / r.seconds * 100).toFixed(0)}% of a core); load generator ${(((self.user + self.system) / 1000) / r.requests * 1000).toFixed(0)} µs/request`)
+    console.log(`  server threads, µs/request: ${threads}`)
     return r
   } finally {
     proc.kill('SIGTERM')

@@ -48,7 +48,13 @@ function planUpdate(existing: ContactRow, input: UpsertInput): { set: repo.Conta
   return { set, flip, templateData: patch.templateData }
 }
 
-function newRow(ctx: Ctx, email: string, input: UpsertInput, opts: UpsertOptions, now: Date) {
+/**
+ * What a write inside a transaction needs of the context: the store, the project and the request time.
+ * The track writer thread (src/modules/events/writer.ts) has only these.
+ */
+export type WriteCtx = Pick<Ctx, 'store' | 'projectId' | 'now'>
+
+function newRow(ctx: WriteCtx, email: string, input: UpsertInput, opts: Pick<UpsertOptions, 'defaultSubscribed'>, now: Date) {
   const patch = applyDataRules({}, input.data)
   const row: ContactRow = {
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, email, subscribed: input.subscribed ?? opts.defaultSubscribed,
@@ -57,7 +63,8 @@ function newRow(ctx: Ctx, email: string, input: UpsertInput, opts: UpsertOptions
   return { row, templateData: patch.templateData }
 }
 
-async function upsertIn(ctx: Ctx, db: Db, input: UpsertInput, opts: UpsertOptions): Promise<UpsertResult> {
+/** `upsertContact` inside the caller's transaction `db` (the caller notifies listeners after commit). */
+export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: Pick<UpsertOptions, 'defaultSubscribed'>): Promise<UpsertResult> {
   const email = normalizeEmail(input.email)
   const { store, projectId } = ctx
   let existing = await repo.findByEmailForUpdate(store, db, projectId, email)

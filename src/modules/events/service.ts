@@ -1,15 +1,16 @@
 import type { Ctx } from '../../deps'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { badRequest, invalidField, notFound } from '../../errors'
-import { RESERVED_DATA_KEYS, type ContactData } from '../contacts/data'
 import * as contactsRepo from '../contacts/repo'
-import { clampLimit, upsertContact } from '../contacts/service'
+import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
 import { withIdempotency } from '../idempotency/service'
 import { groupCommit } from './batch'
 import type { ListEventsQuery, TrackBody } from './model'
 import * as repo from './repo'
-import { appendEvents, notifyEvents, type EventRow } from './stream'
+import { notifyEvents } from './stream'
+import { writeTrack, type TrackOutcome, type TrackWrite } from './track-write'
+import { trackWriter } from './writer'
 
 /**
  * Names the service emits itself (API.md Events, DECISIONS.md), refused on track. Compared
@@ -26,38 +27,19 @@ function assertTrackable(name: string) {
   }
 }
 
-/**
- * The event's own data: the request's data with reserved keys dropped and `{value, persistent}` wrappers
- * unwrapped (non-persistent values are kept on the event, not on the contact, so that a workflow the
- * event triggers can use them).
- */
-export function eventData(data: ContactData | null | undefined): Record<string, unknown> {
-  if (!data) return {}
-  const out: Record<string, unknown> = {}
-  for (const key of Object.keys(data)) {
-    if (RESERVED_DATA_KEYS.has(key) || key === '__proto__') continue
-    const v = data[key]
-    if (v === undefined) continue
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && 'value' in v && typeof (v as { persistent?: unknown }).persistent === 'boolean' && Object.keys(v).length === 2) {
-      out[key] = (v as { value: unknown }).value
-    } else out[key] = v
-  }
-  return out
-}
-
-export interface TrackOutcome { contactId: string; event: EventRow; events: EventRow[] }
+export { eventData, type TrackOutcome } from './track-write'
 
 /**
  * Upserts the contact (new contacts subscribed unless `subscribed: false`; existing keep their state
- * unless given) and appends the event, in one transaction (grouped with concurrent tracks on SQLite).
- * Returns after commit; listeners are not yet notified.
+ * unless given) and appends the event, in one transaction: on a file-backed SQLite database on the track
+ * writer thread (writer.ts), elsewhere grouped with concurrent tracks on SQLite (batch.ts) or a
+ * transaction of its own on PostgreSQL. Returns after commit; listeners are not yet notified.
  */
 export async function recordTrack(ctx: Ctx, body: TrackBody): Promise<TrackOutcome> {
-  return groupCommit(ctx.store).run(async (db) => {
-    const up = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true, db })
-    const [event] = await appendEvents(ctx, db, [{ contactId: up.contact.id, name: body.event, data: eventData(body.data) }])
-    return { contactId: up.contact.id, event, events: [...up.events, event] }
-  }, { pure: true })
+  const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data }
+  const writer = trackWriter(ctx.store, ctx.deps.config.sqliteSynchronous)
+  if (writer) return writer.write(ctx.projectId, ctx.now, input)
+  return groupCommit(ctx.store).run((db) => writeTrack(ctx, db, input), { pure: true })
 }
 
 /**

@@ -30,7 +30,7 @@ export function onEvents(fn: EventListener): () => void {
  * Appends events inside the caller's transaction `db` (so they commit with the change that caused them)
  * and returns the rows. Call `notifyEvents` after the transaction commits.
  */
-export async function appendEvents(ctx: Ctx, db: Db, events: NewEvent[]): Promise<EventRow[]> {
+export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>, db: Db, events: NewEvent[]): Promise<EventRow[]> {
   if (!events.length) return []
   const rows: EventRow[] = events.map((e) => ({
     id: Bun.randomUUIDv7(),

@@ -1,0 +1,137 @@
+import { sqlitePath, type Store } from '../../db/client'
+import type { EventRow } from './stream'
+import { eventData, type TrackOutcome, type TrackWrite } from './track-write'
+import type { WriterItem, WriterMessage, WriterReply, WriterStats } from './writer-worker'
+
+/**
+ * The track writer: on a file-backed SQLite store, the writes of POST /v1/track (contact upsert, event
+ * row, the FTS5 email index: most of a track's CPU) run on a thread of their own with its own connection
+ * to the database file, so that they use the second core while the main thread serves HTTP.
+ *
+ * Group commit as in batch.ts: tracks submitted while the thread commits the previous batch go to it as
+ * the next batch, one transaction; each caller is answered after that transaction has committed (as
+ * durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
+ *
+ * Other writes stay on the main thread's connection; SQLite's lock orders the two writers (busy_timeout).
+ * The thread starts at the first track and stops after IDLE_MS without tracks (a live worker keeps a
+ * process from exiting, and an unref'd one makes Bun's idle main thread spin).
+ */
+
+/** The worker's module: next to this file from source; in the executable, by its embedded path. */
+const WORKER_ENTRY = import.meta.url.includes('/$bunfs/')
+  ? './src/modules/events/writer-worker.ts'
+  : new URL('./writer-worker.ts', import.meta.url).href
+
+const IDLE_MS = 2000
+const MAX_MESSAGES = 1
+
+interface Job { input: WriterItem; now: Date; resolve(v: TrackOutcome): void; reject(e: Error): void }
+
+/** The event rows of a committed track, from the thread's short answer and what the request had. */
+function outcome(job: Job, contactId: string, eventId: string, before: Array<[string, string, Record<string, unknown>]> | null): TrackOutcome {
+  const [, projectId, , , name, , data] = job.input
+  const row = (id: string, n: string, d: Record<string, unknown>): EventRow => ({ id, projectId, contactId, name: n, data: d, emailId: null, createdAt: job.now })
+  const event = row(eventId, name, eventData(data))
+  return { contactId, event, events: before ? [...before.map(([id, n, d]) => row(id, n, d)), event] : [event] }
+}
+
+export class TrackWriter {
+  private thread: { worker: Worker; port: MessagePort } | null = null
+  private queue: Job[] = []
+  private inflight = new Map<number, Job>()
+  private scheduled = false
+  /** Batches handed to the thread and not answered yet. */
+  private messages = 0
+  private nextId = 1
+  private idle: ReturnType<typeof setTimeout> | null = null
+  /** Batches and writes committed by the thread, and batches rerun with savepoints (benchmarks, tests). */
+  stats: WriterStats = { batches: 0, writes: 0, retries: 0 }
+
+  constructor(private readonly url: string, private readonly synchronous: 'FULL' | 'NORMAL') {}
+
+  write(projectId: string, now: Date, t: TrackWrite): Promise<TrackOutcome> {
+    if (this.idle) { clearTimeout(this.idle); this.idle = null }
+    return new Promise<TrackOutcome>((resolve, reject) => {
+      this.queue.push({ input: [this.nextId++, projectId, now.getTime(), t.email, t.event, t.subscribed ?? null, t.data ?? null], now, resolve, reject })
+      if (!this.scheduled && this.messages < MAX_MESSAGES) {
+        // Let the requests read in this turn of the loop join the first batch.
+        this.scheduled = true
+        setImmediate(() => { this.scheduled = false; this.send() })
+      }
+    })
+  }
+
+  /**
+   * Hands everything queued to the thread as one message, unless it is still committing the previous
+   * one: tracks arriving meanwhile wait here and go as the next batch, so batches grow with the load.
+   */
+  private send() {
+    if (this.messages >= MAX_MESSAGES || !this.queue.length) return
+    const port = this.thread?.port ?? this.start()
+    const batch = this.queue
+    this.queue = []
+    this.messages++
+    for (const job of batch) this.inflight.set(job.input[0], job)
+    port.postMessage({ batch: JSON.stringify(batch.map((j) => j.input)) } satisfies WriterMessage)
+  }
+
+  private start(): MessagePort {
+    const w = new Worker(WORKER_ENTRY)
+    // Batches travel on a MessageChannel: Worker#postMessage can block the caller for milliseconds while
+    // the thread is busy committing (measured on Bun 1.4.5); a port's postMessage does not.
+    const channel = new MessageChannel()
+    const port = channel.port1
+    port.onmessage = (event: MessageEvent<{ reply: string; stats: WriterStats }>) => {
+      this.stats = event.data.stats
+      this.messages--
+      for (const r of JSON.parse(event.data.reply) as WriterReply[]) {
+        const job = this.inflight.get(r[0])
+        if (!job) continue
+        this.inflight.delete(r[0])
+        if (r[1] !== null) job.resolve(outcome(job, r[1], r[2], r[3]))
+        else job.reject(new Error(`track write failed: ${r[2]}`))
+      }
+      if (this.queue.length) this.send()
+      else if (!this.messages) this.idle = setTimeout(() => this.stop(), IDLE_MS)
+    }
+    w.onerror = (event) => this.fail(w, new Error(`track writer thread failed: ${event.message}`))
+    w.postMessage({ init: { url: this.url, synchronous: this.synchronous, port: channel.port2 } } satisfies WriterMessage, [channel.port2])
+    this.thread = { worker: w, port }
+    return port
+  }
+
+  /** The thread died: its batch's outcome is unknown to us, so its callers get an error (a 500). */
+  private fail(w: Worker, err: Error) {
+    if (this.thread?.worker !== w) return
+    this.thread.port.close()
+    this.thread = null
+    w.terminate()
+    for (const job of this.inflight.values()) job.reject(err)
+    this.inflight.clear()
+    this.messages = 0
+    if (this.queue.length) this.send()
+  }
+
+  /** Stops the thread once nothing is in flight (it starts again at the next track). */
+  stop() {
+    if (this.idle) { clearTimeout(this.idle); this.idle = null }
+    if (this.inflight.size || this.queue.length || !this.thread) return
+    // The thread closes its connections and exits; a track arriving meanwhile starts a new one.
+    this.thread.port.postMessage({ close: true } satisfies WriterMessage)
+    this.thread.port.close()
+    this.thread = null
+  }
+}
+
+const perStore = new WeakMap<Store, TrackWriter | null>()
+
+/** The track writer of `store`: null unless it is a file-backed SQLite database. */
+export function trackWriter(store: Store, synchronous: 'FULL' | 'NORMAL'): TrackWriter | null {
+  let w = perStore.get(store)
+  if (w === undefined) {
+    const file = sqlitePath(store.url)
+    w = store.dialect === 'sqlite' && file !== ':memory:' && !file.startsWith('file::memory:') ? new TrackWriter(store.url, synchronous) : null
+    perStore.set(store, w)
+  }
+  return w
+}

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { TestEnv } from '../../helpers/env'
+import { TrackWriter, trackWriter } from '../../../src/modules/events/writer'
+import { openStore } from '../../../src/db/client'
+
+// The track writer thread exists on file-backed SQLite only (PostgreSQL runs concurrent transactions itself).
+describe('track writer thread [sqlite]', () => {
+  const env = new TestEnv('sqlite')
+  beforeAll(() => env.start())
+  afterAll(() => env.stop())
+
+  test('one writer per file-backed SQLite store; none in memory or on PostgreSQL', () => {
+    expect(trackWriter(env.store, 'NORMAL')).toBeInstanceOf(TrackWriter)
+    expect(trackWriter(env.store, 'NORMAL')).toBe(trackWriter(env.store, 'NORMAL')!)
+    const mem = openStore('sqlite://:memory:')
+    expect(trackWriter(mem, 'NORMAL')).toBeNull()
+    void mem.close()
+  })
+
+  test('tracks written together commit as one batch; answers carry the rows the listeners get', async () => {
+    const p = await env.project()
+    const w = new TrackWriter(env.store.url, 'NORMAL')
+    const now = new Date()
+    const before = w.stats.batches
+    const outs = await Promise.all(Array.from({ length: 20 }, (_, i) => w.write(p.id, now, { email: `w${i % 10}@example.com`, event: 'seen', data: { n: i, tmp: { value: 1, persistent: false } } })))
+    expect(w.stats.batches - before).toBe(1)
+    expect(w.stats.writes).toBe(20)
+    // Two tracks of one new email: one contact.
+    expect(new Set(outs.map((o) => o.contactId)).size).toBe(10)
+    const stored = await env.store.rows<{ id: string; contact_id: string; name: string; data: string; created_at: number }>(sql`SELECT id, contact_id, name, data, created_at FROM events WHERE project_id = ${p.id}`)
+    expect(stored.length).toBe(20)
+    for (const o of outs) {
+      const row = stored.find((r) => r.id === o.event.id)!
+      expect(row).toBeDefined()
+      expect({ contactId: row.contact_id, name: row.name, data: JSON.parse(row.data), createdAt: row.created_at })
+        .toEqual({ contactId: o.event.contactId!, name: o.event.name, data: o.event.data, createdAt: o.event.createdAt.getTime() })
+      expect(o.event).toMatchObject({ projectId: p.id, emailId: null })
+      expect(o.events).toEqual([o.event])
+    }
+    expect(outs[3].event.data).toEqual({ n: 3, tmp: 1 })
+    w.stop()
+  })
+
+  test('a subscription change comes back as its event row, before the tracked one', async () => {
+    const p = await env.project()
+    const w = new TrackWriter(env.store.url, 'NORMAL')
+    const now = new Date()
+    const first = await w.write(p.id, now, { email: 'flip@example.com', event: 'a' })
+    const off = await w.write(p.id, now, { email: 'flip@example.com', event: 'b', subscribed: false })
+    expect(off.contactId).toBe(first.contactId)
+    expect(off.events.map((e) => [e.name, e.data, e.contactId, e.createdAt.getTime()])).toEqual([
+      ['contact.unsubscribed', { subscribed: false }, first.contactId, now.getTime()],
+      ['b', {}, first.contactId, now.getTime()],
+    ])
+    const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE project_id = ${p.id} AND id = ${off.events[0].id} AND name = 'contact.unsubscribed'`)
+    expect(Number(row.n)).toBe(1)
+    w.stop()
+  })
+
+  test('a failing write is refused alone; its batch-mates commit', async () => {
+    const p = await env.project()
+    const w = new TrackWriter(env.store.url, 'NORMAL')
+    const now = new Date()
+    // An unknown project breaks the contacts foreign key.
+    const results = await Promise.allSettled([
+      w.write(p.id, now, { email: 'ok1@example.com', event: 'x' }),
+      w.write('no-such-project', now, { email: 'bad@example.com', event: 'x' }),
+      w.write(p.id, now, { email: 'ok2@example.com', event: 'x' }),
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+    expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/^track write failed: .*FOREIGN KEY/)
+    expect(w.stats.retries).toBe(1)
+    const rows = await env.store.rows<{ email: string }>(sql`SELECT email FROM contacts WHERE email IN ('ok1@example.com', 'ok2@example.com', 'bad@example.com') ORDER BY email`)
+    expect(rows.map((r) => r.email)).toEqual(['ok1@example.com', 'ok2@example.com'])
+    w.stop()
+  })
+
+  test('a stopped thread starts again at the next track', async () => {
+    const p = await env.project()
+    const w = new TrackWriter(env.store.url, 'NORMAL')
+    const a = await w.write(p.id, new Date(), { email: 'again@example.com', event: 'one' })
+    w.stop()
+    const b = await w.write(p.id, new Date(), { email: 'again@example.com', event: 'two' })
+    expect(b.contactId).toBe(a.contactId)
+    const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE contact_id = ${a.contactId}`)
+    expect(Number(row.n)).toBe(2)
+    w.stop()
+  })
+})
