@@ -26,11 +26,20 @@ import { activityRoutes } from '../modules/activity/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 
-interface RequestInfo { id: string; start: number }
-const info = new WeakMap<Request, RequestInfo>()
+/** The request id and start time, kept on Elysia's per-request context (shared by every hook of a request). */
+const REQ = Symbol('mailctl.request')
+interface Tracked { [REQ]?: { id: string; start: number } }
 
-export function requestId(request: Request): string {
-  return info.get(request)?.id ?? 'unknown'
+function requestId(c: object): string {
+  return (c as Tracked)[REQ]?.id ?? 'unknown'
+}
+
+/** The path of a request URL without building a URL object. */
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start < 0) return '/'
+  const q = url.indexOf('?', start)
+  return q < 0 ? url.slice(start) : url.slice(start, q)
 }
 
 /**
@@ -44,39 +53,42 @@ export function buildApp(deps: Deps) {
   const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
     .then((r: Response) => r.json() as Promise<OpenApiDoc>).then(renderDocs))
   const app = new Elysia()
-    .onRequest(({ request, set }) => {
+    .onRequest((c) => {
+      const { request, set } = c
       const id = crypto.randomUUID()
-      info.set(request, { id, start: performance.now() })
+      ;(c as Tracked)[REQ] = { id, start: performance.now() }
       set.headers['x-request-id'] = id
       const len = request.headers.get('content-length')
       if (len && Number(len) > deps.config.maxBodyBytes) {
         throw tooLarge(`Request body of ${len} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes`)
       }
     })
-    .onError({ as: 'global' }, ({ code, error, request, set }) => {
-      const id = requestId(request)
+    .onError({ as: 'global' }, (c) => {
+      const { code, error, request, set } = c
+      const id = requestId(c)
       set.headers['x-request-id'] = id
       let err: AppError
       if (error instanceof AppError) err = error
       else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
       else if (code === 'PARSE') err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
-      else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${new URL(request.url).pathname}`)
+      else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${pathOf(request.url)}`)
       else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')
       else {
-        log.error('unhandled error', { requestId: id, method: request.method, path: new URL(request.url).pathname, ...errorFields(error) })
+        log.error('unhandled error', { requestId: id, method: request.method, path: pathOf(request.url), ...errorFields(error) })
         err = new AppError('INTERNAL_SERVER_ERROR', 'An unexpected error occurred. Quote the request id when reporting it.')
       }
       if (err.opts.headers) Object.assign(set.headers, err.opts.headers)
       set.status = err.status
       return envelope(err, id)
     })
-    .onAfterResponse({ as: 'global' }, ({ request, set }) => {
-      const i = info.get(request)
+    .onAfterResponse({ as: 'global' }, (c) => {
+      const i = (c as Tracked)[REQ]
       if (!i) return
+      const { request, set } = c
       log.info('request', {
         requestId: i.id,
         method: request.method,
-        path: new URL(request.url).pathname,
+        path: pathOf(request.url),
         status: typeof set.status === 'number' ? set.status : 200,
         ms: Math.round((performance.now() - i.start) * 100) / 100,
       })
