@@ -50,6 +50,11 @@ export interface Store {
    * node's commit cannot be seen without a query), where such caches must not be used.
    */
   dataVersion(): number | null
+  /**
+   * Another connection of this process (a writer thread) has just committed: reads from now on must see
+   * it. On SQLite this ends the reader's snapshot of the current event-loop turn; nothing on PostgreSQL.
+   */
+  refresh(): void
   close(): Promise<void>
 }
 
@@ -193,6 +198,10 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
         return (statement ??= reader.query(text.replace(/\$(\d+)/g, '?$1'))).all(...params) as T[]
       }
     },
+    refresh() {
+      endRead()
+      version = null
+    },
     dataVersion() {
       if (version === null) {
         // Outside the turn's read snapshot: inside it the version could not move.
@@ -253,6 +262,7 @@ function openPg(url: string): Store {
     dataVersion() {
       return null
     },
+    refresh() {},
     async close() {
       await client.end({ timeout: 5 })
     },

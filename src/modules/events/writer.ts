@@ -47,7 +47,8 @@ export class TrackWriter {
   /** Batches and writes committed by the thread, and batches rerun with savepoints (benchmarks, tests). */
   stats: WriterStats = { batches: 0, writes: 0, retries: 0 }
 
-  constructor(private readonly url: string, private readonly synchronous: 'FULL' | 'NORMAL') {}
+  /** `onCommit` runs when the thread reports a commit, before any caller is answered (see Store.refresh). */
+  constructor(private readonly url: string, private readonly synchronous: 'FULL' | 'NORMAL', private readonly onCommit: () => void = () => {}) {}
 
   write(projectId: string, now: Date, t: TrackWrite): Promise<TrackOutcome> {
     if (this.idle) { clearTimeout(this.idle); this.idle = null }
@@ -84,6 +85,7 @@ export class TrackWriter {
     port.onmessage = (event: MessageEvent<{ reply: string; stats: WriterStats }>) => {
       this.stats = event.data.stats
       this.messages--
+      this.onCommit()
       for (const r of JSON.parse(event.data.reply) as WriterReply[]) {
         const job = this.inflight.get(r[0])
         if (!job) continue
@@ -130,7 +132,7 @@ export function trackWriter(store: Store, synchronous: 'FULL' | 'NORMAL'): Track
   let w = perStore.get(store)
   if (w === undefined) {
     const file = sqlitePath(store.url)
-    w = store.dialect === 'sqlite' && file !== ':memory:' && !file.startsWith('file::memory:') ? new TrackWriter(store.url, synchronous) : null
+    w = store.dialect === 'sqlite' && file !== ':memory:' && !file.startsWith('file::memory:') ? new TrackWriter(store.url, synchronous, () => store.refresh()) : null
     perStore.set(store, w)
   }
   return w
