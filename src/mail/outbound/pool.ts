@@ -1,13 +1,12 @@
 /**
- * SMTP client connections (nodemailer's SMTPConnection), pooled per target (address and port) and
- * reused for the next message to the same place. STARTTLS is used whenever the server offers it
- * (opportunistic: certificates are not checked, an upgrade failure continues in clear, as MTAs do);
- * implicit TLS for smtps:// smart hosts.
+ * SMTP client connections (smtp-client.ts), pooled per target (address and port) and reused for the
+ * next message to the same place. STARTTLS is used whenever the server offers it (opportunistic:
+ * certificates are not checked, a refused STARTTLS continues in clear, as MTAs do); implicit TLS for
+ * smtps:// smart hosts.
  */
 import { isIP } from 'node:net'
-import SMTPConnection from 'nodemailer/lib/smtp-connection'
-import type { SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection'
 import { parseReply, type SmtpReply } from './replies'
+import { SmtpClient, SmtpClientError } from './smtp-client'
 
 export interface SmtpTarget {
   /** Address (or host name) to connect to. */
@@ -50,11 +49,9 @@ export class ConnectError extends Error {
   }
 }
 
-interface NodemailerLikeError extends Error { code?: string; response?: string; responseCode?: number; command?: string }
-
 function stageOf(command: string | undefined, connected: boolean): Stage {
   if (!connected) return 'connect'
-  // Refused by the client library before anything went out (for example a connection found closed).
+  // Refused by the client before anything went out (for example a connection found closed).
   if (command === 'API') return 'connect'
   if (command?.startsWith('MAIL')) return 'mail'
   if (command?.startsWith('RCPT')) return 'rcpt'
@@ -63,90 +60,64 @@ function stageOf(command: string | undefined, connected: boolean): Stage {
 }
 
 function failure(err: unknown, connected: boolean): Extract<SendOutcome, { ok: false }> {
-  const e = err as NodemailerLikeError
-  const reply = e.response ? parseReply(e.response) : { code: 0, enhanced: null, text: `${e.code ?? 'ERROR'}: ${e.message}` }
-  if (!e.response && e.responseCode) reply.code = e.responseCode
+  const e = err instanceof SmtpClientError ? err : new SmtpClientError(err instanceof Error ? err.message : String(err), 'ERROR', undefined, 'CONN')
+  const reply = e.response ? parseReply(e.response) : { code: 0, enhanced: null, text: `${e.code}: ${e.message}` }
   return { ok: false, reply, stage: stageOf(e.command, connected), message: e.message }
 }
 
 export class SmtpConn {
   messages = 0
-  dead = false
   idleTimer: Timer | null = null
 
-  private constructor(readonly target: SmtpTarget, private conn: SMTPConnection) {
-    const die = () => { this.dead = true }
-    conn.on('error', die)
-    conn.on('end', die)
-  }
+  private constructor(readonly target: SmtpTarget, private conn: SmtpClient) {}
+
+  get dead(): boolean { return this.conn.dead }
 
   get secure(): boolean { return this.conn.secure }
 
   /** Connects (and authenticates); rejects with a ConnectError. */
-  static open(target: SmtpTarget, opts: PoolOptions): Promise<SmtpConn> {
+  static async open(target: SmtpTarget, opts: PoolOptions): Promise<SmtpConn> {
     // SNI takes a host name, never an address.
     const servername = target.servername && !isIP(target.servername) ? target.servername : undefined
-    const conn = new SMTPConnection({
-      host: target.host,
-      port: target.port,
-      secure: target.secure ?? false,
-      servername,
-      name: opts.name,
-      opportunisticTLS: true,
-      tls: { rejectUnauthorized: false, ...(servername ? { servername } : {}) },
-      connectionTimeout: opts.connectTimeoutMs ?? 30_000,
-      greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
-      socketTimeout: opts.socketTimeoutMs ?? 300_000,
-      socketCloseTimeout: 0,
-      logger: false,
-    })
-    const c = new SmtpConn(target, conn)
-    return new Promise((resolve, reject) => {
-      let done = false
-      const fail = (err: unknown) => {
-        if (done) return
-        done = true
-        c.close()
-        reject(new ConnectError(failure(err, false)))
-      }
-      conn.once('error', fail)
-      conn.connect((err) => {
-        if (err) return fail(err)
-        const ready = () => {
-          if (done) return
-          done = true
-          conn.removeListener('error', fail)
-          resolve(c)
-        }
-        if (!target.auth) return ready()
-        conn.login({ user: target.auth.user, pass: target.auth.pass }, (authErr) => (authErr ? fail(authErr) : ready()))
+    try {
+      const conn = await SmtpClient.open({
+        host: target.host,
+        port: target.port,
+        secure: target.secure ?? false,
+        servername,
+        name: opts.name,
+        auth: target.auth,
+        connectionTimeout: opts.connectTimeoutMs ?? 30_000,
+        greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
+        socketTimeout: opts.socketTimeoutMs ?? 300_000,
       })
-    })
+      return new SmtpConn(target, conn)
+    } catch (err) {
+      throw new ConnectError(failure(err, false))
+    }
   }
 
-  send(from: string, to: string, raw: Buffer): Promise<SendOutcome> {
+  async send(from: string, to: string, raw: Buffer): Promise<SendOutcome> {
     if (this.dead) {
-      return Promise.resolve({ ok: false, reply: { code: 0, enhanced: null, text: 'ECONNECTION: connection already closed' }, stage: 'connect', message: 'connection already closed' })
+      return { ok: false, reply: { code: 0, enhanced: null, text: 'ECONNECTION: connection already closed' }, stage: 'connect', message: 'connection already closed' }
     }
     this.messages++
-    return new Promise((resolve) => {
-      this.conn.send({ from, to: [to], size: raw.length }, raw, (err: Error | null, info?: SMTPConnectionSendInfo) => {
-        if (err) return resolve(failure(err, true))
-        resolve({ ok: true, reply: parseReply(info?.response ?? '250 OK'), secure: this.conn.secure })
-      })
-    })
+    try {
+      const reply = await this.conn.send(from, to, raw)
+      return { ok: true, reply: parseReply(reply), secure: this.conn.secure }
+    } catch (err) {
+      return failure(err, true)
+    }
   }
 
   /** RSET after a refused message, so the session can carry the next one. */
   reset(): Promise<boolean> {
-    return new Promise((resolve) => this.conn.reset((err) => resolve(!err)))
+    return this.conn.reset()
   }
 
   close(): void {
-    this.dead = true
     if (this.idleTimer) clearTimeout(this.idleTimer)
-    try { this.conn.quit() } catch { /* already gone */ }
-    try { this.conn.close() } catch { /* already gone */ }
+    this.conn.close()
   }
 }
 
