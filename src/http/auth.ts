@@ -4,6 +4,7 @@ import { AppError } from '../errors'
 import { hashSecret, keyKind } from '../modules/projects/keys'
 import * as projectsRepo from '../modules/projects/repo'
 import { sessionUser } from '../modules/auth/sessions'
+import type { RateLimitResult } from './ratelimit'
 
 export const SESSION_COOKIE = 'mailctl_session'
 
@@ -20,6 +21,7 @@ export function sessionToken(request: Request): string | null {
 function bearer(request: Request): string | null {
   const h = request.headers.get('authorization')
   if (!h) return null
+  if (h.startsWith('Bearer ') && h.charCodeAt(7) > 32) return h.slice(7).trim()
   const m = /^Bearer\s+(.+)$/i.exec(h.trim())
   return m ? m[1].trim() : ''
 }
@@ -33,8 +35,13 @@ export async function projectForKey(deps: Deps, key: string): Promise<{ project:
 }
 
 /** The per-project request budget of API.md Limits, with RateLimit-* headers. */
-async function rateLimit(deps: Deps, projectId: string, headers: Record<string, string | number>) {
-  const r = await deps.limiter.hit(`project:${projectId}`, deps.config.rateLimitPerMinute, 60_000)
+function rateLimit(deps: Deps, projectId: string, headers: Record<string, string | number>): void | Promise<void> {
+  const hit = deps.limiter.hit(`project:${projectId}`, deps.config.rateLimitPerMinute, 60_000)
+  if (hit instanceof Promise) return hit.then((r) => applyLimit(r, headers))
+  applyLimit(hit, headers)
+}
+
+function applyLimit(r: RateLimitResult, headers: Record<string, string | number>) {
   headers['ratelimit-limit'] = String(r.limit)
   headers['ratelimit-remaining'] = String(r.remaining)
   headers['ratelimit-reset'] = String(r.resetSeconds)
@@ -69,7 +76,8 @@ export function authPlugin(deps: Deps) {
           throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')
         }
         if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
-        await rateLimit(deps, found.project.id, set.headers as Record<string, string>)
+        const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>)
+        if (limited) await limited
         const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
         keyAuth.set(request, { ctx, project: found.project })
       },

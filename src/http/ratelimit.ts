@@ -4,7 +4,8 @@ export interface RateLimitResult { allowed: boolean; limit: number; remaining: n
 
 /** Fixed-window counters: in memory on one node, in Redis when REDIS_URL is set (shared by every node). */
 export interface RateLimiter {
-  hit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>
+  /** Counts one hit; the memory limiter answers synchronously (no promise on every request). */
+  hit(key: string, limit: number, windowMs: number): RateLimitResult | Promise<RateLimitResult>
   reset(key: string): Promise<void>
 }
 
@@ -12,7 +13,7 @@ export function memoryLimiter(): RateLimiter {
   const windows = new Map<string, { count: number; resetAt: number }>()
   let sweepAt = 0
   return {
-    async hit(key, limit, windowMs) {
+    hit(key, limit, windowMs) {
       const now = Date.now()
       if (now > sweepAt) {
         for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)
