@@ -1,11 +1,18 @@
 /**
- * The track writer thread (see writer.ts): its own connection to the SQLite file, one group-committed
- * transaction per batch. Messages are JSON text (cheaper to hand between threads than cloned objects):
- * - in: {init: {url, synchronous, port}} on the worker; then on that port {batch: JSON of WriterItem[]},
- *   and {close: true}, which closes the connections and ends the thread;
- * - out, once a batch has committed: {reply: JSON of WriterReply[], stats}.
+ * The threads of the track writer (see writer.ts), one module for both roles:
+ * - writer: its own connection to the SQLite file, one group-committed transaction per batch. Its
+ *   automatic checkpoint (wal_autocheckpoint, see db/client.ts) finds the WAL mostly copied already by
+ *   the checkpointer and copies only the rest, which lets the next transaction restart the WAL from its
+ *   start (a checkpoint of the whole WAL stalled a commit for up to ~100 ms).
+ *   Messages are JSON text (cheaper to hand between threads than cloned objects): in, on the port given
+ *   at init, {batch: JSON of WriterItem[]} and {close: true} (closes the connections, ends the thread);
+ *   out, once a batch has committed, {reply: JSON of WriterReply[], stats}.
+ * - checkpointer: every CHECKPOINT_MS a PASSIVE checkpoint on a connection of its own, which copies the
+ *   WAL into the database file while the writer goes on committing (it blocks no writer and no reader).
+ *   Alone it would never let the WAL restart: the writer keeps appending while it copies.
  */
-import { openStore, type Store } from '../../db/client'
+import { Database } from 'bun:sqlite'
+import { openStore, sqlitePath, type Store } from '../../db/client'
 import type { ContactData } from '../contacts/data'
 import { GroupCommit } from './batch'
 import { writeTrack } from './track-write'
@@ -18,7 +25,11 @@ export type WriterItem = [id: number, projectId: string, nowMs: number, email: s
  * ([id, name, data]; all events are created at the item's time), or null and the error message.
  */
 export type WriterReply = [id: number, contactId: string, eventId: string, before: Array<[id: string, name: string, data: Record<string, unknown>]> | null] | [id: number, contactId: null, error: string]
-export type WriterMessage = { init: { url: string; synchronous: 'FULL' | 'NORMAL'; port: MessagePort } } | { batch: string } | { close: true }
+export type WriterMessage =
+  | { init: { role: 'writer'; url: string; synchronous: 'FULL' | 'NORMAL'; port: MessagePort } }
+  | { init: { role: 'checkpointer'; url: string; port: MessagePort } }
+  | { batch: string }
+  | { close: true }
 export interface WriterStats { batches: number; writes: number; retries: number }
 
 let store: Store | null = null
@@ -26,12 +37,22 @@ let group: GroupCommit | null = null
 
 let port: MessagePort | null = null
 
+const CHECKPOINT_MS = 100
+
 self.onmessage = (event: MessageEvent<WriterMessage>) => {
   const msg = event.data
   if (!('init' in msg)) return
-  store = openStore(msg.init.url, { sqliteSynchronous: msg.init.synchronous })
+  const init = msg.init
+  port = init.port
+  if (init.role === 'checkpointer') {
+    const db = new Database(sqlitePath(init.url))
+    const checkpoint = db.query('PRAGMA wal_checkpoint(PASSIVE)')
+    const timer = setInterval(() => checkpoint.get(), CHECKPOINT_MS)
+    port.onmessage = () => { clearInterval(timer); db.close(); process.exit(0) }
+    return
+  }
+  store = openStore(init.url, { sqliteSynchronous: init.synchronous })
   group = new GroupCommit(store)
-  port = msg.init.port
   port.onmessage = onBatch
 }
 

@@ -13,7 +13,8 @@ import type { WriterItem, WriterMessage, WriterReply, WriterStats } from './writ
  * durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
  *
  * Other writes stay on the main thread's connection; SQLite's lock orders the two writers (busy_timeout).
- * The thread starts at the first track and stops after IDLE_MS without tracks (a live worker keeps a
+ * A second thread checkpoints the WAL, so that the writer never stalls on a checkpoint.
+ * The threads start at the first track and stop after IDLE_MS without tracks (a live worker keeps a
  * process from exiting, and an unref'd one makes Bun's idle main thread spin).
  */
 
@@ -36,7 +37,7 @@ function outcome(job: Job, contactId: string, eventId: string, before: Array<[st
 }
 
 export class TrackWriter {
-  private thread: { worker: Worker; port: MessagePort } | null = null
+  private thread: { worker: Worker; port: MessagePort; checkpointer: { worker: Worker; port: MessagePort } } | null = null
   private queue: Job[] = []
   private inflight = new Map<number, Job>()
   private scheduled = false
@@ -77,15 +78,22 @@ export class TrackWriter {
   }
 
   private start(): MessagePort {
-    const w = new Worker(WORKER_ENTRY)
-    // Batches travel on a MessageChannel: Worker#postMessage can block the caller for milliseconds while
-    // the thread is busy committing (measured on Bun 1.4.5); a port's postMessage does not.
-    const channel = new MessageChannel()
-    const port = channel.port1
-    port.onmessage = (event: MessageEvent<{ reply: string; stats: WriterStats }>) => {
+    // Batches travel on MessageChannels: Worker#postMessage can block the caller for milliseconds while
+    // the thread is busy committing (measured on Bun 1.4.5).
+    const spawn = (role: 'writer' | 'checkpointer') => {
+      const worker = new Worker(WORKER_ENTRY)
+      const channel = new MessageChannel()
+      const msg: WriterMessage = role === 'writer'
+        ? { init: { role, url: this.url, synchronous: this.synchronous, port: channel.port2 } }
+        : { init: { role, url: this.url, port: channel.port2 } }
+      worker.postMessage(msg, [channel.port2])
+      return { worker, port: channel.port1 }
+    }
+    const writer = spawn('writer')
+    const checkpointer = spawn('checkpointer')
+    writer.port.onmessage = (event: MessageEvent<{ reply: string; stats: WriterStats }>) => {
       this.stats = event.data.stats
       this.messages--
-      this.onCommit()
       for (const r of JSON.parse(event.data.reply) as WriterReply[]) {
         const job = this.inflight.get(r[0])
         if (!job) continue
@@ -96,18 +104,21 @@ export class TrackWriter {
       if (this.queue.length) this.send()
       else if (!this.messages) this.idle = setTimeout(() => this.stop(), IDLE_MS)
     }
-    w.onerror = (event) => this.fail(w, new Error(`track writer thread failed: ${event.message}`))
-    w.postMessage({ init: { url: this.url, synchronous: this.synchronous, port: channel.port2 } } satisfies WriterMessage, [channel.port2])
-    this.thread = { worker: w, port }
-    return port
+    writer.worker.onerror = (event) => this.fail(writer.worker, new Error(`track writer thread failed: ${event.message}`))
+    checkpointer.worker.onerror = (event) => this.fail(writer.worker, new Error(`track checkpointer thread failed: ${event.message}`))
+    this.thread = { worker: writer.worker, port: writer.port, checkpointer }
+    return writer.port
   }
 
   /** The thread died: its batch's outcome is unknown to us, so its callers get an error (a 500). */
   private fail(w: Worker, err: Error) {
     if (this.thread?.worker !== w) return
-    this.thread.port.close()
+    const { port, checkpointer } = this.thread
     this.thread = null
+    port.close()
     w.terminate()
+    checkpointer.port.close()
+    checkpointer.worker.terminate()
     for (const job of this.inflight.values()) job.reject(err)
     this.inflight.clear()
     this.messages = 0
@@ -118,10 +129,13 @@ export class TrackWriter {
   stop() {
     if (this.idle) { clearTimeout(this.idle); this.idle = null }
     if (this.inflight.size || this.queue.length || !this.thread) return
-    // The thread closes its connections and exits; a track arriving meanwhile starts a new one.
-    this.thread.port.postMessage({ close: true } satisfies WriterMessage)
-    this.thread.port.close()
+    // The threads close their connections and exit; a track arriving meanwhile starts new ones.
+    const { port, checkpointer } = this.thread
     this.thread = null
+    for (const p of [port, checkpointer.port]) {
+      p.postMessage({ close: true } satisfies WriterMessage)
+      p.close()
+    }
   }
 }
 
