@@ -51,9 +51,14 @@ self.onmessage = (event: MessageEvent<WriterMessage>) => {
     port.onmessage = () => { clearInterval(timer); db.close(); process.exit(0) }
     return
   }
-  store = openStore(init.url, { sqliteSynchronous: init.synchronous })
-  group = new GroupCommit(store)
+  const s = openStore(init.url, { sqliteSynchronous: init.synchronous })
+  store = s
+  group = new GroupCommit(s)
   port.onmessage = onBatch
+  // A 32 MB page cache for this connection (SQLite's default is 2 MB): the pages tracks touch at random
+  // (contacts by email, events by contact) stay in memory instead of being read again through the OS,
+  // about 6 µs of CPU per track. (Its transaction takes the writer's mutex before any batch can.)
+  void s.tx(async (db) => { (db as unknown as { $client: Database }).$client.run('PRAGMA cache_size = -32768') })
 }
 
 async function onBatch(event: MessageEvent<WriterMessage>) {
