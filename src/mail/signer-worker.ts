@@ -14,9 +14,10 @@ self.onmessage = async (event: MessageEvent<SignRequest[]>) => {
   for (const { id, message, key } of event.data) {
     try {
       const buf = await buildMessage(message, key)
-      // A fresh ArrayBuffer of exactly the message, so it can be transferred (Buffers may share a pool).
-      const raw = new Uint8Array(buf.length)
-      raw.set(buf)
+      // An ArrayBuffer of exactly the message, so it can be transferred (small Buffers share a pool).
+      let raw: Uint8Array
+      if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length) raw = new Uint8Array(buf.buffer)
+      else { raw = new Uint8Array(buf.length); raw.set(buf) }
       out.push({ id, raw })
       transfer.push(raw.buffer)
     } catch (err) {
