@@ -4,12 +4,12 @@ import { badRequest, invalidField, notFound } from '../../errors'
 import * as contactsRepo from '../contacts/repo'
 import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
-import { withIdempotency } from '../idempotency/service'
+import { idempotencyClaim, keepFailed, keyReused, type Claim } from '../idempotency/service'
 import { groupCommit } from './batch'
 import type { ListEventsQuery, TrackBody } from './model'
 import * as repo from './repo'
 import { notifyEvents } from './stream'
-import { writeTrack, type TrackOutcome, type TrackWrite } from './track-write'
+import { writeTrack, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import { trackWriter } from './writer'
 
 /**
@@ -27,16 +27,17 @@ function assertTrackable(name: string) {
   }
 }
 
-export { eventData, type TrackOutcome } from './track-write'
+export { eventData, type TrackOutcome, type TrackReused } from './track-write'
 
 /**
  * Upserts the contact (new contacts subscribed unless `subscribed: false`; existing keep their state
- * unless given) and appends the event, in one transaction: on a file-backed SQLite database on the track
- * writer thread (writer.ts), elsewhere grouped with concurrent tracks on SQLite (batch.ts) or a
- * transaction of its own on PostgreSQL. Returns after commit; listeners are not yet notified.
+ * unless given) and appends the event, in one transaction (with the claim of the Idempotency-Key, if
+ * any): on a file-backed SQLite database on the track writer thread (writer.ts), elsewhere grouped with
+ * concurrent tracks on SQLite (batch.ts) or a transaction of its own on PostgreSQL. Returns after
+ * commit; listeners are not yet notified.
  */
-export async function recordTrack(ctx: Ctx, body: TrackBody): Promise<TrackOutcome> {
-  const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data }
+export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null): Promise<TrackOutcome | TrackReused> {
+  const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data, claim }
   const writer = trackWriter(ctx.store, ctx.deps.config.sqliteSynchronous)
   if (writer) return writer.write(ctx.projectId, ctx.now, input)
   return groupCommit(ctx.store).run((db) => writeTrack(ctx, db, input), { pure: true })
@@ -44,16 +45,23 @@ export async function recordTrack(ctx: Ctx, body: TrackBody): Promise<TrackOutco
 
 /**
  * POST /v1/track and /events/track. Reserved names answer 422 (field code reserved_event). With an
- * Idempotency-Key, a key already used answers 409 and nothing is performed again. Committed events go
- * to the `onEvents` listeners (the workflow trigger hook).
+ * Idempotency-Key, the key is claimed in the track's own transaction: a key already used answers 409 and
+ * nothing is performed again (a failed track keeps the key only on a 5xx). Committed events go to the
+ * `onEvents` listeners (the workflow trigger hook).
  */
 export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string) {
   assertTrackable(body.event)
-  return withIdempotency(ctx, idempotencyKey, { method: 'POST', path, body }, async () => {
-    const out = await recordTrack(ctx, body)
-    await notifyEvents(ctx, out.events)
-    return { success: true as const, data: { contact: out.contactId, event: out.event.id, timestamp: out.event.createdAt.toISOString() } }
-  })
+  const claim = idempotencyClaim(ctx, idempotencyKey, { method: 'POST', path, body })
+  let out: TrackOutcome | TrackReused
+  try {
+    out = await recordTrack(ctx, body, claim)
+  } catch (err) {
+    if (claim) await keepFailed(ctx, claim, err)
+    throw err
+  }
+  if (out.reused) throw keyReused(claim!, out.reused)
+  await notifyEvents(ctx, out.events)
+  return { success: true as const, data: { contact: out.contactId, event: out.event.id, timestamp: out.event.createdAt.toISOString() } }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client'
 import { RESERVED_DATA_KEYS, type ContactData } from '../contacts/data'
 import { upsertIn, type WriteCtx } from '../contacts/service'
+import { claimIn, type Claim, type HeldKey } from '../idempotency/repo'
 import { appendEvents, type EventRow } from './stream'
 
 /**
@@ -14,9 +15,13 @@ export interface TrackWrite {
   event: string
   subscribed?: boolean
   data?: ContactData | null
+  /** The Idempotency-Key to claim in the same transaction (see idempotency/service.ts). */
+  claim?: Claim | null
 }
 
-export interface TrackOutcome { contactId: string; event: EventRow; events: EventRow[] }
+export interface TrackOutcome { reused?: undefined; contactId: string; event: EventRow; events: EventRow[] }
+/** The Idempotency-Key was held already: nothing was written. */
+export interface TrackReused { reused: HeldKey }
 
 /**
  * The event's own data: the request's data with reserved keys dropped and `{value, persistent}` wrappers
@@ -37,8 +42,15 @@ export function eventData(data: ContactData | null | undefined): Record<string, 
   return out
 }
 
-/** Upserts the contact (new contacts subscribed unless `subscribed: false`) and appends the event, in `db`. */
-export async function writeTrack(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<TrackOutcome> {
+/**
+ * Claims the Idempotency-Key if any (its row records status 200: it commits only with the work), upserts
+ * the contact (new contacts subscribed unless `subscribed: false`) and appends the event, in `db`.
+ */
+export async function writeTrack(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
+  if (t.claim) {
+    const held = await claimIn(ctx.store, db, t.claim, 200)
+    if (held) return { reused: held }
+  }
   const up = await upsertIn(ctx, db, { email: t.email, subscribed: t.subscribed, data: t.data }, { defaultSubscribed: true })
   const [event] = await appendEvents(ctx, db, [{ contactId: up.contact.id, name: t.event, data: eventData(t.data) }])
   return { contactId: up.contact.id, event, events: up.events.length ? [...up.events, event] : [event] }

@@ -14,17 +14,24 @@
 import { Database } from 'bun:sqlite'
 import { openStore, sqlitePath, type Store } from '../../db/client'
 import type { ContactData } from '../contacts/data'
+import type { Claim, HeldKey } from '../idempotency/repo'
 import { GroupCommit } from './batch'
 import { writeTrack } from './track-write'
 
 declare const self: Worker
 
-export type WriterItem = [id: number, projectId: string, nowMs: number, email: string, event: string, subscribed: boolean | null, data: ContactData | null]
+export type WriterItem = [id: number, projectId: string, nowMs: number, email: string, event: string, subscribed: boolean | null, data: ContactData | null, claim: Claim | null]
 /**
- * Per item: the contact id, the tracked event's id and the subscription events appended before it
- * ([id, name, data]; all events are created at the item's time), or null and the error message.
+ * Per item, one of:
+ * - [id, 'ok', contact id, tracked event's id, subscription events appended before it ([id, name, data];
+ *   all events are created at the item's time) or null];
+ * - [id, 'reused', the row holding the Idempotency-Key];
+ * - [id, 'error', message].
  */
-export type WriterReply = [id: number, contactId: string, eventId: string, before: Array<[id: string, name: string, data: Record<string, unknown>]> | null] | [id: number, contactId: null, error: string]
+export type WriterReply =
+  | [id: number, kind: 'ok', contactId: string, eventId: string, before: Array<[id: string, name: string, data: Record<string, unknown>]> | null]
+  | [id: number, kind: 'reused', held: HeldKey]
+  | [id: number, kind: 'error', message: string]
 export type WriterMessage =
   | { init: { role: 'writer'; url: string; synchronous: 'FULL' | 'NORMAL'; port: MessagePort } }
   | { init: { role: 'checkpointer'; url: string; port: MessagePort } }
@@ -72,15 +79,16 @@ async function onBatch(event: MessageEvent<WriterMessage>) {
   const g = group!
   const items = JSON.parse(msg.batch) as WriterItem[]
   // Submitted in one turn: one batch, one commit (GroupCommit splits above its maximum batch).
-  const settled = await Promise.allSettled(items.map(([, projectId, nowMs, email, name, subscribed, data]) => {
+  const settled = await Promise.allSettled(items.map(([, projectId, nowMs, email, name, subscribed, data, claim]) => {
     const ctx = { store: s, projectId, now: new Date(nowMs) }
-    return g.run((db) => writeTrack(ctx, db, { email, event: name, subscribed: subscribed ?? undefined, data }), { pure: true })
+    return g.run((db) => writeTrack(ctx, db, { email, event: name, subscribed: subscribed ?? undefined, data, claim }), { pure: true })
   }))
   const reply: WriterReply[] = settled.map((r, i): WriterReply => {
     const id = items[i][0]
-    if (r.status === 'rejected') return [id, null, r.reason instanceof Error ? r.reason.message : String(r.reason)]
+    if (r.status === 'rejected') return [id, 'error', r.reason instanceof Error ? r.reason.message : String(r.reason)]
+    if (r.value.reused) return [id, 'reused', r.value.reused]
     const { contactId, event: ev, events } = r.value
-    return [id, contactId, ev.id, events.length > 1 ? events.slice(0, -1).map((e) => [e.id, e.name, e.data ?? {}]) : null]
+    return [id, 'ok', contactId, ev.id, events.length > 1 ? events.slice(0, -1).map((e) => [e.id, e.name, e.data ?? {}]) : null]
   })
   port!.postMessage({ reply: JSON.stringify(reply), stats: g.stats })
 }

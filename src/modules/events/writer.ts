@@ -1,6 +1,6 @@
 import { sqlitePath, type Store } from '../../db/client'
 import type { EventRow } from './stream'
-import { eventData, type TrackOutcome, type TrackWrite } from './track-write'
+import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import type { WriterItem, WriterMessage, WriterReply, WriterStats } from './writer-worker'
 
 /**
@@ -26,7 +26,7 @@ const WORKER_ENTRY = import.meta.url.includes('/$bunfs/')
 const IDLE_MS = 2000
 const MAX_MESSAGES = 1
 
-interface Job { input: WriterItem; now: Date; resolve(v: TrackOutcome): void; reject(e: Error): void }
+interface Job { input: WriterItem; now: Date; resolve(v: TrackOutcome | TrackReused): void; reject(e: Error): void }
 
 /** The event rows of a committed track, from the thread's short answer and what the request had. */
 function outcome(job: Job, contactId: string, eventId: string, before: Array<[string, string, Record<string, unknown>]> | null): TrackOutcome {
@@ -51,10 +51,10 @@ export class TrackWriter {
   /** `onCommit` runs when the thread reports a commit, before any caller is answered (see Store.refresh). */
   constructor(private readonly url: string, private readonly synchronous: 'FULL' | 'NORMAL', private readonly onCommit: () => void = () => {}) {}
 
-  write(projectId: string, now: Date, t: TrackWrite): Promise<TrackOutcome> {
+  write(projectId: string, now: Date, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
     if (this.idle) { clearTimeout(this.idle); this.idle = null }
-    return new Promise<TrackOutcome>((resolve, reject) => {
-      this.queue.push({ input: [this.nextId++, projectId, now.getTime(), t.email, t.event, t.subscribed ?? null, t.data ?? null], now, resolve, reject })
+    return new Promise<TrackOutcome | TrackReused>((resolve, reject) => {
+      this.queue.push({ input: [this.nextId++, projectId, now.getTime(), t.email, t.event, t.subscribed ?? null, t.data ?? null, t.claim ?? null], now, resolve, reject })
       if (!this.scheduled && this.messages < MAX_MESSAGES) {
         // Let the requests read in this turn of the loop join the first batch.
         this.scheduled = true
@@ -98,7 +98,8 @@ export class TrackWriter {
         const job = this.inflight.get(r[0])
         if (!job) continue
         this.inflight.delete(r[0])
-        if (r[1] !== null) job.resolve(outcome(job, r[1], r[2], r[3]))
+        if (r[1] === 'ok') job.resolve(outcome(job, r[2], r[3], r[4]))
+        else if (r[1] === 'reused') job.resolve({ reused: r[2] })
         else job.reject(new Error(`track write failed: ${r[2]}`))
       }
       if (this.queue.length) this.send()

@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { TestEnv } from '../../helpers/env'
 import { TrackWriter, trackWriter } from '../../../src/modules/events/writer'
+import type { TrackWrite } from '../../../src/modules/events/track-write'
 import { openStore } from '../../../src/db/client'
+
+/** A write that must not find its Idempotency-Key held. */
+async function done(w: TrackWriter, projectId: string, now: Date, t: TrackWrite) {
+  const out = await w.write(projectId, now, t)
+  if (out.reused) throw new Error('unexpected reused key')
+  return out
+}
 
 // The track writer thread exists on file-backed SQLite only (PostgreSQL runs concurrent transactions itself).
 describe('track writer thread [sqlite]', () => {
@@ -23,7 +31,7 @@ describe('track writer thread [sqlite]', () => {
     const w = new TrackWriter(env.store.url, 'NORMAL')
     const now = new Date()
     const before = w.stats.batches
-    const outs = await Promise.all(Array.from({ length: 20 }, (_, i) => w.write(p.id, now, { email: `w${i % 10}@example.com`, event: 'seen', data: { n: i, tmp: { value: 1, persistent: false } } })))
+    const outs = await Promise.all(Array.from({ length: 20 }, (_, i) => done(w, p.id, now, { email: `w${i % 10}@example.com`, event: 'seen', data: { n: i, tmp: { value: 1, persistent: false } } })))
     expect(w.stats.batches - before).toBe(1)
     expect(w.stats.writes).toBe(20)
     // Two tracks of one new email: one contact.
@@ -46,8 +54,8 @@ describe('track writer thread [sqlite]', () => {
     const p = await env.project()
     const w = new TrackWriter(env.store.url, 'NORMAL')
     const now = new Date()
-    const first = await w.write(p.id, now, { email: 'flip@example.com', event: 'a' })
-    const off = await w.write(p.id, now, { email: 'flip@example.com', event: 'b', subscribed: false })
+    const first = await done(w, p.id, now, { email: 'flip@example.com', event: 'a' })
+    const off = await done(w, p.id, now, { email: 'flip@example.com', event: 'b', subscribed: false })
     expect(off.contactId).toBe(first.contactId)
     expect(off.events.map((e) => [e.name, e.data, e.contactId, e.createdAt.getTime()])).toEqual([
       ['contact.unsubscribed', { subscribed: false }, first.contactId, now.getTime()],
@@ -64,9 +72,9 @@ describe('track writer thread [sqlite]', () => {
     const now = new Date()
     // An unknown project breaks the contacts foreign key.
     const results = await Promise.allSettled([
-      w.write(p.id, now, { email: 'ok1@example.com', event: 'x' }),
-      w.write('no-such-project', now, { email: 'bad@example.com', event: 'x' }),
-      w.write(p.id, now, { email: 'ok2@example.com', event: 'x' }),
+      done(w, p.id, now, { email: 'ok1@example.com', event: 'x' }),
+      done(w, 'no-such-project', now, { email: 'bad@example.com', event: 'x' }),
+      done(w, p.id, now, { email: 'ok2@example.com', event: 'x' }),
     ])
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
     expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/^track write failed: .*FOREIGN KEY/)
@@ -79,12 +87,24 @@ describe('track writer thread [sqlite]', () => {
   test('a stopped thread starts again at the next track', async () => {
     const p = await env.project()
     const w = new TrackWriter(env.store.url, 'NORMAL')
-    const a = await w.write(p.id, new Date(), { email: 'again@example.com', event: 'one' })
+    const a = await done(w, p.id, new Date(), { email: 'again@example.com', event: 'one' })
     w.stop()
-    const b = await w.write(p.id, new Date(), { email: 'again@example.com', event: 'two' })
+    const b = await done(w, p.id, new Date(), { email: 'again@example.com', event: 'two' })
     expect(b.contactId).toBe(a.contactId)
     const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE contact_id = ${a.contactId}`)
     expect(Number(row.n)).toBe(2)
+    w.stop()
+  })
+  test('an Idempotency-Key claimed in the batch: one write performs, the others find it held and write nothing', async () => {
+    const p = await env.project()
+    const w = new TrackWriter(env.store.url, 'NORMAL')
+    const now = new Date()
+    const claim = { projectId: p.id, key: 'same', method: 'POST', path: '/v1/track', requestHash: 'h', nowMs: now.getTime(), expiresAtMs: now.getTime() + 60_000 }
+    const outs = await Promise.all(Array.from({ length: 10 }, (_, i) => w.write(p.id, now, { email: `k${i}@example.com`, event: 'once', claim })))
+    expect(outs.filter((o) => !o.reused).length).toBe(1)
+    for (const o of outs) if (o.reused) expect(o.reused).toEqual({ method: 'POST', path: '/v1/track', requestHash: 'h', createdAtMs: now.getTime(), statusCode: 200 })
+    const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE project_id = ${p.id}`)
+    expect(Number(row.n)).toBe(1)
     w.stop()
   })
 })

@@ -1,0 +1,60 @@
+import { expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { forEachStore, type TestEnv } from '../../helpers/env'
+import { ctxFor } from '../../../src/deps'
+import { badRequest } from '../../../src/errors'
+import { claimIn } from '../../../src/modules/idempotency/repo'
+import { idempotencyClaim, keepFailed, sweepExpiredKeys, withIdempotency } from '../../../src/modules/idempotency/service'
+
+async function keyRow(env: TestEnv, projectId: string, key: string) {
+  const [r] = await env.store.rows<{ status_code: number | null }>(sql`SELECT status_code FROM idempotency_keys WHERE project_id = ${projectId} AND key = ${key}`)
+  return r ? { statusCode: r.status_code === null ? null : Number(r.status_code) } : null
+}
+
+forEachStore('idempotency keys', (env) => {
+  const req = { method: 'POST', path: '/v1/x', body: { a: 1 } }
+
+  test('withIdempotency: 2xx keeps the key with its status, a reuse is 409 and does not run; 4xx frees it; 5xx keeps it', async () => {
+    const p = await env.project()
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    let runs = 0
+    expect(await withIdempotency(ctx, 'k1', req, async () => { runs++; return 'done' })).toBe('done')
+    expect(await keyRow(env, p.id, 'k1')).toEqual({ statusCode: 200 })
+    const reused = await withIdempotency(ctx, 'k1', { ...req, body: { a: 2 } }, async () => { runs++ }).catch((e) => e)
+    expect(reused.code).toBe('IDEMPOTENCY_KEY_REUSED')
+    expect(reused.opts.details).toMatchObject({ key: 'k1', originalRequest: { method: 'POST', path: '/v1/x', sameBody: false }, originalStatusCode: 200 })
+    expect(runs).toBe(1)
+    await withIdempotency(ctx, 'k4', req, async () => { throw badRequest('no') }).catch(() => {})
+    expect(await keyRow(env, p.id, 'k4')).toBeNull()
+    await withIdempotency(ctx, 'k5', req, async () => { throw new Error('boom') }).catch(() => {})
+    expect(await keyRow(env, p.id, 'k5')).toEqual({ statusCode: 500 })
+    const bad = await withIdempotency(ctx, 'bad\nkey', req, async () => 1).catch((e) => e)
+    expect(bad.code).toBe('VALIDATION_ERROR')
+  })
+
+  test('claims in one transaction settle on the key: one claims, the others see its row', async () => {
+    const p = await env.project()
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const claim = idempotencyClaim(ctx, 'race', req)!
+    const results = await Promise.all(Array.from({ length: 10 }, () => env.store.tx((db) => claimIn(env.store, db, claim, 200))))
+    expect(results.filter((r) => r === null).length).toBe(1)
+    for (const r of results.filter((x) => x !== null)) expect(r).toMatchObject({ method: 'POST', path: '/v1/x', requestHash: claim.requestHash, statusCode: 200 })
+  })
+
+  test('keepFailed records a 5xx and leaves a 4xx free; expired keys are swept and can be claimed again', async () => {
+    const p = await env.project()
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    await keepFailed(ctx, idempotencyClaim(ctx, 'f5', req)!, new Error('boom'))
+    expect(await keyRow(env, p.id, 'f5')).toEqual({ statusCode: 500 })
+    await keepFailed(ctx, idempotencyClaim(ctx, 'f4', req)!, badRequest('no'))
+    expect(await keyRow(env, p.id, 'f4')).toBeNull()
+    const old = { ...idempotencyClaim(ctx, 'old', req)!, nowMs: Date.now() - 10_000, expiresAtMs: Date.now() - 1 }
+    expect(await env.store.tx((db) => claimIn(env.store, db, old, 200))).toBeNull()
+    // An expired row does not hold its key.
+    expect(await env.store.tx((db) => claimIn(env.store, db, idempotencyClaim(ctx, 'old', req)!, 200))).toBeNull()
+    await env.store.tx((db) => claimIn(env.store, db, { ...old, key: 'old2' }, 200))
+    await sweepExpiredKeys(ctx)
+    expect(await keyRow(env, p.id, 'old2')).toBeNull()
+    expect(await keyRow(env, p.id, 'old')).toEqual({ statusCode: 200 })
+  })
+})
