@@ -56,6 +56,42 @@ const HEX = new TextEncoder().encode('0123456789ABCDEF')
  * UTF-8 sequence. (nodemailer's own encoder and wrapper cost several times more for the same output rules.)
  */
 export function quotedPrintable(text: string): string {
+  return NON_ASCII.test(text) ? quotedPrintableBytes(text) : quotedPrintableAscii(text)
+}
+
+const NON_ASCII = /[^\x00-\x7f]/
+/** ASCII that quoted-printable cannot keep as is (tab and space are decided at the line's end). */
+const QP_ENCODE = /[^\t\x20-\x3c\x3e-\x7e]/g
+const hex2 = (c: number) => (c < 16 ? '=0' : '=') + c.toString(16).toUpperCase()
+
+/** quotedPrintable of an ASCII text, line by line with native searches (the usual case). */
+function quotedPrintableAscii(text: string): string {
+  const lines = text.split(/\r?\n/)
+  for (let i = 0; i < lines.length; i++) {
+    let line = lines[i]
+    QP_ENCODE.lastIndex = 0
+    if (QP_ENCODE.test(line)) line = line.replace(QP_ENCODE, (ch) => hex2(ch.charCodeAt(0)))
+    const last = line.charCodeAt(line.length - 1)
+    if (last === 0x20 || last === 0x09) line = line.slice(0, -1) + hex2(last)
+    if (line.length > 76) {
+      let wrapped = ''
+      while (line.length > 76) {
+        // 75 characters and the "=" of a soft break, never inside an =XX.
+        let cut = 75
+        if (line.charCodeAt(cut - 1) === 0x3d) cut -= 1
+        else if (line.charCodeAt(cut - 2) === 0x3d) cut -= 2
+        wrapped += line.slice(0, cut) + '=\r\n'
+        line = line.slice(cut)
+      }
+      line = wrapped + line
+    }
+    lines[i] = line
+  }
+  return lines.join('\r\n')
+}
+
+/** quotedPrintable over the text's UTF-8 bytes (any text). */
+function quotedPrintableBytes(text: string): string {
   const src = Buffer.from(text, 'utf8')
   const len = src.length
   // Three characters per byte at most, plus a soft break (3) per 73 characters.

@@ -64,6 +64,9 @@ describe('MIME composition', () => {
     const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
     const texts = ['', ' ', 'a ', 'x'.repeat(500), 'é'.repeat(200), '😀'.repeat(100), ('word '.repeat(40) + '\n').repeat(3), '='.repeat(100)]
     for (let i = 0; i < 2000; i++) texts.push(Array.from({ length: rand(60) }, () => alphabet[rand(alphabet.length)]).join(''))
+    // ASCII only (the line-by-line path), with control characters and long runs.
+    const asciiAlphabet = [' ', '\t', '\r\n', '\n', '\r', '=', 'a', '.', '\u0001', '\u007f', 'x'.repeat(30), 'y'.repeat(74), ' '.repeat(3), '=3D']
+    for (let i = 0; i < 2000; i++) texts.push(Array.from({ length: rand(40) }, () => asciiAlphabet[rand(asciiAlphabet.length)]).join(''))
     for (const t of texts) {
       const qp = quotedPrintable(t)
       expect(qp).toMatch(/^[\x20-\x7e\r\n\t]*$/)
