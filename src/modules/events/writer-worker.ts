@@ -44,7 +44,7 @@ let group: GroupCommit | null = null
 
 let port: MessagePort | null = null
 
-const CHECKPOINT_MS = 100
+const CHECKPOINT_MS = 250
 
 self.onmessage = (event: MessageEvent<WriterMessage>) => {
   const msg = event.data
