@@ -1,5 +1,6 @@
 import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { currentIndex, pageCandidates, scan, type Matches } from './search-index'
 
 /** The only SQL of the contacts module. Every function takes the project id. */
 
@@ -251,69 +252,23 @@ function fromStore(store: Store, r: RawContact | PgContact): ContactRow {
 }
 
 /**
- * How a list query finds contacts whose email contains the search term. On SQLite, terms of 3+ characters
- * are looked up ONCE per request in the trigram index (contacts_email_fts), collecting the matching
- * rowids (of all projects) up to ROWID_LIMIT:
- * - at most SPARSE_LIMIT matches: the page and the total are built from those rows;
- * - more, up to ROWID_LIMIT: matches are dense enough that walking the sort index and testing each email
- *   finds a page quickly; the total joins the collected rowids to their contacts;
- * - more still: the same page walk; the total is the index's own count when it holds no other project's
- *   contacts (and no state filter is set), else a walk of the (project_id, email) index.
- * Emails are always rechecked with LIKE, so a stale index (see 0003_contacts.sql) can never return a wrong row.
- * PostgreSQL relies on its planner and the pg_trgm index.
+ * How a list query finds contacts whose email contains the search term. On SQLite, from the project's
+ * in-memory search index (search-index.ts), brought up to this turn's read snapshot: the scan gives the
+ * exact total and the rowids that can be on the page, which one query orders and pages (rechecking each
+ * row's email, project and state). The plan is resolved once, by whichever of listPage and countMatching
+ * runs first. A project too large to hold in memory, and PostgreSQL (its planner and the pg_trgm index),
+ * search in SQL.
  */
 export type SearchPlan =
   | { kind: 'plain' }
-  | { kind: 'sparse'; rowids: string }
-  | { kind: 'dense'; rowids: string | null }
-
-const SPARSE_LIMIT = 5000
-const ROWID_LIMIT = 50_000
-
-function ftsPhrase(term: string): string {
-  return `"${term.toLowerCase().replace(/"/g, '""')}"`
-}
-
-/** Rows of the trigram index matching `phrase`, counting at most `cap` (then cap + 1). */
-async function ftsCount(store: Store, phrase: string, cap: number): Promise<number> {
-  const [row] = await store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM (SELECT 1 FROM contacts_email_fts WHERE contacts_email_fts MATCH ${ftsPhrase(phrase)} LIMIT ${cap + 1})`)
-  return Number(row?.n ?? 0)
-}
-
-/**
- * The 4-character piece of `term` to look up: FTS5 evaluates a phrase by walking the lists of all its
- * trigrams, so a long term made of common trigrams ("142@example": "exa", "xam"... are in a quarter of
- * all emails) costs far more than a rare piece of it. Each trigram's frequency is probed (counting at
- * most PROBE_CAP), and the piece made of the rarest trigram and its rarer neighbour is chosen. The
- * piece's matches are a superset of the term's; every query rechecks the whole term with LIKE.
- */
-const PROBE_CAP = 5000
-
-async function rarePiece(store: Store, term: string): Promise<string> {
-  if (term.length <= 4) return term
-  const counts: number[] = []
-  for (let i = 0; i + 3 <= term.length; i++) counts.push(await ftsCount(store, term.slice(i, i + 3), PROBE_CAP))
-  let best = 0
-  for (let i = 1; i < counts.length; i++) if (counts[i] < counts[best]) best = i
-  // Every trigram is common: no piece is selective, the whole phrase is the best filter there is.
-  if (counts[best] > PROBE_CAP) return term
-  const start = best === 0 ? 0 : best === counts.length - 1 ? best - 1 : counts[best - 1] <= counts[best + 1] ? best - 1 : best
-  return term.slice(start, start + 4)
-}
+  | { kind: 'indexed'; matches?: Promise<Matches | null> }
 
 export async function planSearch(store: Store, f: ListFilter): Promise<SearchPlan> {
-  if (store.dialect !== 'sqlite' || !f.search || f.search.length < 3) return { kind: 'plain' }
-  const piece = await rarePiece(store, f.search.toLowerCase())
-  const ids = await store.rows<{ r: number }>(sql`SELECT rowid AS r FROM contacts_email_fts WHERE contacts_email_fts MATCH ${ftsPhrase(piece)} LIMIT ${ROWID_LIMIT + 1}`)
-  const json = ids.length <= ROWID_LIMIT ? JSON.stringify(ids.map((x) => x.r)) : null
-  return ids.length <= SPARSE_LIMIT ? { kind: 'sparse', rowids: json! } : { kind: 'dense', rowids: json }
+  return store.dialect === 'sqlite' && f.search ? { kind: 'indexed' } : { kind: 'plain' }
 }
 
-/** True when no other project has contacts (two index probes): the whole trigram index is this project's. */
-async function onlyProject(store: Store, projectId: string): Promise<boolean> {
-  const [row] = await store.rows<{ other: number }>(sql`
-    SELECT EXISTS (SELECT 1 FROM contacts WHERE project_id < ${projectId}) OR EXISTS (SELECT 1 FROM contacts WHERE project_id > ${projectId}) AS other`)
-  return !Number(row?.other)
+function resolveMatches(store: Store, projectId: string, f: ListFilter, plan: SearchPlan & { kind: 'indexed' }): Promise<Matches | null> {
+  return (plan.matches ??= currentIndex(store, projectId).then((ix) => ix && scan(ix, f.search!.toLowerCase(), f.subscribed)))
 }
 
 /** Raw SQL of the filter over `c` (the SQLite queries driven by collected rowids). */
@@ -328,7 +283,10 @@ function rawConds(projectId: string, f: ListFilter, extra: SQL[] = []): SQL {
  * never shift the rows it has not seen yet, so no row is skipped or repeated.
  */
 export async function listPage(store: Store, projectId: string, f: ListFilter, sort: SortKey, dir: SortDir, limit: number, after: After | null, plan: SearchPlan = { kind: 'plain' }): Promise<ContactRow[]> {
-  if (plan.kind === 'sparse') {
+  const matches = plan.kind === 'indexed' ? await resolveMatches(store, projectId, f, plan) : null
+  if (matches) {
+    const rowids = pageCandidates(matches, sort, dir, limit, after)
+    if (!rowids.length) return []
     const keyset: SQL[] = []
     const cmp = dir === 'asc' ? sql`>` : sql`<`
     if (after && sort === 'email') keyset.push(sql`c.email ${cmp} ${String(after.value)}`)
@@ -337,7 +295,7 @@ export async function listPage(store: Store, projectId: string, f: ListFilter, s
     const order = sort === 'email' ? sql`c.email ${d}` : sql`c.created_at ${d}, c.id ${d}`
     const rows = await store.rows<RawContact>(sql`
       SELECT ${sql.raw(CONTACT_COLS.split(', ').map((col) => `c.${col}`).join(', '))}
-      FROM json_each(${plan.rowids}) j CROSS JOIN contacts c ON c.rowid = j.value
+      FROM json_each(${JSON.stringify(rowids)}) j CROSS JOIN contacts c ON c.rowid = j.value
       WHERE ${rawConds(projectId, f, keyset)}
       ORDER BY ${order} LIMIT ${limit}`)
     return rows.map(fromRaw)
@@ -346,17 +304,10 @@ export async function listPage(store: Store, projectId: string, f: ListFilter, s
   return rows.map((r) => fromStore(store, r))
 }
 
-/** The exact number of matching contacts (see SearchPlan for the SQLite search strategies). */
+/** The exact number of matching contacts (see SearchPlan). */
 export async function countMatching(store: Store, projectId: string, f: ListFilter, plan: SearchPlan = { kind: 'plain' }): Promise<number> {
-  if (plan.kind !== 'plain' && plan.rowids !== null) {
-    const [row] = await store.rows<{ n: number }>(sql`
-      SELECT count(*) AS n FROM json_each(${plan.rowids}) j CROSS JOIN contacts c ON c.rowid = j.value WHERE ${rawConds(projectId, f)}`)
-    return Number(row?.n ?? 0)
-  }
-  if (plan.kind === 'dense' && f.subscribed === undefined && await onlyProject(store, projectId)) {
-    const [row] = await store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM contacts_email_fts WHERE contacts_email_fts MATCH ${ftsPhrase(f.search!)}`)
-    return Number(row?.n ?? 0)
-  }
+  const matches = plan.kind === 'indexed' ? await resolveMatches(store, projectId, f, plan) : null
+  if (matches) return matches.total
   const params: Param[] = []
   const text = `SELECT count(*) AS n FROM contacts WHERE ${listWhere(store, projectId, f, params)}`
   const [row] = await runCompiled<{ n: number | string }>(store, { text, params })
