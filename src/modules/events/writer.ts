@@ -4,16 +4,16 @@ import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from 
 import type { WriterItem, WriterMessage, WriterReply, WriterStats } from './writer-worker'
 
 /**
- * The track writer: on a file-backed SQLite store, the writes of POST /v1/track (contact upsert, event
- * row, the FTS5 email index: most of a track's CPU) run on a thread of their own with its own connection
- * to the database file, so that they use the second core while the main thread serves HTTP.
+ * The track writer: on a file-backed SQLite store, the writes of POST /v1/track (Idempotency-Key claim,
+ * contact upsert, event row: about half of a track's CPU) run on a thread of their own with its own
+ * connection to the database file, so that they use the second core while the main thread serves HTTP.
  *
  * Group commit as in batch.ts: tracks submitted while the thread commits the previous batch go to it as
  * the next batch, one transaction; each caller is answered after that transaction has committed (as
  * durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
  *
  * Other writes stay on the main thread's connection; SQLite's lock orders the two writers (busy_timeout).
- * A second thread checkpoints the WAL, so that the writer never stalls on a checkpoint.
+ * A second thread checkpoints the WAL, so that the writer's own checkpoints are short (writer-worker.ts).
  * The threads start at the first track and stop after IDLE_MS without tracks (a live worker keeps a
  * process from exiting, and an unref'd one makes Bun's idle main thread spin).
  */
@@ -94,6 +94,7 @@ export class TrackWriter {
     writer.port.onmessage = (event: MessageEvent<{ reply: string; stats: WriterStats }>) => {
       this.stats = event.data.stats
       this.messages--
+      this.onCommit()
       for (const r of JSON.parse(event.data.reply) as WriterReply[]) {
         const job = this.inflight.get(r[0])
         if (!job) continue

@@ -107,4 +107,16 @@ describe('track writer thread [sqlite]', () => {
     expect(Number(row.n)).toBe(1)
     w.stop()
   })
+  test('onCommit runs when a batch has committed, before its callers are answered (Store.refresh)', async () => {
+    const p = await env.project()
+    const order: string[] = []
+    const w = new TrackWriter(env.store.url, 'NORMAL', () => order.push('commit'))
+    await Promise.all([1, 2].map((i) => done(w, p.id, new Date(), { email: `c${i}@example.com`, event: 'x' }).then(() => order.push(`answer ${i}`))))
+    expect(order).toEqual(['commit', 'answer 1', 'answer 2'])
+    // The store's writer refreshes its reader: a read right after the answer sees the track.
+    const out = await done(trackWriter(env.store, 'NORMAL')!, p.id, new Date(), { email: 'seen@example.com', event: 'y' })
+    const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE id = ${out.event.id}`)
+    expect(Number(row.n)).toBe(1)
+    w.stop()
+  })
 })
