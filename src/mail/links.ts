@@ -61,24 +61,27 @@ function mac(secret: string, payload: Uint8Array): Buffer {
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 class Writer {
-  private parts: number[] = []
-  byte(b: number) { this.parts.push(b) }
+  private parts: Uint8Array[] = []
+  private length = 0
+  private push(b: Uint8Array) { this.parts.push(b); this.length += b.length }
+  byte(b: number) { this.push(Uint8Array.of(b)) }
   varint(n: number) {
-    while (n >= 0x80) { this.parts.push((n & 0x7f) | 0x80); n = Math.floor(n / 128) }
-    this.parts.push(n)
+    const out: number[] = []
+    while (n >= 0x80) { out.push((n & 0x7f) | 0x80); n = Math.floor(n / 128) }
+    out.push(n)
+    this.push(Uint8Array.from(out))
   }
   field(s: string) {
-    if (UUID_RE.test(s)) {
+    if (s.length === 36 && UUID_RE.test(s)) {
       this.byte(0)
-      const hex = s.replace(/-/g, '').toLowerCase()
-      for (let i = 0; i < 32; i += 2) this.parts.push(parseInt(hex.slice(i, i + 2), 16))
+      this.push(Buffer.from(s.replace(/-/g, ''), 'hex'))
       return
     }
-    const bytes = new TextEncoder().encode(s)
+    const bytes = Buffer.from(s, 'utf8')
     this.varint(bytes.length + 1)
-    for (const b of bytes) this.parts.push(b)
+    this.push(bytes)
   }
-  done(): Uint8Array { return Uint8Array.from(this.parts) }
+  done(): Uint8Array { return Buffer.concat(this.parts, this.length) }
 }
 
 class Reader {
