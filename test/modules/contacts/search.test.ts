@@ -1,0 +1,145 @@
+import { expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { openStore } from '../../../src/db/client'
+import { forEachStore, type TestEnv } from '../../helpers/env'
+
+/**
+ * GET /contacts?search= against the store's own SQL (LIKE over every row) as the reference, while the
+ * contacts change in every way the search index must follow (on SQLite the answers come from the
+ * in-memory index; its chunks hold 4,096 rows, so the seeds below span several).
+ */
+
+const NAMES = ['ab', 'anna', 'bob', 'carla', 'zed', 'x_y', 'ba']
+const DOMAINS = ['gmail.com', 'ex.io', 'abc.org', 'mail.ab.net', 'corp.io']
+
+/** `n` contacts with ids <prefix><i>; created_at has ties of three (same millisecond). */
+async function insertMany(env: TestEnv, projectId: string, prefix: string, from: number, n: number) {
+  const names = `'${NAMES.join("','")}'`
+  const domains = `'${DOMAINS.join("','")}'`
+  if (env.kind === 'sqlite') {
+    await env.store.exec(sql`WITH RECURSIVE g(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM g WHERE i < ${from + n - 1})
+      INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT ${prefix} || printf('%06d', i), ${projectId},
+        (json_array(${sql.raw(names)}) ->> (i % 7)) || i || '@' || (json_array(${sql.raw(domains)}) ->> ((i / 7) % 5)),
+        (i % 4) != 0, '{}', 1700000000000 + (i / 3) * 1000, 1700000000000 FROM g`)
+  } else {
+    await env.store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT ${prefix} || lpad(i::text, 6, '0'), ${projectId},
+        (ARRAY[${sql.raw(names)}])[i % 7 + 1] || i || '@' || (ARRAY[${sql.raw(domains)}])[(i / 7) % 5 + 1],
+        (i % 4) != 0, '{}'::jsonb, to_timestamp((1700000000000 + (i / 3) * 1000) / 1000.0), now()
+      FROM generate_series(${from}::int, ${from + n - 1}::int) AS g(i)`)
+  }
+}
+
+function pattern(term: string) {
+  return `%${term.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`
+}
+
+/** The reference: ids in page order, by plain SQL. */
+async function expected(env: TestEnv, projectId: string, term: string, order: string, subscribed?: boolean) {
+  const state = subscribed === undefined ? sql`` : sql` AND subscribed = ${env.kind === 'pg' ? subscribed : subscribed ? 1 : 0}`
+  const rows = await env.store.rows<{ id: string }>(sql`SELECT id FROM contacts WHERE project_id = ${projectId}
+    AND email LIKE ${pattern(term)} ESCAPE '\\'${state} ORDER BY ${sql.raw(order)}`)
+  return rows.map((r) => r.id)
+}
+
+interface Page { status: number; body: { data: Array<{ id: string; email: string }>; cursor: string | null; hasMore: boolean; total: number } }
+
+async function pages(env: TestEnv, key: string, query: string, max: number) {
+  const ids: string[] = []
+  let cursor: string | null = null
+  let total = -1
+  for (let i = 0; i < max; i++) {
+    const r: Page = await env.request('GET', `/contacts?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key })
+    expect(r.status).toBe(200)
+    if (i === 0) total = r.body.total
+    ids.push(...r.body.data.map((c) => c.id))
+    cursor = r.body.cursor
+    if (!cursor) break
+  }
+  return { ids, total, done: cursor === null }
+}
+
+const TERMS = ['ab', 'gmail', 'b1', '@ex.io', 'x_y', 'zed12', 'a', 'nothing-here', 'AB.NET', 'moved', 'com\nab']
+
+/** Every term, sort and state filter: the total exactly, the first pages (all of them for small results) in order. */
+async function check(env: TestEnv, projectId: string, key: string, terms = TERMS) {
+  for (const term of terms) {
+    for (const subscribed of [undefined, false]) {
+      const filter = subscribed === undefined ? '' : `&subscribed=${subscribed}`
+      for (const [sortQ, order] of [['', 'created_at DESC, id DESC'], ['&sort=email&dir=asc', 'email ASC'], ['&dir=asc', 'created_at ASC, id ASC'], ['&sort=email&dir=desc', 'email DESC']]) {
+        const want = await expected(env, projectId, term, order, subscribed)
+        const limit = want.length > 60 ? 25 : 7
+        const got = await pages(env, key, `search=${encodeURIComponent(term)}${filter}${sortQ}&limit=${limit}`, 3)
+        expect({ term, subscribed, sortQ, total: got.total }).toEqual({ term, subscribed, sortQ, total: want.length })
+        expect({ term, subscribed, sortQ, ids: got.ids }).toEqual({ term, subscribed, sortQ, ids: want.slice(0, got.ids.length) })
+        expect(got.ids.length).toBe(got.done ? want.length : 3 * limit)
+      }
+    }
+  }
+}
+
+forEachStore('GET /contacts?search= (exact under changes)', (env) => {
+  test('totals and pages equal SQL through inserts, deletes (largest rowids too), email changes, state flips and another connection\'s writes', async () => {
+    const p = await env.project()
+    const q = await env.project()
+    await insertMany(env, p.id, 'c', 0, 9000)
+    await insertMany(env, q.id, 'q', 0, 3000)
+    await check(env, p.id, p.secretKey)
+
+    // More than a chunk of new rows, some in the other project.
+    await insertMany(env, p.id, 'c', 9000, 4500)
+    await insertMany(env, q.id, 'q', 3000, 200)
+    await check(env, p.id, p.secretKey, ['ab', 'gmail', 'b1', 'a'])
+
+    // Deleting the largest rowids lets SQLite reuse them for the next inserts.
+    if (env.kind === 'sqlite') await env.store.exec(sql`DELETE FROM contacts WHERE rowid IN (SELECT rowid FROM contacts ORDER BY rowid DESC LIMIT 300)`)
+    else await env.store.exec(sql`DELETE FROM contacts WHERE id IN (SELECT id FROM contacts ORDER BY created_at DESC LIMIT 300)`)
+    await insertMany(env, p.id, 'r', 20000, 150)
+    await insertMany(env, q.id, 's', 20000, 150)
+
+    // Another connection (as the CLI would be) renames, flips and deletes.
+    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
+    try {
+      const t = env.kind === 'pg' ? sql`true` : sql`1`
+      const f = env.kind === 'pg' ? sql`false` : sql`0`
+      await other.exec(sql`UPDATE contacts SET email = 'moved' || id || '@ab.net' WHERE project_id = ${p.id} AND id LIKE 'c%' AND substr(id, 6, 1) IN ('7', '8', '9')`)
+      await other.exec(sql`UPDATE contacts SET subscribed = CASE WHEN subscribed = ${t} THEN ${f} ELSE ${t} END WHERE project_id = ${p.id} AND substr(id, 5, 2) = '13'`)
+      await check(env, p.id, p.secretKey, ['moved', 'a'])
+      await other.exec(sql`DELETE FROM contacts WHERE project_id = ${p.id} AND id LIKE 'c%' AND substr(id, 7, 1) IN ('1', '2', '3', '4', '5', '6')`)
+      await other.exec(sql`UPDATE contacts SET email = 'moved-again-' || email WHERE project_id = ${p.id} AND email LIKE 'moved%' AND substr(id, 7, 1) = '9'`)
+    } finally {
+      await other.close()
+    }
+    await check(env, p.id, p.secretKey)
+  }, 120_000)
+
+  test('ties on created_at across page boundaries: every match once, in (created_at, id) order', async () => {
+    const p = await env.project()
+    await insertMany(env, p.id, 't', 0, 600)
+    for (const dir of ['desc', 'asc']) {
+      const want = await expected(env, p.id, 'a', `created_at ${dir.toUpperCase()}, id ${dir.toUpperCase()}`)
+      const got = await pages(env, p.secretKey, `search=a&limit=4&dir=${dir}`, 1000)
+      expect(got.done).toBe(true)
+      expect(got.ids).toEqual(want)
+    }
+  }, 60_000)
+
+  test('SQLite: stored emails with capitals match as LIKE does; a pruned change log rebuilds the index', async () => {
+    if (env.kind !== 'sqlite') return
+    const p = await env.project()
+    await insertMany(env, p.id, 'u', 0, 5000)
+    await env.store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      VALUES ('cap1', ${p.id}, 'Mixed.Case@Example.COM', 1, '{}', 1, 1), ('cap2', ${p.id}, 'élan@ÉCOLE.fr', 1, '{}', 2, 2)`)
+    await check(env, p.id, p.secretKey, ['mixed', 'EXAMPLE.com', 'élan', 'école', 'ÉCOLE', 'ab'])
+    // A change after the index is current, then the log loses its older entries (as pruning does).
+    await insertMany(env, p.id, 'v', 5000, 10)
+    await env.store.exec(sql`DELETE FROM contacts WHERE id IN ('u000001', 'u000002')`)
+    await env.store.exec(sql`DELETE FROM contact_changes WHERE seq < (SELECT max(seq) FROM contact_changes)`)
+    await check(env, p.id, p.secretKey, ['ab', 'a', 'mixed'])
+    // The log emptied entirely: numbering starts again below what the index has seen.
+    await env.store.exec(sql`DELETE FROM contact_changes`)
+    await insertMany(env, p.id, 'w', 6000, 10)
+    await check(env, p.id, p.secretKey, ['ab', 'a'])
+  }, 60_000)
+})
