@@ -179,10 +179,22 @@ function guessType(filename: string): string {
   return TYPES[ext] ?? 'application/octet-stream'
 }
 
+/** Parsed `from` strings: a sender sends with the same one again and again (bounded, valid ones only). */
+const parsedFrom = new Map<string, { email: string; name: string | null }>()
+
 /** `from` as given: an address, "Name <address>", or {name, email}. */
 function parseFrom(from: SendBody['from']): { email: string; name: string | null } | null {
   if (from === undefined) return null
   if (typeof from !== 'string') return { email: from.email.trim().toLowerCase(), name: from.name ?? null }
+  const hit = parsedFrom.get(from)
+  if (hit) return { ...hit }
+  const parsed = parseFromString(from)
+  if (parsedFrom.size >= 1000) parsedFrom.clear()
+  parsedFrom.set(from, parsed)
+  return { ...parsed }
+}
+
+function parseFromString(from: string): { email: string; name: string | null } {
   const [first] = addressparser(from, { flatten: true })
   const email = first?.address?.trim().toLowerCase() ?? ''
   if (!first || !/^[^\s@<>",;]+@[^\s@<>",;]+\.[^\s@<>",;]+$/.test(email) || /[\r\n]/.test(from)) {
