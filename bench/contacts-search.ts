@@ -8,7 +8,8 @@
  * The project holds BENCH_CONTACTS contacts (emails user<i>@<domain>, a quarter on gmail.com, a quarter
  * on one of 1,000 example<n>.com domains), plus 10,000 in a second project. Each search runs through the
  * real app (app.handle: auth, validation, service, repo) five times; the median and the worst are
- * printed with the number of matches. Prints figures; asserts nothing.
+ * printed with the number of matches; then the first search after new contacts, and on SQLite what the
+ * search index's triggers cost each contact write. Prints figures; asserts nothing.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -71,6 +72,8 @@ async function run(label: string, databaseUrl: string, dataDir: string) {
       if (res.status !== 200) throw new Error(`${query}: ${res.status} ${JSON.stringify(body)}`)
       return { ms: performance.now() - t, total: body.total, page: body.data.length }
     }
+    const first = await get('search=gmail')
+    console.log(`  ${'first search of the project (builds the index)'.padEnd(42)} ${first.ms.toFixed(1).padStart(14)} ms${' '.repeat(17)}total ${String(first.total).padStart(8)}`)
     const cases: Array<[string, string]> = [['', 'no search (first page, total of all)'], ...SEARCHES.map(([q, what]): [string, string] => [`search=${encodeURIComponent(q)}`, `"${q}" - ${what}`]), ['search=example7&subscribed=false', '"example7" + subscribed=false'], ['search=user12345&sort=email&dir=asc', '"user12345", sort=email']]
     for (const [query, what] of cases) {
       const times: number[] = []
@@ -80,9 +83,59 @@ async function run(label: string, databaseUrl: string, dataDir: string) {
       const ok = times[2] < 50 ? 'ok' : 'SLOW'
       console.log(`  ${what.padEnd(42)} median ${times[2].toFixed(1).padStart(7)} ms  worst ${times[4].toFixed(1).padStart(7)} ms  total ${String(last.total).padStart(8)}  page ${last.page}  ${ok}`)
     }
+    // New contacts since the last search: the next search first applies them (SQLite: the change log).
+    for (const n of [1_000, 10_000]) {
+      await seed(deps.store, project.id, n, `n${n}-`)
+      const r = await get('search=gmail')
+      console.log(`  ${`"gmail" after ${n.toLocaleString('en')} new contacts`.padEnd(42)} ${r.ms.toFixed(1).padStart(14)} ms${' '.repeat(17)}total ${String(r.total).padStart(8)}`)
+    }
+    if (deps.store.dialect === 'sqlite') await writeCost(deps.store, project.id)
   } finally {
     await closeDeps(deps)
   }
+}
+
+/**
+ * What the search index's change-log triggers (migration 0009) cost the contact write path: new contacts
+ * inserted and existing ones updated as the upsert does (statements compiled once, 100 per transaction,
+ * as the track writer groups them), with the triggers, then with them dropped (the database is thrown away
+ * afterwards). Each figure is the median of 5 runs of 5,000 rows.
+ */
+async function writeCost(store: Store, projectId: string) {
+  const client = (db: unknown) => (db as { $client: { query(t: string): { run(...p: unknown[]): unknown } } }).$client
+  let serial = 0
+  const measure = async () => {
+    const ins: number[] = []
+    const upd: number[] = []
+    for (let run = 0; run < 5; run++) {
+      const ids: string[] = []
+      let t = performance.now()
+      for (let b = 0; b < 5000; b += 100) {
+        await store.tx(async (db) => {
+          const q = client(db).query('INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT (project_id, email) DO NOTHING')
+          for (let i = 0; i < 100; i++) {
+            const id = `w${serial++}`
+            ids.push(id)
+            q.run(id, projectId, `writer${serial}x${(serial * 7919) % 10007}@host${serial % 97}.com`, '{"plan":"pro"}', Date.now(), Date.now())
+          }
+        })
+      }
+      ins.push((performance.now() - t) * 1000 / 5000)
+      t = performance.now()
+      for (let b = 0; b < 5000; b += 100) {
+        await store.tx(async (db) => {
+          const q = client(db).query('UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE project_id = ? AND id = ?')
+          for (let i = b; i < b + 100; i++) q.run(1, '{"plan":"team"}', Date.now(), projectId, ids[i])
+        })
+      }
+      upd.push((performance.now() - t) * 1000 / 5000)
+    }
+    const med = (v: number[]) => v.sort((a, b) => a - b)[2].toFixed(1)
+    return `insert ${med(ins)} us/contact, update ${med(upd)} us/contact`
+  }
+  console.log(`  write path with the change-log triggers:    ${await measure()}`)
+  for (const t of ['contact_changes_ai', 'contact_changes_ad', 'contact_changes_au']) await store.exec(sql.raw(`DROP TRIGGER ${t}`))
+  console.log(`  write path without them:                    ${await measure()}`)
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-search-'))
