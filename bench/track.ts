@@ -12,6 +12,11 @@
  * sometimes changes). Then the durability check: a fresh server under the same load is killed with
  * SIGKILL mid-run, and every event whose 200 answer arrived before the kill is looked up in the database
  * file. Prints figures; asserts nothing.
+ *
+ * Server CPU is printed per request in all and per thread (Linux /proc): on a file-backed database the
+ * track writes run on the track writer thread ("Worker", src/modules/events/writer.ts) and a second
+ * "Worker" checkpoints the WAL; "main" serves HTTP. Other benchmarks on the machine change the wall-clock
+ * figures far more than the CPU ones.
  */
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync } from 'node:fs'
