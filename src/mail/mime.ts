@@ -62,7 +62,9 @@ export function quotedPrintable(text: string): string {
 const NON_ASCII = /[^\x00-\x7f]/
 /** ASCII that quoted-printable cannot keep as is (tab and space are decided at the line's end). */
 const QP_ENCODE = /[^\t\x20-\x3c\x3e-\x7e]/g
-const hex2 = (c: number) => (c < 16 ? '=0' : '=') + c.toString(16).toUpperCase()
+/** "=XX" of every ASCII code. */
+const QP_HEX = Array.from({ length: 128 }, (_, c) => `=${c.toString(16).toUpperCase().padStart(2, '0')}`)
+const qpHex = (ch: string) => QP_HEX[ch.charCodeAt(0)]
 
 /** quotedPrintable of an ASCII text, line by line with native searches (the usual case). */
 function quotedPrintableAscii(text: string): string {
@@ -70,20 +72,22 @@ function quotedPrintableAscii(text: string): string {
   for (let i = 0; i < lines.length; i++) {
     let line = lines[i]
     QP_ENCODE.lastIndex = 0
-    if (QP_ENCODE.test(line)) line = line.replace(QP_ENCODE, (ch) => hex2(ch.charCodeAt(0)))
+    if (QP_ENCODE.test(line)) line = line.replace(QP_ENCODE, qpHex)
     const last = line.charCodeAt(line.length - 1)
-    if (last === 0x20 || last === 0x09) line = line.slice(0, -1) + hex2(last)
+    if (last === 0x20 || last === 0x09) line = line.slice(0, -1) + QP_HEX[last]
     if (line.length > 76) {
-      let wrapped = ''
-      while (line.length > 76) {
-        // 75 characters and the "=" of a soft break, never inside an =XX.
-        let cut = 75
+      // Pieces of at most 75 characters joined by soft breaks ("="), never cut inside an =XX.
+      const pieces: string[] = []
+      let pos = 0
+      while (line.length - pos > 76) {
+        let cut = pos + 75
         if (line.charCodeAt(cut - 1) === 0x3d) cut -= 1
         else if (line.charCodeAt(cut - 2) === 0x3d) cut -= 2
-        wrapped += line.slice(0, cut) + '=\r\n'
-        line = line.slice(cut)
+        pieces.push(line.slice(pos, cut))
+        pos = cut
       }
-      line = wrapped + line
+      pieces.push(line.slice(pos))
+      line = pieces.join('=\r\n')
     }
     lines[i] = line
   }
