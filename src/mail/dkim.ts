@@ -124,7 +124,7 @@ function parseHeaders(block: string): HeaderField[] {
 }
 
 /** The header block (latin1, without the blank line) and the body bytes of a message. */
-function splitMessage(raw: Buffer): { head: string; body: Uint8Array } {
+function splitMessage(raw: Buffer): { head: string; body: Buffer } {
   const i = raw.indexOf('\r\n\r\n')
   if (i < 0) return { head: raw.toString('latin1'), body: raw.subarray(raw.length) }
   return { head: raw.toString('latin1', 0, i), body: raw.subarray(i + 4) }

@@ -15,8 +15,8 @@ self.onmessage = async (event: MessageEvent<SignRequest[]>) => {
     try {
       const buf = await buildMessage(message, key)
       // An ArrayBuffer of exactly the message, so it can be transferred (small Buffers share a pool).
-      let raw: Uint8Array
-      if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length) raw = new Uint8Array(buf.buffer)
+      let raw: Uint8Array<ArrayBuffer>
+      if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length && buf.buffer instanceof ArrayBuffer) raw = new Uint8Array(buf.buffer)
       else { raw = new Uint8Array(buf.length); raw.set(buf) }
       out.push({ id, raw })
       transfer.push(raw.buffer)
