@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
-import { currentIndex, pageCandidates, scan, type Matches } from './search-index'
+import { allMatches, currentIndex, pageCandidates, scan, type Matches } from './search-index'
 
 /** The only SQL of the contacts module. Every function takes the project id. */
 
@@ -263,8 +263,31 @@ export type SearchPlan =
   | { kind: 'plain' }
   | { kind: 'indexed'; matches?: Promise<Matches | null> }
 
-export async function planSearch(store: Store, f: ListFilter): Promise<SearchPlan> {
-  return store.dialect === 'sqlite' && f.search ? { kind: 'indexed' } : { kind: 'plain' }
+export async function planSearch(_store: Store, f: ListFilter): Promise<SearchPlan> {
+  return f.search ? { kind: 'indexed' } : { kind: 'plain' }
+}
+
+/**
+ * PostgreSQL orders emails by the database's collation, which the index does not know: with email
+ * order, up to this many matches are all handed to the page query; more are dense enough that the walk
+ * of the (project_id, email) index meets a page quickly.
+ */
+const PG_EMAIL_CANDIDATES = 10_000
+
+/** A page of contacts among those of `keys` (contact_search_keys) on PostgreSQL, rechecked like rawConds. */
+async function pgCandidatePage(store: Store, projectId: string, f: ListFilter, keys: number[], sort: SortKey, dir: SortDir, limit: number, after: After | null): Promise<ContactRow[]> {
+  const cmp = dir === 'asc' ? sql`>` : sql`<`
+  const d = dir === 'asc' ? sql`ASC` : sql`DESC`
+  if (!keys.length) return []
+  const parts: SQL[] = [sql`k.project_id = ${projectId}`, sql`k.search_key = ANY(${`{${keys.join(',')}}`}::bigint[])`, sql`c.project_id = ${projectId}`, sql`c.email LIKE ${likePattern(f.search ?? '')} ESCAPE '\\'`]
+  if (f.subscribed !== undefined) parts.push(sql`c.subscribed = ${f.subscribed}`)
+  if (after && sort === 'email') parts.push(sql`c.email ${cmp} ${String(after.value)}`)
+  if (after && sort === 'createdAt') parts.push(sql`(c.created_at, c.id) ${cmp} (${new Date(Number(after.value)).toISOString()}::timestamptz, ${after.id})`)
+  const order = sort === 'email' ? sql`c.email ${d}` : sql`c.created_at ${d}, c.id ${d}`
+  const rows = await store.rows<PgContact>(sql`
+    SELECT ${sql.raw(CONTACT_COLS.split(', ').map((col) => `c.${col}`).join(', '))} FROM contact_search_keys k JOIN contacts c ON c.id = k.contact_id
+    WHERE ${sql.join(parts, sql` AND `)} ORDER BY ${order} LIMIT ${limit}`)
+  return rows.map(fromPg)
 }
 
 function resolveMatches(store: Store, projectId: string, f: ListFilter, plan: SearchPlan & { kind: 'indexed' }): Promise<Matches | null> {
@@ -284,7 +307,10 @@ function rawConds(projectId: string, f: ListFilter, extra: SQL[] = []): SQL {
  */
 export async function listPage(store: Store, projectId: string, f: ListFilter, sort: SortKey, dir: SortDir, limit: number, after: After | null, plan: SearchPlan = { kind: 'plain' }): Promise<ContactRow[]> {
   const matches = plan.kind === 'indexed' ? await resolveMatches(store, projectId, f, plan) : null
-  if (matches) {
+  if (matches && store.dialect === 'pg') {
+    if (sort !== 'email') return pgCandidatePage(store, projectId, f, pageCandidates(matches, sort, dir, limit, after), sort, dir, limit, after)
+    if (matches.total <= PG_EMAIL_CANDIDATES) return pgCandidatePage(store, projectId, f, allMatches(matches), sort, dir, limit, after)
+  } else if (matches) {
     const rowids = pageCandidates(matches, sort, dir, limit, after)
     if (!rowids.length) return []
     const keyset: SQL[] = []

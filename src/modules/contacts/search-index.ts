@@ -51,6 +51,8 @@ interface Extra { r: number; e: string; bytes: Buffer; low: Buffer; s: number; t
 
 export interface ProjectIndex {
   projectId: string
+  /** SQLite's LIKE folds ASCII case; PostgreSQL's does not (its text holds the emails as stored). */
+  fold: boolean
   chunks: Chunk[]
   /** Rows added since the chunks were made, by rowid; folded into chunks every CHUNK rows. */
   extra: Map<number, Extra>
@@ -65,7 +67,7 @@ function asciiLower(s: string): string {
   return UPPER.test(s) ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s
 }
 
-function makeChunk(rows: Row[]): Chunk {
+function makeChunk(rows: Row[], fold: boolean): Chunk {
   const n = rows.length
   const rowids = new Float64Array(n)
   const created = new Float64Array(n)
@@ -75,7 +77,7 @@ function makeChunk(rows: Row[]): Chunk {
   let stored: Map<number, Buffer> | null = null
   for (let i = 0; i < n; i++) {
     const row = rows[i]
-    const low = asciiLower(row.e)
+    const low = fold ? asciiLower(row.e) : row.e
     if (low !== row.e) (stored ??= new Map()).set(i, Buffer.from(row.e))
     rowids[i] = row.r
     created[i] = row.t
@@ -137,13 +139,13 @@ function remove(ix: ProjectIndex, r: number): void {
   if (c.live * 2 < c.n) {
     const i = ix.chunks.indexOf(c)
     if (c.live === 0) ix.chunks.splice(i, 1)
-    else ix.chunks[i] = makeChunk(chunkRows(c))
+    else ix.chunks[i] = makeChunk(chunkRows(c), ix.fold)
   }
 }
 
 function add(ix: ProjectIndex, row: Row): void {
   const bytes = Buffer.from(row.e)
-  const low = asciiLower(row.e)
+  const low = ix.fold ? asciiLower(row.e) : row.e
   ix.extra.set(row.r, { r: row.r, e: row.e, bytes, low: low === row.e ? bytes : Buffer.from(low), s: row.s ? 1 : 0, t: row.t })
   ix.size++
   if (ix.extra.size >= CHUNK) fold(ix)
@@ -177,10 +179,10 @@ function fold(ix: ProjectIndex): void {
   for (const ci of [...into.keys()].sort((a, b) => b - a)) {
     const merged = chunkRows(cs[ci]).concat(into.get(ci)!).sort((a, b) => a.r - b.r)
     const parts: Chunk[] = []
-    for (let i = 0; i < merged.length; i += CHUNK) parts.push(makeChunk(merged.slice(i, i + CHUNK)))
+    for (let i = 0; i < merged.length; i += CHUNK) parts.push(makeChunk(merged.slice(i, i + CHUNK), ix.fold))
     cs.splice(ci, 1, ...parts)
   }
-  for (let i = 0; i < tail.length; i += CHUNK) cs.push(makeChunk(tail.slice(i, i + CHUNK)))
+  for (let i = 0; i < tail.length; i += CHUNK) cs.push(makeChunk(tail.slice(i, i + CHUNK), ix.fold))
 }
 
 /** Brings one logged rowid to its current row (null: deleted); in place when the email is unchanged. */
@@ -240,18 +242,71 @@ function applyLog(db: SqliteReader, ix: ProjectIndex, limit: number): 'current' 
 
 async function build(store: Store, projectId: string, budget: number): Promise<ProjectIndex | null> {
   const db = reader(store)
-  const ix: ProjectIndex = { projectId, chunks: [], extra: new Map(), seq: logBounds(db).hi ?? 0, size: 0, used: Date.now() }
+  const ix: ProjectIndex = { projectId, fold: true, chunks: [], extra: new Map(), seq: logBounds(db).hi ?? 0, size: 0, used: Date.now() }
   const page = db.query('SELECT rowid AS r, email AS e, subscribed AS s, created_at AS t FROM contacts WHERE rowid > ? AND +project_id = ? ORDER BY rowid LIMIT ?')
   let after = 0
   for (;;) {
     const rows = page.all(after, projectId, CHUNK) as Row[]
-    if (rows.length) ix.chunks.push(makeChunk(rows))
+    if (rows.length) ix.chunks.push(makeChunk(rows, true))
     ix.size += rows.length
     if (ix.size > budget) return null
     if (rows.length < CHUNK) return ix
     after = rows[rows.length - 1].r
     await nextTurn()
   }
+}
+
+// PostgreSQL: search_key orders the copy; the log is read by transaction id (migrations/pg/0009).
+
+/** Transactions whose log entries are kept; a copy last brought up to date before them is rebuilt. */
+const PG_KEEP_XIDS = 1_048_576
+let pgPrunedAt = 0
+
+interface PgClient {
+  unsafe(text: string, params?: unknown[]): Promise<Array<Record<string, unknown>>> & { cursor(n: number, fn: (rows: Array<Record<string, unknown>>) => Promise<void> | void): Promise<void> }
+}
+
+function pgClient(store: Store): PgClient {
+  return (store.db as unknown as { $client: PgClient }).$client
+}
+
+async function buildPg(store: Store, projectId: string, budget: number): Promise<ProjectIndex | null> {
+  const pg = pgClient(store)
+  // Every change committed after this snapshot's xmin is logged with a transaction id at or past it.
+  const [{ xmin }] = await pg.unsafe('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin')
+  const ix: ProjectIndex = { projectId, fold: false, chunks: [], extra: new Map(), seq: Number(xmin), size: 0, used: Date.now() }
+  let tooBig = false
+  await pg.unsafe(`SELECT k.search_key::float8 AS r, c.email AS e, c.subscribed::int AS s, round(extract(epoch FROM c.created_at) * 1000)::float8 AS t
+    FROM contact_search_keys k JOIN contacts c ON c.id = k.contact_id
+    WHERE k.project_id = $1 AND c.project_id = $1 ORDER BY k.search_key`, [projectId]).cursor(CHUNK, (rows) => {
+    if (tooBig) return
+    ix.chunks.push(makeChunk(rows as unknown as Row[], false))
+    ix.size += rows.length
+    if (ix.size > budget) tooBig = true
+  })
+  return tooBig ? null : ix
+}
+
+/** Applies what transactions not finished at the last catch-up did, read in one statement (one snapshot). */
+async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'current' | 'gap'> {
+  const pg = pgClient(store)
+  const [row] = await pg.unsafe(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
+    (SELECT coalesce(json_agg(json_build_array(l.search_key, c.email, c.subscribed::int, round(extract(epoch FROM c.created_at) * 1000))), '[]')
+      FROM contact_changes l
+      LEFT JOIN contact_search_keys k ON k.search_key = l.search_key AND k.project_id = l.project_id
+      LEFT JOIN contacts c ON c.id = k.contact_id AND c.project_id = l.project_id
+      WHERE l.xid >= $2::text::xid8 AND l.project_id = $1) AS changes`, [ix.projectId, String(ix.seq)])
+  const xmin = Number(row.xmin)
+  if (ix.seq < xmin - PG_KEEP_XIDS) return 'gap'
+  const changes = (typeof row.changes === 'string' ? JSON.parse(row.changes) : row.changes) as Array<[number, string | null, number | null, number | null]>
+  // A logged key is brought to its contact as it is now (gone: null; a key never moves to another contact).
+  for (const [key, e, sub, t] of changes) applyChange(ix, Number(key), e === null ? null : { r: Number(key), e, s: sub!, t: t! })
+  ix.seq = xmin
+  if (Date.now() - pgPrunedAt > 60_000) {
+    pgPrunedAt = Date.now()
+    await pg.unsafe('DELETE FROM contact_changes WHERE xid < $1::text::xid8', [String(Math.max(0, xmin - PG_KEEP_XIDS))])
+  }
+  return 'current'
 }
 
 interface Slot { ix: ProjectIndex | null; busy: Promise<void> | null; tooBigUntil: number }
@@ -271,31 +326,41 @@ function evict(all: Map<string, Slot>, keep: string): void {
 }
 
 /**
- * The project's index, current as of this turn's read snapshot; null when the project is too large to
- * hold (then search in SQL). The first call of a project waits for its build.
+ * The project's index, current as of this turn's read snapshot (SQLite) or of a snapshot taken during
+ * the call (PostgreSQL); null when the project is too large to hold (then search in SQL). The first call
+ * of a project waits for its build.
  */
 export async function currentIndex(store: Store, projectId: string): Promise<ProjectIndex | null> {
   let all = slots.get(store)
   if (!all) slots.set(store, (all = new Map()))
   let slot = all.get(projectId)
   if (!slot) all.set(projectId, (slot = { ix: null, busy: null, tooBigUntil: 0 }))
+  const s = slot
+  const rebuild = async () => {
+    s.ix = null
+    const held = [...all.values()].reduce((n, x) => n + (x.ix?.size ?? 0), 0)
+    const built = await (store.dialect === 'pg' ? buildPg : build)(store, projectId, MAX_ROWS)
+    if (!built) { s.tooBigUntil = Date.now() + 60_000; return }
+    s.ix = built
+    if (held + built.size > MAX_ROWS) evict(all, projectId)
+  }
   for (;;) {
-    while (slot.busy) await slot.busy
-    if (slot.tooBigUntil > Date.now()) return null
-    const ix = slot.ix
+    while (s.busy) await s.busy
+    if (s.tooBigUntil > Date.now()) return null
+    const ix = s.ix
+    if (store.dialect === 'pg') {
+      // Catch-ups run one at a time, each from a later snapshot than the one before.
+      let state = 'gap' as 'current' | 'gap'
+      const work = ix ? catchUpPg(store, ix).then((st) => { state = st }) : rebuild()
+      s.busy = work.finally(() => { s.busy = null })
+      await s.busy
+      if (ix && state === 'current' && s.ix === ix) { ix.used = Date.now(); return ix }
+      if (ix && state === 'gap' && s.ix === ix) s.ix = null
+      continue
+    }
     const state = ix ? applyLog(reader(store), ix, CATCH_UP_BATCH) : 'gap'
     if (state === 'current') { ix!.used = Date.now(); return ix }
-    const s = slot
-    const work = state === 'behind'
-      ? nextTurn()
-      : (async () => {
-          s.ix = null
-          const held = [...all.values()].reduce((n, x) => n + (x.ix?.size ?? 0), 0)
-          const built = await build(store, projectId, MAX_ROWS)
-          if (!built) { s.tooBigUntil = Date.now() + 60_000; return }
-          s.ix = built
-          if (held + built.size > MAX_ROWS) evict(all, projectId)
-        })()
+    const work = state === 'behind' ? nextTurn() : rebuild()
     s.busy = work.finally(() => { s.busy = null })
   }
 }
@@ -318,7 +383,7 @@ export interface Matches {
  */
 export function scan(ix: ProjectIndex, term: string, subscribed?: boolean): Matches {
   const want = subscribed === undefined ? -1 : subscribed ? 1 : 0
-  const needle = Buffer.from(asciiLower(term))
+  const needle = Buffer.from(ix.fold ? asciiLower(term) : term)
   const len = needle.length
   const hits: number[] = []
   for (let ci = 0; ci < ix.chunks.length; ci++) {
@@ -435,5 +500,13 @@ export function pageCandidates(m: Matches, sort: 'createdAt' | 'email', dir: 'as
   for (let i = 0; i < hits.length; i++) consider(keyOf(chunks[(hits[i] / CHUNK) | 0], hits[i] % CHUNK))
   for (const x of extra) consider({ buf: x.bytes, start: 0, end: x.bytes.length, r: x.r })
   for (const k of best) out.push(k.r)
+  return out
+}
+
+/** Every match's key (rowid or search_key). */
+export function allMatches(m: Matches): number[] {
+  const out: number[] = []
+  for (const h of m.hits) out.push(m.ix.chunks[(h / CHUNK) | 0].rowids[h % CHUNK])
+  for (const x of m.extra) out.push(x.r)
   return out
 }

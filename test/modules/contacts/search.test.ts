@@ -1,5 +1,8 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
+import { Database } from 'bun:sqlite'
+import postgres from 'postgres'
+import { sqlitePath } from '../../../src/db/client'
 import { openStore } from '../../../src/db/client'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 
@@ -122,6 +125,45 @@ forEachStore('GET /contacts?search= (exact under changes)', (env) => {
       const got = await pages(env, p.secretKey, `search=a&limit=4&dir=${dir}`, 1000)
       expect(got.done).toBe(true)
       expect(got.ids).toEqual(want)
+    }
+  }, 60_000)
+
+  test('a transaction that commits after later ones is counted once it commits, not before', async () => {
+    const p = await env.project()
+    await insertMany(env, p.id, 'l', 0, 5000)
+    const total = async () => (await env.request('GET', '/contacts?search=late', { key: p.secretKey })).body.total
+    expect(await total()).toBe(0)
+    const row = (id: string, email: string) => env.kind === 'pg'
+      ? `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ('${id}', '${p.id}', '${email}', true, '{}', now(), now())`
+      : `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ('${id}', '${p.id}', '${email}', 1, '{}', 1, 1)`
+    if (env.kind === 'pg') {
+      const client = postgres(env.store.url, { max: 2, onnotice: () => {} })
+      try {
+        const slow = await client.reserve()
+        await slow.unsafe('BEGIN')
+        await slow.unsafe(row('late-1', 'late1@x.io'))
+        await client.unsafe(row('late-2', 'late2@x.io'))
+        expect(await total()).toBe(1)
+        await slow.unsafe('COMMIT')
+        slow.release()
+        expect(await total()).toBe(2)
+      } finally {
+        await client.end()
+      }
+    } else {
+      const other = new Database(sqlitePath(env.store.url))
+      try {
+        other.run('PRAGMA busy_timeout = 5000')
+        other.run('BEGIN IMMEDIATE')
+        other.run(row('late-1', 'late1@x.io'))
+        expect(await total()).toBe(0)
+        other.run('COMMIT')
+        // Another process's commit is seen once the turn's read snapshot has ended (client.ts ends it in a setImmediate).
+        await new Promise((resolve) => setImmediate(resolve))
+        expect(await total()).toBe(1)
+      } finally {
+        other.close()
+      }
     }
   }, 60_000)
 
