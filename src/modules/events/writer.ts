@@ -37,7 +37,7 @@ function outcome(job: Job, contactId: string, eventId: string, before: Array<[st
 }
 
 export class TrackWriter {
-  private thread: { worker: Worker; port: MessagePort; checkpointer: { worker: Worker; port: MessagePort } } | null = null
+  private thread: { worker: Worker; port: MessagePort; checkpointer: { worker: Worker; port: MessagePort } | null } | null = null
   private queue: Job[] = []
   private inflight = new Map<number, Job>()
   private scheduled = false
@@ -107,7 +107,14 @@ export class TrackWriter {
       else if (!this.messages) this.idle = setTimeout(() => this.stop(), IDLE_MS)
     }
     writer.worker.onerror = (event) => this.fail(writer.worker, new Error(`track writer thread failed: ${event.message}`))
-    checkpointer.worker.onerror = (event) => this.fail(writer.worker, new Error(`track checkpointer thread failed: ${event.message}`))
+    // Without its checkpointer the writer still checkpoints (wal_autocheckpoint), in longer stalls: the
+    // writes go on, and the next start of the threads brings a checkpointer back.
+    checkpointer.worker.onerror = () => {
+      if (this.thread?.checkpointer !== checkpointer) return
+      this.thread.checkpointer = null
+      checkpointer.port.close()
+      checkpointer.worker.terminate()
+    }
     this.thread = { worker: writer.worker, port: writer.port, checkpointer }
     return writer.port
   }
@@ -119,8 +126,8 @@ export class TrackWriter {
     this.thread = null
     port.close()
     w.terminate()
-    checkpointer.port.close()
-    checkpointer.worker.terminate()
+    checkpointer?.port.close()
+    checkpointer?.worker.terminate()
     for (const job of this.inflight.values()) job.reject(err)
     this.inflight.clear()
     this.messages = 0
@@ -134,7 +141,7 @@ export class TrackWriter {
     // The threads close their connections and exit; a track arriving meanwhile starts new ones.
     const { port, checkpointer } = this.thread
     this.thread = null
-    for (const p of [port, checkpointer.port]) {
+    for (const p of checkpointer ? [port, checkpointer.port] : [port]) {
       p.postMessage({ close: true } satisfies WriterMessage)
       p.close()
     }
