@@ -11,8 +11,9 @@ import type { Store } from '../../db/client'
  * (email, subscribed, created_at, project) to `contact_changes` in the same transaction as the change,
  * whoever writes (this process, the track writer thread, the CLI). An index remembers the last `seq` it
  * applied; before answering, it re-reads, in the request's read snapshot, the current row of every rowid
- * logged since, so it holds exactly that snapshot's contacts. The log keeps the last LOG_KEEP entries;
- * an index further behind than that (or than its own size) is rebuilt instead.
+ * logged since, so it holds exactly that snapshot's contacts. The log keeps its last 262,144 entries; an
+ * index further behind than that (or than its own size) is rebuilt instead. PostgreSQL (whose commits
+ * do not follow any sequence's order) logs transaction ids instead: see catchUpPg.
  *
  * Building reads the table in rowid order, CHUNK rows per event-loop turn (so other requests run in
  * between); rows change under it, but every change after its first read is in the log and is applied at
@@ -56,7 +57,10 @@ export interface ProjectIndex {
   chunks: Chunk[]
   /** Rows added since the chunks were made, by rowid; folded into chunks every CHUNK rows. */
   extra: Map<number, Extra>
+  /** SQLite: the last change-log seq applied. PostgreSQL: the xmin of the snapshot applied. */
   seq: number
+  /** PostgreSQL: that snapshot's xmax and in-progress transactions (the changes it could not see). */
+  pgSince?: { xmax: string; xip: string }
   size: number
   used: number
 }
@@ -272,9 +276,10 @@ function pgClient(store: Store): PgClient {
 
 async function buildPg(store: Store, projectId: string, budget: number): Promise<ProjectIndex | null> {
   const pg = pgClient(store)
-  // Every change committed after this snapshot's xmin is logged with a transaction id at or past it.
-  const [{ xmin }] = await pg.unsafe('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin')
-  const ix: ProjectIndex = { projectId, fold: false, chunks: [], extra: new Map(), seq: Number(xmin), size: 0, used: Date.now() }
+  // Every change this snapshot cannot see is logged by a transaction it lists as running or at/after xmax.
+  const [{ snap }] = await pg.unsafe('SELECT pg_current_snapshot()::text AS snap')
+  const ix: ProjectIndex = { projectId, fold: false, chunks: [], extra: new Map(), seq: 0, size: 0, used: Date.now() }
+  setSnapshot(ix, String(snap))
   let tooBig = false
   await pg.unsafe(`SELECT k.search_key::float8 AS r, c.email AS e, c.subscribed::int AS s, round(extract(epoch FROM c.created_at) * 1000)::float8 AS t
     FROM contact_search_keys k JOIN contacts c ON c.id = k.contact_id
@@ -287,21 +292,32 @@ async function buildPg(store: Store, projectId: string, budget: number): Promise
   return tooBig ? null : ix
 }
 
-/** Applies what transactions not finished at the last catch-up did, read in one statement (one snapshot). */
+/** `xmin:xmax:xip,...` (pg_current_snapshot()). */
+function setSnapshot(ix: ProjectIndex, snap: string): void {
+  const [xmin, xmax, xip] = snap.split(':')
+  ix.seq = Number(xmin)
+  ix.pgSince = { xmax, xip: `{${xip}}` }
+}
+
+/**
+ * Applies what the transactions the last applied snapshot could not see (running then, or started
+ * since) did, read with the new snapshot in one statement.
+ */
 async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'current' | 'gap'> {
   const pg = pgClient(store)
-  const [row] = await pg.unsafe(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
+  const [row] = await pg.unsafe(`SELECT pg_current_snapshot()::text AS snap,
     (SELECT coalesce(json_agg(json_build_array(l.search_key, c.email, c.subscribed::int, round(extract(epoch FROM c.created_at) * 1000))), '[]')
       FROM contact_changes l
       LEFT JOIN contact_search_keys k ON k.search_key = l.search_key AND k.project_id = l.project_id
       LEFT JOIN contacts c ON c.id = k.contact_id AND c.project_id = l.project_id
-      WHERE l.xid >= $2::text::xid8 AND l.project_id = $1) AS changes`, [ix.projectId, String(ix.seq)])
-  const xmin = Number(row.xmin)
+      WHERE (l.xid >= $2::text::xid8 OR l.xid = ANY($3::text::xid8[])) AND l.project_id = $1) AS changes`, [ix.projectId, ix.pgSince!.xmax, ix.pgSince!.xip])
+  const snap = String(row.snap)
+  const xmin = Number(snap.split(':')[0])
   if (ix.seq < xmin - PG_KEEP_XIDS) return 'gap'
   const changes = (typeof row.changes === 'string' ? JSON.parse(row.changes) : row.changes) as Array<[number, string | null, number | null, number | null]>
   // A logged key is brought to its contact as it is now (gone: null; a key never moves to another contact).
   for (const [key, e, sub, t] of changes) applyChange(ix, Number(key), e === null ? null : { r: Number(key), e, s: sub!, t: t! })
-  ix.seq = xmin
+  setSnapshot(ix, snap)
   if (Date.now() - pgPrunedAt > 60_000) {
     pgPrunedAt = Date.now()
     await pg.unsafe('DELETE FROM contact_changes WHERE xid < $1::text::xid8', [String(Math.max(0, xmin - PG_KEEP_XIDS))])
