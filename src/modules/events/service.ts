@@ -27,8 +27,6 @@ function assertTrackable(name: string) {
   }
 }
 
-export { eventData, type TrackOutcome, type TrackReused } from './track-write'
-
 /**
  * Upserts the contact (new contacts subscribed unless `subscribed: false`; existing keep their state
  * unless given) and appends the event, in one transaction (with the claim of the Idempotency-Key, if
