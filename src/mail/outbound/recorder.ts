@@ -83,7 +83,7 @@ export class OutcomeRecorder {
    */
   private gather(): Promise<void> {
     const ms = this.opts.windowMs ?? (this.deps.store.dialect === 'sqlite' ? Math.min(20, Math.max(8, Math.round(5 * this.lastCommitMs))) : 0)
-    if (ms <= 0) return new Promise((resolve) => setImmediate(resolve))
+    if (ms <= 0 || this.pending.length >= MAX_GATHER) return new Promise((resolve) => setImmediate(resolve))
     return new Promise((resolve) => {
       const timer = setTimeout(() => { this.flushNow = null; resolve() }, ms)
       this.flushNow = () => { clearTimeout(timer); this.flushNow = null; resolve() }
