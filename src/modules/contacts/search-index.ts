@@ -301,7 +301,9 @@ function setSnapshot(ix: ProjectIndex, snap: string): void {
 
 /**
  * Applies what the transactions the last applied snapshot could not see (running then, or started
- * since) did, read with the new snapshot in one statement.
+ * since) did, read with the new snapshot in one statement. The range has an upper bound so that a
+ * planner without statistics of the log (right after a bulk import) still estimates it narrow and uses
+ * the index.
  */
 async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'current' | 'gap'> {
   const pg = pgClient(store)
@@ -310,7 +312,7 @@ async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'current' | 'g
       FROM contact_changes l
       LEFT JOIN contact_search_keys k ON k.search_key = l.search_key AND k.project_id = l.project_id
       LEFT JOIN contacts c ON c.id = k.contact_id AND c.project_id = l.project_id
-      WHERE (l.xid >= $2::text::xid8 OR l.xid = ANY($3::text::xid8[])) AND l.project_id = $1) AS changes`, [ix.projectId, ix.pgSince!.xmax, ix.pgSince!.xip])
+      WHERE (l.xid BETWEEN $2::text::xid8 AND '18446744073709551615'::xid8 OR l.xid = ANY($3::text::xid8[])) AND l.project_id = $1) AS changes`, [ix.projectId, ix.pgSince!.xmax, ix.pgSince!.xip])
   const snap = String(row.snap)
   const xmin = Number(snap.split(':')[0])
   if (ix.seq < xmin - PG_KEEP_XIDS) return 'gap'
