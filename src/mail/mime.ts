@@ -56,23 +56,24 @@ const HEX = new TextEncoder().encode('0123456789ABCDEF')
  * UTF-8 sequence. (nodemailer's own encoder and wrapper cost several times more for the same output rules.)
  */
 export function quotedPrintable(text: string): string {
-  return NON_ASCII.test(text) ? quotedPrintableBytes(text) : quotedPrintableAscii(text)
+  return QP_BYTES.test(text) ? quotedPrintableBytes(text) : quotedPrintableAscii(text)
 }
 
-const NON_ASCII = /[^\x00-\x7f]/
-/** ASCII that quoted-printable cannot keep as is (tab and space are decided at the line's end). */
-const QP_ENCODE = /[^\t\x20-\x3c\x3e-\x7e]/g
+/** What the line-by-line path leaves to the byte pass: controls other than tab, CR and LF, and non-ASCII. */
+const QP_BYTES = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\uffff]/
 /** "=XX" of every ASCII code. */
 const QP_HEX = Array.from({ length: 128 }, (_, c) => `=${c.toString(16).toUpperCase().padStart(2, '0')}`)
-const qpHex = (ch: string) => QP_HEX[ch.charCodeAt(0)]
 
-/** quotedPrintable of an ASCII text, line by line with native searches (the usual case). */
+/**
+ * quotedPrintable of printable ASCII (tabs and line breaks allowed), line by line with native string
+ * operations: "=" and a CR that is not a line break escaped, whitespace ending a line escaped, soft breaks.
+ */
 function quotedPrintableAscii(text: string): string {
-  const lines = text.split(/\r?\n/)
+  const lines = text.includes('\r') ? text.split(/\r?\n/) : text.split('\n')
   for (let i = 0; i < lines.length; i++) {
     let line = lines[i]
-    QP_ENCODE.lastIndex = 0
-    if (QP_ENCODE.test(line)) line = line.replace(QP_ENCODE, qpHex)
+    if (line.includes('=')) line = line.replaceAll('=', '=3D')
+    if (line.includes('\r')) line = line.replaceAll('\r', '=0D')
     const last = line.charCodeAt(line.length - 1)
     if (last === 0x20 || last === 0x09) line = line.slice(0, -1) + QP_HEX[last]
     if (line.length > 76) {
