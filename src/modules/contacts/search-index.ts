@@ -446,12 +446,17 @@ function select(v: Float64Array, k: number): number {
 /** An email as a byte range (the stored email, UTF-8): Buffer#compare is SQLite's BINARY order. */
 interface Key { buf: Buffer; start: number; end: number; r: number }
 
-function keyOf(c: Chunk, line: number): Key {
-  const s = c.stored?.get(line)
-  return s ? { buf: s, start: 0, end: s.length, r: c.rowids[line] } : { buf: c.text, start: c.starts[line], end: c.starts[line + 1] - 1, r: c.rowids[line] }
+/** Byte order of buf[start, end) and key (memcmp, then length). */
+function cmpBytes(buf: Buffer, start: number, end: number, key: Key): number {
+  const kb = key.buf
+  const ks = key.start
+  const n = Math.min(end - start, key.end - ks)
+  for (let i = 0; i < n; i++) {
+    const d = buf[start + i] - kb[ks + i]
+    if (d !== 0) return d
+  }
+  return end - start - (key.end - ks)
 }
-
-const cmpKey = (a: Key, b: Key) => a.buf.compare(b.buf, b.start, b.end, a.start, a.end)
 
 /**
  * Rowids of the matches that can be on the page of `limit` rows after `after`; the page query orders them
@@ -492,31 +497,34 @@ export function pageCandidates(m: Matches, sort: 'createdAt' | 'email', dir: 'as
     for (const x of extra) if ((x.t >= min && x.t <= max) || x.t === bound) out.push(x.r)
     return out
   }
-  // Emails are unique in a project: the first `limit` strictly past the keyset, kept sorted.
-  const bound = after ? Buffer.from(String(after.value)) : null
+  // Emails are unique in a project: the first `limit` strictly past the keyset, kept sorted. Most hits
+  // lose to the current last of `best` within their first bytes: compared in place, nothing allocated.
+  const boundBuf = after ? Buffer.from(String(after.value)) : null
+  const bound: Key | null = boundBuf ? { buf: boundBuf, start: 0, end: boundBuf.length, r: 0 } : null
+  const sign = asc ? 1 : -1
   const best: Key[] = []
-  const consider = (k: Key) => {
-    if (bound) {
-      const c = bound.compare(k.buf, k.start, k.end)
-      if (asc ? c >= 0 : c <= 0) return
-    }
-    if (best.length === limit) {
-      const c = cmpKey(k, best[limit - 1])
-      if (asc ? c >= 0 : c <= 0) return
-    }
+  const consider = (buf: Buffer, start: number, end: number, r: number) => {
+    if (bound && sign * cmpBytes(buf, start, end, bound) <= 0) return
+    if (best.length === limit && sign * cmpBytes(buf, start, end, best[limit - 1]) >= 0) return
+    const k: Key = { buf, start, end, r }
     let a = 0
     let b = best.length
     while (a < b) {
       const mid = (a + b) >> 1
-      const c = cmpKey(k, best[mid])
-      if (asc ? c > 0 : c < 0) a = mid + 1
+      if (sign * cmpBytes(buf, start, end, best[mid]) > 0) a = mid + 1
       else b = mid
     }
     best.splice(a, 0, k)
     if (best.length > limit) best.pop()
   }
-  for (let i = 0; i < hits.length; i++) consider(keyOf(chunks[(hits[i] / CHUNK) | 0], hits[i] % CHUNK))
-  for (const x of extra) consider({ buf: x.bytes, start: 0, end: x.bytes.length, r: x.r })
+  for (let i = 0; i < hits.length; i++) {
+    const c = chunks[(hits[i] / CHUNK) | 0]
+    const line = hits[i] % CHUNK
+    const st = c.stored?.get(line)
+    if (st) consider(st, 0, st.length, c.rowids[line])
+    else consider(c.text, c.starts[line], c.starts[line + 1] - 1, c.rowids[line])
+  }
+  for (const x of extra) consider(x.bytes, 0, x.bytes.length, x.r)
   for (const k of best) out.push(k.r)
   return out
 }
