@@ -21,7 +21,9 @@ import type { Store } from '../../db/client'
  * caveat for the old trigram index).
  */
 
-const CHUNK = 4096
+const SHIFT = 12
+const CHUNK = 1 << SHIFT
+const MASK = CHUNK - 1
 /** Changes applied in one turn; a longer backlog is applied over several turns. */
 const CATCH_UP_BATCH = 8192
 /** Rows kept in memory over all projects of a store (about 45 bytes each); a larger project is searched in SQL. */
@@ -405,16 +407,28 @@ export function scan(ix: ProjectIndex, term: string, subscribed?: boolean): Matc
   const len = needle.length
   const hits: number[] = []
   for (let ci = 0; ci < ix.chunks.length; ci++) {
-    const { text, starts, dead, subs } = ix.chunks[ci]
+    const { text, starts, dead, subs, n } = ix.chunks[ci]
+    const base = ci << SHIFT
     let line = 0
     let from = 0
+    let seen = 0 // lines before this one are decided
+    let found = 0
     for (;;) {
+      if (seen >= 64 && found * 2 >= seen) {
+        // Most lines match: testing each line in JS beats a native call per match (5x for 1 letter).
+        for (let l = seen; l < n; l++) {
+          if (lineHas(text, starts[l], starts[l + 1] - 1, needle) && !dead[l] && (want < 0 || subs[l] === want)) hits.push(base + l)
+        }
+        break
+      }
       const j = text.indexOf(needle, from)
       if (j < 0) break
       while (starts[line + 1] <= j) line++
       const next = starts[line + 1]
       if (j + len >= next) { from = j + 1; continue } // runs into the next line
-      if (!dead[line] && (want < 0 || subs[line] === want)) hits.push(ci * CHUNK + line)
+      if (!dead[line] && (want < 0 || subs[line] === want)) hits.push(base + line)
+      found++
+      seen = line + 1
       from = next
     }
   }
@@ -423,24 +437,17 @@ export function scan(ix: ProjectIndex, term: string, subscribed?: boolean): Matc
   return { total: hits.length + extra.length, ix, hits, extra }
 }
 
-/** The k-th smallest of `v` (0-based), reordering it. */
-function select(v: Float64Array, k: number): number {
-  let lo = 0
-  let hi = v.length - 1
-  while (lo < hi) {
-    const pivot = v[(lo + hi) >> 1]
-    let i = lo
-    let j = hi
-    while (i <= j) {
-      while (v[i] < pivot) i++
-      while (v[j] > pivot) j--
-      if (i <= j) { const t = v[i]; v[i] = v[j]; v[j] = t; i++; j-- }
-    }
-    if (k <= j) hi = j
-    else if (k >= i) lo = i
-    else return v[k]
+/** True when text[start, end) contains `needle`. */
+function lineHas(text: Buffer, start: number, end: number, needle: Buffer): boolean {
+  const n = needle.length
+  const first = needle[0]
+  for (let p = start; p + n <= end; p++) {
+    if (text[p] !== first) continue
+    let k = 1
+    while (k < n && text[p + k] === needle[k]) k++
+    if (k === n) return true
   }
-  return v[k]
+  return false
 }
 
 /** An email as a byte range (the stored email, UTF-8): Buffer#compare is SQLite's BINARY order. */
@@ -472,27 +479,61 @@ export function pageCandidates(m: Matches, sort: 'createdAt' | 'email', dir: 'as
     // id); of the rows strictly past it, the first `limit` by created_at, with their ties.
     const lo = after && asc ? Number(after.value) : -Infinity
     const hi = after && !asc ? Number(after.value) : Infinity
-    const values = new Float64Array(hits.length + extra.length)
-    let n = 0
-    for (let i = 0; i < hits.length; i++) {
-      const h = hits[i]
-      const t = chunks[(h / CHUNK) | 0].created[h % CHUNK]
-      if (t > lo && t < hi) values[n++] = t
+    // The `limit` best created_at past the keyset, in a heap of sign * t (its root: the edge). Hits come
+    // in rowid order, which mostly follows created_at: walking from the favourable end, few enter.
+    const sign = asc ? -1 : 1
+    const heap = new Float64Array(Math.max(1, limit))
+    let size = 0
+    const offer = (t: number) => {
+      if (!(t > lo && t < hi)) return
+      const v = sign * t
+      if (size < limit) {
+        let i = size++
+        heap[i] = v
+        while (i > 0) {
+          const p = (i - 1) >> 1
+          if (heap[p] <= heap[i]) break
+          const x = heap[p]; heap[p] = heap[i]; heap[i] = x
+          i = p
+        }
+      } else if (v > heap[0]) {
+        heap[0] = v
+        for (let i = 0; ;) {
+          const l = 2 * i + 1
+          const r = l + 1
+          let m = i
+          if (l < size && heap[l] < heap[m]) m = l
+          if (r < size && heap[r] < heap[m]) m = r
+          if (m === i) break
+          const x = heap[m]; heap[m] = heap[i]; heap[i] = x
+          i = m
+        }
+      }
     }
-    for (const x of extra) if (x.t > lo && x.t < hi) values[n++] = x.t
+    // (CHUNK is 2^SHIFT: a hit's chunk and line by shift and mask.)
+    if (asc) {
+      for (let i = 0; i < hits.length; i++) {
+        const t = chunks[hits[i] >> SHIFT].created[hits[i] & MASK]
+        if (size < limit || -t > heap[0]) offer(t)
+      }
+    } else {
+      for (let i = hits.length - 1; i >= 0; i--) {
+        const t = chunks[hits[i] >> SHIFT].created[hits[i] & MASK]
+        if (size < limit || t > heap[0]) offer(t)
+      }
+    }
+    for (const x of extra) offer(x.t)
     let min = lo
     let max = hi
-    if (n > limit) {
-      const v = values.subarray(0, n)
-      if (asc) max = select(v, limit - 1)
-      else min = select(v, n - limit)
+    if (size === limit && limit > 0) {
+      if (asc) max = -heap[0]
+      else min = heap[0]
     }
     const bound = after ? Number(after.value) : NaN
     for (let i = 0; i < hits.length; i++) {
-      const h = hits[i]
-      const c = chunks[(h / CHUNK) | 0]
-      const t = c.created[h % CHUNK]
-      if ((t >= min && t <= max) || t === bound) out.push(c.rowids[h % CHUNK])
+      const c = chunks[hits[i] >> SHIFT]
+      const t = c.created[hits[i] & MASK]
+      if ((t >= min && t <= max) || t === bound) out.push(c.rowids[hits[i] & MASK])
     }
     for (const x of extra) if ((x.t >= min && x.t <= max) || x.t === bound) out.push(x.r)
     return out
