@@ -252,12 +252,12 @@ function fromStore(store: Store, r: RawContact | PgContact): ContactRow {
 }
 
 /**
- * How a list query finds contacts whose email contains the search term. On SQLite, from the project's
- * in-memory search index (search-index.ts), brought up to this turn's read snapshot: the scan gives the
- * exact total and the rowids that can be on the page, which one query orders and pages (rechecking each
- * row's email, project and state). The plan is resolved once, by whichever of listPage and countMatching
- * runs first. A project too large to hold in memory, and PostgreSQL (its planner and the pg_trgm index),
- * search in SQL.
+ * How a list query finds contacts whose email contains the search term: from the project's in-memory
+ * search index (search-index.ts), brought up to date first (SQLite: this turn's read snapshot;
+ * PostgreSQL: a snapshot taken by the catch-up). The scan gives the exact total and the keys (rowid,
+ * search_key) of the rows that can be on the page, which one query orders and pages, rechecking each
+ * row's email, project and state. The plan is resolved once, by whichever of listPage and countMatching
+ * runs first. A project too large to hold in memory searches in SQL (LIKE; pg_trgm on PostgreSQL).
  */
 export type SearchPlan =
   | { kind: 'plain' }
