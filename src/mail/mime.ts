@@ -50,10 +50,10 @@ export const STRUCTURAL_HEADERS: ReadonlySet<string> = new Set([
 const HEX = new TextEncoder().encode('0123456789ABCDEF')
 
 /**
- * Quoted-printable (RFC 2045 6.7) of a text's UTF-8 bytes in one pass, lines of at most 76 characters:
- * printable ASCII but "=" as is, a space or tab as is unless it ends a line, anything else =XX. Line
- * breaks (CRLF or a bare LF) are CRLF; a bare CR is data (=0D). A soft break never splits an =XX nor a
- * UTF-8 sequence. (nodemailer's own encoder and wrapper cost several times more for the same output rules.)
+ * Quoted-printable (RFC 2045 6.7) of a text's UTF-8 bytes, lines of at most 76 characters: printable
+ * ASCII other than "=" as is, a space or tab as is unless it ends a line, anything else =XX. Line breaks
+ * (CRLF or a bare LF) are CRLF; a bare CR is data (=0D). A soft break never splits an =XX nor a UTF-8
+ * sequence. (nodemailer's own encoder and wrapper cost several times more for the same rules.)
  */
 export function quotedPrintable(text: string): string {
   return QP_BYTES.test(text) ? quotedPrintableBytes(text) : quotedPrintableAscii(text)
