@@ -58,6 +58,9 @@ export interface Store {
   close(): Promise<void>
 }
 
+/** How long a SQLite write waits for another connection's write lock before failing with SQLITE_BUSY. */
+const WRITE_LOCK_TIMEOUT_MS = 5000
+
 class Mutex {
   private tail: Promise<void> = Promise.resolve()
   lock(): Promise<() => void> {
@@ -105,7 +108,9 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   writer.run('PRAGMA journal_mode = WAL')
   writer.run(`PRAGMA synchronous = ${synchronous}`)
   writer.run('PRAGMA foreign_keys = ON')
-  writer.run('PRAGMA busy_timeout = 5000')
+  // The writer never waits inside SQLite: its busy handler sleeps with the thread, which here is the
+  // event loop. A locked database (another thread's or process's writer) is waited for in beginWrite.
+  writer.run('PRAGMA busy_timeout = 0')
   // Checkpoint after ~80 MB of WAL instead of ~4 MB: a page written by many commits is copied to the
   // database file once per checkpoint, which cut the commit cost of /v1/track by about a third. The cost:
   // the WAL file grows to that size (disk), and recovery after a crash replays more of it.
@@ -142,6 +147,19 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   const readDb = drizzleSqlite(reader) as unknown as Db
   const mutex = new Mutex()
   const current = new AsyncLocalStorage<Db>()
+  /** BEGIN IMMEDIATE, retried without blocking the event loop while another connection holds the write lock. */
+  const beginWrite = async (text = 'BEGIN IMMEDIATE') => {
+    const deadline = Date.now() + WRITE_LOCK_TIMEOUT_MS
+    for (let attempt = 0; ; attempt++) {
+      try {
+        writer.run(text)
+        return
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err
+      }
+      await Bun.sleep(attempt < 10 ? 0 : 1)
+    }
+  }
   type SqliteLike = { all(q: SQL): unknown; run(q: SQL): unknown }
   return {
     dialect: 'sqlite',
@@ -153,7 +171,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
       if (outer) return fn(outer)
       const release = await mutex.lock()
       try {
-        writer.run('BEGIN IMMEDIATE')
+        await beginWrite()
         try {
           const result = await current.run(writeDb, () => fn(writeDb))
           endRead()
@@ -180,7 +198,16 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
     async script(text) {
       const release = await mutex.lock()
       endRead()
-      try { writer.run(text); version = null } finally { release() }
+      // Scripts (migrations at start-up, VACUUM) may manage transactions themselves, so they cannot run
+      // inside beginWrite's; they are rare enough to wait for a lock inside SQLite, blocking the thread.
+      writer.run(`PRAGMA busy_timeout = ${WRITE_LOCK_TIMEOUT_MS}`)
+      try {
+        writer.run(text)
+        version = null
+      } finally {
+        writer.run('PRAGMA busy_timeout = 0')
+        release()
+      }
     },
     async applyMigration(name, text) {
       return this.tx(async () => {

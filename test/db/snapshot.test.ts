@@ -55,3 +55,31 @@ test('dataVersion() moves after another connection\'s commit (next turn) and aft
   // our writer is a separate connection from our reader, so it moves too.)
   expect(store.dataVersion()).not.toBe(v1)
 })
+
+test('a write waiting for another connection\'s write lock does not block the event loop, and commits after it', async () => {
+  let ticks = 0
+  const timer = setInterval(() => ticks++, 5)
+  try {
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    // The other connection takes the write lock and keeps it for about 100 ms.
+    const holder = other.tx(async () => {
+      await insert(other, 'lock-holder')
+      await held
+    })
+    await Bun.sleep(5)
+    const t0 = Date.now()
+    const waiting = insert(store, 'lock-waiter')
+    setTimeout(release, 100)
+    await waiting
+    await holder
+    // The waiter committed only after the holder released the lock; meanwhile timers kept firing.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(90)
+    expect(ticks).toBeGreaterThanOrEqual(10)
+    await nextTurn()
+    const ids = (await store.rows<{ id: string }>(sql`SELECT id FROM projects WHERE id IN ('lock-holder', 'lock-waiter') ORDER BY id`)).map((r) => r.id)
+    expect(ids).toEqual(['lock-holder', 'lock-waiter'])
+  } finally {
+    clearInterval(timer)
+  }
+})
