@@ -53,6 +53,10 @@ function applyLimit(r: RateLimitResult, headers: Record<string, string | number>
   }
 }
 
+const KEY_AUTH = Symbol('mailctl.keyAuth')
+const SESSION_AUTH = Symbol('mailctl.sessionAuth')
+interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: Project }; [SESSION_AUTH]?: string }
+
 /**
  * Authentication for every route:
  * - `apiKey: 'secret'`: an sk_ key only (API.md rule 4); `apiKey: 'track'`: pk_ or sk_ (DECISIONS.md);
@@ -61,12 +65,11 @@ function applyLimit(r: RateLimitResult, headers: Record<string, string | number>
  */
 export function authPlugin(deps: Deps) {
   // Authentication runs in the transform phase, before body validation: a request without a valid key
-  // is answered 401 whatever its body. The result is handed to `resolve` through this map.
-  const keyAuth = new WeakMap<Request, { ctx: Ctx; project: Project }>()
-  const sessionAuth = new WeakMap<Request, string>()
+  // is answered 401 whatever its body. The result is handed to `resolve` on Elysia's per-request context.
   return new Elysia().macro({
     apiKey: (required: 'secret' | 'track') => ({
-      async transform({ request, set }) {
+      async transform(c) {
+        const { request, set } = c
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
         if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
@@ -79,25 +82,25 @@ export function authPlugin(deps: Deps) {
         const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>)
         if (limited) await limited
         const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
-        keyAuth.set(request, { ctx, project: found.project })
+        ;(c as Authed)[KEY_AUTH] = { ctx, project: found.project }
       },
-      resolve({ request }) {
-        const auth = keyAuth.get(request)
+      resolve(c) {
+        const auth = (c as Authed)[KEY_AUTH]
         if (!auth) throw new AppError('UNAUTHORIZED', 'Missing API key')
         return auth
       },
     }),
     session: (on: boolean) => ({
-      async transform({ request }) {
+      async transform(c) {
         if (!on) return
-        const token = sessionToken(request)
+        const token = sessionToken(c.request)
         const userId = token ? await sessionUser(deps, token) : null
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
-        sessionAuth.set(request, userId)
+        ;(c as Authed)[SESSION_AUTH] = userId
       },
-      resolve({ request }) {
+      resolve(c) {
         if (!on) return { userId: '' }
-        const userId = sessionAuth.get(request)
+        const userId = (c as Authed)[SESSION_AUTH]
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
         return { userId }
       },
