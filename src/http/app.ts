@@ -26,12 +26,16 @@ import { activityRoutes } from '../modules/activity/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 
-/** The request id and start time, kept on Elysia's per-request context (shared by every hook of a request). */
+/**
+ * The request id and start time, kept on the request's `set` object (shared by every hook of a request).
+ * Hooks take their context destructured: Elysia reads which fields a hook uses from its parameter list, and
+ * a hook taking the whole context makes it prepare everything (cookies included) for every request.
+ */
 const REQ = Symbol('mailctl.request')
 interface Tracked { [REQ]?: { id: string; start: number } }
 
-function requestId(c: object): string {
-  return (c as Tracked)[REQ]?.id ?? 'unknown'
+function requestId(set: object): string {
+  return (set as Tracked)[REQ]?.id ?? 'unknown'
 }
 
 /** The path of a request URL without building a URL object. */
@@ -53,19 +57,17 @@ export function buildApp(deps: Deps) {
   const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
     .then((r: Response) => r.json() as Promise<OpenApiDoc>).then(renderDocs))
   const app = new Elysia()
-    .onRequest((c) => {
-      const { request, set } = c
+    .onRequest(({ request, set }) => {
       const id = crypto.randomUUID()
-      ;(c as Tracked)[REQ] = { id, start: performance.now() }
+      ;(set as Tracked)[REQ] = { id, start: performance.now() }
       set.headers['x-request-id'] = id
       const len = request.headers.get('content-length')
       if (len && Number(len) > deps.config.maxBodyBytes) {
         throw tooLarge(`Request body of ${len} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes`)
       }
     })
-    .onError({ as: 'global' }, (c) => {
-      const { code, error, request, set } = c
-      const id = requestId(c)
+    .onError({ as: 'global' }, ({ code, error, request, set }) => {
+      const id = requestId(set)
       set.headers['x-request-id'] = id
       let err: AppError
       if (error instanceof AppError) err = error
@@ -81,10 +83,9 @@ export function buildApp(deps: Deps) {
       set.status = err.status
       return envelope(err, id)
     })
-    .onAfterResponse({ as: 'global' }, (c) => {
-      const i = (c as Tracked)[REQ]
+    .onAfterResponse({ as: 'global' }, ({ request, set }) => {
+      const i = (set as Tracked)[REQ]
       if (!i) return
-      const { request, set } = c
       log.info('request', {
         requestId: i.id,
         method: request.method,

@@ -65,11 +65,11 @@ interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: Project }; [SESSION_AUTH]?:
  */
 export function authPlugin(deps: Deps) {
   // Authentication runs in the transform phase, before body validation: a request without a valid key
-  // is answered 401 whatever its body. The result is handed to `resolve` on Elysia's per-request context.
+  // is answered 401 whatever its body. The result is handed to `resolve` on the request's `set` object.
+  // Hooks take their context destructured (see app.ts): Elysia prepares only the fields they name.
   return new Elysia().macro({
     apiKey: (required: 'secret' | 'track') => ({
-      async transform(c) {
-        const { request, set } = c
+      async transform({ request, set }) {
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
         if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
@@ -82,25 +82,25 @@ export function authPlugin(deps: Deps) {
         const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>)
         if (limited) await limited
         const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
-        ;(c as Authed)[KEY_AUTH] = { ctx, project: found.project }
+        ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
       },
-      resolve(c) {
-        const auth = (c as Authed)[KEY_AUTH]
+      resolve({ set }) {
+        const auth = (set as Authed)[KEY_AUTH]
         if (!auth) throw new AppError('UNAUTHORIZED', 'Missing API key')
         return auth
       },
     }),
     session: (on: boolean) => ({
-      async transform(c) {
+      async transform({ request, set }) {
         if (!on) return
-        const token = sessionToken(c.request)
+        const token = sessionToken(request)
         const userId = token ? await sessionUser(deps, token) : null
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
-        ;(c as Authed)[SESSION_AUTH] = userId
+        ;(set as Authed)[SESSION_AUTH] = userId
       },
-      resolve(c) {
+      resolve({ set }) {
         if (!on) return { userId: '' }
-        const userId = (c as Authed)[SESSION_AUTH]
+        const userId = (set as Authed)[SESSION_AUTH]
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
         return { userId }
       },
