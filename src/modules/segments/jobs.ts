@@ -63,19 +63,27 @@ export const segmentJobs: JobDef<any>[] = [
 // ---- recompute hints ----
 
 interface TrackedDeps { id: string; events: Set<string>; contacts: boolean }
-const depsCache = new Map<string, { at: number; segments: TrackedDeps[] }>()
+/** Per project: the tracked segments, as a promise so that concurrent events share one look-up. */
+const depsCache = new Map<string, { at: number; segments: Promise<TrackedDeps[]> }>()
 const lastHint = new Map<string, number>()
 const pending = new Set<Promise<void>>()
 
-async function trackedDeps(ctx: Ctx): Promise<TrackedDeps[]> {
+function trackedDeps(ctx: Ctx): Promise<TrackedDeps[]> {
   const hit = depsCache.get(ctx.projectId)
   if (hit && Date.now() - hit.at < HINT_CACHE_MS) return hit.segments
+  const entry = { at: Date.now(), segments: loadTrackedDeps(ctx) }
+  depsCache.set(ctx.projectId, entry)
+  // A failed look-up is not cached: the next event tries again.
+  entry.segments.catch(() => { if (depsCache.get(ctx.projectId) === entry) depsCache.delete(ctx.projectId) })
+  return entry.segments
+}
+
+async function loadTrackedDeps(ctx: Ctx): Promise<TrackedDeps[]> {
   const segments: TrackedDeps[] = []
   for (const seg of await repo.trackedDynamic(ctx.store, ctx.projectId)) {
     const f = await prepareStored(ctx, seg)
     segments.push({ id: seg.id, events: f.deps.events, contacts: f.deps.contacts })
   }
-  depsCache.set(ctx.projectId, { at: Date.now(), segments })
   return segments
 }
 
