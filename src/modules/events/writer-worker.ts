@@ -4,8 +4,9 @@
  *   automatic checkpoint (wal_autocheckpoint, see db/client.ts) finds the WAL mostly copied already by
  *   the checkpointer and copies only the rest, which lets the next transaction restart the WAL from its
  *   start (a checkpoint of the whole WAL stalled a commit for up to ~100 ms).
- *   Messages are JSON text (cheaper to hand between threads than cloned objects): in, on the port given
- *   at init, {batch: JSON of WriterItem[]} and {close: true} (closes the connections, ends the thread);
+ *   Messages are JSON (cheaper to hand between threads than cloned objects): in, on the port given at
+ *   init, {batch: UTF-8 JSON of WriterItem[] in a transferred ArrayBuffer} and {close: true} (closes the
+ *   connections, ends the thread);
  *   out, once a batch has committed, {reply: JSON of WriterReply[], stats}.
  * - checkpointer: every CHECKPOINT_MS a PASSIVE checkpoint on a connection of its own, which copies the
  *   WAL into the database file while the writer goes on committing (it blocks no writer and no reader).
@@ -35,7 +36,7 @@ export type WriterReply =
 export type WriterMessage =
   | { init: { role: 'writer'; url: string; synchronous: 'FULL' | 'NORMAL'; port: MessagePort } }
   | { init: { role: 'checkpointer'; url: string; port: MessagePort } }
-  | { batch: string }
+  | { batch: ArrayBuffer }
   | { close: true }
 export interface WriterStats { batches: number; writes: number; retries: number }
 
@@ -77,7 +78,7 @@ async function onBatch(event: MessageEvent<WriterMessage>) {
   }
   const s = store!
   const g = group!
-  const items = JSON.parse(msg.batch) as WriterItem[]
+  const items = JSON.parse(Buffer.from(msg.batch).toString()) as WriterItem[]
   // Submitted in one turn: one batch, one commit (GroupCommit splits above its maximum batch).
   const settled = await Promise.allSettled(items.map(([, projectId, nowMs, email, name, subscribed, data, claim]) => {
     const ctx = { store: s, projectId, now: new Date(nowMs) }

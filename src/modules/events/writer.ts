@@ -74,7 +74,10 @@ export class TrackWriter {
     this.queue = []
     this.messages++
     for (const job of batch) this.inflight.set(job.input[0], job)
-    port.postMessage({ batch: JSON.stringify(batch.map((j) => j.input)) } satisfies WriterMessage)
+    // As UTF-8 bytes whose buffer is transferred: a string is copied under the port's lock.
+    const bytes = Buffer.from(JSON.stringify(batch.map((j) => j.input)))
+    const buffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)
+    port.postMessage({ batch: buffer } satisfies WriterMessage, [buffer as ArrayBuffer])
   }
 
   private start(): MessagePort {
