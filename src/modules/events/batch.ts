@@ -9,9 +9,9 @@ import type { Db, Store } from '../../db/client'
  * A failing write rolls back only itself. Two ways:
  * - `{ pure: true }` writes (the caller promises that `fn` has no effect outside `db`, so running it twice
  *   is harmless) run back to back without savepoints. If one throws, the whole transaction is rolled back
- *   and the batch runs again the safe way. Savepoints are not free on SQLite: each one makes every FTS5
- *   table written in the transaction flush its pending terms to a new segment (contacts' email search
- *   index), which cost about 25 µs of CPU per track.
+ *   and the batch runs again the safe way. Savepoints are not free on SQLite (each is a statement, and
+ *   an FTS5 table written in the transaction flushes its pending terms at each one; the contacts' FTS5
+ *   index of earlier versions cost about 25 µs of CPU per track that way).
  * - other writes run each inside its own savepoint, after the pure writes of the batch.
  *
  * PostgreSQL runs concurrent transactions itself; there `run` is a plain `store.tx`.
