@@ -79,7 +79,11 @@ export class OutboundPipeline {
 
   constructor(private deps: Deps, private opts: PipelineOptions) {
     this.workerId = opts.workerId ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`
-    this.recorder = new OutcomeRecorder(deps, { workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs })
+    const transport = opts.transport
+    this.recorder = new OutcomeRecorder(deps, {
+      workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs,
+      onWire: transport.onWire ? () => transport.onWire!() : undefined,
+    })
     this.log = opts.log ?? deps.log
   }
 

@@ -35,9 +35,11 @@ export async function attempt(
   let res: SendOutcome
   for (let tries = 0; ; tries++) {
     let acquired: Awaited<ReturnType<ConnectionPool['acquire']>>
+    pool.onWire++
     try {
       acquired = await pool.acquire(target)
     } catch (err) {
+      pool.onWire--
       if (!(err instanceof ConnectError)) throw err
       const throttle = verdictOf(err.outcome.reply) === 'throttle'
       if (throttle) { onThrottle(); pool.closeIdle(target) }
@@ -47,9 +49,11 @@ export async function attempt(
     try {
       res = await conn.send(env.from, env.to, raw)
     } catch (err) {
+      pool.onWire--
       await pool.release(conn, 'close')
       throw err
     }
+    pool.onWire--
     // A pooled connection that turned out closed before the message started: once more on a new one.
     if (!res.ok && res.stage === 'connect' && acquired.reused && tries === 0) {
       await pool.release(conn, 'close')
@@ -142,6 +146,8 @@ export class DirectTransport implements Transport {
   }
 
   destinations() { return this.throttle.snapshot() }
+
+  onWire(): number { return this.pool.onWire }
 
   async close(): Promise<void> { this.pool.closeAll() }
 }

@@ -125,6 +125,8 @@ export class SmtpConn {
 export class ConnectionPool {
   private idle = new Map<string, SmtpConn[]>()
   private open = new Set<SmtpConn>()
+  /** Messages between `acquire` and their reply (see Transport.onWire). */
+  onWire = 0
   constructor(readonly opts: PoolOptions) {}
 
   /** An idle connection to `target`, or a new one. Rejects with a ConnectError. */

@@ -36,6 +36,11 @@ export interface RecorderOptions {
   throttleDelayMs?: number
   /** Gathering window before each commit (default: 8 ms on SQLite, the next loop turn on PostgreSQL). */
   windowMs?: number
+  /**
+   * Outcomes that may still arrive without a commit first (the transport's messages on the wire). When
+   * it is 0, waiting longer gathers nothing: every connection is waiting on this commit. Default: unknown.
+   */
+  onWire?: () => number
 }
 
 interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): void }
@@ -70,7 +75,7 @@ export class OutcomeRecorder {
     return new Promise((resolve, reject) => {
       this.pending.push({ outcome, resolve, reject })
       if (!this.running) this.running = this.loop()
-      else if (this.pending.length >= MAX_GATHER) this.flushNow?.()
+      else if (this.pending.length >= MAX_GATHER || this.quiet()) this.flushNow?.()
     })
   }
 
@@ -80,14 +85,21 @@ export class OutcomeRecorder {
    * one outcome. The window follows the commit time (five times the last commit, 8 to 20 ms), so that
    * the thread spends at most about a sixth of its time waiting on commits whatever the disk; a large
    * gathering commits at once. PostgreSQL commits do not block: the next turn of the loop is enough.
+   * When the transport has nothing on the wire, every connection that could report waits on this commit
+   * (a single busy destination runs in lockstep with the commits): committing at once loses nothing.
    */
   private gather(): Promise<void> {
     const ms = this.opts.windowMs ?? (this.deps.store.dialect === 'sqlite' ? Math.min(20, Math.max(8, Math.round(5 * this.lastCommitMs))) : 0)
-    if (ms <= 0 || this.pending.length >= MAX_GATHER) return new Promise((resolve) => setImmediate(resolve))
+    if (ms <= 0 || this.pending.length >= MAX_GATHER || this.quiet()) return new Promise((resolve) => setImmediate(resolve))
     return new Promise((resolve) => {
       const timer = setTimeout(() => { this.flushNow = null; resolve() }, ms)
       this.flushNow = () => { clearTimeout(timer); this.flushNow = null; resolve() }
     })
+  }
+
+  /** Nothing on the wire: no outcome can arrive before this commit releases a connection. */
+  private quiet(): boolean {
+    return this.opts.onWire !== undefined && this.opts.onWire() === 0
   }
 
   /** Resolves when nothing is waiting to be recorded. */

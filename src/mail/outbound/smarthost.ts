@@ -50,5 +50,7 @@ export class SmartHostTransport implements Transport {
 
   destinations() { return this.throttle.snapshot() }
 
+  onWire(): number { return this.pool.onWire }
+
   async close(): Promise<void> { this.pool.closeAll() }
 }

@@ -35,5 +35,10 @@ export interface Transport {
   deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void>
   /** Per-destination limits (for diagnostics and tests). */
   destinations(): Array<{ key: string; limit: number; active: number; queued: number }>
+  /**
+   * Messages on their way to a server now (connecting, or sent and waiting for the reply): outcomes that
+   * may arrive without anything else happening first. Lets the recorder commit at once when it is 0.
+   */
+  onWire?(): number
   close(): Promise<void>
 }
