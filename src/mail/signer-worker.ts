@@ -3,10 +3,23 @@
  * thread. It is also an entry point of `bun build --compile` (package.json "build"), so it exists inside
  * the compiled executable.
  */
+import { setPriority } from 'node:os'
 import { buildMessage } from './mime'
 import type { SignRequest, SignResponse } from './signer'
 
 declare const self: Worker
+
+/** The signer threads' nice value (0 to 19; higher yields more). */
+const SIGNER_NICE = 5
+
+// Signing is throughput work that queues up ahead of delivery; the main thread (HTTP, the database, the
+// SMTP sessions, commits) is on every message's critical path and is a single thread. On Linux a nice
+// value set with pid 0 applies to the calling thread only, so this thread yields the CPU to the main
+// thread when both want it, and uses every idle moment otherwise. Elsewhere it may apply to the whole
+// process or fail: then it is not done.
+if (process.platform === 'linux') {
+  try { setPriority(0, SIGNER_NICE) } catch { /* not permitted: same priority as the main thread */ }
+}
 
 self.onmessage = async (event: MessageEvent<SignRequest[]>) => {
   const out: SignResponse[] = []
