@@ -231,8 +231,9 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
     },
     dataVersion() {
       if (version === null) {
-        // Outside the turn's read snapshot: inside it the version could not move.
-        endRead()
+        // Read inside the turn's snapshot (begun here if need be): the version is the snapshot's, and the
+        // read locks are taken once for it and the turn's other reads.
+        beginRead()
         version = (dataVersion.get() as { data_version: number }).data_version
         setImmediate(forgetVersion)
       }
