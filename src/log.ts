@@ -13,9 +13,11 @@ export interface Logger {
 import { writeSync } from 'node:fs'
 
 /**
- * Lines are gathered and written once per event-loop turn (or at 64 KB): one write system call per turn
- * instead of one per request. Errors are written at once; the buffer is flushed on exit.
+ * Lines are gathered and written every FLUSH_MS (or at 64 KB): one write system call per few ms instead of
+ * one per request (under load an event-loop turn often holds a single request). Errors are written at
+ * once, with what is pending before them; the buffer is flushed on exit.
  */
+const FLUSH_MS = 5
 let pending = ''
 let scheduled = false
 function flush() {
@@ -29,14 +31,23 @@ process.on('exit', flush)
 function bufferLine(line: string) {
   pending += line
   if (pending.length > 65_536) flush()
-  else if (!scheduled) { scheduled = true; setImmediate(flush) }
+  else if (!scheduled) { scheduled = true; setTimeout(flush, FLUSH_MS).unref() }
+}
+
+/** The current time as ISO 8601, formatted once per millisecond. */
+let isoMs = 0
+let iso = ''
+function isoNow(): string {
+  const now = Date.now()
+  if (now !== isoMs) { isoMs = now; iso = new Date(now).toISOString() }
+  return iso
 }
 
 export function createLogger(level: Level | 'silent' = 'info', base: Record<string, unknown> = {}): Logger {
   const min = ORDER[level]
   const write = (lvl: Level, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < min) return
-    const line = JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields }) + '\n'
+    const line = JSON.stringify({ time: isoNow(), level: lvl, msg, ...base, ...fields }) + '\n'
     if (lvl === 'error') { flush(); process.stderr.write(line) }
     else bufferLine(line)
   }
