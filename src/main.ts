@@ -15,6 +15,7 @@ import { allJobs } from './jobs/registry'
 import { startOutbound } from './mail/outbound'
 import { startInbound } from './mail/inbound/receiver'
 import { startRelay } from './mail/relay'
+import { trackWriter } from './modules/events/writer'
 
 /** The JWT/link signing secret: from config, else generated once into the data dir. */
 export function loadSecret(config: Config): string {
@@ -48,6 +49,8 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  // The track writer's threads (SQLite) stop now rather than after their idle delay.
+  trackWriter(deps.store, deps.config.sqliteSynchronous)?.stop()
   deps.redis?.disconnect()
   await deps.store.close()
 }
