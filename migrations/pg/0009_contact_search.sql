@@ -7,6 +7,9 @@
 --
 -- contact_search_keys gives each contact a stable number (PostgreSQL has no stable rowid) that orders
 -- the copy and fetches a page's candidates.
+-- No contact may be written between the back-fill below and the triggers that log later writes (another
+-- node during a rolling deploy): the migration's transaction holds this lock until it commits.
+LOCK TABLE contacts IN SHARE ROW EXCLUSIVE MODE;
 CREATE TABLE contact_search_keys (
   contact_id TEXT PRIMARY KEY,
   project_id TEXT NOT NULL,

@@ -121,7 +121,6 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   reader.run('PRAGMA query_only = ON')
   const dataVersion = reader.query('PRAGMA data_version')
   let version: number | null = null
-  const forgetVersion = () => { version = null }
   // Reads share one read transaction per event-loop turn: on a WAL database each transaction takes and
   // drops the shared-memory read locks, which cost more than a primary-key look-up itself. The snapshot
   // is ended at the end of the turn and before every commit of this process's writer (so a read after
@@ -131,6 +130,8 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   const readEnd = reader.query('COMMIT')
   let reading = false
   const endRead = () => {
+    // The version read in a snapshot lives as long as it (dataVersion()).
+    version = null
     if (!reading) return
     reading = false
     if (reader.inTransaction) readEnd.run()
@@ -235,7 +236,6 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
         // read locks are taken once for it and the turn's other reads.
         beginRead()
         version = (dataVersion.get() as { data_version: number }).data_version
-        setImmediate(forgetVersion)
       }
       return version
     },

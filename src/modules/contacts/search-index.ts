@@ -259,10 +259,11 @@ async function build(store: Store, projectId: string, budget: number): Promise<P
   const db = reader(store)
   const b = logBounds(db)
   const ix: ProjectIndex = { projectId, fold: true, chunks: [], extra: new Map(), seq: b.hi ?? 0, schema: b.schema, size: 0, used: Date.now() }
-  const page = db.query('SELECT rowid AS r, email AS e, subscribed AS s, created_at AS t FROM contacts WHERE rowid > ? AND +project_id = ? ORDER BY rowid LIMIT ?')
+  // contacts_project_rowid_idx (migration 0010) holds a project's rows in rowid order.
+  const page = db.query('SELECT rowid AS r, email AS e, subscribed AS s, created_at AS t FROM contacts INDEXED BY contacts_project_rowid_idx WHERE project_id = ? AND rowid > ? ORDER BY rowid LIMIT ?')
   let after = 0
   for (;;) {
-    const rows = page.all(after, projectId, CHUNK) as Row[]
+    const rows = page.all(projectId, after, CHUNK) as Row[]
     if (rows.length) ix.chunks.push(makeChunk(rows, true))
     ix.size += rows.length
     if (ix.size > budget) return null
