@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import postgres from 'postgres'
+import { freshPgDatabase } from '../test/helpers/env'
 import { loadConfig } from '../src/config'
 import { closeDeps, createDeps } from '../src/main'
 import { buildApp } from '../src/http/app'
@@ -168,14 +168,9 @@ const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-search-'))
 try {
   if (!process.env.BENCH_SKIP_SQLITE) await run('sqlite', `sqlite://${dir}/mailctl.db`, dir)
   if (process.env.BENCH_PG_URL) {
-    const name = `mailctl_bench_${Date.now().toString(36)}`
-    const admin = postgres(process.env.BENCH_PG_URL, { max: 1, onnotice: () => {} })
-    await admin.unsafe(`CREATE DATABASE ${name}`)
-    const u = new URL(process.env.BENCH_PG_URL)
-    u.pathname = `/${name}`
-    try { await run('postgres', u.toString(), dir) } finally {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      await admin.end()
+    const db = await freshPgDatabase(process.env.BENCH_PG_URL)
+    try { await run('postgres', db.url, dir) } finally {
+      await db.drop()
     }
   }
 } finally {

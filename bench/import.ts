@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import postgres from 'postgres'
+import { freshPgDatabase } from '../test/helpers/env'
 import { loadConfig } from '../src/config'
 import { createDeps, closeDeps } from '../src/main'
 import { buildApp } from '../src/http/app'
@@ -64,14 +64,9 @@ const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-import-'))
 try {
   await run('sqlite', `sqlite://${dir}/mailctl.db`, dir, csv, rows)
   if (process.env.BENCH_PG_URL) {
-    const name = `mailctl_bench_${Date.now().toString(36)}`
-    const admin = postgres(process.env.BENCH_PG_URL, { max: 1, onnotice: () => {} })
-    await admin.unsafe(`CREATE DATABASE ${name}`)
-    const u = new URL(process.env.BENCH_PG_URL)
-    u.pathname = `/${name}`
-    try { await run('postgres', u.toString(), dir, csv, rows) } finally {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      await admin.end()
+    const db = await freshPgDatabase(process.env.BENCH_PG_URL)
+    try { await run('postgres', db.url, dir, csv, rows) } finally {
+      await db.drop()
     }
   }
 } finally {

@@ -24,17 +24,17 @@ export type StoreKind = 'sqlite' | 'pg'
 export const PG_ADMIN_URL = process.env.MAILCTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 /** Creates a database named uniquely for one test file and returns its URL and a drop function. */
-export async function freshPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function freshPgDatabase(adminUrl = PG_ADMIN_URL): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `mailctl_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} })
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
   await admin.unsafe(`CREATE DATABASE ${name}`)
   await admin.end()
-  const u = new URL(PG_ADMIN_URL)
+  const u = new URL(adminUrl)
   u.pathname = `/${name}`
   return {
     url: u.toString(),
     async drop() {
-      const a = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} })
+      const a = postgres(adminUrl, { max: 1, onnotice: () => {} })
       await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       await a.end()
     },
