@@ -149,11 +149,11 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   const mutex = new Mutex()
   const current = new AsyncLocalStorage<Db>()
   /** BEGIN IMMEDIATE, retried without blocking the event loop while another connection holds the write lock. */
-  const beginWrite = async (text = 'BEGIN IMMEDIATE') => {
+  const beginWrite = async () => {
     const deadline = Date.now() + WRITE_LOCK_TIMEOUT_MS
     for (let attempt = 0; ; attempt++) {
       try {
-        writer.run(text)
+        writer.run('BEGIN IMMEDIATE')
         return
       } catch (err) {
         if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err
@@ -177,7 +177,6 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
           const result = await current.run(writeDb, () => fn(writeDb))
           endRead()
           writer.run('COMMIT')
-          version = null
           return result
         } catch (err) {
           if (writer.inTransaction) writer.run('ROLLBACK')
@@ -204,7 +203,6 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
       writer.run(`PRAGMA busy_timeout = ${WRITE_LOCK_TIMEOUT_MS}`)
       try {
         writer.run(text)
-        version = null
       } finally {
         writer.run('PRAGMA busy_timeout = 0')
         release()
@@ -228,7 +226,6 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
     },
     refresh() {
       endRead()
-      version = null
     },
     dataVersion() {
       if (version === null) {
