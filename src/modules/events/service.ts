@@ -1,6 +1,6 @@
 import type { Ctx } from '../../deps'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
-import { badRequest, invalidField, notFound } from '../../errors'
+import { invalidField, notFound } from '../../errors'
 import * as contactsRepo from '../contacts/repo'
 import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
