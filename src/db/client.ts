@@ -58,6 +58,20 @@ export interface Store {
   close(): Promise<void>
 }
 
+/**
+ * The raw bun:sqlite connection behind a drizzle handle of a SQLite store: the reader for `store.db`, the
+ * writer for the handle `store.tx` passes. For hot paths that run compiled statements themselves. The one
+ * place that knows drizzle keeps it as `$client`: `Db` is typed as the PostgreSQL flavour (see above).
+ */
+export function sqliteConnection(db: Db): Database {
+  return (db as unknown as { $client: Database }).$client
+}
+
+/** The postgres.js client behind a PostgreSQL store's drizzle handle (not a transaction's). */
+export function pgConnection(db: Db): postgres.Sql {
+  return (db as unknown as { $client: postgres.Sql }).$client
+}
+
 /** How long a SQLite write waits for another connection's write lock before failing with SQLITE_BUSY. */
 const WRITE_LOCK_TIMEOUT_MS = 5000
 
