@@ -73,3 +73,16 @@ forEachStore('HTTP input checks', (env) => {
     expect(err?.message).not.toContain('Unknown API Error')
   })
 })
+
+forEachStore('OpenAPI paths', (env) => {
+  test('no path ends with a slash; /segments, /templates and /domains are reached with and without it', async () => {
+    const paths = Object.keys((await env.request('GET', '/openapi.json')).body.paths as Record<string, unknown>)
+    expect(paths.filter((p) => p.length > 1 && p.endsWith('/'))).toEqual([])
+    for (const p of ['/segments', '/templates', '/domains']) expect(paths).toContain(p)
+    const key = (await env.project()).secretKey
+    for (const p of ['/segments', '/segments/', '/templates', '/templates/']) {
+      expect([p, (await env.request('GET', p, { key })).status]).toEqual([p, 200])
+    }
+    for (const p of ['/domains', '/domains/']) expect([p, (await env.request('POST', p, { key, body: {} })).status]).toEqual([p, 422])
+  })
+})

@@ -13,7 +13,7 @@ export function domainsRoutes(deps: Deps) {
       apiKey: 'secret', params: ProjectDomainsParams, response: { 200: t.Array(DomainOut) },
       detail: detail('List domains', 'Verified and pending domains of the project, by name, each with its records and their last-checked status. Another project id answers 404.'),
     })
-    .post('/', async ({ ctx, body, set }) => {
+    .post('', async ({ ctx, body, set }) => {
       const out = await service.createDomain(ctx, body)
       set.status = 201
       return out
