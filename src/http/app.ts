@@ -73,6 +73,8 @@ export function buildApp(deps: Deps) {
       let err: AppError
       if (error instanceof AppError) err = error
       else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
+      // A route's own parser refusing the body (the CSV import's size cap) reaches here wrapped in a ParseError.
+      else if (code === 'PARSE' && (error as Error).cause instanceof AppError) err = (error as Error).cause as AppError
       else if (code === 'PARSE') err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
       else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${pathOf(request.url)}`)
       else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')
