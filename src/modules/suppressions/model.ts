@@ -13,7 +13,7 @@ export const Suppression = t.Object({
   emailId: t.Union([t.String(), t.Null()], { description: 'The email whose bounce or complaint caused it' }),
   detail: t.Union([t.String(), t.Null()], { description: 'The SMTP reply of the bounce, or the note given' }),
   createdAt: t.String({ format: 'date-time' }),
-}, { description: 'An address the project never sends to. POST /v1/send skips it and reports it under data.suppressed.' })
+}, { description: 'An address the project never sends to. POST /v1/send skips it and reports it in data.emails with status "suppressed".' })
 
 export const SuppressionList = t.Object({
   data: t.Array(Suppression),
