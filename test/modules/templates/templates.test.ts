@@ -213,11 +213,12 @@ forEachStore('templates API', (env) => {
       expect(await namesOf('?search=%20%20')).toHaveLength(6)
     })
 
-    test('bad page or pageSize is 422; another project sees none of these', async () => {
+    test('bad page or pageSize is 400 naming the parameter; another project sees none of these', async () => {
       for (const qs of ['?page=0', '?page=abc', '?pageSize=0', '?page=1.5', '?page=1e300', '?pageSize=-5']) {
         const r = await list(qs)
-        expect({ qs, status: r.status }).toEqual({ qs, status: 422 })
-        expect(r.body.error.code).toBe('VALIDATION_ERROR')
+        expect({ qs, status: r.status }).toEqual({ qs, status: 400 })
+        expect(r.body.error.code).toBe('BAD_REQUEST')
+        expect(r.body.error.errors[0].field).toBe(qs.slice(1, qs.indexOf('=')))
       }
       const other = await env.request('GET', '/templates?search=needle', { key: q.secretKey })
       expect(other.body.total).toBe(0)
