@@ -7,6 +7,8 @@ export function envelope(err: AppError, requestId: string) {
   if (err.opts.flat) return { error: err.message }
   return {
     success: false,
+    // The official SDK (@plunk/node) shows a top-level `message`; without it its users read "Unknown API Error".
+    message: err.message,
     error: {
       code: err.code,
       message: err.message,
@@ -48,7 +50,10 @@ export function toFieldError(field: string, e: { message: string; type: number; 
   return { field, message: `${field}: ${message}`, code: fieldCode(e.type), received: e.value }
 }
 
-/** Elysia/TypeBox validation failure -> 422 VALIDATION_ERROR with one entry per field (first error each). */
+/**
+ * Elysia/TypeBox validation failure -> one entry per field (first error each): 422 VALIDATION_ERROR for a
+ * body, 400 BAD_REQUEST for query parameters ("invalid parameters" in the status table of the API).
+ */
 export function fromValidation(err: ValidationError): AppError {
   const seen = new Set<string>()
   const errors: FieldError[] = []
@@ -59,5 +64,7 @@ export function fromValidation(err: ValidationError): AppError {
     errors.push(toFieldError(field, e))
   }
   if (!errors.length) errors.push({ field: err.type, message: err.message, code: 'invalid_type' })
-  return new AppError('VALIDATION_ERROR', errors.length === 1 ? errors[0].message : `Validation failed for ${errors.length} fields`, { errors })
+  const message = errors.length === 1 ? errors[0].message : `Validation failed for ${errors.length} fields`
+  if (err.type === 'query') return new AppError('BAD_REQUEST', message, { errors })
+  return new AppError('VALIDATION_ERROR', message, { errors })
 }

@@ -31,6 +31,7 @@ forEachStore('HTTP core: envelope, request ids, limits', (env) => {
     expect(res.status).toBe(404)
     expect(res.body).toEqual({
       success: false,
+      message: expect.stringContaining('/definitely/not/here'),
       error: { code: 'NOT_FOUND', message: expect.stringContaining('/definitely/not/here'), statusCode: 404, requestId: expect.stringMatching(UUIDISH) },
       timestamp: expect.any(String),
     })

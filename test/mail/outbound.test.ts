@@ -192,7 +192,7 @@ forEachStore('outbound delivery', (env) => {
     expect(main.attempts.filter((a) => a.key === to)).toHaveLength(1)
     // The next send is refused for this address and says why; GET /suppressions shows it.
     const again = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to, from: p.from, subject: 's', body: 'b' } })
-    expect(again.body.data).toMatchObject({ emails: [], suppressed: [{ contact: { email: to }, reason: 'bounce' }] })
+    expect(again.body.data).toMatchObject({ emails: [{ contact: { email: to }, status: 'suppressed', reason: 'bounce' }] })
     const list = await env.request('GET', '/suppressions?reason=bounce', { key: p.secretKey })
     expect(list.body.data.map((x: { email: string }) => x.email)).toContain(to)
   })

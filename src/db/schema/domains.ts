@@ -21,6 +21,8 @@ export function domainTables(c: Cols) {
     /** `v1:` + base64(iv | tag | ciphertext) of the PEM private key, bound to the row id. */
     dkimPrivateKey: c.text('dkim_private_key').notNull(),
     verified: c.bool('verified').notNull(),
+    /** Whether senders at subdomains of this domain may send (off by default; see the sender gate). */
+    allowSubdomains: c.bool('allow_subdomains').notNull().default(false),
     checks: c.json<Record<string, RecordCheck>>('checks').notNull(),
     lastCheckedAt: c.ts('last_checked_at'),
     verifiedAt: c.ts('verified_at'),

@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { positiveIntQuery } from '../query'
 import { EmailRecord } from '../emails/model'
 
 /**
@@ -38,7 +39,7 @@ export const ActivityList = t.Object({
 })
 
 export const ListActivityQuery = t.Object({
-  limit: t.Optional(t.Numeric({ description: '1-100, default 20; larger values are clamped to 100' })),
+  limit: positiveIntQuery('1 to 100, default 20; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
   type: t.Optional(t.String({ description: `Comma-separated: ${ACTIVITY_TYPES.join(', ')} (default all); an unknown type answers 400` })),
   status: t.Optional(t.String({ description: 'Only emails in this status (implies type=email)' })),
@@ -48,7 +49,7 @@ export const ListActivityQuery = t.Object({
 export type ListActivityQuery = Static<typeof ListActivityQuery>
 
 export const StatsQuery = t.Object({
-  days: t.Optional(t.Numeric({ description: 'Period in days, 1-365, default 30' })),
+  days: positiveIntQuery('1 to 365, default 30; larger values are clamped to 365'),
 })
 
 export const ActivityStats = t.Object({
@@ -83,7 +84,7 @@ export const ActivityTypes = t.Object({
 })
 
 export const RecentCountQuery = t.Object({
-  minutes: t.Optional(t.Numeric({ description: 'Window in minutes, 1-10080, default 60' })),
+  minutes: positiveIntQuery('1 to 10080, default 60; larger values are clamped to 10080'),
 })
 
 export const RecentCount = t.Object({

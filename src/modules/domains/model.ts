@@ -2,14 +2,22 @@ import { t } from 'elysia'
 
 /** TypeBox models of /domains: the route validation and the OpenAPI document. */
 
+const SUBDOMAINS = 'Default false: only addresses at exactly this domain may send. true: addresses at its subdomains (news.example.com) may send too, signed d=<this domain>, which DMARC relaxed alignment accepts; that is why it is a choice.'
+
 export const CreateDomainBody = t.Object({
   projectId: t.String({ minLength: 1, description: "The project's id; it must be the project of the secret key (else 404)" }),
   domain: t.String({
     minLength: 1, maxLength: 255,
     description: 'Sending domain such as example.com or mail.example.com; internationalised names are stored in their ASCII (IDNA) form. IP addresses are refused.',
   }),
+  allowSubdomains: t.Optional(t.Boolean({ description: SUBDOMAINS })),
 })
 export type CreateDomainBody = typeof CreateDomainBody.static
+
+export const UpdateDomainBody = t.Object({
+  allowSubdomains: t.Boolean({ description: SUBDOMAINS }),
+})
+export type UpdateDomainBody = typeof UpdateDomainBody.static
 
 export const DomainParams = t.Object({ id: t.String({ description: 'Domain id' }) })
 export const ProjectDomainsParams = t.Object({ projectId: t.String({ description: "The key's project id (another project answers 404)" }) })
@@ -35,7 +43,8 @@ export const DomainOut = t.Object({
   id: t.String(),
   projectId: t.String(),
   domain: t.String({ description: 'ASCII (IDNA) domain name' }),
-  verified: t.Boolean({ description: 'true once the DKIM record matches; mail from this domain (and its subdomains) may then be sent' }),
+  verified: t.Boolean({ description: 'true once the DKIM record matches; mail from this domain may then be sent' }),
+  allowSubdomains: t.Boolean({ description: SUBDOMAINS }),
   records: t.Array(DnsRecordOut),
   createdAt: t.Date(),
   lastCheckedAt: t.Union([t.Date(), t.Null()], { description: 'Last DNS check (GET /domains/:id/verify or the background check every 5 minutes; daily once verified)' }),

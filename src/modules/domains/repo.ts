@@ -13,12 +13,15 @@ function infoColumns(store: Store) {
   const d = store.t.domains
   return {
     id: d.id, projectId: d.projectId, domain: d.domain, selector: d.selector, dkimPublicKey: d.dkimPublicKey,
-    verified: d.verified, checks: d.checks, lastCheckedAt: d.lastCheckedAt, verifiedAt: d.verifiedAt,
+    verified: d.verified, allowSubdomains: d.allowSubdomains, checks: d.checks, lastCheckedAt: d.lastCheckedAt, verifiedAt: d.verifiedAt,
     createdAt: d.createdAt, updatedAt: d.updatedAt,
   }
 }
 
-export async function insertDomain(store: Store, db: Db, row: DomainRow): Promise<void> {
+/** A row to insert: allowSubdomains defaults to false. */
+export type NewDomainRow = Omit<DomainRow, 'allowSubdomains'> & { allowSubdomains?: boolean }
+
+export async function insertDomain(store: Store, db: Db, row: NewDomainRow): Promise<void> {
   await db.insert(store.t.domains).values(row)
 }
 
@@ -61,16 +64,18 @@ export interface SenderRow {
   version: number
   /** Status of the RETURN_PATH_MX record at the last check, or null. */
   returnPathStatus: string | null
+  /** The domain also covers senders at its subdomains. */
+  allowSubdomains: boolean
 }
 
 const SENDER_SLOTS = 8
 const PARAMS = Array.from({ length: SENDER_SLOTS }, () => '?').join(', ')
-const SQLITE_GATE = `SELECT id, domain, selector, updated_at AS version, json_extract(checks, '$.RETURN_PATH_MX.status') AS rp
+const SQLITE_GATE = `SELECT id, domain, selector, updated_at AS version, json_extract(checks, '$.RETURN_PATH_MX.status') AS rp, allow_subdomains AS subs
   FROM domains WHERE project_id = ? AND domain IN (${PARAMS}) AND verified = 1`
-const PG_GATE = `SELECT id, domain, selector, updated_at AS version, checks->'RETURN_PATH_MX'->>'status' AS rp
+const PG_GATE = `SELECT id, domain, selector, updated_at AS version, checks->'RETURN_PATH_MX'->>'status' AS rp, allow_subdomains AS subs
   FROM domains WHERE project_id = $1 AND domain IN (${Array.from({ length: SENDER_SLOTS }, (_, i) => `$${i + 2}`).join(', ')}) AND verified`
 
-interface GateRow { id: string; domain: string; selector: string; version: number | Date; rp: string | null }
+interface GateRow { id: string; domain: string; selector: string; version: number | Date; rp: string | null; subs: boolean | number }
 interface SqliteStatement { all(...params: string[]): GateRow[] }
 interface SqliteClient { prepare(query: string): SqliteStatement }
 interface PgClient { unsafe(query: string, params: string[], opts: { prepare: boolean }): Promise<GateRow[]> }
@@ -102,6 +107,7 @@ export async function verifiedAmong(store: Store, _db: Db, projectId: string, na
     id: r.id, domain: r.domain, selector: r.selector,
     version: r.version instanceof Date ? r.version.getTime() : Number(r.version),
     returnPathStatus: r.rp ?? null,
+    allowSubdomains: r.subs === true || r.subs === 1,
   }))
 }
 
@@ -117,6 +123,12 @@ export interface CheckUpdate {
   lastCheckedAt: Date
   verifiedAt: Date | null
   updatedAt: Date
+}
+
+export async function setAllowSubdomains(store: Store, db: Db, projectId: string, id: string, allow: boolean, now: Date): Promise<DomainInfo | null> {
+  const d = store.t.domains
+  const [row] = await db.update(d).set({ allowSubdomains: allow, updatedAt: now }).where(and(eq(d.projectId, projectId), eq(d.id, id))).returning(infoColumns(store))
+  return row ?? null
 }
 
 export async function saveCheck(store: Store, db: Db, projectId: string, id: string, update: CheckUpdate): Promise<DomainInfo | null> {

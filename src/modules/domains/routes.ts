@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import { authPlugin } from '../../http/auth'
-import { CreateDomainBody, DomainOut, DomainParams, ProjectDomainsParams } from './model'
+import { CreateDomainBody, DomainOut, DomainParams, ProjectDomainsParams, UpdateDomainBody } from './model'
 import * as service from './service'
 
 const detail = (summary: string, description: string) => ({ tags: ['domains'], summary, description, security: [{ secretKey: [] }] })
@@ -13,7 +13,7 @@ export function domainsRoutes(deps: Deps) {
       apiKey: 'secret', params: ProjectDomainsParams, response: { 200: t.Array(DomainOut) },
       detail: detail('List domains', 'Verified and pending domains of the project, by name, each with its records and their last-checked status. Another project id answers 404.'),
     })
-    .post('/', async ({ ctx, body, set }) => {
+    .post('', async ({ ctx, body, set }) => {
       const out = await service.createDomain(ctx, body)
       set.status = 201
       return out
@@ -24,6 +24,10 @@ export function domainsRoutes(deps: Deps) {
     .get('/:id/verify', ({ ctx, params }) => service.verifyDomain(ctx, params.id), {
       apiKey: 'secret', params: DomainParams, response: { 200: DomainOut },
       detail: detail('Check the DNS records now', 'Looks every record up (through MAILCTL_DNS_SERVERS when set) and returns the domain with each record\'s status and, when not verified, the reason (missing, or the value found). The domain becomes verified when its DKIM record matches the key exactly. The same check runs in the background every 5 minutes for pending domains and daily for verified ones.'),
+    })
+    .patch('/:id', ({ ctx, params, body }) => service.updateDomain(ctx, params.id, body), {
+      apiKey: 'secret', params: DomainParams, body: UpdateDomainBody, response: { 200: DomainOut },
+      detail: detail('Change a domain\'s settings', 'allowSubdomains: whether senders at subdomains of this domain may send (off by default). Another project\'s domain answers 404.'),
     })
     .delete('/:id', async ({ ctx, params, set }) => {
       await service.deleteDomain(ctx, params.id)

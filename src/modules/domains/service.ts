@@ -4,7 +4,7 @@ import { resolverFor } from '../../dns'
 import { conflict, invalidField, notFound, unverifiedDomain } from '../../errors'
 import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
 import { decryptPrivateKey, encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector } from './keys'
-import type { CreateDomainBody, DomainOut } from './model'
+import type { CreateDomainBody, DomainOut, UpdateDomainBody } from './model'
 import { parseDomain, returnPathDomain, senderDomainCandidates } from './names'
 import { checkRecords, expectedRecords, PURPOSES } from './records'
 import * as repo from './repo'
@@ -47,10 +47,15 @@ export function forgetSigningKey(domainId: string): void {
   keyCache.delete(domainId)
 }
 
-async function verifiedFor(ctx: Ctx, candidates: string[]): Promise<VerifiedDomain | null> {
+/**
+ * The most specific verified domain among `candidates` (a domain, then its parents). With `exactOnly`, a
+ * parent counts only when its owner allowed subdomains: the sender gate. Signing takes any verified parent.
+ */
+async function verifiedFor(ctx: Ctx, candidates: string[], exactOnly: boolean): Promise<VerifiedDomain | null> {
   if (!candidates.length) return null
   // One indexed query per call: a deleted domain, or one gone back to pending, is never served from cache.
-  const rows = await repo.verifiedAmong(ctx.store, ctx.store.db, ctx.projectId, candidates)
+  let rows = await repo.verifiedAmong(ctx.store, ctx.store.db, ctx.projectId, candidates)
+  if (exactOnly) rows = rows.filter((r) => r.domain === candidates[0] || r.allowSubdomains)
   if (!rows.length) return null
   const row = rows.reduce((best, r) => (r.domain.length > best.domain.length ? r : best))
   const returnPathVerified = row.returnPathStatus === 'verified'
@@ -70,7 +75,7 @@ async function verifiedFor(ctx: Ctx, candidates: string[]): Promise<VerifiedDoma
  * states) otherwise; returns the signing material of the most specific verified domain.
  */
 export async function assertSenderAllowed(ctx: Ctx, fromEmail: string): Promise<VerifiedDomain> {
-  const found = await verifiedFor(ctx, senderDomainCandidates(fromEmail))
+  const found = await verifiedFor(ctx, senderDomainCandidates(fromEmail), true)
   if (!found) {
     const at = fromEmail.lastIndexOf('@')
     throw unverifiedDomain(at >= 0 ? fromEmail.slice(at + 1).trim().toLowerCase() : fromEmail)
@@ -80,7 +85,7 @@ export async function assertSenderAllowed(ctx: Ctx, fromEmail: string): Promise<
 
 /** The signing material for `domain` (or its closest verified parent) in the project, or null. */
 export async function signingKeyFor(ctx: Ctx, domain: string): Promise<VerifiedDomain | null> {
-  return verifiedFor(ctx, senderDomainCandidates(`x@${domain}`))
+  return verifiedFor(ctx, senderDomainCandidates(`x@${domain}`), false)
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -96,7 +101,7 @@ function present(ctx: Ctx, row: repo.DomainInfo): DomainOut {
     return { ...r, status: check?.status ?? 'pending', reason: check?.reason ?? null }
   })
   return {
-    id: row.id, projectId: row.projectId, domain: row.domain, verified: row.verified, records,
+    id: row.id, projectId: row.projectId, domain: row.domain, verified: row.verified, allowSubdomains: row.allowSubdomains, records,
     createdAt: row.createdAt, lastCheckedAt: row.lastCheckedAt,
   }
 }
@@ -126,7 +131,7 @@ export async function createDomain(ctx: Ctx, input: CreateDomainBody): Promise<D
   const row: repo.DomainRow = {
     id, projectId: ctx.projectId, domain, selector: newSelector(now), dkimPublicKey: keys.publicKey,
     dkimPrivateKey: encryptPrivateKey(masterKey(ctx.deps.config.dataDir), keys.privateKeyPem, id),
-    verified: false, checks: {}, lastCheckedAt: null, verifiedAt: null, createdAt: now, updatedAt: now,
+    verified: false, allowSubdomains: input.allowSubdomains ?? false, checks: {}, lastCheckedAt: null, verifiedAt: null, createdAt: now, updatedAt: now,
   }
   try {
     await store.tx(async (db) => {
@@ -161,6 +166,14 @@ export async function findDomainByName(ctx: Ctx, name: string): Promise<DomainOu
   const parsed = parseDomain(name)
   const row = parsed.ascii ? await repo.findByName(ctx.store, ctx.store.db, ctx.projectId, parsed.ascii) : null
   if (!row) throw notFound('domain')
+  return present(ctx, row)
+}
+
+/** PATCH /domains/:id: whether senders at subdomains are covered. The gate reads it on every message. */
+export async function updateDomain(ctx: Ctx, id: string, input: UpdateDomainBody): Promise<DomainOut> {
+  const row = await ctx.store.tx((db) => repo.setAllowSubdomains(ctx.store, db, ctx.projectId, id, input.allowSubdomains, ctx.now))
+  if (!row) throw notFound('domain')
+  ctx.deps.log.info('domain updated', { projectId: ctx.projectId, domainId: id, allowSubdomains: input.allowSubdomains })
   return present(ctx, row)
 }
 

@@ -47,13 +47,14 @@ const ContactRef = t.Object({ id: t.String(), email: t.String() })
 export const SendResult = t.Object({
   success: t.Literal(true),
   data: t.Object({
-    emails: t.Array(t.Object({ contact: ContactRef, email: t.String({ description: 'Id of the created email' }) }), {
-      description: 'One entry per recipient that was queued, in request order',
-    }),
-    suppressed: t.Array(t.Object({
+    emails: t.Array(t.Object({
       contact: ContactRef,
-      reason: t.String({ description: 'bounce, complaint or manual (see /suppressions)' }),
-    }), { description: 'Recipients on the project\'s suppression list: no email is created or sent for them. Always present (empty when none).' }),
+      email: t.Optional(t.String({ description: 'Id of the created email; absent when the recipient is suppressed' })),
+      status: t.String({
+        description: '"queued": the email is durably queued. "suppressed": the address is on the project\'s suppression list (see /suppressions), so no email was created or sent',
+      }),
+      reason: t.Optional(t.String({ description: 'Suppressed recipients only: bounce, complaint or manual' })),
+    }), { description: 'One entry per recipient, in request order' }),
     timestamp: t.String({ format: 'date-time' }),
   }),
 }, { description: 'Answered once every email is durably queued.' })

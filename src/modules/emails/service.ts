@@ -103,8 +103,8 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
 export interface SendResult {
   success: true
   data: {
-    emails: Array<{ contact: { id: string; email: string }; email: string }>
-    suppressed: Array<{ contact: { id: string; email: string }; reason: string }>
+    /** One entry per recipient in request order; a suppressed address has no email id. */
+    emails: Array<{ contact: { id: string; email: string } } & ({ email: string; status: 'queued' } | { status: 'suppressed'; reason: string })>
     timestamp: string
   }
 }
@@ -212,7 +212,7 @@ function recipients(to: SendBody['to']): Recipient[] {
 /**
  * POST /v1/send: each recipient, one after another, gets its contact upserted (new contacts unsubscribed
  * unless `subscribed` says otherwise), its own rendering and an email queued; suppressed addresses get no
- * email and are listed under `suppressed`. Everything is one transaction: the answer comes after the
+ * email and are reported with `status: 'suppressed'`. Everything is one transaction: the answer comes after the
  * emails are durably queued, and a failure leaves nothing behind.
  */
 export async function sendEmails(ctx: Ctx, body: SendBody, idempotencyKey?: string | null): Promise<SendResult> {
@@ -246,10 +246,9 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   const uses = { unsubscribeUrl: sources.includes('unsubscribeUrl'), subscribeUrl: /(^|[^\w])subscribeUrl/.test(sources), manageUrl: sources.includes('manageUrl') }
 
   // One transaction per request; on SQLite, concurrent requests share the commit (each in a savepoint).
-  const { emails, suppressed, events } = await groupCommit(ctx.store).run(async (db) => {
+  const { emails, queued, events } = await groupCommit(ctx.store).run(async (db) => {
     const blocked = await suppressedAmong(ctx, db, list.map((r) => r.email))
     const out: SendResult['data']['emails'] = []
-    const skipped: SendResult['data']['suppressed'] = []
     const evs: EventRow[] = []
     const items: NewEmail[] = []
     for (const r of list) {
@@ -257,7 +256,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
       evs.push(...up.events)
       const contact = { id: up.contact.id, email: up.contact.email }
       const s = blocked.get(r.email)
-      if (s) { skipped.push({ contact, reason: s.reason }); continue }
+      if (s) { out.push({ contact, status: 'suppressed', reason: s.reason }); continue }
       const id = Bun.randomUUIDv7()
       const ref = { projectId: ctx.projectId, contactId: up.contact.id, emailId: id }
       const vars = templateVariables({
@@ -279,14 +278,14 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
         type, sourceType: 'send', templateId: template?.id ?? null, domainId: sender.domainId,
         listUnsubscribe: type === 'MARKETING', priority: PRIORITY.transactional,
       })
-      out.push({ contact, email: id })
+      out.push({ contact, email: id, status: 'queued' })
     }
     await queueEmails(ctx, db, items)
-    return { emails: out, suppressed: skipped, events: evs }
+    return { emails: out, queued: items.length, events: evs }
   })
-  if (emails.length) notifyQueued(ctx.deps)
+  if (queued) notifyQueued(ctx.deps)
   await notifyEvents(ctx, events)
-  return { success: true, data: { emails, suppressed, timestamp: new Date().toISOString() } }
+  return { success: true, data: { emails, timestamp: new Date().toISOString() } }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { positiveIntQuery } from '../query'
 import { ContactDataIn, Email } from '../contacts/model'
 
 /** TypeBox models of the events module (validation and the OpenAPI document). */
@@ -40,7 +41,7 @@ export const EventList = t.Object({
 })
 
 export const ListEventsQuery = t.Object({
-  limit: t.Optional(t.Numeric({ description: '1-100, default 20; clamped' })),
+  limit: positiveIntQuery('1 to 100, default 20; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
   name: t.Optional(t.String({ description: 'Only events with this name' })),
   contactId: t.Optional(t.String({ description: 'Only events of this contact' })),
@@ -48,12 +49,12 @@ export const ListEventsQuery = t.Object({
 export type ListEventsQuery = Static<typeof ListEventsQuery>
 
 export const ContactEventsQuery = t.Object({
-  limit: t.Optional(t.Numeric({ description: '1-100, default 100; clamped' })),
+  limit: positiveIntQuery('1 to 100, default 100; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
 })
 
 export const StatsQuery = t.Object({
-  days: t.Optional(t.Numeric({ description: 'Period in days, 1-365, default 30' })),
+  days: positiveIntQuery('1 to 365, default 30; larger values are clamped to 365'),
 })
 
 export const EventStats = t.Object({

@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { positiveIntQuery } from '../query'
 import { Contact, Email } from '../contacts/model'
 
 /** TypeBox models of the segments module: request validation and the OpenAPI document. */
@@ -58,8 +59,8 @@ export type SegmentOut = Static<typeof Segment>
 export const IdParams = t.Object({ id: t.String() })
 
 export const ContactsQuery = t.Object({
-  page: t.Optional(t.Numeric({ minimum: 1, description: '1-based, default 1' })),
-  pageSize: t.Optional(t.Numeric({ minimum: 1, description: 'Default 20; larger than 100 is clamped to 100' })),
+  page: positiveIntQuery('1 up, default 1'),
+  pageSize: positiveIntQuery('1 up, default 20; larger values are clamped to 100'),
 })
 
 export const ContactsPage = t.Object({

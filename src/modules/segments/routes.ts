@@ -17,7 +17,7 @@ export function segmentsRoutes(deps: Deps) {
   return new Elysia({ prefix: '/segments' })
     .use(authPlugin(deps))
     .onTransform(trimEmails)
-    .post('/', async ({ ctx, body, set }) => {
+    .post('', async ({ ctx, body, set }) => {
       const seg = await service.createSegment(ctx, body)
       set.status = 201
       return seg
@@ -28,7 +28,7 @@ export function segmentsRoutes(deps: Deps) {
         description: `201 with the segment (memberCount counted now). \`type\` defaults to DYNAMIC, which requires \`condition\` as an object: otherwise 400 \`{error}\`. STATIC segments accept and ignore a condition; their members are managed with POST/DELETE /segments/:id/members. \`trackMembership: true\` emits segment.<slug>.entry / .exit events as contacts join and leave (the first compute is queued at once). ${m.CONDITION_DOC}`,
       },
     })
-    .get('/', ({ ctx }) => service.listSegments(ctx), {
+    .get('', ({ ctx }) => service.listSegments(ctx), {
       apiKey: 'secret', response: { 200: t.Array(m.Segment) },
       detail: { tags, summary: 'List segments', description: 'Every segment of the project, newest first; a bare array, no pagination.' },
     })

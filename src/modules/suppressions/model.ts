@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { positiveIntQuery } from '../query'
 
 /** TypeBox models of the suppression list: request validation and the OpenAPI document. */
 
@@ -12,7 +13,7 @@ export const Suppression = t.Object({
   emailId: t.Union([t.String(), t.Null()], { description: 'The email whose bounce or complaint caused it' }),
   detail: t.Union([t.String(), t.Null()], { description: 'The SMTP reply of the bounce, or the note given' }),
   createdAt: t.String({ format: 'date-time' }),
-}, { description: 'An address the project never sends to. POST /v1/send skips it and reports it under data.suppressed.' })
+}, { description: 'An address the project never sends to. POST /v1/send skips it and reports it in data.emails with status "suppressed".' })
 
 export const SuppressionList = t.Object({
   data: t.Array(Suppression),
@@ -22,7 +23,7 @@ export const SuppressionList = t.Object({
 })
 
 export const ListSuppressionsQuery = t.Object({
-  limit: t.Optional(t.Numeric({ description: '1-100, default 20; larger values are clamped to 100' })),
+  limit: positiveIntQuery('1 to 100, default 20; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
   reason: t.Optional(Reason),
   search: t.Optional(t.String({ description: 'Case-insensitive substring of the address' })),

@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { positiveIntQuery } from '../query'
 
 /** TypeBox models of the templates module: request validation and the OpenAPI document. */
 
@@ -82,11 +83,8 @@ export const UpdateTemplateBody = t.Object({
 export type UpdateTemplate = Static<typeof UpdateTemplateBody>
 
 export const ListTemplatesQuery = t.Object({
-  page: t.Optional(t.Numeric({ minimum: 1, maximum: 1_000_000, multipleOf: 1, error: 'page must be an integer from 1 to 1000000', description: 'Default 1' })),
-  pageSize: t.Optional(t.Numeric({
-    minimum: 1, multipleOf: 1, error: 'pageSize must be an integer >= 1',
-    description: `Default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are clamped to ${MAX_PAGE_SIZE}`,
-  })),
+  page: positiveIntQuery('1 up, default 1'),
+  pageSize: positiveIntQuery(`1 up, default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are clamped to ${MAX_PAGE_SIZE}`),
   type: t.Optional(t.String({ description: 'TRANSACTIONAL, MARKETING or HEADLESS; any other value answers 400 BAD_REQUEST' })),
   search: t.Optional(t.String({ maxLength: 200, description: 'Case-insensitive substring of name, description or subject' })),
   sort: t.Optional(t.String({ description: 'createdAt (default), name (case-insensitive) or updatedAt; anything else falls back to createdAt' })),

@@ -26,7 +26,7 @@ export function templatesRoutes(deps: Deps) {
   return new Elysia({ prefix: '/templates' })
     .use(authPlugin(deps))
     .onTransform(trimAddresses)
-    .post('/', async ({ ctx, body, set }) => {
+    .post('', async ({ ctx, body, set }) => {
       const tpl = await service.createTemplate(ctx, body)
       set.status = 201
       return tpl
@@ -38,7 +38,7 @@ export function templatesRoutes(deps: Deps) {
         description: `201 with the template. A missing \`from\` answers 400 \`{error}\`; a \`from\` whose domain is not verified for the project answers 403 (code INTERNAL_SERVER_ERROR, as API.md states). \`type\` defaults to MARKETING. ${VARIABLES}`,
       },
     })
-    .get('/', ({ ctx, query }) => service.listTemplates(ctx, query), {
+    .get('', ({ ctx, query }) => service.listTemplates(ctx, query), {
       apiKey: 'secret', query: m.ListTemplatesQuery, response: { 200: m.TemplateList },
       detail: { tags, summary: 'List templates (offset list)', description: `Pages of at most ${m.MAX_PAGE_SIZE} (larger pageSize values are clamped); \`totalPages\` is ceil(total / pageSize).` },
     })

@@ -19,6 +19,7 @@
 import { blacklist } from 'mailchecker'
 import providers from 'email-providers/all.json'
 import type { Config } from '../../config'
+import { AppError } from '../../errors'
 import { resolverFor, isDnsError, type DnsError, type MxAnswer, type Resolver } from '../../dns'
 import { RELAY_DOMAINS, RESERVED_SUFFIXES, ROLE_LOCAL_PARTS } from './lists'
 import { parseAddress } from './syntax'
@@ -152,4 +153,20 @@ export async function verifyEmail(ctx: { deps: { config: Pick<Config, 'dnsServer
   result.valid = result.domainExists && result.hasMxRecords
   if (reasons.length === 0) reasons.push('Email appears to be valid')
   return result
+}
+
+/**
+ * POST /v1/verify: a malformed address is refused with 422 VALIDATION_ERROR (the syntax reason, and a typo
+ * suggestion when there is one, as in "jane@gmailcom"); a well-formed address gets the full result, where
+ * `valid: false` means it failed the DNS checks.
+ */
+export async function verifyWellFormed(ctx: { deps: { config: Pick<Config, 'dnsServers'> } }, input: string): Promise<VerifyResult> {
+  const result = await verifyEmail(ctx, input)
+  const syntax = parseAddress(result.email)
+  if (syntax.ok) return result
+  const message = `email: Invalid email syntax: ${syntax.reason}`
+  throw new AppError('VALIDATION_ERROR', message, {
+    errors: [{ field: 'email', message, code: 'invalid_string', received: input }],
+    ...(result.suggestedEmail ? { suggestion: `Did you mean ${result.suggestedEmail}?`, details: { suggestedEmail: result.suggestedEmail } } : {}),
+  })
 }

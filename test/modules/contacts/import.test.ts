@@ -4,6 +4,7 @@ import { forEachStore, type TestEnv } from '../../helpers/env'
 import { Worker } from '../../../src/jobs/queue'
 import { contactJobs } from '../../../src/modules/contacts/jobs'
 import { typedValue } from '../../../src/modules/contacts/import'
+import { buildApp } from '../../../src/http/app'
 
 function form(csv: string | Uint8Array, name = 'contacts.csv') {
   const f = new FormData()
@@ -153,6 +154,19 @@ forEachStore('CSV import', (env) => {
     expect(nofile.status).toBe(422)
     const [u] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM contact_imports WHERE project_id = ${p.id}`)
     expect(Number(u.n)).toBe(0)
+  })
+
+  test('over a real listener, a CSV well over 5 MB is refused unread with 413, not 400', async () => {
+    const p = await env.project()
+    const server = buildApp(env.deps).listen({ port: 0, hostname: '127.0.0.1' })
+    env.onStop(async () => { await server.stop() })
+    const big = new Uint8Array(6 * 1024 * 1024).fill(97)
+    big.set(new TextEncoder().encode('email\n'))
+    const r = await fetch(`http://127.0.0.1:${server.server?.port}/contacts/import`, { method: 'POST', body: form(big), headers: { authorization: `Bearer ${p.secretKey}` } })
+    expect(r.status).toBe(413)
+    const body = await r.json() as { error: { code: string; message: string } }
+    expect(body.error.code).toBe('PAYLOAD_TOO_LARGE')
+    expect(body.error.message).toContain('5 MB')
   })
 
   test('GET /contacts/import/:jobId: 404 for unknown, foreign or non-import jobs', async () => {

@@ -210,9 +210,9 @@ forEachStore('domains', (env: TestEnv) => {
     expect(d.verified).toBe(true)
     expect(rec(d, 'DMARC').status).toBe('failed')
     expect(rec(d, 'RETURN_PATH_MX').status).toBe('failed')
-    // the sender gate now lets the domain and its subdomains send; the return path falls back to our host
+    // the sender gate now lets the domain send; the return path falls back to our host
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
-    const signing = await assertSenderAllowed(ctx, `news@mail.${created.domain}`)
+    const signing = await assertSenderAllowed(ctx, `news@${created.domain}`)
     expect(signing).toMatchObject({ domainId: created.id, domain: created.domain, selector: k.name.split('.')[0], returnPathDomain: HOST, returnPathVerified: false })
     // the decrypted private key matches the published public key
     const sig = createSign('sha256').update('hello').sign(signing.privateKeyPem)
@@ -229,6 +229,35 @@ forEachStore('domains', (env: TestEnv) => {
     expect(rec(d, 'DMARC')).toMatchObject({ status: 'verified', reason: `inherited from _dmarc.${parent}` })
     const signing = await assertSenderAllowed(ctxFor(env.deps, p.id, { kind: 'cli' }), `a@mail.${parent}`)
     expect(signing).toMatchObject({ returnPathDomain: `bounce.mail.${parent}`, returnPathVerified: true })
+  })
+
+  test('PATCH /domains/:id allowSubdomains: off by default; on, a subdomain sender passes and is signed by the domain', async () => {
+    const created = (await add(uniqueDomain())).body
+    expect(created.allowSubdomains).toBe(false)
+    publish(created, { dkim: true })
+    expect((await verify(created.id)).body.verified).toBe(true)
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const sub = `boss@payroll.${created.domain}`
+    await expect(assertSenderAllowed(ctx, sub)).rejects.toThrow(/not verified/)
+    const on = await env.request('PATCH', `/domains/${created.id}`, { key: p.secretKey, body: { allowSubdomains: true } })
+    expect(on.status).toBe(200)
+    expect(on.body).toMatchObject({ id: created.id, allowSubdomains: true, verified: true })
+    expect((await assertSenderAllowed(ctx, sub)).domain).toBe(created.domain)
+    const off = await env.request('PATCH', `/domains/${created.id}`, { key: p.secretKey, body: { allowSubdomains: false } })
+    expect(off.body.allowSubdomains).toBe(false)
+    await expect(assertSenderAllowed(ctx, sub)).rejects.toThrow(/not verified/)
+    // errors and security
+    expect((await env.request('PATCH', `/domains/${created.id}`, { key: p.secretKey, body: {} })).status).toBe(422)
+    expect((await env.request('PATCH', `/domains/${created.id}`, { key: p.secretKey, body: { allowSubdomains: 'yes' } })).status).toBe(422)
+    expect((await env.request('PATCH', `/domains/${created.id}`, { body: { allowSubdomains: true } })).status).toBe(401)
+    expect((await env.request('PATCH', `/domains/${created.id}`, { key: p.publicKey, body: { allowSubdomains: true } })).status).toBe(401)
+    const q = await env.project()
+    const foreign = await env.request('PATCH', `/domains/${created.id}`, { key: q.secretKey, body: { allowSubdomains: true } })
+    expect(foreign.status).toBe(404)
+    expect((await verify(created.id)).body.allowSubdomains).toBe(false)
+    // chosen at creation too
+    const born = (await env.request('POST', '/domains', { key: p.secretKey, body: { projectId: p.id, domain: uniqueDomain(), allowSubdomains: true } })).body
+    expect(born.allowSubdomains).toBe(true)
   })
 
   test('a temporary DNS failure does not unverify a domain', async () => {

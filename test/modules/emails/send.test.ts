@@ -51,7 +51,8 @@ forEachStore('POST /v1/send', (env) => {
     expect(res.status).toBe(200)
     expect(res.body.success).toBe(true)
     expect(res.body.data.emails).toHaveLength(1)
-    expect(res.body.data.suppressed).toEqual([])
+    expect(Object.keys(res.body.data).sort()).toEqual(['emails', 'timestamp'])
+    expect(res.body.data.emails[0].status).toBe('queued')
     expect(new Date(res.body.data.timestamp).toString()).not.toBe('Invalid Date')
     const [{ contact: c, email: id }] = res.body.data.emails
     expect(c.email).toBe(to.toLowerCase())
@@ -227,7 +228,7 @@ forEachStore('POST /v1/send', (env) => {
     expect((await send({ to, from, subject: 's', body: 'b' }, { headers: { 'Idempotency-Key': 'bad\u0001key' } })).status).toBe(422)
   })
 
-  test('suppressed addresses get no email and are reported under data.suppressed', async () => {
+  test('suppressed addresses get no email and are reported in data.emails with status suppressed', async () => {
     const blocked = `blocked.${rnd()}@dest.test`
     const fine = `fine.${rnd()}@dest.test`
     const add = await env.request('POST', '/suppressions', { key: p.secretKey, body: { email: blocked.toUpperCase(), note: 'asked by phone' } })
@@ -235,8 +236,11 @@ forEachStore('POST /v1/send', (env) => {
     expect(add.body).toMatchObject({ email: blocked, reason: 'manual', detail: 'asked by phone' })
     const res = await send({ to: [blocked, fine], from, subject: 's', body: 'b' })
     expect(res.status).toBe(200)
-    expect(res.body.data.emails.map((e: { contact: { email: string } }) => e.contact.email)).toEqual([fine])
-    expect(res.body.data.suppressed).toEqual([{ contact: { id: expect.any(String), email: blocked }, reason: 'manual' }])
+    expect(res.body.data.emails).toEqual([
+      { contact: { id: expect.any(String), email: blocked }, status: 'suppressed', reason: 'manual' },
+      { contact: { id: expect.any(String), email: fine }, email: expect.any(String), status: 'queued' },
+    ])
+    expect(res.body.data.suppressed).toBeUndefined()
     const { emails } = env.store.t
     expect(await env.store.db.select().from(emails).where(eq(emails.toAddress, blocked))).toEqual([])
     // The suppression belongs to the project: another project still sends to the address.

@@ -131,7 +131,7 @@ forEachStore('POST /v1/verify', (env) => {
     expect(r).toMatchObject({ email: 'anna@münchen.test', valid: true, domainExists: true, hasMxRecords: true, hasWebsite: true })
   })
 
-  test('bad syntax: 200 with valid false, the reason, and no DNS look-up', async () => {
+  test('bad syntax: 422 VALIDATION_ERROR naming the reason, and no DNS look-up', async () => {
     const before = dns.queries.length
     for (const [email, reason] of [
       ['no-at-sign', 'the address has no @'],
@@ -142,19 +142,21 @@ forEachStore('POST /v1/verify', (env) => {
       ['a@-bad-.test', 'not allowed in a host name'],
       [`${'x'.repeat(65)}@good.test`, 'longer than 64'],
     ] as const) {
-      const r = await verify(email)
-      expect(r.valid).toBe(false)
-      expect(r.domainExists).toBe(false)
-      expect(r.reasons[0]).toStartWith('Invalid email syntax:')
-      expect(r.reasons[0]).toContain(reason)
+      const res = await env.request('POST', '/v1/verify', { key: sk, body: { email } })
+      expect([email, res.status]).toEqual([email, 422])
+      expect(res.body.error.code).toBe('VALIDATION_ERROR')
+      expect(res.body.error.errors[0]).toMatchObject({ field: 'email', code: 'invalid_string', received: email })
+      expect(res.body.error.message).toContain('Invalid email syntax:')
+      expect(res.body.error.message).toContain(reason)
     }
     expect(dns.queries.length).toBe(before)
   })
 
-  test('a missing dot in a popular domain is still suggested', async () => {
-    const r = await verify('jane@gmailcom')
-    expect(r.valid).toBe(false)
-    expect(r.suggestedEmail).toBe('jane@gmail.com')
+  test('a missing dot in a popular domain is refused with the suggestion', async () => {
+    const res = await env.request('POST', '/v1/verify', { key: sk, body: { email: 'jane@gmailcom' } })
+    expect(res.status).toBe(422)
+    expect(res.body.error.suggestion).toBe('Did you mean jane@gmail.com?')
+    expect(res.body.error.details).toEqual({ suggestedEmail: 'jane@gmail.com' })
   })
 
   test('422 on a bad body: missing, empty, not a string, too long', async () => {
