@@ -9,6 +9,7 @@
 export const MARK_OUTPUT = ['\uE000', '\uE001'] as const
 /** A construct that outputs nothing itself (block tags, else, comments): it must not move line breaks. */
 export const MARK_SILENT = ['\uE002', '\uE003'] as const
+/** Text made only of silent marks and whitespace. */
 export const SILENT_ONLY = /^\s*(?:\uE002\d+\uE003\s*)+$/
 /** The index of a construct between its marks: `gaps[index]` is the construct's source text. */
 export const MARK_RE = /[\uE000\uE002](\d+)[\uE001\uE003]/g

@@ -35,6 +35,7 @@ const KNOWN_HELPERS: KnownHelpers = {
 /** Argument counts of the built-in helpers, checked at compile time so no template fails at send time. */
 const HELPER_ARITY = new Map<string, number>([['if', 1], ['unless', 1], ['with', 1], ['each', 1], ['lookup', 2]])
 
+/** Bodies (HTML, values escaped) and subjects or derived text templates (values as they are). */
 export const COMPILE_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: KNOWN_HELPERS, strict: false, noEscape: false }
 export const TEXT_COMPILE_OPTIONS: CompileOptions = { ...COMPILE_OPTIONS, noEscape: true }
 /** Explicit `false` (not the default `undefined`) also keeps Handlebars from logging denied look-ups. */
