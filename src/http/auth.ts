@@ -1,14 +1,13 @@
 import { Elysia } from 'elysia'
 import type { Deps, Ctx } from '../deps'
 import { AppError } from '../errors'
-import { hashSecret, keyKind } from '../modules/projects/keys'
-import * as projectsRepo from '../modules/projects/repo'
+import type { ProjectRow } from '../modules/projects/repo'
+import { projectForKey } from '../modules/projects/service'
 import { sessionUser } from '../modules/auth/sessions'
 import type { RateLimitResult } from './ratelimit'
 
 export const SESSION_COOKIE = 'mailctl_session'
 
-export type Project = typeof import('../db/schema').pgSchema.projects.$inferSelect
 
 /** The raw session JWT from the `mailctl_session` cookie, if any. */
 export function sessionToken(request: Request): string | null {
@@ -24,14 +23,6 @@ function bearer(request: Request): string | null {
   if (h.startsWith('Bearer ') && h.charCodeAt(7) > 32) return h.slice(7).trim()
   const m = /^Bearer\s+(.+)$/i.exec(h.trim())
   return m ? m[1].trim() : ''
-}
-
-/** Looks a key up: public keys in clear, secret keys by their SHA-256 hash. */
-export async function projectForKey(deps: Deps, key: string): Promise<{ project: Project; kind: 'public' | 'secret' } | null> {
-  const kind = keyKind(key)
-  if (!kind) return null
-  const project = await projectsRepo.byKey(deps.store, kind, kind === 'public' ? key : hashSecret(key))
-  return project ? { project, kind } : null
 }
 
 /** The per-project request budget of API.md Limits, with RateLimit-* headers. */
@@ -55,7 +46,7 @@ function applyLimit(r: RateLimitResult, headers: Record<string, string | number>
 
 const KEY_AUTH = Symbol('mailctl.keyAuth')
 const SESSION_AUTH = Symbol('mailctl.sessionAuth')
-interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: Project }; [SESSION_AUTH]?: string }
+interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow }; [SESSION_AUTH]?: string }
 
 /**
  * Authentication for every route:
@@ -73,7 +64,7 @@ export function authPlugin(deps: Deps) {
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
         if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
-        const found = await projectForKey(deps, key)
+        const found = await projectForKey(deps.store, key)
         if (!found) throw new AppError('INVALID_API_KEY', `Invalid API key: this endpoint requires ${need}`)
         if (required === 'secret' && found.kind !== 'secret') {
           throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')

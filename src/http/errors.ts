@@ -1,6 +1,6 @@
 import type { ValidationError } from 'elysia'
-import { ValueErrorType } from '@sinclair/typebox/errors'
 import { AppError, type FieldError } from '../errors'
+import { fieldPath, toFieldError } from '../modules/validate'
 
 /** The standard error envelope of API.md. The only place that turns errors into HTTP bodies. */
 export function envelope(err: AppError, requestId: string) {
@@ -20,34 +20,6 @@ export function envelope(err: AppError, requestId: string) {
     },
     timestamp: new Date().toISOString(),
   }
-}
-
-/** TypeBox error kinds mapped to the field-level codes clients see (`invalid_string` as in API.md). */
-export function fieldCode(type: number): string {
-  const T = ValueErrorType
-  switch (type) {
-    case T.ObjectRequiredProperty: return 'required'
-    case T.StringFormat: case T.StringFormatUnknown: case T.StringPattern: return 'invalid_string'
-    case T.StringMinLength: case T.ArrayMinItems: case T.NumberMinimum: case T.IntegerMinimum:
-    case T.NumberExclusiveMinimum: case T.IntegerExclusiveMinimum: case T.ObjectMinProperties: return 'too_small'
-    case T.StringMaxLength: case T.ArrayMaxItems: case T.NumberMaximum: case T.IntegerMaximum:
-    case T.NumberExclusiveMaximum: case T.IntegerExclusiveMaximum: case T.ObjectMaxProperties: return 'too_big'
-    case T.Union: case T.Literal: return 'invalid_enum_value'
-    default: return 'invalid_type'
-  }
-}
-
-export function fieldPath(path: string): string {
-  return path.replace(/^\//, '').split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
-}
-
-/** One TypeBox error as a field error; an absent value is `required` whatever the type check said first. */
-export function toFieldError(field: string, e: { message: string; type: number; value: unknown; schema?: Record<string, unknown> }): FieldError {
-  if (e.value === undefined) return { field, message: `${field}: Required`, code: 'required', received: 'undefined' }
-  let message = e.message
-  if (e.schema && typeof e.schema.error === 'string') message = e.schema.error
-  else if (e.schema?.format === 'email') message = 'Invalid email'
-  return { field, message: `${field}: ${message}`, code: fieldCode(e.type), received: e.value }
 }
 
 /**

@@ -176,18 +176,8 @@ function composerOptions(m: OutboundMessage) {
   }
 }
 
-/** The parts of nodemailer's MimeNode that serialising it reads (set by `buildHeaders`). */
-interface NodeInternals {
-  _raw?: unknown
-  content?: unknown
-  multipart?: string | false
-  boundary?: string | false
-  contentType?: string
-  childNodes: MimeNode[]
-  _transforms: unknown[]
-  _processFuncs: unknown[]
-  newline?: string
-}
+/** MimeNode with the private fields that serialising it reads (its typings name the public ones). */
+type NodeInternals = MimeNode & { _raw?: unknown; _transforms: unknown[]; _processFuncs: unknown[] }
 
 /** Content the synchronous serialiser can take: a string or a Buffer (never a stream, path or URL). */
 const plain = (v: unknown): v is string | Buffer => typeof v === 'string' || Buffer.isBuffer(v)
@@ -197,7 +187,7 @@ const plain = (v: unknown): v is string | Buffer => typeof v === 'string' || Buf
  * content or raw text, and nothing transforms the output. Anything else goes through nodemailer's stream.
  */
 function serializable(node: MimeNode, root: boolean): boolean {
-  const n = node as unknown as NodeInternals
+  const n = node as NodeInternals
   if (root && (n._transforms.length || n._processFuncs.length || n.newline)) return false
   if (n._raw !== undefined && n._raw !== null && n._raw !== false && !plain(n._raw)) return false
   if (n.content !== undefined && n.content !== null && n.content !== '' && !plain(n.content)) return false
@@ -210,7 +200,7 @@ function serializable(node: MimeNode, root: boolean): boolean {
  * `wrap(encode(input))`) and the same boundaries, appended to `out`. Only for `serializable` nodes.
  */
 function serialize(node: MimeNode, out: Array<string | Buffer>): void {
-  const n = node as unknown as NodeInternals
+  const n = node as NodeInternals
   if (n._raw) {
     out.push(n._raw as string | Buffer)
   } else {

@@ -23,7 +23,6 @@ import { SMTPServer } from 'smtp-server'
 import type { StoredAttachment } from '../db/schema/sending'
 import { ctxFor, type Ctx, type Deps } from '../deps'
 import { AppError } from '../errors'
-import { projectForKey } from '../http/auth'
 import { errorFields } from '../log'
 import { isEmail, normalizeEmail } from '../modules/contacts/data'
 import { upsertContact } from '../modules/contacts/service'
@@ -31,6 +30,7 @@ import { assertSenderAllowed } from '../modules/domains/service'
 import { PRIORITY, queueEmails, type NewEmail } from '../modules/emails/service'
 import { MAX_HEADER_VALUE } from '../modules/emails/model'
 import { notifyEvents, type EventRow } from '../modules/events/stream'
+import { projectForKey } from '../modules/projects/service'
 import { suppressedAmong } from '../modules/suppressions/service'
 import { SMTPS_PORT } from '../modules/config/service'
 import { closeServer, listen, readMessage } from './inbound/receiver'
@@ -212,7 +212,7 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
           log.warn('relay login refused: too many failures from this address', { remote: session.remoteAddress, retryAfterSeconds: attempt.resetSeconds })
           return cb(smtpReply(454, `4.7.0 Too many failed logins from your address, try again in ${attempt.resetSeconds} seconds`))
         }
-        const found = auth.password ? await projectForKey(deps, auth.password.trim()) : null
+        const found = auth.password ? await projectForKey(deps.store, auth.password.trim()) : null
         if (found && found.kind === 'secret' && !found.project.disabled) {
           await limiter.reset(key)
           log.info('relay login', { session: session.id, remote: session.remoteAddress, projectId: found.project.id })

@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { openStore } from '../../src/db/client'
-import { projectForKey } from '../../src/http/auth'
+import { projectForKey } from '../../src/modules/projects/service'
 import { knownMigrations } from '../../src/db/migrate'
-import type { Deps } from '../../src/deps'
 import { freshPgDatabase, pgReachableSync } from '../helpers/env'
 import { run, SOURCE, startServe } from './run'
 
@@ -26,7 +25,7 @@ const mailctl = (args: string[], env: Record<string, string>) => run(SOURCE, arg
 async function lookup(dataDir: string, key: string) {
   const store = openStore(`sqlite://${join(dataDir, 'mailctl.db')}`)
   try {
-    return await projectForKey({ store } as Deps, key)
+    return await projectForKey(store, key)
   } finally {
     await store.close()
   }

@@ -1,8 +1,7 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore } from '../helpers/env'
-import { projectForKey } from '../../src/http/auth'
-import { rotateKeys } from '../../src/modules/projects/service'
+import { projectForKey, rotateKeys } from '../../src/modules/projects/service'
 import { openStore } from '../../src/db/client'
 
 forEachStore('API key guard (API.md Authentication)', (env) => {
@@ -76,7 +75,7 @@ forEachStore('API key guard (API.md Authentication)', (env) => {
     const p = await env.project()
     expect((await env.request('GET', '/contacts', { key: p.secretKey })).status).toBe(200)
     const fresh = await rotateKeys(env.store, p.id)
-    expect(await projectForKey(env.deps, p.secretKey)).toBeNull()
+    expect(await projectForKey(env.deps.store, p.secretKey)).toBeNull()
     const old = await env.request('GET', '/contacts', { key: p.secretKey })
     expect(old.status).toBe(401)
     expect(old.body.error.code).toBe('INVALID_API_KEY')

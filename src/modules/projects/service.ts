@@ -2,11 +2,12 @@ import { eq, or } from 'drizzle-orm'
 import type { Store } from '../../db/client'
 import { notFound } from '../../errors'
 import type { Deps } from '../../deps'
-import { hashSecret, newKeyPair } from './keys'
+import { hashSecret, keyKind, newKeyPair, type KeyKind } from './keys'
 import { parseInput } from '../validate'
 import { requireAccess } from '../members/access'
 import { CreateProjectBody, type ProjectOut, type ProjectWithSecret, type SetupState, type UpdateProjectBody } from './model'
 import * as repo from './repo'
+import type { ProjectRow } from './repo'
 import { SETUP_STEPS, wipeProjectData } from './data'
 
 export interface NewProject { id: string; name: string; publicKey: string; secretKey: string }
@@ -37,6 +38,20 @@ export async function rotateKeys(store: Store, projectId: string): Promise<{ id:
     .where(eq(projects.id, projectId)).returning({ id: projects.id }))
   if (!rows.length) throw notFound('project')
   return { id: projectId, ...keys }
+}
+
+/** The project an API key belongs to, and the kind of the key. */
+export interface KeyOwner { project: ProjectRow; kind: KeyKind }
+
+/**
+ * Looks a key up: public keys in clear, secret keys by their SHA-256 hash. Runs on every authenticated
+ * HTTP request and every relay login; repo.byKey keeps the prepared statements and the SQLite read cache.
+ */
+export async function projectForKey(store: Store, key: string): Promise<KeyOwner | null> {
+  const kind = keyKind(key)
+  if (!kind) return null
+  const project = await repo.byKey(store, kind, kind === 'public' ? key : hashSecret(key))
+  return project ? { project, kind } : null
 }
 
 /** A project by id or by name (the CLI's PROJECT argument). */

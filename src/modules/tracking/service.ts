@@ -6,6 +6,7 @@
  * a complaint changes no status) and counts as unique on the campaign. The counting is one upsert, so
  * of two simultaneous first opens exactly one is first.
  */
+import type { Db, Store } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
 import { isTrackableUrl, verifyLinkToken } from '../../mail/links'
 import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
@@ -95,4 +96,12 @@ export async function clickTarget(deps: Deps, token: string, meta: EngagementMet
     deps.log.error('recording a click failed', { emailId: link.emailId, error: err instanceof Error ? err.message : String(err) })
   }
   return link.url
+}
+
+/**
+ * Whether a project has open and click tracking on (projects.tracking_enabled): queueing rewrites links
+ * and adds the pixel only then. Inside a transaction, pass its `db` (see repo.trackingEnabled).
+ */
+export function trackingEnabled(store: Store, projectId: string, db?: Db): Promise<boolean> {
+  return repo.trackingEnabled(store, projectId, db)
 }

@@ -3,7 +3,7 @@ import { eq, sql } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { memberOf, ownedProject, verifiedUser, type TestUser } from '../../helpers/accounts'
 import { hashSecret } from '../../../src/modules/projects/keys'
-import { projectForKey } from '../../../src/http/auth'
+import { projectForKey } from '../../../src/modules/projects/service'
 import { PROJECT_DATA_TABLES } from '../../../src/modules/projects/data'
 
 async function addContact(env: TestEnv, key: string, email = `c-${Math.random().toString(36).slice(2)}@example.com`) {
@@ -91,9 +91,9 @@ forEachStore('/users/@me/projects', (env) => {
     expect(oldSecret.status).toBe(401)
     expect(oldSecret.body.error.code).toBe('INVALID_API_KEY')
     expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'a@example.com', event: 'x' } })).status).toBe(401)
-    expect(await projectForKey(env.deps, p.secretKey)).toBeNull()
-    expect(await projectForKey(env.deps, p.publicKey)).toBeNull()
-    expect((await projectForKey(env.deps, res.body.secretKey))?.project.id).toBe(p.id)
+    expect(await projectForKey(env.deps.store, p.secretKey)).toBeNull()
+    expect(await projectForKey(env.deps.store, p.publicKey)).toBeNull()
+    expect((await projectForKey(env.deps.store, res.body.secretKey))?.project.id).toBe(p.id)
     expect((await env.request('GET', '/contacts?limit=1', { key: res.body.secretKey })).status).toBe(200)
     expect((await env.request('POST', '/v1/track', { key: res.body.publicKey, body: { email: 'a@example.com', event: 'x' } })).status).toBe(200)
   })

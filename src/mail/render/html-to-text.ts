@@ -1,0 +1,191 @@
+/**
+ * A small HTML to plain-text conversion, for the text/plain alternative of every message. In its marked
+ * mode it converts a template source whose Handlebars constructs are replaced by marks (marks.ts), the
+ * first step of deriving the text alternative as a template (text.ts).
+ */
+import { HARD_BREAK, LINE_BREAK, LINK_CLOSE, LINK_OPEN, MARK_RE, PARAGRAPH_BREAK, SILENT_ONLY } from './marks'
+
+const hasOwn = Object.prototype.hasOwnProperty
+
+const NAMED_ENTITIES: Record<string, string> = {
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', copy: '©', reg: '®', trade: '™', hellip: '…',
+  mdash: '—', ndash: '–', lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', laquo: '«', raquo: '»', bull: '•',
+  middot: '·', euro: '€', pound: '£', yen: '¥', cent: '¢', deg: '°', times: '×', divide: '÷', zwnj: '', zwj: '',
+  shy: '', ensp: ' ', emsp: ' ', thinsp: ' ', larr: '←', rarr: '→', uarr: '↑', darr: '↓', hearts: '♥', check: '✓',
+}
+
+function decodeEntities(s: string): string {
+  if (s.indexOf('&') === -1) return s
+  return s.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z][a-z0-9]*);/gi, (m, e: string) => {
+    if (e[0] === '#') {
+      const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)
+      if (!Number.isFinite(code) || code <= 0 || code > 0x10ffff) return m
+      if (code === 0xa0) return ' '
+      if (code === 0x200c || code === 0x200d || code === 0xad || code === 0x34f || code === 0x200b || code === 0xfeff) return ''
+      return String.fromCodePoint(code)
+    }
+    const key = hasOwn.call(NAMED_ENTITIES, e) ? e : e.toLowerCase()
+    return hasOwn.call(NAMED_ENTITIES, key) ? NAMED_ENTITIES[key] : m
+  })
+}
+
+/** Elements whose content is not part of the text. */
+const SKIP_CONTENT = new Set(['head', 'style', 'script', 'title', 'noscript', 'template', 'svg', 'object', 'iframe'])
+/** Elements that start and end a paragraph (blank line). */
+const PARAGRAPH = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'ul', 'ol', 'table', 'blockquote', 'pre', 'dl', 'figure'])
+/** Elements that start and end a line. */
+const LINE = new Set(['div', 'tr', 'li', 'section', 'article', 'header', 'footer', 'main', 'nav', 'aside', 'center', 'form', 'dt', 'dd', 'address', 'tbody', 'thead', 'tfoot', 'caption', 'figcaption', 'body', 'html'])
+const VOID = new Set(['br', 'hr', 'img', 'meta', 'link', 'input', 'area', 'base', 'col', 'embed', 'source', 'track', 'wbr'])
+
+const ATTR_RE: Record<string, RegExp> = {}
+function attr(tag: string, name: string): string | null {
+  if (tag.indexOf('=') === -1) return null
+  const re = ATTR_RE[name] ??= new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>]+))`, 'i')
+  const m = re.exec(tag)
+  return m ? decodeEntities(m[1] ?? m[2] ?? m[3] ?? '') : null
+}
+
+/** Folds the output's whitespace: no trailing spaces, at most one blank line, no leading or trailing blank lines. */
+function tidyText(s: string): string {
+  return s.replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim()
+}
+
+/**
+ * A small HTML to plain-text conversion for the text/plain alternative: paragraphs and line breaks,
+ * list items as "* ", links as "text [url]", images as their alt text, head/style/script and
+ * display:none content dropped, entities decoded, whitespace collapsed (kept inside <pre>).
+ */
+export function htmlToText(html: string): string {
+  return tidyText(convertHtml(html, null).text)
+}
+
+/**
+ * The state of a marked conversion: `gaps[i]` is the source of the construct marked `i`; `unfaithful` and
+ * `linkMarks` are set by the conversion (see convertHtml).
+ */
+export interface Marked { gaps: string[]; unfaithful: boolean; linkMarks: boolean }
+
+/**
+ * The conversion of plain HTML (`marked` null), or of a marked template source (constructs replaced by
+ * marks). In the marked mode line and paragraph breaks are written as the sentinels LINE_BREAK /
+ * PARAGRAPH_BREAK, folded later (see foldBreaks in text.ts), because a break that meets a block tag can
+ * only be settled once the block has rendered. `unfaithful` is set when the result could differ from
+ * converting the rendered HTML in more than whitespace.
+ */
+export function convertHtml(html: string, marked: Marked | null): { text: string } {
+  const out: string[] = []
+  let last = ''
+  let pendingBreak = 0
+  let pre = 0
+  let skip: { name: string; depth: number } | null = null
+  const links: Array<{ href: string | null; at: number }> = []
+  const breakLine = (n: number) => { if (n > pendingBreak) pendingBreak = n }
+  const flushBreak = () => {
+    if (pendingBreak && out.length) {
+      out.push(marked ? (pendingBreak === 2 ? PARAGRAPH_BREAK : LINE_BREAK) : (pendingBreak === 2 ? '\n\n' : '\n'))
+      last = '\n'
+    }
+    pendingBreak = 0
+  }
+  const emit = (text: string) => {
+    if (!text) return
+    // Leading spaces vanish at a line start (or where a break is pending); blank text moves no break.
+    if (!pre && (pendingBreak || last === '' || last === '\n' || last === ' ') && text.charCodeAt(0) === 32) {
+      text = text.replace(/^ +/, '')
+      if (!text) return
+    }
+    flushBreak()
+    out.push(text)
+    last = text[text.length - 1]
+  }
+  let i = 0
+  const len = html.length
+  while (i < len) {
+    const lt = html.indexOf('<', i)
+    const end = lt === -1 ? len : lt
+    if (end > i && !skip) {
+      const chunk = decodeEntities(html.slice(i, end))
+      if (marked && SILENT_ONLY.test(chunk)) {
+        // A pending break goes before a block tag, never inside the block (where each iteration would
+        // repeat it); foldBreaks settles the breaks that meet once the block has rendered.
+        for (const piece of chunk.split(/(\uE002\d+\uE003)/)) {
+          if (piece.charCodeAt(0) === 0xe002) {
+            flushBreak()
+            out.push(piece)
+            // What precedes a block tag at render time is unknown here: keep the next space (the
+            // render-time tidy folds doubled spaces and spaces at line starts).
+            last = '\uE003'
+          } else if (piece) emit(' ')
+        }
+      } else emit(pre ? chunk : chunk.replace(/[\s\u00a0]+/g, ' '))
+    }
+    if (lt === -1) break
+    if (html.startsWith('<!--', lt)) {
+      const close = html.indexOf('-->', lt + 4)
+      i = close === -1 ? len : close + 3
+      continue
+    }
+    if (!/[a-zA-Z/!?]/.test(html[lt + 1] ?? '')) {
+      // A "<" that opens no tag is text.
+      if (!skip) emit('<')
+      i = lt + 1
+      continue
+    }
+    const gt = html.indexOf('>', lt + 1)
+    if (gt === -1) break
+    i = gt + 1
+    const tag = html.slice(lt, gt + 1)
+    const m = /^<(\/?)([a-zA-Z][a-zA-Z0-9-]*)/.exec(tag)
+    if (!m) continue
+    const closing = m[1] === '/'
+    const name = m[2].toLowerCase()
+    if (skip) {
+      if (name === skip.name && !VOID.has(name) && !tag.endsWith('/>')) skip.depth += closing ? -1 : 1
+      if (skip.depth === 0) skip = null
+      continue
+    }
+    if (!closing && !VOID.has(name) && !tag.endsWith('/>')) {
+      if (SKIP_CONTENT.has(name) || /display\s*:\s*none/i.test(attr(tag, 'style') ?? '')) {
+        skip = { name, depth: 1 }
+        continue
+      }
+    }
+    if (name === 'br') {
+      if (marked) { flushBreak(); out.push(HARD_BREAK); last = '\n' } else emit('\n')
+      continue
+    }
+    if (name === 'hr') { breakLine(2); emit('----'); breakLine(2); continue }
+    if (name === 'img') {
+      if (!closing) { const alt = attr(tag, 'alt'); if (alt) emit(alt.replace(/\s+/g, ' ')) }
+      continue
+    }
+    if (name === 'pre') pre = Math.max(0, pre + (closing ? -1 : 1))
+    if (name === 'a') {
+      if (!closing) links.push({ href: attr(tag, 'href'), at: out.length })
+      else {
+        const link = links.pop()
+        const href = link?.href?.trim()
+        if (href && !href.startsWith('#') && !/^javascript:/i.test(href)) {
+          const target = href.replace(/^mailto:/i, '')
+          const label = out.slice(link!.at).join('').replace(/[\u0001-\u0003]/g, '').trim()
+          if (marked && label && /[\uE000\uE002]/.test(label + target)) {
+            // Whether the label is empty, or equals the URL, must not depend on the values.
+            const restore = (t: string) => t.replace(MARK_RE, (_, n: string) => marked.gaps[Number(n)])
+            const visible = label.replace(MARK_RE, '').trim()
+            if (/[\uE002]/.test(label + target)) marked.unfaithful = true
+            else if (visible) {
+              if (/\uE000/.test(target)) { emit(`${LINK_OPEN} [${target}]${LINK_CLOSE}`); marked.linkMarks = true } else emit(` [${target}]`)
+            } else if (restore(label) !== restore(target)) marked.unfaithful = true
+          } else if (!label) emit(target)
+          else if (label !== target) emit(` [${target}]`)
+        }
+      }
+      continue
+    }
+    if (name === 'li' && !closing) { breakLine(1); emit('* '); continue }
+    if (name === 'td' || name === 'th') { if (closing) emit(' '); continue }
+    if (PARAGRAPH.has(name)) { breakLine(2); continue }
+    if (LINE.has(name)) { breakLine(1); continue }
+  }
+  return { text: out.join('') }
+}
