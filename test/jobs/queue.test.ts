@@ -2,10 +2,18 @@ import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { hostname } from 'node:os'
 import { forEachStore } from '../helpers/env'
-import { Worker, claim, defineJob, enqueue, getJob, type JobContext } from '../../src/jobs/queue'
+import { Worker, claim, defineJob, enqueue, getJob, type EnqueueOptions, type JobContext } from '../../src/jobs/queue'
+import type { Store } from '../../src/db/client'
 import { leaseEnd } from '../../src/jobs/lease'
 
 const rnd = () => Math.random().toString(36).slice(2, 8)
+
+/** Queues a job that must be queued (no unique key in the way); returns its id. */
+async function queued(store: Store, name: string, payload: Record<string, unknown>, opts: EnqueueOptions = {}): Promise<string> {
+  const id = await enqueue(store, name, payload, opts)
+  if (!id) throw new Error(`job ${name} was not queued`)
+  return id
+}
 
 /** A clock the test moves by hand (claims, leases and heartbeats of a Worker given it). */
 function manualClock(start = Date.now()) {
@@ -35,7 +43,7 @@ forEachStore('job queue', (env) => {
     const p = await env.project()
     let runs = 0
     const w = new Worker(env.deps, [defineJob<{ n: number }>({ name: 'double', async run(_c, payload) { runs++; return { value: payload.n * 2 } } })])
-    const id = (await enqueue(env.store, 'double', { n: 21 }, { projectId: p.id }))!
+    const id = await queued(env.store, 'double', { n: 21 }, { projectId: p.id })
     expect(await w.drain()).toBe(1)
     expect(await w.drain()).toBe(0)
     const job = await getJob(env.store, p.id, id)
@@ -48,7 +56,7 @@ forEachStore('job queue', (env) => {
   test('failures retry until maxAttempts, then the job fails with the last error', async () => {
     let runs = 0
     const w = new Worker(env.deps, [defineJob({ name: 'flaky', backoffMs: () => 0, async run() { runs++; if (runs < 3) throw new Error(`boom ${runs}`); return { ok: true } } })])
-    const id = (await enqueue(env.store, 'flaky', {}, { maxAttempts: 5 }))!
+    const id = await queued(env.store, 'flaky', {}, { maxAttempts: 5 })
     await w.drain()
     expect(runs).toBe(3)
     const [row] = await env.store.rows<{ status: string; attempts: number }>(
@@ -57,7 +65,7 @@ forEachStore('job queue', (env) => {
 
     let fails = 0
     const w2 = new Worker(env.deps, [defineJob({ name: 'always-fails', backoffMs: () => 0, async run() { fails++; throw new Error('nope') } })])
-    const id2 = (await enqueue(env.store, 'always-fails', {}, { maxAttempts: 2, projectId: (await env.project()).id }))!
+    const id2 = await queued(env.store, 'always-fails', {}, { maxAttempts: 2, projectId: (await env.project()).id })
     await w2.drain()
     expect(fails).toBe(2)
     const { jobs } = env.store.t
@@ -74,7 +82,7 @@ forEachStore('job queue', (env) => {
   test('lease length: a live lease is not claimed again; an expired one is, by one claimer, as a new attempt', async () => {
     const clock = manualClock()
     const name = `lease-${rnd()}`
-    const id = (await enqueue(env.store, name, {}))!
+    const id = await queued(env.store, name, {})
     const crashed = await claim(env.store, [name], 'dead-worker', 10, 30_000, clock.now())
     expect(crashed.map((r) => r.id)).toEqual([id])
     expect(await jobRow(id)).toMatchObject({ status: 'running', lockedBy: 'dead-worker', lockedUntil: leaseEnd(clock.now(), 30_000), attempts: 1 })
@@ -92,7 +100,7 @@ forEachStore('job queue', (env) => {
   test('a job whose lease expired more often than its attempts allow fails instead of running', async () => {
     const clock = manualClock()
     const name = `expired-${rnd()}`
-    const id = (await enqueue(env.store, name, {}, { maxAttempts: 1 }))!
+    const id = await queued(env.store, name, {}, { maxAttempts: 1 })
     await claim(env.store, [name], 'dead-worker', 1, 1_000, clock.now())
     clock.at(2_000)
     let ran = 0
@@ -105,7 +113,7 @@ forEachStore('job queue', (env) => {
   test('the progress heartbeat extends the lease once a third of it has passed, and records progress each time', async () => {
     const clock = manualClock()
     const name = `progress-${rnd()}`
-    const id = (await enqueue(env.store, name, {}))!
+    const id = await queued(env.store, name, {})
     const seen: Array<{ processed: number; total: number; lockedUntil: Date | null }> = []
     let stolen: unknown[] = []
     const w = new Worker(env.deps, [defineJob({
@@ -139,7 +147,7 @@ forEachStore('job queue', (env) => {
   test('a worker that lost its lease can neither record progress nor finish the job: the new holder keeps it', async () => {
     const clock = manualClock()
     const name = `lost-${rnd()}`
-    const id = (await enqueue(env.store, name, {}))!
+    const id = await queued(env.store, name, {})
     const g = gate()
     const w = new Worker(env.deps, [defineJob({
       name, leaseMs: 1_000,
@@ -170,10 +178,10 @@ forEachStore('job queue', (env) => {
     let runs = 0
     const w = new Worker(env.deps, [defineJob({ name, async run() { runs++; g.reach(); await g.opened; return { ok: true } } })], { concurrency: 1, pollMs: 3_600_000 })
     await w.start()
-    const first = (await enqueue(env.store, name, {}))!
+    const first = await queued(env.store, name, {})
     await g.arrived
     const stopping = w.stop()
-    const second = (await enqueue(env.store, name, {}))!
+    const second = await queued(env.store, name, {})
     g.open()
     await stopping
     expect(runs).toBe(1)
@@ -187,7 +195,7 @@ forEachStore('job queue', (env) => {
   test('stop hands back a lease the worker still holds (a job whose last write failed), due at once', async () => {
     const name = `held-${rnd()}`
     const w = new Worker(env.deps, [], { pollMs: 3_600_000 })
-    const id = (await enqueue(env.store, name, {}))!
+    const id = await queued(env.store, name, {})
     await claim(env.store, [name], w.id, 1, 60_000)
     await w.start()
     await w.stop()
@@ -205,9 +213,9 @@ forEachStore('job queue', (env) => {
     await done.exited
     const living = Bun.spawn(['sleep', '60'])
     try {
-      const orphan = (await enqueue(env.store, name, { who: 'dead' }))!
+      const orphan = await queued(env.store, name, { who: 'dead' })
       await claim(env.store, [name], `${hostname()}:${done.pid}:crashed`, 1, 3_600_000)
-      const kept = (await enqueue(env.store, name, { who: 'alive' }))!
+      const kept = await queued(env.store, name, { who: 'alive' })
       await claim(env.store, [name], `${hostname()}:${living.pid}:busy`, 1, 3_600_000)
       const ran: string[] = []
       const w = new Worker(env.deps, [defineJob<{ who: string }>({ name, async run(_c, p) { ran.push(p.who) } })], { pollMs: 3_600_000 })
