@@ -170,8 +170,12 @@ export class Worker {
     this.timer = null
     await Promise.allSettled([...this.inflight])
     // Nothing runs any more: a lease still held (a job whose last write failed) is handed back now.
-    const released = await release(this.deps.store, jobLeases(this.deps.store), this.id, undefined, this.now())
-    if (released) this.deps.log.info('released job leases at stop', { jobs: released })
+    try {
+      const released = await release(this.deps.store, jobLeases(this.deps.store), this.id, undefined, this.now())
+      if (released) this.deps.log.info('released job leases at stop', { jobs: released })
+    } catch (err) {
+      this.deps.log.warn('releasing job leases at stop failed', errorFields(err))
+    }
   }
 
   private tick() {
