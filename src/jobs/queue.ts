@@ -1,17 +1,19 @@
-import { and, asc, eq, inArray, lt, lte, or, sql } from 'drizzle-orm'
-import { EventEmitter } from 'node:events'
-import { hostname } from 'node:os'
+import { and, asc, eq, inArray, lte, or, sql } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
+import { expiredLease, heldBy, holders, leaseEnd, release, releaseDead, renew, renewAfterMs, Wakeups, type LeasedTable } from './lease'
 
 /**
- * The one durable job queue (STYLE.md "Jobs"): rows in `jobs`, claimed atomically (PostgreSQL
- * FOR UPDATE SKIP LOCKED, SQLite the single writer), retried with exponential backoff, and leased:
- * a job whose worker died is claimed again once its lease expires. Payloads carry ids only.
+ * The durable job queue (STYLE.md "Jobs"): rows in `jobs`, claimed atomically (PostgreSQL
+ * FOR UPDATE SKIP LOCKED, SQLite the single writer), retried with exponential backoff, and leased
+ * (lease.ts): a job whose worker died is claimed again once its lease expires, or at once when a worker
+ * of this host starts and finds its process gone. Payloads carry ids only. Outbound mail has its own
+ * queue (mail/outbound/queue.ts says why) on the same leases.
  */
 
 export type JobRow = typeof import('../db/schema').pgSchema.jobs.$inferSelect
+type JobsTable = Store['t']['jobs']
 
 export interface JobContext {
   deps: Deps
@@ -22,7 +24,7 @@ export interface JobContext {
 
 export interface JobDef<P = Record<string, unknown>> {
   name: string
-  run(ctx: JobContext, payload: P): Promise<Record<string, unknown> | void>
+  run(ctx: JobContext, payload: P): Promise<Record<string, unknown>> | Promise<void>
   maxAttempts?: number
   /** Delay before retry number `attempt` (1-based), in ms. Default: 2^attempt seconds, capped at 1 hour. */
   backoffMs?(attempt: number): number
@@ -35,6 +37,9 @@ export function defineJob<P = Record<string, unknown>>(def: JobDef<P>): JobDef<P
   return def
 }
 
+/** A job of any payload type (lists of jobs, the Worker). */
+export type AnyJob = JobDef<never>
+
 export interface EnqueueOptions {
   projectId?: string | null
   runAt?: Date
@@ -44,9 +49,18 @@ export interface EnqueueOptions {
   total?: number
 }
 
-/** Wakes local workers when a job is queued (other nodes poll, or listen on Redis when configured). */
-export const wakeups = new EventEmitter()
-wakeups.setMaxListeners(100)
+/** Wakes this process's workers when a job is queued (other nodes find it at their next poll). */
+export const jobWakeups = new Wakeups('jobs')
+
+/** The leases of `jobs`: a released job is queued again, due now. */
+export function jobLeases(store: Store): LeasedTable<JobsTable> {
+  const { jobs } = store.t
+  return {
+    table: jobs, key: jobs.id, lockedBy: jobs.lockedBy, lockedUntil: jobs.lockedUntil,
+    renewed: (until) => ({ lockedUntil: until }),
+    released: (now) => ({ status: 'queued', runAt: now, lockedBy: null, lockedUntil: null, updatedAt: now }),
+  }
+}
 
 /** Queues a job; pass `db` to queue inside the caller's transaction (it commits with the caller's rows). */
 export async function enqueue(store: Store, name: string, payload: Record<string, unknown>, opts: EnqueueOptions = {}, db?: Db): Promise<string | null> {
@@ -59,7 +73,7 @@ export async function enqueue(store: Store, name: string, payload: Record<string
     lastError: null, total: opts.total ?? 0, processed: 0, result: null, createdAt: now, updatedAt: now, finishedAt: null,
   }).onConflictDoNothing().returning({ id: jobs.id })
   const rows = db ? await insert(db) : await store.tx(insert)
-  if (rows.length) queueMicrotask(() => wakeups.emit('job', name))
+  if (rows.length) queueMicrotask(() => jobWakeups.notify())
   return rows.length ? id : null
 }
 
@@ -73,42 +87,58 @@ export async function getJob(store: Store, projectId: string, id: string, names?
 
 const defaultBackoff = (attempt: number) => Math.min(3600_000, 1000 * 2 ** attempt)
 
-/** Claims up to `limit` due jobs of the given kinds for `workerId`. */
-export async function claim(store: Store, names: string[], workerId: string, limit: number, leaseMs: number): Promise<JobRow[]> {
+/**
+ * Claims up to `limit` jobs of the given kinds for `workerId`: queued jobs that are due, and running
+ * jobs whose lease has expired at `now`.
+ */
+export async function claim(store: Store, names: string[], workerId: string, limit: number, leaseMs: number, now = new Date()): Promise<JobRow[]> {
   if (!names.length || limit <= 0) return []
   const { jobs } = store.t
-  const now = new Date()
   return store.tx(async (db) => {
-    let due = db.select({ id: jobs.id }).from(jobs).where(and(
+    const due = db.select({ id: jobs.id }).from(jobs).where(and(
       inArray(jobs.name, names),
       or(
         and(eq(jobs.status, 'queued'), lte(jobs.runAt, now)),
-        and(eq(jobs.status, 'running'), lt(jobs.lockedUntil, now)),
+        and(eq(jobs.status, 'running'), expiredLease(jobLeases(store), now)),
       ),
     )).orderBy(asc(jobs.runAt)).limit(limit)
-    if (store.dialect === 'pg') due = due.for('update', { skipLocked: true }) as typeof due
     return db.update(jobs).set({
-      status: 'running', lockedBy: workerId, lockedUntil: new Date(now.getTime() + leaseMs),
+      status: 'running', lockedBy: workerId, lockedUntil: leaseEnd(now, leaseMs),
       attempts: sql`${jobs.attempts} + 1`, updatedAt: now,
-    }).where(inArray(jobs.id, due)).returning()
+    }).where(inArray(jobs.id, store.dialect === 'pg' ? due.for('update', { skipLocked: true }) : due)).returning()
   })
 }
 
-/** Runs jobs of the registered kinds until stopped. `drain()` runs everything due now (tests, CLI). */
+export interface WorkerOptions {
+  /** Jobs run at once (default 4). */
+  concurrency?: number
+  /** Poll interval when no wake-up comes (default 1 s). */
+  pollMs?: number
+  /** The clock of claims, leases and heartbeats (tests drive it). */
+  now?: () => Date
+}
+
+/**
+ * Runs jobs of the registered kinds until stopped. `drain()` runs everything due now (tests, CLI).
+ * `stop()` claims nothing more, lets the jobs in flight finish, and hands back any lease still held.
+ */
 export class Worker {
-  private defs = new Map<string, JobDef<any>>()
+  /** This worker's holder id (lease.ts). */
+  readonly id = holders.newId()
+  private defs = new Map<string, AnyJob>()
   private running = 0
   private timer: Timer | null = null
   private stopped = true
   private inflight = new Set<Promise<void>>()
-  private readonly id = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`
-  private readonly onWake = () => this.tick()
+  private unlisten: (() => void) | null = null
+  private readonly now: () => Date
 
-  constructor(private deps: Deps, defs: JobDef<any>[], private opts: { concurrency?: number; pollMs?: number } = {}) {
+  constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
     for (const d of defs) this.defs.set(d.name, d)
+    this.now = opts.now ?? (() => new Date())
   }
 
-  register(def: JobDef<any>) { this.defs.set(def.name, def) }
+  register(def: AnyJob) { this.defs.set(def.name, def) }
 
   /** Makes sure each recurring job has one queued row (safe on every node at every start). */
   async ensureRecurring() {
@@ -119,17 +149,33 @@ export class Worker {
 
   async start() {
     this.stopped = false
+    // Jobs a crashed process on this host was running are due again now, not at lease expiry.
+    try {
+      const released = await releaseDead(this.deps.store, jobLeases(this.deps.store), this.now())
+      if (released) this.deps.log.info('released the job leases of a dead process', { jobs: released })
+    } catch (err) {
+      this.deps.log.warn('releasing dead job leases failed', errorFields(err))
+    }
     await this.ensureRecurring()
-    wakeups.on('job', this.onWake)
+    this.unlisten = jobWakeups.on(() => this.tick())
     this.timer = setInterval(() => this.tick(), this.opts.pollMs ?? 1000)
     this.tick()
   }
 
   async stop() {
     this.stopped = true
-    wakeups.off('job', this.onWake)
+    this.unlisten?.()
+    this.unlisten = null
     if (this.timer) clearInterval(this.timer)
+    this.timer = null
     await Promise.allSettled([...this.inflight])
+    // Nothing runs any more: a lease still held (a job whose last write failed) is handed back now.
+    try {
+      const released = await release(this.deps.store, jobLeases(this.deps.store), this.id, undefined, this.now())
+      if (released) this.deps.log.info('released job leases at stop', { jobs: released })
+    } catch (err) {
+      this.deps.log.warn('releasing job leases at stop failed', errorFields(err))
+    }
   }
 
   private tick() {
@@ -160,7 +206,7 @@ export class Worker {
     this.running += limit
     let rows: JobRow[] = []
     try {
-      rows = await claim(this.deps.store, [...this.defs.keys()], this.id, limit, lease)
+      rows = await claim(this.deps.store, [...this.defs.keys()], this.id, limit, lease, this.now())
     } finally {
       this.running -= limit - rows.length
     }
@@ -172,32 +218,36 @@ export class Worker {
   }
 
   private async execute(row: JobRow) {
-    const def = this.defs.get(row.name)!
+    const def = this.defs.get(row.name)
+    if (!def) throw new Error(`job ${row.id} of unregistered kind ${row.name} was claimed`)
     const { store, log } = this.deps
     const { jobs } = store.t
-    const mine = and(eq(jobs.id, row.id), eq(jobs.lockedBy, this.id))
+    const leases = jobLeases(store)
+    const mine = heldBy(leases, this.id, [row.id])
     const leaseMs = def.leaseMs ?? 60_000
-    let lastBeat = Date.now()
+    let lastBeat = this.now().getTime()
     const ctx: JobContext = {
       deps: this.deps,
       job: row,
       progress: async (processed, total) => {
-        const now = new Date()
-        const beat = now.getTime() - lastBeat > leaseMs / 3
-        if (beat) lastBeat = now.getTime()
-        await store.tx((db) => db.update(jobs).set({
-          processed, ...(total !== undefined ? { total } : {}), updatedAt: now,
-          ...(beat ? { lockedUntil: new Date(now.getTime() + leaseMs) } : {}),
-        }).where(mine))
+        const now = this.now()
+        const fields = { processed, ...(total !== undefined ? { total } : {}), updatedAt: now }
+        if (now.getTime() - lastBeat > renewAfterMs(leaseMs)) {
+          lastBeat = now.getTime()
+          await renew(store, leases, this.id, [row.id], leaseMs, now, fields)
+        } else {
+          await store.tx((db) => db.update(jobs).set(fields).where(mine))
+        }
       },
     }
     if (row.attempts > row.maxAttempts) {
-      await store.tx((db) => db.update(jobs).set({ status: 'failed', lastError: row.lastError ?? 'lease expired too many times', finishedAt: new Date(), lockedBy: null, lockedUntil: null }).where(mine))
+      await store.tx((db) => db.update(jobs).set({ status: 'failed', lastError: row.lastError ?? 'lease expired too many times', finishedAt: this.now(), lockedBy: null, lockedUntil: null }).where(mine))
       return
     }
     try {
+      // The payload is what enqueue stored for this kind of job: its shape is the job's own contract.
       const result = await def.run(ctx, row.payload as never)
-      const now = new Date()
+      const now = this.now()
       await store.tx(async (db) => {
         await db.update(jobs).set({
           status: 'completed', result: result ?? row.result, finishedAt: now, updatedAt: now, lockedBy: null, lockedUntil: null,
@@ -207,7 +257,7 @@ export class Worker {
         }
       })
     } catch (err) {
-      const now = new Date()
+      const now = this.now()
       const message = err instanceof Error ? err.message : String(err)
       const final = row.attempts >= row.maxAttempts
       log.warn('job failed', { job: row.name, jobId: row.id, attempt: row.attempts, final, ...errorFields(err) })

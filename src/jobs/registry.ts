@@ -1,4 +1,4 @@
-import type { JobDef } from './queue'
+import type { AnyJob } from './queue'
 import { housekeepingJobs } from './housekeeping'
 import { accountJobs } from '../modules/auth/jobs'
 import { contactJobs } from '../modules/contacts/jobs'
@@ -8,7 +8,7 @@ import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
-export const allJobs: JobDef<any>[] = [
+export const allJobs: AnyJob[] = [
   ...housekeepingJobs,
   ...accountJobs,
   ...contactJobs,

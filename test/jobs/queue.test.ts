@@ -1,13 +1,49 @@
 import { expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { hostname } from 'node:os'
 import { forEachStore } from '../helpers/env'
-import { Worker, claim, defineJob, enqueue, getJob } from '../../src/jobs/queue'
+import { Worker, claim, defineJob, enqueue, getJob, type EnqueueOptions, type JobContext } from '../../src/jobs/queue'
+import type { Store } from '../../src/db/client'
+import { leaseEnd } from '../../src/jobs/lease'
+
+const rnd = () => Math.random().toString(36).slice(2, 8)
+
+/** Queues a job that must be queued (no unique key in the way); returns its id. */
+async function queued(store: Store, name: string, payload: Record<string, unknown>, opts: EnqueueOptions = {}): Promise<string> {
+  const id = await enqueue(store, name, payload, opts)
+  if (!id) throw new Error(`job ${name} was not queued`)
+  return id
+}
+
+/** A clock the test moves by hand (claims, leases and heartbeats of a Worker given it). */
+function manualClock(start = Date.now()) {
+  let t = start
+  return { now: () => new Date(t), at: (ms: number) => { t = start + ms }, start }
+}
+
+/** A promise the test resolves when it wants, and a flag saying a job reached it. */
+function gate() {
+  let open = () => {}
+  let reached = () => {}
+  const opened = new Promise<void>((r) => { open = r })
+  const arrived = new Promise<void>((r) => { reached = r })
+  return { open, opened, arrived, reach: () => reached() }
+}
+
+async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) {
+  const end = Date.now() + timeoutMs
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(5)
+  }
+}
 
 forEachStore('job queue', (env) => {
   test('a queued job runs once and records its result', async () => {
     const p = await env.project()
     let runs = 0
     const w = new Worker(env.deps, [defineJob<{ n: number }>({ name: 'double', async run(_c, payload) { runs++; return { value: payload.n * 2 } } })])
-    const id = (await enqueue(env.store, 'double', { n: 21 }, { projectId: p.id }))!
+    const id = await queued(env.store, 'double', { n: 21 }, { projectId: p.id })
     expect(await w.drain()).toBe(1)
     expect(await w.drain()).toBe(0)
     const job = await getJob(env.store, p.id, id)
@@ -20,7 +56,7 @@ forEachStore('job queue', (env) => {
   test('failures retry until maxAttempts, then the job fails with the last error', async () => {
     let runs = 0
     const w = new Worker(env.deps, [defineJob({ name: 'flaky', backoffMs: () => 0, async run() { runs++; if (runs < 3) throw new Error(`boom ${runs}`); return { ok: true } } })])
-    const id = (await enqueue(env.store, 'flaky', {}, { maxAttempts: 5 }))!
+    const id = await queued(env.store, 'flaky', {}, { maxAttempts: 5 })
     await w.drain()
     expect(runs).toBe(3)
     const [row] = await env.store.rows<{ status: string; attempts: number }>(
@@ -29,7 +65,7 @@ forEachStore('job queue', (env) => {
 
     let fails = 0
     const w2 = new Worker(env.deps, [defineJob({ name: 'always-fails', backoffMs: () => 0, async run() { fails++; throw new Error('nope') } })])
-    const id2 = (await enqueue(env.store, 'always-fails', {}, { maxAttempts: 2, projectId: (await env.project()).id }))!
+    const id2 = await queued(env.store, 'always-fails', {}, { maxAttempts: 2, projectId: (await env.project()).id })
     await w2.drain()
     expect(fails).toBe(2)
     const { jobs } = env.store.t
@@ -38,16 +74,161 @@ forEachStore('job queue', (env) => {
     expect(j.lastError).toBe('nope')
   })
 
-  test('a job whose worker died is claimed again after its lease expires, and only then', async () => {
-    const id = (await enqueue(env.store, 'lease', {}))!
-    const crashed = await claim(env.store, ['lease'], 'dead-worker', 10, 30)
+  const jobRow = async (id: string) => {
+    const { jobs } = env.store.t
+    return (await env.store.db.select().from(jobs).where(eq(jobs.id, id)))[0]
+  }
+
+  test('lease length: a live lease is not claimed again; an expired one is, by one claimer, as a new attempt', async () => {
+    const clock = manualClock()
+    const name = `lease-${rnd()}`
+    const id = await queued(env.store, name, {})
+    const crashed = await claim(env.store, [name], 'dead-worker', 10, 30_000, clock.now())
     expect(crashed.map((r) => r.id)).toEqual([id])
-    expect(await claim(env.store, ['lease'], 'other', 10, 30)).toEqual([])
-    await Bun.sleep(60)
+    expect(await jobRow(id)).toMatchObject({ status: 'running', lockedBy: 'dead-worker', lockedUntil: leaseEnd(clock.now(), 30_000), attempts: 1 })
+    clock.at(29_999)
+    expect(await claim(env.store, [name], 'other', 10, 30_000, clock.now())).toEqual([])
+    clock.at(30_001)
     let ran = 0
-    const w = new Worker(env.deps, [defineJob({ name: 'lease', async run() { ran++ } })])
+    const w = new Worker(env.deps, [defineJob({ name, async run() { ran++ } })], { now: clock.now })
     expect(await w.drain()).toBe(1)
     expect(ran).toBe(1)
+    expect(await jobRow(id)).toMatchObject({ status: 'completed', attempts: 2, lockedBy: null, lockedUntil: null })
+    expect(await claim(env.store, [name], 'late', 10, 30_000, clock.now())).toEqual([])
+  })
+
+  test('a job whose lease expired more often than its attempts allow fails instead of running', async () => {
+    const clock = manualClock()
+    const name = `expired-${rnd()}`
+    const id = await queued(env.store, name, {}, { maxAttempts: 1 })
+    await claim(env.store, [name], 'dead-worker', 1, 1_000, clock.now())
+    clock.at(2_000)
+    let ran = 0
+    const w = new Worker(env.deps, [defineJob({ name, async run() { ran++ } })], { now: clock.now })
+    expect(await w.drain()).toBe(1)
+    expect(ran).toBe(0)
+    expect(await jobRow(id)).toMatchObject({ status: 'failed', lastError: 'lease expired too many times', lockedBy: null })
+  })
+
+  test('the progress heartbeat extends the lease once a third of it has passed, and records progress each time', async () => {
+    const clock = manualClock()
+    const name = `progress-${rnd()}`
+    const id = await queued(env.store, name, {})
+    const seen: Array<{ processed: number; total: number; lockedUntil: Date | null }> = []
+    let stolen: unknown[] = []
+    const w = new Worker(env.deps, [defineJob({
+      name, leaseMs: 30_000,
+      async run(ctx: JobContext) {
+        const look = async () => {
+          const r = await jobRow(ctx.job.id)
+          seen.push({ processed: r.processed, total: r.total, lockedUntil: r.lockedUntil })
+        }
+        clock.at(5_000)
+        await ctx.progress(1, 10)
+        await look()
+        clock.at(10_001)
+        await ctx.progress(2)
+        await look()
+        // The first lease would have ended at 30 s; the renewed one ends at 40 s.
+        clock.at(35_000)
+        stolen = await claim(env.store, [name], 'thief', 1, 30_000, clock.now())
+        return { done: true }
+      },
+    })], { now: clock.now })
+    expect(await w.drain()).toBe(1)
+    expect(seen).toEqual([
+      { processed: 1, total: 10, lockedUntil: new Date(clock.start + 30_000) },
+      { processed: 2, total: 10, lockedUntil: new Date(clock.start + 10_001 + 30_000) },
+    ])
+    expect(stolen).toEqual([])
+    expect(await jobRow(id)).toMatchObject({ status: 'completed', processed: 2, result: { done: true }, lockedBy: null })
+  })
+
+  test('a worker that lost its lease can neither record progress nor finish the job: the new holder keeps it', async () => {
+    const clock = manualClock()
+    const name = `lost-${rnd()}`
+    const id = await queued(env.store, name, {})
+    const g = gate()
+    const w = new Worker(env.deps, [defineJob({
+      name, leaseMs: 1_000,
+      async run(ctx: JobContext) {
+        g.reach()
+        await g.opened
+        clock.at(2_000)
+        await ctx.progress(99, 100)
+        return { from: 'the old holder' }
+      },
+    })], { now: clock.now })
+    const draining = w.drain()
+    await g.arrived
+    clock.at(1_500)
+    const [taken] = await claim(env.store, [name], 'new-holder', 1, 60_000, clock.now())
+    expect(taken?.id).toBe(id)
+    g.open()
+    expect(await draining).toBe(1)
+    expect(await jobRow(id)).toMatchObject({ status: 'running', lockedBy: 'new-holder', processed: 0, total: 0, result: null, attempts: 2 })
+    // Its stop hands back only what it holds: the new holder's lease stays.
+    await w.stop()
+    expect(await jobRow(id)).toMatchObject({ status: 'running', lockedBy: 'new-holder' })
+  })
+
+  test('stop: the job in flight finishes, nothing new is claimed, no lease stays held', async () => {
+    const name = `stop-${rnd()}`
+    const g = gate()
+    let runs = 0
+    const w = new Worker(env.deps, [defineJob({ name, async run() { runs++; g.reach(); await g.opened; return { ok: true } } })], { concurrency: 1, pollMs: 3_600_000 })
+    await w.start()
+    const first = await queued(env.store, name, {})
+    await g.arrived
+    const stopping = w.stop()
+    const second = await queued(env.store, name, {})
+    g.open()
+    await stopping
+    expect(runs).toBe(1)
+    expect(await jobRow(first)).toMatchObject({ status: 'completed', result: { ok: true }, lockedBy: null })
+    expect(await jobRow(second)).toMatchObject({ status: 'queued', attempts: 0, lockedBy: null })
+    const { jobs } = env.store.t
+    expect(await env.store.db.select().from(jobs).where(eq(jobs.lockedBy, w.id))).toEqual([])
+    await env.store.tx((db) => db.delete(jobs).where(eq(jobs.name, name)))
+  })
+
+  test('stop hands back a lease the worker still holds (a job whose last write failed), due at once', async () => {
+    const name = `held-${rnd()}`
+    const w = new Worker(env.deps, [], { pollMs: 3_600_000 })
+    const id = await queued(env.store, name, {})
+    await claim(env.store, [name], w.id, 1, 60_000)
+    await w.start()
+    await w.stop()
+    const row = await jobRow(id)
+    expect(row).toMatchObject({ status: 'queued', lockedBy: null, lockedUntil: null, attempts: 1 })
+    expect(row.runAt.getTime()).toBeLessThanOrEqual(Date.now())
+    let ran = 0
+    expect(await new Worker(env.deps, [defineJob({ name, async run() { ran++ } })]).drain()).toBe(1)
+    expect(ran).toBe(1)
+  })
+
+  test('start: the jobs of a dead process on this host run at once; a live process keeps its leases', async () => {
+    const name = `dead-${rnd()}`
+    const done = Bun.spawn(['true'])
+    await done.exited
+    const living = Bun.spawn(['sleep', '60'])
+    try {
+      const orphan = await queued(env.store, name, { who: 'dead' })
+      await claim(env.store, [name], `${hostname()}:${done.pid}:crashed`, 1, 3_600_000)
+      const kept = await queued(env.store, name, { who: 'alive' })
+      await claim(env.store, [name], `${hostname()}:${living.pid}:busy`, 1, 3_600_000)
+      const ran: string[] = []
+      const w = new Worker(env.deps, [defineJob<{ who: string }>({ name, async run(_c, p) { ran.push(p.who) } })], { pollMs: 3_600_000 })
+      await w.start()
+      await until(async () => (await jobRow(orphan)).status === 'completed', 'the orphaned job to run')
+      await w.stop()
+      expect(ran).toEqual(['dead'])
+      expect(await jobRow(kept)).toMatchObject({ status: 'running', lockedBy: `${hostname()}:${living.pid}:busy` })
+      const { jobs } = env.store.t
+      await env.store.tx((db) => db.delete(jobs).where(eq(jobs.id, kept)))
+    } finally {
+      living.kill()
+    }
   })
 
   test('concurrent claims never hand one job to two workers', async () => {

@@ -9,7 +9,9 @@ import { ctxFor } from '../../src/deps'
 import { createTemplate } from '../../src/modules/templates/service'
 import { createTransport } from '../../src/mail/outbound'
 import { CaptureTransport, listCaptured } from '../../src/mail/outbound/capture'
-import { deferredEntries, queueStats } from '../../src/mail/outbound/queue'
+import { deferredEntries, outboundLeases, queueStats } from '../../src/mail/outbound/queue'
+import { leaseEnd, renew } from '../../src/jobs/lease'
+import { hostname } from 'node:os'
 import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
 import { returnPathDomain } from '../../src/modules/domains/service'
 
@@ -330,6 +332,42 @@ forEachStore('outbound delivery', (env) => {
     const row = await email(id)
     expect(row.status).toBe('OPENED')
     expect(row.deliveredAt).toBeInstanceOf(Date)
+  })
+
+  test('leases: renewal moves run_at with the lease; a stopping pipeline hands back what it holds; a dead process\'s leases are released at start', async () => {
+    const ids = await send({ to: [`l1.${rnd()}@dest.test`, `l2.${rnd()}@dest.test`, `l3.${rnd()}@dest.test`] })
+    const [mine, orphan, foreign] = ids
+    const { outboundQueue: q } = env.store.t
+    const done = Bun.spawn(['true'])
+    await done.exited
+    const stopping = pipelineFor(env, { transport: new CaptureTransport() })
+    const hold = (id: string, by: string) => env.store.tx((db) => db.update(q)
+      .set({ lockedBy: by, lockedUntil: new Date(Date.now() + 3_600_000), runAt: new Date(Date.now() + 3_600_000) }).where(eq(q.emailId, id)))
+    await hold(mine, stopping.workerId)
+    await hold(orphan, `${hostname()}:${done.pid}:crashed`)
+    await hold(foreign, 'another-host:1:busy')
+
+    // A renewal by the holder moves run_at with the lease end; another holder's row is not renewed.
+    const t1 = new Date(Date.now() + 60_000)
+    expect(await renew(env.store, outboundLeases(env.store), stopping.workerId, [mine, foreign], 7_200_000, t1)).toBe(1)
+    expect(await queueRow(mine)).toMatchObject({ lockedUntil: leaseEnd(t1, 7_200_000), runAt: leaseEnd(t1, 7_200_000) })
+
+    await stopping.stop()
+    const handed = await queueRow(mine)
+    expect(handed).toMatchObject({ lockedBy: null, lockedUntil: null })
+    expect(handed.runAt.getTime()).toBeLessThanOrEqual(Date.now())
+    expect(await queueRow(orphan)).toMatchObject({ lockedBy: `${hostname()}:${done.pid}:crashed` })
+
+    const next = pipelineFor(env, { transport: new CaptureTransport() })
+    next.start()
+    try {
+      await until(async () => (await email(mine))?.status === 'SENT' && (await email(orphan))?.status === 'SENT', 20_000, 'both messages sent')
+    } finally {
+      await next.stop()
+    }
+    expect(await queueRow(foreign)).toMatchObject({ lockedBy: 'another-host:1:busy' })
+    expect((await email(foreign)).status).toBe('PENDING')
+    await env.store.tx((db) => db.delete(q).where(eq(q.emailId, foreign)))
   })
 }, { dnsServers: [dns.server], mxPort: main.port, outbound: 'direct' })
 

@@ -8,7 +8,6 @@
  * due again and is delivered by whichever node claims it. Only messages whose 250 had not been recorded
  * when the process died (at most one per open connection) can reach their host a second time.
  */
-import { hostname } from 'node:os'
 import { ctxFor, type Deps } from '../../deps'
 import { errorFields, type Logger } from '../../log'
 import { signingKeyFor, type VerifiedDomain } from '../../modules/domains/service'
@@ -17,20 +16,18 @@ import type { DeliveryEmail } from '../../modules/emails/repo'
 import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
-import { claimDue, releaseDeadLeases, renewLeases, type QueueRow } from './queue'
+import { holders, release, releaseDead, renew, renewAfterMs, Wakeups } from '../../jobs/lease'
+import { claimDue, outboundLeases, type QueueRow } from './queue'
 import { OutcomeRecorder, type Outcome } from './recorder'
 import { parseReply } from './replies'
 import type { Delivery, Transport } from './types'
 import { verpAddress } from './verp'
-import { EventEmitter } from 'node:events'
 
 /** The largest message accepted for delivery (API.md Limits: 40 MB). */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
 
-/** Local wake-ups when mail is queued (other nodes poll, or hear it on Redis). */
-export const outboundWakeups = new EventEmitter()
-outboundWakeups.setMaxListeners(100)
-export const OUTBOUND_CHANNEL = 'mailctl:outbound'
+/** "Mail was queued": wakes this process's pipelines at once, and other nodes' through Redis. */
+export const outboundWakeups = new Wakeups('outbound')
 
 export interface PipelineOptions {
   transport: Transport
@@ -49,14 +46,6 @@ export interface PipelineOptions {
 
 interface DomainEntry { at: number; value: Promise<VerifiedDomain | null> }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 const DOMAIN_TTL_MS = 30_000
 
 export class OutboundPipeline {
@@ -70,7 +59,7 @@ export class OutboundPipeline {
   private slotFreed: (() => void) | null = null
   private domains = new Map<string, DomainEntry>()
   private log: Logger
-  private readonly onWake = () => this.wake()
+  private unlisten: (() => void) | null = null
   /** Emails claimed by this pipeline and not yet recorded (their leases are renewed). */
   private claimedIds = new Set<string>()
   private heartbeat: Timer | null = null
@@ -78,12 +67,9 @@ export class OutboundPipeline {
   readonly stats = { claimed: 0, settled: 0 }
 
   constructor(private deps: Deps, private opts: PipelineOptions) {
-    this.workerId = opts.workerId ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`
-    const transport = opts.transport
-    this.recorder = new OutcomeRecorder(deps, {
-      workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs,
-      onWire: transport.onWire ? () => transport.onWire!() : undefined,
-    })
+    this.workerId = opts.workerId ?? holders.newId()
+    const onWire = opts.transport.onWire?.bind(opts.transport)
+    this.recorder = new OutcomeRecorder(deps, { workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs, onWire })
     this.log = opts.log ?? deps.log
   }
 
@@ -94,15 +80,16 @@ export class OutboundPipeline {
   start(): void {
     if (this.running) return
     this.running = true
-    outboundWakeups.on('queued', this.onWake)
+    this.unlisten = outboundWakeups.on(() => this.wake())
+    const leases = outboundLeases(this.deps.store)
     this.heartbeat = setInterval(() => {
-      renewLeases(this.deps.store, this.workerId, [...this.claimedIds], this.leaseMs)
+      renew(this.deps.store, leases, this.workerId, [...this.claimedIds], this.leaseMs)
         .catch((err) => this.log.error('outbound lease renewal failed', errorFields(err)))
-    }, Math.max(1000, Math.floor(this.leaseMs / 3)))
+    }, Math.max(1000, Math.floor(renewAfterMs(this.leaseMs))))
     this.loopDone = (async () => {
       // Messages a crashed process on this host had claimed are due again now, not at lease expiry.
       try {
-        const released = await releaseDeadLeases(this.deps.store, hostname(), pidAlive)
+        const released = await releaseDead(this.deps.store, leases)
         if (released) this.log.info('released the leases of a dead process', { messages: released })
       } catch (err) {
         this.log.warn('releasing dead leases failed', errorFields(err))
@@ -111,10 +98,14 @@ export class OutboundPipeline {
     })()
   }
 
-  /** Stops claiming, lets in-flight messages finish and be recorded, then closes the transport. */
+  /**
+   * Stops claiming, lets in-flight messages finish and be recorded, hands back any lease still held (a
+   * message whose outcome could not be recorded), then closes the transport.
+   */
   async stop(): Promise<void> {
     this.running = false
-    outboundWakeups.off('queued', this.onWake)
+    this.unlisten?.()
+    this.unlisten = null
     this.wake()
     this.slotFreed?.()
     await this.loopDone
@@ -122,6 +113,12 @@ export class OutboundPipeline {
     if (this.heartbeat) clearInterval(this.heartbeat)
     this.heartbeat = null
     await this.recorder.idle()
+    try {
+      const released = await release(this.deps.store, outboundLeases(this.deps.store), this.workerId)
+      if (released) this.log.info('released outbound leases at stop', { messages: released })
+    } catch (err) {
+      this.log.warn('releasing outbound leases at stop failed', errorFields(err))
+    }
     await this.opts.transport.close()
     await this.opts.builder.close()
   }

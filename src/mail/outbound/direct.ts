@@ -109,7 +109,7 @@ export class DirectTransport implements Transport {
   }
 
   async deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void> {
-    let hosts
+    let hosts: MxHost[]
     try {
       hosts = await this.route(env.domain)
     } catch (err) {
@@ -139,7 +139,9 @@ export class DirectTransport implements Transport {
           }
         }
       }
-      return settle({ kind: 'deferred', reply: last!.reply, host: last!.host, throttle: last!.throttle })
+      // Every MX host has at least one address (resolveRoute), so some attempt was made.
+      if (!last) throw new Error(`no address to deliver to for ${env.domain}`)
+      return settle({ kind: 'deferred', reply: last.reply, host: last.host, throttle: last.throttle })
     } finally {
       dest.release()
     }

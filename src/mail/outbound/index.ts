@@ -3,14 +3,12 @@
  * MAILCTL_DNS_SERVERS, MAILCTL_HOSTNAME) and the wake-up path from "queued" to the pipeline.
  */
 import { availableParallelism } from 'node:os'
-import type Redis from 'ioredis'
 import type { Config } from '../../config'
 import type { Deps } from '../../deps'
 import { resolverFor } from '../../dns'
-import { errorFields } from '../../log'
 import { inlineBuilder, SignerPool, type MessageBuilder } from '../signer'
 import { CaptureTransport } from './capture'
-import { OUTBOUND_CHANNEL, OutboundPipeline, outboundWakeups, type PipelineOptions } from './deliver'
+import { OutboundPipeline, outboundWakeups, type PipelineOptions } from './deliver'
 import { DirectTransport, type SmtpTransportOptions } from './direct'
 import { SmartHostTransport, smartHostTarget } from './smarthost'
 import type { Transport } from './types'
@@ -46,18 +44,12 @@ export function createOutbound(deps: Deps, opts: OutboundOptions = {}): Outbound
 export async function startOutbound(deps: Deps, opts: OutboundOptions = {}): Promise<{ pipeline: OutboundPipeline; stop(): Promise<void> }> {
   const pipeline = createOutbound(deps, opts)
   pipeline.start()
-  let sub: Redis | null = null
-  if (deps.redis) {
-    sub = deps.redis.duplicate()
-    sub.on('message', () => pipeline.wake())
-    sub.on('error', (err) => deps.log.warn('outbound wake-up subscription error', errorFields(err)))
-    await sub.subscribe(OUTBOUND_CHANNEL).catch((err) => deps.log.warn('outbound wake-up subscription failed', errorFields(err)))
-  }
+  const unsubscribe = deps.redis ? await outboundWakeups.subscribe(deps.redis, deps.log, () => pipeline.wake()) : null
   deps.log.info('outbound started', { transport: pipeline.transport.name, worker: pipeline.workerId })
   return {
     pipeline,
     async stop() {
-      sub?.disconnect()
+      unsubscribe?.()
       await pipeline.stop()
     },
   }
@@ -65,6 +57,5 @@ export async function startOutbound(deps: Deps, opts: OutboundOptions = {}): Pro
 
 /** Called after a transaction that queued mail commits: wakes local pipelines and, with Redis, the others. */
 export function notifyQueued(deps: Deps): void {
-  outboundWakeups.emit('queued')
-  deps.redis?.publish(OUTBOUND_CHANNEL, '1').catch((err) => deps.log.warn('outbound wake-up publish failed', errorFields(err)))
+  outboundWakeups.notify(deps)
 }

@@ -132,8 +132,7 @@ export class ConnectionPool {
   /** An idle connection to `target`, or a new one. Rejects with a ConnectError. */
   async acquire(target: SmtpTarget): Promise<{ conn: SmtpConn; reused: boolean }> {
     const list = this.idle.get(targetKey(target))
-    while (list?.length) {
-      const conn = list.pop()!
+    for (let conn = list?.pop(); conn; conn = list?.pop()) {
       if (conn.idleTimer) clearTimeout(conn.idleTimer)
       conn.idleTimer = null
       if (!conn.dead) return { conn, reused: true }
@@ -156,11 +155,15 @@ export class ConnectionPool {
     }
     const key = targetKey(conn.target)
     let list = this.idle.get(key)
-    if (!list) this.idle.set(key, (list = []))
-    list.push(conn)
+    if (!list) {
+      list = []
+      this.idle.set(key, list)
+    }
+    const idle = list
+    idle.push(conn)
     conn.idleTimer = setTimeout(() => {
-      const i = list!.indexOf(conn)
-      if (i >= 0) list!.splice(i, 1)
+      const i = idle.indexOf(conn)
+      if (i >= 0) idle.splice(i, 1)
       conn.close()
       this.open.delete(conn)
     }, this.opts.idleMs ?? 10_000)

@@ -44,7 +44,7 @@ const MAX_REPLY_BYTES = 1024 * 1024
 
 interface Waiter { resolve(reply: string): void; reject(err: SmtpClientError): void }
 
-const ascii = (s: string) => !/[^\x00-\x7f]/.test(s)
+const ascii = (s: string) => !/[\u0080-\uffff]/.test(s)
 
 /**
  * The message as DATA content: line ends made CRLF (a bare CR or LF becomes CRLF), a dot starting a line
@@ -252,8 +252,7 @@ export class SmtpClient {
       this.socket.destroy()
       return
     }
-    let nl: number
-    while ((nl = this.buf.indexOf('\n')) >= 0) {
+    for (let nl = this.buf.indexOf('\n'); nl >= 0; nl = this.buf.indexOf('\n')) {
       const line = this.buf.slice(0, nl).replace(/\r$/, '')
       this.buf = this.buf.slice(nl + 1)
       this.lines.push(line)

@@ -46,7 +46,7 @@ export class Destination {
   private pump() {
     while (this.active < this.limit && this.waiting.length) {
       this.active++
-      this.waiting.shift()!()
+      this.waiting.shift()?.()
     }
   }
 

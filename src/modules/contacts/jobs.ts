@@ -1,6 +1,6 @@
-import type { JobDef } from '../../jobs/queue'
+import type { AnyJob } from '../../jobs/queue'
 import { bulkJob } from './bulk'
 import { importJob } from './import'
 
 /** Job kinds of the contacts module (registered in src/jobs/registry.ts). */
-export const contactJobs: JobDef<any>[] = [importJob, bulkJob]
+export const contactJobs: AnyJob[] = [importJob, bulkJob]

@@ -1,5 +1,5 @@
 import { ctxFor, type Ctx } from '../../deps'
-import { defineJob, enqueue, type JobDef } from '../../jobs/queue'
+import { defineJob, enqueue, type AnyJob } from '../../jobs/queue'
 import { errorFields } from '../../log'
 import { onEvents, type EventRow } from '../events/stream'
 import * as repo from './repo'
@@ -26,7 +26,7 @@ const jobCtx = (deps: Parameters<typeof ctxFor>[0], projectId: string | null, na
   return ctxFor(deps, projectId, { kind: 'job', name })
 }
 
-export const segmentJobs: JobDef<any>[] = [
+export const segmentJobs: AnyJob[] = [
   defineJob({
     name: 'segments.sweep',
     everyMs: SWEEP_EVERY_MS,

@@ -1,0 +1,189 @@
+/**
+ * Leases and wake-ups, the one implementation both durable queues use: the job queue (jobs/queue.ts)
+ * and the outbound mail queue (mail/outbound/queue.ts). Each queue claims rows its own way; this module
+ * owns everything after the claim:
+ * - who holds a lease (`holders`: a holder id per worker, and which holders are gone);
+ * - how long a lease lasts and how it is renewed (`leaseEnd`, `renewAfterMs`, `renew`);
+ * - handing leases back: those of a holder that is gone (`releaseDead`, at start) and those a stopping
+ *   worker still holds (`release`, at stop);
+ * - waking workers when work is queued (`Wakeups`).
+ *
+ * A leased table has `locked_by` (the holder id) and `locked_until` (the lease end). A lease that runs
+ * out is simply claimed again by its queue's claim query; only the holder may write a row it holds
+ * (`heldBy`), so a worker whose lease ran out cannot overwrite the new holder's work.
+ */
+import { and, eq, gt, inArray, isNotNull, lt, type SQL } from 'drizzle-orm'
+import type { PgColumn, PgTable, PgUpdateSetSource } from 'drizzle-orm/pg-core'
+import { EventEmitter } from 'node:events'
+import { hostname } from 'node:os'
+import type Redis from 'ioredis'
+import type { Store } from '../db/client'
+import { errorFields, type Logger } from '../log'
+
+/** A table whose rows are leased, and what renewing and releasing a row writes in it. */
+export interface LeasedTable<T extends PgTable = PgTable> {
+  table: T
+  /** The primary key. */
+  key: PgColumn
+  lockedBy: PgColumn
+  lockedUntil: PgColumn
+  /** What a renewal sets, given the new lease end (at least `locked_until`). */
+  renewed(until: Date): PgUpdateSetSource<T>
+  /** What a release sets: no holder, and due at `now`. */
+  released(now: Date): PgUpdateSetSource<T>
+}
+
+/**
+ * Holder identity and liveness: the only code that knows what a holder id is made of. Today a holder
+ * is `host:pid:random`, and a holder is gone when its pid no longer runs on this host (kill(pid, 0)); a
+ * holder on another host is never judged. To replace this with a table of nodes and heartbeats, change
+ * `holders` (below) to an implementation whose ids name a node and whose `dead` reads the heartbeats.
+ */
+export interface Holders {
+  /** A new holder id, one per worker (a job Worker, an outbound pipeline). */
+  newId(): string
+  /** The ids among `ids` whose holder is known to be gone; their leases may be handed back now. */
+  dead(ids: string[], store: Store): Promise<string[]>
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    // EPERM: the pid runs, as another user.
+    return err instanceof Error && 'code' in err && err.code === 'EPERM'
+  }
+}
+
+/**
+ * Holders of this process, judged by host and pid. A pid that is alive (even if reused by another
+ * process) keeps its leases until they expire.
+ */
+export function processHolders(opts: { host?: string; pid?: number; alive?: (pid: number) => boolean } = {}): Holders {
+  const host = opts.host ?? hostname()
+  const self = opts.pid ?? process.pid
+  const alive = opts.alive ?? pidAlive
+  return {
+    newId: () => `${host}:${self}:${Math.random().toString(36).slice(2, 8)}`,
+    async dead(ids) {
+      return ids.filter((id) => {
+        const [h, pid] = id.split(':')
+        return h === host && /^\d+$/.test(pid ?? '') && Number(pid) !== self && !alive(Number(pid))
+      })
+    },
+  }
+}
+
+/** The holders every worker of this process uses. */
+export const holders: Holders = processHolders()
+
+/** The end of a lease of `leaseMs` taken at `now`. */
+export function leaseEnd(now: Date, leaseMs: number): Date {
+  return new Date(now.getTime() + leaseMs)
+}
+
+/** A holder renews its leases once a third of the lease has passed, so one late renewal loses nothing. */
+export function renewAfterMs(leaseMs: number): number {
+  return leaseMs / 3
+}
+
+/** Rows of `t` that `holder` holds (among `keys`, when given): the condition of every write by a holder. */
+export function heldBy(t: LeasedTable, holder: string, keys?: string[]): SQL | undefined {
+  const mine = eq(t.lockedBy, holder)
+  return keys ? and(mine, inArray(t.key, keys)) : mine
+}
+
+/** Leases that have run out at `now` (their rows may be claimed again). */
+export function expiredLease(t: LeasedTable, now: Date): SQL {
+  return lt(t.lockedUntil, now)
+}
+
+/** Leases held at `now`. */
+export function liveLease(t: LeasedTable, now: Date): SQL | undefined {
+  return and(isNotNull(t.lockedBy), gt(t.lockedUntil, now))
+}
+
+const CHUNK = 500
+
+/**
+ * Extends `holder`'s leases on `keys` to `leaseMs` from `now` (a heartbeat); `also` is written with
+ * them (a job's progress). Rows the holder lost are left alone. Returns how many were renewed.
+ */
+export async function renew<T extends PgTable>(
+  store: Store, t: LeasedTable<T>, holder: string, keys: string[], leaseMs: number,
+  now = new Date(), also?: PgUpdateSetSource<T>,
+): Promise<number> {
+  const until = leaseEnd(now, leaseMs)
+  let n = 0
+  for (let i = 0; i < keys.length; i += CHUNK) {
+    const rows = await store.tx((db) => db.update(t.table).set({ ...also, ...t.renewed(until) })
+      .where(heldBy(t, holder, keys.slice(i, i + CHUNK))).returning({ key: t.key }))
+    n += rows.length
+  }
+  return n
+}
+
+/**
+ * Hands back `holder`'s leases (only those on `keys`, when given): the rows are due at `now`, for any
+ * worker. A worker calls it when it stops, for what it still holds. Returns how many were released.
+ */
+export async function release(store: Store, t: LeasedTable, holder: string, keys?: string[], now = new Date()): Promise<number> {
+  if (keys && !keys.length) return 0
+  let n = 0
+  const chunks = keys ? Array.from({ length: Math.ceil(keys.length / CHUNK) }, (_, i) => keys.slice(i * CHUNK, (i + 1) * CHUNK)) : [undefined]
+  for (const chunk of chunks) {
+    const rows = await store.tx((db) => db.update(t.table).set(t.released(now)).where(heldBy(t, holder, chunk)).returning({ key: t.key }))
+    n += rows.length
+  }
+  return n
+}
+
+/**
+ * Hands back the live leases of holders that are gone (a crash or kill -9), so their rows are due now
+ * instead of when the leases expire. Workers call it when they start. Returns how many rows it released.
+ */
+export async function releaseDead(store: Store, t: LeasedTable, now = new Date(), who: Holders = holders): Promise<number> {
+  const rows = await store.db.selectDistinct({ by: t.lockedBy }).from(t.table).where(liveLease(t, now))
+  const ids = rows.map((r) => r.by).filter((by): by is string => typeof by === 'string')
+  const dead = ids.length ? await who.dead(ids, store) : []
+  if (!dead.length) return 0
+  const released = await store.tx((db) => db.update(t.table).set(t.released(now)).where(inArray(t.lockedBy, dead)).returning({ key: t.key }))
+  return released.length
+}
+
+/**
+ * The signal "work was queued" of one queue. Workers of this process hear it at once; with Redis,
+ * workers of other nodes hear it through the channel `mailctl:<name>`. Without Redis (or when it is
+ * down) other nodes find the work at their next poll.
+ */
+export class Wakeups {
+  private local = new EventEmitter()
+  readonly channel: string
+
+  constructor(readonly name: string) {
+    this.channel = `mailctl:${name}`
+    this.local.setMaxListeners(100)
+  }
+
+  /** Wakes this process's workers now and, given Redis, every node's. */
+  notify(remote?: { redis: Redis | null; log: Logger }): void {
+    this.local.emit('wake')
+    remote?.redis?.publish(this.channel, '1').catch((err) => remote.log.warn(`${this.name} wake-up publish failed`, errorFields(err)))
+  }
+
+  /** Calls `fn` on each wake-up of this process; returns the function that stops it. */
+  on(fn: () => void): () => void {
+    this.local.on('wake', fn)
+    return () => { this.local.off('wake', fn) }
+  }
+
+  /** Calls `fn` when any node notifies through Redis; resolves to the function that stops it. */
+  async subscribe(redis: Redis, log: Logger, fn: () => void): Promise<() => void> {
+    const sub = redis.duplicate()
+    sub.on('message', () => fn())
+    sub.on('error', (err) => log.warn(`${this.name} wake-up subscription error`, errorFields(err)))
+    await sub.subscribe(this.channel).catch((err) => log.warn(`${this.name} wake-up subscription failed`, errorFields(err)))
+    return () => { sub.disconnect() }
+  }
+}
