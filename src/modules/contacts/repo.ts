@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
-import { allMatches, currentIndex, pageCandidates, scan, type Matches } from './search-index'
+import { allMatches, currentIndex, pageCandidates, scan, type Matches } from './search'
 
 /** The only SQL of the contacts module. Every function takes the project id. */
 
