@@ -53,9 +53,9 @@ function applyLog(db: Database, ix: ProjectIndex, limit: number): 'current' | 'b
   if (hi < ix.seq || (b.lo ?? 0) > ix.seq + 1) return 'gap'
   if (hi - ix.seq > Math.max(ix.size, 65_536)) return 'gap' // rebuilding reads fewer rows
   const upto = Math.min(hi, ix.seq + limit)
-  const changes = db.query(`SELECT l.contact_rowid AS "key", c.project_id AS "projectId", c.email AS email, c.subscribed AS subscribed,
+  const changes = db.query<Change, [number, number]>(`SELECT l.contact_rowid AS "key", c.project_id AS "projectId", c.email AS email, c.subscribed AS subscribed,
     c.created_at AS "createdAt"
-    FROM contact_changes l LEFT JOIN contacts c ON c.rowid = l.contact_rowid WHERE l.seq > ? AND l.seq <= ? ORDER BY l.seq`).all(ix.seq, upto) as Change[]
+    FROM contact_changes l LEFT JOIN contacts c ON c.rowid = l.contact_rowid WHERE l.seq > ? AND l.seq <= ? ORDER BY l.seq`).all(ix.seq, upto)
   for (const ch of changes) {
     applyChange(ix, ch.key, ch.projectId === ix.projectId ? { key: ch.key, email: ch.email, subscribed: ch.subscribed, createdAt: ch.createdAt } : null)
   }
@@ -74,11 +74,11 @@ export async function buildSqlite(store: Store, projectId: string, budget: numbe
   const b = logBounds(db)
   const ix: ProjectIndex = { projectId, fold: true, chunks: [], extra: new Map(), seq: b.hi ?? 0, schema: b.schema, size: 0, used: Date.now() }
   // contacts_project_rowid_idx (migration 0010) holds a project's rows in rowid order.
-  const page = db.query(`SELECT rowid AS "key", email, subscribed, created_at AS "createdAt"
+  const page = db.query<SearchRow, [string, number, number]>(`SELECT rowid AS "key", email, subscribed, created_at AS "createdAt"
     FROM contacts INDEXED BY contacts_project_rowid_idx WHERE project_id = ? AND rowid > ? ORDER BY rowid LIMIT ?`)
   let after = 0
   for (;;) {
-    const rows = page.all(projectId, after, CHUNK) as SearchRow[]
+    const rows = page.all(projectId, after, CHUNK)
     appendChunk(ix, rows)
     if (ix.size > budget) return null
     if (rows.length < CHUNK) return ix
