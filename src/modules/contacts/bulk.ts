@@ -4,7 +4,7 @@ import { notFound } from '../../errors'
 import { defineJob, enqueue, getJob } from '../../jobs/queue'
 import { appendEvents, notifyEvents } from '../events/stream'
 import { jobRecord, type ImportResult } from './import'
-import * as repo from './repo'
+import * as repo from './repo/contact'
 import { subscriptionEvent } from './service'
 
 /**

@@ -1,6 +1,7 @@
 import type { Ctx } from '../../deps'
 import { invalidField, notFound } from '../../errors'
-import * as repo from './repo'
+import * as repo from './repo/fields'
+import { countContacts } from './repo/list'
 import { fieldUsage as usageOf } from './usage'
 
 /** The custom-field endpoints: the keys of contacts' `data`, with inferred types and coverage. */
@@ -20,7 +21,7 @@ function percent(n: number, total: number): number {
 
 /** GET /contacts/fields: standard fields, then custom fields by coverage (most common first). */
 export async function listFields(ctx: Ctx) {
-  const [total, kinds] = await Promise.all([repo.countContacts(ctx.store, ctx.projectId), repo.fieldKinds(ctx.store, ctx.projectId)])
+  const [total, kinds] = await Promise.all([countContacts(ctx.store, ctx.projectId), repo.fieldKinds(ctx.store, ctx.projectId)])
   const custom = new Map<string, { types: Record<string, number>; count: number }>()
   for (const k of kinds) {
     const f = custom.get(k.key) ?? { types: {}, count: 0 }

@@ -5,7 +5,7 @@ import { invalidField, notFound, tooLarge } from '../../errors'
 import { defineJob, enqueue, getJob, type JobRow } from '../../jobs/queue'
 import { notifyEvents } from '../events/stream'
 import { isEmail, normalizeEmail, type ContactData } from './data'
-import * as repo from './repo'
+import * as repo from './repo/imports'
 import { upsertMany, type UpsertInput } from './service'
 
 /**

@@ -4,10 +4,11 @@ import { AppError, badRequest, conflict, flatError, notFound } from '../../error
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import { applyDataRules, normalizeEmail, type ContactData } from './data'
 import type { ListContactsQuery } from './model'
-import * as repo from './repo'
-import type { ContactRow } from './repo'
+import * as repo from './repo/contact'
+import * as listRepo from './repo/list'
+import type { ContactRow } from './repo/rows'
 
-export type { ContactRow } from './repo'
+export type { ContactRow } from './repo/rows'
 
 export interface UpsertInput {
   email: string
@@ -213,7 +214,7 @@ export async function deleteContact(ctx: Ctx, id: string): Promise<void> {
 
 // Cursor list -----------------------------------------------------------------------------------------
 
-interface CursorState { s: repo.SortKey; d: repo.SortDir; v: string | number; i: string }
+interface CursorState { s: listRepo.SortKey; d: listRepo.SortDir; v: string | number; i: string }
 
 function encodeCursor(c: CursorState): string {
   return Buffer.from(JSON.stringify([c.s, c.d, c.v, c.i])).toString('base64url')
@@ -245,13 +246,13 @@ export function clampLimit(limit: number | undefined, def = DEFAULT_PAGE, max = 
 export async function listContacts(ctx: Ctx, q: ListContactsQuery) {
   const limit = clampLimit(q.limit)
   const cur = q.cursor ? decodeCursor(q.cursor) : null
-  const sort: repo.SortKey = cur?.s ?? (q.sort === 'email' ? 'email' : 'createdAt')
-  const dir: repo.SortDir = cur?.d ?? (q.dir === 'asc' ? 'asc' : 'desc')
-  const filter: repo.ListFilter = { search: q.search?.trim() || undefined, subscribed: q.subscribed }
-  const plan = await repo.planSearch(ctx.store, filter)
+  const sort: listRepo.SortKey = cur?.s ?? (q.sort === 'email' ? 'email' : 'createdAt')
+  const dir: listRepo.SortDir = cur?.d ?? (q.dir === 'asc' ? 'asc' : 'desc')
+  const filter: listRepo.ListFilter = { search: q.search?.trim() || undefined, subscribed: q.subscribed }
+  const plan = await listRepo.planSearch(ctx.store, filter)
   const [rows, total] = await Promise.all([
-    repo.listPage(ctx.store, ctx.projectId, filter, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null, plan),
-    cur ? Promise.resolve(0) : repo.countMatching(ctx.store, ctx.projectId, filter, plan),
+    listRepo.listPage(ctx.store, ctx.projectId, filter, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null, plan),
+    cur ? Promise.resolve(0) : listRepo.countMatching(ctx.store, ctx.projectId, filter, plan),
   ])
   const hasMore = rows.length > limit
   const page = hasMore ? rows.slice(0, limit) : rows

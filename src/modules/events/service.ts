@@ -1,7 +1,7 @@
 import type { Ctx } from '../../deps'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { invalidField, notFound } from '../../errors'
-import * as contactsRepo from '../contacts/repo'
+import * as contactsRepo from '../contacts/repo/contact'
 import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
 import { idempotencyClaim, keepFailed, keyReused, type Claim } from '../idempotency/service'

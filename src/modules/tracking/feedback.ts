@@ -11,7 +11,7 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { appendEvents, type EventRow, type NewEvent } from '../events/stream'
-import * as contactsRepo from '../contacts/repo'
+import * as contactsRepo from '../contacts/repo/contact'
 import { subscriptionEvent } from '../contacts/service'
 import { suppress } from '../suppressions/service'
 import * as repo from './repo'
