@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
+import * as repo from './repo'
 
 /**
  * The one event stream (ROADMAP): tracked events and the service's own (email.*, contact.*, segment.*)
@@ -41,14 +42,7 @@ export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>
     emailId: e.emailId ?? null,
     createdAt: e.createdAt ?? ctx.now,
   }))
-  if (ctx.store.dialect === 'sqlite') {
-    // The hot path of every track: one statement compiled once on the writer, off drizzle's builder.
-    const insert = (db as unknown as { $client: { query(q: string): { run(...p: unknown[]): unknown } } }).$client
-      .query('INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-    for (const r of rows) insert.run(r.id, r.projectId, r.contactId, r.name, JSON.stringify(r.data), r.emailId, r.createdAt.getTime())
-    return rows
-  }
-  await db.insert(ctx.store.t.events).values(rows)
+  await repo.insertEvents(ctx.store, db, rows)
   return rows
 }
 

@@ -13,10 +13,10 @@
  *   Alone it would never let the WAL restart: the writer keeps appending while it copies.
  */
 import { Database } from 'bun:sqlite'
-import { openStore, sqlitePath, type Store } from '../../db/client'
+import { openStore, sqliteConnection, sqlitePath, type Store } from '../../db/client'
 import type { ContactData } from '../contacts/data'
 import type { Claim, HeldKey } from '../idempotency/repo'
-import { GroupCommit } from './batch'
+import { GroupCommit } from '../../db/group-commit'
 import { writeTrack } from './track-write'
 
 declare const self: Worker
@@ -66,7 +66,7 @@ self.onmessage = (event: MessageEvent<WriterMessage>) => {
   // A 32 MB page cache for this connection (SQLite's default is 2 MB): the pages tracks touch at random
   // (contacts by email, events by contact) stay in memory instead of being read again through the OS,
   // about 6 µs of CPU per track. (Its transaction takes the writer's mutex before any batch can.)
-  void s.tx(async (db) => { (db as unknown as { $client: Database }).$client.run('PRAGMA cache_size = -32768') })
+  void s.tx(async (db) => { sqliteConnection(db).run('PRAGMA cache_size = -32768') })
 }
 
 async function onBatch(event: MessageEvent<WriterMessage>) {
