@@ -89,7 +89,10 @@ export async function verifiedAmong(store: Store, _db: Db, projectId: string, na
     const padded = Array.from({ length: SENDER_SLOTS }, (_, j) => chunk[j] ?? chunk[0])
     if (store.dialect === 'sqlite') {
       let st = sqliteGates.get(store)
-      if (!st) sqliteGates.set(store, (st = sqliteConnection(store.db).prepare<GateRow, string[]>(SQLITE_GATE)))
+      if (!st) {
+        st = sqliteConnection(store.db).prepare<GateRow, string[]>(SQLITE_GATE)
+        sqliteGates.set(store, st)
+      }
       rows.push(...st.all(projectId, ...padded))
     } else {
       rows.push(...await pgConnection(store.db).unsafe<GateRow[]>(PG_GATE, [projectId, ...padded], { prepare: true }))
