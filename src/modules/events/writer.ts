@@ -8,9 +8,9 @@ import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackI
  * contact upsert, event row: about half of a track's CPU) run on a thread of their own with its own
  * connection to the database file, so that they use the second core while the main thread serves HTTP.
  *
- * Group commit as in db/group-commit.ts: tracks submitted while the thread commits the previous batch go to it as
- * the next batch, one transaction; each caller is answered after that transaction has committed (as
- * durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
+ * Group commit as in db/group-commit.ts: tracks submitted while the thread commits the previous batch go
+ * to it as the next batch, one transaction; each caller is answered after that transaction has committed
+ * (as durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
  *
  * Other writes stay on the main thread's connection. SQLite's write lock orders the two writers: each
  * waits for the other's in beginWrite (db/client.ts), retrying without blocking its thread.
