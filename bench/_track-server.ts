@@ -10,7 +10,7 @@ import { createDeps } from '../src/main'
 import { buildApp } from '../src/http/app'
 import { createProject } from '../src/modules/projects/service'
 import { upsertMany } from '../src/modules/contacts/service'
-import { groupCommit } from '../src/modules/events/batch'
+import { groupCommit } from '../src/db/group-commit'
 import { trackWriter } from '../src/modules/events/writer'
 
 const dataDir = process.argv[2]

@@ -1,9 +1,27 @@
+/**
+ * The store: one handle over SQLite or PostgreSQL (Store below). On SQLite two things happen at run time
+ * that callers do not see in the types:
+ * - `Database.prepare` of both connections and `Database.query` of the reader are replaced
+ *   (cacheStatements): prepare returns a statement compiled once per SQL text, and on the reader both
+ *   open the turn's read snapshot.
+ * - Reads share one read transaction per event-loop turn (beginRead/endRead), opened by the turn's first
+ *   read, because taking SQLite's read locks costs more than a primary-key look-up.
+ * The rules callers rely on:
+ * 1. The snapshot ends at `setImmediate` (and before each commit of this process's writer, and at
+ *    `refresh()`): all reads of one turn see one state; another connection's commit is seen from the next
+ *    turn on, so code that waits for one must yield a turn (or call `refresh()`, as the track writer does).
+ * 2. Writes go through `store.tx` (or `groupCommit(store).run`, which calls it): the reader is query_only
+ *    (a write on `store.db` fails), and tx ends the snapshot before it commits, so later reads see the write.
+ * 3. The change-log catch-up, the scan and the page query of a contact search run in one turn, so that
+ *    the in-memory index and the page are read from the same snapshot (contacts/search-index.ts).
+ */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Database } from 'bun:sqlite'
-import { drizzle as drizzleSqlite } from 'drizzle-orm/bun-sqlite'
-import { drizzle as drizzlePg, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
+import { drizzle as drizzleSqlite, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import type { PgDatabase } from 'drizzle-orm/pg-core'
+import { drizzle as drizzlePg, type PostgresJsDatabase, type PostgresJsQueryResultHKT } from 'drizzle-orm/postgres-js'
 import type { SQL } from 'drizzle-orm'
 import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
@@ -13,7 +31,7 @@ const PG_MIGRATION_LOCK = 7_310_420_117
 
 export type Dialect = 'sqlite' | 'pg'
 /** The query-builder type repositories use; at run time it is the active store's drizzle instance. */
-export type Db = PostgresJsDatabase<Record<string, never>>
+export type Db = PgDatabase<PostgresJsQueryResultHKT, Record<string, never>>
 
 /**
  * One handle over either store. Dialect differences live here and in columns.ts:
@@ -58,18 +76,34 @@ export interface Store {
   close(): Promise<void>
 }
 
+/** What a `Db` of a SQLite store is at run time: drizzle's bun-sqlite handle over one connection. */
+type SqliteDb = BunSQLiteDatabase & { $client: Database }
+
+/**
+ * A SQLite connection's drizzle handle, typed as the `Db` repositories are written against. It answers the
+ * same query-builder calls at run time (the tables are built for each store from one definition,
+ * columns.ts); TypeScript sees two unrelated classes, hence the cast.
+ */
+function sqliteDb(connection: Database): Db {
+  return drizzleSqlite(connection) as unknown as Db
+}
+
+/** A `Db` of a SQLite store as what it is (see sqliteDb: the same two unrelated types, the other way). */
+function sqliteHandle(db: Db): SqliteDb {
+  return db as unknown as SqliteDb
+}
+
 /**
  * The raw bun:sqlite connection behind a drizzle handle of a SQLite store: the reader for `store.db`, the
- * writer for the handle `store.tx` passes. For hot paths that run compiled statements themselves. The one
- * place that knows drizzle keeps it as `$client`: `Db` is typed as the PostgreSQL flavour (see above).
+ * writer for the handle `store.tx` passes. For hot paths that run compiled statements themselves.
  */
 export function sqliteConnection(db: Db): Database {
-  return (db as unknown as { $client: Database }).$client
+  return sqliteHandle(db).$client
 }
 
 /** The postgres.js client behind a PostgreSQL store's drizzle handle (not a transaction's). */
 export function pgConnection(db: Db): postgres.Sql {
-  return (db as unknown as { $client: postgres.Sql }).$client
+  return (db as PostgresJsDatabase & { $client: postgres.Sql }).$client
 }
 
 /** How long a SQLite write waits for another connection's write lock before failing with SQLITE_BUSY. */
@@ -158,8 +192,8 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
   }
   cacheStatements(writer)
   cacheStatements(reader, beginRead)
-  const writeDb = drizzleSqlite(writer) as unknown as Db
-  const readDb = drizzleSqlite(reader) as unknown as Db
+  const writeDb = sqliteDb(writer)
+  const readDb = sqliteDb(reader)
   const mutex = new Mutex()
   const current = new AsyncLocalStorage<Db>()
   /** BEGIN IMMEDIATE, retried without blocking the event loop while another connection holds the write lock. */
@@ -175,7 +209,6 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
       await Bun.sleep(attempt < 10 ? 0 : 1)
     }
   }
-  type SqliteLike = { all(q: SQL): unknown; run(q: SQL): unknown }
   return {
     dialect: 'sqlite',
     url,
@@ -201,13 +234,12 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
       }
     },
     async rows<T>(query: SQL, db?: Db) {
-      const target = (db ?? current.getStore() ?? readDb) as unknown as SqliteLike
-      return target.all(query) as T[]
+      return sqliteHandle(db ?? current.getStore() ?? readDb).all<T>(query)
     },
     async exec(query, db) {
       const target = db ?? current.getStore()
-      if (target) { (target as unknown as SqliteLike).run(query); return }
-      await this.tx(async (w) => { (w as unknown as SqliteLike).run(query) })
+      if (target) { sqliteHandle(target).run(query); return }
+      await this.tx(async (w) => { sqliteHandle(w).run(query) })
     },
     async script(text) {
       const release = await mutex.lock()
@@ -235,7 +267,8 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
       // Compiled at first use (the table may not exist before migrations), then reused.
       return async (...params: Array<string | number | null>) => {
         beginRead()
-        return (statement ??= reader.query(text.replace(/\$(\d+)/g, '?$1'))).all(...params) as T[]
+        statement ??= reader.query(text.replace(/\$(\d+)/g, '?$1'))
+        return statement.all(...params) as T[]
       }
     },
     refresh() {
@@ -263,7 +296,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
 
 function openPg(url: string): Store {
   const client = postgres(url, { max: 10, onnotice: () => {}, connection: { application_name: 'mailctl' } })
-  const db = drizzlePg(client) as unknown as Db
+  const db: Db = drizzlePg(client)
   const current = new AsyncLocalStorage<Db>()
   return {
     dialect: 'pg',
@@ -273,11 +306,11 @@ function openPg(url: string): Store {
     async tx(fn) {
       const outer = current.getStore()
       if (outer) return fn(outer)
-      return db.transaction((tx) => current.run(tx as unknown as Db, () => fn(tx as unknown as Db)))
+      return db.transaction((tx) => current.run(tx, () => fn(tx)))
     },
     async rows<T>(query: SQL, on?: Db) {
       const res = await (on ?? current.getStore() ?? db).execute(query)
-      return res as unknown as T[]
+      return res as T[]
     },
     async exec(query, on) {
       await (on ?? current.getStore() ?? db).execute(query)
@@ -296,7 +329,7 @@ function openPg(url: string): Store {
       }) as Promise<boolean>
     },
     prepared<T>(text: string) {
-      return async (...params: Array<string | number | null>) => (await client.unsafe(text, params, { prepare: true })) as unknown as T[]
+      return async (...params: Array<string | number | null>) => await client.unsafe<T[]>(text, params, { prepare: true })
     },
     dataVersion() {
       return null

@@ -26,17 +26,20 @@ export const pgCols = {
 
 export type Cols = typeof pgCols
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-export const sqliteCols: Cols = {
-  table: sq.sqliteTable as unknown as Cols['table'],
-  text: ((name: string) => sq.text(name)) as unknown as Cols['text'],
-  int: ((name: string) => sq.integer(name)) as unknown as Cols['int'],
-  bigint: ((name: string) => sq.integer(name)) as unknown as Cols['bigint'],
-  bool: ((name: string) => sq.integer(name, { mode: 'boolean' })) as unknown as Cols['bool'],
-  ts: ((name: string) => sq.integer(name, { mode: 'timestamp_ms' })) as unknown as Cols['ts'],
-  json: ((name: string) => sq.text(name, { mode: 'json' })) as unknown as Cols['json'],
-  bytes: ((name: string) => sq.blob(name, { mode: 'buffer' })) as unknown as Cols['bytes'],
-  index: sq.index as unknown as Cols['index'],
-  uniqueIndex: sq.uniqueIndex as unknown as Cols['uniqueIndex'],
-  primaryKey: sq.primaryKey as unknown as Cols['primaryKey'],
-}
+/**
+ * The SQLite builders under the reference names. TypeScript sees SQLite and PostgreSQL column builders as
+ * unrelated types, so the set is cast once; `satisfies` keeps its keys those of `Cols`.
+ */
+export const sqliteCols = {
+  table: sq.sqliteTable,
+  text: (name: string) => sq.text(name),
+  int: (name: string) => sq.integer(name),
+  bigint: (name: string) => sq.integer(name),
+  bool: (name: string) => sq.integer(name, { mode: 'boolean' }),
+  ts: (name: string) => sq.integer(name, { mode: 'timestamp_ms' }),
+  json: (name: string) => sq.text(name, { mode: 'json' }),
+  bytes: (name: string) => sq.blob(name, { mode: 'buffer' }),
+  index: sq.index,
+  uniqueIndex: sq.uniqueIndex,
+  primaryKey: sq.primaryKey,
+} satisfies Record<keyof Cols, unknown> as unknown as Cols

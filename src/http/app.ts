@@ -142,7 +142,7 @@ export function buildApp(deps: Deps) {
     .use(webhooksRoutes(deps))
     .use(emailsRoutes(deps))
     .use(suppressionsRoutes(deps))
-    // After emailsRoutes: the full feed replaces the minimal GET /activity of the emails module.
+    // The activity feed of emails and events: GET /activity and its stats, types and recent count.
     .use(activityRoutes(deps))
   if (!checkResponses()) trustResponses(app.routes)
   return app

@@ -21,9 +21,9 @@
  * of what a stopping worker holds, and the wake-up signal.
  */
 import { and, asc, count, eq, gt, inArray, isNull, lte, min } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
+import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
-import { columnList, fromRaw, insertRows, sqliteOf } from '../../modules/emails/sqlite'
+import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
 
 export type QueueRow = typeof import('../../db/schema').pgSchema.outboundQueue.$inferSelect
 type QueueTable = Store['t']['outboundQueue']
@@ -56,7 +56,7 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
   return store.tx(async (db) => {
     if (store.dialect === 'sqlite') {
       // The single writer holds the transaction: no other claim can interleave.
-      const client = sqliteOf(db)
+      const client = sqliteConnection(db)
       const raw = client.query(`UPDATE outbound_queue SET run_at = ?1, locked_by = ?2, locked_until = ?1
         WHERE email_id IN (SELECT email_id FROM outbound_queue WHERE run_at <= ?3 ORDER BY priority, run_at LIMIT ?4)
         RETURNING ${columnList(q)}`).all(until.getTime(), workerId, now.getTime(), limit) as Array<Record<string, unknown>>
@@ -94,7 +94,7 @@ export async function rescheduleRow(store: Store, db: Db, r: { emailId: string; 
 export async function deleteRows(store: Store, db: Db, emailIds: string[]): Promise<string[]> {
   if (!emailIds.length) return []
   if (store.dialect === 'sqlite') {
-    const rows = sqliteOf(db).query('DELETE FROM outbound_queue WHERE email_id IN (SELECT value FROM json_each(?)) RETURNING email_id')
+    const rows = sqliteConnection(db).query('DELETE FROM outbound_queue WHERE email_id IN (SELECT value FROM json_each(?)) RETURNING email_id')
       .all(JSON.stringify(emailIds)) as Array<{ email_id: string }>
     return rows.map((r) => r.email_id)
   }

@@ -1,6 +1,7 @@
+import type { Statement } from 'bun:sqlite'
 import { and, asc, eq, isNull, lt, ne, or } from 'drizzle-orm'
 import type { RecordCheck } from '../../db/schema/domains'
-import type { Db, Store } from '../../db/client'
+import { pgConnection, sqliteConnection, type Db, type Store } from '../../db/client'
 
 /** The only SQL of the domains module. Every function but the recheck scan takes the project id. */
 
@@ -76,12 +77,9 @@ const PG_GATE = `SELECT id, domain, selector, updated_at AS version, checks->'RE
   FROM domains WHERE project_id = $1 AND domain IN (${Array.from({ length: SENDER_SLOTS }, (_, i) => `$${i + 2}`).join(', ')}) AND verified`
 
 interface GateRow { id: string; domain: string; selector: string; version: number | Date; rp: string | null; subs: boolean | number }
-interface SqliteStatement { all(...params: string[]): GateRow[] }
-interface SqliteClient { prepare(query: string): SqliteStatement }
-interface PgClient { unsafe(query: string, params: string[], opts: { prepare: boolean }): Promise<GateRow[]> }
 
 /** One prepared statement per SQLite store (the read connection). */
-const sqliteGates = new WeakMap<Store, SqliteStatement>()
+const sqliteGates = new WeakMap<Store, Statement<GateRow, string[]>>()
 
 /**
  * The verified domains of a project among `names`: the sender gate, run once per message. One indexed
@@ -96,11 +94,13 @@ export async function verifiedAmong(store: Store, _db: Db, projectId: string, na
     const padded = Array.from({ length: SENDER_SLOTS }, (_, j) => chunk[j] ?? chunk[0])
     if (store.dialect === 'sqlite') {
       let st = sqliteGates.get(store)
-      if (!st) sqliteGates.set(store, (st = (store.db as unknown as { $client: SqliteClient }).$client.prepare(SQLITE_GATE)))
+      if (!st) {
+        st = sqliteConnection(store.db).prepare<GateRow, string[]>(SQLITE_GATE)
+        sqliteGates.set(store, st)
+      }
       rows.push(...st.all(projectId, ...padded))
     } else {
-      const client = (store.db as unknown as { $client: PgClient }).$client
-      rows.push(...await client.unsafe(PG_GATE, [projectId, ...padded], { prepare: true }))
+      rows.push(...await pgConnection(store.db).unsafe<GateRow[]>(PG_GATE, [projectId, ...padded], { prepare: true }))
     }
   }
   return rows.map((r) => ({

@@ -1,7 +1,8 @@
+import type { SQLQueryBindings } from 'bun:sqlite'
 import { and, eq, inArray, sql } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
+import { sqliteConnection, type Db, type Store } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
-import { columnList, fromRaw, insertRows, sqliteOf } from './sqlite'
+import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
 import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './status'
 
 /** The only SQL on `emails` and `email_contents`. Every function that serves a request takes the project id. */
@@ -28,7 +29,7 @@ export async function loadForDelivery(store: Store, ids: string[]): Promise<Deli
   if (!ids.length) return []
   const { emails: e, emailContents: c } = store.t
   if (store.dialect === 'sqlite') {
-    const raw = sqliteOf(store.db).query(`SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments
+    const raw = sqliteConnection(store.db).query(`SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments
       FROM emails e JOIN email_contents c ON c.email_id = e.id WHERE e.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Array<Record<string, unknown>>
     return raw.map((r) => ({
       ...fromRaw<EmailRow>(e, r), html: r.html as string | null, text: r.text as string | null,
@@ -76,7 +77,7 @@ export async function recordOutcome(store: Store, db: Db, id: string, o: Outcome
   if (store.dialect === 'sqlite') {
     // One statement text per set of fields given (a handful), compiled once and cached by the connection.
     let text = `UPDATE emails SET ${SQLITE_ADVANCE}, updated_at = ?`
-    const params: unknown[] = [statusRank(o.status), o.status, now.getTime()]
+    const params: SQLQueryBindings[] = [statusRank(o.status), o.status, now.getTime()]
     for (const [k, col] of OUTCOME_COLUMNS) {
       const v = o[k]
       if (v === undefined) continue
@@ -88,7 +89,7 @@ export async function recordOutcome(store: Store, db: Db, id: string, o: Outcome
       params.push(o.sentAt.getTime())
     }
     params.push(id)
-    const client = sqliteOf(db)
+    const client = sqliteConnection(db)
     client.query(`${text} WHERE id = ?`).run(...params)
     if (o.dropAttachmentContent) {
       client.query(`UPDATE email_contents SET attachments = (SELECT json_group_array(json(json_set(a.value, '$.content', NULL))) FROM json_each(attachments) a)

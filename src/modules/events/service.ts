@@ -5,7 +5,7 @@ import * as contactsRepo from '../contacts/repo/contact'
 import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
 import { idempotencyClaim, keepFailed, keyReused, type Claim } from '../idempotency/service'
-import { groupCommit } from './batch'
+import { groupCommit } from '../../db/group-commit'
 import type { ListEventsQuery, TrackBody } from './model'
 import * as repo from './repo'
 import { notifyEvents } from './stream'
@@ -31,7 +31,7 @@ function assertTrackable(name: string) {
  * Upserts the contact (new contacts subscribed unless `subscribed: false`; existing keep their state
  * unless given) and appends the event, in one transaction (with the claim of the Idempotency-Key, if
  * any): on a file-backed SQLite database on the track writer thread (writer.ts), elsewhere grouped with
- * concurrent tracks on SQLite (batch.ts) or a transaction of its own on PostgreSQL. Returns after
+ * concurrent tracks on SQLite (db/group-commit.ts) or a transaction of its own on PostgreSQL. Returns after
  * commit; listeners are not yet notified.
  */
 export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null): Promise<TrackOutcome | TrackReused> {
@@ -45,7 +45,7 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
  * POST /v1/track and /events/track. Reserved names answer 422 (field code reserved_event). With an
  * Idempotency-Key, the key is claimed in the track's own transaction: a key already used answers 409 and
  * nothing is performed again (a failed track keeps the key only on a 5xx). Committed events go to the
- * `onEvents` listeners (the workflow trigger hook).
+ * `onEvents` listeners (today the segment recompute hints).
  */
 export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string) {
   assertTrackable(body.event)

@@ -1,10 +1,11 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
+import * as repo from './repo'
 
 /**
- * The one event stream (ROADMAP): tracked events and the service's own (email.*, contact.*, segment.*)
- * are rows of `events`. Workflows, segments and the activity feed read it; listeners registered here
- * are told after the rows commit (the workflow trigger hook, segment recompute hints).
+ * The one event stream: tracked events and the service's own (email.*, contact.*, segment.*) are rows of
+ * `events`. Segment conditions (src/filters) and the activity feed read it; listeners registered with
+ * `onEvents` are told after the rows commit (today the segment recompute hints, segments/jobs.ts).
  */
 export interface NewEvent {
   contactId: string | null
@@ -27,28 +28,21 @@ export function onEvents(fn: EventListener): () => void {
 }
 
 /**
+ * The row of a new event of `projectId`, created at `now` unless the event says when. `id` is given for an
+ * event already written under it (by the track writer thread, writer.ts), and new otherwise.
+ */
+export function eventRow(projectId: string, now: Date, e: NewEvent, id: string = Bun.randomUUIDv7()): EventRow {
+  return { id, projectId, contactId: e.contactId, name: e.name, data: e.data ?? {}, emailId: e.emailId ?? null, createdAt: e.createdAt ?? now }
+}
+
+/**
  * Appends events inside the caller's transaction `db` (so they commit with the change that caused them)
  * and returns the rows. Call `notifyEvents` after the transaction commits.
  */
 export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>, db: Db, events: NewEvent[]): Promise<EventRow[]> {
   if (!events.length) return []
-  const rows: EventRow[] = events.map((e) => ({
-    id: Bun.randomUUIDv7(),
-    projectId: ctx.projectId,
-    contactId: e.contactId,
-    name: e.name,
-    data: e.data ?? {},
-    emailId: e.emailId ?? null,
-    createdAt: e.createdAt ?? ctx.now,
-  }))
-  if (ctx.store.dialect === 'sqlite') {
-    // The hot path of every track: one statement compiled once on the writer, off drizzle's builder.
-    const insert = (db as unknown as { $client: { query(q: string): { run(...p: unknown[]): unknown } } }).$client
-      .query('INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-    for (const r of rows) insert.run(r.id, r.projectId, r.contactId, r.name, JSON.stringify(r.data), r.emailId, r.createdAt.getTime())
-    return rows
-  }
-  await db.insert(ctx.store.t.events).values(rows)
+  const rows = events.map((e) => eventRow(ctx.projectId, ctx.now, e))
+  await repo.insertEvents(ctx.store, db, rows)
   return rows
 }
 

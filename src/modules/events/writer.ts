@@ -1,18 +1,19 @@
 import { sqlitePath, type Store } from '../../db/client'
-import type { EventRow } from './stream'
+import { eventRow } from './stream'
 import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
-import type { WriterItem, WriterMessage, WriterReply, WriterStats } from './writer-worker'
+import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackItem, type TrackReply, type WriterStats } from './writer-protocol'
 
 /**
  * The track writer: on a file-backed SQLite store, the writes of POST /v1/track (Idempotency-Key claim,
  * contact upsert, event row: about half of a track's CPU) run on a thread of their own with its own
  * connection to the database file, so that they use the second core while the main thread serves HTTP.
  *
- * Group commit as in batch.ts: tracks submitted while the thread commits the previous batch go to it as
- * the next batch, one transaction; each caller is answered after that transaction has committed (as
- * durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
+ * Group commit as in db/group-commit.ts: tracks submitted while the thread commits the previous batch go
+ * to it as the next batch, one transaction; each caller is answered after that transaction has committed
+ * (as durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
  *
- * Other writes stay on the main thread's connection; SQLite's lock orders the two writers (busy_timeout).
+ * Other writes stay on the main thread's connection. SQLite's write lock orders the two writers: each
+ * waits for the other's in beginWrite (db/client.ts), retrying without blocking its thread.
  * A second thread checkpoints the WAL, so that the writer's own checkpoints are short (writer-worker.ts).
  * The threads start at the first track and stop after IDLE_MS without tracks (a live worker keeps a
  * process from exiting, and an unref'd one makes Bun's idle main thread spin).
@@ -26,14 +27,14 @@ const WORKER_ENTRY = import.meta.url.includes('/$bunfs/')
 const IDLE_MS = 2000
 const MAX_MESSAGES = 1
 
-interface Job { input: WriterItem; now: Date; resolve(v: TrackOutcome | TrackReused): void; reject(e: Error): void }
+interface Job { item: TrackItem; now: Date; resolve(v: TrackOutcome | TrackReused): void; reject(e: Error): void }
 
 /** The event rows of a committed track, from the thread's short answer and what the request had. */
-function outcome(job: Job, contactId: string, eventId: string, before: Array<[string, string, Record<string, unknown>]> | null): TrackOutcome {
-  const [, projectId, , , name, , data] = job.input
-  const row = (id: string, n: string, d: Record<string, unknown>): EventRow => ({ id, projectId, contactId, name: n, data: d, emailId: null, createdAt: job.now })
-  const event = row(eventId, name, eventData(data))
-  return { contactId, event, events: before ? [...before.map(([id, n, d]) => row(id, n, d)), event] : [event] }
+function outcome(job: Job, reply: Extract<TrackReply, { type: 'ok' }>): TrackOutcome {
+  const { contactId } = reply
+  const row = (id: string, name: string, data: Record<string, unknown>) => eventRow(job.item.projectId, job.now, { contactId, name, data }, id)
+  const event = row(reply.eventId, job.item.event, eventData(job.item.data))
+  return { contactId, event, events: reply.before.length ? [...reply.before.map((e) => row(e.id, e.name, e.data)), event] : [event] }
 }
 
 export class TrackWriter {
@@ -54,7 +55,8 @@ export class TrackWriter {
   write(projectId: string, now: Date, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
     if (this.idle) { clearTimeout(this.idle); this.idle = null }
     return new Promise<TrackOutcome | TrackReused>((resolve, reject) => {
-      this.queue.push({ input: [this.nextId++, projectId, now.getTime(), t.email, t.event, t.subscribed ?? null, t.data ?? null, t.claim ?? null], now, resolve, reject })
+      const item: TrackItem = { id: this.nextId++, projectId, nowMs: now.getTime(), email: t.email, event: t.event, subscribed: t.subscribed ?? null, data: t.data ?? null, claim: t.claim ?? null }
+      this.queue.push({ item, now, resolve, reject })
       if (!this.scheduled && this.messages < MAX_MESSAGES) {
         // Let the requests read in this turn of the loop join the first batch.
         this.scheduled = true
@@ -73,11 +75,9 @@ export class TrackWriter {
     const batch = this.queue
     this.queue = []
     this.messages++
-    for (const job of batch) this.inflight.set(job.input[0], job)
-    // As UTF-8 bytes whose buffer is transferred: a string is copied under the port's lock.
-    const bytes = Buffer.from(JSON.stringify(batch.map((j) => j.input)))
-    const buffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)
-    port.postMessage({ batch: buffer } satisfies WriterMessage, [buffer as ArrayBuffer])
+    for (const job of batch) this.inflight.set(job.item.id, job)
+    const items = encodeBatch(batch.map((j) => j.item))
+    port.postMessage({ type: 'batch', items } satisfies ToThread, [items])
   }
 
   private start(): MessagePort {
@@ -86,25 +86,25 @@ export class TrackWriter {
     const spawn = (role: 'writer' | 'checkpointer') => {
       const worker = new Worker(WORKER_ENTRY)
       const channel = new MessageChannel()
-      const msg: WriterMessage = role === 'writer'
-        ? { init: { role, url: this.url, synchronous: this.synchronous, port: channel.port2 } }
-        : { init: { role, url: this.url, port: channel.port2 } }
+      const msg: ToThread = role === 'writer'
+        ? { type: 'init', role, url: this.url, synchronous: this.synchronous, port: channel.port2 }
+        : { type: 'init', role, url: this.url, port: channel.port2 }
       worker.postMessage(msg, [channel.port2])
       return { worker, port: channel.port1 }
     }
     const writer = spawn('writer')
     const checkpointer = spawn('checkpointer')
-    writer.port.onmessage = (event: MessageEvent<{ reply: string; stats: WriterStats }>) => {
+    writer.port.onmessage = (event: MessageEvent<FromWriter>) => {
       this.stats = event.data.stats
       this.messages--
       this.onCommit()
-      for (const r of JSON.parse(event.data.reply) as WriterReply[]) {
-        const job = this.inflight.get(r[0])
+      for (const r of decodeReplies(event.data.replies)) {
+        const job = this.inflight.get(r.id)
         if (!job) continue
-        this.inflight.delete(r[0])
-        if (r[1] === 'ok') job.resolve(outcome(job, r[2], r[3], r[4]))
-        else if (r[1] === 'reused') job.resolve({ reused: r[2] })
-        else job.reject(new Error(`track write failed: ${r[2]}`))
+        this.inflight.delete(r.id)
+        if (r.type === 'ok') job.resolve(outcome(job, r))
+        else if (r.type === 'reused') job.resolve({ reused: r.held })
+        else job.reject(new Error(`track write failed: ${r.message}`))
       }
       if (this.queue.length) this.send()
       else if (!this.messages) this.idle = setTimeout(() => this.stop(), IDLE_MS)
@@ -145,7 +145,7 @@ export class TrackWriter {
     const { port, checkpointer } = this.thread
     this.thread = null
     for (const p of checkpointer ? [port, checkpointer.port] : [port]) {
-      p.postMessage({ close: true } satisfies WriterMessage)
+      p.postMessage({ type: 'close' } satisfies ToThread)
       p.close()
     }
   }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
+import { sqliteConnection, type Db, type Store } from '../../db/client'
 
 /**
  * The only SQL of the idempotency module. On SQLite the statements are compiled once on the connection
@@ -21,11 +21,6 @@ export interface Claim {
 /** The row holding a key: the original request and its outcome so far (null: still running). */
 export interface HeldKey { method: string; path: string; requestHash: string; createdAtMs: number; statusCode: number | null }
 
-interface SqliteStatement { get(...p: unknown[]): unknown; run(...p: unknown[]): { changes: number } }
-function sqlite(db: Db): { query(text: string): SqliteStatement } {
-  return (db as unknown as { $client: { query(text: string): SqliteStatement } }).$client
-}
-
 interface RawHeld { method: string; path: string; request_hash: string; created_at: number | string | Date; status_code: number | null }
 function held(r: RawHeld): HeldKey {
   return { method: r.method, path: r.path, requestHash: r.request_hash, createdAtMs: new Date(r.created_at).getTime(), statusCode: r.status_code === null ? null : Number(r.status_code) }
@@ -39,7 +34,7 @@ function held(r: RawHeld): HeldKey {
  */
 export async function claimIn(store: Store, db: Db, c: Claim, statusCode: number | null): Promise<HeldKey | null> {
   if (store.dialect === 'sqlite') {
-    const q = sqlite(db)
+    const q = sqliteConnection(db)
     q.query('DELETE FROM idempotency_keys WHERE project_id = ? AND key = ? AND expires_at < ?').run(c.projectId, c.key, c.nowMs)
     const ins = q.query('INSERT INTO idempotency_keys (project_id, key, method, path, request_hash, status_code, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING')
       .run(c.projectId, c.key, c.method, c.path, c.requestHash, statusCode, c.nowMs, c.expiresAtMs)
@@ -61,7 +56,7 @@ export async function claimIn(store: Store, db: Db, c: Claim, statusCode: number
 /** Records the outcome of the claimed request. */
 export async function setStatus(store: Store, db: Db, projectId: string, key: string, statusCode: number): Promise<void> {
   if (store.dialect === 'sqlite') {
-    sqlite(db).query('UPDATE idempotency_keys SET status_code = ? WHERE project_id = ? AND key = ?').run(statusCode, projectId, key)
+    sqliteConnection(db).query('UPDATE idempotency_keys SET status_code = ? WHERE project_id = ? AND key = ?').run(statusCode, projectId, key)
     return
   }
   await store.exec(sql`UPDATE idempotency_keys SET status_code = ${statusCode} WHERE project_id = ${projectId} AND key = ${key}`, db)
@@ -70,7 +65,7 @@ export async function setStatus(store: Store, db: Db, projectId: string, key: st
 /** Frees the key (the request was refused: it may be sent again). */
 export async function release(store: Store, db: Db, projectId: string, key: string): Promise<void> {
   if (store.dialect === 'sqlite') {
-    sqlite(db).query('DELETE FROM idempotency_keys WHERE project_id = ? AND key = ?').run(projectId, key)
+    sqliteConnection(db).query('DELETE FROM idempotency_keys WHERE project_id = ? AND key = ?').run(projectId, key)
     return
   }
   await store.exec(sql`DELETE FROM idempotency_keys WHERE project_id = ${projectId} AND key = ${key}`, db)
@@ -79,7 +74,7 @@ export async function release(store: Store, db: Db, projectId: string, key: stri
 /** Removes expired keys. */
 export async function deleteExpired(store: Store, db: Db, nowMs: number): Promise<void> {
   if (store.dialect === 'sqlite') {
-    sqlite(db).query('DELETE FROM idempotency_keys WHERE expires_at < ?').run(nowMs)
+    sqliteConnection(db).query('DELETE FROM idempotency_keys WHERE expires_at < ?').run(nowMs)
     return
   }
   await store.exec(sql`DELETE FROM idempotency_keys WHERE expires_at < ${new Date(nowMs).toISOString()}`, db)

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
-import { columnList, fromRaw, sqliteOf } from '../emails/sqlite'
+import { sqliteConnection, type Db, type Store } from '../../db/client'
+import { columnList, fromRaw } from '../../db/sqlite-statements'
 
 /** The only SQL on `suppressions`. Every function takes the project id. */
 
@@ -11,8 +11,8 @@ export async function findAmong(store: Store, db: Db, projectId: string, emails:
   if (!emails.length) return []
   const s = store.t.suppressions
   if (store.dialect === 'sqlite') {
-    // Every send request: a statement compiled once on the connection (sending hot path, src/modules/emails/sqlite.ts).
-    const raw = sqliteOf(db).query(`SELECT ${columnList(s)} FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)
+    // Every send request: a statement compiled once on the connection (sending hot path, src/db/sqlite-statements.ts).
+    const raw = sqliteConnection(db).query(`SELECT ${columnList(s)} FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)
       .all(projectId, JSON.stringify(emails)) as Array<Record<string, unknown>>
     return raw.map((r) => fromRaw<SuppressionRow>(s, r))
   }

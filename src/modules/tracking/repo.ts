@@ -1,7 +1,6 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
+import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { advanceSql, type EmailStatus } from '../emails/status'
-import { sqliteOf } from '../emails/sqlite'
 
 /**
  * The SQL of what comes back for an email: opens, clicks, bounces, complaints and deliveries reported
@@ -156,8 +155,8 @@ export async function campaignStats(store: Store, projectId: string, campaignId:
  */
 export async function trackingEnabled(store: Store, projectId: string, db: Db = store.db): Promise<boolean> {
   if (store.dialect === 'sqlite') {
-    // Once per send request: a statement compiled once on the connection (sending hot path, src/modules/emails/sqlite.ts).
-    const row = sqliteOf(db).query('SELECT tracking_enabled AS "on" FROM projects WHERE id = ? LIMIT 1').get(projectId) as { on: number } | null
+    // Once per send request: a statement compiled once on the connection (sending hot path, src/db/sqlite-statements.ts).
+    const row = sqliteConnection(db).query('SELECT tracking_enabled AS "on" FROM projects WHERE id = ? LIMIT 1').get(projectId) as { on: number } | null
     return row?.on === 1
   }
   const p = store.t.projects

@@ -5,25 +5,14 @@
  * Values cross with the table's own column mappers (Date <-> epoch ms, boolean <-> 0/1, JSON <-> text),
  * so rows look exactly as drizzle would return them. PostgreSQL keeps drizzle.
  */
+import type { SQLQueryBindings } from 'bun:sqlite'
 import { getTableColumns, getTableName, type Table } from 'drizzle-orm'
-import type { Db } from '../../db/client'
-
-export interface SqliteStatement {
-  get(...p: unknown[]): unknown
-  all(...p: unknown[]): unknown[]
-  run(...p: unknown[]): { changes: number }
-}
-interface SqliteClient { query(text: string): SqliteStatement }
-
-/** The bun:sqlite connection under a drizzle handle (inside `store.tx`: the writer; `store.db`: the reader). */
-export function sqliteOf(db: Db): SqliteClient {
-  return (db as unknown as { $client: SqliteClient }).$client
-}
+import { sqliteConnection, type Db } from './client'
 
 interface ColumnMap {
   key: string
   name: string
-  toDriver(v: unknown): unknown
+  toDriver(v: unknown): SQLQueryBindings
   fromDriver(v: unknown): unknown
 }
 
@@ -42,7 +31,8 @@ function tableMap(table: Table): TableMap {
     const columns = Object.entries(getTableColumns(table)).map(([key, c]) => ({
       key,
       name: c.name,
-      toDriver: (v: unknown) => c.mapToDriverValue(v),
+      // A SQLite column's mapper yields what bun:sqlite binds (number, string, Buffer); drizzle types it unknown.
+      toDriver: (v: unknown) => c.mapToDriverValue(v) as SQLQueryBindings,
       fromDriver: (v: unknown) => c.mapFromDriverValue(v),
     }))
     const names = columns.map((c) => c.name).join(', ')
@@ -62,8 +52,8 @@ export function columnList(table: Table, alias?: string): string {
 export function insertRows<T extends Record<string, unknown>>(db: Db, table: Table, rows: T[]): void {
   if (!rows.length) return
   const m = tableMap(table)
-  const st = sqliteOf(db).query(m.insert)
-  const params: unknown[] = new Array(m.columns.length)
+  const st = sqliteConnection(db).query(m.insert)
+  const params: SQLQueryBindings[] = new Array(m.columns.length)
   for (const row of rows) {
     for (let i = 0; i < m.columns.length; i++) {
       const c = m.columns[i]

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { forEachStore } from '../../helpers/env'
-import { GroupCommit } from '../../../src/modules/events/batch'
+import { forEachStore } from '../helpers/env'
+import { GroupCommit } from '../../src/db/group-commit'
 
 forEachStore('group commit', (env) => {
   test('writes submitted together commit together; a failing one rolls back alone; answers come after commit', async () => {

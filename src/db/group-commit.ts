@@ -1,4 +1,4 @@
-import type { Db, Store } from '../../db/client'
+import { sqliteConnection, type Db, type Store } from './client'
 
 /**
  * Group commit for SQLite's single writer: writes submitted during one turn of the event loop run in
@@ -30,9 +30,8 @@ const MAX_BATCH = 512
 /** Thrown out of the optimistic transaction to roll it back (a pure write failed). */
 const RETRY = Symbol('group commit: retry with savepoints')
 
-interface SqliteRun { run(): unknown }
 function statements(db: Db) {
-  const client = (db as unknown as { $client: { query(q: string): SqliteRun } }).$client
+  const client = sqliteConnection(db)
   return { savepoint: client.query('SAVEPOINT group_commit'), release: client.query('RELEASE group_commit'), rollback: client.query('ROLLBACK TO group_commit') }
 }
 

@@ -1,0 +1,68 @@
+import type { ContactData } from '../contacts/data'
+import type { Claim, HeldKey } from '../idempotency/repo'
+
+/**
+ * The messages between the track writer (writer.ts, main thread) and its threads (writer-worker.ts). Both
+ * sides import this module and not each other: importing writer-worker.ts would run a thread's code.
+ *
+ * A batch crosses as the UTF-8 JSON of its items in an ArrayBuffer that is transferred, not copied
+ * (a string is copied under the port's lock); replies cross as one JSON string. JSON is cheaper to hand
+ * between threads than structured-cloned objects.
+ */
+
+/** One track to write. `id` pairs the reply with the caller; all its events are created at `nowMs`. */
+export interface TrackItem {
+  id: number
+  projectId: string
+  nowMs: number
+  email: string
+  event: string
+  subscribed: boolean | null
+  data: ContactData | null
+  claim: Claim | null
+}
+
+/** An event the thread appended before the tracked one (a subscription change), created at its item's time. */
+export interface EarlierEvent { id: string; name: string; data: Record<string, unknown> }
+
+/** The outcome of one item, once its batch has committed (or failed). */
+export type TrackReply =
+  | { type: 'ok'; id: number; contactId: string; eventId: string; before: EarlierEvent[] }
+  | { type: 'reused'; id: number; held: HeldKey }
+  | { type: 'error'; id: number; message: string }
+
+export interface WriterStats { batches: number; writes: number; retries: number }
+
+/** From the main thread to a thread: `init` first (on the worker), then the others on the port it gives. */
+export type ToThread =
+  | { type: 'init'; role: 'writer'; url: string; synchronous: 'FULL' | 'NORMAL'; port: MessagePort }
+  | { type: 'init'; role: 'checkpointer'; url: string; port: MessagePort }
+  /** encodeBatch's buffer, in the transfer list. */
+  | { type: 'batch'; items: ArrayBuffer }
+  /** Close the connections and end the thread. */
+  | { type: 'close' }
+
+/** From the writer thread, once a batch has committed: decodeReplies(replies) and the thread's counters. */
+export interface FromWriter { type: 'committed'; replies: string; stats: WriterStats }
+
+/** The batch as a buffer of its own, to transfer. */
+export function encodeBatch(items: TrackItem[]): ArrayBuffer {
+  const bytes = Buffer.from(JSON.stringify(items))
+  // A Buffer may be a view into a larger, shared pool (Node pools small ones): then transfer a copy of its
+  // bytes, never the pool. (Buffer.from of a string is never a SharedArrayBuffer: hence the casts.)
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+    ? (bytes.buffer as ArrayBuffer)
+    : (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer)
+}
+
+export function decodeBatch(buffer: ArrayBuffer): TrackItem[] {
+  return JSON.parse(Buffer.from(buffer).toString()) as TrackItem[]
+}
+
+export function encodeReplies(replies: TrackReply[]): string {
+  return JSON.stringify(replies)
+}
+
+export function decodeReplies(text: string): TrackReply[] {
+  return JSON.parse(text) as TrackReply[]
+}
