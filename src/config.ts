@@ -140,6 +140,17 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
   return merged
 }
 
+/**
+ * Whether a host name is fully qualified, as MAILCTL_HOSTNAME must be (it is the EHLO name and the MX and
+ * SPF target printed for each sending domain): at least two labels, not a local-only name, not an address.
+ */
+export function isFullyQualified(name: string): boolean {
+  const n = name.replace(/\.$/, '').toLowerCase()
+  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/.test(n)) return false
+  if (/\.(local|localdomain|localhost|internal|lan|home)$/.test(n)) return false
+  return !/^\d+$/.test(n.slice(n.lastIndexOf('.') + 1))
+}
+
 /** A URL with its password replaced by `***`, for messages and logs. */
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@')
