@@ -93,11 +93,12 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
   const store = await openChecked(config, opts.create ?? true)
   let redis: Redis | null = null
   try {
+    // Every connection is proven before the first write (a wrong REDIS_URL leaves the schema untouched).
+    redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : null
     if (opts.migrate !== false) {
       const applied = await migrate(store)
       if (applied.length) log.info('migrations applied', { applied })
     }
-    redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : null
     return {
       config,
       store,
