@@ -5,7 +5,7 @@ import type { Command } from 'commander'
 import { sql } from 'drizzle-orm'
 import Redis from 'ioredis'
 import { ConfigError, isFullyQualified, redactUrl, type Config } from '../../src/config'
-import { describeStoreError, openStore, sqlitePath, StoreMissingError } from '../../src/db/client'
+import { describeStoreError, openStore, sqlitePath, StoreMissingError, type Store } from '../../src/db/client'
 import { appliedMigrations, knownMigrations } from '../../src/db/migrate'
 import { resolverFor } from '../../src/dns'
 import { emit, settings } from '../shared'
@@ -57,7 +57,7 @@ async function checkPort(name: string, host: string, port: number): Promise<Chec
 async function checkDatabase(config: Config): Promise<Check[]> {
   const kind = config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres'
   const shown = kind === 'sqlite' ? sqlitePath(config.databaseUrl) : redactUrl(config.databaseUrl)
-  let store
+  let store: Store | undefined
   try {
     store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, create: false })
     await store.rows(sql`SELECT 1 AS one`)

@@ -23,7 +23,7 @@ export function register(program: Command): void {
       const config = settings(cmd)
       const running = await serve(config, roles)
       // One human line beside the JSON logs (which go to stdout): on stderr, so stdout stays JSON.
-      process.stderr.write(startLine(config, running, pkg.version) + '\n')
+      process.stderr.write(`${startLine(config, running, pkg.version)}\n`)
       await new Promise<void>((resolve) => {
         let stopping = false
         const shutdown = (signal: string) => {

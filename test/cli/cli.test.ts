@@ -180,12 +180,12 @@ describe('mailctl CLI (source, SQLite)', () => {
     expect(res.code).toBe(report.ok ? 0 : 1)
     const broken = await mailctl(['doctor', '--json'], { ...env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', REDIS_URL: 'redis://127.0.0.1:1' })
     expect(broken.code).toBe(1)
-    const b = JSON.parse(broken.stdout) as { ok: boolean; checks: Array<{ name: string; status: string }> }
+    const b = JSON.parse(broken.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> }
     expect(b.ok).toBe(false)
     expect(b.checks.find((c) => c.name === 'database')?.status).toBe('fail')
     expect(b.checks.find((c) => c.name === 'redis')?.status).toBe('fail')
     // the cause, not drizzle's "Failed query: SELECT 1"; and the setting it belongs to
-    const detail = (name: string) => (b.checks.find((c) => c.name === name) as { detail: string }).detail
+    const detail = (name: string) => b.checks.find((c) => c.name === name)?.detail
     expect(detail('database')).toBe('postgres (DATABASE_URL postgres://nobody@127.0.0.1:1/none): connect ECONNREFUSED 127.0.0.1:1')
     expect(detail('redis')).toStartWith('REDIS_URL redis://127.0.0.1:1: ')
   })

@@ -27,7 +27,7 @@ async function freePort(): Promise<number> {
 /** Holds a port the way a server that allows sharing does (SO_REUSEPORT, as Elysia asks by default). */
 function holdShared(): { port: number; stop(): void } {
   const other = Bun.serve({ port: 0, hostname: '127.0.0.1', reusePort: true, fetch: () => new Response('the other server') })
-  return { port: other.port!, stop: () => other.stop(true) }
+  return { port: other.port ?? 0, stop: () => other.stop(true) }
 }
 
 const quiet = { MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_HTTP_HOST: '127.0.0.1', MAILCTL_OUTBOUND: 'capture' }
