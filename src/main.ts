@@ -32,12 +32,13 @@ export function loadSecret(config: Config): string {
  * Why a command that does not create a store stops: which store it looked for, and the two settings that
  * point at another one.
  */
-function noStoreMessage(config: Config, dialect: 'sqlite' | 'pg'): string {
+function noStoreMessage(config: Config, dialect: 'sqlite' | 'pg', empty = false): string {
   const create = 'or create it with `mailctl migrate` (`mailctl serve` also creates it)'
   if (dialect === 'pg') return `the PostgreSQL database of DATABASE_URL (${redactUrl(config.databaseUrl)}) has no mailctl tables: check DATABASE_URL, ${create}`
   const byDefault = config.databaseUrl === `sqlite://${join(config.dataDir, 'mailctl.db')}`
   const where = byDefault ? `MAILCTL_DATA_DIR=${config.dataDir}, DATABASE_URL unset` : `DATABASE_URL=${redactUrl(config.databaseUrl)}`
-  return `no mailctl database at ${sqlitePath(config.databaseUrl)} (${where}): point MAILCTL_DATA_DIR or DATABASE_URL at the existing store, ${create}`
+  const what = empty ? `the SQLite database ${sqlitePath(config.databaseUrl)} has no mailctl tables` : `no mailctl database at ${sqlitePath(config.databaseUrl)}`
+  return `${what} (${where}): point MAILCTL_DATA_DIR or DATABASE_URL at the existing store, ${create}`
 }
 
 /** Opens the store, proves it answers (errors name DATABASE_URL) and, unless `create`, that it has a schema. */
@@ -51,7 +52,7 @@ async function openChecked(config: Config, create: boolean): Promise<Store> {
   }
   try {
     await checkReachable(store)
-    if (!create && !(await appliedMigrations(store)).length) throw new ConfigError(noStoreMessage(config, store.dialect))
+    if (!create && !(await appliedMigrations(store)).length) throw new ConfigError(noStoreMessage(config, store.dialect, true))
     return store
   } catch (err) {
     await store.close().catch(() => {})

@@ -55,6 +55,13 @@ describe('only serve and migrate create a store', () => {
       ])
     }
     expect(readdirSync(parent)).toEqual([])
+    // doctor reports the missing store and data dir as not created yet, and creates neither
+    const doctor = await mailctl(['doctor', '--json'], { MAILCTL_DATA_DIR: data, MAILCTL_HTTP_PORT: '0', MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_HOSTNAME: 'localhost' })
+    const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks
+    expect(checks.find((c) => c.name === 'data dir')).toMatchObject({ status: 'warn', detail: `${data} does not exist yet; \`mailctl serve\` or \`mailctl migrate\` creates it` })
+    expect(checks.find((c) => c.name === 'database')?.status).toBe('warn')
+    expect(checks.find((c) => c.name === 'database')?.detail).toStartWith(`sqlite: no database at ${join(data, 'mailctl.db')} yet`)
+    expect(readdirSync(parent)).toEqual([])
     // an explicit DATABASE_URL is named as such
     const other = await mailctl(['project', 'list'], { MAILCTL_DATA_DIR: data, DATABASE_URL: `sqlite://${join(parent, 'x.db')}` })
     expect(other.stderr).toContain(`no mailctl database at ${join(parent, 'x.db')} (DATABASE_URL=sqlite://${join(parent, 'x.db')})`)
