@@ -92,12 +92,12 @@ export async function need(value: string | undefined, what: { flag: string; mess
   return answer
 }
 
-/** Exit codes: 0 ok, 1 an operation failed (AppError, runtime), 2 usage or configuration problem. */
 /** A warning for the operator: one line on stderr (stdout stays the command's output). */
 export function warnLine(message: string): void {
   process.stderr.write(`warning: ${message}\n`)
 }
 
+/** Exit codes: 0 ok, 1 an operation failed (AppError, runtime), 2 usage or configuration problem. */
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError || err instanceof ConfigError) return 2
   return 1
