@@ -26,10 +26,12 @@ ENV MAILCTL_DATA_DIR=/data \
     MAILCTL_HTTP_HOST=0.0.0.0 \
     MAILCTL_HTTP_PORT=3000 \
     MAILCTL_SMTP_INBOUND_PORT=2525 \
-    MAILCTL_SMTP_RELAY_PORT=2587
+    MAILCTL_SMTP_RELAY_PORT=2587 \
+    MAILCTL_SMTP_SECURE_PORT=2465
 VOLUME ["/data"]
-# HTTP API, inbound SMTP (publish as 25), SMTP relay (publish as 587)
-EXPOSE 3000 2525 2587
+# HTTP API, inbound SMTP (publish as 25), SMTP relay (publish as 587), implicit TLS with a certificate
+# (publish as 465): a non-root user cannot bind ports below 1024
+EXPOSE 3000 2525 2587 2465
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/3000 && printf 'GET /health HTTP/1.0\\r\\n\\r\\n' >&3 && grep -q '200' <&3"]
 ENTRYPOINT ["mailctl"]

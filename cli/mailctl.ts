@@ -4,6 +4,7 @@
  * `register(program)`; add a new area with one import and one line in AREAS below.
  */
 import { Command } from 'commander'
+import pkg from '../package.json'
 import { runCli } from './shared'
 import { register as serve } from './commands/serve'
 import { register as migrate } from './commands/migrate'
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
     .description('Self-hosted email platform: API, workers, SMTP and this admin CLI in one executable')
     .option('--config <file>', 'read settings from a JSON or TOML file (environment variables win)')
     .option('--json', 'print one JSON document on stdout')
+    .version(pkg.version, '-V, --version', 'print the version and exit')
     .showHelpAfterError()
     .exitOverride()
   for (const register of AREAS) register(program)

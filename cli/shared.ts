@@ -38,12 +38,17 @@ export function stderrLogger(level: Level | 'silent' = 'info', base: Record<stri
   }
 }
 
-/** Runs `fn` with a migrated store and the services, then closes everything. */
-export async function withDeps<T>(cmd: Command, fn: (deps: Deps) => Promise<T>, opts: { migrate?: boolean } = {}): Promise<T> {
+/**
+ * Runs `fn` with a migrated store and the services, then closes everything. Only `create: true` (serve,
+ * migrate) may create a store: other commands stop when it does not exist yet, naming the store they
+ * looked for and the settings that point at another one (a typo in MAILCTL_DATA_DIR must not silently
+ * start an empty database).
+ */
+export async function withDeps<T>(cmd: Command, fn: (deps: Deps) => Promise<T>, opts: { migrate?: boolean; create?: boolean } = {}): Promise<T> {
   const config = settings(cmd)
   // Quiet by default: a one-shot command reports failures itself; `MAILCTL_LOG_LEVEL=debug` shows more.
   const level = config.logLevel === 'debug' ? 'debug' : 'warn'
-  const deps = await createDeps(config, { log: stderrLogger(level), migrate: opts.migrate })
+  const deps = await createDeps(config, { log: stderrLogger(level), migrate: opts.migrate, create: opts.create ?? false })
   try {
     return await fn(deps)
   } finally {
@@ -85,6 +90,11 @@ export async function need(value: string | undefined, what: { flag: string; mess
     : await input({ message: what.message, required: true }, context)
   if (!answer) throw new UsageError(`${what.flag} is required`)
   return answer
+}
+
+/** A warning for the operator: one line on stderr (stdout stays the command's output). */
+export function warnLine(message: string): void {
+  process.stderr.write(`warning: ${message}\n`)
 }
 
 /** Exit codes: 0 ok, 1 an operation failed (AppError, runtime), 2 usage or configuration problem. */

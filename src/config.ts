@@ -1,6 +1,6 @@
 import { hostname } from 'node:os'
-import { join, resolve } from 'node:path'
-import { readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve, isAbsolute } from 'node:path'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 
 /** Every setting of OPERATIONS.md, read once from the environment and an optional config file. */
 export interface Config {
@@ -9,10 +9,14 @@ export interface Config {
   redisUrl: string | null
   httpPort: number
   httpHost: string
+  /** Share the HTTP port with other processes that ask for the same (SO_REUSEPORT); off: a busy port stops serve. */
+  httpReusePort: boolean
   publicUrl: string
   hostname: string
   smtpInboundPort: number
   smtpRelayPort: number
+  /** Implicit-TLS submission (465 by default), opened with the relay when a TLS certificate is set; 0 disables. */
+  smtpSecurePort: number
   smtpTlsCert: string | null
   smtpTlsKey: string | null
   outbound: string
@@ -29,16 +33,21 @@ export interface Config {
   maxBodyBytes: number
 }
 
+/** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
+export const DEFAULT_SMTP_SECURE_PORT = 465
+
 const KEYS: Record<string, keyof Config> = {
   MAILCTL_DATA_DIR: 'dataDir',
   DATABASE_URL: 'databaseUrl',
   REDIS_URL: 'redisUrl',
   MAILCTL_HTTP_PORT: 'httpPort',
   MAILCTL_HTTP_HOST: 'httpHost',
+  MAILCTL_HTTP_REUSE_PORT: 'httpReusePort',
   MAILCTL_PUBLIC_URL: 'publicUrl',
   MAILCTL_HOSTNAME: 'hostname',
   MAILCTL_SMTP_INBOUND_PORT: 'smtpInboundPort',
   MAILCTL_SMTP_RELAY_PORT: 'smtpRelayPort',
+  MAILCTL_SMTP_SECURE_PORT: 'smtpSecurePort',
   MAILCTL_SMTP_TLS_CERT: 'smtpTlsCert',
   MAILCTL_SMTP_TLS_KEY: 'smtpTlsKey',
   MAILCTL_OUTBOUND: 'outbound',
@@ -96,7 +105,6 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
   const sync = (raw.MAILCTL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase()
   if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('MAILCTL_SQLITE_SYNCHRONOUS must be FULL or NORMAL')
   const databaseUrl = raw.DATABASE_URL ?? `sqlite://${join(dataDir, 'mailctl.db')}`
-  if (!/^(sqlite:|postgres:|postgresql:)/.test(databaseUrl)) throw new ConfigError('DATABASE_URL must start with sqlite:// or postgres://')
   const outbound = raw.MAILCTL_OUTBOUND ?? 'direct'
   if (!/^(direct|capture|smtps?:\/\/.+)$/.test(outbound)) throw new ConfigError('MAILCTL_OUTBOUND must be direct, capture or smtp://user:pass@host:port')
   const publicUrl = (raw.MAILCTL_PUBLIC_URL ?? 'http://localhost:3000').replace(/\/+$/, '')
@@ -107,10 +115,12 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     redisUrl: raw.REDIS_URL ?? null,
     httpPort: int('MAILCTL_HTTP_PORT', raw.MAILCTL_HTTP_PORT ?? '3000', 0, 65535),
     httpHost: raw.MAILCTL_HTTP_HOST ?? '0.0.0.0',
+    httpReusePort: bool('MAILCTL_HTTP_REUSE_PORT', raw.MAILCTL_HTTP_REUSE_PORT ?? 'false'),
     publicUrl,
     hostname: raw.MAILCTL_HOSTNAME ?? hostname(),
     smtpInboundPort: int('MAILCTL_SMTP_INBOUND_PORT', raw.MAILCTL_SMTP_INBOUND_PORT ?? '2525', 0, 65535),
     smtpRelayPort: int('MAILCTL_SMTP_RELAY_PORT', raw.MAILCTL_SMTP_RELAY_PORT ?? '2587', 0, 65535),
+    smtpSecurePort: int('MAILCTL_SMTP_SECURE_PORT', raw.MAILCTL_SMTP_SECURE_PORT ?? String(DEFAULT_SMTP_SECURE_PORT), 0, 65535),
     smtpTlsCert: raw.MAILCTL_SMTP_TLS_CERT ?? null,
     smtpTlsKey: raw.MAILCTL_SMTP_TLS_KEY ?? null,
     outbound,
@@ -124,5 +134,66 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     sqliteSynchronous: sync,
     maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
   }
-  return { ...cfg, ...opts.overrides }
+  const merged = { ...cfg, ...opts.overrides }
+  const problem = databaseUrlProblem(merged.databaseUrl, { dataDir: merged.dataDir })
+  if (problem) throw new ConfigError(problem)
+  return merged
+}
+
+/**
+ * Whether a host name is fully qualified, as MAILCTL_HOSTNAME must be (it is the EHLO name and the MX and
+ * SPF target printed for each sending domain): at least two labels, not a local-only name, not an address.
+ */
+export function isFullyQualified(name: string): boolean {
+  const n = name.replace(/\.$/, '').toLowerCase()
+  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/.test(n)) return false
+  if (/\.(local|localdomain|localhost|internal|lan|home)$/.test(n)) return false
+  return !/^\d+$/.test(n.slice(n.lastIndexOf('.') + 1))
+}
+
+/** A URL with its password replaced by `***`, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@')
+}
+
+/** The file path of a `sqlite:` URL (`sqlite:///abs/x.db`, `sqlite://./rel/x.db`, `sqlite:x.db`). */
+export function sqliteFile(url: string): string {
+  return url.replace(/^sqlite:(\/\/)?/, '')
+}
+
+/**
+ * What is wrong with a DATABASE_URL, as a message naming the setting, or null when it can be used. Checks
+ * the shape (scheme, a SQLite file path, a PostgreSQL database name). With `dataDir`, a SQLite file's
+ * directory must also exist already, unless it is the data dir or lies inside it (mailctl creates those):
+ * a mistyped path is refused instead of being created.
+ */
+export function databaseUrlProblem(url: string, opts: { dataDir?: string } = {}): string | null {
+  const shown = redactUrl(url)
+  if (url.startsWith('sqlite:')) {
+    const file = sqliteFile(url)
+    if (!file) return `DATABASE_URL "${shown}" names no database file: use sqlite:///absolute/path/mailctl.db, or leave DATABASE_URL unset for $MAILCTL_DATA_DIR/mailctl.db`
+    if (opts.dataDir === undefined) return null
+    if (file === ':memory:' || file.startsWith('file::memory:')) return `DATABASE_URL "${shown}": an in-memory SQLite database is not supported (the server reads it through a second connection, which would see an empty database); name a file`
+    if (file.endsWith('/')) return `DATABASE_URL "${shown}" names a directory; name the database file inside it, such as ${file}mailctl.db`
+    const path = resolve(file)
+    if (existsSync(path) && statSync(path).isDirectory()) return `DATABASE_URL "${shown}" names a directory; name the database file inside it, such as ${join(path, 'mailctl.db')}`
+    const parent = dirname(path)
+    if (existsSync(parent)) {
+      return statSync(parent).isDirectory() ? null : `DATABASE_URL "${shown}": ${parent} is not a directory`
+    }
+    const dataDir = resolve(opts.dataDir)
+    const inside = relative(dataDir, parent)
+    if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) return null
+    return `DATABASE_URL "${shown}": the directory ${parent} does not exist; create it first, or leave DATABASE_URL unset to keep the database in MAILCTL_DATA_DIR (${dataDir}), which mailctl creates`
+  }
+  if (/^postgres(ql)?:/.test(url)) {
+    let u: URL
+    try { u = new URL(url) } catch { return `DATABASE_URL "${shown}" is not a valid URL (postgres://user:password@host:5432/database)` }
+    let name: string
+    try { name = decodeURIComponent(u.pathname.replace(/^\//, '')) } catch { name = '' }
+    if (!name) return `DATABASE_URL "${shown}" names no database: add one, as in postgres://user@host:5432/mailctl (without it PostgreSQL would use the user's default database, often the shared "postgres")`
+    return null
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]
+  return `DATABASE_URL must start with sqlite:// or postgres://${scheme ? `, got "${scheme}:"` : url ? '' : ' (it is empty)'}`
 }

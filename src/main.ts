@@ -2,11 +2,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import Redis from 'ioredis'
-import type { Config } from './config'
-import { openStore } from './db/client'
-import { migrate } from './db/migrate'
+import { ConfigError, redactUrl, type Config } from './config'
+import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
+import { appliedMigrations, migrate } from './db/migrate'
 import type { Deps } from './deps'
-import { createLogger, type Logger } from './log'
+import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
 import { buildApp } from './http/app'
@@ -28,23 +28,91 @@ export function loadSecret(config: Config): string {
   return secret
 }
 
-/** Composition root: config -> store -> services. Transports are started by `serve`. */
-export async function createDeps(config: Config, opts: { migrate?: boolean; log?: Logger } = {}): Promise<Deps> {
-  const log = opts.log ?? createLogger(config.logLevel)
-  const store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous })
-  if (opts.migrate !== false) {
-    const applied = await migrate(store)
-    if (applied.length) log.info('migrations applied', { applied })
+/**
+ * Why a command that does not create a store stops: which store it looked for, and the two settings that
+ * point at another one.
+ */
+function noStoreMessage(config: Config, dialect: 'sqlite' | 'pg', empty = false): string {
+  const create = 'or create it with `mailctl migrate` (`mailctl serve` also creates it)'
+  if (dialect === 'pg') return `the PostgreSQL database of DATABASE_URL (${redactUrl(config.databaseUrl)}) has no mailctl tables: check DATABASE_URL, ${create}`
+  const byDefault = config.databaseUrl === `sqlite://${join(config.dataDir, 'mailctl.db')}`
+  const where = byDefault ? `MAILCTL_DATA_DIR=${config.dataDir}, DATABASE_URL unset` : `DATABASE_URL=${redactUrl(config.databaseUrl)}`
+  const what = empty ? `the SQLite database ${sqlitePath(config.databaseUrl)} has no mailctl tables` : `no mailctl database at ${sqlitePath(config.databaseUrl)}`
+  return `${what} (${where}): point MAILCTL_DATA_DIR or DATABASE_URL at the existing store, ${create}`
+}
+
+/** Opens the store, proves it answers (errors name DATABASE_URL) and, unless `create`, that it has a schema. */
+async function openChecked(config: Config, create: boolean): Promise<Store> {
+  let store: Store
+  try {
+    store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, create })
+  } catch (err) {
+    if (err instanceof StoreMissingError) throw new ConfigError(noStoreMessage(config, 'sqlite'))
+    throw err
   }
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : null
-  return {
-    config,
-    store,
-    log,
-    limiter: redis ? redisLimiter(redis) : memoryLimiter(),
-    mail: captureMailOut(store, `mailctl@${config.hostname}`),
-    redis,
-    secret: loadSecret(config),
+  try {
+    await checkReachable(store)
+    if (!create && !(await appliedMigrations(store)).length) throw new ConfigError(noStoreMessage(config, store.dialect, true))
+    return store
+  } catch (err) {
+    await store.close().catch(() => {})
+    throw err
+  }
+}
+
+/**
+ * Connects to REDIS_URL before anything relies on it: a wrong URL stops start-up with a message naming
+ * the setting. Later disconnections are retried by ioredis and logged (JSON) once per outage.
+ */
+async function connectRedis(url: string, log: Logger): Promise<Redis> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 })
+  let first: Error | null = null
+  const onConnectError = (err: Error) => { first ??= err }
+  redis.on('error', onConnectError)
+  try {
+    await redis.connect()
+  } catch (err) {
+    redis.disconnect()
+    throw new Error(`cannot reach Redis at REDIS_URL (${redactUrl(url)}): ${(first ?? (err as Error)).message}`)
+  }
+  redis.off('error', onConnectError)
+  let down = false
+  redis.on('error', (err) => {
+    if (!down) log.error('redis connection lost (REDIS_URL); retrying', { url: redactUrl(url), ...errorFields(err) })
+    down = true
+  })
+  redis.on('ready', () => { down = false })
+  return redis
+}
+
+/**
+ * Composition root: config -> store -> services. Transports are started by `serve`. `create: false` (the
+ * CLI's commands other than serve and migrate) refuses to create a store that does not exist yet.
+ */
+export async function createDeps(config: Config, opts: { migrate?: boolean; log?: Logger; create?: boolean } = {}): Promise<Deps> {
+  const log = opts.log ?? createLogger(config.logLevel)
+  const store = await openChecked(config, opts.create ?? true)
+  let redis: Redis | null = null
+  try {
+    // Every connection is proven before the first write (a wrong REDIS_URL leaves the schema untouched).
+    redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : null
+    if (opts.migrate !== false) {
+      const applied = await migrate(store)
+      if (applied.length) log.info('migrations applied', { applied })
+    }
+    return {
+      config,
+      store,
+      log,
+      limiter: redis ? redisLimiter(redis) : memoryLimiter(),
+      mail: captureMailOut(store, `mailctl@${config.hostname}`),
+      redis,
+      secret: loadSecret(config),
+    }
+  } catch (err) {
+    redis?.disconnect()
+    await store.close().catch(() => {})
+    throw err
   }
 }
 
@@ -55,40 +123,91 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.store.close()
 }
 
-export interface Running { stop(): Promise<void>; httpPort: number; deps: Deps }
+export interface Running {
+  stop(): Promise<void>
+  httpPort: number
+  /** The SMTP ports listening (null: that part is off or not in this node's roles). */
+  smtp: { inbound: number | null; relay: number | null; secure: number | null }
+  deps: Deps
+}
 
 export type Role = 'api' | 'worker' | 'smtp'
+
+/** A port `serve` could not open, with the setting that names it and what to do. */
+export class PortError extends Error {}
+
+function portError(setting: string, host: string, port: number, err: unknown, hint = ''): Error {
+  const code = (err as { code?: string }).code
+  const text = err instanceof Error ? err.message : String(err)
+  if (code === 'EADDRINUSE' || /in use/i.test(text)) return new PortError(`${setting}: ${host}:${port} is already in use (another mailctl serve?): stop that process or choose another port${hint}`)
+  if (code === 'EACCES') return new PortError(`${setting}: ${host}:${port}: permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE): choose a port above 1023 and forward to it`)
+  return new PortError(`${setting}: cannot listen on ${host}:${port}: ${text}`)
+}
 
 /** `mailctl serve`: migrations first, then HTTP, workers and SMTP for the roles asked. */
 export async function serve(config: Config, roles: Role[] = ['api', 'worker', 'smtp']): Promise<Running> {
   const deps = await createDeps(config)
   const stops: Array<() => Promise<void> | void> = []
+  const stopAll = async () => {
+    for (const s of stops.reverse()) await s()
+    await closeDeps(deps)
+  }
   let httpPort = 0
-  if (roles.includes('api')) {
-    const app = buildApp(deps).listen({ port: config.httpPort, hostname: config.httpHost, maxRequestBodySize: config.maxBodyBytes + 1024 * 1024 })
-    httpPort = app.server?.port ?? config.httpPort
-    deps.log.info('http listening', { host: config.httpHost, port: httpPort })
-    stops.push(async () => { await app.stop() })
+  const smtp: Running['smtp'] = { inbound: null, relay: null, secure: null }
+  try {
+    if (roles.includes('api')) {
+      const app = buildApp(deps)
+      try {
+        // Elysia asks Bun for SO_REUSEPORT by default, which lets a second server share a busy port.
+        app.listen({ port: config.httpPort, hostname: config.httpHost, reusePort: config.httpReusePort, maxRequestBodySize: config.maxBodyBytes + 1024 * 1024 })
+      } catch (err) {
+        throw portError('MAILCTL_HTTP_PORT', config.httpHost, config.httpPort, err, ', or set MAILCTL_HTTP_REUSE_PORT=true to share it on purpose')
+      }
+      httpPort = app.server?.port ?? config.httpPort
+      deps.log.info('http listening', { host: config.httpHost, port: httpPort })
+      stops.push(async () => { await app.stop() })
+    }
+    if (roles.includes('worker')) {
+      const worker = new Worker(deps, allJobs, { concurrency: 8 })
+      await worker.start()
+      stops.push(() => worker.stop())
+      const outbound = await startOutbound(deps)
+      stops.push(() => outbound.stop())
+    }
+    if (roles.includes('smtp')) {
+      const inbound = await startInbound(deps).catch((err) => { throw portError('MAILCTL_SMTP_INBOUND_PORT', '0.0.0.0', config.smtpInboundPort, err) })
+      if (inbound) {
+        stops.push(() => inbound.close())
+        smtp.inbound = inbound.port
+      }
+      const relay = await startRelay(deps).catch((err) => { throw portError('MAILCTL_SMTP_RELAY_PORT', '0.0.0.0', config.smtpRelayPort, err) })
+      if (relay) {
+        stops.push(() => relay.close())
+        smtp.relay = relay.port
+        smtp.secure = relay.securePort
+      }
+    }
+  } catch (err) {
+    await stopAll().catch(() => {})
+    throw err
   }
-  if (roles.includes('worker')) {
-    const worker = new Worker(deps, allJobs, { concurrency: 8 })
-    await worker.start()
-    stops.push(() => worker.stop())
-    const outbound = await startOutbound(deps)
-    stops.push(() => outbound.stop())
+  return { deps, httpPort, smtp, stop: stopAll }
+}
+
+/** The one human line `serve` prints at start: where the API, its docs and the SMTP ports are. */
+export function startLine(config: Config, running: Pick<Running, 'httpPort' | 'smtp'>, version: string): string {
+  const parts: string[] = []
+  if (running.httpPort) {
+    const host = config.httpHost === '0.0.0.0' || config.httpHost === '::' ? 'localhost' : config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost
+    const base = `http://${host}:${running.httpPort}`
+    parts.push(`API ${base}/v1/`, `docs ${base}/docs`)
+    if (config.publicUrl !== base) parts.push(`public URL ${config.publicUrl}`)
   }
-  if (roles.includes('smtp')) {
-    const inbound = await startInbound(deps)
-    if (inbound) stops.push(() => inbound.close())
-    const relay = await startRelay(deps)
-    if (relay) stops.push(() => relay.close())
-  }
-  return {
-    deps,
-    httpPort,
-    async stop() {
-      for (const s of stops.reverse()) await s()
-      await closeDeps(deps)
-    },
-  }
+  const smtp = [
+    running.smtp.inbound !== null ? `inbound ${running.smtp.inbound}` : null,
+    running.smtp.relay !== null ? `submission ${running.smtp.relay}` : null,
+    running.smtp.secure !== null ? `implicit TLS ${running.smtp.secure}` : null,
+  ].filter(Boolean)
+  if (smtp.length) parts.push(`SMTP ${smtp.join(', ')}`)
+  return `mailctl ${version} is running: ${parts.length ? parts.join('; ') : 'workers only'} (Ctrl-C stops)`
 }

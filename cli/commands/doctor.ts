@@ -1,11 +1,11 @@
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { accessSync, constants, existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { Resolver } from 'node:dns/promises'
 import type { Command } from 'commander'
 import { sql } from 'drizzle-orm'
 import Redis from 'ioredis'
-import type { Config } from '../../src/config'
-import { openStore } from '../../src/db/client'
+import { ConfigError, isFullyQualified, redactUrl, type Config } from '../../src/config'
+import { describeStoreError, openStore, sqlitePath, StoreMissingError, type Store } from '../../src/db/client'
 import { appliedMigrations, knownMigrations } from '../../src/db/migrate'
 import { resolverFor } from '../../src/dns'
 import { emit, settings } from '../shared'
@@ -17,15 +17,25 @@ const warn = (name: string, detail: string): Check => ({ name, status: 'warn', d
 const fail = (name: string, detail: string): Check => ({ name, status: 'fail', detail })
 const msg = (err: unknown) => (err instanceof Error ? err.message : String(err))
 
+/** The data dir must be writable; a missing one is created by `serve` (doctor creates nothing). */
 function checkDataDir(config: Config): Check {
   try {
-    mkdirSync(config.dataDir, { recursive: true })
+    if (!existsSync(config.dataDir)) {
+      accessSync(nearestExisting(config.dataDir), constants.W_OK)
+      return warn('data dir', `${config.dataDir} does not exist yet; \`mailctl serve\` or \`mailctl migrate\` creates it`)
+    }
     accessSync(config.dataDir, constants.W_OK)
     const secret = config.jwtSecret ? 'MAILCTL_JWT_SECRET set' : existsSync(join(config.dataDir, 'secret.key')) ? 'secret.key present' : 'secret.key generated on first serve'
     return ok('data dir', `${config.dataDir} writable; ${secret}`)
   } catch (err) {
     return fail('data dir', `${config.dataDir}: ${msg(err)}`)
   }
+}
+
+function nearestExisting(path: string): string {
+  let p = path
+  while (!existsSync(p) && dirname(p) !== p) p = dirname(p)
+  return p
 }
 
 /** Can the port be bound now? In use is a warning (mailctl itself may be running). */
@@ -43,15 +53,18 @@ async function checkPort(name: string, host: string, port: number): Promise<Chec
   }
 }
 
+/** Reachability and migrations; the cause of a failure is the driver's (not drizzle's "Failed query"). */
 async function checkDatabase(config: Config): Promise<Check[]> {
   const kind = config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres'
-  let store
+  const shown = kind === 'sqlite' ? sqlitePath(config.databaseUrl) : redactUrl(config.databaseUrl)
+  let store: Store | undefined
   try {
-    store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous })
+    store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, create: false })
     await store.rows(sql`SELECT 1 AS one`)
   } catch (err) {
     await store?.close().catch(() => {})
-    return [fail('database', `${kind}: ${msg(err)}`)]
+    if (err instanceof StoreMissingError) return [warn('database', `sqlite: no database at ${shown} yet; \`mailctl serve\` or \`mailctl migrate\` creates it (or point MAILCTL_DATA_DIR / DATABASE_URL at the existing one)`)]
+    return [fail('database', `${kind} (DATABASE_URL ${shown}): ${describeStoreError(err)}`)]
   }
   try {
     const applied = new Set(await appliedMigrations(store))
@@ -72,9 +85,9 @@ async function checkRedis(config: Config): Promise<Check> {
   try {
     await redis.connect()
     const pong = await redis.ping()
-    return pong === 'PONG' ? ok('redis', 'reachable') : fail('redis', `unexpected answer to PING: ${pong}`)
+    return pong === 'PONG' ? ok('redis', 'reachable') : fail('redis', `REDIS_URL ${redactUrl(config.redisUrl)}: unexpected answer to PING: ${pong}`)
   } catch (err) {
-    return fail('redis', msg(err))
+    return fail('redis', `REDIS_URL ${redactUrl(config.redisUrl)}: ${msg(err)}`)
   } finally {
     redis.disconnect()
   }
@@ -83,7 +96,7 @@ async function checkRedis(config: Config): Promise<Check> {
 /** The server's own host name must resolve (it is the EHLO name, bounce domain and MX target) and should have matching reverse DNS. */
 async function checkHostname(config: Config): Promise<Check[]> {
   const name = config.hostname
-  if (!name.includes('.')) return [warn('hostname', `"${name}" is not a fully qualified name: set MAILCTL_HOSTNAME (e.g. mail.example.com)`)]
+  if (!isFullyQualified(name)) return [warn('hostname', `"${name}" is not a fully qualified name: set MAILCTL_HOSTNAME (e.g. mail.example.com)`)]
   const resolver = resolverFor(config, { timeoutMs: 2000, attempts: 1 })
   let addresses: string[] = []
   try {
@@ -137,7 +150,18 @@ export function register(program: Command): void {
   program.command('doctor')
     .description('check configuration, ports, DNS of the server host name, database and Redis')
     .action(async (_opts: unknown, cmd: Command) => {
-      const report = await runDoctor(settings(cmd))
+      let config: Config
+      try {
+        config = settings(cmd)
+      } catch (err) {
+        // A setting that cannot be used is the first thing doctor reports (as a check, with --json too).
+        if (!(err instanceof ConfigError)) throw err
+        const report = { ok: false, checks: [fail('config', err.message)] }
+        emit(cmd, report, () => `FAIL  ${'config'.padEnd(18)} ${err.message}`)
+        process.exitCode = 1
+        return
+      }
+      const report = await runDoctor(config)
       const mark = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' }
       emit(cmd, report, () => report.checks.map((c) => `${mark[c.status]}  ${c.name.padEnd(18)} ${c.detail}`).join('\n'))
       if (!report.ok) process.exitCode = 1

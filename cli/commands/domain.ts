@@ -3,7 +3,8 @@ import { ctxFor, type Deps } from '../../src/deps'
 import type { DomainOut } from '../../src/modules/domains/model'
 import { createDomain, findDomainByName, getDomain, listDomains, verifyDomain } from '../../src/modules/domains/service'
 import { findProject } from '../../src/modules/projects/service'
-import { emit, need, table, withDeps } from '../shared'
+import { isFullyQualified } from '../../src/config'
+import { emit, need, table, warnLine, withDeps } from '../shared'
 
 async function cliCtx(deps: Deps, projectRef: string) {
   const project = await findProject(deps.store, projectRef)
@@ -42,7 +43,12 @@ export function register(program: Command): void {
       const name = await need(domainArg, { flag: 'DOMAIN', message: 'Domain name' })
       const out = await withDeps(cmd, async (deps) => {
         const ctx = await cliCtx(deps, ref)
-        return createDomain(ctx, { projectId: ctx.projectId, domain: name })
+        const created = await createDomain(ctx, { projectId: ctx.projectId, domain: name })
+        const host = deps.config.hostname
+        if (!isFullyQualified(host)) {
+          warnLine(`MAILCTL_HOSTNAME is "${host}", not a fully qualified name: the return-path MX and SPF records below point at it and would be wrong. Set MAILCTL_HOSTNAME to this server's public name (such as mail.example.com); \`mailctl domain verify\` then prints the corrected records`)
+        }
+        return created
       })
       emit(cmd, out, () => render(out))
     })

@@ -7,7 +7,7 @@ export function register(program: Command): void {
   program.command('migrate')
     .description('apply pending database migrations and exit')
     .action(async (_opts: unknown, cmd: Command) => {
-      const applied = await withDeps(cmd, (deps) => migrate(deps.store), { migrate: false })
+      const applied = await withDeps(cmd, (deps) => migrate(deps.store), { migrate: false, create: true })
       emit(cmd, { applied }, () => (applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date'))
     })
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander'
-import { serve, type Role } from '../../src/main'
+import pkg from '../../package.json'
+import { serve, startLine, type Role } from '../../src/main'
 import { settings, UsageError } from '../shared'
 
 const ROLES: Role[] = ['api', 'worker', 'smtp']
@@ -19,7 +20,10 @@ export function register(program: Command): void {
     .option('--role <role>', 'api, worker or smtp; repeatable (default: all)', collectRole, [] as Role[])
     .action(async (opts: { role: Role[] }, cmd: Command) => {
       const roles = opts.role.length ? opts.role : ROLES
-      const running = await serve(settings(cmd), roles)
+      const config = settings(cmd)
+      const running = await serve(config, roles)
+      // One human line beside the JSON logs (which go to stdout): on stderr, so stdout stays JSON.
+      process.stderr.write(`${startLine(config, running, pkg.version)}\n`)
       await new Promise<void>((resolve) => {
         let stopping = false
         const shutdown = (signal: string) => {

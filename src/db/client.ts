@@ -13,18 +13,19 @@
  * 2. Writes go through `store.tx` (or `groupCommit(store).run`, which calls it): the reader is query_only
  *    (a write on `store.db` fails), and tx ends the snapshot before it commits, so later reads see the write.
  * 3. The change-log catch-up, the scan and the page query of a contact search run in one turn, so that
- *    the in-memory index and the page are read from the same snapshot (contacts/search-index.ts).
+ *    the in-memory index and the page are read from the same snapshot (contacts/search/).
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Database } from 'bun:sqlite'
 import { drizzle as drizzleSqlite, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import type { PgDatabase } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePg, type PostgresJsDatabase, type PostgresJsQueryResultHKT } from 'drizzle-orm/postgres-js'
-import type { SQL } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
+import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -121,7 +122,7 @@ class Mutex {
 }
 
 export function sqlitePath(url: string): string {
-  return url.replace(/^sqlite:(\/\/)?/, '')
+  return sqliteFile(url)
 }
 
 /**
@@ -149,10 +150,13 @@ function cacheStatements(db: Database, beforeUse?: () => void, max = 2000) {
   }) as Database['prepare']
 }
 
-function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL'): Store {
+function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean): Store {
   const path = sqlitePath(url)
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const writer = new Database(path, { create: true, strict: true })
+  if (path !== ':memory:') {
+    if (!create && !existsSync(path)) throw new StoreMissingError(url, path)
+    if (create) mkdirSync(dirname(path), { recursive: true })
+  }
+  const writer = new Database(path, { create, strict: true })
   writer.run('PRAGMA journal_mode = WAL')
   writer.run(`PRAGMA synchronous = ${synchronous}`)
   writer.run('PRAGMA foreign_keys = ON')
@@ -341,8 +345,54 @@ function openPg(url: string): Store {
   }
 }
 
-export function openStore(url: string, opts: { sqliteSynchronous?: 'FULL' | 'NORMAL' } = {}): Store {
-  if (url.startsWith('sqlite:')) return openSqlite(url, opts.sqliteSynchronous ?? 'FULL')
-  if (/^postgres(ql)?:/.test(url)) return openPg(url)
-  throw new Error(`unsupported DATABASE_URL: ${url}`)
+/**
+ * Opens the store of a DATABASE_URL (refused with a ConfigError naming the setting when malformed).
+ * `create: false` opens only an existing SQLite file (StoreMissingError otherwise) and creates no
+ * directory; a PostgreSQL database is never created here (see storeIsEmpty for "no schema yet").
+ */
+export function openStore(url: string, opts: { sqliteSynchronous?: 'FULL' | 'NORMAL'; create?: boolean } = {}): Store {
+  const problem = databaseUrlProblem(url)
+  if (problem) throw new ConfigError(problem)
+  if (url.startsWith('sqlite:')) return openSqlite(url, opts.sqliteSynchronous ?? 'FULL', opts.create ?? true)
+  return openPg(url)
+}
+
+/** The SQLite file of a DATABASE_URL does not exist and the caller asked not to create it. */
+export class StoreMissingError extends Error {
+  constructor(readonly url: string, readonly path: string) {
+    super(`no SQLite database at ${path}`)
+  }
+}
+
+/**
+ * The message of a database error without drizzle's "Failed query: ..." wrapper: the driver's own cause
+ * (`connect ECONNREFUSED 127.0.0.1:5432`, `database "x" does not exist`, `no such table: ...`).
+ */
+export function describeStoreError(err: unknown): string {
+  let e: unknown = err
+  const seen = new Set<unknown>()
+  while (e instanceof Error && e.cause !== undefined && !seen.has(e)) {
+    seen.add(e)
+    e = e.cause
+  }
+  const root = e instanceof Error ? e.message : String(e)
+  const top = err instanceof Error ? err.message : String(err)
+  if (e === err || /^Failed query:/.test(top)) return root || top
+  return `${top}: ${root}`
+}
+
+/** The store cannot be reached: its message names DATABASE_URL (password hidden) and the driver's cause. */
+export class StoreUnreachableError extends Error {
+  constructor(url: string, cause: unknown) {
+    super(`cannot use the database of DATABASE_URL (${redactUrl(url)}): ${describeStoreError(cause)}`, { cause })
+  }
+}
+
+/** Runs one trivial query, so a wrong host, port, password or database name fails here, named. */
+export async function checkReachable(store: Store): Promise<void> {
+  try {
+    await store.rows(sql`SELECT 1 AS one`)
+  } catch (err) {
+    throw new StoreUnreachableError(store.url, err)
+  }
 }

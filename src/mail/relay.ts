@@ -1,6 +1,6 @@
 /**
  * The SMTP relay for applications (MAILCTL_SMTP_RELAY_PORT, 0 disables; with MAILCTL_SMTP_TLS_CERT/KEY
- * also implicit TLS on 465): authenticated submission into the same pipeline as POST /v1/send.
+ * also implicit TLS on MAILCTL_SMTP_SECURE_PORT, 465 by default): authenticated submission into the same pipeline as POST /v1/send.
  *
  * - AUTH PLAIN or LOGIN with any user name and the project's secret key (sk_...) as the password; every
  *   command of a mail transaction needs it. With a certificate, AUTH is only offered after STARTTLS (or
@@ -32,7 +32,6 @@ import { MAX_HEADER_VALUE } from '../modules/emails/model'
 import { notifyEvents, type EventRow } from '../modules/events/stream'
 import { projectForKey } from '../modules/projects/service'
 import { suppressedAmong } from '../modules/suppressions/service'
-import { SMTPS_PORT } from '../modules/config/service'
 import { closeServer, listen, readMessage } from './inbound/receiver'
 import { smtpReply, smtpTls } from './inbound/tls'
 import { STRUCTURAL_HEADERS } from './mime'
@@ -302,14 +301,14 @@ export interface Relay {
 export interface RelayListenOptions extends RelayServerOptions {
   /** Overrides MAILCTL_SMTP_RELAY_PORT; 0 here means any free port (tests). */
   port?: number
-  /** The implicit-TLS port (default 465 when a certificate is configured); null for none. */
+  /** Overrides MAILCTL_SMTP_SECURE_PORT (used when a certificate is configured); null for none. */
   securePort?: number | null
   host?: string
 }
 
 /**
  * Starts the relay on MAILCTL_SMTP_RELAY_PORT (null when it is 0) and, with a certificate, the
- * implicit-TLS listener (465). A secure port that cannot be bound (no privilege) is logged as an error
+ * implicit-TLS listener (MAILCTL_SMTP_SECURE_PORT unless 0). A secure port that cannot be bound (no privilege) is logged as an error
  * and skipped; the submission port keeps working.
  */
 export async function startRelay(deps: Deps, opts: RelayListenOptions = {}): Promise<Relay | null> {
@@ -321,13 +320,13 @@ export async function startRelay(deps: Deps, opts: RelayListenOptions = {}): Pro
   const bound = await listen(plain, port, host)
   let secure: SMTPServerType | null = null
   let securePort: number | null = null
-  const wanted = opts.securePort === undefined ? (tls ? SMTPS_PORT : null) : opts.securePort
+  const wanted = opts.securePort === undefined ? (tls && deps.config.smtpSecurePort ? deps.config.smtpSecurePort : null) : opts.securePort
   if (tls && wanted !== null) {
     secure = createRelayServer(deps, { ...opts, secure: true })
     try {
       securePort = await listen(secure, wanted, host)
     } catch (err) {
-      deps.log.error('smtp relay: the implicit-TLS port could not be opened', { port: wanted, ...errorFields(err) })
+      deps.log.error('smtp relay: the implicit-TLS port could not be opened; set MAILCTL_SMTP_SECURE_PORT to another port, or 0 to turn it off', { port: wanted, ...errorFields(err) })
       secure = null
     }
   }

@@ -8,7 +8,8 @@ setDefaultTimeout(180_000)
 
 /**
  * The acceptance check of the foundation issue: `npm run build` makes dist/mailctl, which needs nothing
- * beside it (migrations embedded): run from an empty directory it creates ./data, and `serve` answers.
+ * beside it (migrations embedded): run from an empty directory, `migrate` creates ./data (other commands
+ * refuse to create a store), and `serve` answers.
  */
 const BIN = join(ROOT, 'dist', 'mailctl')
 const cwd = mkdtempSync(join(tmpdir(), 'mailctl-bin-'))
@@ -24,7 +25,13 @@ test('npm run build produces an executable dist/mailctl', () => {
   expect(existsSync(BIN)).toBe(true)
 })
 
-test('dist/mailctl project create --name demo --json, from an empty directory, prints {id, name, publicKey, secretKey}', async () => {
+test('dist/mailctl from an empty directory: project create refuses to create a store; after migrate it prints {id, name, publicKey, secretKey}', async () => {
+  const refused = await run([BIN], ['project', 'create', '--name', 'demo', '--json'], {}, cwd)
+  expect(refused.code).toBe(2)
+  expect(refused.stderr).toStartWith(`error: no mailctl database at ${join(cwd, 'data', 'mailctl.db')}`)
+  expect(existsSync(join(cwd, 'data'))).toBe(false)
+  expect((await run([BIN], ['--version'], {}, cwd)).stdout).toBe('0.1.0\n')
+  expect((await run([BIN], ['migrate'], {}, cwd)).code).toBe(0)
   const res = await run([BIN], ['project', 'create', '--name', 'demo', '--json'], {}, cwd)
   expect(res.stderr).toBe('')
   expect(res.code).toBe(0)

@@ -155,6 +155,7 @@ describe('mailctl CLI (source, SQLite)', () => {
     const other = tempDir()
     const json = join(tempDir(), 'mailctl.json')
     writeFileSync(json, JSON.stringify({ MAILCTL_DATA_DIR: other }))
+    expect((await run(SOURCE, ['--config', json, 'migrate'], {})).code).toBe(0)
     const res = await run(SOURCE, ['--config', json, 'project', 'create', '--name', 'from-config', '--json'], {})
     expect(res.code).toBe(0)
     expect(existsSync(join(other, 'mailctl.db'))).toBe(true)
@@ -178,10 +179,14 @@ describe('mailctl CLI (source, SQLite)', () => {
     expect(res.code).toBe(report.ok ? 0 : 1)
     const broken = await mailctl(['doctor', '--json'], { ...env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', REDIS_URL: 'redis://127.0.0.1:1' })
     expect(broken.code).toBe(1)
-    const b = JSON.parse(broken.stdout) as { ok: boolean; checks: Array<{ name: string; status: string }> }
+    const b = JSON.parse(broken.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> }
     expect(b.ok).toBe(false)
     expect(b.checks.find((c) => c.name === 'database')?.status).toBe('fail')
     expect(b.checks.find((c) => c.name === 'redis')?.status).toBe('fail')
+    // the cause, not drizzle's "Failed query: SELECT 1"; and the setting it belongs to
+    const detail = (name: string) => b.checks.find((c) => c.name === name)?.detail
+    expect(detail('database')).toBe('postgres (DATABASE_URL postgres://nobody@127.0.0.1:1/none): connect ECONNREFUSED 127.0.0.1:1')
+    expect(detail('redis')).toStartWith('REDIS_URL redis://127.0.0.1:1: ')
   })
 
   test('serve --role api answers HTTP from the data dir and stops cleanly on SIGTERM', async () => {
@@ -203,6 +208,7 @@ const hasScript = Bun.spawnSync(['sh', '-c', 'command -v script']).exitCode === 
 describe.skipIf(!hasScript)('mailctl CLI on a terminal (a pty from script(1))', () => {
   test('user create without --password prompts for it (masked) and uses the answer', async () => {
     const data = tempDir()
+    expect((await mailctl(['migrate'], { MAILCTL_DATA_DIR: data })).code).toBe(0)
     const p = Bun.spawn(['script', '-qec', `${SOURCE.join(' ')} user create --email tty@example.com --json`, '/dev/null'], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MAILCTL_DATA_DIR: data, MAILCTL_LOG_LEVEL: 'warn' },
       stdin: 'pipe', stdout: 'pipe', stderr: 'pipe',

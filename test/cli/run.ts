@@ -23,6 +23,17 @@ export async function run(cmd: string[], args: string[], env: Record<string, str
 /** Starts `serve`, waits for its "http listening" log line and returns the port and a stop function. */
 export async function startServe(cmd: string[], args: string[], env: Record<string, string>, cwd = ROOT) {
   const p = Bun.spawn([...cmd, 'serve', ...args], { cwd, env: cleanEnv({ MAILCTL_LOG_LEVEL: 'info', ...env }), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  // stderr is read all along (the human start line goes there), so the child never blocks on it either.
+  let stderr = ''
+  const stderrDone = (async () => {
+    const decoder = new TextDecoder()
+    const r = p.stderr.getReader()
+    for (;;) {
+      const { value, done } = await r.read()
+      if (done) break
+      stderr += decoder.decode(value, { stream: true })
+    }
+  })()
   const reader = p.stdout.getReader()
   const decoder = new TextDecoder()
   let buffered = ''
@@ -30,7 +41,11 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
   const lines: string[] = []
   while (!port) {
     const { value, done } = await reader.read()
-    if (done) throw new Error(`serve exited before listening (code ${await p.exited}): ${buffered} ${await new Response(p.stderr).text()}`)
+    if (done) {
+      const code = await p.exited
+      await stderrDone
+      throw new Error(`serve exited before listening (code ${code}): ${buffered} ${stderr}`)
+    }
     buffered += decoder.decode(value, { stream: true })
     let nl: number
     while ((nl = buffered.indexOf('\n')) >= 0) {
@@ -55,11 +70,14 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
     port,
     lines,
     pid: p.pid,
+    /** What serve wrote on stderr so far. */
+    stderr: () => stderr,
     /** SIGTERM, then the exit code (graceful shutdown exits 0). */
     async stop(): Promise<number> {
       p.kill('SIGTERM')
       const code = await p.exited
       await drained
+      await stderrDone
       return code
     },
   }

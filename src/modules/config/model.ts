@@ -13,7 +13,7 @@ export const PublicConfig = t.Object({
       domain: t.String({ description: 'Host name to connect to (MAILCTL_HOSTNAME)' }),
       ports: t.Object({
         submission: t.Union([t.Integer(), t.Null()], { description: 'STARTTLS/plain submission port, null when disabled' }),
-        secure: t.Union([t.Integer(), t.Null()], { description: 'Implicit-TLS port (465), null without a TLS certificate' }),
+        secure: t.Union([t.Integer(), t.Null()], { description: 'Implicit-TLS port (MAILCTL_SMTP_SECURE_PORT, 465 by default), null without a TLS certificate or when set to 0' }),
       }),
     }),
     tracking: t.Object({ enabled: t.Boolean() }),

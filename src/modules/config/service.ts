@@ -2,9 +2,6 @@ import type { Deps } from '../../deps'
 import pkg from '../../../package.json'
 import type { PublicConfig } from './model'
 
-/** Port of implicit-TLS submission, enabled with MAILCTL_SMTP_TLS_CERT/KEY (OPERATIONS.md). */
-export const SMTPS_PORT = 465
-
 /** GET /config: what a client or the dashboard needs to know about this server; no secrets. */
 export function publicConfig(deps: Deps): PublicConfig {
   const c = deps.config
@@ -21,7 +18,7 @@ export function publicConfig(deps: Deps): PublicConfig {
       smtp: {
         enabled: relay,
         domain: c.hostname,
-        ports: { submission: relay ? c.smtpRelayPort : null, secure: relay && tls ? SMTPS_PORT : null },
+        ports: { submission: relay ? c.smtpRelayPort : null, secure: relay && tls && c.smtpSecurePort ? c.smtpSecurePort : null },
       },
       tracking: { enabled: true },
     },

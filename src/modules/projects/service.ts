@@ -1,6 +1,6 @@
 import { eq, or } from 'drizzle-orm'
 import type { Store } from '../../db/client'
-import { notFound } from '../../errors'
+import { conflict, notFound } from '../../errors'
 import type { Deps } from '../../deps'
 import { hashSecret, keyKind, newKeyPair, type KeyKind } from './keys'
 import { parseInput } from '../validate'
@@ -54,13 +54,29 @@ export async function projectForKey(store: Store, key: string): Promise<KeyOwner
   return project ? { project, kind } : null
 }
 
-/** A project by id or by name (the CLI's PROJECT argument). */
+/** How many same-named projects an ambiguous PROJECT argument lists. */
+const AMBIGUOUS_LISTED = 20
+
+/**
+ * A project by id or by name (the CLI's PROJECT argument). Names are not unique (two people may call
+ * their project "newsletter"): an id always wins; a name that several projects share is refused with a
+ * CONFLICT that lists their ids (oldest first), so the operator can pass the one meant.
+ */
 export async function findProject(store: Store, idOrName: string) {
   const { projects } = store.t
-  const rows = await store.db.select().from(projects).where(or(eq(projects.id, idOrName), eq(projects.name, idOrName))).limit(2)
-  const exact = rows.find((r) => r.id === idOrName) ?? (rows.length === 1 ? rows[0] : undefined)
-  if (!exact) throw notFound(rows.length > 1 ? `unique project named "${idOrName}"` : 'project')
-  return exact
+  const rows = await store.db.select().from(projects)
+    .where(or(eq(projects.id, idOrName), eq(projects.name, idOrName)))
+    .orderBy(projects.createdAt, projects.id).limit(AMBIGUOUS_LISTED + 1)
+  const byId = rows.find((r) => r.id === idOrName)
+  if (byId) return byId
+  if (rows.length === 1) return rows[0]
+  if (!rows.length) throw notFound('project')
+  const shown = rows.slice(0, AMBIGUOUS_LISTED)
+  const count = rows.length > AMBIGUOUS_LISTED ? `More than ${AMBIGUOUS_LISTED}` : String(rows.length)
+  const list = shown.map((r) => `${r.id} (created ${new Date(r.createdAt).toISOString()})`).join(', ')
+  throw conflict(`${count} projects are named "${idOrName}": ${list}. Pass the id of the one you mean`, {
+    projects: shown.map((r) => ({ id: r.id, name: r.name, createdAt: new Date(r.createdAt).toISOString() })),
+  })
 }
 
 export async function listProjects(store: Store) {

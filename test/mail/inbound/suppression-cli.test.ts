@@ -29,6 +29,7 @@ for (const kind of ['sqlite', 'pg'] as const) {
         url = db.url
         drop = db.drop
       }
+      expect((await mailctl(['migrate'])).code).toBe(0)
       const created = await mailctl(['project', 'create', '--name', `Supp ${kind}`, '--json'])
       expect(created.code).toBe(0)
       const project = JSON.parse(created.stdout) as { id: string; name: string }

@@ -44,3 +44,17 @@ forEachStore('GET /config (relay with TLS)', (env) => {
     expect(res.body.features.smtp).toEqual({ enabled: true, domain: 'mx.mailctl.test', ports: { submission: 587, secure: 465 } })
   })
 }, { smtpRelayPort: 587, smtpTlsCert: '/etc/ssl/mail.pem', smtpTlsKey: '/etc/ssl/mail.key' })
+
+forEachStore('GET /config (implicit TLS moved: MAILCTL_SMTP_SECURE_PORT)', (env) => {
+  test('shows the configured implicit-TLS port', async () => {
+    const res = await env.request('GET', '/config')
+    expect(res.body.features.smtp.ports).toEqual({ submission: 2587, secure: 2465 })
+  })
+}, { smtpRelayPort: 2587, smtpSecurePort: 2465, smtpTlsCert: '/etc/ssl/mail.pem', smtpTlsKey: '/etc/ssl/mail.key' })
+
+forEachStore('GET /config (implicit TLS off: MAILCTL_SMTP_SECURE_PORT=0)', (env) => {
+  test('shows no implicit-TLS port', async () => {
+    const res = await env.request('GET', '/config')
+    expect(res.body.features.smtp.ports).toEqual({ submission: 587, secure: null })
+  })
+}, { smtpRelayPort: 587, smtpSecurePort: 0, smtpTlsCert: '/etc/ssl/mail.pem', smtpTlsKey: '/etc/ssl/mail.key' })

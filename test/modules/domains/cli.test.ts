@@ -30,6 +30,7 @@ afterAll(async () => {
 }, 60_000)
 
 test('add, verify and list a domain from the command line', async () => {
+  expect((await cli('migrate')).code).toBe(0)
   const project = await cli('--json', 'project', 'create', '--name', 'clip')
   expect(project.code).toBe(0)
 
