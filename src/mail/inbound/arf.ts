@@ -9,7 +9,7 @@
  */
 import {
   MimeError, addressedTo, addresses, decodeWords, fieldGroups, header, headersAll, originalMessage, parseMime,
-  partText, walk, type OriginalMessage,
+  partText, REPORT_PART_BYTES, walk, type OriginalMessage,
 } from './mime'
 
 /** RFC 5965 and RFC 6591 types; others are passed through lower-cased. */
@@ -69,7 +69,7 @@ export function parseArf(raw: Buffer | Uint8Array): ArfResult {
     if (!part) {
       return isReport ? { kind: 'unparseable', reason: 'multipart/report of type feedback-report without a message/feedback-report part' } : { kind: 'not-arf' }
     }
-    const fields = fieldGroups(partText(part)).flat()
+    const fields = fieldGroups(partText(part, REPORT_PART_BYTES)).flat()
     const type = header(fields, 'feedback-type')
     if (!type || !/^[a-z0-9-]+$/i.test(type.trim())) return { kind: 'unparseable', reason: 'the feedback report has no valid Feedback-Type field' }
     const feedbackType = type.trim().toLowerCase()
@@ -78,7 +78,7 @@ export function parseArf(raw: Buffer | Uint8Array): ArfResult {
     const fromOriginal = original?.to.find((a) => !redacted(a)) ?? null
     const originalMailFrom = plainAddress(header(fields, 'original-mail-from'))
     const dateText = header(fields, 'arrival-date') ?? header(fields, 'received-date')
-    const date = dateText ? new Date(dateText) : null
+    const date = dateText ? new Date(dateText.slice(0, 200)) : null
     const to = addressedTo(root)
     const subject = header(root.headers, 'subject')
     const src = header(fields, 'source-ip')
