@@ -357,14 +357,19 @@ export function originalMessage(root: MimePart): OriginalMessage | null {
 
 /**
  * Text of the human-readable parts (text/plain first, then text/html stripped of tags), for heuristics:
- * at most READABLE_PART_BYTES of each part.
+ * at most READABLE_PART_BYTES of each part. A part cut by that cap loses its last, partial line too
+ * (when it has more than one), so no half line is read as a whole one.
  */
 export function readableText(root: MimePart, maxBytesPerPart = READABLE_PART_BYTES): string {
   const parts = walk(root).filter((p) => p.children.length === 0 && (p.contentType === 'text/plain' || p.contentType === 'text/html'))
   const plain = parts.filter((p) => p.contentType === 'text/plain')
   const use = plain.length ? plain : parts
   return use.map((p) => {
-    const t = partText(p, maxBytesPerPart)
+    let t = partText(p, maxBytesPerPart)
+    if (p.body.length > maxBytesPerPart) {
+      const nl = t.lastIndexOf('\n')
+      if (nl > 0) t = t.slice(0, nl + 1)
+    }
     return p.contentType === 'text/html' ? htmlEntities(stripTags(t)) : t
   }).join('\n')
 }
