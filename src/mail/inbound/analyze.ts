@@ -9,8 +9,8 @@
  * and a parse that still runs after PARSE_TIMEOUT_MS is abandoned (the thread is terminated) and the
  * message recorded as unreadable.
  */
-import { classifyInbound, type InboundClass } from './classify'
-import { addresses, decodeWords, header, messageId, parseMime, readableText } from './mime'
+import { classifyMime, type InboundClass } from './classify'
+import { addresses, decodeWords, header, messageId, readableText, readMime, unreadable, type MimePart } from './mime'
 
 /** The fields of an ordinary message that email.received records. */
 export interface ReceivedSummary {
@@ -35,8 +35,7 @@ export const INLINE_PARSE_BYTES = 256 * 1024
 /** A parse in the worker that takes longer than this is abandoned. */
 export const PARSE_TIMEOUT_MS = 30_000
 
-function summary(raw: Buffer): ReceivedSummary {
-  const root = parseMime(raw)
+function summary(root: MimePart): ReceivedSummary {
   const subject = header(root.headers, 'subject')
   const references = (header(root.headers, 'references') ?? '').match(/<[^<>\s]+>/g) ?? []
   return {
@@ -50,15 +49,16 @@ function summary(raw: Buffer): ReceivedSummary {
   }
 }
 
-/** Classifies and reads a raw inbound message on the calling thread. Pure; never throws. */
+/** Classifies and reads a raw inbound message on the calling thread, parsing it once. Pure; never throws. */
 export function analyzeInbound(input: Buffer | Uint8Array): InboundAnalysis {
-  const raw = Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength)
-  const cls = classifyInbound(raw)
+  const root = readMime(Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength))
+  if ('kind' in root) return root
+  const cls = classifyMime(root)
   if (cls.kind !== 'other') return cls
   try {
-    return { kind: 'other', mail: summary(raw) }
+    return { kind: 'other', mail: summary(root) }
   } catch (err) {
-    return { kind: 'unparseable', reason: `parser error: ${err instanceof Error ? err.message : String(err)}` }
+    return unreadable(err)
   }
 }
 

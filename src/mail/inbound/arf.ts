@@ -8,8 +8,8 @@
  * Original-Rcpt-To, else from the To of the returned original unless the provider redacted it.
  */
 import {
-  MimeError, addressedTo, addresses, decodeWords, fieldGroups, header, headersAll, originalMessage, parseMime,
-  partText, REPORT_PART_BYTES, walk, type OriginalMessage,
+  addressedTo, addresses, decodeWords, fieldGroups, header, headersAll, originalMessage, partText, readMime,
+  REPORT_PART_BYTES, unreadable, walk, type MimePart, type OriginalMessage,
 } from './mime'
 
 /** RFC 5965 and RFC 6591 types; others are passed through lower-cased. */
@@ -61,9 +61,13 @@ function redacted(addr: string): boolean {
 
 /** Parses a raw inbound message as an ARF feedback report. Never throws. */
 export function parseArf(raw: Buffer | Uint8Array): ArfResult {
+  const root = readMime(raw)
+  return 'kind' in root ? root : arfOf(root)
+}
+
+/** Reads a parsed message as an ARF feedback report. Never throws. */
+export function arfOf(root: MimePart): ArfResult {
   try {
-    if (!raw || raw.length === 0) return { kind: 'unparseable', reason: 'empty message' }
-    const root = parseMime(Buffer.isBuffer(raw) ? raw : Buffer.from(raw))
     const part = walk(root).find((p) => p.contentType === 'message/feedback-report')
     const isReport = root.contentType === 'multipart/report' && (root.params['report-type'] ?? '').toLowerCase() === 'feedback-report'
     if (!part) {
@@ -104,6 +108,6 @@ export function parseArf(raw: Buffer | Uint8Array): ArfResult {
       from: addresses(header(root.headers, 'from'))[0] ?? null,
     }
   } catch (e) {
-    return { kind: 'unparseable', reason: e instanceof MimeError ? e.message : `parser error: ${e instanceof Error ? e.message : String(e)}` }
+    return unreadable(e)
   }
 }

@@ -19,8 +19,8 @@
  * MAILER-DAEMON or postmaster) are read heuristically from the text and flagged `heuristic: true`.
  */
 import {
-  MimeError, addressedTo, addresses, decodeWords, fieldGroups, header, messageId, originalMessage, parseHeaderBlock, parseMime,
-  partText, readableText, REPORT_PART_BYTES, walk, type Header, type MimePart, type OriginalMessage,
+  addressedTo, addresses, decodeWords, fieldGroups, header, messageId, originalMessage, parseHeaderBlock, partText,
+  readableText, readMime, REPORT_PART_BYTES, unreadable, walk, type Header, type MimePart, type OriginalMessage,
 } from './mime'
 
 export type BounceType = 'hard' | 'soft'
@@ -282,9 +282,13 @@ function heuristic(root: MimePart): DsnResult {
 
 /** Parses a raw inbound message as a delivery status notification. Never throws. */
 export function parseDsn(raw: Buffer | Uint8Array): DsnResult {
+  const root = readMime(raw)
+  return 'kind' in root ? root : dsnOf(root)
+}
+
+/** Reads a parsed message as a delivery status notification. Never throws. */
+export function dsnOf(root: MimePart): DsnResult {
   try {
-    if (!raw || raw.length === 0) return { kind: 'unparseable', reason: 'empty message' }
-    const root = parseMime(Buffer.isBuffer(raw) ? raw : Buffer.from(raw))
     const statusPart = walk(root).find((p) => p.contentType === 'message/delivery-status' || p.contentType === 'message/global-delivery-status')
     const isReport = root.contentType === 'multipart/report' && (root.params['report-type'] ?? '').toLowerCase().includes('delivery-status')
     if (!statusPart) {
@@ -307,6 +311,6 @@ export function parseDsn(raw: Buffer | Uint8Array): DsnResult {
       recipients,
     }
   } catch (e) {
-    return { kind: 'unparseable', reason: e instanceof MimeError ? e.message : `parser error: ${e instanceof Error ? e.message : String(e)}` }
+    return unreadable(e)
   }
 }

@@ -19,9 +19,33 @@ export interface MimePart {
   /** Lower-cased media type, e.g. "multipart/report"; "text/plain" when absent (RFC 2045). */
   contentType: string
   params: Record<string, string>
-  /** Decoded body bytes (transfer encoding undone); empty for multiparts. */
-  body: Buffer
+  /** Decoded body bytes (transfer encoding undone, at first use); empty for multiparts. */
+  readonly body: Buffer
+  /** The first `max` bytes of the decoded body, decoding only about that much of the encoded body. */
+  bodyPrefix(max: number): Buffer
   children: MimePart[]
+}
+
+/**
+ * A part whose body is decoded when first read: the report parsers never read most bodies (a 10 MB
+ * attachment stays encoded), and text read for heuristics decodes only a prefix.
+ */
+class Part implements MimePart {
+  children: MimePart[] = []
+  private decoded: Buffer | null = null
+  constructor(readonly headers: Header[], readonly contentType: string, readonly params: Record<string, string>, private readonly encoded: string, private readonly encoding: string | null) {}
+
+  get body(): Buffer {
+    this.decoded ??= decodeBody(this.encoded, this.encoding)
+    return this.decoded
+  }
+
+  bodyPrefix(max: number): Buffer {
+    // Quoted-printable takes at most 3 characters a byte, base64 4 for 3 (line breaks aside): 4 a byte is ample.
+    const budget = max * 4 + 4
+    if (this.decoded || this.encoded.length <= budget) return this.body.subarray(0, max)
+    return decodeBody(this.encoded.slice(0, budget), this.encoding).subarray(0, max)
+  }
 }
 
 const MAX_DEPTH = 8
@@ -126,15 +150,15 @@ function contentTypeParams(value: string, from: number): Array<[string, string]>
     if (value[i] === '"') {
       let v = ''
       let j = i + 1
+      let from = j
       let closed = false
       while (j < n) {
-        const c = value[j]
-        if (c === '\\' && j + 1 < n) { v += value[j + 1]; j += 2; continue }
-        if (c === '"') { closed = true; break }
-        v += c
+        const c = value.charCodeAt(j)
+        if (c === 0x5c && j + 1 < n) { v += value.slice(from, j) + value[j + 1]; j += 2; from = j; continue }
+        if (c === 0x22) { closed = true; break }
         j++
       }
-      if (closed) { out.push([name, v]); i = nextSemi(value, j + 1); continue }
+      if (closed) { out.push([name, v + value.slice(from, j)]); i = nextSemi(value, j + 1); continue }
       // An unclosed quote is not a quoted string: the value is the token that starts with the quote.
     }
     const start = i
@@ -203,13 +227,12 @@ function parsePart(raw: string, depth: number, counter: { n: number }): MimePart
   if (head.length > MAX_HEADER_BYTES) throw new MimeError('header section too large')
   const headers = parseHeaderBlock(head)
   const { type, params } = parseContentType(header(headers, 'content-type'))
-  const part: MimePart = { headers, contentType: type, params, body: Buffer.alloc(0), children: [] }
   if (type.startsWith('multipart/') && params.boundary && depth < MAX_DEPTH) {
+    const part = new Part(headers, type, params, '', null)
     for (const p of splitMultipart(body, params.boundary)) part.children.push(parsePart(p, depth + 1, counter))
-  } else {
-    part.body = decodeBody(body, header(headers, 'content-transfer-encoding'))
+    return part
   }
-  return part
+  return new Part(headers, type, params, body, header(headers, 'content-transfer-encoding'))
 }
 
 /**
@@ -227,6 +250,23 @@ export function parseMime(raw: Buffer): MimePart {
   return parsePart(text, 0, { n: 0 })
 }
 
+export interface Unreadable { kind: 'unparseable'; reason: string }
+
+/** Why a parser failed, as its `unparseable` result. */
+export function unreadable(e: unknown): Unreadable {
+  return { kind: 'unparseable', reason: e instanceof MimeError ? e.message : `parser error: ${e instanceof Error ? e.message : String(e)}` }
+}
+
+/** parseMime behind the parsers' guard: the tree, or why there is none. Never throws. */
+export function readMime(raw: Buffer | Uint8Array): MimePart | Unreadable {
+  try {
+    if (!raw || raw.length === 0) return { kind: 'unparseable', reason: 'empty message' }
+    return parseMime(Buffer.isBuffer(raw) ? raw : Buffer.from(raw))
+  } catch (e) {
+    return unreadable(e)
+  }
+}
+
 /** Every part of the tree, depth first (the root included). */
 export function walk(part: MimePart): MimePart[] {
   const out: MimePart[] = [part]
@@ -239,8 +279,11 @@ export function walk(part: MimePart): MimePart[] {
  * only that many bytes of the body (a character cut in two at the end decodes to U+FFFD).
  */
 export function partText(part: MimePart, maxBytes = Number.POSITIVE_INFINITY): string {
+  return decodeText(part, Number.isFinite(maxBytes) ? part.bodyPrefix(maxBytes) : part.body)
+}
+
+function decodeText(part: MimePart, bytes: Uint8Array): string {
   const cs = (part.params.charset ?? 'utf-8').toLowerCase()
-  const bytes = part.body.length > maxBytes ? part.body.subarray(0, maxBytes) : part.body
   try {
     return new TextDecoder(cs).decode(bytes)
   } catch {
@@ -304,7 +347,7 @@ export function messageId(value: string | null): string | null {
 
 /** The headers of an embedded original message (message/rfc822, text/rfc822-headers, message/global...). */
 export function embeddedHeaders(part: MimePart): Header[] {
-  return parseHeaderBlock(splitHeaderBody(part.body.toString('latin1').slice(0, MAX_HEADER_BYTES)).head)
+  return parseHeaderBlock(splitHeaderBody(part.bodyPrefix(MAX_HEADER_BYTES).toString('latin1')).head)
 }
 
 export const ORIGINAL_TYPES = new Set(['message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers', 'message/rfc822-headers'])
@@ -365,8 +408,9 @@ export function readableText(root: MimePart, maxBytesPerPart = READABLE_PART_BYT
   const plain = parts.filter((p) => p.contentType === 'text/plain')
   const use = plain.length ? plain : parts
   return use.map((p) => {
-    let t = partText(p, maxBytesPerPart)
-    if (p.body.length > maxBytesPerPart) {
+    const bytes = p.bodyPrefix(maxBytesPerPart + 1)
+    let t = decodeText(p, bytes.subarray(0, maxBytesPerPart))
+    if (bytes.length > maxBytesPerPart) {
       const nl = t.lastIndexOf('\n')
       if (nl > 0) t = t.slice(0, nl + 1)
     }
