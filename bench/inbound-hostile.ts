@@ -45,6 +45,16 @@ function dsnWithStatus(recipients: number): Buffer {
     `--R${CRLF}Content-Type: text/plain${CRLF}${CRLF}failed${CRLF}--R${CRLF}Content-Type: message/delivery-status${CRLF}${CRLF}${groups.join(CRLF)}${CRLF}--R--${CRLF}`)
 }
 
+/** Nested multiparts whose boundaries are 100 KB long (RFC 2046 allows 70 characters). */
+function longBoundaries(n: number, len: number): string {
+  const parts: string[] = []
+  for (let i = 0; i < n; i++) {
+    const b = `${i}`.padEnd(len, 'b')
+    parts.push(`--M${CRLF}Content-Type: multipart/mixed; boundary="${b}"${CRLF}${CRLF}--${b}${CRLF}Content-Type: text/plain${CRLF}${CRLF}x${CRLF}--${b}--`)
+  }
+  return `${parts.join(CRLF)}${CRLF}--M--${CRLF}`
+}
+
 const attachment = Buffer.alloc(10 * MB, 7).toString('base64').replace(/.{76}/g, `$&${CRLF}`)
 
 const corpus: Case[] = [
@@ -68,6 +78,7 @@ const corpus: Case[] = [
   { name: 'Content-Type: open quote + 200 KB of ";"', raw: msg(`From: a@remote.test${CRLF}Content-Type: text/plain; a="${';'.repeat(200 * KB)}${CRLF}`, 'x'), budgetMs: 200 },
   { name: 'multiparts nested 20 deep, 100 KB of "<" each', raw: msg(head(), nested(20, '<'.repeat(100 * KB))), budgetMs: 200 },
   { name: '200 parts of "<a@" (part limit)', raw: msg(head(), manyParts(200)), budgetMs: 200 },
+  { name: '80 multiparts with 100 KB boundaries', raw: msg(head(`Content-Type: multipart/mixed; boundary=M${CRLF}`), longBoundaries(80, 100 * KB)), budgetMs: 500 },
   { name: 'text + 10 MB base64 attachment', raw: msg(head(`Content-Type: multipart/mixed; boundary=A${CRLF}`), `--A${CRLF}Content-Type: text/plain${CRLF}${CRLF}hello${CRLF}--A${CRLF}Content-Type: application/octet-stream${CRLF}Content-Transfer-Encoding: base64${CRLF}${CRLF}${attachment}${CRLF}--A--${CRLF}`), budgetMs: 1000 },
 ]
 

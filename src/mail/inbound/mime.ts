@@ -201,24 +201,46 @@ function decodeBody(body: string, encoding: string | null): Buffer {
   return Buffer.from(body, 'latin1')
 }
 
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-}
-
+/**
+ * The parts between `--boundary` delimiter lines, up to the closing `--boundary--`. Line by line: a
+ * line is compared with the boundary only when it starts with `--`, and never past its own end (a
+ * search for a long boundary, or a regular expression built from it, can cost its length at every
+ * position of the body).
+ */
 function splitMultipart(body: string, boundary: string): string[] {
-  const re = new RegExp(`(?:^|\\r?\\n)--${escapeRe(boundary)}(--)?[ \\t]*(?=\\r?\\n|$)`, 'g')
   const parts: string[] = []
   let start = -1
-  for (let m = re.exec(body); m; m = re.exec(body)) {
-    if (start >= 0) parts.push(body.slice(start, m.index))
-    if (m[1]) { start = -1; break }
-    start = m.index + m[0].length
-    const nl = /^\r?\n/.exec(body.slice(start, start + 2))
-    if (nl) start += nl[0].length
+  for (let ls = 0; ls <= body.length;) {
+    const nl = body.indexOf('\n', ls)
+    const next = nl < 0 ? body.length + 1 : nl + 1
+    const kind = nl < 0 && ls === body.length ? null : delimiterLine(body, ls, nl < 0 ? body.length : nl, boundary, nl < 0)
+    if (kind) {
+      // The line break before a delimiter belongs to it.
+      const end = ls === 0 ? 0 : body.charCodeAt(ls - 2) === 0x0d ? ls - 2 : ls - 1
+      if (start >= 0) parts.push(body.slice(start, end))
+      if (kind === 'close') { start = -1; break }
+      start = nl < 0 ? body.length : nl + 1
+    }
+    ls = next
   }
   // A missing closing boundary (truncated message): keep what came after the last delimiter.
   if (start >= 0 && start < body.length) parts.push(body.slice(start))
   return parts
+}
+
+/** Whether body[from, to) is `--boundary` or `--boundary--`, spaces and tabs after it, and a CR before a LF. */
+function delimiterLine(body: string, from: number, to: number, boundary: string, last: boolean): 'open' | 'close' | null {
+  if (body.charCodeAt(from) !== 0x2d || body.charCodeAt(from + 1) !== 0x2d) return null
+  const b = from + 2
+  if (to - b < boundary.length || !body.startsWith(boundary, b)) return null
+  const end = !last && to > from && body.charCodeAt(to - 1) === 0x0d ? to - 1 : to
+  const blanksTo = (k: number) => {
+    while (k < end && (body.charCodeAt(k) === 0x20 || body.charCodeAt(k) === 0x09)) k++
+    return k === end
+  }
+  const after = b + boundary.length
+  if (body.startsWith('--', after) && after + 2 <= end && blanksTo(after + 2)) return 'close'
+  return blanksTo(after) ? 'open' : null
 }
 
 function parsePart(raw: string, depth: number, counter: { n: number }): MimePart {
