@@ -101,6 +101,15 @@ describe('hostile inbound mail is read in linear time', () => {
     expect(text.includes('deep')).toBe(false)
   }, HOSTILE_MS)
 
+  test('a multipart with 100 KB boundaries: its parts are found', () => {
+    const b = 'b'.repeat(100_000)
+    const raw = Buffer.from(`From: a@remote.test\r\nContent-Type: multipart/alternative; boundary="${b}"\r\n\r\npreamble\r\n--${b}\r\nContent-Type: text/plain\r\n\r\none\r\n--${b} \r\nContent-Type: text/plain\r\n\r\ntwo\r\n--${b}x\r\nstill two\r\n--${b}--\r\nepilogue`, 'latin1')
+    const root = parseMime(raw)
+    expect(root.children.map((p) => p.body.toString('latin1'))).toEqual(['one', `two\r\n--${b}x\r\nstill two`])
+    // The second part is longer than READABLE_PART_BYTES: it is read up to its last whole line in the cap.
+    expect(readableText(root)).toBe('one\ntwo\r\n')
+  }, HOSTILE_MS)
+
   test('a large message is parsed in a worker thread, with the same result as inline', async () => {
     const raw = Buffer.from(`From: Ann <ann@remote.test>\r\nSubject: =?utf-8?q?caf=C3=A9?=\r\nIn-Reply-To: <x@acme.test>\r\nReferences: ${Array.from({ length: 50 }, (_, i) => `<r${i}@acme.test>`).join(' ')}\r\nContent-Type: text/html\r\n\r\n<p>Hi</p>${'<'.repeat(MB)}`, 'latin1')
     const inline = analyzeInbound(raw)
