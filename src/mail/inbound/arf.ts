@@ -8,8 +8,8 @@
  * Original-Rcpt-To, else from the To of the returned original unless the provider redacted it.
  */
 import {
-  MimeError, addressedTo, addresses, decodeWords, fieldGroups, header, headersAll, originalMessage, parseMime,
-  partText, walk, type OriginalMessage,
+  addressedTo, addresses, decodeWords, fieldGroups, header, headersAll, originalMessage, partText, readMime,
+  REPORT_PART_BYTES, unreadable, walk, type MimePart, type OriginalMessage,
 } from './mime'
 
 /** RFC 5965 and RFC 6591 types; others are passed through lower-cased. */
@@ -61,15 +61,19 @@ function redacted(addr: string): boolean {
 
 /** Parses a raw inbound message as an ARF feedback report. Never throws. */
 export function parseArf(raw: Buffer | Uint8Array): ArfResult {
+  const root = readMime(raw)
+  return 'kind' in root ? root : arfOf(root)
+}
+
+/** Reads a parsed message as an ARF feedback report. Never throws. */
+export function arfOf(root: MimePart): ArfResult {
   try {
-    if (!raw || raw.length === 0) return { kind: 'unparseable', reason: 'empty message' }
-    const root = parseMime(Buffer.isBuffer(raw) ? raw : Buffer.from(raw))
     const part = walk(root).find((p) => p.contentType === 'message/feedback-report')
     const isReport = root.contentType === 'multipart/report' && (root.params['report-type'] ?? '').toLowerCase() === 'feedback-report'
     if (!part) {
       return isReport ? { kind: 'unparseable', reason: 'multipart/report of type feedback-report without a message/feedback-report part' } : { kind: 'not-arf' }
     }
-    const fields = fieldGroups(partText(part)).flat()
+    const fields = fieldGroups(partText(part, REPORT_PART_BYTES)).flat()
     const type = header(fields, 'feedback-type')
     if (!type || !/^[a-z0-9-]+$/i.test(type.trim())) return { kind: 'unparseable', reason: 'the feedback report has no valid Feedback-Type field' }
     const feedbackType = type.trim().toLowerCase()
@@ -78,7 +82,7 @@ export function parseArf(raw: Buffer | Uint8Array): ArfResult {
     const fromOriginal = original?.to.find((a) => !redacted(a)) ?? null
     const originalMailFrom = plainAddress(header(fields, 'original-mail-from'))
     const dateText = header(fields, 'arrival-date') ?? header(fields, 'received-date')
-    const date = dateText ? new Date(dateText) : null
+    const date = dateText ? new Date(dateText.slice(0, 200)) : null
     const to = addressedTo(root)
     const subject = header(root.headers, 'subject')
     const src = header(fields, 'source-ip')
@@ -104,6 +108,6 @@ export function parseArf(raw: Buffer | Uint8Array): ArfResult {
       from: addresses(header(root.headers, 'from'))[0] ?? null,
     }
   } catch (e) {
-    return { kind: 'unparseable', reason: e instanceof MimeError ? e.message : `parser error: ${e instanceof Error ? e.message : String(e)}` }
+    return unreadable(e)
   }
 }

@@ -19,8 +19,8 @@
  * MAILER-DAEMON or postmaster) are read heuristically from the text and flagged `heuristic: true`.
  */
 import {
-  MimeError, addressedTo, addresses, decodeWords, fieldGroups, header, messageId, originalMessage, parseHeaderBlock, parseMime,
-  partText, readableText, walk, type Header, type MimePart, type OriginalMessage,
+  addressedTo, addresses, decodeWords, fieldGroups, header, messageId, originalMessage, parseHeaderBlock, partText,
+  readableText, readMime, REPORT_PART_BYTES, unreadable, walk, type Header, type MimePart, type OriginalMessage,
 } from './mime'
 
 export type BounceType = 'hard' | 'soft'
@@ -177,26 +177,90 @@ function baseReport(root: MimePart, heuristic: boolean): DsnReport {
 const BOUNCE_SENDER = /^(mailer-daemon|postmaster|mail-daemon|mailerdaemon)@/i
 const BOUNCE_SUBJECT = /(failure notice|undeliver|delivery status notification|returned mail|delivery (has )?failed|mail delivery failed|could not be delivered|not be delivered|delivery failure|non-?delivery)/i
 
+const MARKER_PHRASES = ['below this line', 'copy of the message', 'original message', 'returned message', 'undelivered message']
+
+/**
+ * The start of the marker line after which plain-text bounces append the returned message: a line that
+ * starts with `--` and names it ("--- Below this line is a copy of the message."), or -1.
+ */
+function markerLine(text: string): number {
+  for (let start = 0; start < text.length;) {
+    const nl = text.indexOf('\n', start)
+    const end = nl < 0 ? text.length : nl
+    if (text.startsWith('--', start)) {
+      const line = text.slice(start, end).toLowerCase()
+      if (MARKER_PHRASES.some((p) => line.includes(p))) return start
+    }
+    start = end + 1
+  }
+  return -1
+}
+
+/** A recipient line of a plain-text bounce: `<user@host>` or `<user@host>:`, spaces and tabs around. */
+interface AddressLine { address: string; start: number; end: number }
+
+function addressLines(text: string): AddressLine[] {
+  const out: AddressLine[] = []
+  for (let start = 0; start < text.length;) {
+    const nl = text.indexOf('\n', start)
+    const end = nl < 0 ? text.length : nl
+    const line = text.slice(start, end > start && text[end - 1] === '\r' ? end - 1 : end)
+    const address = addressLine(line)
+    if (address) out.push({ address, start, end })
+    start = end + 1
+  }
+  return out
+}
+
+/** The address of a line `<user@host>`, `<user@host>:` (spaces and tabs around), else null. */
+function addressLine(line: string): string | null {
+  const isBlank = (c: string | undefined) => c === ' ' || c === '\t'
+  let i = 0
+  while (isBlank(line[i])) i++
+  if (line[i] !== '<') return null
+  const close = line.indexOf('>', i + 1)
+  if (close < 0) return null
+  const inner = line.slice(i + 1, close)
+  const at = inner.indexOf('@', 1)
+  if (at < 1 || at > inner.length - 2 || !/^[^<>\s]+$/.test(inner)) return null
+  let k = close + 1
+  while (isBlank(line[k])) k++
+  if (line[k] === ':') k++
+  while (isBlank(line[k])) k++
+  return k === line.length ? inner : null
+}
+
+/** `text` up to its first blank line (a line of nothing but whitespace). */
+function firstParagraph(text: string): string {
+  for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', nl + 1)) {
+    let k = nl + 1
+    while (k < text.length && text[k] !== '\n' && /\s/.test(text[k])) k++
+    if (text[k] === '\n') return text.slice(0, nl)
+    nl = k - 1
+  }
+  return text
+}
+
 /**
  * Reads a plain-text bounce: `<user@host>:` blocks (qmail, Yahoo legacy) or "to the following
- * address(es)" lists, each with the first enhanced or basic SMTP code that follows.
+ * address(es)" lists, each with the first enhanced or basic SMTP code that follows. Only the first
+ * READABLE_PART_BYTES of each text part are read (readableText), and every scan is a single pass.
  */
 function heuristic(root: MimePart): DsnResult {
   const full = readableText(root)
   // Plain-text bounces append the returned message after a marker line; only read recipients above it.
-  const marker = /^-{2,}.*(below this line|copy of the (original )?message|original message|returned message|undelivered message).*$/im.exec(full)
-  const text = marker ? full.slice(0, marker.index) : full
-  const copy = marker ? full.slice(marker.index) : ''
+  const marker = markerLine(full)
+  const text = marker >= 0 ? full.slice(0, marker) : full
+  const copy = marker >= 0 ? full.slice(marker) : ''
   const recipients: DsnRecipient[] = []
-  const blocks = [...text.matchAll(/^[ \t]*<([^<>\s]+@[^<>\s]+)>[ \t]*:?[ \t]*\r?$/gm)]
+  const blocks = addressLines(text)
   const seen = new Set<string>()
   for (let i = 0; i < blocks.length; i++) {
-    const address = blocks[i][1].toLowerCase()
+    const address = blocks[i].address.toLowerCase()
     if (seen.has(address)) continue
     seen.add(address)
-    const start = (blocks[i].index ?? 0) + blocks[i][0].length
-    const end = i + 1 < blocks.length ? blocks[i + 1].index ?? text.length : text.length
-    const body = text.slice(start, end).split(/\r?\n\s*\r?\n/)[0].replace(/\s+/g, ' ').trim()
+    const end = i + 1 < blocks.length ? blocks[i + 1].start : text.length
+    const body = firstParagraph(text.slice(blocks[i].end, end)).replace(/\s+/g, ' ').trim()
     const status = statusOf(null, body)
     recipients.push({
       finalRecipient: address, originalRecipient: null, address, action: 'failed', status,
@@ -206,7 +270,8 @@ function heuristic(root: MimePart): DsnResult {
   if (recipients.length === 0) return { kind: 'unparseable', reason: 'looks like a bounce (sender and subject) but names no recipient' }
   const report = { ...baseReport(root, true), recipients }
   // The inline copy of the original: its header block is the first paragraph after the marker line.
-  const copyHead = copy.split(/\r?\n/).slice(1).join('\n').replace(/^\s*\n/, '').split(/\n\s*\n/)[0] ?? ''
+  const afterMarker = copy.indexOf('\n')
+  const copyHead = afterMarker < 0 ? '' : firstParagraph(copy.slice(afterMarker + 1).replace(/^\s*\n/, ''))
   const copyHeaders = parseHeaderBlock(copyHead)
   const copyId = messageId(header(copyHeaders, 'message-id'))
   const copyReturnPath = addresses(header(copyHeaders, 'return-path'))[0]
@@ -217,9 +282,13 @@ function heuristic(root: MimePart): DsnResult {
 
 /** Parses a raw inbound message as a delivery status notification. Never throws. */
 export function parseDsn(raw: Buffer | Uint8Array): DsnResult {
+  const root = readMime(raw)
+  return 'kind' in root ? root : dsnOf(root)
+}
+
+/** Reads a parsed message as a delivery status notification. Never throws. */
+export function dsnOf(root: MimePart): DsnResult {
   try {
-    if (!raw || raw.length === 0) return { kind: 'unparseable', reason: 'empty message' }
-    const root = parseMime(Buffer.isBuffer(raw) ? raw : Buffer.from(raw))
     const statusPart = walk(root).find((p) => p.contentType === 'message/delivery-status' || p.contentType === 'message/global-delivery-status')
     const isReport = root.contentType === 'multipart/report' && (root.params['report-type'] ?? '').toLowerCase().includes('delivery-status')
     if (!statusPart) {
@@ -229,7 +298,7 @@ export function parseDsn(raw: Buffer | Uint8Array): DsnResult {
       if (BOUNCE_SENDER.test(from) && BOUNCE_SUBJECT.test(subject)) return heuristic(root)
       return { kind: 'not-dsn' }
     }
-    const groups = fieldGroups(partText(statusPart))
+    const groups = fieldGroups(partText(statusPart, REPORT_PART_BYTES))
     if (groups.length === 0) return { kind: 'unparseable', reason: 'empty delivery-status part' }
     const perMessage = groups[0].some((h) => h.name === 'final-recipient' || h.name === 'action') ? [] : groups[0]
     const recipients = groups.map(recipientFrom).filter((r): r is DsnRecipient => r !== null)
@@ -242,6 +311,6 @@ export function parseDsn(raw: Buffer | Uint8Array): DsnResult {
       recipients,
     }
   } catch (e) {
-    return { kind: 'unparseable', reason: e instanceof MimeError ? e.message : `parser error: ${e instanceof Error ? e.message : String(e)}` }
+    return unreadable(e)
   }
 }

@@ -11,8 +11,9 @@
  *   it replies to (In-Reply-To / References) and to the sender's contact when one exists.
  * - Unreadable messages: kept with the parser's reason (status failed) and logged.
  *
- * The message's outcome and every effect commit in one transaction; a repeated job finds the row
- * already finished and does nothing.
+ * The message is parsed first, outside any transaction (analyze.ts: inline when small, in a worker
+ * thread when large); the transaction then only reads and writes rows. The message's outcome and every
+ * effect commit in it together; a repeated job finds the row already finished and does nothing.
  */
 import { ctxFor, type Deps } from '../../deps'
 import type { Db } from '../../db/client'
@@ -22,11 +23,10 @@ import { appendEvents, notifyEvents, type EventRow } from '../../modules/events/
 import { applyBounce, applyComplaint, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
 import * as trackingRepo from '../../modules/tracking/repo'
 import { parseVerp } from '../outbound/verp'
+import { parseInbound, type ReceivedSummary } from './analyze'
 import type { ArfReport } from './arf'
-import { classifyInbound } from './classify'
 import type { DsnRecipient, DsnReport } from './dsn'
-import { addresses, decodeWords, header, messageId, parseMime, readableText } from './mime'
-import { contactIdByEmail, finishInbound, loadInbound, pruneInbound, type InboundOutcome, type InboundRow, type InboundStatus } from './repo'
+import { contactIdByEmail, finishInbound, inboundStatus, loadInbound, pruneInbound, type InboundOutcome, type InboundRow, type InboundStatus } from './repo'
 import { INBOUND_JOB } from './receiver'
 import { routeRecipient } from './routing'
 
@@ -112,47 +112,47 @@ async function domainProject(deps: Deps, row: InboundRow): Promise<{ projectId: 
   return found ? { projectId: found, to } : null
 }
 
-async function onOther(deps: Deps, db: Db, row: InboundRow): Promise<Outcome> {
+async function onOther(deps: Deps, db: Db, row: InboundRow, mail: ReceivedSummary): Promise<Outcome> {
   const target = await domainProject(deps, row)
   if (!target) return { status: 'ignored', kind: 'other', emailId: null, projectId: row.projectId, detail: 'neither a bounce nor a feedback report, and not addressed to a verified domain' }
-  const root = parseMime(row.raw instanceof Buffer ? row.raw : Buffer.from(row.raw))
-  const subjectRaw = header(root.headers, 'subject')
-  const from = addresses(header(root.headers, 'from'))[0] ?? (row.mailFrom ? row.mailFrom.toLowerCase() : null)
-  const inReplyTo = messageId(header(root.headers, 'in-reply-to'))
-  const references = (header(root.headers, 'references') ?? '').match(/<[^<>\s]+>/g) ?? []
+  const from = mail.from ?? (row.mailFrom ? row.mailFrom.toLowerCase() : null)
   let repliedTo: FeedbackEmail | null = null
-  for (const id of [...(inReplyTo ? [inReplyTo] : []), ...references.reverse()]) {
+  for (const id of [...(mail.inReplyTo ? [mail.inReplyTo] : []), ...[...mail.references].reverse()]) {
     const [e] = await trackingRepo.emailsByMessageId(deps.store, db, id, target.projectId)
     if (e) { repliedTo = e; break }
   }
   const contactId = repliedTo?.contactId ?? (from ? await contactIdByEmail(deps.store, db, target.projectId, from) : null)
-  const text = readableText(root).replace(/\s+/g, ' ').trim()
   const ctx = ctxFor(deps, target.projectId, { kind: 'job', name: INBOUND_JOB })
   const events = await appendEvents(ctx, db, [{
     contactId, name: 'email.received', emailId: repliedTo?.id ?? null, createdAt: row.receivedAt,
     data: {
-      inboundId: row.id, from, to: target.to, subject: subjectRaw === null ? null : decodeWords(subjectRaw).slice(0, 998),
-      messageId: messageId(header(root.headers, 'message-id')), inReplyTo, emailId: repliedTo?.id ?? null,
-      autoSubmitted: (header(root.headers, 'auto-submitted') ?? 'no').toLowerCase() !== 'no', snippet: text.slice(0, 500), size: row.size,
+      inboundId: row.id, from, to: target.to, subject: mail.subject,
+      messageId: mail.messageId, inReplyTo: mail.inReplyTo, emailId: repliedTo?.id ?? null,
+      autoSubmitted: mail.autoSubmitted, snippet: mail.snippet, size: row.size,
       receivedAt: row.receivedAt.toISOString(),
     },
   }])
   return { status: 'processed', kind: 'other', emailId: repliedTo?.id ?? null, projectId: target.projectId, detail: 'email.received', events }
 }
 
-/** Processes one stored inbound message (idempotent). */
+/**
+ * Processes one stored inbound message (idempotent). The message is parsed before the transaction
+ * opens, so a large or hostile message holds no database lock (on SQLite, the one writer) while it is read.
+ */
 export async function processInbound(deps: Deps, inboundId: string): Promise<ProcessResult | null> {
+  const stored = await loadInbound(deps.store, deps.store.db, inboundId)
+  if (stored?.status !== 'queued') return null
+  const analysis = await parseInbound(stored.raw instanceof Buffer ? stored.raw : Buffer.from(stored.raw))
   const result = await deps.store.tx(async (db) => {
-    const row = await loadInbound(deps.store, db, inboundId)
-    if (!row || row.status !== 'queued') return null
-    const raw = row.raw instanceof Buffer ? row.raw : Buffer.from(row.raw)
-    const cls = classifyInbound(raw)
+    // Checked again inside the transaction: another run may have finished the message meanwhile.
+    if (await inboundStatus(deps.store, db, inboundId) !== 'queued') return null
+    const row = stored
     let out: Outcome
-    switch (cls.kind) {
-      case 'dsn': out = await onDsn(deps, db, row, cls); break
-      case 'arf': out = await onArf(deps, db, row, cls); break
-      case 'other': out = await onOther(deps, db, row); break
-      case 'unparseable': out = { status: 'failed', kind: 'unparseable', emailId: null, projectId: row.projectId, detail: cls.reason }; break
+    switch (analysis.kind) {
+      case 'dsn': out = await onDsn(deps, db, row, analysis); break
+      case 'arf': out = await onArf(deps, db, row, analysis); break
+      case 'other': out = await onOther(deps, db, row, analysis.mail); break
+      case 'unparseable': out = { status: 'failed', kind: 'unparseable', emailId: null, projectId: row.projectId, detail: analysis.reason }; break
     }
     const outcome: InboundOutcome = { status: out.status, kind: out.kind, projectId: out.projectId, emailId: out.emailId, detail: out.detail, processedAt: new Date() }
     if (!await finishInbound(deps.store, db, row.id, outcome)) return null

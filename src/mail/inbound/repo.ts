@@ -20,6 +20,13 @@ export async function loadInbound(store: Store, db: Db, id: string): Promise<Inb
   return row ?? null
 }
 
+/** The status of a message (null when there is no such row), without loading the message itself. */
+export async function inboundStatus(store: Store, db: Db, id: string): Promise<InboundStatus | null> {
+  const m = store.t.inboundMessages
+  const [row] = await db.select({ status: m.status }).from(m).where(eq(m.id, id)).limit(1)
+  return row ? row.status as InboundStatus : null
+}
+
 export interface InboundOutcome {
   status: InboundStatus
   kind: string | null

@@ -239,6 +239,31 @@ forEachStore('inbound SMTP receiver', (env) => {
     expect(ev.data.subject).toBe('Hello there')
   })
 
+  test('hostile mail (1 MB of "<" as text/html, a 1 MB "<a@a@…" bounce line) is accepted and processed while HTTP and SMTP keep answering', async () => {
+    const html = `From: Mallory <mallory@elsewhere.test>\r\nTo: info@${domain}\r\nSubject: lt\r\nContent-Type: text/html\r\n\r\n<p>Hello</p>${'<'.repeat(1024 * 1024)}\r\n`
+    expect((await deliver(server.port, { from: 'mallory@elsewhere.test', to: [`info@${domain}`] }, html)).ok).toBe(true)
+    const email = await queueTestEmail(env, projectId, { to: 'gone@remote.test', from: `hello@${domain}`, status: 'DELIVERED' })
+    const qmail = `From: MAILER-DAEMON@mx.remote.test\r\nTo: ${verp(email.id)}\r\nSubject: failure notice\r\n\r\n<gone@remote.test>:\r\n550 5.1.1 user unknown\r\n\r\n<${'a@'.repeat(512 * 1024)}\r\n`
+    expect((await deliver(server.port, { from: '', to: [verp(email.id)] }, qmail)).ok).toBe(true)
+    // While the job reads them, the same process answers HTTP and takes more mail.
+    const processing = worker.drain()
+    const health = await env.request('GET', '/health')
+    expect(health.status).toBe(200)
+    expect((await deliver(server.port, { from: 'x@elsewhere.test', to: [`info@${domain}`] }, 'Subject: meanwhile\r\n\r\nx\r\n')).ok).toBe(true)
+    await processing
+    await worker.drain()
+    const rows = await inboundRows()
+    const htmlRow = rows.find((r) => r.size > 1024 * 1024 && r.mailFrom === 'mallory@elsewhere.test')!
+    expect(htmlRow).toMatchObject({ status: 'processed', kind: 'other', projectId })
+    const e = env.store.t.events
+    const [received] = await env.store.db.select().from(e).where(and(eq(e.projectId, projectId), eq(e.name, 'email.received')))
+      .then((all) => all.filter((r) => r.data.inboundId === htmlRow.id))
+    expect(received.data).toMatchObject({ from: 'mallory@elsewhere.test', subject: 'lt', snippet: `Hello ${'<'.repeat(494)}` })
+    const [bounce] = await eventsOf(env, email.id, 'email.bounce')
+    expect(bounce.data).toMatchObject({ bounceType: 'hard', enhancedCode: '5.1.1', recipient: 'gone@remote.test', source: 'dsn' })
+    expect((await emailRow(env, email.id)).status).toBe('BOUNCED')
+  }, 30_000)
+
   test('malformed messages are stored exactly and logged, never a crash; the receiver keeps working', async () => {
     const names = ['malformed/empty.eml', 'malformed/binary-junk.eml', 'malformed/no-headers.eml', 'malformed/report-without-status-part.eml',
       'malformed/status-without-recipient.eml', 'malformed/truncated-base64-status.eml', 'malformed/bounce-text-without-recipient.eml',
