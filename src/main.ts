@@ -16,6 +16,11 @@ import { startOutbound } from './mail/outbound'
 import { startInbound } from './mail/inbound/receiver'
 import { startRelay } from './mail/relay'
 import { trackWriter } from './modules/events/writer'
+import { registerUsageProvider } from './modules/contacts/usage'
+import { onEvents } from './modules/events/stream'
+import { segmentHintListener } from './modules/segments/jobs'
+import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
+import { registerSegmentUser } from './modules/segments/usage'
 
 /** The JWT/link signing secret: from config, else generated once into the data dir. */
 export function loadSecret(config: Config): string {
@@ -26,6 +31,45 @@ export function loadSecret(config: Config): string {
   const secret = randomBytes(32).toString('hex')
   writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
   return secret
+}
+
+/** The removers of what `wireConsumers` registered; null while nothing is wired. */
+let wired: Array<() => void> | null = null
+
+/**
+ * Every consumer of the process-wide registries, in one place. A module never registers itself when it is
+ * imported: the consumers below are plugged in here, once per process (a second call does nothing), before
+ * any deps are handed out.
+ *
+ * - the event stream (`onEvents`, src/modules/events/stream.ts): segment recompute hints;
+ * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments;
+ * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments;
+ * - where a template is referenced (src/modules/templates/usage.ts): no source yet. Campaigns and workflows
+ *   will register theirs here (`registerTemplateUsageSource`), as they will their segment users, field
+ *   and event usage, and the workflow trigger listener.
+ */
+export function wireConsumers(): void {
+  if (wired) return
+  wired = [
+    onEvents(segmentHintListener),
+    registerSegmentUser(segmentsReferringToSegment),
+    registerUsageProvider(segmentFieldAndEventUsage),
+  ]
+}
+
+/** Removes what `wireConsumers` registered, so that the next call registers it again (tests). */
+export function unwireConsumers(): void {
+  for (const off of wired ?? []) off()
+  wired = null
+}
+
+/**
+ * The one way deps come into being: every builder of `Deps` (`createDeps`, the test environment) passes
+ * them through here, so no entry point (serve, the CLI, the relay, the jobs, the tests) runs unwired.
+ */
+export function composeDeps(deps: Deps): Deps {
+  wireConsumers()
+  return deps
 }
 
 /**
@@ -100,7 +144,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       const applied = await migrate(store)
       if (applied.length) log.info('migrations applied', { applied })
     }
-    return {
+    return composeDeps({
       config,
       store,
       log,
@@ -108,7 +152,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       mail: captureMailOut(store, `mailctl@${config.hostname}`),
       redis,
       secret: loadSecret(config),
-    }
+    })
   } catch (err) {
     redis?.disconnect()
     await store.close().catch(() => {})

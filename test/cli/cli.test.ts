@@ -203,10 +203,12 @@ describe('mailctl CLI (source, SQLite)', () => {
   })
 })
 
-const hasScript = Bun.spawnSync(['sh', '-c', 'command -v script']).exitCode === 0
-
-describe.skipIf(!hasScript)('mailctl CLI on a terminal (a pty from script(1))', () => {
+describe('mailctl CLI on a terminal (a pty from script(1))', () => {
   test('user create without --password prompts for it (masked) and uses the answer', async () => {
+    // The prompt path is only reachable on a terminal: without script(1) (util-linux) this fails, never skips.
+    if (Bun.spawnSync(['sh', '-c', 'command -v script']).exitCode !== 0) {
+      throw new Error('script(1) is not installed: this test needs it for a pty (Debian: apt-get install bsdutils)')
+    }
     const data = tempDir()
     expect((await mailctl(['migrate'], { MAILCTL_DATA_DIR: data })).code).toBe(0)
     const p = Bun.spawn(['script', '-qec', `${SOURCE.join(' ')} user create --email tty@example.com --json`, '/dev/null'], {

@@ -19,6 +19,7 @@ import { memoryLimiter } from '../../src/http/ratelimit'
 import { captureMailOut } from '../../src/mail/system'
 import { buildApp, type App } from '../../src/http/app'
 import { createProject, type NewProject } from '../../src/modules/projects/service'
+import { composeDeps } from '../../src/main'
 
 export type StoreKind = 'sqlite' | 'pg'
 export const PG_ADMIN_URL = process.env.MAILCTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -73,7 +74,8 @@ export class TestEnv {
     this.store = openStore(url, { sqliteSynchronous: 'NORMAL' })
     this.cleanups.unshift(() => this.store.close())
     await migrate(this.store)
-    this.deps = {
+    // Through the composition root's wiring, like every other builder of deps.
+    this.deps = composeDeps({
       config: this.config,
       store: this.store,
       log: createLogger('silent'),
@@ -81,7 +83,7 @@ export class TestEnv {
       mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test'),
       redis: null,
       secret: this.config.jwtSecret!,
-    }
+    })
     this.app = buildApp(this.deps)
   }
 

@@ -1,4 +1,4 @@
-import { expect, test } from 'bun:test'
+import { beforeAll, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { forEachStore, type TestEnv } from '../helpers/env'
 import { redisLimiter } from '../../src/http/ratelimit'
@@ -49,15 +49,22 @@ forEachStore('rate limit (Redis limiter)', (env) => {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true })
   const prefix = `mailctl:test:${Date.now().toString(36)}:${Math.random().toString(36).slice(2)}:`
 
-  test('Redis is reachable (required by this suite)', async () => {
+  // Every test of this suite needs Redis: an unreachable Redis fails them all (never a skip).
+  beforeAll(async () => {
     await redis.connect()
-    expect(await redis.ping()).toBe('PONG')
     env.deps.limiter = redisLimiter(redis, prefix)
     env.onStop(async () => {
       const keys = await redis.keys(`${prefix}*`)
       if (keys.length) await redis.del(...keys)
       redis.disconnect()
     })
+  })
+
+  test('Redis is reachable and the app counts in it', async () => {
+    expect(await redis.ping()).toBe('PONG')
+    const p = await env.project()
+    expect((await env.request('GET', '/contacts?limit=1', { key: p.secretKey })).status).toBe(200)
+    expect(await redis.get(`${prefix}project:${p.id}`)).toBe('1')
   })
 
   test('per project in Redis: headers, 429 with Retry-After, the counter lives in Redis with an expiry', async () => {

@@ -1,9 +1,10 @@
 import type { Ctx } from '../../deps'
 
 /**
- * Where a custom contact field or an event name is referenced. The modules that reference them
+ * Where a custom contact field or an event name is referenced. Each module that references them
  * (segments: filter conditions; campaigns: audience conditions; workflows: trigger, WAIT_FOR_EVENT and
- * CONDITION steps) register a provider when they load:
+ * CONDITION steps) exports a provider, and the composition root (`wireConsumers` in src/main.ts)
+ * registers it:
  *
  *   registerUsageProvider({ kind: 'segments', fieldUsage: (ctx, field) => ..., eventUsage: (ctx, name) => ... })
  *

@@ -1,7 +1,7 @@
 import { ctxFor, type Ctx } from '../../deps'
 import { defineJob, enqueue, type AnyJob } from '../../jobs/queue'
 import { errorFields } from '../../log'
-import { onEvents, type EventRow } from '../events/stream'
+import type { EventRow } from '../events/stream'
 import * as repo from './repo'
 import { COMPUTE_JOB, REFRESH_JOB, computeKey, prepareStored, recomputeById, refreshKey } from './service'
 
@@ -106,7 +106,10 @@ async function hint(ctx: Ctx, rows: EventRow[]): Promise<void> {
   if (lastHint.size > 10_000) for (const [id, at] of lastHint) if (now - at > HINT_DELAY_MS) lastHint.delete(id)
 }
 
-/** The event listener: never delays the writer that notified (the work runs after it returns). */
+/**
+ * The event listener, registered by `wireConsumers` (src/main.ts): never delays the writer that notified
+ * (the work runs after it returns).
+ */
 export function segmentHintListener(ctx: Ctx, rows: EventRow[]): void {
   if (!rows.length) return
   const p: Promise<void> = hint(ctx, rows).catch((err) => ctx.deps.log.warn('segment recompute hint failed', errorFields(err)))
@@ -124,5 +127,3 @@ export function forgetSegmentHintCache(): void {
   depsCache.clear()
   lastHint.clear()
 }
-
-onEvents(segmentHintListener)

@@ -6,12 +6,12 @@ import { EMAIL_ACTIVITY_EVENTS } from '../../filters/types'
 import { enqueue } from '../../jobs/queue'
 import { normalizeEmail } from '../contacts/data'
 import { toContact, upsertContact } from '../contacts/service'
-import { registerUsageProvider, type UsageRef } from '../contacts/usage'
+import type { UsageProvider, UsageRef } from '../contacts/usage'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import type { AddMembersBody, CreateSegmentBody, SegmentOut, UpdateSegmentBody } from './model'
 import * as repo from './repo'
 import type { SegmentRow } from './repo'
-import { registerSegmentUser, segmentUsers } from './usage'
+import { segmentUsers, type SegmentUser } from './usage'
 
 export const COMPUTE_JOB = 'segments.compute'
 export const REFRESH_JOB = 'segments.refresh'
@@ -347,19 +347,22 @@ async function segmentsWhere(ctx: Ctx, test: (field: string) => boolean): Promis
 
 const activityEventOf = (field: string): string | undefined => (EMAIL_ACTIVITY_EVENTS as Record<string, string>)[field]
 
-// Other segments referring to a segment block its deletion.
-registerSegmentUser({
+/** Other segments referring to a segment block its deletion. Registered by `wireConsumers` (src/main.ts). */
+export const segmentsReferringToSegment: SegmentUser = {
   kind: 'segments',
   async usersOf(ctx, segmentId) {
     return (await repo.listByProject(ctx.store, ctx.projectId))
       .filter((s) => s.id !== segmentId && s.type === 'DYNAMIC' && segmentRefs(s.condition).some((r) => r.segmentId === segmentId))
       .map((s) => ({ id: s.id, name: s.name }))
   },
-})
+}
 
-// GET /contacts/fields/:field/usage and GET /events/:eventName/usage.
-registerUsageProvider({
+/**
+ * The segments whose condition reads a contact field or an event, for GET /contacts/fields/:field/usage and
+ * GET /events/:eventName/usage. Registered by `wireConsumers` (src/main.ts).
+ */
+export const segmentFieldAndEventUsage: UsageProvider = {
   kind: 'segments',
   fieldUsage: (ctx, field) => segmentsWhere(ctx, (f) => f === field || f === `data.${field}` || f.startsWith(`data.${field}.`)),
   eventUsage: (ctx, name) => segmentsWhere(ctx, (f) => f === `event.${name}` || activityEventOf(f) === name),
-})
+}

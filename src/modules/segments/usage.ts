@@ -2,12 +2,13 @@ import type { Ctx } from '../../deps'
 
 /**
  * Who uses a segment, so that deleting it answers 409 (API.md: "deleting a segment used by an active
- * campaign returns 409"). Modules that reference segments register a check when they load:
+ * campaign returns 409"). Each module that references segments exports a check, and the composition root
+ * (`wireConsumers` in src/main.ts) registers it:
  *
  *   registerSegmentUser({ kind: 'campaigns', usersOf: (ctx, segmentId) => activeCampaignsUsing(ctx, segmentId) })
  *
  * The campaigns module (not built yet) plugs in here: its check should list the campaigns whose
- * audience is this segment and whose status is active (SCHEDULED or SENDING). The segments module registers
+ * audience is this segment and whose status is active (SCHEDULED or SENDING). The segments module has
  * its own check: other segments whose condition refers to this one (segment.<id>).
  */
 export interface SegmentUserRef { kind: string; id: string; name: string }

@@ -4,8 +4,8 @@ import type { TemplateUsage } from './model'
 
 /**
  * Where a template is referenced. Campaigns and workflows live in modules built after this one, so the
- * look-ups are plug-ins: each of those modules registers its source once (at import time of its service),
- * and until one does, its list is empty. Sources receive the caller's `db` so that DELETE can check usage
+ * look-ups are plug-ins: the composition root (`wireConsumers` in src/main.ts) registers each module's
+ * source once, and until one is registered, its list is empty. Sources receive the caller's `db` so that DELETE can check usage
  * and delete in one transaction.
  */
 export type CampaignUse = TemplateUsage['campaigns'][number]

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,15 +21,19 @@ for (const kind of ['sqlite', 'pg'] as const) {
     let drop: (() => Promise<void>) | null = null
     const env = () => ({ MAILCTL_DATA_DIR: dataDir, DATABASE_URL: url })
     const mailctl = (args: string[]) => run(SOURCE, args, env())
-    afterAll(async () => { await drop?.() })
-
-    test('list shows hard bounces, complaints and manual entries; remove makes an address sendable again', async () => {
+    // The store of the suite exists before any test, so each test runs alone on its own kind of store.
+    beforeAll(async () => {
       if (kind === 'pg') {
         const db = await freshPgDatabase()
         url = db.url
         drop = db.drop
       }
+      // Only serve and migrate create a store.
       expect((await mailctl(['migrate'])).code).toBe(0)
+    })
+    afterAll(async () => { await drop?.() })
+
+    test('list shows hard bounces, complaints and manual entries; remove makes an address sendable again', async () => {
       const created = await mailctl(['project', 'create', '--name', `Supp ${kind}`, '--json'])
       expect(created.code).toBe(0)
       const project = JSON.parse(created.stdout) as { id: string; name: string }

@@ -66,8 +66,12 @@ forEachStore('custom fields', (env) => {
       const u2 = await env.request('GET', '/contacts/fields/plan/usage', { key: p.secretKey })
       expect(u2.body).toMatchObject({ inUse: true, segments: [{ id: 's1', name: 'Pro users', where: 'condition' }] })
     } finally { off() }
-    expect((await env.request('GET', '/contacts/fields/nothing/usage', { key: p.secretKey })).status).toBe(404)
-    expect((await env.request('GET', '/contacts/fields/email/usage', { key: p.secretKey })).status).toBe(200)
+    const unknown = await env.request('GET', '/contacts/fields/nothing/usage', { key: p.secretKey })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body.error.code).toBe('NOT_FOUND')
+    const standard = await env.request('GET', '/contacts/fields/email/usage', { key: p.secretKey })
+    expect(standard.status).toBe(200)
+    expect(standard.body).toEqual({ field: 'email', inUse: false, segments: [], campaigns: [], workflows: [] })
   })
 
   test('DELETE /contacts/fields/:field removes it from every contact of the project only', async () => {

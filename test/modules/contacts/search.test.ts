@@ -167,8 +167,8 @@ forEachStore('GET /contacts?search= (exact under changes)', (env) => {
     }
   }, 60_000)
 
-  test('SQLite: stored emails with capitals match as LIKE does; a pruned change log and a VACUUM rebuild the index', async () => {
-    if (env.kind !== 'sqlite') return
+  // SQLite only (the PostgreSQL search has no change log to prune): reported as skipped on PostgreSQL.
+  test.skipIf(env.kind !== 'sqlite')('SQLite only: stored emails with capitals match as LIKE does; a pruned change log and a VACUUM rebuild the index', async () => {
     const p = await env.project()
     await insertMany(env, p.id, 'u', 0, 5000)
     await env.store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)

@@ -57,4 +57,65 @@ forEachStore('idempotency keys', (env) => {
     expect(await keyRow(env, p.id, 'old2')).toBeNull()
     expect(await keyRow(env, p.id, 'old')).toEqual({ statusCode: 200 })
   })
+
+  // ---- at the HTTP edge (POST /v1/track and /events/track carry the header) ----
+
+  const track = (key: string | null, idem: string | null, body: unknown = { email: 'idem@example.com', event: 'paid' }, path = '/v1/track') =>
+    env.request('POST', path, { key, body, headers: idem === null ? {} : { 'idempotency-key': idem } })
+  async function eventCount(projectId: string) {
+    const [r] = await env.store.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM events WHERE project_id = ${projectId}`)
+    return Number(r.n)
+  }
+
+  test('HTTP: one key per project, whatever the path and key kind: the reuse is 409 with the original request and runs nothing', async () => {
+    const p = await env.project()
+    expect((await track(p.publicKey, 'order-1')).status).toBe(200)
+    const again = await track(p.secretKey, 'order-1', { email: 'idem@example.com', event: 'paid' }, '/events/track')
+    expect(again.status).toBe(409)
+    expect(again.body.error).toMatchObject({
+      code: 'IDEMPOTENCY_KEY_REUSED', statusCode: 409,
+      details: { key: 'order-1', originalRequest: { method: 'POST', path: '/v1/track', sameBody: true }, originalStatusCode: 200, originalRequestAt: expect.any(String) },
+    })
+    expect((await track(p.publicKey, 'order-1', { email: 'other@example.com', event: 'paid' })).body.error.details.originalRequest.sameBody).toBe(false)
+    expect(await eventCount(p.id)).toBe(1)
+    // A key past its expiry is claimed again.
+    await env.store.exec(sql`UPDATE idempotency_keys SET expires_at = created_at WHERE project_id = ${p.id}`)
+    expect((await track(p.publicKey, 'order-1')).status).toBe(200)
+    expect(await eventCount(p.id)).toBe(2)
+  })
+
+  test('HTTP: a malformed key is 422 VALIDATION_ERROR on the Idempotency-Key field and performs nothing', async () => {
+    const p = await env.project()
+    for (const bad of ['x'.repeat(256), 'tab\there', 'caf\u00e9']) {
+      const r = await track(p.publicKey, bad)
+      expect(r.status).toBe(422)
+      expect(r.body.error.code).toBe('VALIDATION_ERROR')
+      expect(r.body.error.errors[0]).toMatchObject({ field: 'Idempotency-Key', code: 'invalid_string' })
+    }
+    expect((await track(p.publicKey, 'x'.repeat(255))).status).toBe(200)
+    expect(await eventCount(p.id)).toBe(1)
+  })
+
+  test('HTTP: without a valid API key the key is not claimed; another project\'s same key is its own', async () => {
+    const p = await env.project()
+    const q = await env.project()
+    const none = await track(null, 'shared')
+    expect(none.status).toBe(401)
+    expect(none.body.error.code).toBe('UNAUTHORIZED')
+    const unknown = await track('pk_not_a_real_key', 'shared')
+    expect(unknown.status).toBe(401)
+    expect(unknown.body.error.code).toBe('INVALID_API_KEY')
+    // The public key is not accepted on /events/track (secret only): refused before any claim.
+    const pub = await track(p.publicKey, 'shared', undefined, '/events/track')
+    expect(pub.status).toBe(401)
+    expect(pub.body.error.code).toBe('INVALID_API_KEY')
+    expect((await track(q.publicKey, 'shared')).status).toBe(200)
+    expect((await track(p.publicKey, 'shared')).status).toBe(200)
+    expect((await track(q.publicKey, 'shared')).status).toBe(409)
+    const held = await track(p.publicKey, 'shared')
+    expect(held.status).toBe(409)
+    expect(held.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED')
+    expect(await eventCount(p.id)).toBe(1)
+    expect(await eventCount(q.id)).toBe(1)
+  })
 })

@@ -1,10 +1,11 @@
-import { expect, test } from 'bun:test'
+import { beforeEach, expect, test } from 'bun:test'
 import { forEachStore } from '../../helpers/env'
 import { cookieFrom, lastMail, memberOf, ownedProject, tokenIn, uniqueEmail, verifiedUser, type TestUser } from '../../helpers/accounts'
 
 forEachStore('/projects/:id/members', (env) => {
   let owner: TestUser
-  test('setup', async () => { owner = await verifiedUser(env, 'owner') })
+  // A fresh owner per test: no test depends on what another left behind.
+  beforeEach(async () => { owner = await verifiedUser(env, 'owner') })
 
   test('list: the owner alone at first; 401 without a session', async () => {
     const p = await ownedProject(env, owner)

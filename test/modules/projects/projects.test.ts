@@ -1,4 +1,4 @@
-import { expect, test } from 'bun:test'
+import { beforeEach, expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { memberOf, ownedProject, verifiedUser, type TestUser } from '../../helpers/accounts'
@@ -14,7 +14,8 @@ async function addContact(env: TestEnv, key: string, email = `c-${Math.random().
 
 forEachStore('/users/@me/projects', (env) => {
   let owner: TestUser
-  test('setup', async () => { owner = await verifiedUser(env, 'owner') })
+  // A fresh owner per test: no test depends on what another left behind.
+  beforeEach(async () => { owner = await verifiedUser(env, 'owner') })
 
   test('create: 201 with both keys once, the creator is OWNER; the hash is never shown', async () => {
     const res = await env.request('POST', '/users/@me/projects', { cookie: owner.cookie, body: { name: 'Shop', ignored: true } })

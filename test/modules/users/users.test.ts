@@ -44,4 +44,39 @@ forEachStore('GET /users/@me', (env) => {
     await env.store.tx((db) => db.delete(users).where(eq(users.id, u.id)))
     expect((await env.request('GET', '/users/@me', { cookie: u.cookie })).status).toBe(401)
   })
+
+  test('each session answers its own user; another user\'s id in the path is 404 NOT_FOUND', async () => {
+    const a = await verifiedUser(env, 'a')
+    const b = await verifiedUser(env, 'b')
+    expect((await env.request('GET', '/users/@me', { cookie: a.cookie })).body.id).toBe(a.id)
+    expect((await env.request('GET', '/users/@me', { cookie: b.cookie })).body.email).toBe(b.email)
+    for (const path of [`/users/${b.id}`, `/users/${a.id}`]) {
+      const r = await env.request('GET', path, { cookie: a.cookie })
+      expect(r.status).toBe(404)
+      expect(r.body.error.code).toBe('NOT_FOUND')
+    }
+  })
+
+  test('a token signed with another secret, one naming another user for this session, or a revoked session: 401', async () => {
+    const a = await verifiedUser(env, 'forge')
+    const b = await verifiedUser(env, 'victim')
+    const { sessions } = env.store.t
+    const [row] = await env.store.db.select().from(sessions).where(eq(sessions.userId, a.id))
+    const forged = [
+      signJwt({ sub: a.id, sid: row.id }, 'another-secret', 60),
+      signJwt({ sub: b.id, sid: row.id }, env.deps.secret, 60),
+      signJwt({ sub: a.id }, env.deps.secret, 60),
+    ]
+    for (const token of forged) {
+      const r = await env.request('GET', '/users/@me', { cookie: `mailctl_session=${token}` })
+      expect(r.status).toBe(401)
+      expect(r.body.error.code).toBe('UNAUTHORIZED')
+    }
+    expect((await env.request('GET', '/users/@me', { cookie: a.cookie })).status).toBe(200)
+    await env.request('GET', '/auth/logout', { cookie: a.cookie })
+    const revoked = await env.request('GET', '/users/@me', { cookie: a.cookie })
+    expect(revoked.status).toBe(401)
+    expect(revoked.body.error.code).toBe('UNAUTHORIZED')
+    expect((await env.request('GET', '/users/@me', { cookie: b.cookie })).status).toBe(200)
+  })
 })
