@@ -58,9 +58,11 @@ export function authPlugin(deps: Deps) {
   // Authentication runs in the transform phase, before body validation: a request without a valid key
   // is answered 401 whatever its body. The result is handed to `resolve` on the request's `set` object.
   // Hooks take their context destructured (see app.ts): Elysia prepares only the fields they name.
+  // They are arrow functions, never methods: Elysia's Sucrose finds a method's parameter list by the first
+  // line break, which the minified binary has none of, and prints a non-JSON warning (test/http/sucrose).
   return new Elysia().macro({
     apiKey: (required: 'secret' | 'track') => ({
-      async transform({ request, set }) {
+      transform: async ({ request, set }) => {
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
         if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
@@ -75,21 +77,21 @@ export function authPlugin(deps: Deps) {
         const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
         ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
       },
-      resolve({ set }) {
+      resolve: ({ set }) => {
         const auth = (set as Authed)[KEY_AUTH]
         if (!auth) throw new AppError('UNAUTHORIZED', 'Missing API key')
         return auth
       },
     }),
     session: (on: boolean) => ({
-      async transform({ request, set }) {
+      transform: async ({ request, set }) => {
         if (!on) return
         const token = sessionToken(request)
         const userId = token ? await sessionUser(deps, token) : null
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
         ;(set as Authed)[SESSION_AUTH] = userId
       },
-      resolve({ set }) {
+      resolve: ({ set }) => {
         if (!on) return { userId: '' }
         const userId = (set as Authed)[SESSION_AUTH]
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
