@@ -28,7 +28,7 @@ export const SendBody = t.Object({
   }),
   subject: t.Optional(t.String({ minLength: 1, maxLength: 998, pattern: '^[^\\r\\n]*$', error: 'subject must be 1-998 characters without line breaks', description: 'Required unless template is given; Handlebars' })),
   body: t.Optional(t.String({ minLength: 1, error: 'body must be a non-empty string', description: 'HTML (or Markdown, see `type`) with Handlebars variables; required unless template is given' })),
-  type: t.Optional(t.Union([t.Literal('html'), t.Literal('markdown')], {
+  type: t.Optional(t.UnionEnum(['html', 'markdown'], {
     error: 'type must be "html" or "markdown"',
     description: 'How the body is written (the official SDK sends it). `html` (the default): the body is HTML. `markdown`: the body (given, or the template\'s) is Markdown (CommonMark with GitHub\'s extensions), rendered to HTML after its variables are filled in; variable values are always inserted as text, never as Markdown or HTML, and `{{{value}}}` is escaped like `{{value}}`. Raw HTML written in the Markdown itself is kept.',
   })),
