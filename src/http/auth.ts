@@ -44,6 +44,12 @@ function applyLimit(r: RateLimitResult, headers: Record<string, string | number>
   }
 }
 
+/** OpenAPI security requirements, by the names of app.ts's security schemes. */
+type Security = Array<Record<string, string[]>>
+const SECRET_KEY: Security = [{ secretKey: [] }]
+const TRACK_KEY: Security = [{ publicKey: [] }, { secretKey: [] }]
+const SESSION: Security = [{ session: [] }]
+
 const KEY_AUTH = Symbol('mailctl.keyAuth')
 const SESSION_AUTH = Symbol('mailctl.sessionAuth')
 interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow }; [SESSION_AUTH]?: string }
@@ -62,6 +68,8 @@ export function authPlugin(deps: Deps) {
   // line break, which the minified binary has none of, and prints a non-JSON warning (test/http/sucrose).
   return new Elysia().macro({
     apiKey: (required: 'secret' | 'track') => ({
+      // The OpenAPI document (and /docs) learn the key from here: no route has to repeat it.
+      detail: { security: required === 'secret' ? SECRET_KEY : TRACK_KEY },
       transform: async ({ request, set }) => {
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
@@ -84,6 +92,7 @@ export function authPlugin(deps: Deps) {
       },
     }),
     session: (on: boolean) => ({
+      ...(on ? { detail: { security: SESSION } } : {}),
       transform: async ({ request, set }) => {
         if (!on) return
         const token = sessionToken(request)
