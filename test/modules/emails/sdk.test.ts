@@ -38,6 +38,9 @@ forEachStore('@plunk/node SDK', (env) => {
     const mdRaw = sink.received.find((m) => m.messageId === `<${mdId}@${p.domain}>`)?.raw.toString() ?? ''
     expect(mdRaw).toContain('<h1>Hello</h1>')
     expect(mdRaw).toContain('<strong>from</strong> the SDK')
+    // A refused request reaches the SDK's user with the server's reason (the envelope's top-level message).
+    const invalid = await plunk.emails.send({ to, subject: 's', body: 'b' }).then(() => null, (e: Error) => e)
+    expect(invalid?.message).toBe('from: required unless the template has a sender')
     const pub = new Plunk(p.publicKey, { baseUrl })
     const err = await pub.emails.send({ to, subject: 's', body: 'b', from: p.from }).then(() => null, (e: Error) => e)
     expect(err?.constructor.name).toBe('TokenError')
