@@ -2,7 +2,7 @@ import addressparser from 'nodemailer/lib/addressparser'
 import type { Db } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { Ctx } from '../../deps'
-import { notFound, tooLarge, validation, type FieldError } from '../../errors'
+import { invalidField, notFound, tooLarge, validation, type FieldError } from '../../errors'
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
 import { domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
 import { MAX_MESSAGE_BYTES } from '../../mail/outbound/deliver'
@@ -198,7 +198,7 @@ function parseFromString(from: string): { email: string; name: string | null } {
   const [first] = addressparser(from, { flatten: true })
   const email = first?.address?.trim().toLowerCase() ?? ''
   if (!first || !/^[^\s@<>",;]+@[^\s@<>",;]+\.[^\s@<>",;]+$/.test(email) || /[\r\n]/.test(from)) {
-    throw validation([{ field: 'from', message: 'from: Expected an email address, "Name <email>" or {name, email}', code: 'invalid_string', received: from }])
+    throw invalidField('from', 'from: Expected an email address, "Name <email>" or {name, email}', 'invalid_string', from)
   }
   return { email, name: first.name ? first.name : null }
 }
@@ -236,7 +236,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   validateTemplateSource({ subject: body.subject, body: format === 'markdown' ? bodySrc : body.body, format })
   const given = parseFrom(body.from)
   const fromEmail = given?.email ?? template?.from ?? null
-  if (!fromEmail) throw validation([{ field: 'from', message: 'from: required unless the template has a sender', code: 'required' }])
+  if (!fromEmail) throw invalidField('from', 'from: required unless the template has a sender', 'required')
   const fromName = given ? (given.name ?? body.name ?? null) : (body.name ?? template?.fromName ?? null)
   const headers = checkHeaders(body.headers)
   const { attachments, encodedChars } = checkAttachments(body.attachments)
