@@ -55,7 +55,7 @@ export function buildApp(deps: Deps) {
   // GET /docs: rendered once from /openapi.json into self-contained HTML (no CDN: works offline).
   let docs: Promise<string> | null = null
   const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
-    .then((r: Response) => r.json() as Promise<OpenApiDoc>).then(renderDocs))
+    .then((r: Response) => r.json() as Promise<OpenApiDoc>).then((doc) => renderDocs(doc, { baseUrl: deps.config.publicUrl })))
   let ownParsers: Set<string> | null = null
   const app = new Elysia()
     .onRequest(({ request, set }) => {
@@ -113,7 +113,7 @@ export function buildApp(deps: Deps) {
       provider: null,
       documentation: {
         openapi: '3.1.0',
-        info: { title: 'mailctl API', version: '0.1.0', description: 'Self-hosted email platform: the HTTP API of API.md, with the choices of DECISIONS.md.' },
+        info: { title: 'mailctl API', version: '0.1.0', description: 'The HTTP API of mailctl, a self-hosted email platform: contacts, events, templates, segments, campaigns and transactional sending. It is compatible with Plunk\'s API, so the official SDK (`@plunk/node`) works with `baseUrl` set to this server\'s `/v1/`. Project API keys go in `Authorization: Bearer <key>`: the secret key (`sk_...`) for everything, the public key (`pk_...`) only for `POST /v1/track`.' },
         components: {
           securitySchemes: {
             secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key, sk_...' },

@@ -44,6 +44,12 @@ function applyLimit(r: RateLimitResult, headers: Record<string, string | number>
   }
 }
 
+/** OpenAPI security requirements, by the names of app.ts's security schemes. */
+type Security = Array<Record<string, string[]>>
+const SECRET_KEY: Security = [{ secretKey: [] }]
+const TRACK_KEY: Security = [{ publicKey: [] }, { secretKey: [] }]
+const SESSION: Security = [{ session: [] }]
+
 const KEY_AUTH = Symbol('mailctl.keyAuth')
 const SESSION_AUTH = Symbol('mailctl.sessionAuth')
 interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow }; [SESSION_AUTH]?: string }
@@ -58,9 +64,13 @@ export function authPlugin(deps: Deps) {
   // Authentication runs in the transform phase, before body validation: a request without a valid key
   // is answered 401 whatever its body. The result is handed to `resolve` on the request's `set` object.
   // Hooks take their context destructured (see app.ts): Elysia prepares only the fields they name.
+  // They are arrow functions, never methods: Elysia's Sucrose finds a method's parameter list by the first
+  // line break, which the minified binary has none of, and prints a non-JSON warning (test/http/sucrose).
   return new Elysia().macro({
     apiKey: (required: 'secret' | 'track') => ({
-      async transform({ request, set }) {
+      // The OpenAPI document (and /docs) learn the key from here: no route has to repeat it.
+      detail: { security: required === 'secret' ? SECRET_KEY : TRACK_KEY },
+      transform: async ({ request, set }) => {
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
         if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
@@ -75,21 +85,22 @@ export function authPlugin(deps: Deps) {
         const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
         ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
       },
-      resolve({ set }) {
+      resolve: ({ set }) => {
         const auth = (set as Authed)[KEY_AUTH]
         if (!auth) throw new AppError('UNAUTHORIZED', 'Missing API key')
         return auth
       },
     }),
     session: (on: boolean) => ({
-      async transform({ request, set }) {
+      ...(on ? { detail: { security: SESSION } } : {}),
+      transform: async ({ request, set }) => {
         if (!on) return
         const token = sessionToken(request)
         const userId = token ? await sessionUser(deps, token) : null
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
         ;(set as Authed)[SESSION_AUTH] = userId
       },
-      resolve({ set }) {
+      resolve: ({ set }) => {
         if (!on) return { userId: '' }
         const userId = (set as Authed)[SESSION_AUTH]
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')

@@ -1,7 +1,11 @@
 /**
  * GET /docs: a self-contained HTML reference rendered from the OpenAPI document (no scripts, fonts or
- * styles from elsewhere, so it works on a server without internet access).
+ * styles from elsewhere, so it works on a server without internet access). Descriptions are Markdown
+ * (raw HTML in them is shown as text); every operation gets a curl example, and /v1/send and /v1/track
+ * an example with the official SDK (@plunk/node) too.
  */
+import { markdownInlineToHtml, markdownToHtml } from '../mail/render/markdown'
+
 type Json = Record<string, unknown>
 interface Schema extends Json {
   type?: string | string[]; format?: string; description?: string; enum?: unknown[]; const?: unknown; default?: unknown
@@ -84,7 +88,7 @@ function fields(doc: OpenApiDoc, raw: Schema | undefined, depth = 0): string {
     const rows = Object.entries(obj.properties ?? {}).map(([name, prop]) => {
       const p = resolve(doc, prop) ?? {}
       const req = obj.required?.includes(name) ? '<span class="req">required</span>' : ''
-      const notes = [p.description, ...constraints(p)].filter(Boolean).map(escapeHtml).join('; ')
+      const notes = notesOf(p.description, p)
       const nested = fields(doc, p, depth + 1)
       return `<tr><td><code>${escapeHtml(name)}</code> ${req}</td><td>${escapeHtml(typeLabel(doc, p))}</td><td>${notes}${nested ? `<div class="nested">${nested}</div>` : ''}</td></tr>`
     }).join('')
@@ -92,21 +96,147 @@ function fields(doc: OpenApiDoc, raw: Schema | undefined, depth = 0): string {
   }).join('<p class="or">or</p>')
 }
 
+/** The names of the operation's security schemes, each once, in order. */
+function schemeNames(op: Operation): string[] {
+  return [...new Set((op.security ?? []).flatMap((s) => Object.keys(s)))]
+}
+
 function security(doc: OpenApiDoc, op: Operation): string {
-  if (!op.security?.length) return '<span class="auth none">no authentication</span>'
-  const names = op.security.flatMap((s) => Object.keys(s))
+  const names = schemeNames(op)
+  if (!names.length) return '<span class="auth none">no authentication</span>'
   return names.map((n) => {
     const scheme = doc.components?.securitySchemes?.[n]
-    return `<span class="auth">${escapeHtml(scheme?.description ?? n)}</span>`
+    return `<span class="auth">${inline(scheme?.description ?? n)}</span>`
   }).join(' or ')
 }
 
-function operation(doc: OpenApiDoc, method: string, path: string, op: Operation): string {
+/** Markdown of a description shown inline (a table cell, a summary). */
+const inline = (md: string) => markdownInlineToHtml(md)
+
+/** A field's notes: its description (Markdown) and its constraints (plain). */
+function notesOf(description: string | undefined, s: Schema): string {
+  return [...(description ? [inline(description)] : []), ...constraints(s).map(escapeHtml)].join('; ')
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Request examples
+
+/** A plausible value of a schema, for examples: its example, const, default or first enum value, or one by type. */
+function sample(doc: OpenApiDoc, raw: Schema | undefined, depth = 0): unknown {
+  const s = resolve(doc, raw)
+  if (!s || depth > 4) return null
+  if (s.examples?.length) return s.examples[0]
+  if (s.const !== undefined) return s.const
+  if (s.default !== undefined) return s.default
+  if (s.enum?.length) return s.enum[0]
+  const alts = s.anyOf ?? s.oneOf
+  if (alts?.length) return sample(doc, alts.find((a) => resolve(doc, a)?.type !== 'null') ?? alts[0], depth + 1)
+  const type = Array.isArray(s.type) ? s.type.find((t) => t !== 'null') : s.type
+  if (type === 'object' || (!type && s.properties)) return sampleObject(doc, s, depth)
+  if (type === 'array') return [sample(doc, s.items, depth + 1)]
+  if (type === 'integer' || type === 'number') return s.minimum ?? 1
+  if (type === 'boolean') return true
+  if (type === 'null') return null
+  switch (s.format) {
+    case 'email': return 'user@example.com'
+    case 'uuid': return '01900000-0000-7000-8000-000000000000'
+    case 'date-time': return '2026-01-01T00:00:00.000Z'
+    case 'uri': return 'https://example.com/'
+  }
+  return 'string'
+}
+
+/** The required fields of an object (all of them, up to three, when none is required). */
+function sampleObject(doc: OpenApiDoc, s: Schema, depth: number): Json {
+  const props = Object.entries(s.properties ?? {})
+  const chosen = s.required?.length ? props.filter(([k]) => s.required?.includes(k)) : props.slice(0, 3)
+  const out: Json = {}
+  for (const [k, v] of chosen) out[k] = sample(doc, v, depth + 1)
+  if (!props.length && s.additionalProperties) out.key = 'value'
+  return out
+}
+
+/** Hand-written bodies where the schema alone gives a poor example. */
+const BODY_EXAMPLES: Record<string, unknown> = {
+  'post /v1/send': { to: 'user@example.com', from: { name: 'Acme', email: 'hello@yourdomain.com' }, subject: 'Welcome, {{name}}', body: '# Hi {{name}}\n\nThanks for signing up.', type: 'markdown', data: { name: 'Ann' } },
+  'post /v1/track': { event: 'signed-up', email: 'user@example.com', data: { plan: 'pro' } },
+  'post /v1/verify': { email: 'user@example.com' },
+}
+
+/** The official SDK's methods (@plunk/node): emails.send and events.track. */
+const SDK_EXAMPLES: Record<string, { key: string; call: string }> = {
+  'post /v1/send': {
+    key: 'MAILCTL_SECRET_KEY',
+    call: `await plunk.emails.send({
+  to: 'user@example.com',
+  from: 'hello@yourdomain.com',
+  subject: 'Welcome',
+  body: '# Hi\\n\\nThanks for signing up.',
+  type: 'markdown',
+})`,
+  },
+  'post /v1/track': {
+    key: 'MAILCTL_PUBLIC_KEY',
+    call: `await plunk.events.track({
+  event: 'signed-up',
+  email: 'user@example.com',
+  data: { plan: 'pro' },
+})`,
+  },
+}
+
+/** Single-quoted for a POSIX shell. */
+const shellQuote = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`
+
+function curlExample(doc: OpenApiDoc, method: string, path: string, op: Operation, baseUrl: string): string {
+  const query = (op.parameters ?? []).filter((p) => p.in === 'query' && p.required)
+    .map((p) => `${encodeURIComponent(p.name)}=${encodeURIComponent(String(sample(doc, p.schema)))}`)
+  const url = `${baseUrl}${path}${query.length ? `?${query.join('&')}` : ''}`
+  const lines = [`curl${method === 'get' ? '' : ` -X ${method.toUpperCase()}`} "${url}"`]
+  const names = schemeNames(op)
+  if (names[0] === 'secretKey') lines.push('-H "Authorization: Bearer $MAILCTL_SECRET_KEY"')
+  else if (names[0] === 'publicKey') lines.push('-H "Authorization: Bearer $MAILCTL_PUBLIC_KEY"')
+  else if (names[0] === 'session') lines.push('-b "mailctl_session=$MAILCTL_SESSION"')
+  for (const p of op.parameters ?? []) {
+    if (p.in === 'header' && p.required) lines.push(`-H "${p.name}: ${String(sample(doc, p.schema))}"`)
+  }
+  const content = op.requestBody?.content ?? {}
+  const key = `${method} ${path}`
+  const json = content['application/json']?.schema
+  if (json || BODY_EXAMPLES[key]) {
+    lines.push('-H "Content-Type: application/json"')
+    lines.push(`-d ${shellQuote(JSON.stringify(BODY_EXAMPLES[key] ?? sample(doc, json)))}`)
+  } else if (op.requestBody) {
+    // Multipart uploads (the CSV import): one -F per field; a file field reads a local file.
+    const schema = resolve(doc, Object.values(content)[0]?.schema)
+    const fieldNames = Object.keys(schema?.properties ?? {})
+    for (const f of fieldNames.length ? fieldNames : ['file']) lines.push(`-F "${f}=@contacts.csv"`)
+  }
+  return lines.join(' \\\n  ')
+}
+
+function sdkExample(key: string, baseUrl: string): string | null {
+  const ex = SDK_EXAMPLES[key]
+  if (!ex) return null
+  return `import Plunk from '@plunk/node'
+
+// baseUrl ends with /v1/ (the trailing slash matters)
+const plunk = new Plunk(process.env.${ex.key}, { baseUrl: '${baseUrl}/v1/' })
+${ex.call}`
+}
+
+function examples(doc: OpenApiDoc, method: string, path: string, op: Operation, baseUrl: string): string {
+  const curl = `<pre class="example"><code>${escapeHtml(curlExample(doc, method, path, op, baseUrl))}</code></pre>`
+  const sdk = sdkExample(`${method} ${path}`, baseUrl)
+  return `<h4>Example</h4>${curl}${sdk ? `<p class="or">With the official SDK (<code>@plunk/node</code>):</p><pre class="example"><code>${escapeHtml(sdk)}</code></pre>` : ''}`
+}
+
+function operation(doc: OpenApiDoc, method: string, path: string, op: Operation, baseUrl: string): string {
   const id = slug(`${method} ${path}`)
   const params = op.parameters?.length
     ? `<h4>Parameters</h4><table><thead><tr><th>name</th><th>in</th><th>type</th><th>notes</th></tr></thead><tbody>${op.parameters.map((p) => {
       const sch = resolve(doc, p.schema) ?? {}
-      const notes = [p.description ?? sch.description, ...constraints(sch)].filter(Boolean).map(escapeHtml).join('; ')
+      const notes = notesOf(p.description ?? sch.description, sch)
       return `<tr><td><code>${escapeHtml(p.name)}</code> ${p.required ? '<span class="req">required</span>' : ''}</td><td>${escapeHtml(p.in)}</td><td>${escapeHtml(typeLabel(doc, sch))}</td><td>${notes}</td></tr>`
     }).join('')}</tbody></table>`
     : ''
@@ -115,14 +245,14 @@ function operation(doc: OpenApiDoc, method: string, path: string, op: Operation)
   const responses = Object.entries(op.responses ?? {}).map(([status, r]) => {
     const sch = r.content?.['application/json']?.schema ?? Object.values(r.content ?? {})[0]?.schema
     const table = sch ? fields(doc, sch) : ''
-    return `<div class="resp"><span class="status s${escapeHtml(status[0])}">${escapeHtml(status)}</span> ${escapeHtml(sch ? typeLabel(doc, sch) : '')} ${escapeHtml(r.description ?? '')}${table}</div>`
+    return `<div class="resp"><span class="status s${escapeHtml(status[0])}">${escapeHtml(status)}</span> ${escapeHtml(sch ? typeLabel(doc, sch) : '')} ${inline(r.description ?? '')}${table}</div>`
   }).join('')
   return `<section class="op" id="${id}">
 <h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code> <a class="anchor" href="#${id}">#</a></h3>
-<p class="summary">${escapeHtml(op.summary ?? '')}</p>
-${op.description ? `<p>${escapeHtml(op.description)}</p>` : ''}
+<p class="summary">${inline(op.summary ?? '')}</p>
+${op.description ? markdownToHtml(op.description) : ''}
 <p>${security(doc, op)}</p>
-${params}${body}${responses ? `<h4>Responses</h4>${responses}` : ''}
+${params}${body}${examples(doc, method, path, op, baseUrl)}${responses ? `<h4>Responses</h4>${responses}` : ''}
 </section>`
 }
 
@@ -138,11 +268,12 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:13px}.req
 .auth{display:inline-block;background:#fff4e6;border:1px solid #ffd8a8;border-radius:4px;padding:0 6px;font-size:12px}.auth.none{background:#ebfbee;border-color:#b2f2bb}
 .status{display:inline-block;border-radius:4px;padding:0 6px;font-weight:600}.s2{background:#ebfbee}.s4{background:#fff5f5}.s5{background:#fff5f5}
 .resp{margin:6px 0}.anchor{color:#adb5bd;text-decoration:none;font-size:13px}.ct{font-weight:normal;color:#6b7480;font-size:12px}.or{margin:2px 0;color:#6b7480;font-size:12px}
-pre{background:#f3f5f7;padding:8px 12px;border-radius:4px;overflow:auto;font-size:13px}
+pre{background:#f3f5f7;padding:8px 12px;border-radius:4px;overflow:auto;font-size:13px}.op ul{padding-left:20px}
 @media (max-width:800px){nav{display:none}main{margin-left:0}}`
 
 const ERROR_EXAMPLE = `{
   "success": false,
+  "message": "email: Invalid email",
   "error": {
     "code": "VALIDATION_ERROR",
     "message": "email: Invalid email",
@@ -153,8 +284,14 @@ const ERROR_EXAMPLE = `{
   "timestamp": "2026-01-01T00:00:00.000Z"
 }`
 
+export interface DocsOptions {
+  /** The server's public URL (MAILCTL_PUBLIC_URL), used in the examples. */
+  baseUrl?: string
+}
+
 /** Renders the whole reference. Operations marked hidden (the spec and docs routes) are left out. */
-export function renderDocs(doc: OpenApiDoc): string {
+export function renderDocs(doc: OpenApiDoc, opts: DocsOptions = {}): string {
+  const baseUrl = (opts.baseUrl ?? 'http://localhost:3000').replace(/\/+$/, '')
   const byTag = new Map<string, Array<{ method: string; path: string; op: Operation }>>()
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const method of METHODS) {
@@ -169,18 +306,18 @@ export function renderDocs(doc: OpenApiDoc): string {
   const navList = tags.map((tag) => `<h4>${escapeHtml(tag)}</h4>${byTag.get(tag)!.map(({ method, path, op }) =>
     `<a href="#${slug(`${method} ${path}`)}"><b>${method.toUpperCase()}</b> ${escapeHtml(path)}</a>`).join('')}`).join('')
   const schemes = Object.entries(doc.components?.securitySchemes ?? {}).map(([name, s]) =>
-    `<li><code>${escapeHtml(name)}</code>: ${escapeHtml(s.description ?? '')} (${escapeHtml(s.type === 'http' ? `header Authorization: Bearer ...` : `${s.in} ${s.name}`)})</li>`).join('')
-  const sections = tags.map((tag) => `<h2 id="tag-${slug(tag)}">${escapeHtml(tag)}</h2>${byTag.get(tag)!.map(({ method, path, op }) => operation(doc, method, path, op)).join('')}`).join('')
+    `<li><code>${escapeHtml(name)}</code>: ${inline(s.description ?? '')} (${escapeHtml(s.type === 'http' ? `header Authorization: Bearer ...` : `${s.in} ${s.name}`)})</li>`).join('')
+  const sections = tags.map((tag) => `<h2 id="tag-${slug(tag)}">${escapeHtml(tag)}</h2>${byTag.get(tag)!.map(({ method, path, op }) => operation(doc, method, path, op, baseUrl)).join('')}`).join('')
   const title = doc.info?.title ?? 'API'
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(title)} reference</title><style>${STYLE}</style></head>
 <body><nav><b>${escapeHtml(title)}</b> <small>${escapeHtml(doc.info?.version ?? '')}</small><p><a href="/openapi.json">openapi.json</a></p>${navList}</nav>
 <main><h1>${escapeHtml(title)} <small>${escapeHtml(doc.info?.version ?? '')}</small></h1>
-<p>${escapeHtml(doc.info?.description ?? '')}</p>
+${markdownToHtml(doc.info?.description ?? '')}
 <p>The machine-readable OpenAPI 3.1 document is at <a href="/openapi.json"><code>/openapi.json</code></a>.</p>
 <h2 id="authentication">Authentication</h2><ul>${schemes}</ul>
-<h2 id="errors">Errors</h2><p>Every error answers with this envelope (a few rejections that API.md keeps flat answer <code>{"error": "..."}</code>). Every response carries <code>X-Request-Id</code>, the same id as <code>error.requestId</code>. Requests authenticated by an API key carry <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code>, <code>RateLimit-Reset</code>, and <code>Retry-After</code> on 429.</p>
+<h2 id="errors">Errors</h2><p>Every error answers with this envelope; the top-level <code>message</code> repeats <code>error.message</code> for clients such as the official SDK. A few rejections kept flat for compatibility answer <code>{"error": "..."}</code> only. Every response carries <code>X-Request-Id</code>, the same id as <code>error.requestId</code>. Requests authenticated by an API key carry <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code>, <code>RateLimit-Reset</code>, and <code>Retry-After</code> on 429.</p>
 <pre>${escapeHtml(ERROR_EXAMPLE)}</pre>
 ${sections}
 </main></body></html>`

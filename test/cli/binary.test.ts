@@ -61,3 +61,29 @@ test('dist/mailctl serve answers GET /config and /ready and stops on SIGTERM', a
     expect(await s.stop()).toBe(0)
   }
 })
+
+test('dist/mailctl serve: authenticated requests log JSON lines only (no "[Sucrose] warning" with minified source)', async () => {
+  const created = JSON.parse((await run([BIN], ['project', 'create', '--name', 'sucrose', '--json'], {}, cwd)).stdout) as { secretKey: string; publicKey: string }
+  const s = await startServe([BIN], [], { MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_HOST: '127.0.0.1', MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_OUTBOUND: 'capture' }, cwd)
+  try {
+    const base = `http://127.0.0.1:${s.port}`
+    const call = (method: string, path: string, key: string | null, body?: unknown) => fetch(`${base}${path}`, {
+      method,
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    })
+    // The key and session hooks, and the routes with their own transform (send, suppressions).
+    expect((await call('GET', '/contacts', created.secretKey)).status).toBe(200)
+    expect((await call('POST', '/v1/send', created.secretKey, { to: 'a@b.test', subject: 's', body: 'b', data: 'x' })).status).toBe(422)
+    expect((await call('POST', '/suppressions', created.secretKey, { email: ' x@y.test ' })).status).toBe(200)
+    expect((await call('POST', '/v1/track', created.publicKey, { event: 'signup', email: 'a@b.test' })).status).toBe(200)
+    expect((await call('GET', '/users/@me', null)).status).toBe(401)
+    expect((await call('GET', '/contacts', null)).status).toBe(401)
+  } finally {
+    expect(await s.stop()).toBe(0)
+  }
+  expect(s.lines.join('\n')).not.toContain('[Sucrose]')
+  const notJson = s.lines.filter((l) => { try { JSON.parse(l); return false } catch { return true } })
+  expect(notJson).toEqual([])
+  expect(s.lines.some((l) => l.includes('"path":"/v1/send"'))).toBe(true)
+})

@@ -58,13 +58,17 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
       } catch { /* not a log line */ }
     }
   }
-  // Keep draining stdout so the child never blocks on a full pipe.
+  // Keep draining stdout so the child never blocks on a full pipe; a line split across reads is kept whole.
   const drained = (async () => {
     for (;;) {
       const { value, done } = await reader.read()
       if (done) break
-      lines.push(...decoder.decode(value).split('\n').filter(Boolean))
+      buffered += decoder.decode(value, { stream: true })
+      const parts = buffered.split('\n')
+      buffered = parts.pop() ?? ''
+      lines.push(...parts.filter(Boolean))
     }
+    if (buffered) lines.push(buffered)
   })()
   return {
     port,

@@ -155,4 +155,40 @@ forEachStore('OpenAPI document and /docs', (env) => {
     expect(res.text).toContain('Regenerate both API keys')
     expect(res.text).toContain('<code>email</code> <span class="req">required</span>')
   })
+
+  test('/docs: a curl example per endpoint, SDK examples for /v1/send and /v1/track, Markdown descriptions', async () => {
+    const res = await env.request('GET', '/docs')
+    const base = env.config.publicUrl
+    const sections = res.text.split('<section class="op"').slice(1)
+    expect(sections.length).toBeGreaterThan(50)
+    for (const sec of sections) expect(sec).toContain('<h4>Example</h4><pre class="example"><code>curl ')
+    expect(res.text).toContain(`curl -X POST &quot;${base}/v1/send&quot; \\\n  -H &quot;Authorization: Bearer $MAILCTL_SECRET_KEY&quot;`)
+    expect(res.text).toContain(`curl &quot;${base}/contacts&quot; \\\n  -H &quot;Authorization: Bearer $MAILCTL_SECRET_KEY&quot;`)
+    expect(res.text).toContain(`curl -X POST &quot;${base}/v1/track&quot; \\\n  -H &quot;Authorization: Bearer $MAILCTL_PUBLIC_KEY&quot;`)
+    expect(res.text).toContain(`curl -X POST &quot;${base}/contacts/import&quot; \\\n  -H &quot;Authorization: Bearer $MAILCTL_SECRET_KEY&quot; \\\n  -F &quot;file=@contacts.csv&quot;`)
+    expect(res.text).toContain(`curl &quot;${base}/health&quot;</code>`)
+    expect(res.text).toContain(`new Plunk(process.env.MAILCTL_SECRET_KEY, { baseUrl: &#39;${base}/v1/&#39; })`)
+    expect(res.text).toContain('await plunk.emails.send({')
+    expect(res.text).toContain('await plunk.events.track({')
+    // Descriptions are Markdown: backticks become <code>, and no raw backtick is left anywhere.
+    expect(res.text).toContain('Each recipient of <code>to</code> is processed')
+    expect(res.text).not.toContain('`')
+    // Raw HTML in a description is text, not markup.
+    expect(res.text).toContain('segment.&lt;slug&gt;.entry')
+    // No reference to files that are not shipped with the server.
+    const spec = JSON.stringify((await env.request('GET', '/openapi.json')).body)
+    for (const file of ['API.md', 'DECISIONS.md', 'STYLE.md', 'NOTES.md', 'OPERATIONS.md']) {
+      expect(res.text).not.toContain(file)
+      expect(spec).not.toContain(file)
+    }
+  })
+
+  test('/openapi.json: every key- or session-authenticated route declares its security', async () => {
+    const paths = (await env.request('GET', '/openapi.json')).body.paths
+    expect(paths['/contacts'].get.security).toContainEqual({ secretKey: [] })
+    expect(paths['/segments/{id}'].patch.security).toContainEqual({ secretKey: [] })
+    expect(paths['/v1/track'].post.security).toContainEqual({ publicKey: [] })
+    expect(paths['/users/@me'].get.security).toContainEqual({ session: [] })
+    expect(paths['/health'].get.security).toBeUndefined()
+  })
 })

@@ -3,6 +3,7 @@
  * compared on a hit, so a hash collision can never serve another template). A body's entry holds its
  * HTML render function and, when the source allows it, its derived text template (text.ts).
  */
+import { escapeAllOutputs, markdownBody } from './markdown'
 import { COMPILE_OPTIONS, parse, TEXT_COMPILE_OPTIONS, toRenderFn, type RenderFn, type TemplateKind } from './sandbox'
 import { deriveTextTemplate, type DerivedText } from './text'
 
@@ -47,7 +48,8 @@ export const RENDER_CACHE_MAX_ENTRIES = 2_000
 export const RENDER_CACHE_MAX_CHARS = 64 * 1024 * 1024
 
 export interface CompiledBody { html: RenderFn; text: DerivedText | null }
-export type Compiled = { kind: 'text'; fn: RenderFn } | { kind: 'html'; fn: RenderFn; body: CompiledBody }
+/** `markdown`: the function renders the body's HTML (Handlebars, then Markdown; markdown.ts). */
+export type Compiled = { kind: 'text' | 'markdown'; fn: RenderFn } | { kind: 'html'; fn: RenderFn; body: CompiledBody }
 
 const cache = new Lru<Compiled>(RENDER_CACHE_MAX_ENTRIES, RENDER_CACHE_MAX_CHARS)
 
@@ -63,6 +65,8 @@ export function compileEntry(source: string, kind: TemplateKind): Compiled {
   let entry: Compiled
   if (kind === 'text') {
     entry = { kind, fn: toRenderFn(ast, TEXT_COMPILE_OPTIONS) }
+  } else if (kind === 'markdown') {
+    entry = { kind, fn: markdownBody(toRenderFn(escapeAllOutputs(ast), COMPILE_OPTIONS)) }
   } else {
     const html = toRenderFn(ast, COMPILE_OPTIONS)
     entry = { kind, fn: html, body: { html, text: deriveTextTemplate(source, ast) } }
@@ -72,7 +76,8 @@ export function compileEntry(source: string, kind: TemplateKind): Compiled {
 }
 
 /**
- * Compiles (or fetches from the cache) a template. `html`: values are HTML-escaped; `text`: they are not.
+ * Compiles (or fetches from the cache) a template. `html`: values are HTML-escaped; `text`: they are not;
+ * `markdown`: a Markdown body, rendered to HTML with its values as text (markdown.ts).
  * Throws TemplateSyntaxError for a source that does not compile or uses what mailctl refuses.
  */
 export function compileTemplate(source: string, kind: TemplateKind): RenderFn {

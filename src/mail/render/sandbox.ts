@@ -11,7 +11,7 @@
  */
 import Handlebars from 'handlebars'
 
-export type TemplateKind = 'html' | 'text'
+export type TemplateKind = 'html' | 'text' | 'markdown'
 export type TemplateVars = Record<string, unknown>
 export type RenderFn = (vars: TemplateVars) => string
 

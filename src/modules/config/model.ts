@@ -18,5 +18,5 @@ export const PublicConfig = t.Object({
     }),
     tracking: t.Object({ enabled: t.Boolean() }),
   }),
-}, { description: 'Public feature flags of this server (DECISIONS.md)' })
+}, { description: 'Public feature flags of this server: which optional features it offers (signup, billing, uploads, OAuth login, the SMTP relay, tracking)' })
 export type PublicConfig = typeof PublicConfig.static

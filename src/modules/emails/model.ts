@@ -27,8 +27,12 @@ export const SendBody = t.Object({
     error: `to must be an email address, {name, email}, or an array of 1-${MAX_RECIPIENTS} of them`,
   }),
   subject: t.Optional(t.String({ minLength: 1, maxLength: 998, pattern: '^[^\\r\\n]*$', error: 'subject must be 1-998 characters without line breaks', description: 'Required unless template is given; Handlebars' })),
-  body: t.Optional(t.String({ minLength: 1, error: 'body must be a non-empty string', description: 'HTML with Handlebars variables; required unless template is given' })),
-  template: t.Optional(t.String({ format: 'uuid', error: 'template must be a template id (uuid)', description: 'Template id: supplies subject, body, from, fromName, replyTo and type; explicit fields override' })),
+  body: t.Optional(t.String({ minLength: 1, error: 'body must be a non-empty string', description: 'HTML (or Markdown, see `type`) with Handlebars variables; required unless template is given' })),
+  type: t.Optional(t.UnionEnum(['html', 'markdown'], {
+    error: 'type must be "html" or "markdown"',
+    description: 'How the body is written (the official SDK sends it). `html` (the default): the body is HTML. `markdown`: the body (given, or the template\'s) is Markdown (CommonMark with GitHub\'s extensions), rendered to HTML after its variables are filled in; variable values are always inserted as text, never as Markdown or HTML, and `{{{value}}}` is escaped like `{{value}}`. Raw HTML written in the Markdown itself is kept.',
+  })),
+  template: t.Optional(t.String({ format: 'uuid', error: 'template must be a template id (uuid)', description: 'Template id: supplies subject, body, from, fromName, replyTo and its kind (TRANSACTIONAL or MARKETING, not the body format `type`); explicit fields override' })),
   from: t.Optional(t.Union([t.String({ minLength: 3, maxLength: 400 }), t.Object({ name: t.Optional(t.Union([DisplayName, t.Null()])), email: Email })], {
     error: 'from must be an email address, "Name <email>", or {name, email}',
     description: 'Required unless the template has one; its domain must be verified for the project',
@@ -39,7 +43,7 @@ export const SendBody = t.Object({
   headers: t.Optional(t.Record(t.String(), t.String(), { description: 'Extra headers; names printable ASCII without ":" and values <= 998 characters, no CR or LF in either. From, To, Subject, Date, Message-ID and the MIME structure headers cannot be set.' })),
   reply: t.Optional(Email),
   attachments: t.Optional(t.Array(Attachment, { maxItems: MAX_ATTACHMENTS, error: `at most ${MAX_ATTACHMENTS} attachments` })),
-}, { description: 'Unknown fields (such as the SDK\'s type: "html") are ignored. Deprecated: name (use from: {name, email}).' })
+}, { description: 'Unknown fields are ignored. Deprecated: name (use from: {name, email}).' })
 export type SendBody = Static<typeof SendBody>
 
 const ContactRef = t.Object({ id: t.String(), email: t.String() })

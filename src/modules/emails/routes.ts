@@ -14,7 +14,7 @@ export function emailsRoutes(deps: Deps) {
       apiKey: 'secret',
       body: SendBody,
       // Elysia would coerce a string `data` into an object of characters: refuse anything but an object.
-      transform({ body }) {
+      transform: ({ body }) => {
         const b = body as { data?: unknown } | null
         if (b && typeof b === 'object' && b.data !== undefined && b.data !== null && (typeof b.data !== 'object' || Array.isArray(b.data))) {
           throw invalidField('data', 'data: Expected an object of template variables and contact fields', 'invalid_type', b.data)

@@ -2,7 +2,7 @@ import addressparser from 'nodemailer/lib/addressparser'
 import type { Db } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { Ctx } from '../../deps'
-import { notFound, tooLarge, validation, type FieldError } from '../../errors'
+import { invalidField, notFound, tooLarge, validation, type FieldError } from '../../errors'
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
 import { domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
 import { MAX_MESSAGE_BYTES } from '../../mail/outbound/deliver'
@@ -198,7 +198,7 @@ function parseFromString(from: string): { email: string; name: string | null } {
   const [first] = addressparser(from, { flatten: true })
   const email = first?.address?.trim().toLowerCase() ?? ''
   if (!first || !/^[^\s@<>",;]+@[^\s@<>",;]+\.[^\s@<>",;]+$/.test(email) || /[\r\n]/.test(from)) {
-    throw validation([{ field: 'from', message: 'from: Expected an email address, "Name <email>" or {name, email}', code: 'invalid_string', received: from }])
+    throw invalidField('from', 'from: Expected an email address, "Name <email>" or {name, email}', 'invalid_string', from)
   }
   return { email, name: first.name ? first.name : null }
 }
@@ -230,11 +230,13 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
     if (bodySrc === undefined) errors.push({ field: 'body', message: 'body: required unless a template is given', code: 'required' })
     throw validation(errors, 'Give either a template or both subject and body')
   }
-  // The template's own sources were checked when it was saved; request sources are checked now.
-  validateTemplateSource({ subject: body.subject, body: body.body })
+  // The template's own sources were checked when it was saved; request sources are checked now (and a
+  // template's body read as Markdown, which compiles it into the cache as such).
+  const format = body.type ?? 'html'
+  validateTemplateSource({ subject: body.subject, body: format === 'markdown' ? bodySrc : body.body, format })
   const given = parseFrom(body.from)
   const fromEmail = given?.email ?? template?.from ?? null
-  if (!fromEmail) throw validation([{ field: 'from', message: 'from: required unless the template has a sender', code: 'required' }])
+  if (!fromEmail) throw invalidField('from', 'from: required unless the template has a sender', 'required')
   const fromName = given ? (given.name ?? body.name ?? null) : (body.name ?? template?.fromName ?? null)
   const headers = checkHeaders(body.headers)
   const { attachments, encodedChars } = checkAttachments(body.attachments)
@@ -268,7 +270,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
           ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
         },
       })
-      const rendered = renderEmail({ subject: subjectSrc!, body: bodySrc! }, vars)
+      const rendered = renderEmail({ subject: subjectSrc!, body: bodySrc!, format }, vars)
       // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
       const estimate = Math.ceil(encodedChars * 1.03) + Math.ceil((rendered.html.length + rendered.text.length) * 1.1) + 4096
       if (estimate > MAX_MESSAGE_BYTES) throw tooLarge(`The message would be about ${estimate} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit`)

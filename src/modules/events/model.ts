@@ -73,7 +73,7 @@ export const EventNames = t.Object({
     name: t.String(),
     count: t.Integer(),
     lastSeenAt: t.String({ format: 'date-time' }),
-    reserved: t.Boolean({ description: 'Emitted by the service (email.*, contact.*, segment.*), not trackable' }),
+    reserved: t.Boolean({ description: 'Emitted by the service (`email.*`, `contact.*`, `segment.*`), not trackable' }),
   })),
 })
 

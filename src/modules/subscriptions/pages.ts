@@ -71,7 +71,15 @@ export function respond(status: number, title: string, body: Html): Response {
   return new Response(page(title, body), { status, headers: PAGE_HEADERS })
 }
 
-export interface PageContact { email: string; subscribed: boolean; projectName: string }
+/** The sender as the recipient saw it in the From header: its display name (if any) and its domain. */
+export interface PageSender { name: string | null; domain: string }
+export interface PageContact { email: string; subscribed: boolean; sender: PageSender | null }
+
+/** How a sentence names the sender: its From name, else its domain, else "this sender". */
+function senderLabel(c: PageContact): Html {
+  if (!c.sender) return html`this sender`
+  return html`<strong>${c.sender.name ?? c.sender.domain}</strong>`
+}
 /** The three pages of one contact token (absolute URLs under the public URL). */
 export interface PageLinks { unsubscribe: string; subscribe: string; manage: string }
 
@@ -93,14 +101,14 @@ function subscribeForm(label: string): Html {
 export function unsubscribeConfirmPage(c: PageContact, links: PageLinks): Response {
   if (!c.subscribed) return unsubscribedPage(c, links, false)
   return respond(200, 'Unsubscribe', html`<h1>Unsubscribe</h1>
-<p>Stop emails from <strong>${c.projectName}</strong> to <strong>${c.email}</strong>?</p>
+<p>Stop emails from ${senderLabel(c)} to <strong>${c.email}</strong>?</p>
 ${unsubscribeForm('Unsubscribe')}
 <footer><a href="${links.manage}">Manage your subscription</a></footer>`)
 }
 
 export function unsubscribedPage(c: PageContact, links: PageLinks, justNow = true): Response {
   return respond(200, 'Unsubscribed', html`<h1>${justNow ? 'You are unsubscribed' : 'You are already unsubscribed'}</h1>
-<p role="status"><strong>${c.email}</strong> will no longer receive emails from <strong>${c.projectName}</strong>.</p>
+<p role="status"><strong>${c.email}</strong> will no longer receive emails from ${senderLabel(c)}.</p>
 <p>Unsubscribed by mistake? <a href="${links.subscribe}">Subscribe again</a>.</p>
 <footer><a href="${links.manage}">Manage your subscription</a></footer>`)
 }
@@ -108,18 +116,18 @@ export function unsubscribedPage(c: PageContact, links: PageLinks, justNow = tru
 export function subscribeConfirmPage(c: PageContact, links: PageLinks): Response {
   if (c.subscribed) {
     return respond(200, 'Subscribed', html`<h1>You are subscribed</h1>
-<p role="status"><strong>${c.email}</strong> receives emails from <strong>${c.projectName}</strong>.</p>
+<p role="status"><strong>${c.email}</strong> receives emails from ${senderLabel(c)}.</p>
 <footer><a href="${links.manage}">Manage your subscription</a></footer>`)
   }
   return respond(200, 'Subscribe again', html`<h1>Subscribe again</h1>
-<p>Receive emails from <strong>${c.projectName}</strong> at <strong>${c.email}</strong> again?</p>
+<p>Receive emails from ${senderLabel(c)} at <strong>${c.email}</strong> again?</p>
 ${subscribeForm('Subscribe')}
 <footer><a href="${links.manage}">Manage your subscription</a></footer>`)
 }
 
 export function subscribedPage(c: PageContact, links: PageLinks): Response {
   return respond(200, 'Subscribed', html`<h1>You are subscribed again</h1>
-<p role="status"><strong>${c.email}</strong> will receive emails from <strong>${c.projectName}</strong>.</p>
+<p role="status"><strong>${c.email}</strong> will receive emails from ${senderLabel(c)}.</p>
 <p>Changed your mind? <a href="${links.unsubscribe}">Unsubscribe</a>.</p>
 <footer><a href="${links.manage}">Manage your subscription</a></footer>`)
 }
@@ -139,8 +147,8 @@ export function managePage(c: PageContact, notice?: string): Response {
 ${notice ? html`<p role="status">${notice}</p>` : html``}
 <dl>
 <dt>Email address</dt><dd><strong>${c.email}</strong></dd>
-<dt>Sender</dt><dd>${c.projectName}</dd>
-<dt>Status</dt><dd class="state" id="state">${state}</dd>
+${c.sender ? html`<dt>Sender</dt><dd>${c.sender.name ? `${c.sender.name} (${c.sender.domain})` : c.sender.domain}</dd>
+` : html``}<dt>Status</dt><dd class="state" id="state">${state}</dd>
 </dl>
 ${toggle}`)
 }

@@ -58,7 +58,7 @@ async function withLink(deps: Deps, token: string, fn: (target: LinkTarget) => P
   return target ? fn(target) : pages.notFoundPage()
 }
 
-const view = (t: LinkTarget): pages.PageContact => ({ email: t.contact.email, subscribed: t.contact.subscribed, projectName: t.projectName })
+const view = (t: LinkTarget): pages.PageContact => ({ email: t.contact.email, subscribed: t.contact.subscribed, sender: t.sender })
 
 /** The public pages behind the links of every email (mounted at the root of the public URL). */
 export function subscriptionRoutes(deps: Deps) {
@@ -76,7 +76,7 @@ export function subscriptionRoutes(deps: Deps) {
       return pages.subscribedPage(view(t), t.links)
     }), post('Subscribe again', 'Subscribes the contact again; emits contact.subscribed once.'))
     .get(`${LINK_PATHS.manage}/:token`, ({ params }) => withLink(deps, params.token, (t) => pages.managePage(view(t))),
-      page('Manage subscription (HTML)', 'Shows the address, the sender and the current state, with a toggle.'))
+      page('Manage subscription (HTML)', 'Shows the address, the sender (the From name and domain of the email the link came from) and the current state, with a toggle.'))
     .post(`${LINK_PATHS.manage}/:token`, ({ params, body }) => withLink(deps, params.token, async (t) => {
       const form = (body ?? {}) as Record<string, string>
       if (form.subscribed !== 'true' && form.subscribed !== 'false') return pages.managePage(view(t))

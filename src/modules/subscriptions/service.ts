@@ -6,17 +6,37 @@
 import { ctxFor, type Ctx, type Deps } from '../../deps'
 import { AppError } from '../../errors'
 import { LINK_PATHS, verifyLinkToken } from '../../mail/links'
+import { domainOf } from '../../mail/mime'
 import { getContact, updateContact, type ContactOut } from '../contacts/service'
+import { getEmail } from '../emails/service'
 import { findProject } from '../projects/service'
-import type { PageLinks } from './pages'
+import type { PageLinks, PageSender } from './pages'
 
 export interface LinkTarget {
   ctx: Ctx
   contact: ContactOut
-  projectName: string
+  /**
+   * The sender as the recipient knows it: the From name and domain of the email the link came from.
+   * Null when the token carries no email id or that email is gone: the pages then say "this sender"
+   * (never the project's name, which is internal).
+   */
+  sender: PageSender | null
   /** The email the link came from, when the token carries it. */
   emailId: string | null
   links: PageLinks
+}
+
+/** The From name and domain of the email a link came from, or null. */
+async function senderOf(ctx: Ctx, emailId: string | null): Promise<PageSender | null> {
+  if (!emailId) return null
+  try {
+    const email = await getEmail(ctx, emailId)
+    const name = email.fromName?.trim() || null
+    return { name, domain: domainOf(email.from) }
+  } catch (err) {
+    if (isNotFound(err)) return null
+    throw err
+  }
 }
 
 function isNotFound(err: unknown): boolean {
@@ -44,8 +64,9 @@ export async function openLink(deps: Deps, token: string): Promise<LinkTarget | 
     throw err
   }
   const base = deps.config.publicUrl
+  const emailId = link.emailId ?? null
   return {
-    ctx, contact, projectName: project.name, emailId: link.emailId ?? null,
+    ctx, contact, sender: await senderOf(ctx, emailId), emailId,
     links: {
       unsubscribe: `${base}${LINK_PATHS.unsubscribe}/${token}`,
       subscribe: `${base}${LINK_PATHS.subscribe}/${token}`,

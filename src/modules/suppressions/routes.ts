@@ -14,7 +14,7 @@ export function suppressionsRoutes(deps: Deps) {
     })
     .post('', ({ ctx, body }) => service.addSuppression(ctx, body), {
       apiKey: 'secret', body: AddSuppressionBody, response: { 200: Suppression },
-      transform({ body }) {
+      transform: ({ body }) => {
         const b = body as { email?: unknown } | null
         if (b && typeof b === 'object' && typeof b.email === 'string') b.email = b.email.trim()
       },

@@ -35,7 +35,7 @@ export function templatesRoutes(deps: Deps) {
       response: { 201: m.Template, 400: m.ErrorBody },
       detail: {
         tags, summary: 'Create a template',
-        description: `201 with the template. A missing \`from\` answers 400 \`{error}\`; a \`from\` whose domain is not verified for the project answers 403 (code INTERNAL_SERVER_ERROR, as API.md states). \`type\` defaults to MARKETING. ${VARIABLES}`,
+        description: `201 with the template. A missing \`from\` answers 400 \`{error}\`; a \`from\` whose domain is not verified for the project answers 403 (code INTERNAL_SERVER_ERROR, kept for compatibility with Plunk's API). \`type\` defaults to MARKETING. ${VARIABLES}`,
       },
     })
     .get('', ({ ctx, query }) => service.listTemplates(ctx, query), {

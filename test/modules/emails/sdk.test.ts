@@ -31,6 +31,16 @@ forEachStore('@plunk/node SDK', (env) => {
     expect(got).toBeDefined()
     expect(got!.raw.toString()).toContain('From: SDK Sender <' + p.from + '>')
     expect(sink.received.filter((m) => m.to[0]?.endsWith(to)).length).toBe(3)
+    // type: "markdown" (the SDK's own field) renders the body as Markdown.
+    const md = await plunk.emails.send({ to, subject: 'Markdown', body: '# Hello\n\n**from** the SDK', type: 'markdown', from: p.from })
+    const mdId = (md as unknown as { data: { emails: Array<{ email: string }> } }).data.emails[0].email
+    await pipelineFor(env).drain()
+    const mdRaw = sink.received.find((m) => m.messageId === `<${mdId}@${p.domain}>`)?.raw.toString() ?? ''
+    expect(mdRaw).toContain('<h1>Hello</h1>')
+    expect(mdRaw).toContain('<strong>from</strong> the SDK')
+    // A refused request reaches the SDK's user with the server's reason (the envelope's top-level message).
+    const invalid = await plunk.emails.send({ to, subject: 's', body: 'b' }).then(() => null, (e: Error) => e)
+    expect(invalid?.message).toBe('from: required unless the template has a sender')
     const pub = new Plunk(p.publicKey, { baseUrl })
     const err = await pub.emails.send({ to, subject: 's', body: 'b', from: p.from }).then(() => null, (e: Error) => e)
     expect(err?.constructor.name).toBe('TokenError')

@@ -125,6 +125,30 @@ forEachStore('POST /v1/send', (env) => {
     expect(bad.body.error.errors[0].field).toBe('template')
   })
 
+  test('type "markdown" renders the body (given or the template\'s) as Markdown, values as text; "html" is unchanged', async () => {
+    const to = `md.${rnd()}@dest.test`
+    const body = '# Hi {{name}}\n\n**Thanks** for joining. [Manage]({{manageUrl}})\n\n- one\n- two'
+    const res = await send({ to, from, subject: 'Hi {{name}}', body, type: 'markdown', data: { name: '*Ann* <b>x</b>' } })
+    expect(res.status).toBe(200)
+    const row = await emailRow(res.body.data.emails[0].email)
+    expect(row.html).toContain('<h1>Hi *Ann* &lt;b&gt;x&lt;/b&gt;</h1>')
+    expect(row.html).toContain('<strong>Thanks</strong>')
+    expect(row.html).toContain(`<a href="${env.config.publicUrl}/manage/`)
+    expect(row.html).toContain('<li>two</li>')
+    expect(row.text).toContain('Hi *Ann* <b>x</b>')
+    expect(row.text).not.toContain('**Thanks**')
+    expect(row.subject).toBe('Hi *Ann* <b>x</b>')
+    const asHtml = await send({ to, from, subject: 's', body: '**Thanks**', type: 'html' })
+    expect((await emailRow(asHtml.body.data.emails[0].email)).html).toStartWith('**Thanks**<img')
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const tpl = await createTemplate(ctx, { name: 'Md', subject: 'T', body: '## {{name}}', from })
+    const viaTpl = await send({ to, template: tpl.id, type: 'markdown', data: { name: 'Zoe' } })
+    expect((await emailRow(viaTpl.body.data.emails[0].email)).html).toStartWith('<h2>Zoe</h2>\n')
+    const bad = await send({ to, from, subject: 's', body: 'b', type: 'text' })
+    expect(bad.status).toBe(422)
+    expect(bad.body.error.errors[0].field).toBe('type')
+  })
+
   test('content, sender and recipients are validated (422), unverified senders refused (403), nothing written', async () => {
     const { emails } = env.store.t
     const before = (await env.store.db.select().from(emails).where(eq(emails.projectId, p.id))).length

@@ -1,9 +1,10 @@
 import { beforeAll, expect, test } from 'bun:test'
-import { sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { ctxFor } from '../../../src/deps'
 import { manageUrl, openPixelUrl, signLinkToken, subscribeUrl, unsubscribeUrl } from '../../../src/mail/links'
 import { upsertContact } from '../../../src/modules/contacts/service'
 import { forEachStore, type TestEnv } from '../../helpers/env'
+import { projectWithDomain, startTestDns } from '../emails/fixture'
 
 /** The path of a public URL (the test app is called at http://localhost). */
 const path = (url: string) => new URL(url).pathname
@@ -46,7 +47,9 @@ forEachStore('subscription pages', (env) => {
     expect(res.headers.get('cache-control')).toBe('no-store')
     expect(res.text).toContain('<html lang="en">')
     expect(res.text).toContain('reader1@example.org')
-    expect(res.text).toContain('Acme Newsletter')
+    // A link without an email id cannot tell the sender: a neutral phrase, never the internal project name.
+    expect(res.text).toContain('Stop emails from this sender to')
+    expect(res.text).not.toContain('Acme Newsletter')
     expect(res.text).toContain('<form method="post">')
     expect(res.text).toContain('name="List-Unsubscribe" value="One-Click"')
     expect(res.text).not.toContain('<script')
@@ -162,7 +165,7 @@ forEachStore('subscription pages', (env) => {
     expect((await env.request('GET', url)).status).toBe(404)
   })
 
-  test('HTML in the contact\'s email, data and the project name is escaped', async () => {
+  test('HTML in the contact\'s email and data is escaped; the project\'s (internal) name is not shown', async () => {
     const evil = await env.project('<b onmouseover="x()">Evil & Co</b>')
     const ctx = ctxFor(env.deps, evil.id, { kind: 'cli' })
     const { contact: c } = await upsertContact(ctx, {
@@ -179,8 +182,51 @@ forEachStore('subscription pages', (env) => {
         expect(res.text).not.toContain('<b ')
         expect(res.text).not.toContain('onmouseover="')
         expect(res.text).toContain('&#60;img src&#61;x onerror&#61;alert(1)&#62;&#34;&#39;@evil.test')
-        expect(res.text).toContain('&#60;b onmouseover&#61;&#34;x()&#34;&#62;Evil &#38; Co&#60;/b&#62;')
+        expect(res.text).not.toContain('Evil &#38; Co')
       }
     }
   })
 })
+
+const dns = await startTestDns()
+
+forEachStore('subscription pages name the sender of the email', (env) => {
+  const rnd = () => Math.random().toString(36).slice(2, 8)
+
+  /** Sends one email whose body holds the three links and returns them (paths) and the email id. */
+  async function sendLinks(from: unknown, domain: string, key: string) {
+    const to = `reader.${rnd()}@example.org`
+    const body = '<a href="{{unsubscribeUrl}}">u</a> <a href="{{subscribeUrl}}">s</a> <a href="{{manageUrl}}">m</a>'
+    const res = await env.request('POST', '/v1/send', { key, body: { to, from, subject: 'News', body, subscribed: true } })
+    expect(res.status).toBe(200)
+    const id = res.body.data.emails[0].email as string
+    const { emailContents } = env.store.t
+    const [row] = await env.store.db.select().from(emailContents).where(eq(emailContents.emailId, id))
+    const links = [...(row.html ?? '').matchAll(/href="([^"]+)"/g)].map((m) => m[1]).filter((h) => h.startsWith(env.config.publicUrl)).map(path)
+    expect(links).toHaveLength(3)
+    expect(links[0]).toContain(`/unsubscribe/`)
+    return { unsubscribe: links[0], subscribe: links[1], manage: links[2], to, domain }
+  }
+
+  test('with a From name: the pages say that name, the manage page also the domain; not the project name', async () => {
+    const p = await projectWithDomain(env, dns, `news-${rnd()}.test`)
+    const l = await sendLinks({ name: 'Acme <Weekly> & Co', email: p.from }, p.domain, p.secretKey)
+    const confirm = await env.request('GET', l.unsubscribe)
+    expect(confirm.text).toContain(`Stop emails from <strong>Acme &#60;Weekly&#62; &#38; Co</strong> to <strong>${l.to}</strong>?`)
+    expect(confirm.text).not.toContain(p.name)
+    const done = await env.request('POST', l.unsubscribe, form({ 'List-Unsubscribe': 'One-Click' }))
+    expect(done.text).toContain('will no longer receive emails from <strong>Acme &#60;Weekly&#62; &#38; Co</strong>')
+    const again = await env.request('GET', l.subscribe)
+    expect(again.text).toContain('Receive emails from <strong>Acme &#60;Weekly&#62; &#38; Co</strong>')
+    const manage = await env.request('GET', l.manage)
+    expect(manage.text).toContain(`<dt>Sender</dt><dd>Acme &#60;Weekly&#62; &#38; Co (${p.domain})</dd>`)
+    expect(manage.text).not.toContain(p.name)
+  })
+
+  test('without a From name: the domain of the From address', async () => {
+    const p = await projectWithDomain(env, dns, `plain-${rnd()}.test`)
+    const l = await sendLinks(p.from, p.domain, p.secretKey)
+    expect((await env.request('GET', l.unsubscribe)).text).toContain(`Stop emails from <strong>${p.domain}</strong> to`)
+    expect((await env.request('GET', l.manage)).text).toContain(`<dt>Sender</dt><dd>${p.domain}</dd>`)
+  })
+}, { dnsServers: [dns.server] })
