@@ -2,7 +2,7 @@ import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { AppError, badRequest, conflict, flatError, notFound } from '../../errors'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
-import { applyDataRules, normalizeEmail, type ContactData } from './data'
+import { applyDataRules, isDataLimitError, normalizeEmail, type ContactData } from './data'
 import type { ListContactsQuery } from './model'
 import * as repo from './repo'
 import type { ContactRow } from './repo'
@@ -99,24 +99,33 @@ export async function upsertContact(ctx: Ctx, input: UpsertInput, opts: UpsertOp
   return result
 }
 
-export type UpsertOutcome = 'created' | 'updated' | 'unchanged'
+export type UpsertOutcome = 'created' | 'updated' | 'unchanged' | 'refused'
 
 /**
  * `upsertContact` for many inputs inside the caller's transaction, with a few statements per batch
  * instead of per contact (CSV import, campaign audiences). Emails must be distinct within one call.
  * Returns one outcome per input, in order, and the subscription events appended (notify after commit).
+ * An input whose data breaks a limit (contacts/data.ts) is 'refused', with the message in `refused`, and
+ * writes nothing; the others go on.
  */
-export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; contacts: ContactRow[]; events: EventRow[] }> {
+export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; refused: Array<string | undefined>; contacts: ContactRow[]; events: EventRow[] }> {
   const { store, projectId } = ctx
   const emails = inputs.map((i) => normalizeEmail(i.email))
   const now = new Date()
   const existing = new Map((await repo.findByEmailsForUpdate(store, db, projectId, emails)).map((r) => [r.email, r]))
   const fresh: Array<{ index: number; row: ContactRow }> = []
-  inputs.forEach((input, index) => {
-    if (!existing.has(emails[index])) fresh.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row })
-  })
   const outcomes: UpsertOutcome[] = new Array(inputs.length)
+  const refused: Array<string | undefined> = new Array(inputs.length)
   const contacts: ContactRow[] = new Array(inputs.length)
+  const refuse = (index: number, err: unknown) => {
+    if (!isDataLimitError(err)) throw err
+    outcomes[index] = 'refused'
+    refused[index] = err.message
+  }
+  inputs.forEach((input, index) => {
+    if (existing.has(emails[index])) return
+    try { fresh.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row }) } catch (err) { refuse(index, err) }
+  })
   const inserted = new Set((await repo.insertManyIfAbsent(store, db, fresh.map((f) => f.row))).map((r) => r.email))
   const retry: number[] = []
   for (const f of fresh) {
@@ -131,7 +140,9 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     if (outcomes[i]) continue
     const row = existing.get(emails[i])
     if (!row) throw new Error(`contact ${emails[i]} vanished during upsert`)
-    const { set, flip } = planUpdate(row, inputs[i])
+    let plan: ReturnType<typeof planUpdate>
+    try { plan = planUpdate(row, inputs[i]) } catch (err) { refuse(i, err); continue }
+    const { set, flip } = plan
     if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
     const next: ContactRow = { ...row, ...set, updatedAt: now }
     await repo.saveState(store, db, next)
@@ -140,7 +151,7 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     if (flip) newEvents.push(subscriptionEvent(row.id, inputs[i].subscribed!))
   }
   const events = await appendEvents(ctx, db, newEvents)
-  return { outcomes, contacts, events }
+  return { outcomes, refused, contacts, events }
 }
 
 // ---------------------------------------------------------------------------------------------------

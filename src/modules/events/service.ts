@@ -1,6 +1,7 @@
 import type { Ctx } from '../../deps'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { invalidField, notFound } from '../../errors'
+import { checkDataLimits } from '../contacts/data'
 import * as contactsRepo from '../contacts/repo'
 import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
@@ -42,13 +43,16 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
 }
 
 /**
- * POST /v1/track and /events/track. Reserved names answer 422 (field code reserved_event). With an
+ * POST /v1/track and /events/track. Reserved names answer 422 (field code reserved_event), `data` beyond
+ * the limits of contacts/data.ts 422 (too_deep, too_big). With an
  * Idempotency-Key, the key is claimed in the track's own transaction: a key already used answers 409 and
  * nothing is performed again (a failed track keeps the key only on a 5xx). Committed events go to the
  * `onEvents` listeners (the workflow trigger hook).
  */
 export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string) {
   assertTrackable(body.event)
+  // Before the key is claimed and the write handed to the track writer thread (a 422, not a 500).
+  checkDataLimits(body.data)
   const claim = idempotencyClaim(ctx, idempotencyKey, { method: 'POST', path, body })
   let out: TrackOutcome | TrackReused
   try {

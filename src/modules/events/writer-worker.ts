@@ -14,6 +14,7 @@
  */
 import { Database } from 'bun:sqlite'
 import { openStore, sqlitePath, type Store } from '../../db/client'
+import { AppError, type ErrorCode, type FieldError } from '../../errors'
 import type { ContactData } from '../contacts/data'
 import type { Claim, HeldKey } from '../idempotency/repo'
 import { GroupCommit } from './batch'
@@ -27,11 +28,14 @@ export type WriterItem = [id: number, projectId: string, nowMs: number, email: s
  * - [id, 'ok', contact id, tracked event's id, subscription events appended before it ([id, name, data];
  *   all events are created at the item's time) or null];
  * - [id, 'reused', the row holding the Idempotency-Key];
+ * - [id, 'refused', the AppError's code, message and field errors]: a 4xx the main thread throws as is
+ *   (a contact's data growing past its limit is only known once the contact is read here);
  * - [id, 'error', message].
  */
 export type WriterReply =
   | [id: number, kind: 'ok', contactId: string, eventId: string, before: Array<[id: string, name: string, data: Record<string, unknown>]> | null]
   | [id: number, kind: 'reused', held: HeldKey]
+  | [id: number, kind: 'refused', code: ErrorCode, message: string, errors: FieldError[] | null]
   | [id: number, kind: 'error', message: string]
 export type WriterMessage =
   | { init: { role: 'writer'; url: string; synchronous: 'FULL' | 'NORMAL'; port: MessagePort } }
@@ -86,10 +90,14 @@ async function onBatch(event: MessageEvent<WriterMessage>) {
   }))
   const reply: WriterReply[] = settled.map((r, i): WriterReply => {
     const id = items[i][0]
-    if (r.status === 'rejected') return [id, 'error', r.reason instanceof Error ? r.reason.message : String(r.reason)]
+    if (r.status === 'rejected') {
+      const e = r.reason
+      if (e instanceof AppError && e.status < 500) return [id, 'refused', e.code, e.message, e.opts.errors ?? null]
+      return [id, 'error', e instanceof Error ? e.message : String(e)]
+    }
     if (r.value.reused) return [id, 'reused', r.value.reused]
     const { contactId, event: ev, events } = r.value
-    return [id, 'ok', contactId, ev.id, events.length > 1 ? events.slice(0, -1).map((e) => [e.id, e.name, e.data ?? {}]) : null]
+    return [id, 'ok', contactId, ev.id, events.length > 1 ? events.slice(0, -1).map((e): [string, string, Record<string, unknown>] => [e.id, e.name, e.data ?? {}]) : null]
   })
   port!.postMessage({ reply: JSON.stringify(reply), stats: g.stats })
 }

@@ -1,4 +1,5 @@
 import { sqlitePath, type Store } from '../../db/client'
+import { AppError } from '../../errors'
 import type { EventRow } from './stream'
 import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import type { WriterItem, WriterMessage, WriterReply, WriterStats } from './writer-worker'
@@ -104,6 +105,7 @@ export class TrackWriter {
         this.inflight.delete(r[0])
         if (r[1] === 'ok') job.resolve(outcome(job, r[2], r[3], r[4]))
         else if (r[1] === 'reused') job.resolve({ reused: r[2] })
+        else if (r[1] === 'refused') job.reject(new AppError(r[2], r[3], r[4] ? { errors: r[4] } : {}))
         else job.reject(new Error(`track write failed: ${r[2]}`))
       }
       if (this.queue.length) this.send()
