@@ -36,8 +36,10 @@ export const MAX_DATA_BYTES = 65_536
 /** Strings JSON writes as they are, between quotes (printable ASCII except the quote and the backslash). */
 const PLAIN_JSON_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
 
+/** Bytes of `s` as a JSON string, or -1 when it holds U+0000 (which PostgreSQL's jsonb cannot store). */
 function jsonStringBytes(s: string): number {
-  return PLAIN_JSON_STRING.test(s) ? s.length + 2 : Buffer.byteLength(JSON.stringify(s))
+  if (PLAIN_JSON_STRING.test(s)) return s.length + 2
+  return s.includes('\0') ? -1 : Buffer.byteLength(JSON.stringify(s))
 }
 
 /** Drops what JSON.stringify leaves out of an object (and writes as null in an array). */
@@ -48,10 +50,10 @@ function skipped(v: unknown): boolean {
 /**
  * The size of `JSON.stringify(value)` in UTF-8 bytes, computed in one iterative walk (no string is built,
  * and a hostile depth cannot overflow the stack), or 'too_deep' as soon as objects and arrays nest deeper
- * than `maxDepth` (`value` itself being level 1). Stops early, returning a size above `maxBytes`, once
- * the size passes it.
+ * than `maxDepth` (`value` itself being level 1), or 'nul' for a string or key holding U+0000. Stops
+ * early, returning a size above `maxBytes`, once the size passes it.
  */
-export function measureJson(value: unknown, maxDepth: number, maxBytes = Number.POSITIVE_INFINITY): number | 'too_deep' {
+export function measureJson(value: unknown, maxDepth: number, maxBytes = Number.POSITIVE_INFINITY): number | 'too_deep' | 'nul' {
   let bytes = 0
   const values: unknown[] = [value]
   const depths: number[] = [0]
@@ -59,7 +61,12 @@ export function measureJson(value: unknown, maxDepth: number, maxBytes = Number.
     const v = values.pop()
     const depth = depths.pop()!
     switch (typeof v) {
-      case 'string': bytes += jsonStringBytes(v); break
+      case 'string': {
+        const n = jsonStringBytes(v)
+        if (n < 0) return 'nul'
+        bytes += n
+        break
+      }
       case 'number': bytes += Number.isFinite(v) ? String(v).length : 4; break
       case 'boolean': bytes += v ? 4 : 5; break
       case 'bigint': bytes += String(v).length; break
@@ -80,8 +87,10 @@ export function measureJson(value: unknown, maxDepth: number, maxBytes = Number.
           for (const key of Object.keys(v)) {
             const x = (v as Record<string, unknown>)[key]
             if (skipped(x)) continue
+            const k = jsonStringBytes(key)
+            if (k < 0) return 'nul'
             n++
-            bytes += jsonStringBytes(key) + 1
+            bytes += k + 1
             values.push(x)
             depths.push(depth + 1)
           }
@@ -119,13 +128,17 @@ export function checkDataLimits(data: unknown): void {
   if (data === null || typeof data !== 'object') return
   const size = measureJson(data, MAX_DATA_DEPTH, MAX_DATA_BYTES)
   if (size === 'too_deep') throw tooDeep()
+  if (size === 'nul') {
+    const message = 'data: strings and keys may not contain the NUL character (\\u0000)'
+    throw validation([{ field: 'data', message, code: 'invalid_string' }], message)
+  }
   if (size > MAX_DATA_BYTES) throw tooBig(false)
 }
 
 /** True for the errors of `checkDataLimits` and `applyDataRules` (a bad row of an import, not a failed batch). */
 export function isDataLimitError(err: unknown): err is AppError {
   const e = err as AppError | null
-  return e?.code === 'VALIDATION_ERROR' && e.opts.errors?.[0]?.field === 'data' && (e.opts.errors[0].code === 'too_deep' || e.opts.errors[0].code === 'too_big')
+  return e?.code === 'VALIDATION_ERROR' && e.opts.errors?.[0]?.field === 'data' && ['too_deep', 'too_big', 'invalid_string'].includes(e.opts.errors[0].code)
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -195,10 +208,12 @@ function checkStoredSize(existing: ContactData, next: ContactData) {
   let some = false
   for (const _ in existing) { some = true; break }
   if (!some) return
-  const size = measureJson(next, Number.POSITIVE_INFINITY, MAX_DATA_BYTES) as number
-  if (size <= MAX_DATA_BYTES) return
+  const size = measureJson(next, Number.POSITIVE_INFINITY, MAX_DATA_BYTES)
+  // 'nul' comes only from data stored before the limits (the input was checked): not judged here.
+  if (typeof size !== 'number' || size <= MAX_DATA_BYTES) return
+  const after = measureJson(next, Number.POSITIVE_INFINITY) as number
   const before = measureJson(existing, Number.POSITIVE_INFINITY) as number
-  if (size > before) throw tooBig(true)
+  if (after > before) throw tooBig(true)
 }
 
 /** Trims and lower-cases an email address (DECISIONS.md: before storage and comparison). */

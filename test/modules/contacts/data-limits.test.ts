@@ -46,13 +46,14 @@ test('measureJson: the compact JSON size in UTF-8 bytes, or too_deep', () => {
   for (const v of [
     {}, [], { a: 1, b: 'x', c: true, d: false, e: null, f: [1, 2, { g: -0.5e-7 }] }, { 'k"\\': 'q"\\\n\u0001\u001f' },
     { s: 'é€😀', [String.fromCharCode(0xd800)]: 'lone \udc00 surrogate' }, { n: 1e21, m: 123456789.125, big: Number.MAX_VALUE },
-    { u: undefined, list: [undefined, 1] }, { when: new Date(0) },
+    { u: undefined, list: [undefined, 1] }, { when: new Date(0) }, 'top', 42, null,
   ]) {
     expect(measureJson(v, 50)).toBe(Buffer.byteLength(JSON.stringify(v)))
   }
   expect(measureJson(nest(10), 10)).toBe(nestText(10).length)
   expect(measureJson(nest(11), 10)).toBe('too_deep')
   expect(measureJson({ a: [[[1]]] }, 3)).toBe('too_deep')
+  expect(measureJson({ a: ['x\u0000'] }, 3)).toBe('nul')
   expect(measureJson({ a: [[1]] }, 3)).toBe(11)
   // Iterative: a hostile depth is no problem for the walk itself.
   expect(measureJson(JSON.parse('['.repeat(200_000) + ']'.repeat(200_000)), MAX_DATA_DEPTH)).toBe('too_deep')
@@ -155,6 +156,18 @@ forEachStore('contact data limits', (env) => {
     await env.store.tx((db) => env.store.exec(sql`UPDATE contacts SET data = ${env.kind === 'pg' ? sql`${JSON.stringify(big)}::jsonb` : JSON.stringify(big)} WHERE id = ${c.body.id}`, db))
     expect((await env.request('PATCH', `/contacts/${c.body.id}`, { key: p.secretKey, body: { data: { a: null } } })).status).toBe(200)
     expectLimitError(await env.request('PATCH', `/contacts/${c.body.id}`, { key: p.secretKey, body: { data: { d: 1 } } }), 'too_big', `${MAX_DATA_BYTES} bytes`)
+    expectLimitError(await env.request('PATCH', `/contacts/${c.body.id}`, { key: p.secretKey, body: { data: { b: null, d: half, e: half } } }), 'too_big', `${MAX_DATA_BYTES} bytes`)
+  })
+
+  test('a NUL character in a string or key of data answers 422 invalid_string (PostgreSQL cannot store it)', async () => {
+    const p = await env.project()
+    for (const data of [{ s: 'a\u0000b' }, { ['k\u0000']: 1 }, { list: [{ s: '\u0000' }] }]) {
+      const r = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'a@example.com', event: 'e', data } })
+      expect(r.status).toBe(422)
+      expect(r.body.error.errors[0]).toMatchObject({ field: 'data', code: 'invalid_string' })
+      expect((await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'a@example.com', data } })).status).toBe(422)
+    }
+    expect((await lookup(env, p.secretKey, 'a@example.com')).exists).toBe(false)
   })
 
   test('/v1/send: data too deep or too big answers 422 before anything is written', async () => {
