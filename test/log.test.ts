@@ -33,7 +33,7 @@ test('errorFields caps the message, the cause and the stack\'s first line; keeps
   // The frames stay after the capped first line.
   expect(String(f.stack).length).toBeLessThan(CAP * 6)
   expect(String(f.stack)).toContain('log.test.ts')
-  expect(errorFields(`plain ${body}`).error).toBe(`plain ${body}`.slice(0, MAX_LOGGED_CHARS) + `... [${100_006 - MAX_LOGGED_CHARS} more characters]`)
+  expect(errorFields(`plain ${body}`).error).toBe(`${`plain ${body}`.slice(0, MAX_LOGGED_CHARS)}... [${100_006 - MAX_LOGGED_CHARS} more characters]`)
   expect(errorFields(Object.assign(new Error('x'), { cause: 'a reason' })).cause).toBe('a reason')
 })
 
@@ -58,7 +58,7 @@ forEachStore('unhandled error log line', (env) => {
       status = res.status
     } finally {
       await env.store.tx(async (db) => {
-        await env.store.exec(sql.raw('DROP TRIGGER t_fail' + (env.kind === 'pg' ? ' ON contacts' : '')), db)
+        await env.store.exec(sql.raw(env.kind === 'pg' ? 'DROP TRIGGER t_fail ON contacts' : 'DROP TRIGGER t_fail'), db)
         if (env.kind === 'pg') await env.store.exec(sql.raw('DROP FUNCTION t_fail()'), db)
       })
     }

@@ -57,9 +57,8 @@ export function measureJson(value: unknown, maxDepth: number, maxBytes = Number.
   let bytes = 0
   const values: unknown[] = [value]
   const depths: number[] = [0]
-  while (values.length) {
+  for (let depth = depths.pop(); depth !== undefined; depth = depths.pop()) {
     const v = values.pop()
-    const depth = depths.pop()!
     switch (typeof v) {
       case 'string': {
         const n = jsonStringBytes(v)

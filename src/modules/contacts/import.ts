@@ -228,7 +228,7 @@ export async function importCsv(ctx: Ctx, text: string, progress: (processed: nu
       // Refused: the rows of this email, merged or with the contact's stored data, break a limit of data.
       if (o === 'refused') {
         result.failed += n
-        for (const row of batch[i].rows) if (result.errors.length < MAX_REPORTED_ERRORS) result.errors.push({ row, message: refused[i]! })
+        for (const row of batch[i].rows) if (result.errors.length < MAX_REPORTED_ERRORS) result.errors.push({ row, message: refused[i] ?? 'data breaks a limit' })
       } else if (o === 'created') { result.created++; result.updated += n - 1 }
       else if (o === 'updated') result.updated += n
       else result.skipped += n

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { forEachStore, type TestEnv } from '../../helpers/env'
+import { forEachStore, type Res, type TestEnv } from '../../helpers/env'
 import { migrate } from '../../../src/db/migrate'
 import { Worker } from '../../../src/jobs/queue'
 import { contactJobs } from '../../../src/modules/contacts/jobs'
@@ -26,7 +26,7 @@ async function contactData(env: TestEnv, key: string, email: string) {
   return l.id ? (await env.request('GET', `/contacts/${l.id}`, { key })).body.data : null
 }
 
-function expectLimitError(r: { status: number; body: any }, code: 'too_deep' | 'too_big', limit: string) {
+function expectLimitError(r: Res, code: 'too_deep' | 'too_big', limit: string) {
   expect(r.status).toBe(422)
   expect(r.body.error.code).toBe('VALIDATION_ERROR')
   expect(r.body.error.errors).toHaveLength(1)
@@ -161,7 +161,7 @@ forEachStore('contact data limits', (env) => {
 
   test('a NUL character in a string or key of data answers 422 invalid_string (PostgreSQL cannot store it)', async () => {
     const p = await env.project()
-    for (const data of [{ s: 'a\u0000b' }, { ['k\u0000']: 1 }, { list: [{ s: '\u0000' }] }]) {
+    for (const data of [{ s: 'a\u0000b' }, { 'k\u0000': 1 }, { list: [{ s: '\u0000' }] }]) {
       const r = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'a@example.com', event: 'e', data } })
       expect(r.status).toBe(422)
       expect(r.body.error.errors[0]).toMatchObject({ field: 'data', code: 'invalid_string' })
