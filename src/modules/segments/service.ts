@@ -129,9 +129,14 @@ export async function updateSegment(ctx: Ctx, id: string, body: UpdateSegmentBod
   const set: Partial<SegmentRow> = { updatedAt: new Date() }
   if (body.name !== undefined) set.name = cleanName(body.name)
   if (body.description !== undefined) set.description = body.description
-  if (checked) set.condition = checked.tree
+  if (checked) {
+    // A new condition is counted before anything is written, like a new segment's.
+    set.condition = checked.tree
+    set.memberCount = await countMatching(ctx, checked.prepared)
+    set.countedAt = new Date()
+  }
   if (body.trackMembership !== undefined) set.trackMembership = body.trackMembership
-  let row = await ctx.store.tx(async (db) => {
+  const row = await ctx.store.tx(async (db) => {
     const updated = await repo.update(ctx.store, db, ctx.projectId, id, set)
     if (!updated) throw notFound('segment')
     if (updated.type === 'DYNAMIC') {

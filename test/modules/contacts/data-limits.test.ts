@@ -216,20 +216,24 @@ forEachStore('contact data limits', (env) => {
     expect(await contactData(env, p.secretKey, 'a@example.com')).toEqual({ a: half })
   })
 
-  test('POST /segments: a failure while counting the members leaves no segment behind', async () => {
+  test('POST and PATCH /segments: a failure while counting the members leaves nothing behind', async () => {
     const p = await env.project()
-    const body = { name: 'Broken', condition: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] } }
-    // A real failure of the counting query: the contacts table is away for a moment.
-    await env.store.tx((db) => env.store.exec(sql`ALTER TABLE contacts RENAME TO contacts_away`, db))
-    let r: Awaited<ReturnType<TestEnv['request']>>
-    try {
-      r = await env.request('POST', '/segments', { key: p.secretKey, body })
-    } finally {
-      await env.store.tx((db) => env.store.exec(sql`ALTER TABLE contacts_away RENAME TO contacts`, db))
+    const cond = (plan: string) => ({ logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: plan }] }] })
+    const body = { name: 'Broken', condition: cond('pro') }
+    /** A real failure of the counting query: the contacts table is away for a moment. */
+    async function withoutContacts(fn: () => Promise<Res>): Promise<Res> {
+      await env.store.tx((db) => env.store.exec(sql`ALTER TABLE contacts RENAME TO contacts_away`, db))
+      try { return await fn() } finally {
+        await env.store.tx((db) => env.store.exec(sql`ALTER TABLE contacts_away RENAME TO contacts`, db))
+      }
     }
-    expect(r.status).toBe(500)
+    expect((await withoutContacts(() => env.request('POST', '/segments', { key: p.secretKey, body }))).status).toBe(500)
     expect((await env.request('GET', '/segments', { key: p.secretKey })).body).toEqual([])
-    expect((await env.request('POST', '/segments', { key: p.secretKey, body })).status).toBe(201)
+    const created = await env.request('POST', '/segments', { key: p.secretKey, body })
+    expect(created.status).toBe(201)
+    const patch = { name: 'Renamed', condition: cond('free') }
+    expect((await withoutContacts(() => env.request('PATCH', `/segments/${created.body.id}`, { key: p.secretKey, body: patch }))).status).toBe(500)
+    expect((await env.request('GET', `/segments/${created.body.id}`, { key: p.secretKey })).body).toMatchObject({ name: 'Broken', condition: cond('pro') })
   })
 
   test('data stored before the limits that the database cannot read is repaired by migrate, keeping the readable fields', async () => {
