@@ -165,12 +165,12 @@ function sameValue(a: unknown, b: unknown): boolean {
 
 /**
  * Applies `input` to `existing` by the five rules, within the limits: throws the 422 of `checkDataLimits`
- * for `input`, and a too_big 422 when the stored data would grow past MAX_DATA_BYTES (data already over it,
+ * for `input` (unless `inputChecked`: the caller ran it already), and a too_big 422 when the stored data would grow past MAX_DATA_BYTES (data already over it,
  * stored before the limits, may still shrink).
  */
-export function applyDataRules(existing: ContactData, input: ContactData | null | undefined): DataPatch {
+export function applyDataRules(existing: ContactData, input: ContactData | null | undefined, inputChecked = false): DataPatch {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return { data: existing, changed: false, templateData: existing }
-  checkDataLimits(input)
+  if (!inputChecked) checkDataLimits(input)
   let data: ContactData | null = null
   let transient: ContactData | null = null
   const write = () => (data ??= { ...existing })

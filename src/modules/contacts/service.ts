@@ -14,6 +14,8 @@ export interface UpsertInput {
   /** Given: the contact's state becomes this (emitting an event when it changes). Omitted: new contacts get `defaultSubscribed`, existing keep theirs. */
   subscribed?: boolean
   data?: ContactData | null
+  /** `data` passed `checkDataLimits` already (track checks before handing the write to its thread). */
+  dataChecked?: boolean
 }
 
 export interface UpsertOptions {
@@ -40,7 +42,7 @@ export function subscriptionEvent(contactId: string, subscribed: boolean): NewEv
 
 /** What changes on an existing contact for `input` (null: nothing). */
 function planUpdate(existing: ContactRow, input: UpsertInput): { set: repo.ContactSet; flip: boolean; templateData: ContactData } {
-  const patch = applyDataRules(existing.data ?? {}, input.data)
+  const patch = applyDataRules(existing.data ?? {}, input.data, input.dataChecked)
   const flip = input.subscribed !== undefined && input.subscribed !== existing.subscribed
   const set: repo.ContactSet = {}
   if (patch.changed) set.data = patch.data
@@ -55,7 +57,7 @@ function planUpdate(existing: ContactRow, input: UpsertInput): { set: repo.Conta
 export type WriteCtx = Pick<Ctx, 'store' | 'projectId' | 'now'>
 
 function newRow(ctx: WriteCtx, email: string, input: UpsertInput, opts: Pick<UpsertOptions, 'defaultSubscribed'>, now: Date) {
-  const patch = applyDataRules({}, input.data)
+  const patch = applyDataRules({}, input.data, input.dataChecked)
   const row: ContactRow = {
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, email, subscribed: input.subscribed ?? opts.defaultSubscribed,
     data: patch.data, createdAt: now, updatedAt: now,

@@ -36,6 +36,8 @@ function assertTrackable(name: string) {
  * commit; listeners are not yet notified.
  */
 export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null): Promise<TrackOutcome | TrackReused> {
+  // Here, before the write goes to the track writer thread: a 422, not a 500 (see writeTrack).
+  checkDataLimits(body.data)
   const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data, claim }
   const writer = trackWriter(ctx.store, ctx.deps.config.sqliteSynchronous)
   if (writer) return writer.write(ctx.projectId, ctx.now, input)
@@ -51,8 +53,6 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
  */
 export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string) {
   assertTrackable(body.event)
-  // Before the key is claimed and the write handed to the track writer thread (a 422, not a 500).
-  checkDataLimits(body.data)
   const claim = idempotencyClaim(ctx, idempotencyKey, { method: 'POST', path, body })
   let out: TrackOutcome | TrackReused
   try {
