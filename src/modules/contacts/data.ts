@@ -119,9 +119,9 @@ function tooBig(stored: boolean): AppError {
 }
 
 /**
- * Throws the 422 VALIDATION_ERROR (field `data`, code too_deep or too_big) when `data` of a request breaks
- * the limits. Services call it before any other work (before an Idempotency-Key is claimed, before the
- * track writer thread gets the write); `applyDataRules` calls it again for every writer.
+ * Throws the 422 VALIDATION_ERROR (field `data`, code too_deep, too_big or invalid_string) when `data` of a
+ * request breaks the limits. `applyDataRules` calls it for every writer; track and send call it first,
+ * before any other work (before an Idempotency-Key is claimed, before the track writer thread gets the write).
  */
 export function checkDataLimits(data: unknown): void {
   if (data === null || typeof data !== 'object') return
@@ -165,8 +165,8 @@ function sameValue(a: unknown, b: unknown): boolean {
 
 /**
  * Applies `input` to `existing` by the five rules, within the limits: throws the 422 of `checkDataLimits`
- * for `input` (unless `inputChecked`: the caller ran it already), and a too_big 422 when the stored data would grow past MAX_DATA_BYTES (data already over it,
- * stored before the limits, may still shrink).
+ * for `input` (unless `inputChecked`: the caller ran it already), and a too_big 422 when the stored data
+ * would grow past MAX_DATA_BYTES (data already over it, stored before the limits, may still shrink).
  */
 export function applyDataRules(existing: ContactData, input: ContactData | null | undefined, inputChecked = false): DataPatch {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return { data: existing, changed: false, templateData: existing }
