@@ -60,7 +60,30 @@ export function createLogger(level: Level | 'silent' = 'info', base: Record<stri
   }
 }
 
+/** Characters kept of each string of an error's fields: a log line never holds a whole request body. */
+export const MAX_LOGGED_CHARS = 2048
+
+function cap(s: string, max = MAX_LOGGED_CHARS): string {
+  return s.length <= max ? s : `${s.slice(0, max)}... [${s.length - max} more characters]`
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
+/**
+ * An error as log fields: message, stack and cause (a driver's own error under drizzle's "Failed query"),
+ * each capped at MAX_LOGGED_CHARS, since messages may quote the SQL's parameters: the request's values.
+ * The stack's first line, the message again, is capped like the message; its frames get four times as much.
+ */
 export function errorFields(err: unknown): Record<string, unknown> {
-  if (err instanceof Error) return { error: err.message, stack: err.stack }
-  return { error: String(err) }
+  if (!(err instanceof Error)) return { error: cap(String(err)) }
+  const out: Record<string, unknown> = { error: cap(err.message) }
+  if (err.stack) {
+    const head = `${err.name}: ${err.message}`
+    const frames = err.stack.startsWith(head) ? err.stack.slice(head.length) : null
+    out.stack = frames === null ? cap(err.stack) : `${err.name}: ${cap(err.message)}${cap(frames, MAX_LOGGED_CHARS * 4)}`
+  }
+  if (err.cause !== undefined) out.cause = cap(message(err.cause))
+  return out
 }

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { embeddedMigrations } from './migrations.macro' with { type: 'macro' }
 import type { Migration } from './migrations.macro'
 import type { Store } from './client'
+import { REPAIRS, type Repair } from './repairs'
 
 const MIGRATIONS: Record<'sqlite' | 'pg', Migration[]> = {
   sqlite: embeddedMigrations('sqlite'),
@@ -9,7 +10,7 @@ const MIGRATIONS: Record<'sqlite' | 'pg', Migration[]> = {
 }
 
 export function knownMigrations(store: Store): string[] {
-  return MIGRATIONS[store.dialect].map((m) => m.name)
+  return [...MIGRATIONS[store.dialect].map((m) => m.name), ...REPAIRS[store.dialect].map((r) => r.name)].sort()
 }
 
 async function ensureTable(store: Store) {
@@ -29,12 +30,31 @@ export async function appliedMigrations(store: Store): Promise<string[]> {
   }
 }
 
-/** Applies every embedded migration not yet applied, each in its own transaction. Returns the names applied. */
+/** Runs a data repair unless schema_migrations names it, and records it, in one transaction. */
+function applyRepair(store: Store, r: Repair): Promise<boolean> {
+  return store.tx(async (db) => {
+    const [seen] = await store.rows(sql`SELECT 1 AS seen FROM schema_migrations WHERE name = ${r.name}`, db)
+    if (seen) return false
+    await r.run(store, db)
+    await store.exec(store.dialect === 'pg'
+      ? sql`INSERT INTO schema_migrations (name) VALUES (${r.name})`
+      : sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${r.name}, ${Date.now()})`, db)
+    return true
+  })
+}
+
+/**
+ * Applies every embedded migration not yet applied, each in its own transaction, then the data repairs
+ * (src/db/repairs.ts) not yet applied. Returns the names applied.
+ */
 export async function migrate(store: Store): Promise<string[]> {
   await ensureTable(store)
   const done: string[] = []
   for (const m of MIGRATIONS[store.dialect]) {
     if (await store.applyMigration(m.name, m.sql)) done.push(m.name)
+  }
+  for (const r of REPAIRS[store.dialect]) {
+    if (await applyRepair(store, r)) done.push(r.name)
   }
   return done
 }

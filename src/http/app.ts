@@ -3,8 +3,10 @@ import { openapi } from '@elysiajs/openapi'
 import { Kind } from '@sinclair/typebox'
 import './formats'
 import type { Deps } from '../deps'
-import { AppError, badRequest, tooLarge } from '../errors'
+import { AppError, badRequest, tooLarge, validation } from '../errors'
 import { errorFields } from '../log'
+import { checkDataLimits } from '../modules/contacts/data'
+import { MAX_BODY_DEPTH, tooDeepBranch } from './depth'
 import { envelope, fromValidation } from './errors'
 import { systemRoutes } from './system'
 import { authRoutes } from '../modules/auth/routes'
@@ -87,6 +89,10 @@ export function buildApp(deps: Deps) {
       return envelope(err, id)
     })
     .onTransform({ as: 'global' }, ({ body, request, route }) => {
+      if (typeof body === 'object' && body !== null) {
+        const deep = tooDeepBranch(body)
+        if (deep !== null) throw tooDeepBody(body, deep)
+      }
       // JSON bodies are objects. Elysia would turn a JSON array, a scalar or a text/plain string into {}
       // for a schema whose fields are all optional, so the request would "succeed" and change nothing.
       if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body))) return
@@ -146,6 +152,17 @@ export function buildApp(deps: Deps) {
     .use(activityRoutes(deps))
   if (!checkResponses()) trustResponses(app.routes)
   return app
+}
+
+/**
+ * The 422 for a body nesting deeper than MAX_BODY_DEPTH under the top-level key `field`: for `data`, the
+ * limit of contact data (10 levels) that it breaks as well; otherwise the body's limit.
+ */
+function tooDeepBody(body: object, field: string): AppError {
+  if (field === 'data') checkDataLimits((body as { data?: unknown }).data)
+  const name = field || 'body'
+  const message = `${name}: objects and arrays may nest at most ${MAX_BODY_DEPTH} levels deep in a request body`
+  return validation([{ field: name, message, code: 'too_deep' }], message)
 }
 
 /** "METHOD /path" of the routes that parse their own body (raw text, forms, CSV): not held to JSON objects. */

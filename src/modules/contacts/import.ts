@@ -4,7 +4,7 @@ import { ctxFor } from '../../deps'
 import { invalidField, notFound, tooLarge } from '../../errors'
 import { defineJob, enqueue, getJob, type JobRow } from '../../jobs/queue'
 import { notifyEvents } from '../events/stream'
-import { isEmail, normalizeEmail, type ContactData } from './data'
+import { checkDataLimits, isDataLimitError, isEmail, normalizeEmail, type ContactData } from './data'
 import * as repo from './repo/imports'
 import { upsertMany, type UpsertInput } from './service'
 
@@ -173,6 +173,12 @@ export function readRows(records: string[][], cols: Columns, result: ImportResul
       const cell = rec[f.index]
       if (cell !== undefined) data[f.name] = typedValue(cell)
     }
+    // A JSON cell too deep or too big: this row fails, the others go on.
+    try { checkDataLimits(data) } catch (err) {
+      if (!isDataLimitError(err)) throw err
+      fail(row, err.message)
+      continue
+    }
     out.push({ row, input: { email: normalizeEmail(rawEmail), subscribed, data } })
   }
   return out
@@ -215,11 +221,15 @@ export async function importCsv(ctx: Ctx, text: string, progress: (processed: nu
   await progress(processed, total)
   let lastProgress = Date.now()
   for (const batch of batches(groupByEmail(rows))) {
-    const { outcomes, events } = await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
+    const { outcomes, refused, events } = await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
     outcomes.forEach((o, i) => {
       const n = batch[i].rows.length
       // The first row of an email creates, updates or leaves the contact; its later rows update it (or leave it).
-      if (o === 'created') { result.created++; result.updated += n - 1 }
+      // Refused: the rows of this email, merged or with the contact's stored data, break a limit of data.
+      if (o === 'refused') {
+        result.failed += n
+        for (const row of batch[i].rows) if (result.errors.length < MAX_REPORTED_ERRORS) result.errors.push({ row, message: refused[i] ?? 'data breaks a limit' })
+      } else if (o === 'created') { result.created++; result.updated += n - 1 }
       else if (o === 'updated') result.updated += n
       else result.skipped += n
       processed += n

@@ -1,11 +1,12 @@
 import { t, type Static } from 'elysia'
 import { positiveIntQuery } from '../query'
+import { MAX_DATA_BYTES, MAX_DATA_DEPTH } from './data'
 
 /** TypeBox models of the contacts module: request validation and the OpenAPI document. */
 
 export const Email = t.String({ format: 'email', maxLength: 320, error: 'Invalid email' })
 export const ContactDataIn = t.Record(t.String(), t.Unknown(), {
-  description: 'Custom fields. null deletes a field, "" is ignored, {value, persistent:false} is not stored (track/send: used for that request only), reserved keys (id, service_id, service_email, email, unsubscribeUrl, subscribeUrl, manageUrl) are dropped.',
+  description: `Custom fields. null deletes a field, "" is ignored, {value, persistent:false} is not stored (track/send: used for that request only), reserved keys (id, service_id, service_email, email, unsubscribeUrl, subscribeUrl, manageUrl) are dropped. Limits (422 VALIDATION_ERROR, field data): at most ${MAX_DATA_DEPTH} levels of objects and arrays, data itself the first (code too_deep); at most ${MAX_DATA_BYTES} bytes as compact JSON, for the request and for the contact's stored data after the change (code too_big); no NUL character in strings or keys (code invalid_string).`,
 })
 
 export const Contact = t.Object({

@@ -2,7 +2,7 @@ import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { AppError, badRequest, conflict, flatError, notFound } from '../../errors'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
-import { applyDataRules, normalizeEmail, type ContactData } from './data'
+import { applyDataRules, isDataLimitError, normalizeEmail, type ContactData } from './data'
 import type { ListContactsQuery } from './model'
 import * as repo from './repo/contact'
 import * as listRepo from './repo/list'
@@ -15,6 +15,8 @@ export interface UpsertInput {
   /** Given: the contact's state becomes this (emitting an event when it changes). Omitted: new contacts get `defaultSubscribed`, existing keep theirs. */
   subscribed?: boolean
   data?: ContactData | null
+  /** `data` passed `checkDataLimits` already (track checks before handing the write to its thread). */
+  dataChecked?: boolean
 }
 
 export interface UpsertOptions {
@@ -41,7 +43,7 @@ export function subscriptionEvent(contactId: string, subscribed: boolean): NewEv
 
 /** What changes on an existing contact for `input` (null: nothing). */
 function planUpdate(existing: ContactRow, input: UpsertInput): { set: repo.ContactSet; flip: boolean; templateData: ContactData } {
-  const patch = applyDataRules(existing.data ?? {}, input.data)
+  const patch = applyDataRules(existing.data ?? {}, input.data, input.dataChecked)
   const flip = input.subscribed !== undefined && input.subscribed !== existing.subscribed
   const set: repo.ContactSet = {}
   if (patch.changed) set.data = patch.data
@@ -56,7 +58,7 @@ function planUpdate(existing: ContactRow, input: UpsertInput): { set: repo.Conta
 export type WriteCtx = Pick<Ctx, 'store' | 'projectId' | 'now'>
 
 function newRow(ctx: WriteCtx, email: string, input: UpsertInput, opts: Pick<UpsertOptions, 'defaultSubscribed'>, now: Date) {
-  const patch = applyDataRules({}, input.data)
+  const patch = applyDataRules({}, input.data, input.dataChecked)
   const row: ContactRow = {
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, email, subscribed: input.subscribed ?? opts.defaultSubscribed,
     data: patch.data, createdAt: now, updatedAt: now,
@@ -100,24 +102,33 @@ export async function upsertContact(ctx: Ctx, input: UpsertInput, opts: UpsertOp
   return result
 }
 
-export type UpsertOutcome = 'created' | 'updated' | 'unchanged'
+export type UpsertOutcome = 'created' | 'updated' | 'unchanged' | 'refused'
 
 /**
  * `upsertContact` for many inputs inside the caller's transaction, with a few statements per batch
  * instead of per contact (CSV import, campaign audiences). Emails must be distinct within one call.
  * Returns one outcome per input, in order, and the subscription events appended (notify after commit).
+ * An input whose data breaks a limit (contacts/data.ts) is 'refused', with the message in `refused`, and
+ * writes nothing; the others go on.
  */
-export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; contacts: ContactRow[]; events: EventRow[] }> {
+export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; refused: Array<string | undefined>; contacts: ContactRow[]; events: EventRow[] }> {
   const { store, projectId } = ctx
   const emails = inputs.map((i) => normalizeEmail(i.email))
   const now = new Date()
   const existing = new Map((await repo.findByEmailsForUpdate(store, db, projectId, emails)).map((r) => [r.email, r]))
   const fresh: Array<{ index: number; row: ContactRow }> = []
-  inputs.forEach((input, index) => {
-    if (!existing.has(emails[index])) fresh.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row })
-  })
   const outcomes: UpsertOutcome[] = new Array(inputs.length)
+  const refused: Array<string | undefined> = new Array(inputs.length)
   const contacts: ContactRow[] = new Array(inputs.length)
+  const refuse = (index: number, err: unknown) => {
+    if (!isDataLimitError(err)) throw err
+    outcomes[index] = 'refused'
+    refused[index] = err.message
+  }
+  inputs.forEach((input, index) => {
+    if (existing.has(emails[index])) return
+    try { fresh.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row }) } catch (err) { refuse(index, err) }
+  })
   const inserted = new Set((await repo.insertManyIfAbsent(store, db, fresh.map((f) => f.row))).map((r) => r.email))
   const retry: number[] = []
   for (const f of fresh) {
@@ -132,7 +143,9 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     if (outcomes[i]) continue
     const row = existing.get(emails[i])
     if (!row) throw new Error(`contact ${emails[i]} vanished during upsert`)
-    const { set, flip } = planUpdate(row, inputs[i])
+    let plan: ReturnType<typeof planUpdate>
+    try { plan = planUpdate(row, inputs[i]) } catch (err) { refuse(i, err); continue }
+    const { set, flip } = plan
     if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
     const next: ContactRow = { ...row, ...set, updatedAt: now }
     await repo.saveState(store, db, next)
@@ -141,7 +154,7 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     if (flip) newEvents.push(subscriptionEvent(row.id, inputs[i].subscribed!))
   }
   const events = await appendEvents(ctx, db, newEvents)
-  return { outcomes, contacts, events }
+  return { outcomes, refused, contacts, events }
 }
 
 // ---------------------------------------------------------------------------------------------------

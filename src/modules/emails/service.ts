@@ -10,6 +10,7 @@ import { notifyQueued } from '../../mail/outbound'
 import { insertQueueRows, type QueueRow } from '../../mail/outbound/queue'
 import { MAX_QUEUE_LIFETIME_MS } from '../../mail/outbound/replies'
 import { renderEmail, templateVariables, validateTemplateSource } from '../../mail/render'
+import { checkDataLimits } from '../contacts/data'
 import { upsertContact } from '../contacts/service'
 import { assertSenderAllowed } from '../domains/service'
 import { groupCommit } from '../../db/group-commit'
@@ -216,6 +217,8 @@ function recipients(to: SendBody['to']): Recipient[] {
  * emails are durably queued, and a failure leaves nothing behind.
  */
 export async function sendEmails(ctx: Ctx, body: SendBody, idempotencyKey?: string | null): Promise<SendResult> {
+  // Before the Idempotency-Key is claimed (its hash serializes the body) and before any other work.
+  checkDataLimits(body.data)
   return withIdempotency(ctx, idempotencyKey, { method: 'POST', path: '/v1/send', body }, () => send(ctx, body))
 }
 

@@ -1,6 +1,7 @@
 import type { Ctx } from '../../deps'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { invalidField, notFound } from '../../errors'
+import { checkDataLimits } from '../contacts/data'
 import * as contactsRepo from '../contacts/repo/contact'
 import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
@@ -35,6 +36,8 @@ function assertTrackable(name: string) {
  * commit; listeners are not yet notified.
  */
 export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null): Promise<TrackOutcome | TrackReused> {
+  // Here, before the write goes to the track writer thread: a 422, not a 500 (see writeTrack).
+  checkDataLimits(body.data)
   const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data, claim }
   const writer = trackWriter(ctx.store, ctx.deps.config.sqliteSynchronous)
   if (writer) return writer.write(ctx.projectId, ctx.now, input)
@@ -42,7 +45,8 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
 }
 
 /**
- * POST /v1/track and /events/track. Reserved names answer 422 (field code reserved_event). With an
+ * POST /v1/track and /events/track. Reserved names answer 422 (field code reserved_event), `data` beyond
+ * the limits of contacts/data.ts 422 (too_deep, too_big). With an
  * Idempotency-Key, the key is claimed in the track's own transaction: a key already used answers 409 and
  * nothing is performed again (a failed track keeps the key only on a 5xx). Committed events go to the
  * `onEvents` listeners (today the segment recompute hints).

@@ -45,13 +45,15 @@ export function eventData(data: ContactData | null | undefined): Record<string, 
 /**
  * Claims the Idempotency-Key if any (its row records status 200: it commits only with the work), upserts
  * the contact (new contacts subscribed unless `subscribed: false`) and appends the event, in `db`.
+ * `t.data` has passed `checkDataLimits` (recordTrack checks it); the contact's size after the change is
+ * checked here.
  */
 export async function writeTrack(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
   if (t.claim) {
     const held = await claimIn(ctx.store, db, t.claim, 200)
     if (held) return { reused: held }
   }
-  const up = await upsertIn(ctx, db, { email: t.email, subscribed: t.subscribed, data: t.data }, { defaultSubscribed: true })
+  const up = await upsertIn(ctx, db, { email: t.email, subscribed: t.subscribed, data: t.data, dataChecked: true }, { defaultSubscribed: true })
   const [event] = await appendEvents(ctx, db, [{ contactId: up.contact.id, name: t.event, data: eventData(t.data) }])
   return { contactId: up.contact.id, event, events: up.events.length ? [...up.events, event] : [event] }
 }

@@ -1,3 +1,4 @@
+import type { ErrorCode, FieldError } from '../../errors'
 import type { ContactData } from '../contacts/data'
 import type { Claim, HeldKey } from '../idempotency/repo'
 
@@ -29,6 +30,8 @@ export interface EarlierEvent { id: string; name: string; data: Record<string, u
 export type TrackReply =
   | { type: 'ok'; id: number; contactId: string; eventId: string; before: EarlierEvent[] }
   | { type: 'reused'; id: number; held: HeldKey }
+  /** A 4xx the main thread throws as is (a contact's data growing past its limit is only known here). */
+  | { type: 'refused'; id: number; code: ErrorCode; message: string; errors: FieldError[] | null }
   | { type: 'error'; id: number; message: string }
 
 export interface WriterStats { batches: number; writes: number; retries: number }

@@ -14,6 +14,7 @@
 import { Database } from 'bun:sqlite'
 import { openStore, sqliteConnection, sqlitePath, type Store } from '../../db/client'
 import { GroupCommit } from '../../db/group-commit'
+import { AppError } from '../../errors'
 import { writeTrack } from './track-write'
 import { decodeBatch, encodeReplies, type FromWriter, type ToThread, type TrackReply } from './writer-protocol'
 
@@ -56,7 +57,11 @@ async function onMessage(store: Store, group: GroupCommit, port: MessagePort, ms
   }))
   const replies = settled.map((r, i): TrackReply => {
     const id = items[i].id
-    if (r.status === 'rejected') return { type: 'error', id, message: r.reason instanceof Error ? r.reason.message : String(r.reason) }
+    if (r.status === 'rejected') {
+      const e = r.reason
+      if (e instanceof AppError && e.status < 500) return { type: 'refused', id, code: e.code, message: e.message, errors: e.opts.errors ?? null }
+      return { type: 'error', id, message: e instanceof Error ? e.message : String(e) }
+    }
     if (r.value.reused) return { type: 'reused', id, held: r.value.reused }
     const { contactId, event, events } = r.value
     // `events` ends with the tracked event; the ones before it are the subscription changes.

@@ -1,4 +1,5 @@
 import { sqlitePath, type Store } from '../../db/client'
+import { AppError } from '../../errors'
 import { eventRow } from './stream'
 import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackItem, type TrackReply, type WriterStats } from './writer-protocol'
@@ -104,6 +105,7 @@ export class TrackWriter {
         this.inflight.delete(r.id)
         if (r.type === 'ok') job.resolve(outcome(job, r))
         else if (r.type === 'reused') job.resolve({ reused: r.held })
+        else if (r.type === 'refused') job.reject(new AppError(r.code, r.message, r.errors ? { errors: r.errors } : {}))
         else job.reject(new Error(`track write failed: ${r.message}`))
       }
       if (this.queue.length) this.send()

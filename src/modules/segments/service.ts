@@ -89,16 +89,18 @@ export async function createSegment(ctx: Ctx, body: CreateSegmentBody): Promise<
   // STATIC: the condition is accepted and ignored (API.md leaves it undefined; ignoring keeps old clients working).
   const checked = type === 'DYNAMIC' ? await checkCondition(ctx, body.condition, id) : null
   const track = body.trackMembership ?? false
+  // Counted before anything is written: a failing count leaves no segment behind (issue 18).
+  const memberCount = checked ? await countMatching(ctx, checked.prepared) : 0
   const now = new Date()
   const base = slugify(name)
-  let row = await ctx.store.tx(async (db) => {
+  const row = await ctx.store.tx(async (db) => {
     for (let attempt = 0; attempt < 5; attempt++) {
       const taken = new Set(await repo.slugsLike(ctx.store, ctx.projectId, base, db))
       let slug = base
       for (let n = 2; taken.has(slug); n++) slug = `${base}-${n}`
       const inserted = await repo.insertIfFree(ctx.store, db, {
         id, projectId: ctx.projectId, name, slug, description: body.description ?? null, type,
-        condition: checked?.tree ?? null, trackMembership: track, memberCount: 0, countedAt: null, computedAt: null,
+        condition: checked?.tree ?? null, trackMembership: track, memberCount, countedAt: checked ? now : null, computedAt: null,
         createdAt: now, updatedAt: now,
       })
       if (inserted) {
@@ -108,11 +110,6 @@ export async function createSegment(ctx: Ctx, body: CreateSegmentBody): Promise<
     }
     throw conflict('Another segment was created with the same name at the same time; retry')
   })
-  if (checked) {
-    const n = await countMatching(ctx, checked.prepared)
-    await repo.setCount(ctx.store, ctx.projectId, id, n, new Date())
-    row = { ...row, memberCount: n }
-  }
   return toSegment(row)
 }
 
@@ -132,9 +129,14 @@ export async function updateSegment(ctx: Ctx, id: string, body: UpdateSegmentBod
   const set: Partial<SegmentRow> = { updatedAt: new Date() }
   if (body.name !== undefined) set.name = cleanName(body.name)
   if (body.description !== undefined) set.description = body.description
-  if (checked) set.condition = checked.tree
+  if (checked) {
+    // A new condition is counted before anything is written, like a new segment's.
+    set.condition = checked.tree
+    set.memberCount = await countMatching(ctx, checked.prepared)
+    set.countedAt = new Date()
+  }
   if (body.trackMembership !== undefined) set.trackMembership = body.trackMembership
-  let row = await ctx.store.tx(async (db) => {
+  const row = await ctx.store.tx(async (db) => {
     const updated = await repo.update(ctx.store, db, ctx.projectId, id, set)
     if (!updated) throw notFound('segment')
     if (updated.type === 'DYNAMIC') {
@@ -146,11 +148,6 @@ export async function updateSegment(ctx: Ctx, id: string, body: UpdateSegmentBod
     }
     return updated
   })
-  if (checked) {
-    const n = await countMatching(ctx, checked.prepared)
-    await repo.setCount(ctx.store, ctx.projectId, id, n, new Date())
-    row = { ...row, memberCount: n }
-  }
   return toSegment(row)
 }
 

@@ -175,6 +175,22 @@ forEachStore('POST /v1/send', (env) => {
     expect(await contact(p.id, to)).toBeNull()
   })
 
+  test('data beyond the limits of contact data: 422 VALIDATION_ERROR (field data), nothing written for any recipient', async () => {
+    const a = `a.${rnd()}@dest.test`
+    const b = `b.${rnd()}@dest.test`
+    const half = 'x'.repeat(40_000)
+    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: { email: b, data: { big: half } } })).status).toBe(201)
+    const deep = await send({ to: a, from, subject: 's', body: 'b', data: JSON.parse(`${'{"v":'.repeat(11)}1${'}'.repeat(11)}`) })
+    expect(deep.status).toBe(422)
+    expect(deep.body.error.errors[0]).toMatchObject({ field: 'data', code: 'too_deep' })
+    // The second recipient's stored data would grow past 64 KB: the whole request fails, the first recipient included.
+    const grow = await send({ to: [a, b], from, subject: 's', body: 'b', data: { more: half } })
+    expect(grow.status).toBe(422)
+    expect(grow.body.error.errors[0]).toMatchObject({ field: 'data', code: 'too_big' })
+    expect(await contact(p.id, a)).toBeNull()
+    expect((await contact(p.id, b))?.data).toEqual({ big: half })
+  })
+
   test('header injection and reserved or oversized headers are refused with 422', async () => {
     const to = `h.${rnd()}@dest.test`
     const cases: Array<[Record<string, string>, string]> = [
