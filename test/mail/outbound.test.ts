@@ -1,5 +1,5 @@
 import { beforeAll, expect, test } from 'bun:test'
-import { and, eq } from 'drizzle-orm'
+import { and, eq, inArray } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import { forEachStore } from '../helpers/env'
 import { byDomain, rejectRecipients, startSink, tempFailThenAccept, tooManyConnections } from '../helpers/smtp'
@@ -246,6 +246,36 @@ forEachStore('outbound delivery', (env) => {
     const dest = pl.transport.destinations().find((d) => d.key === 'mx.busy.test')!
     expect(dest.limit).toBeLessThan(8)
   })
+
+  test('a backlog to a stalled destination takes only its share of the pipeline: mail to the others is delivered', async () => {
+    // MAIL FROM accepted, RCPT TO never answered; more messages queued to it than the pipeline has slots.
+    const stalled = await startSink({ host: '127.0.0.5', port: main.port, stallRcpt: true })
+    const domain = `stall-${rnd()}.test`
+    mxTo(dns, domain, '127.0.0.5')
+    const stuck = await send({ to: Array.from({ length: 60 }, (_, i) => `s${i}.${rnd()}@${domain}`) })
+    const healthy = await send({ to: Array.from({ length: 10 }, (_, i) => `h${i}.${rnd()}@dest.test`) })
+    const pl = pipelineFor(env, { maxInFlight: 20, batchSize: 10 })
+    pl.start()
+    try {
+      await main.waitFor(() => healthy.every((id) => main.byMessageId(mid(id)).length === 1))
+      await until(async () => (await Promise.all(healthy.map((id) => email(id)))).every((r) => r.status === 'DELIVERED'), 20_000, 'healthy deliveries recorded')
+      // The stalled messages are all still queued, none delivered; only the destination's share reached it.
+      expect(stalled.received).toEqual([])
+      expect(stalled.stalled).toBeGreaterThan(0)
+      expect(stalled.stalled).toBeLessThanOrEqual(10)
+      for (const id of stuck) {
+        expect(await queueRow(id)).not.toBeNull()
+        expect((await email(id)).status).not.toBe('DELIVERED')
+      }
+    } finally {
+      // Ends the stalled sessions (421): their messages are deferred and the pipeline stops.
+      await stalled.close()
+      await pl.stop()
+    }
+    for (const id of stuck) expect(await queueRow(id)).toMatchObject({ lockedBy: null })
+    const { outboundQueue } = env.store.t
+    await env.store.tx((db) => db.delete(outboundQueue).where(inArray(outboundQueue.emailId, stuck)))
+  }, 60_000)
 
   test('MX hosts are tried in preference order: an unreachable primary falls back to the secondary', async () => {
     const [id] = await send({ to: `f.${rnd()}@fallback.test` })
