@@ -41,7 +41,7 @@ export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
  * at least this long (or until a destination has room again): claiming at every wake-up would scan the
  * skipped backlog for nothing. The gap grows with the time that claim took (20 times), up to the maximum.
  */
-const MIN_CLAIM_GAP_MS = 25
+const MIN_CLAIM_GAP_MS = 50
 const MAX_CLAIM_GAP_MS = 5000
 
 /** A claimed message with its email, not yet started. */
@@ -72,6 +72,12 @@ export interface PipelineOptions {
   /** Poll interval when idle (wake-ups make queued mail go at once). */
   pollMs?: number
   throttleDelayMs?: number
+  /**
+   * How long stop() waits for messages in progress (default 10 s, OPERATIONS.md's shutdown grace)
+   * before it closes the transport's connections: a server that never answers cannot hold a shutdown.
+   * The messages cut off are deferred, as after a lost connection.
+   */
+  stopGraceMs?: number
   log?: Logger
 }
 
@@ -144,8 +150,9 @@ export class OutboundPipeline {
   }
 
   /**
-   * Stops claiming, lets in-flight messages finish and be recorded, hands back any lease still held (a
-   * message whose outcome could not be recorded), then closes the transport.
+   * Stops claiming, lets in-flight messages finish and be recorded (for up to `stopGraceMs`, then their
+   * connections are closed and they are recorded as deferred), hands back any lease still held (held
+   * messages, and any whose outcome could not be recorded), then closes the transport.
    */
   async stop(): Promise<void> {
     this.running = false
@@ -157,7 +164,11 @@ export class OutboundPipeline {
     this.pauseEnd?.()
     await this.loopDone
     // Held messages are not started any more; they are handed back below with the other leases.
-    while (this.inFlight.size || this.lookupsDone.size) await Promise.allSettled([...this.inFlight, ...this.lookupsDone])
+    if (!(await this.settled(this.opts.stopGraceMs ?? 10_000))) {
+      this.log.warn('closing outbound connections at stop', { messages: this.inFlight.size })
+      await this.opts.transport.close()
+      await this.settled()
+    }
     if (this.heartbeat) clearInterval(this.heartbeat)
     this.heartbeat = null
     await this.recorder.idle()
@@ -173,6 +184,21 @@ export class OutboundPipeline {
     this.waiting = 0
     await this.opts.transport.close()
     await this.opts.builder.close()
+  }
+
+  /** Waits until no message is in progress (or `ms` has passed: false). */
+  private async settled(ms?: number): Promise<boolean> {
+    let timer: Timer | null = null
+    const timeout = ms === undefined ? null : new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms) })
+    try {
+      while (this.inFlight.size || this.lookupsDone.size) {
+        const all = Promise.allSettled([...this.inFlight, ...this.lookupsDone]).then(() => true)
+        if (!(await (timeout ? Promise.race([all, timeout]) : all))) return false
+      }
+      return true
+    } finally {
+      if (timer) clearTimeout(timer)
+    }
   }
 
   wake(): void {
