@@ -286,17 +286,19 @@ export class OutboundPipeline {
     const emails = new Map((await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))).map((e) => [e.id, e]))
     // The claim's order (priority, then age) is the order in which a destination's held messages start.
     rows.sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime())
+    const destinationOf = this.opts.transport.destinationOf?.bind(this.opts.transport)
     const byDomain = new Map<string, Claimed[]>()
     for (const row of rows) {
       const email = emails.get(row.emailId)
       // The email row is gone only if its project was deleted between claim and load: nothing to send.
       if (!email) { this.claimedIds.delete(row.emailId); continue }
-      if (!this.opts.transport.destinationOf) { this.dispatch(null, { row, email }); continue }
+      // A transport without connections (capture) has no destinations to share the slots among.
+      if (!destinationOf) { this.dispatch(null, { row, email }); continue }
       const list = byDomain.get(row.domain)
       if (list) list.push({ row, email })
       else byDomain.set(row.domain, [{ row, email }])
     }
-    for (const [domain, list] of byDomain) this.route(domain, list)
+    if (destinationOf) for (const [domain, list] of byDomain) this.route(destinationOf, domain, list)
     return rows.length
   }
 
@@ -307,12 +309,10 @@ export class OutboundPipeline {
   }
 
   /** Finds the destination of a recipient domain's messages, then places them. */
-  private route(domain: string, list: Claimed[]): void {
+  private route(destinationOf: (domain: string) => Promise<string>, domain: string, list: Claimed[]): void {
     this.waiting += list.length
     const pending = this.lookups.get(domain)
     if (pending) { pending.push(...list); return }
-    const destinationOf = this.opts.transport.destinationOf?.bind(this.opts.transport)
-    if (!destinationOf) throw new Error('route() needs Transport.destinationOf')
     this.lookups.set(domain, list)
     const done: Promise<void> = destinationOf(domain).catch(() => domain).then((key) => {
       const claimed = this.lookups.get(domain) ?? []
