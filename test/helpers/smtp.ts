@@ -57,6 +57,11 @@ export interface SinkOptions {
   port?: number
   /** Loopback address to listen on (default 127.0.0.1); several sinks can share a port on 127.0.0.x. */
   host?: string
+  /**
+   * A stalled receiver: MAIL FROM is accepted and RCPT TO is never answered (counted in `stalled`).
+   * `close()` then ends its sessions at once (421) instead of after smtp-server's 30-second grace.
+   */
+  stallRcpt?: boolean
 }
 
 export interface Sink {
@@ -65,6 +70,8 @@ export interface Sink {
   /** Messages accepted so far (keeps counting if `received` is trimmed). */
   accepted: number
   attempts: AttemptRecord[]
+  /** RCPT TO commands left unanswered (stallRcpt). */
+  stalled: number
   /** Sessions open right now, and the most ever open at once. */
   openSessions: number
   maxOpenSessions: number
@@ -141,6 +148,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
     authOptional: !opts.auth,
     ...(opts.auth ? { authMethods: ['PLAIN', 'LOGIN'], allowInsecureAuth: true } : { disabledCommands: ['AUTH'] }),
     size: 60 * 1024 * 1024,
+    ...(opts.stallRcpt ? { closeTimeout: 1 } : {}),
     onConnect(session, cb) {
       open.add(session.id)
       sink.openSessions = open.size
@@ -159,6 +167,11 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
       cb(smtpError('535 5.7.8 Authentication credentials invalid'))
     },
     onRcptTo(address, _session, cb) {
+      if (opts.stallRcpt) {
+        sink.stalled++
+        notify()
+        return
+      }
       const key = address.address.toLowerCase()
       const reply = decide({ stage: 'rcpt', key, seen: count('rcpt', key), openSessions: sink.openSessions, rcpt: [key] })
       cb(reply ? smtpError(reply) : null)
@@ -207,6 +220,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
     received: [],
     accepted: 0,
     attempts: [],
+    stalled: 0,
     openSessions: 0,
     maxOpenSessions: 0,
     setScript(s) { script = s; seen.clear() },

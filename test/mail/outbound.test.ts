@@ -1,5 +1,5 @@
 import { beforeAll, expect, test } from 'bun:test'
-import { and, eq } from 'drizzle-orm'
+import { and, eq, inArray } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import { forEachStore } from '../helpers/env'
 import { byDomain, rejectRecipients, startSink, tempFailThenAccept, tooManyConnections } from '../helpers/smtp'
@@ -245,6 +245,60 @@ forEachStore('outbound delivery', (env) => {
     expect(busy.attempts.some((a) => a.stage === 'connect' && a.reply.startsWith('421'))).toBe(true)
     const dest = pl.transport.destinations().find((d) => d.key === 'mx.busy.test')!
     expect(dest.limit).toBeLessThan(8)
+  })
+
+  test('a backlog to a stalled destination takes only its share of the pipeline: mail to the others is delivered', async () => {
+    // MAIL FROM accepted, RCPT TO never answered; more messages queued to it than the pipeline has slots.
+    const stalled = await startSink({ host: '127.0.0.5', port: main.port, stallRcpt: true })
+    const domain = `stall-${rnd()}.test`
+    mxTo(dns, domain, '127.0.0.5')
+    const stuck = await send({ to: Array.from({ length: 60 }, (_, i) => `s${i}.${rnd()}@${domain}`) })
+    const healthy = await send({ to: Array.from({ length: 10 }, (_, i) => `h${i}.${rnd()}@dest.test`) })
+    const pl = pipelineFor(env, { maxInFlight: 20, batchSize: 10, stopGraceMs: 200 })
+    pl.start()
+    try {
+      await main.waitFor(() => healthy.every((id) => main.byMessageId(mid(id)).length === 1))
+      await until(async () => (await Promise.all(healthy.map((id) => email(id)))).every((r) => r.status === 'DELIVERED'), 20_000, 'healthy deliveries recorded')
+      // The stalled messages are all still queued, none delivered; only the destination's share reached it.
+      expect(stalled.received).toEqual([])
+      expect(stalled.stalled).toBeGreaterThan(0)
+      expect(stalled.stalled).toBeLessThanOrEqual(10)
+      // Its backlog is not claimed again and again: its share (10, half the slots) and one batch held.
+      expect(pl.stats.claimed).toBeLessThanOrEqual(healthy.length + 20)
+      for (const id of stuck) {
+        expect(await queueRow(id)).not.toBeNull()
+        expect((await email(id)).status).not.toBe('DELIVERED')
+      }
+    } finally {
+      // The stalled server does not hold the shutdown: after the grace period the pipeline closes its
+      // connections, records their messages as deferred and hands back what it held.
+      await pl.stop()
+      await stalled.close()
+    }
+    const rows = await Promise.all(stuck.map(queueRow))
+    for (const row of rows) expect(row).toMatchObject({ lockedBy: null })
+    expect(rows.filter((r) => r.attempts > 0).length).toBeGreaterThanOrEqual(stalled.stalled)
+    const { outboundQueue } = env.store.t
+    await env.store.tx((db) => db.delete(outboundQueue).where(inArray(outboundQueue.emailId, stuck)))
+  }, 60_000)
+
+  test('a busy destination\'s share feeds every connection its limit allows', async () => {
+    // A slow receiver and more mail than the share: the pipeline still keeps the limit's 8 connections busy.
+    const slow = await startSink({ host: '127.0.0.6', port: main.port, delayMs: 400 })
+    const domain = `slow-${rnd()}.test`
+    mxTo(dns, domain, '127.0.0.6')
+    const ids = await send({ to: Array.from({ length: 24 }, (_, i) => `w${i}.${rnd()}@${domain}`) })
+    const pl = pipelineFor(env, { maxInFlight: 20, batchSize: 10 })
+    try {
+      await pl.drain()
+      expect(slow.received).toHaveLength(24)
+      // 8 at first; the limit grows by one every 20 successes.
+      expect(slow.maxOpenSessions).toBeGreaterThanOrEqual(8)
+      for (const id of ids) expect((await email(id)).status).toBe('DELIVERED')
+    } finally {
+      await pl.stop()
+      await slow.close()
+    }
   })
 
   test('MX hosts are tried in preference order: an unreachable primary falls back to the secondary', async () => {

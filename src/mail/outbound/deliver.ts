@@ -7,6 +7,16 @@
  * a claim is a lease (run_at moves to the lease's end), so after a crash every unfinished message becomes
  * due again and is delivered by whichever node claims it. Only messages whose 250 had not been recorded
  * when the process died (at most one per open connection) can reach their host a second time.
+ *
+ * Shares: the pipeline's slots (`maxInFlight`) are shared out among destinations. A destination (the MX
+ * host mail to a recipient domain goes to, or the smart host: Transport.destinationOf) is given at most
+ * what its connections can carry (Transport.capacityOf: its connection limit times a few messages per
+ * connection), and never more than half the slots. Claimed messages beyond a destination's share wait in
+ * its `held` list (leased, with their emails loaded) and start as its messages finish; while any wait,
+ * the claim skips the recipient domains they were claimed for, so the next batches reach the other
+ * destinations. A destination that stalls (a server that never answers) thus holds its share and no
+ * more, whatever its backlog, and a busy healthy destination keeps its connections fed from `held`
+ * without a round trip to the database.
  */
 import { ctxFor, type Deps } from '../../deps'
 import { errorFields, type Logger } from '../../log'
@@ -26,6 +36,24 @@ import { verpAddress } from './verp'
 /** The largest message accepted for delivery (API.md Limits: 40 MB). */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
 
+/**
+ * After a claim that skipped full destinations' domains and found nothing else due, the next claim waits
+ * at least this long (or until a destination has room again): claiming at every wake-up would scan the
+ * skipped backlog for nothing. The gap grows with the time that claim took (20 times), up to the maximum.
+ */
+const MIN_CLAIM_GAP_MS = 50
+const MAX_CLAIM_GAP_MS = 5000
+
+/** A claimed message with its email, not yet started. */
+interface Claimed { row: QueueRow; email: DeliveryEmail }
+
+/**
+ * One destination's part of the pipeline: messages being processed for it (`active`, at most its
+ * capacity), claimed ones waiting for room (`held`, in claim order), and the recipient domains the held
+ * messages were claimed for (skipped by the claim while any are held).
+ */
+interface Share { key: string; active: number; held: Claimed[]; domains: Set<string> }
+
 /** "Mail was queued": wakes this process's pipelines at once, and other nodes' through Redis. */
 export const outboundWakeups = new Wakeups('outbound')
 
@@ -35,12 +63,21 @@ export interface PipelineOptions {
   workerId?: string
   /** Messages claimed per query. */
   batchSize?: number
-  /** Messages being built, sent or recorded at once (across destinations). */
+  /**
+   * Messages being built, sent or recorded at once (across destinations; default 1,000). One destination
+   * gets at most its capacity and at most half of them.
+   */
   maxInFlight?: number
   leaseMs?: number
   /** Poll interval when idle (wake-ups make queued mail go at once). */
   pollMs?: number
   throttleDelayMs?: number
+  /**
+   * How long stop() waits for messages in progress (default 10 s, OPERATIONS.md's shutdown grace)
+   * before it closes the transport's connections: a server that never answers cannot hold a shutdown.
+   * The messages cut off are deferred, as after a lost connection.
+   */
+  stopGraceMs?: number
   log?: Logger
 }
 
@@ -63,6 +100,17 @@ export class OutboundPipeline {
   /** Emails claimed by this pipeline and not yet recorded (their leases are renewed). */
   private claimedIds = new Set<string>()
   private heartbeat: Timer | null = null
+  /** Destinations with messages in progress or held, by key. */
+  private shares = new Map<string, Share>()
+  /** Recipient domains whose destination is being looked up, with the messages claimed for them. */
+  private lookups = new Map<string, Claimed[]>()
+  private lookupsDone = new Set<Promise<void>>()
+  /** Claimed messages not started yet (held by a share, or waiting for a look-up). */
+  private waiting = 0
+  private stopping = false
+  /** No claim before this time (ms) unless a destination has room again (see MIN_CLAIM_GAP_MS). */
+  private claimAfter = 0
+  private pauseEnd: (() => void) | null = null
   /** Counters since start (tests, diagnostics). */
   readonly stats = { claimed: 0, settled: 0 }
 
@@ -77,9 +125,12 @@ export class OutboundPipeline {
 
   private get leaseMs(): number { return this.opts.leaseMs ?? 5 * 60_000 }
 
+  private get maxInFlight(): number { return this.opts.maxInFlight ?? 1000 }
+
   start(): void {
     if (this.running) return
     this.running = true
+    this.stopping = false
     this.unlisten = outboundWakeups.on(() => this.wake())
     const leases = outboundLeases(this.deps.store)
     this.heartbeat = setInterval(() => {
@@ -99,17 +150,25 @@ export class OutboundPipeline {
   }
 
   /**
-   * Stops claiming, lets in-flight messages finish and be recorded, hands back any lease still held (a
-   * message whose outcome could not be recorded), then closes the transport.
+   * Stops claiming, lets in-flight messages finish and be recorded (for up to `stopGraceMs`, then their
+   * connections are closed and they are recorded as deferred), hands back any lease still held (held
+   * messages, and any whose outcome could not be recorded), then closes the transport.
    */
   async stop(): Promise<void> {
     this.running = false
+    this.stopping = true
     this.unlisten?.()
     this.unlisten = null
     this.wake()
     this.slotFreed?.()
+    this.pauseEnd?.()
     await this.loopDone
-    await Promise.allSettled([...this.inFlight])
+    // Held messages are not started any more; they are handed back below with the other leases.
+    if (!(await this.settled(this.opts.stopGraceMs ?? 10_000))) {
+      this.log.warn('closing outbound connections at stop', { messages: this.inFlight.size })
+      await this.opts.transport.close()
+      await this.settled()
+    }
     if (this.heartbeat) clearInterval(this.heartbeat)
     this.heartbeat = null
     await this.recorder.idle()
@@ -119,8 +178,27 @@ export class OutboundPipeline {
     } catch (err) {
       this.log.warn('releasing outbound leases at stop failed', errorFields(err))
     }
+    this.shares.clear()
+    this.lookups.clear()
+    this.claimedIds.clear()
+    this.waiting = 0
     await this.opts.transport.close()
     await this.opts.builder.close()
+  }
+
+  /** Waits until no message is in progress (or `ms` has passed: false). */
+  private async settled(ms?: number): Promise<boolean> {
+    let timer: Timer | null = null
+    const timeout = ms === undefined ? null : new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms) })
+    try {
+      while (this.inFlight.size || this.lookupsDone.size) {
+        const all = Promise.allSettled([...this.inFlight, ...this.lookupsDone]).then(() => true)
+        if (!(await (timeout ? Promise.race([all, timeout]) : all))) return false
+      }
+      return true
+    } finally {
+      if (timer) clearTimeout(timer)
+    }
   }
 
   wake(): void {
@@ -136,13 +214,25 @@ export class OutboundPipeline {
     })
   }
 
+  /** Waits until `claimAfter`, or until a destination has room again (or the pipeline stops). */
+  private pause(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.pauseEnd = null; resolve() }, Math.max(0, this.claimAfter - Date.now()))
+      this.pauseEnd = () => { clearTimeout(timer); this.pauseEnd = null; resolve() }
+    })
+  }
+
   private async loop(): Promise<void> {
-    const max = this.opts.maxInFlight ?? 1000
+    const max = this.maxInFlight
     const batch = this.opts.batchSize ?? 100
     while (this.running) {
       const free = max - this.inFlight.size
       if (free < Math.min(batch, max) / 2) {
         await new Promise<void>((resolve) => { this.slotFreed = resolve })
+        continue
+      }
+      if (this.claimAfter > Date.now()) {
+        await this.pause()
         continue
       }
       let claimed = 0
@@ -166,35 +256,148 @@ export class OutboundPipeline {
     for (;;) {
       const claimed = await this.claimAndStart(this.opts.batchSize ?? 100)
       n += claimed
-      if (!claimed && !this.inFlight.size) break
-      if (this.inFlight.size) await Promise.allSettled([...this.inFlight])
+      if (!claimed && !this.inFlight.size && !this.lookupsDone.size && !this.waiting) break
+      if (this.inFlight.size || this.lookupsDone.size) await Promise.allSettled([...this.inFlight, ...this.lookupsDone])
+      else for (const share of [...this.shares.values()]) this.refill(share)
     }
     await this.recorder.idle()
     return n
   }
 
+  /** The recipient domains the claim skips: those whose destination holds messages waiting for room. */
+  private skippedDomains(): string[] {
+    const out = [...this.lookups.keys()]
+    for (const share of this.shares.values()) for (const d of share.domains) out.push(d)
+    return out
+  }
+
   private async claimAndStart(limit: number): Promise<number> {
-    const rows = await claimDue(this.deps.store, this.workerId, limit, this.leaseMs)
+    const skip = this.skippedDomains()
+    const t0 = performance.now()
+    const rows = await claimDue(this.deps.store, this.workerId, limit, this.leaseMs, new Date(), skip)
+    if (skip.length && rows.length < limit) {
+      // All that is due outside the skipped domains is taken: wait before scanning past them again.
+      const gap = Math.min(MAX_CLAIM_GAP_MS, Math.max(MIN_CLAIM_GAP_MS, 20 * (performance.now() - t0)))
+      this.claimAfter = Date.now() + gap
+    }
     if (!rows.length) return 0
     this.stats.claimed += rows.length
     for (const r of rows) this.claimedIds.add(r.emailId)
     const emails = new Map((await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))).map((e) => [e.id, e]))
+    // The claim's order (priority, then age) is the order in which a destination's held messages start.
+    rows.sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime())
+    const destinationOf = this.opts.transport.destinationOf?.bind(this.opts.transport)
+    const byDomain = new Map<string, Claimed[]>()
     for (const row of rows) {
       const email = emails.get(row.emailId)
       // The email row is gone only if its project was deleted between claim and load: nothing to send.
       if (!email) { this.claimedIds.delete(row.emailId); continue }
-      const p: Promise<void> = this.process(row, email).catch((err) => {
-        this.log.error('outbound delivery failed unexpectedly', { emailId: row.emailId, ...errorFields(err) })
-      }).finally(() => {
-        this.inFlight.delete(p)
-        this.claimedIds.delete(row.emailId)
-        const r = this.slotFreed
-        this.slotFreed = null
-        r?.()
-      })
-      this.inFlight.add(p)
+      // A transport without connections (capture) has no destinations to share the slots among.
+      if (!destinationOf) { this.dispatch(null, { row, email }); continue }
+      const list = byDomain.get(row.domain)
+      if (list) list.push({ row, email })
+      else byDomain.set(row.domain, [{ row, email }])
     }
+    if (destinationOf) for (const [domain, list] of byDomain) this.route(destinationOf, domain, list)
     return rows.length
+  }
+
+  /** A destination's share: its capacity, and never more than half the pipeline (at least one). */
+  private capacity(key: string): number {
+    const cap = this.opts.transport.capacityOf?.(key) ?? Number.POSITIVE_INFINITY
+    return Math.max(1, Math.min(cap, Math.floor(this.maxInFlight / 2)))
+  }
+
+  /** Finds the destination of a recipient domain's messages, then places them. */
+  private route(destinationOf: (domain: string) => Promise<string>, domain: string, list: Claimed[]): void {
+    this.waiting += list.length
+    const pending = this.lookups.get(domain)
+    if (pending) { pending.push(...list); return }
+    this.lookups.set(domain, list)
+    const done: Promise<void> = destinationOf(domain).catch(() => domain).then((key) => {
+      const claimed = this.lookups.get(domain) ?? []
+      this.lookups.delete(domain)
+      this.waiting -= claimed.length
+      this.place(key, domain, claimed)
+    }).catch((err) => {
+      this.log.error('outbound routing failed unexpectedly', { domain, ...errorFields(err) })
+    }).finally(() => { this.lookupsDone.delete(done) })
+    this.lookupsDone.add(done)
+  }
+
+  /** Starts what fits in the destination's share and holds the rest. */
+  private place(key: string, domain: string, list: Claimed[]): void {
+    if (this.stopping) return
+    let share = this.shares.get(key)
+    if (!share) {
+      share = { key, active: 0, held: [], domains: new Set() }
+      this.shares.set(key, share)
+    }
+    const cap = this.capacity(key)
+    for (const c of list) {
+      if (!share.held.length && share.active < cap) {
+        this.dispatch(share, c)
+      } else {
+        share.held.push(c)
+        share.domains.add(domain)
+        this.waiting++
+      }
+    }
+    if (this.waiting > this.maxInFlight) this.handBack(share, this.waiting - this.maxInFlight)
+    if (!share.held.length && !share.active) this.shares.delete(key)
+  }
+
+  /**
+   * More messages held than the pipeline has slots (many full destinations at once): the newest `n` of
+   * this share go back to the queue, due now. Their domains stay skipped while the share holds any.
+   */
+  private handBack(share: Share, n: number): void {
+    const back = share.held.splice(Math.max(0, share.held.length - n))
+    if (!back.length) return
+    this.waiting -= back.length
+    const ids = back.map((c) => c.row.emailId)
+    for (const id of ids) this.claimedIds.delete(id)
+    release(this.deps.store, outboundLeases(this.deps.store), this.workerId, ids)
+      .catch((err) => this.log.warn('handing back held messages failed', { messages: ids.length, ...errorFields(err) }))
+    if (!share.held.length) this.refill(share)
+  }
+
+  /** Starts held messages while the share has room; once none is held, its domains are claimed again. */
+  private refill(share: Share): void {
+    if (!this.stopping) {
+      const cap = this.capacity(share.key)
+      while (share.held.length && share.active < cap) {
+        const c = share.held.shift() as Claimed
+        this.waiting--
+        this.dispatch(share, c)
+      }
+    }
+    if (share.held.length) return
+    if (share.domains.size) {
+      share.domains.clear()
+      this.claimAfter = 0
+      this.pauseEnd?.()
+      this.wake()
+    }
+    if (!share.active) this.shares.delete(share.key)
+  }
+
+  private dispatch(share: Share | null, { row, email }: Claimed): void {
+    if (share) share.active++
+    const p: Promise<void> = this.process(row, email).catch((err) => {
+      this.log.error('outbound delivery failed unexpectedly', { emailId: row.emailId, ...errorFields(err) })
+    }).finally(() => {
+      this.inFlight.delete(p)
+      this.claimedIds.delete(row.emailId)
+      if (share) {
+        share.active--
+        this.refill(share)
+      }
+      const r = this.slotFreed
+      this.slotFreed = null
+      r?.()
+    })
+    this.inFlight.add(p)
   }
 
   private async senderDomain(projectId: string, from: string): Promise<VerifiedDomain | null> {

@@ -147,6 +147,16 @@ export class DirectTransport implements Transport {
     }
   }
 
+  async destinationOf(domain: string): Promise<string> {
+    try {
+      return (await this.route(domain))[0].name
+    } catch {
+      return domain
+    }
+  }
+
+  capacityOf(key: string): number { return this.throttle.capacity(key) }
+
   destinations() { return this.throttle.snapshot() }
 
   onWire(): number { return this.pool.onWire }

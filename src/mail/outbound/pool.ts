@@ -125,12 +125,17 @@ export class SmtpConn {
 export class ConnectionPool {
   private idle = new Map<string, SmtpConn[]>()
   private open = new Set<SmtpConn>()
+  /** Set by closeAll: no connection is opened or kept any more. */
+  private closed = false
   /** Messages between `acquire` and their reply (see Transport.onWire). */
   onWire = 0
   constructor(readonly opts: PoolOptions) {}
 
-  /** An idle connection to `target`, or a new one. Rejects with a ConnectError. */
+  /** An idle connection to `target`, or a new one. Rejects with a ConnectError (always, once closed). */
   async acquire(target: SmtpTarget): Promise<{ conn: SmtpConn; reused: boolean }> {
+    if (this.closed) {
+      throw new ConnectError({ ok: false, reply: { code: 0, enhanced: null, text: 'ECONNECTION: the transport is closed' }, stage: 'connect', message: 'the transport is closed' })
+    }
     const list = this.idle.get(targetKey(target))
     for (let conn = list?.pop(); conn; conn = list?.pop()) {
       if (conn.idleTimer) clearTimeout(conn.idleTimer)
@@ -148,7 +153,7 @@ export class ConnectionPool {
     if (state === 'needs-reset' && !conn.dead) {
       if (!(await conn.reset())) state = 'close'
     }
-    if (state === 'close' || conn.dead || conn.messages >= (this.opts.maxMessages ?? 500)) {
+    if (state === 'close' || this.closed || conn.dead || conn.messages >= (this.opts.maxMessages ?? 500)) {
       conn.close()
       this.open.delete(conn)
       return
@@ -178,7 +183,13 @@ export class ConnectionPool {
 
   get openCount(): number { return this.open.size }
 
+  /**
+   * Closes every connection, in use or idle, for good (the transport stops). A message waiting for a
+   * reply on one fails as refused before it started; it may have reached the server (a reply to DATA
+   * lost), as when the process dies.
+   */
   closeAll(): void {
+    this.closed = true
     for (const c of this.open) c.close()
     this.open.clear()
     this.idle.clear()

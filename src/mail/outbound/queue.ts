@@ -9,7 +9,8 @@
  *   the emails (a send of 50 recipients, a campaign batch of thousands) and deleted with the outcome. A
  *   job row carries a JSON payload, a status, a result and progress, and stays after it ends.
  * - Another claim: a batch of up to 100 for a 1,000-slot pipeline, transactional mail (priority 0)
- *   before bulk (10), the emails marked SENDING in the same transaction. `attempts` counts SMTP
+ *   before bulk (10), the emails marked SENDING in the same transaction, skipping the recipient domains
+ *   whose destination already holds its share of the pipeline. `attempts` counts SMTP
  *   verdicts, not claims, and a deferral is retried when the server asked. `run_at` doubles as the lease
  *   end, so the one index (priority, run_at) finds both due rows and expired leases.
  * - The cost (bench/queues.ts, 2,000 rows, three runs on this 2-core machine while other work loaded it,
@@ -20,7 +21,7 @@
  * What both queues share is jobs/lease.ts: holder ids, renewal, release of a dead holder's leases and
  * of what a stopping worker holds, and the wake-up signal.
  */
-import { and, asc, count, eq, gt, inArray, isNull, lte, min } from 'drizzle-orm'
+import { and, asc, count, eq, gt, inArray, isNull, lte, min, notInArray } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
@@ -49,17 +50,23 @@ export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): P
   for (let i = 0; i < rows.length; i += 500) await db.insert(q).values(rows.slice(i, i + 500))
 }
 
-/** Claims up to `limit` due rows for `workerId` and marks their emails SENDING. */
-export async function claimDue(store: Store, workerId: string, limit: number, leaseMs: number, now = new Date()): Promise<QueueRow[]> {
+/**
+ * Claims up to `limit` due rows for `workerId` and marks their emails SENDING. Rows of `skipDomains`
+ * are left in the queue: the pipeline names the recipient domains whose destination already holds its
+ * share (deliver.ts), so that a backlog to one destination cannot fill every claimed batch.
+ */
+export async function claimDue(store: Store, workerId: string, limit: number, leaseMs: number, now = new Date(), skipDomains: string[] = []): Promise<QueueRow[]> {
   const { outboundQueue: q, emails: e } = store.t
   const until = leaseEnd(now, leaseMs)
   return store.tx(async (db) => {
     if (store.dialect === 'sqlite') {
       // The single writer holds the transaction: no other claim can interleave.
       const client = sqliteConnection(db)
+      const skip = skipDomains.length ? 'AND domain NOT IN (SELECT value FROM json_each(?5))' : ''
+      const params = [until.getTime(), workerId, now.getTime(), limit, ...(skipDomains.length ? [JSON.stringify(skipDomains)] : [])]
       const raw = client.query(`UPDATE outbound_queue SET run_at = ?1, locked_by = ?2, locked_until = ?1
-        WHERE email_id IN (SELECT email_id FROM outbound_queue WHERE run_at <= ?3 ORDER BY priority, run_at LIMIT ?4)
-        RETURNING ${columnList(q)}`).all(until.getTime(), workerId, now.getTime(), limit) as Array<Record<string, unknown>>
+        WHERE email_id IN (SELECT email_id FROM outbound_queue WHERE run_at <= ?3 ${skip} ORDER BY priority, run_at LIMIT ?4)
+        RETURNING ${columnList(q)}`).all(...params) as Array<Record<string, unknown>>
       const rows = raw.map((r) => fromRaw<QueueRow>(q, r))
       if (rows.length) {
         client.query(`UPDATE emails SET status = 'SENDING', updated_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND status = 'PENDING'`)
@@ -67,7 +74,9 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
       }
       return rows
     }
-    const due = db.select({ id: q.emailId }).from(q).where(lte(q.runAt, now)).orderBy(asc(q.priority), asc(q.runAt)).limit(limit)
+    const due = db.select({ id: q.emailId }).from(q)
+      .where(skipDomains.length ? and(lte(q.runAt, now), notInArray(q.domain, skipDomains)) : lte(q.runAt, now))
+      .orderBy(asc(q.priority), asc(q.runAt)).limit(limit)
       .for('update', { skipLocked: true })
     const rows = await db.update(q).set({ runAt: until, lockedBy: workerId, lockedUntil: until })
       .where(inArray(q.emailId, due)).returning()

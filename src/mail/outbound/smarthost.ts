@@ -48,6 +48,10 @@ export class SmartHostTransport implements Transport {
     }
   }
 
+  async destinationOf(): Promise<string> { return targetLabel(this.target) }
+
+  capacityOf(key: string): number { return this.throttle.capacity(key) }
+
   destinations() { return this.throttle.snapshot() }
 
   onWire(): number { return this.pool.onWire }

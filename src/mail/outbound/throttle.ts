@@ -3,6 +3,11 @@
  * host, or the smart host) starts at `initial` parallel deliveries; a throttling reply (421 "too many
  * connections", rate limits) halves its limit, and every `recoverAfter` consecutive successes raise it
  * by one, up to `max`. Deliveries beyond the limit wait in line.
+ *
+ * A destination's share of the pipeline (`capacity`) is what its connections can carry: its limit times
+ * `depth` messages per connection (one on the connection or waiting for its outcome to be recorded, the
+ * others built and signed, ready for the connection that frees first). The pipeline takes no more of a
+ * destination's mail than that (deliver.ts), so a destination that stalls holds at most its share.
  */
 
 export interface ThrottleOptions {
@@ -12,9 +17,14 @@ export interface ThrottleOptions {
   recoverAfter: number
   /** Waiting deliveries beyond this per destination are handed back (deferred briefly) instead of queued. */
   maxWaiting: number
+  /** Messages per connection a destination may hold in the pipeline (default DEFAULT_DEPTH). */
+  depth?: number
 }
 
-export const DEFAULT_THROTTLE: ThrottleOptions = { initial: 8, max: 32, min: 1, recoverAfter: 20, maxWaiting: 2000 }
+/** Messages per connection in a destination's share of the pipeline (see `Throttle.capacity`). */
+export const DEFAULT_DEPTH = 4
+
+export const DEFAULT_THROTTLE: ThrottleOptions = { initial: 8, max: 32, min: 1, recoverAfter: 20, maxWaiting: 2000, depth: DEFAULT_DEPTH }
 
 export class Destination {
   limit: number
@@ -77,6 +87,14 @@ export class Throttle {
       this.dests.set(key, d)
     }
     return d
+  }
+
+  /**
+   * How many messages destination `key` may hold in the pipeline at once: its current limit (the
+   * initial one for a destination not seen yet) times the depth per connection.
+   */
+  capacity(key: string): number {
+    return (this.dests.get(key)?.limit ?? this.opts.initial) * (this.opts.depth ?? DEFAULT_DEPTH)
   }
 
   /** Limits and activity per destination (for `mailctl queue` in-process and tests). */

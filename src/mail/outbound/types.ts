@@ -33,6 +33,15 @@ export type Delivery =
 export interface Transport {
   readonly name: 'direct' | 'smtp' | 'capture'
   deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void>
+  /**
+   * The destination mail to a recipient domain goes to: the MX host whose connections and limit carry
+   * it (direct), or the smart host. Never rejects: a domain whose route cannot be found is its own
+   * destination (the delivery then reports the failure). Transports without connections (capture) omit
+   * it, and the pipeline does not share its slots out among destinations.
+   */
+  destinationOf?(domain: string): Promise<string>
+  /** How many messages a destination may hold in the pipeline at once (its limit times a depth per connection). */
+  capacityOf?(key: string): number
   /** Per-destination limits (for diagnostics and tests). */
   destinations(): Array<{ key: string; limit: number; active: number; queued: number }>
   /**
