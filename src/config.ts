@@ -31,6 +31,8 @@ export interface Config {
   sqliteSynchronous: 'FULL' | 'NORMAL'
   /** Largest request body accepted, in bytes (the 40 MB whole-message limit of /v1/send plus envelope). */
   maxBodyBytes: number
+  /** How long a stopping node waits for in-flight deliveries before it closes their connections. */
+  shutdownGraceSeconds: number
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -60,6 +62,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_LOG_LEVEL: 'logLevel',
   MAILCTL_SQLITE_SYNCHRONOUS: 'sqliteSynchronous',
   MAILCTL_MAX_BODY_BYTES: 'maxBodyBytes',
+  MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
 }
 
 export class ConfigError extends Error {}
@@ -133,6 +136,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     logLevel: logLevel as Config['logLevel'],
     sqliteSynchronous: sync,
     maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
+    shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
   }
   const merged = { ...cfg, ...opts.overrides }
   const problem = databaseUrlProblem(merged.databaseUrl, { dataDir: merged.dataDir })

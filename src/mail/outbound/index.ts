@@ -42,7 +42,7 @@ export function createOutbound(deps: Deps, opts: OutboundOptions = {}): Outbound
  * queued on another node is picked up at once rather than at the next poll.
  */
 export async function startOutbound(deps: Deps, opts: OutboundOptions = {}): Promise<{ pipeline: OutboundPipeline; stop(): Promise<void> }> {
-  const pipeline = createOutbound(deps, opts)
+  const pipeline = createOutbound(deps, { stopGraceMs: deps.config.shutdownGraceSeconds * 1000, ...opts })
   pipeline.start()
   const unsubscribe = deps.redis ? await outboundWakeups.subscribe(deps.redis, deps.log, () => pipeline.wake()) : null
   deps.log.info('outbound started', { transport: pipeline.transport.name, worker: pipeline.workerId })

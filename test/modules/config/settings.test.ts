@@ -134,6 +134,12 @@ describe('ports', () => {
     expect(refusal({ MAILCTL_SMTP_SECURE_PORT: '70000' })).toStartWith('MAILCTL_SMTP_SECURE_PORT must be an integer')
   })
 
+  test('MAILCTL_SHUTDOWN_GRACE_SECONDS: 10 by default, 0 allowed, validated', () => {
+    expect(load({}).shutdownGraceSeconds).toBe(10)
+    expect(load({ MAILCTL_SHUTDOWN_GRACE_SECONDS: '0' }).shutdownGraceSeconds).toBe(0)
+    expect(refusal({ MAILCTL_SHUTDOWN_GRACE_SECONDS: '-1' })).toStartWith('MAILCTL_SHUTDOWN_GRACE_SECONDS must be an integer')
+  })
+
   test('MAILCTL_HTTP_REUSE_PORT: off by default', () => {
     expect(load({}).httpReusePort).toBe(false)
     expect(load({ MAILCTL_HTTP_REUSE_PORT: 'true' }).httpReusePort).toBe(true)
