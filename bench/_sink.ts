@@ -63,11 +63,11 @@ const server = Bun.listen<State>({
   },
 })
 
-process.stdout.write(JSON.stringify({ port: server.port }) + '\n')
+process.stdout.write(`${JSON.stringify({ port: server.port })}\n`)
 let last = -1
 setInterval(() => {
   if (received !== last) {
     last = received
-    process.stdout.write(JSON.stringify({ received }) + '\n')
+    process.stdout.write(`${JSON.stringify({ received })}\n`)
   }
 }, 50)

@@ -201,7 +201,7 @@ function select(msg: Message, name: string, type: QueryType): RR[] {
   let current = name
   for (let i = 0; i < 16; i++) {
     const c = msg.answers.find((rr) => rr.type === 'CNAME' && rr.name.toLowerCase() === current)
-    if (!c || c.type !== 'CNAME') break
+    if (c?.type !== 'CNAME') break
     current = c.target.toLowerCase()
     if (chain.has(current)) break
     chain.add(current)

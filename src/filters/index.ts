@@ -5,7 +5,7 @@ import { checkTree, segmentRefs } from './check'
 import { compileTree, type Mode, type ResolvedSegment } from './compile'
 import { standardFields, OPERATORS_BY_KIND, type FieldInfo } from './fields'
 import * as repo from './repo'
-import { MAX_SEGMENT_DEPTH, type CheckedTree, type FilterTree } from './types'
+import { MAX_SEGMENT_DEPTH, type CheckedTree } from './types'
 
 /**
  * The filter engine (ROADMAP: one engine for segments, campaign audiences and workflow conditions).

@@ -205,7 +205,7 @@ function serialize(node: MimeNode, out: Array<string | Buffer>): void {
     out.push(n._raw as string | Buffer)
   } else {
     const transferEncoding = node.getTransferEncoding()
-    out.push(node.buildHeaders() + '\r\n\r\n')
+    out.push(`${node.buildHeaders()}\r\n\r\n`)
     const content = n.content as string | Buffer | undefined
     if (content) {
       if (transferEncoding === 'base64') out.push(base64Wrap(base64Encode(content), 76))
@@ -215,10 +215,10 @@ function serialize(node: MimeNode, out: Array<string | Buffer>): void {
   }
   if (n.multipart) {
     n.childNodes.forEach((child, i) => {
-      out.push((i ? '\r\n' : '') + '--' + n.boundary + '\r\n')
+      out.push(`${i ? '\r\n' : ''}--${n.boundary}\r\n`)
       serialize(child, out)
     })
-    out.push('\r\n--' + n.boundary + '--\r\n')
+    out.push(`\r\n--${n.boundary}--\r\n`)
   }
 }
 

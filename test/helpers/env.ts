@@ -67,7 +67,7 @@ export class TestEnv {
       env: {},
       overrides: {
         dataDir: dir, databaseUrl: url, logLevel: 'silent', hostname: 'mx.mailctl.test',
-        publicUrl: 'http://localhost:3000', jwtSecret: 'test-secret-' + Math.random(), sqliteSynchronous: 'NORMAL',
+        publicUrl: 'http://localhost:3000', jwtSecret: `test-secret-${Math.random()}`, sqliteSynchronous: 'NORMAL',
         ...this.overrides,
       },
     })
@@ -97,7 +97,7 @@ export class TestEnv {
     this.cleanups = []
   }
 
-  project(name = 'p-' + Math.random().toString(36).slice(2, 8)): Promise<NewProject> {
+  project(name = `p-${Math.random().toString(36).slice(2, 8)}`): Promise<NewProject> {
     return createProject(this.store, { name })
   }
 

@@ -54,7 +54,7 @@ test('a compiled worker signs outbound mail in its signer threads', async () => 
     await child.exited
     expect({ status, reply: status === 'SENT' ? null : reply, stderr: status === 'SENT' ? '' : stderr }).toEqual({ status: 'SENT', reply: null, stderr: '' })
     const [cap] = await env.store.db.select().from(mailCapture).where(eq(mailCapture.projectId, p.id))
-    expect(cap.raw).toStartWith('DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=' + p.domain)
+    expect(cap.raw).toStartWith(`DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${p.domain}`)
   } finally {
     await env.stop()
     await dns.close()

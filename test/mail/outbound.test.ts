@@ -129,7 +129,7 @@ forEachStore('outbound delivery', (env) => {
     expect(Buffer.compare(logo.content, png)).toBe(0)
     // The record and the events.
     const row = await email(id)
-    expect(row).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredTo: 'mx.dest.test[127.0.0.1]:' + main.port })
+    expect(row).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredTo: `mx.dest.test[127.0.0.1]:${main.port}` })
     expect(row.sentAt).toBeInstanceOf(Date)
     expect(row.deliveredAt).toBeInstanceOf(Date)
     const { emailContents } = env.store.t

@@ -79,7 +79,7 @@ forEachStore('SMTP relay', (env) => {
 
   test('nodemailer with the secret key: queued before the 250, delivered DKIM-signed with the VERP return path and tracking', async () => {
     const to = `r.${rnd()}@dest.test`
-    const png = Buffer.from('89504e470d0a1a0a' + 'ab'.repeat(64), 'hex')
+    const png = Buffer.from(`89504e470d0a1a0a${'ab'.repeat(64)}`, 'hex')
     const res = await submit(relay.port, auth(), {
       from: `"The App" <app@${p.domain}>`, to: { name: 'Rcpt Person', address: to }, replyTo: 'support@example.org',
       subject: 'Relayed ✓ message', text: 'Hello from the app', html: '<html><body><p>Hello <a href="https://example.com/go">go</a></p><img src="cid:logo@app"></body></html>',

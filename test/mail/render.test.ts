@@ -29,7 +29,7 @@ describe('escaping', () => {
   })
 
   test('escapeHtml is Handlebars escapeExpression, character for character', () => {
-    const values: unknown[] = ['', 'plain', '<>&"\'`=', 'a<b>c&d"e\'f`g=h', '&amp;', 'ünïcödé <ß>', 0, 1, -1.5, NaN, true, false, null, undefined, [1, '<2>'], { a: 1 }, 'x'.repeat(1000) + '<']
+    const values: unknown[] = ['', 'plain', '<>&"\'`=', 'a<b>c&d"e\'f`g=h', '&amp;', 'ünïcödé <ß>', 0, 1, -1.5, NaN, true, false, null, undefined, [1, '<2>'], { a: 1 }, `${'x'.repeat(1000)}<`]
     for (const v of values) expect(escapeHtml(v)).toBe(Handlebars.Utils.escapeExpression(v as string))
   })
 
@@ -184,7 +184,7 @@ describe('compile errors at save time', () => {
 
 describe('limits', () => {
   test('block nesting and the number of expressions are bounded before the parser runs', () => {
-    const nested = (n: number) => '{{#if a}}'.repeat(n) + '{{x}}' + '{{/if}}'.repeat(n)
+    const nested = (n: number) => `${'{{#if a}}'.repeat(n)}{{x}}${'{{/if}}'.repeat(n)}`
     expect(() => compileTemplate(nested(MAX_TEMPLATE_NESTING), 'html')).not.toThrow()
     expect(() => compileTemplate(nested(MAX_TEMPLATE_NESTING + 1), 'html')).toThrow(/nested deeper than 32 levels/)
     expect(() => compileTemplate('{{~#each a}}'.repeat(MAX_TEMPLATE_NESTING + 1), 'html')).toThrow(/nested deeper/)

@@ -185,7 +185,7 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
     if (name === 'li' && !closing) { breakLine(1); emit('* '); continue }
     if (name === 'td' || name === 'th') { if (closing) emit(' '); continue }
     if (PARAGRAPH.has(name)) { breakLine(2); continue }
-    if (LINE.has(name)) { breakLine(1); continue }
+    if (LINE.has(name)) breakLine(1)
   }
   return { text: out.join('') }
 }

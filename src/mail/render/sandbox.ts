@@ -211,7 +211,7 @@ function simpleRenderer(ast: Program, escape: boolean): RenderFn | null {
     let out = statics[0]
     for (let i = 0; i < n; i++) {
       const v = getters[i](vars)
-      if (v != null && typeof v !== 'function') out += escaped[i] ? escapeHtml(v) : '' + (v as string)
+      if (v != null && typeof v !== 'function') out += escaped[i] ? escapeHtml(v) : (v as string)
       out += statics[i + 1]
     }
     return out

@@ -68,7 +68,7 @@ function parseCsv(text: string, preview = 0): string[][] {
 /** Reads the header of an upload so that a file without an email column is refused at once (422). */
 export function checkHeader(text: string): void {
   const [header] = parseCsv(text, 1)
-  if (!header || !header.some((h) => h.trim())) throw invalidField('file', 'The CSV file is empty: it needs a header row with an "email" column', 'empty_file')
+  if (!header?.some((h) => h.trim())) throw invalidField('file', 'The CSV file is empty: it needs a header row with an "email" column', 'empty_file')
   mapHeader(header)
 }
 

@@ -228,7 +228,7 @@ forEachStore('inbound SMTP receiver', (env) => {
   }
 
   test('mail for a verified domain from a stranger: email.received without a contact', async () => {
-    const res = await deliver(server.port, { from: 'stranger@elsewhere.test', to: [`sales@${domain}`] }, 'From: Stranger <stranger@elsewhere.test>\r\nTo: sales@' + domain + '\r\nSubject: Hello there\r\n\r\nA question.\r\n')
+    const res = await deliver(server.port, { from: 'stranger@elsewhere.test', to: [`sales@${domain}`] }, `From: Stranger <stranger@elsewhere.test>\r\nTo: sales@${domain}\r\nSubject: Hello there\r\n\r\nA question.\r\n`)
     expect(res.ok).toBe(true)
     await worker.drain()
     const e = env.store.t.events

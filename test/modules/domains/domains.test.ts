@@ -111,7 +111,7 @@ forEachStore('domains', (env: TestEnv) => {
   })
 
   test('invalid names and IP addresses answer 422 VALIDATION_ERROR', async () => {
-    for (const bad of ['192.0.2.1', '[2001:db8::1]', '2001:db8::1', '0x7f.1', '10.1', 'localhost', 'com', 'exa mple.com', 'http://example.com', 'user@example.com', '-bad.com', 'bad-.com', 'a..com', 'under_score.com', 'x'.repeat(64) + '.com', 'mail.local']) {
+    for (const bad of ['192.0.2.1', '[2001:db8::1]', '2001:db8::1', '0x7f.1', '10.1', 'localhost', 'com', 'exa mple.com', 'http://example.com', 'user@example.com', '-bad.com', 'bad-.com', 'a..com', 'under_score.com', `${'x'.repeat(64)}.com`, 'mail.local']) {
       const res = await add(bad)
       expect({ bad, status: res.status, code: res.body.error?.code }).toEqual({ bad, status: 422, code: 'VALIDATION_ERROR' })
       expect(res.body.error.errors[0].field).toBe('domain')

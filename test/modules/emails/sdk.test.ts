@@ -29,7 +29,7 @@ forEachStore('@plunk/node SDK', (env) => {
     await pipelineFor(env).drain()
     const got = sink.received.find((m) => m.messageId === `<${data.emails[0].email}@${p.domain}>`)
     expect(got).toBeDefined()
-    expect(got!.raw.toString()).toContain('From: SDK Sender <' + p.from + '>')
+    expect(got!.raw.toString()).toContain(`From: SDK Sender <${p.from}>`)
     expect(sink.received.filter((m) => m.to[0]?.endsWith(to)).length).toBe(3)
     const pub = new Plunk(p.publicKey, { baseUrl })
     const err = await pub.emails.send({ to, subject: 's', body: 'b', from: p.from }).then(() => null, (e: Error) => e)

@@ -255,7 +255,7 @@ forEachStore('POST /v1/send', (env) => {
     const pub = await send(body, { key: p.publicKey })
     expect(pub.status).toBe(401)
     expect(pub.body.error.code).toBe('INVALID_API_KEY')
-    const wrong = await send(body, { key: 'sk_' + '0'.repeat(64) })
+    const wrong = await send(body, { key: `sk_${'0'.repeat(64)}` })
     expect(wrong.status).toBe(401)
     const ok = await send(body)
     const id = ok.body.data.emails[0].email

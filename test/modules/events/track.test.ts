@@ -47,7 +47,7 @@ forEachStore('POST /v1/track', (env) => {
     for (const path of ['/v1/track', '/events/track']) {
       const none = await env.request('POST', path, { body: { email: 'a@example.com', event: 'x' } })
       expect(none.status).toBe(401)
-      const bad = await env.request('POST', path, { key: 'pk_' + 'a'.repeat(64), body: { email: 'a@example.com', event: 'x' } })
+      const bad = await env.request('POST', path, { key: `pk_${'a'.repeat(64)}`, body: { email: 'a@example.com', event: 'x' } })
       expect(bad.status).toBe(401)
       expect(bad.body.error.code).toBe('INVALID_API_KEY')
     }

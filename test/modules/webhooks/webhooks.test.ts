@@ -60,7 +60,7 @@ forEachStore('POST /webhooks/notifications (SES via SNS)', (env) => {
   let projectId = ''
   const fetched: string[] = []
   let certStatus = 200
-  let certBody = good.cert
+  const certBody = good.cert
 
   beforeAll(async () => {
     projectId = (await env.project()).id
