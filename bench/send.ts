@@ -82,8 +82,7 @@ function lines(stream: ReadableStream<Uint8Array>, on: (rec: Record<string, unkn
       const { value, done } = await reader.read()
       if (done) return
       buf += dec.decode(value, { stream: true })
-      let nl: number
-      while ((nl = buf.indexOf('\n')) >= 0) {
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         const line = buf.slice(0, nl)
         buf = buf.slice(nl + 1)
         try { on(JSON.parse(line) as Record<string, unknown>) } catch { /* not JSON */ }

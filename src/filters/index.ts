@@ -181,8 +181,9 @@ export async function listFilterFields(ctx: FilterCtx, segments: Array<{ id: str
       if (v === null || v === undefined) continue
       if (typeof v === 'object' && !Array.isArray(v) && depth < 5) { walk(v as Record<string, unknown>, `${prefix}${k}.`, depth + 1); continue }
       const key = `${prefix}${k}`
-      if (!types.has(key)) types.set(key, new Set())
-      types.get(key)!.add(jsonKind(v))
+      let kinds = types.get(key)
+      if (!kinds) { kinds = new Set(); types.set(key, kinds) }
+      kinds.add(jsonKind(v))
     }
   }
   for (const data of await repo.recentContactData(ctx.store, ctx.projectId, 1000)) walk(data, '', 0)

@@ -21,7 +21,8 @@ export const MAX_BULK = 1000
 export async function queueBulk(ctx: Ctx, action: BulkAction, contactIds: string[]) {
   const ids = [...new Set(contactIds)]
   const jobId = await enqueue(ctx.store, BULK_JOB, { action, contactIds: ids }, { projectId: ctx.projectId, total: ids.length, maxAttempts: 5 })
-  return { jobId: jobId!, status: 'queued' as const }
+  if (!jobId) throw new Error(`the ${BULK_JOB} job was not queued`)
+  return { jobId, status: 'queued' as const }
 }
 
 export async function getBulkJob(ctx: Ctx, jobId: string) {

@@ -116,7 +116,8 @@ export async function queueImport(ctx: Ctx, file: { name: string; size: number; 
     await repo.insertImport(ctx.store, db, { id, projectId: ctx.projectId, filename: file.name || 'import.csv', size: bytes.length, content: bytes, createdAt: new Date() })
     return enqueue(ctx.store, IMPORT_JOB, { importId: id }, { projectId: ctx.projectId, maxAttempts: 3 }, db)
   })
-  return { jobId: jobId!, status: 'queued' as const }
+  if (!jobId) throw new Error(`the ${IMPORT_JOB} job was not queued`)
+  return { jobId, status: 'queued' as const }
 }
 
 /** The job record of DECISIONS.md for an import or bulk job. */

@@ -81,7 +81,7 @@ export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: 
   if (!set.data && !flip) return { contact: existing, isNew: false, isUpdate: true, templateData, events: [] }
   const contact: ContactRow = { ...existing, ...set, updatedAt: new Date() }
   await repo.saveState(store, db, contact)
-  const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(existing.id, input.subscribed!)]) : []
+  const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(existing.id, contact.subscribed)]) : []
   return { contact, isNew: false, isUpdate: true, templateData, events }
 }
 
@@ -138,7 +138,7 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     await repo.saveState(store, db, next)
     contacts[i] = next
     outcomes[i] = 'updated'
-    if (flip) newEvents.push(subscriptionEvent(row.id, inputs[i].subscribed!))
+    if (flip) newEvents.push(subscriptionEvent(row.id, next.subscribed))
   }
   const events = await appendEvents(ctx, db, newEvents)
   return { outcomes, contacts, events }
@@ -195,8 +195,9 @@ export async function updateContact(ctx: Ctx, id: string, body: { email?: string
       }
       if (!set.data && !flip && !set.email) return { contact: row, events: [] }
       set.updatedAt = new Date()
-      const contact = (await repo.updateById(ctx.store, db, ctx.projectId, row.id, set))!
-      const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(row.id, body.subscribed!)]) : []
+      const contact = await repo.updateById(ctx.store, db, ctx.projectId, row.id, set)
+      if (!contact) throw notFound('contact')
+      const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(row.id, contact.subscribed)]) : []
       return { contact, events }
     })
   } catch (err) {

@@ -219,8 +219,9 @@ async function checkAndSave(ctx: Ctx, row: repo.DomainInfo): Promise<repo.Domain
     const saved = await repo.saveCheck(ctx.store, db, ctx.projectId, row.id, {
       verified: v, checks, lastCheckedAt: now, verifiedAt: v ? (current.verified ? current.verifiedAt ?? now : now) : null, updatedAt: now,
     })
+    if (!saved) throw notFound('domain')
     let events: EventRow[] = []
-    if (saved && v !== current.verified) {
+    if (v !== current.verified) {
       const reason = v ? null : checks.DKIM.reason
       events = await appendEvents({ ...ctx, now }, db, [{
         contactId: null,
@@ -228,7 +229,7 @@ async function checkAndSave(ctx: Ctx, row: repo.DomainInfo): Promise<repo.Domain
         data: { domainId: row.id, domain: current.domain, ...(reason ? { reason } : {}) },
       }])
     }
-    return { saved: saved!, events, changed: v !== current.verified }
+    return { saved, events, changed: v !== current.verified }
   })
 
   let out: Awaited<ReturnType<typeof save>>

@@ -57,7 +57,10 @@ export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | 
     if (claim) await keepFailed(ctx, claim, err)
     throw err
   }
-  if (out.reused) throw keyReused(claim!, out.reused)
+  if (out.reused) {
+    if (!claim) throw new Error('track: a reused idempotency key without a claim')
+    throw keyReused(claim, out.reused)
+  }
   await notifyEvents(ctx, out.events)
   return { success: true as const, data: { contact: out.contactId, event: out.event.id, timestamp: out.event.createdAt.toISOString() } }
 }

@@ -46,7 +46,8 @@ export async function addSuppression(ctx: Ctx, body: AddSuppressionBody): Promis
   const email = norm(body.email)
   await ctx.store.tx((db) => suppress(ctx, db, { email, reason: 'manual', detail: body.note ?? null }))
   const row = await repo.find(ctx.store, ctx.projectId, email)
-  return toSuppression(row!)
+  if (!row) throw notFound('suppression')
+  return toSuppression(row)
 }
 
 export async function getSuppression(ctx: Ctx, email: string): Promise<Suppression> {
