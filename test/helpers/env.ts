@@ -20,6 +20,7 @@ import { captureMailOut } from '../../src/mail/system'
 import { buildApp, type App } from '../../src/http/app'
 import { createProject, type NewProject } from '../../src/modules/projects/service'
 import { composeDeps } from '../../src/main'
+import { must } from './must'
 
 export type StoreKind = 'sqlite' | 'pg'
 export const PG_ADMIN_URL = process.env.MAILCTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -82,7 +83,7 @@ export class TestEnv {
       limiter: memoryLimiter(),
       mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test'),
       redis: null,
-      secret: this.config.jwtSecret!,
+      secret: must(this.config.jwtSecret, 'config.jwtSecret'),
     })
     this.app = buildApp(this.deps)
   }

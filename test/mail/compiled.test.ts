@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { TestEnv } from '../helpers/env'
 import { projectWithDomain, startTestDns } from '../modules/emails/fixture'
+import { must } from '../helpers/must'
 
 /**
  * The signer worker threads inside the compiled executable: `npm run build` compiles the worker file as
@@ -34,7 +35,7 @@ test('a compiled worker signs outbound mail in its signer threads', async () => 
       cwd: dir,
       env: {
         PATH: process.env.PATH ?? '', DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir,
-        MAILCTL_JWT_SECRET: env.config.jwtSecret!, MAILCTL_OUTBOUND: 'capture', MAILCTL_LOG_LEVEL: 'warn', MAILCTL_HOSTNAME: env.config.hostname,
+        MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'), MAILCTL_OUTBOUND: 'capture', MAILCTL_LOG_LEVEL: 'warn', MAILCTL_HOSTNAME: env.config.hostname,
       },
       stdin: 'ignore', stdout: 'ignore', stderr: 'pipe',
     })

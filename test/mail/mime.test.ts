@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { decode as qpDecode } from 'libqp'
 import { composeMessage, composeMessageStreamed, composeMessageSync, quotedPrintable, type OutboundMessage } from '../../src/mail/mime'
+import { must } from '../helpers/must'
 
 /**
  * The synchronous serialiser of the composer's tree against nodemailer's own stream build of the same
@@ -32,7 +33,7 @@ const variants: Record<string, Partial<OutboundMessage>> = {
   'text only, long lines': { html: null, text: 'x'.repeat(300), attachments: [] },
   'html only, mostly non-latin (base64 chosen)': { text: null, html: `<p>${'жзийклмн'.repeat(100)}</p>`, attachments: [] },
   'html with an attachment': { text: null },
-  'text with an inline attachment': { html: null, attachments: [base.attachments![1]] },
+  'text with an inline attachment': { html: null, attachments: [must(base.attachments, 'the attachments')[1]] },
   'no body at all': { html: null, text: null, attachments: [] },
   'empty attachment': { attachments: [{ filename: 'empty.txt', content: '', contentType: 'text/plain', disposition: 'attachment' }] },
   'no names, no reply-to, no extras': { from: { address: 'a@example.com' }, to: { address: 'b@dest.test' }, replyTo: null, headers: {}, listUnsubscribe: null, feedbackId: null },

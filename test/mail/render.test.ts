@@ -169,14 +169,14 @@ describe('compile errors at save time', () => {
     expect(err.status).toBe(422)
     expect(err.code).toBe('VALIDATION_ERROR')
     expect(err.opts.errors).toHaveLength(1)
-    expect(err.opts.errors![0]).toMatchObject({ field: 'body', code: 'invalid_template' })
-    expect(err.opts.errors![0].message).toContain('Parse error on line 1')
+    expect(err.opts.errors?.[0]).toMatchObject({ field: 'body', code: 'invalid_template' })
+    expect(err.opts.errors?.[0].message).toContain('Parse error on line 1')
   })
 
   test('subject and body are both reported; a valid pair passes', () => {
     const err = validationOf(() => validateTemplateSource({ subject: 'Hi {{name}', body: '{{> partial}}' }))
-    expect(err.opts.errors!.map((e) => e.field)).toEqual(['subject', 'body'])
-    expect(err.opts.errors![1].message).toContain('Partials are not supported')
+    expect(err.opts.errors?.map((e) => e.field)).toEqual(['subject', 'body'])
+    expect(err.opts.errors?.[1].message).toContain('Partials are not supported')
     expect(() => validateTemplateSource({ subject: 'Hi {{name}}', body: '<p>{{#if a}}{{b}}{{/if}}</p>' })).not.toThrow()
     expect(() => validateTemplateSource({ body: '{{unknownHelper 1}}' })).toThrow(/unknown helper unknownHelper/)
   })
@@ -190,7 +190,7 @@ describe('limits', () => {
     expect(() => compileTemplate('{{~#each a}}'.repeat(MAX_TEMPLATE_NESTING + 1), 'html')).toThrow(/nested deeper/)
     expect(() => compileTemplate('<i>{{a}}</i>'.repeat(MAX_TEMPLATE_EXPRESSIONS + 1), 'html')).toThrow(/More than 5000/)
     const err = validationOf(() => validateTemplateSource({ body: nested(1000) }))
-    expect(err.opts.errors![0]).toMatchObject({ field: 'body', code: 'invalid_template' })
+    expect(err.opts.errors?.[0]).toMatchObject({ field: 'body', code: 'invalid_template' })
   })
 
   test('a source holding the private-use marker characters is converted per render', () => {

@@ -12,6 +12,7 @@ import { assertSenderAllowed } from '../../../src/modules/domains/service'
 import { decryptPrivateKey, masterKey } from '../../../src/modules/domains/keys'
 import type { DomainOut } from '../../../src/modules/domains/model'
 import { createLogger, type Logger } from '../../../src/log'
+import { must } from '../../helpers/must'
 
 const dns = await startTestDns()
 afterAll(() => dns.close())
@@ -21,7 +22,7 @@ let counter = 0
 const uniqueDomain = (base = 'example') => `${base}-${Date.now().toString(36)}-${++counter}.com`
 
 type Rec = DomainOut['records'][number]
-const rec = (d: DomainOut, purpose: Rec['purpose']) => d.records.find((r) => r.purpose === purpose)!
+const rec = (d: DomainOut, purpose: Rec['purpose']) => must(d.records.find((r) => r.purpose === purpose), `a ${purpose} record`)
 
 /** Publishes the records of `d` on the loopback DNS server: DKIM as several strings, as DNS hosts do. */
 function publish(d: DomainOut, parts: { dkim?: boolean; returnPath?: boolean; dmarc?: boolean } = {}) {
@@ -56,7 +57,7 @@ forEachStore('domains', (env: TestEnv) => {
     const dkim = rec(d, 'DKIM')
     expect(dkim).toMatchObject({ type: 'TXT', required: true, status: 'pending', reason: null })
     expect(dkim.name).toMatch(new RegExp(`^mailctl\\d{6}-[0-9a-f]{6}\\._domainkey\\.${name.replace(/\./g, '\\.')}$`))
-    const p64 = /^v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)$/.exec(dkim.value)![1]
+    const p64 = must(/^v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)$/.exec(dkim.value), 'a DKIM record value')[1]
     const pub = createPublicKey({ key: Buffer.from(p64, 'base64'), format: 'der', type: 'spki' })
     expect(pub.asymmetricKeyType).toBe('rsa')
     expect(pub.asymmetricKeyDetails?.modulusLength).toBe(2048)
