@@ -4,7 +4,7 @@ import {
 } from './types'
 
 /**
- * The fields a filter can name (DECISIONS.md): email, subscribed, createdAt, updatedAt, data.<dotted.path>,
+ * The fields a filter can name (docs/decisions.md, Filters): email, subscribed, createdAt, updatedAt, data.<dotted.path>,
  * event.<name>, email.opened / email.clicked / email.bounced, segment.<id>; and the operators each kind takes.
  */
 export type FieldKind = 'email' | 'subscribed' | 'date' | 'data' | 'event' | 'emailActivity' | 'segment'

@@ -8,7 +8,7 @@ import * as repo from './repo'
 import { MAX_SEGMENT_DEPTH, type CheckedTree } from './types'
 
 /**
- * The filter engine (ROADMAP: one engine for segments, campaign audiences and workflow conditions).
+ * The filter engine (docs/decisions.md, Filters: one engine for segments, campaign audiences and workflow conditions).
  *
  *   const f = await prepareFilter(ctx, body.condition)   // 422 with the path of every bad part
  *   await countMatching(ctx, f)                          // one SQL query

@@ -114,7 +114,7 @@ export function buildApp(deps: Deps) {
       provider: null,
       documentation: {
         openapi: '3.1.0',
-        info: { title: 'mailctl API', version: '0.1.0', description: 'Self-hosted email platform: the HTTP API of API.md, with the choices of DECISIONS.md.' },
+        info: { title: 'mailctl API', version: '0.1.0', description: 'Self-hosted email platform: the public HTTP API, with the choices of docs/decisions.md.' },
         components: {
           securitySchemes: {
             secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key, sk_...' },

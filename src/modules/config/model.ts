@@ -18,5 +18,5 @@ export const PublicConfig = t.Object({
     }),
     tracking: t.Object({ enabled: t.Boolean() }),
   }),
-}, { description: 'Public feature flags of this server (DECISIONS.md)' })
+}, { description: 'Public feature flags of this server (docs/decisions.md, GET /config)' })
 export type PublicConfig = typeof PublicConfig.static

@@ -8,8 +8,8 @@ import * as repo from './repo/contact'
 import { subscriptionEvent } from './service'
 
 /**
- * Bulk subscribe / unsubscribe / delete of up to 1,000 contacts by id (API.md Limits), queued as one
- * `contacts.bulk` job and processed in one transaction. Result (DECISIONS.md job record): `updated` =
+ * Bulk subscribe / unsubscribe / delete of up to 1,000 contacts by id (docs/decisions.md, Limits), queued as one
+ * `contacts.bulk` job and processed in one transaction. Result (docs/decisions.md, Job records): `updated` =
  * contacts changed (or deleted), `skipped` = already in the asked state, `failed` = ids not found in the
  * project, each named in `errors` (`row` = its 1-based position in `contactIds`).
  */

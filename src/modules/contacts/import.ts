@@ -9,7 +9,7 @@ import * as repo from './repo/imports'
 import { upsertMany, type UpsertInput } from './service'
 
 /**
- * CSV import (API.md: multipart, at most 5 MB, queued). The upload is stored in `contact_imports` and a
+ * CSV import (docs/decisions.md, Limits: multipart, at most 5 MB, queued). The upload is stored in `contact_imports` and a
  * `contacts.import` job (payload: the upload id) processes it in batches, one transaction per batch;
  * a bad row is reported and skipped, never aborting the rest. Every row is an upsert by the data rules,
  * so importing the same file again changes nothing.
@@ -120,7 +120,7 @@ export async function queueImport(ctx: Ctx, file: { name: string; size: number; 
   return { jobId, status: 'queued' as const }
 }
 
-/** The job record of DECISIONS.md for an import or bulk job. */
+/** The job record of docs/decisions.md (Job records) for an import or bulk job. */
 export function jobRecord(job: JobRow, type: string) {
   const total = job.total
   const progress = job.status === 'completed' ? 100 : total > 0 ? Math.min(100, Math.floor((job.processed / total) * 100)) : 0

@@ -242,7 +242,7 @@ export function clampLimit(limit: number | undefined, def = DEFAULT_PAGE, max = 
 /**
  * GET /contacts: keyset pages in (createdAt, id) or (email) order. The cursor carries the sort, the
  * direction and the last row's key, so a page never depends on rows inserted since. `total` is counted
- * on the first page only (API.md).
+ * on the first page only (docs/decisions.md, Lists and pages).
  */
 export async function listContacts(ctx: Ctx, q: ListContactsQuery) {
   const limit = clampLimit(q.limit)

@@ -71,7 +71,7 @@ async function verifiedFor(ctx: Ctx, candidates: string[], exactOnly: boolean): 
 
 /**
  * The sender gate of send, templates, campaigns, workflows and the SMTP relay: `fromEmail`'s domain, or
- * a parent domain, must be verified for the project. Throws 403 (code INTERNAL_SERVER_ERROR, as API.md
+ * a parent domain, must be verified for the project. Throws 403 (code INTERNAL_SERVER_ERROR, as docs/decisions.md, Errors,
  * states) otherwise; returns the signing material of the most specific verified domain.
  */
 export async function assertSenderAllowed(ctx: Ctx, fromEmail: string): Promise<VerifiedDomain> {

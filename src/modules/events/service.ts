@@ -13,7 +13,7 @@ import { writeTrack, type TrackOutcome, type TrackReused, type TrackWrite } from
 import { trackWriter } from './writer'
 
 /**
- * Names the service emits itself (API.md Events, DECISIONS.md), refused on track. Compared
+ * Names the service emits itself (docs/decisions.md, Events the service emits), refused on track. Compared
  * case-insensitively so that "Email.Sent" cannot pass for a service event either.
  */
 export function isReservedEventName(name: string): boolean {

@@ -74,7 +74,7 @@ function decodeCursor(c: string): { createdAt: Date; email: string } {
   throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
 }
 
-/** GET /suppressions: newest first, cursor pages (API.md cursor list shape). */
+/** GET /suppressions: newest first, cursor pages (docs/decisions.md, Lists and pages). */
 export async function listSuppressions(ctx: Ctx, q: ListSuppressionsQuery) {
   const limit = Math.min(100, Math.max(1, Math.trunc(Number(q.limit ?? 20)) || 20))
   const filter = { reason: q.reason, search: q.search?.trim() || undefined }

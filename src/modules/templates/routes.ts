@@ -6,14 +6,14 @@ import * as service from './service'
 
 const tags = ['templates']
 
-/** Trims the address fields before validation (DECISIONS.md: emails are trimmed and lower-cased). */
+/** Trims the address fields before validation (docs/decisions.md, Requests: emails are trimmed and lower-cased). */
 function trimAddresses({ body }: { body: unknown }) {
   if (!body || typeof body !== 'object') return
   const b = body as Record<string, unknown>
   for (const k of ['from', 'replyTo']) if (typeof b[k] === 'string') b[k] = (b[k] as string).trim()
 }
 
-/** On create, an empty or null `from` is a missing one: the flat 400 of API.md, not a 422. */
+/** On create, an empty or null `from` is a missing one: the flat 400 of docs/decisions.md, Errors, not a 422. */
 function dropEmptyFrom({ body }: { body: unknown }) {
   if (body && typeof body === 'object' && ((body as { from?: unknown }).from === '' || (body as { from?: unknown }).from === null)) {
     delete (body as { from?: unknown }).from
@@ -35,7 +35,7 @@ export function templatesRoutes(deps: Deps) {
       response: { 201: m.Template, 400: m.ErrorBody },
       detail: {
         tags, summary: 'Create a template',
-        description: `201 with the template. A missing \`from\` answers 400 \`{error}\`; a \`from\` whose domain is not verified for the project answers 403 (code INTERNAL_SERVER_ERROR, as API.md states). \`type\` defaults to MARKETING. ${VARIABLES}`,
+        description: `201 with the template. A missing \`from\` answers 400 \`{error}\`; a \`from\` whose domain is not verified for the project answers 403 (code INTERNAL_SERVER_ERROR, as docs/decisions.md, Errors, states). \`type\` defaults to MARKETING. ${VARIABLES}`,
       },
     })
     .get('', ({ ctx, query }) => service.listTemplates(ctx, query), {

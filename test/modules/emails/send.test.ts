@@ -46,7 +46,7 @@ forEachStore('POST /v1/send', (env) => {
     return (await env.store.db.select().from(contacts).where(and(eq(contacts.projectId, projectId), eq(contacts.email, email))))[0] ?? null
   }
 
-  test('queues one email per recipient before answering, with the result shape of API.md', async () => {
+  test('queues one email per recipient before answering, with the result shape of docs/decisions.md (Field names)', async () => {
     const to = `Alice.${rnd()}@Dest.Test`
     const res = await send({ to, from, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Alice' } })
     expect(res.status).toBe(200)
