@@ -39,4 +39,11 @@ const hello = new Elysia().get('/', () => 'hello').listen({ port: 0, hostname: '
 const api = buildApp(deps)
   .use(new Elysia().use(authPlugin(deps)).get('/bench/guard-only', () => ({ ok: true }), { apiKey: 'secret' }))
   .listen({ port: 0, hostname: '127.0.0.1' })
-process.stderr.write(JSON.stringify({ hello: hello.server!.port, api: api.server!.port, secretKey: project.secretKey, contactId, contacts: SEED }) + '\n')
+process.stderr.write(`${JSON.stringify({ hello: portOf(hello), api: portOf(api), secretKey: project.secretKey, contactId, contacts: SEED })}\n`)
+
+/** The port a server listens on; throws when it does not listen. */
+function portOf(app: { server: { port?: number } | null }): number {
+  const port = app.server?.port
+  if (!port) throw new Error('the server is not listening')
+  return port
+}

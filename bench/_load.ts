@@ -83,7 +83,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
             const ms = performance.now() - sentAt
             latencies.push(ms)
             if (status >= 400) errors++
-            o.onAnswer?.({ status, body, ms }, current!)
+            if (o.onAnswer && current) o.onAnswer({ status, body, ms }, current)
             if (!send(sock)) { finish(sock); return }
           }
         },

@@ -41,8 +41,9 @@ const server = Bun.listen<State>({
         }
         st.buf += text
         text = ''
-        let nl: number
-        while (!st.data && (nl = st.buf.indexOf('\r\n')) >= 0) {
+        while (!st.data) {
+          const nl = st.buf.indexOf('\r\n')
+          if (nl < 0) break
           const line = st.buf.slice(0, nl)
           st.buf = st.buf.slice(nl + 2)
           const cmd = line.slice(0, 4).toUpperCase()
@@ -63,11 +64,11 @@ const server = Bun.listen<State>({
   },
 })
 
-process.stdout.write(JSON.stringify({ port: server.port }) + '\n')
+process.stdout.write(`${JSON.stringify({ port: server.port })}\n`)
 let last = -1
 setInterval(() => {
   if (received !== last) {
     last = received
-    process.stdout.write(JSON.stringify({ received }) + '\n')
+    process.stdout.write(`${JSON.stringify({ received })}\n`)
   }
 }, 50)

@@ -33,11 +33,18 @@ for (let i = 0; i < seed; i += 1000) {
 }
 if (process.env.BENCH_WAL_CKPT) await deps.store.tx(async (db) => { (db as unknown as { $client: { run(q: string): void } }).$client.run(`PRAGMA wal_autocheckpoint = ${Number(process.env.BENCH_WAL_CKPT)}`) })
 const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
-process.stderr.write(JSON.stringify({ port: app.server!.port, publicKey: project.publicKey, secretKey: project.secretKey, synchronous: config.sqliteSynchronous }) + '\n')
+process.stderr.write(`${JSON.stringify({ port: portOf(app), publicKey: project.publicKey, secretKey: project.secretKey, synchronous: config.sqliteSynchronous })}\n`)
 // On SIGTERM: how well group commit batched (diagnostics), then a normal exit (so --cpu-prof can write).
 process.on('SIGTERM', () => {
   // Tracks commit on the track writer thread on a file-backed database, else through the in-thread group commit.
   const { batches, writes } = trackWriter(deps.store, config.sqliteSynchronous)?.stats ?? groupCommit(deps.store).stats
-  process.stderr.write(JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 } }) + '\n')
+  process.stderr.write(`${JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 } })}\n`)
   process.exit(0)
 })
+
+/** The port a server listens on; throws when it does not listen. */
+function portOf(app: { server: { port?: number } | null }): number {
+  const port = app.server?.port
+  if (!port) throw new Error('the server is not listening')
+  return port
+}

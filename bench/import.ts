@@ -30,7 +30,7 @@ function makeCsv(): { csv: string; rows: number } {
     lines.push(line)
     size += line.length + 1
   }
-  return { csv: lines.join('\n') + '\n', rows: lines.length - 1 }
+  return { csv: `${lines.join('\n')}\n`, rows: lines.length - 1 }
 }
 
 async function run(label: string, databaseUrl: string, dataDir: string, csv: string, rows: number) {

@@ -15,7 +15,7 @@ const VARS = ['firstName', 'lastName', 'company', 'plan', 'city', 'orderId', 'am
 
 /** A newsletter-like body: head with styles, a layout table, paragraphs, links, a footer. */
 function body(size: number, slots: string[]): string {
-  let html = '<!DOCTYPE html><html><head><meta charset="utf-8"><title>Newsletter</title>'
+  const html = '<!DOCTYPE html><html><head><meta charset="utf-8"><title>Newsletter</title>'
     + '<style>body{margin:0;padding:0}p{font-family:Arial,sans-serif;font-size:14px;line-height:20px}</style></head>'
     + '<body><table width="100%" cellpadding="0" cellspacing="0"><tr><td align="center"><table width="600">'
   const footer = '</table></td></tr></table></body></html>'
@@ -69,7 +69,7 @@ bench('renderEmail, 5 KB body, 10 variables', () => renderEmail({ subject, body:
 
 // 2. The same, with the template source re-read per message (a fresh string each time) and the variable
 //    merge of each message (contact data + request data with a persistent:false value + URLs).
-const sources = Array.from({ length: 16 }, () => (' ' + main).slice(1))
+const sources = Array.from({ length: 16 }, () => ` ${main}`.slice(1))
 let s = 0
 bench('  + fresh source string and templateVariables per message', () => renderEmail(
   { subject, body: sources[s++ & 15] },

@@ -2,7 +2,7 @@ import { hostname } from 'node:os'
 import { dirname, join, relative, resolve, isAbsolute } from 'node:path'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 
-/** Every setting of OPERATIONS.md, read once from the environment and an optional config file. */
+/** Every setting of README.md (Configuration), read once from the environment and an optional config file. */
 export interface Config {
   dataDir: string
   databaseUrl: string
@@ -86,7 +86,7 @@ function bool(name: string, v: string): boolean {
 }
 
 /**
- * Builds the configuration. `env` wins over the file; both use the variable names of OPERATIONS.md.
+ * Builds the configuration. `env` wins over the file; both use the variable names of README.md (Configuration).
  * `overrides` is for tests and the CLI (already typed values).
  */
 export function loadConfig(opts: { env?: Record<string, string | undefined>; file?: string; overrides?: Partial<Config> } = {}): Config {

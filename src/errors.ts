@@ -1,6 +1,6 @@
 /**
  * The one error type of mailctl. Services throw it; HTTP (src/http/errors.ts), the CLI and the SMTP
- * relay each translate it. Codes and statuses are those of DECISIONS.md.
+ * relay each translate it. Codes and statuses are those of docs/decisions.md, Errors.
  */
 export type ErrorCode =
   | 'BAD_REQUEST' | 'UNAUTHORIZED' | 'INVALID_API_KEY' | 'FORBIDDEN' | 'PROJECT_DISABLED' | 'NOT_FOUND'
@@ -20,7 +20,7 @@ export interface AppErrorOptions {
   errors?: FieldError[]
   details?: Record<string, unknown>
   suggestion?: string
-  /** Answer with the flat `{error: message}` body that API.md keeps for three rejections. */
+  /** Answer with the flat `{error: message}` body that docs/decisions.md, Errors, keeps for three rejections. */
   flat?: boolean
   headers?: Record<string, string>
 }
@@ -39,14 +39,14 @@ export const forbidden = (message = 'You are not allowed to do this') => new App
 export const notFound = (what: string) => new AppError('NOT_FOUND', `${what[0].toUpperCase()}${what.slice(1)} not found`)
 export const conflict = (message: string, details?: Record<string, unknown>) => new AppError('CONFLICT', message, { details })
 export const tooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', message)
-/** The flat `{error}` rejections of API.md (status 400). */
+/** The flat `{error}` rejections of docs/decisions.md, Errors (status 400). */
 export const flatError = (message: string) => new AppError('BAD_REQUEST', message, { flat: true })
 export const validation = (errors: FieldError[], message = 'Validation failed') =>
   new AppError('VALIDATION_ERROR', message, { errors })
 /** One field-level validation failure. */
 export const invalidField = (field: string, message: string, code = 'invalid', received?: unknown) =>
   validation([{ field, message, code, received }], message)
-/** API.md: an unverified sender domain answers 403 with the code INTERNAL_SERVER_ERROR (kept for compatibility). */
+/** docs/decisions.md, Errors: an unverified sender domain answers 403 with the code INTERNAL_SERVER_ERROR (kept for compatibility). */
 export const unverifiedDomain = (domain: string) =>
   new AppError('INTERNAL_SERVER_ERROR', `The domain ${domain} is not verified for this project`, {
     status: 403,

@@ -146,7 +146,8 @@ function sendUdp(server: Server, query: Uint8Array, id: number, timeoutMs: numbe
       clearTimeout(timer)
       try { sock.close() } catch { /* already closed */ }
       if (err) reject(err)
-      else resolve(msg!)
+      else if (msg) resolve(msg)
+      else reject(new Error('DNS exchange finished without an error or an answer'))
     }
     const timer = setTimeout(() => finish(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' })), timeoutMs)
     sock.on('error', (err) => finish(err))
@@ -171,7 +172,8 @@ function sendTcp(server: Server, query: Uint8Array, timeoutMs: number): Promise<
       clearTimeout(timer)
       sock.destroy()
       if (err) reject(err)
-      else resolve(msg!)
+      else if (msg) resolve(msg)
+      else reject(new Error('DNS exchange finished without an error or an answer'))
     }
     const timer = setTimeout(() => finish(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' })), timeoutMs)
     sock.on('error', (err) => finish(err))
@@ -201,7 +203,7 @@ function select(msg: Message, name: string, type: QueryType): RR[] {
   let current = name
   for (let i = 0; i < 16; i++) {
     const c = msg.answers.find((rr) => rr.type === 'CNAME' && rr.name.toLowerCase() === current)
-    if (!c || c.type !== 'CNAME') break
+    if (c?.type !== 'CNAME') break
     current = c.target.toLowerCase()
     if (chain.has(current)) break
     chain.add(current)
@@ -271,7 +273,8 @@ export function createResolver(opts: ResolverOptions = {}): Resolver {
         last = outcome
       }
     }
-    return last!
+    if (!last) throw new Error(`DNS lookup of ${name} asked no server (no servers, or attempts is 0)`)
+    return last
   }
 
   async function query(rawName: string, type: QueryType): Promise<RR[]> {

@@ -75,7 +75,10 @@ class Compiler {
 
   // ---- contacts.data access ----
   /** SQLite JSON path `$."k1"."k2"`: each key JSON-quoted, so quotes, dots and brackets inside a key stay a key. */
-  private sqlitePath(path: string[]): SQL { return sql`${'$' + path.map((k) => '.' + JSON.stringify(k)).join('')}` }
+  private sqlitePath(path: string[]): SQL {
+    const jsonPath = `$${path.map((k) => `.${JSON.stringify(k)}`).join('')}`
+    return sql`${jsonPath}`
+  }
   /** PostgreSQL: the jsonb value at the path (NULL when absent). */
   private jv(path: string[]): SQL { return sql`jsonb_extract_path(contacts.data, ${sql.join(path.map((k) => this.text(k)), sql.raw(', '))})` }
   private jtype(path: string[]): SQL {

@@ -4,7 +4,7 @@ import {
 } from './types'
 
 /**
- * The fields a filter can name (DECISIONS.md): email, subscribed, createdAt, updatedAt, data.<dotted.path>,
+ * The fields a filter can name (docs/decisions.md, Filters): email, subscribed, createdAt, updatedAt, data.<dotted.path>,
  * event.<name>, email.opened / email.clicked / email.bounced, segment.<id>; and the operators each kind takes.
  */
 export type FieldKind = 'email' | 'subscribed' | 'date' | 'data' | 'event' | 'emailActivity' | 'segment'
@@ -52,6 +52,7 @@ export function parseField(field: string): ParsedField | string {
     if (path.some((k) => k.length === 0)) return 'a data field is data.<key>, with dots only between non-empty keys'
     if (path.length > MAX_DATA_PATH_SEGMENTS) return `a data path has at most ${MAX_DATA_PATH_SEGMENTS} keys`
     if (path.some((k) => k.length > MAX_DATA_KEY)) return `a data key has at most ${MAX_DATA_KEY} characters`
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: data keys refuse the C0 control characters, which this range names
     if (path.some((k) => /[\u0000-\u001f]/.test(k))) return 'a data key cannot contain control characters'
     return { kind: 'data', path }
   }

@@ -5,10 +5,10 @@ import { checkTree, segmentRefs } from './check'
 import { compileTree, type Mode, type ResolvedSegment } from './compile'
 import { standardFields, OPERATORS_BY_KIND, type FieldInfo } from './fields'
 import * as repo from './repo'
-import { MAX_SEGMENT_DEPTH, type CheckedTree, type FilterTree } from './types'
+import { MAX_SEGMENT_DEPTH, type CheckedTree } from './types'
 
 /**
- * The filter engine (ROADMAP: one engine for segments, campaign audiences and workflow conditions).
+ * The filter engine (docs/decisions.md, Filters: one engine for segments, campaign audiences and workflow conditions).
  *
  *   const f = await prepareFilter(ctx, body.condition)   // 422 with the path of every bad part
  *   await countMatching(ctx, f)                          // one SQL query
@@ -181,8 +181,9 @@ export async function listFilterFields(ctx: FilterCtx, segments: Array<{ id: str
       if (v === null || v === undefined) continue
       if (typeof v === 'object' && !Array.isArray(v) && depth < 5) { walk(v as Record<string, unknown>, `${prefix}${k}.`, depth + 1); continue }
       const key = `${prefix}${k}`
-      if (!types.has(key)) types.set(key, new Set())
-      types.get(key)!.add(jsonKind(v))
+      let kinds = types.get(key)
+      if (!kinds) { kinds = new Set(); types.set(key, kinds) }
+      kinds.add(jsonKind(v))
     }
   }
   for (const data of await repo.recentContactData(ctx.store, ctx.projectId, 1000)) walk(data, '', 0)

@@ -1,5 +1,5 @@
 /**
- * The filter tree of API.md ("Filter tree") with the operators, units and fields of DECISIONS.md
+ * The filter tree of the public API with the operators, units and fields of docs/decisions.md (Filters)
  * ("Segment and audience filters"). One engine serves segments, campaign audiences, workflow CONDITION
  * steps and GET /workflows/fields.
  */

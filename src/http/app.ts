@@ -96,7 +96,8 @@ export function buildApp(deps: Deps) {
       // JSON bodies are objects. Elysia would turn a JSON array, a scalar or a text/plain string into {}
       // for a schema whose fields are all optional, so the request would "succeed" and change nothing.
       if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body))) return
-      if ((ownParsers ??= routesWithOwnParser(app.routes)).has(`${request.method} ${route}`)) return
+      ownParsers ??= routesWithOwnParser(app.routes)
+      if (ownParsers.has(`${request.method} ${route}`)) return
       const type = request.headers.get('content-type') ?? 'none'
       throw badRequest(typeof body === 'string' && !type.includes('json')
         ? `The body must be a JSON object sent with Content-Type: application/json (it came as ${type})`

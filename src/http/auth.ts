@@ -25,7 +25,7 @@ function bearer(request: Request): string | null {
   return m ? m[1].trim() : ''
 }
 
-/** The per-project request budget of API.md Limits, with RateLimit-* headers. */
+/** The per-project request budget of docs/decisions.md, Limits, with RateLimit-* headers. */
 function rateLimit(deps: Deps, projectId: string, headers: Record<string, string | number>): void | Promise<void> {
   const hit = deps.limiter.hit(`project:${projectId}`, deps.config.rateLimitPerMinute, 60_000)
   if (hit instanceof Promise) return hit.then((r) => applyLimit(r, headers))
@@ -56,7 +56,7 @@ interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow }; [SESSION_AUTH
 
 /**
  * Authentication for every route:
- * - `apiKey: 'secret'`: an sk_ key only (API.md rule 4); `apiKey: 'track'`: pk_ or sk_ (DECISIONS.md);
+ * - `apiKey: 'secret'`: an sk_ key only; `apiKey: 'track'`: pk_ or sk_ (docs/decisions.md, API keys);
  *   resolves `ctx` (project-scoped service context) and `project`.
  * - `session: true`: the dashboard JWT cookie; resolves `userId`.
  */

@@ -2,7 +2,7 @@ import type { ValidationError } from 'elysia'
 import { AppError, type FieldError } from '../errors'
 import { fieldPath, toFieldError } from '../modules/validate'
 
-/** The standard error envelope of API.md. The only place that turns errors into HTTP bodies. */
+/** The standard error envelope (docs/decisions.md, Errors). The only place that turns errors into HTTP bodies. */
 export function envelope(err: AppError, requestId: string) {
   if (err.opts.flat) return { error: err.message }
   return {

@@ -5,7 +5,7 @@ import { errorFields } from '../log'
 import { expiredLease, heldBy, holders, leaseEnd, release, releaseDead, renew, renewAfterMs, Wakeups, type LeasedTable } from './lease'
 
 /**
- * The durable job queue (STYLE.md "Jobs"): rows in `jobs`, claimed atomically (PostgreSQL
+ * The durable job queue (docs/architecture.md, The queues): rows in `jobs`, claimed atomically (PostgreSQL
  * FOR UPDATE SKIP LOCKED, SQLite the single writer), retried with exponential backoff, and leased
  * (lease.ts): a job whose worker died is claimed again once its lease expires, or at once when a worker
  * of this host starts and finds its process gone. Payloads carry ids only. Outbound mail has its own

@@ -100,7 +100,7 @@ export function canonBodyRelaxed(body: string): string {
 
 /** Relaxed header canonicalisation (RFC 6376 3.4.2) of one field given as `name` and raw `value`. */
 export function canonHeaderRelaxed(name: string, value: string): string {
-  return name.replace(/[ \t]+/g, '').toLowerCase() + ':' + value.replace(/\r?\n(?=[ \t])/g, '').replace(/[ \t]+/g, ' ').replace(/^ | $/g, '') + '\r\n'
+  return `${name.replace(/[ \t]+/g, '').toLowerCase()}:${value.replace(/\r?\n(?=[ \t])/g, '').replace(/[ \t]+/g, ' ').replace(/^ | $/g, '')}\r\n`
 }
 
 interface HeaderField { name: string; lower: string; value: string }
@@ -112,7 +112,7 @@ function parseHeaders(block: string): HeaderField[] {
   for (const line of lines) {
     if (!line) continue
     if ((line[0] === ' ' || line[0] === '\t') && out.length) {
-      out[out.length - 1].value += '\r\n' + line
+      out[out.length - 1].value += `\r\n${line}`
       continue
     }
     const colon = line.indexOf(':')
@@ -140,7 +140,7 @@ function foldTags(tags: string[]): string {
       out += '\r\n'
       lineLen = 0
     }
-    out += ' ' + t
+    out += ` ${t}`
     lineLen += 1 + t.length
   }
   return out

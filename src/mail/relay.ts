@@ -136,7 +136,7 @@ export async function relayMessage(ctx: Ctx, m: RelayedMessage): Promise<RelayRe
   if (!isEmail(fromEmail)) throw new AppError('VALIDATION_ERROR', 'The message has no usable From address')
   // The envelope sender was checked at MAIL FROM; the From header decides the DKIM domain, so it is checked too.
   const sender = await assertSenderAllowed(ctx, fromEmail)
-  const named = new Map(addressList(parsed.to).concat(addressList(parsed.cc)).filter((a) => a.address).map((a) => [normalizeEmail(a.address!), a.name || null]))
+  const named = new Map(addressList(parsed.to).concat(addressList(parsed.cc)).filter((a): a is ParsedAddress & { address: string } => !!a.address).map((a) => [normalizeEmail(a.address), a.name || null]))
   const recipients = [...new Set(m.rcptTo.map(normalizeEmail))]
   const replyTo = parsed.replyTo?.value?.find((a) => a.address)?.address ?? null
   const headers = carriedHeaders(parsed.headerLines)

@@ -9,7 +9,7 @@ import { validation, type FieldError } from '../errors'
 
 /**
  * Validates input that did not come through an HTTP route (CLI, jobs) against the same TypeBox model the
- * route uses, with the same 422 field errors. Unknown properties are stripped (DECISIONS.md).
+ * route uses, with the same 422 field errors. Unknown properties are stripped (docs/decisions.md, Requests).
  */
 export function parseInput<S extends TSchema>(schema: S, value: unknown): Static<S> {
   const cleaned = Value.Clean(schema, Value.Clone(value))
@@ -25,7 +25,7 @@ export function parseInput<S extends TSchema>(schema: S, value: unknown): Static
   return cleaned as Static<S>
 }
 
-/** TypeBox error kinds mapped to the field-level codes clients see (`invalid_string` as in API.md). */
+/** TypeBox error kinds mapped to the field-level codes clients see (`invalid_string` as in docs/decisions.md, Errors). */
 function fieldCode(type: number): string {
   const T = ValueErrorType
   switch (type) {

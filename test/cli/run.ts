@@ -10,7 +10,10 @@ export interface Run { code: number; stdout: string; stderr: string }
 /** Only the variables mailctl needs: the caller's MAILCTL_*, DATABASE_URL and REDIS_URL are not inherited. */
 export function cleanEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) env[k] = process.env[k]!
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) {
+    const v = process.env[k]
+    if (v) env[k] = v
+  }
   return { MAILCTL_LOG_LEVEL: 'warn', ...env, ...extra }
 }
 
@@ -47,8 +50,7 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
       throw new Error(`serve exited before listening (code ${code}): ${buffered} ${stderr}`)
     }
     buffered += decoder.decode(value, { stream: true })
-    let nl: number
-    while ((nl = buffered.indexOf('\n')) >= 0) {
+    for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
       const line = buffered.slice(0, nl)
       buffered = buffered.slice(nl + 1)
       lines.push(line)

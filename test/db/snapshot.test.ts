@@ -45,10 +45,10 @@ test('another connection\'s commit is seen from the next turn on, or at once aft
 
 test('dataVersion() moves after another connection\'s commit (next turn) and after our own (at once)', async () => {
   await nextTurn()
-  const v0 = store.dataVersion()!
+  const v0 = store.dataVersion()
   await insert(other, 'other-3')
   await nextTurn()
-  const v1 = store.dataVersion()!
+  const v1 = store.dataVersion()
   expect(v1).not.toBe(v0)
   await insert(store, 'own-2')
   // Our own commit is visible without waiting for a turn. (data_version counts other connections' commits;

@@ -56,7 +56,7 @@ describe('MX', () => {
 
 describe('TXT', () => {
   test('a record made of several strings comes back as one joined string', async () => {
-    const value = 'v=DKIM1; k=rsa; p=' + 'A'.repeat(392)
+    const value = `v=DKIM1; k=rsa; p=${'A'.repeat(392)}`
     dns.set('sel._domainkey.example.com', [{ type: 'TXT', data: splitTxt(value) }, { type: 'TXT', data: 'second record' }])
     const got = await r.resolveTxt('sel._domainkey.example.com')
     expect(got.sort()).toEqual([value, 'second record'].sort())
@@ -65,7 +65,7 @@ describe('TXT', () => {
   })
 
   test('a truncated UDP answer is retried over TCP', async () => {
-    const value = 'v=spf1 ' + 'include:_spf.example.net '.repeat(40) + '-all'
+    const value = `v=spf1 ${'include:_spf.example.net '.repeat(40)}-all`
     dns.set('big.example', [{ type: 'TXT', data: splitTxt(value, 200) }])
     expect(await r.resolveTxt('big.example')).toEqual([value])
     expect(dns.queries.map((q) => q.transport)).toEqual(['udp', 'tcp'])

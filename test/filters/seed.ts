@@ -1,4 +1,5 @@
 import type { Store } from '../../src/db/client'
+import { must } from '../helpers/must'
 
 /** Seeds contacts and events straight into the tables (the engine reads only those). */
 export const MIN = 60_000
@@ -30,7 +31,7 @@ export async function seed(store: Store, projectId: string, now: Date, contacts:
     }
     for (const e of events) {
       await db.insert(store.t.events).values({
-        id: Bun.randomUUIDv7(), projectId, contactId: e.email ? ids.get(e.email)! : null, name: e.name, data: e.data ?? {},
+        id: Bun.randomUUIDv7(), projectId, contactId: e.email ? must(ids.get(e.email), e.email) : null, name: e.name, data: e.data ?? {},
         emailId: null, createdAt: new Date(now.getTime() - e.ago),
       })
     }

@@ -20,7 +20,7 @@ export function cookieFrom(headers: Headers): string {
 /** A verified user, logged in over HTTP. */
 export async function verifiedUser(env: TestEnv, prefix = 'user'): Promise<TestUser> {
   const email = uniqueEmail(prefix)
-  const password = 'correct horse ' + Math.random().toString(36).slice(2)
+  const password = `correct horse ${Math.random().toString(36).slice(2)}`
   const row = await createUser(env.deps, { email, password }, { verified: true })
   const res = await env.request('POST', '/auth/login', { body: { email, password } })
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`)
@@ -28,7 +28,7 @@ export async function verifiedUser(env: TestEnv, prefix = 'user'): Promise<TestU
 }
 
 /** A project created over HTTP by `user` (OWNER), with its keys. */
-export async function ownedProject(env: TestEnv, user: TestUser, name = 'proj-' + Math.random().toString(36).slice(2, 8)) {
+export async function ownedProject(env: TestEnv, user: TestUser, name = `proj-${Math.random().toString(36).slice(2, 8)}`) {
   const res = await env.request('POST', '/users/@me/projects', { cookie: user.cookie, body: { name } })
   if (res.status !== 201) throw new Error(`project create failed: ${res.status} ${res.text}`)
   return res.body as { id: string; name: string; publicKey: string; secretKey: string }

@@ -148,10 +148,12 @@ export class TestDns {
 export async function startTestDns(): Promise<TestDns> {
   let dns: TestDns | null = null
   const onUdp: Handler = (request, send) => {
-    const response = dns!.answer(request, 'udp')
+    const server = dns
+    if (!server) return
+    const response = server.answer(request, 'udp')
     if (!response) return
     let buf = response.toBuffer()
-    if (buf.length > dns!.udpLimit) {
+    if (buf.length > server.udpLimit) {
       response.header.tc = 1
       response.answers = []
       response.authorities = []
@@ -160,7 +162,7 @@ export async function startTestDns(): Promise<TestDns> {
     send(buf)
   }
   const onTcp: Handler = (request, send) => {
-    const response = dns!.answer(request, 'tcp')
+    const response = dns?.answer(request, 'tcp')
     if (response) send(response)
   }
   for (let tries = 0; ; tries++) {

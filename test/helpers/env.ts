@@ -20,6 +20,7 @@ import { captureMailOut } from '../../src/mail/system'
 import { buildApp, type App } from '../../src/http/app'
 import { createProject, type NewProject } from '../../src/modules/projects/service'
 import { composeDeps } from '../../src/main'
+import { must } from './must'
 
 export type StoreKind = 'sqlite' | 'pg'
 export const PG_ADMIN_URL = process.env.MAILCTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -67,7 +68,7 @@ export class TestEnv {
       env: {},
       overrides: {
         dataDir: dir, databaseUrl: url, logLevel: 'silent', hostname: 'mx.mailctl.test',
-        publicUrl: 'http://localhost:3000', jwtSecret: 'test-secret-' + Math.random(), sqliteSynchronous: 'NORMAL',
+        publicUrl: 'http://localhost:3000', jwtSecret: `test-secret-${Math.random()}`, sqliteSynchronous: 'NORMAL',
         ...this.overrides,
       },
     })
@@ -82,7 +83,7 @@ export class TestEnv {
       limiter: memoryLimiter(),
       mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test'),
       redis: null,
-      secret: this.config.jwtSecret!,
+      secret: must(this.config.jwtSecret, 'config.jwtSecret'),
     })
     this.app = buildApp(this.deps)
   }
@@ -97,7 +98,7 @@ export class TestEnv {
     this.cleanups = []
   }
 
-  project(name = 'p-' + Math.random().toString(36).slice(2, 8)): Promise<NewProject> {
+  project(name = `p-${Math.random().toString(36).slice(2, 8)}`): Promise<NewProject> {
     return createProject(this.store, { name })
   }
 

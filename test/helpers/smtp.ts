@@ -254,11 +254,11 @@ if (import.meta.main) {
   const port = Number(process.env.SINK_PORT ?? 0)
   const sink = await startSink({ port, noTls: process.env.SINK_TLS !== '1' })
   let last = 0
-  process.stdout.write(JSON.stringify({ port: sink.port }) + '\n')
+  process.stdout.write(`${JSON.stringify({ port: sink.port })}\n`)
   setInterval(() => {
     if (sink.accepted !== last) {
       last = sink.accepted
-      process.stdout.write(JSON.stringify({ received: last }) + '\n')
+      process.stdout.write(`${JSON.stringify({ received: last })}\n`)
     }
     // Keep memory flat in long benchmarks: only the count matters there.
     if (sink.received.length > 10_000) sink.received.splice(0, sink.received.length - 10_000)

@@ -4,7 +4,7 @@ import { forEachStore } from '../helpers/env'
 import { projectForKey, rotateKeys } from '../../src/modules/projects/service'
 import { openStore } from '../../src/db/client'
 
-forEachStore('API key guard (API.md Authentication)', (env) => {
+forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
   test('no Authorization header: 401 UNAUTHORIZED naming the key to send', async () => {
     const res = await env.request('GET', '/contacts')
     expect(res.status).toBe(401)
@@ -45,7 +45,7 @@ forEachStore('API key guard (API.md Authentication)', (env) => {
     expect(ok.status).toBe(422)
   })
 
-  test('/v1/track accepts both keys of the project (DECISIONS.md)', async () => {
+  test('/v1/track accepts both keys of the project (docs/decisions.md, API keys)', async () => {
     const p = await env.project()
     for (const key of [p.publicKey, p.secretKey]) {
       expect((await env.request('POST', '/v1/track', { key, body: { email: 'k@example.com', event: 'seen' } })).status).toBe(200)

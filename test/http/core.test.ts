@@ -4,6 +4,7 @@ import { forEachStore } from '../helpers/env'
 import { buildApp } from '../../src/http/app'
 import type { Logger } from '../../src/log'
 import { AppError } from '../../src/errors'
+import { must } from '../helpers/must'
 
 const UUIDISH = /^[0-9a-f-]{36}$/
 
@@ -64,7 +65,7 @@ forEachStore('HTTP core: envelope, request ids, limits', (env) => {
     expect(res.body.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', statusCode: 413 })
     const server = buildApp(env.deps).listen({ port: 0, hostname: '127.0.0.1' })
     try {
-      const real = await fetch(`http://127.0.0.1:${server.server!.port}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big })
+      const real = await fetch(`http://127.0.0.1:${server.server?.port}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big })
       expect(real.status).toBe(413)
       expect(((await real.json()) as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE')
       expect(real.headers.get('x-request-id')).toMatch(UUIDISH)
@@ -85,7 +86,7 @@ forEachStore('HTTP core: envelope, request ids, limits', (env) => {
     expect(body.error.statusCode).toBe(500)
     expect(JSON.stringify(body)).not.toContain('secret internal detail')
     const id = res.headers.get('x-request-id')
-    expect(body.error.requestId).toBe(id!)
+    expect(body.error.requestId).toBe(must(id, 'an x-request-id header'))
     const logged = lines.find((l) => l.level === 'error')
     expect(logged).toMatchObject({ msg: 'unhandled error', requestId: id, error: 'secret internal detail', path: '/test/boom', method: 'GET' })
     expect(String(logged?.stack)).toContain('secret internal detail')

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { TestEnv } from '../helpers/env'
 import { projectWithDomain, startTestDns } from '../modules/emails/fixture'
+import { must } from '../helpers/must'
 
 /**
  * The signer worker threads inside the compiled executable: `npm run build` compiles the worker file as
@@ -34,7 +35,7 @@ test('a compiled worker signs outbound mail in its signer threads', async () => 
       cwd: dir,
       env: {
         PATH: process.env.PATH ?? '', DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir,
-        MAILCTL_JWT_SECRET: env.config.jwtSecret!, MAILCTL_OUTBOUND: 'capture', MAILCTL_LOG_LEVEL: 'warn', MAILCTL_HOSTNAME: env.config.hostname,
+        MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'), MAILCTL_OUTBOUND: 'capture', MAILCTL_LOG_LEVEL: 'warn', MAILCTL_HOSTNAME: env.config.hostname,
       },
       stdin: 'ignore', stdout: 'ignore', stderr: 'pipe',
     })
@@ -54,7 +55,7 @@ test('a compiled worker signs outbound mail in its signer threads', async () => 
     await child.exited
     expect({ status, reply: status === 'SENT' ? null : reply, stderr: status === 'SENT' ? '' : stderr }).toEqual({ status: 'SENT', reply: null, stderr: '' })
     const [cap] = await env.store.db.select().from(mailCapture).where(eq(mailCapture.projectId, p.id))
-    expect(cap.raw).toStartWith('DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=' + p.domain)
+    expect(cap.raw).toStartWith(`DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${p.domain}`)
   } finally {
     await env.stop()
     await dns.close()

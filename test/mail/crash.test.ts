@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { forEachStore, type TestEnv } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { mxTo, projectWithDomain, startTestDns } from '../modules/emails/fixture'
+import { must } from '../helpers/must'
 
 /**
  * Crash safety: a real `mailctl serve --role worker` process delivers queued mail to a slow sink and is
@@ -23,7 +24,7 @@ function startWorker(env: TestEnv) {
       PATH: process.env.PATH ?? '',
       DATABASE_URL: env.config.databaseUrl,
       MAILCTL_DATA_DIR: env.config.dataDir,
-      MAILCTL_JWT_SECRET: env.config.jwtSecret!,
+      MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'),
       MAILCTL_HOSTNAME: env.config.hostname,
       MAILCTL_OUTBOUND: 'direct',
       MAILCTL_MX_PORT: String(sink.port),
@@ -91,7 +92,7 @@ forEachStore('crash safety', (env) => {
     expect(duplicates).toBeLessThanOrEqual(kills.reduce((n, k) => n + k.openSessions, 0))
     // Each email has exactly one delivery event and is out of the queue.
     const deliveries = await env.store.db.select({ emailId: events.emailId }).from(events).where(eq(events.name, 'email.delivery'))
-    const mine = deliveries.filter((d) => ids.includes(d.emailId!))
+    const mine = deliveries.filter((d) => d.emailId !== null && ids.includes(d.emailId))
     expect(mine.length).toBe(N)
     expect(await env.store.db.select().from(outboundQueue).where(inArray(outboundQueue.emailId, ids))).toEqual([])
   }, 180_000)

@@ -25,9 +25,9 @@ const message: OutboundMessage = {
   from: { name: 'Ünïcode Sender', address: 'hello@example.com' }, to: { name: 'Bob', address: 'bob@dest.test' },
   replyTo: 'help@example.com',
   subject: 'A subject long enough to be folded by the composer, with ünïcode and    spaces in it',
-  html: '<p>Hello   there \t </p>\n\n\n' + '<div>line</div>\n'.repeat(200), text: 'Hello there  \n\n',
+  html: `<p>Hello   there \t </p>\n\n\n${'<div>line</div>\n'.repeat(200)}`, text: 'Hello there  \n\n',
   headers: { 'X-Custom': 'a   b\tc' },
-  listUnsubscribe: { 'List-Unsubscribe': '<https://example.com/unsubscribe/' + 'A'.repeat(150) + '>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  listUnsubscribe: { 'List-Unsubscribe': `<https://example.com/unsubscribe/${'A'.repeat(150)}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
   attachments: [{ filename: 'a.bin', content: Buffer.from([0, 1, 2, 255]).toString('base64'), contentType: 'application/octet-stream', disposition: 'attachment' }],
 }
 
@@ -44,8 +44,8 @@ describe('DKIM', () => {
     // The rules of RFC 6376 3.4.4 as separate rewrites (the reference), against the one-pass version.
     const reference = (body: string) => {
       if (!body) return ''
-      let b = body.replace(/\r?\n/g, '\r\n').replace(/[ \t]+/g, ' ').replace(/ \r\n/g, '\r\n').replace(/ $/, '').replace(/(\r\n)+$/, '')
-      return b ? b + '\r\n' : ''
+      const b = body.replace(/\r?\n/g, '\r\n').replace(/[ \t]+/g, ' ').replace(/ \r\n/g, '\r\n').replace(/ $/, '').replace(/(\r\n)+$/, '')
+      return b ? `${b}\r\n` : ''
     }
     const alphabet = [' ', '\t', '\r', '\n', '\r\n', 'a', '.', '=', 'é']
     let seed = 7

@@ -68,7 +68,7 @@ describe('links', () => {
     const t = tokenOf(unsubscribeUrl(deps, { projectId, contactId }))
     expect(verifyLinkToken(other, t)).toBeNull()
     expect(verifyLinkToken(deps, t.slice(0, -1))).toBeNull()
-    expect(verifyLinkToken(deps, t + 'A')).toBeNull()
+    expect(verifyLinkToken(deps, `${t}A`)).toBeNull()
     for (const junk of ['', 'x', 'abc', '....', 'a'.repeat(10000), '%00%00', '../../etc', 'AAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
       expect(verifyLinkToken(deps, junk)).toBeNull()
     }
@@ -80,7 +80,7 @@ describe('links', () => {
   test('ids that are not UUIDs are carried as strings', () => {
     const t = signLinkToken(deps, { kind: 'contact', projectId: 'proj_1', contactId: 'c-ÄB' })
     expect(verifyLinkToken(deps, t)).toEqual({ kind: 'contact', projectId: 'proj_1', contactId: 'c-ÄB' })
-    const long = 'https://example.org/' + 'x'.repeat(3000)
+    const long = `https://example.org/${'x'.repeat(3000)}`
     expect(verifyLinkToken(deps, tokenOf(clickUrl(deps, 'e1', long)))).toEqual({ kind: 'click', emailId: 'e1', url: long })
   })
 

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { decode as qpDecode } from 'libqp'
 import { composeMessage, composeMessageStreamed, composeMessageSync, quotedPrintable, type OutboundMessage } from '../../src/mail/mime'
+import { must } from '../helpers/must'
 
 /**
  * The synchronous serialiser of the composer's tree against nodemailer's own stream build of the same
@@ -12,9 +13,9 @@ const base: OutboundMessage = {
   from: { name: 'Ünïcode Sender', address: 'hello@example.com' }, to: { name: 'Bob', address: 'bob@dest.test' },
   replyTo: 'help@example.com',
   subject: 'A subject long enough to be folded by the composer, with ünïcode and    spaces in it',
-  html: '<p>Hello   there \t </p>\n\n\n' + '<div class="x">line =  é</div>\n'.repeat(200), text: 'Hello there  \n\n',
+  html: `<p>Hello   there \t </p>\n\n\n${'<div class="x">line =  é</div>\n'.repeat(200)}`, text: 'Hello there  \n\n',
   headers: { 'X-Custom': 'a   b\tc' },
-  listUnsubscribe: { 'List-Unsubscribe': '<https://example.com/unsubscribe/' + 'A'.repeat(150) + '>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  listUnsubscribe: { 'List-Unsubscribe': `<https://example.com/unsubscribe/${'A'.repeat(150)}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
   feedbackId: 'send:p1:mailctl',
   attachments: [
     { filename: 'a.bin', content: Buffer.from([0, 1, 2, 255]).toString('base64'), contentType: 'application/octet-stream', disposition: 'attachment' },
@@ -30,9 +31,9 @@ const variants: Record<string, Partial<OutboundMessage>> = {
   'text only': { html: null, attachments: [] },
   'text only, 7bit ascii': { html: null, text: ascii.repeat(5), attachments: [] },
   'text only, long lines': { html: null, text: 'x'.repeat(300), attachments: [] },
-  'html only, mostly non-latin (base64 chosen)': { text: null, html: '<p>' + 'жзийклмн'.repeat(100) + '</p>', attachments: [] },
+  'html only, mostly non-latin (base64 chosen)': { text: null, html: `<p>${'жзийклмн'.repeat(100)}</p>`, attachments: [] },
   'html with an attachment': { text: null },
-  'text with an inline attachment': { html: null, attachments: [base.attachments![1]] },
+  'text with an inline attachment': { html: null, attachments: [must(base.attachments, 'the attachments')[1]] },
   'no body at all': { html: null, text: null, attachments: [] },
   'empty attachment': { attachments: [{ filename: 'empty.txt', content: '', contentType: 'text/plain', disposition: 'attachment' }] },
   'no names, no reply-to, no extras': { from: { address: 'a@example.com' }, to: { address: 'b@dest.test' }, replyTo: null, headers: {}, listUnsubscribe: null, feedbackId: null },
@@ -62,7 +63,7 @@ describe('MIME composition', () => {
     const alphabet = [' ', '\t', '\r\n', '\n', '\r', '=', 'a', 'Z', '.', '~', 'é', '€', '😀', '\u0000', '\u007f', 'x'.repeat(30)]
     let seed = 11
     const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
-    const texts = ['', ' ', 'a ', 'x'.repeat(500), 'é'.repeat(200), '😀'.repeat(100), ('word '.repeat(40) + '\n').repeat(3), '='.repeat(100)]
+    const texts = ['', ' ', 'a ', 'x'.repeat(500), 'é'.repeat(200), '😀'.repeat(100), `${'word '.repeat(40)}\n`.repeat(3), '='.repeat(100)]
     for (let i = 0; i < 2000; i++) texts.push(Array.from({ length: rand(60) }, () => alphabet[rand(alphabet.length)]).join(''))
     // ASCII only (the line-by-line path), with control characters and long runs.
     const asciiAlphabet = [' ', '\t', '\r\n', '\n', '\r', '=', 'a', '.', '\u0001', '\u007f', 'x'.repeat(30), 'y'.repeat(74), ' '.repeat(3), '=3D']

@@ -14,6 +14,7 @@ import { leaseEnd, renew } from '../../src/jobs/lease'
 import { hostname } from 'node:os'
 import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
 import { returnPathDomain } from '../../src/modules/domains/service'
+import { must } from '../helpers/must'
 
 /**
  * Delivery through real SMTP sinks found through a real DNS server on loopback: what arrives (DKIM,
@@ -123,22 +124,22 @@ forEachStore('outbound delivery', (env) => {
     expect(parsed.html).toContain('Dear Ann &lt;b&gt;&amp;, total 9.99')
     expect(parsed.text).toContain('Dear Ann <b>&, total 9.99')
     expect(msg.raw.toString('latin1')).not.toMatch(/^List-Unsubscribe/im)
-    const bin = parsed.attachments.find((a) => a.filename === 'data.bin')!
+    const bin = must(parsed.attachments.find((a) => a.filename === 'data.bin'), 'data.bin')
     expect(Buffer.compare(bin.content, bytes)).toBe(0)
-    const logo = parsed.attachments.find((a) => a.contentId === '<logo@x>')!
+    const logo = must(parsed.attachments.find((a) => a.contentId === '<logo@x>'), 'the inline logo')
     expect(Buffer.compare(logo.content, png)).toBe(0)
     // The record and the events.
     const row = await email(id)
-    expect(row).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredTo: 'mx.dest.test[127.0.0.1]:' + main.port })
+    expect(row).toMatchObject({ status: 'DELIVERED', attempts: 1, deliveredTo: `mx.dest.test[127.0.0.1]:${main.port}` })
     expect(row.sentAt).toBeInstanceOf(Date)
     expect(row.deliveredAt).toBeInstanceOf(Date)
     const { emailContents } = env.store.t
     const [content] = await env.store.db.select().from(emailContents).where(eq(emailContents.emailId, id))
-    expect(content.attachments!.map((a) => [a.filename, a.content, a.size])).toEqual([['data.bin', null, 3000], ['logo.png', null, 200]])
+    expect(content.attachments?.map((a) => [a.filename, a.content, a.size])).toEqual([['data.bin', null, 3000], ['logo.png', null, 200]])
     expect(await queueRow(id)).toBeNull()
     const evs = await eventsOf(id)
     expect(evs.map((e) => e.name).sort()).toEqual(['email.delivery', 'email.sent'])
-    expect(evs.find((e) => e.name === 'email.delivery')!.data).toMatchObject({ emailId: id, messageId: mid(id), subject: 'Order 42 for Ann <b>&', from: p.from, sourceType: 'send', smtpCode: 250, tls: true })
+    expect(evs.find((e) => e.name === 'email.delivery')?.data).toMatchObject({ emailId: id, messageId: mid(id), subject: 'Order 42 for Ann <b>&', from: p.from, sourceType: 'send', smtpCode: 250, tls: true })
   })
 
   test('marketing mail carries one-click List-Unsubscribe and List-Unsubscribe-Post, both DKIM-signed', async () => {
@@ -180,7 +181,7 @@ forEachStore('outbound delivery', (env) => {
     expect(row).toMatchObject({ status: 'BOUNCED', bounceType: 'hard', attempts: 1 })
     expect(row.lastReply).toContain('550 5.1.1')
     expect(await queueRow(id)).toBeNull()
-    const bounce = (await eventsOf(id)).find((e) => e.name === 'email.bounce')!
+    const bounce = must((await eventsOf(id)).find((e) => e.name === 'email.bounce'), 'an email.bounce event')
     expect(bounce.data).toMatchObject({ bounceType: 'hard', smtpCode: 550, enhancedCode: '5.1.1', suppressed: true, emailId: id })
     expect(String(bounce.data.reply)).toContain('No such user')
     const { suppressions, contacts } = env.store.t
@@ -204,7 +205,7 @@ forEachStore('outbound delivery', (env) => {
     const [id] = await send({ to })
     await pipelineFor(env).drain()
     expect(await email(id)).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
-    expect((await eventsOf(id)).find((e) => e.name === 'email.bounce')!.data).toMatchObject({ suppressed: false, enhancedCode: '5.7.1' })
+    expect((await eventsOf(id)).find((e) => e.name === 'email.bounce')?.data).toMatchObject({ suppressed: false, enhancedCode: '5.7.1' })
     const { suppressions } = env.store.t
     expect(await env.store.db.select().from(suppressions).where(eq(suppressions.email, to))).toEqual([])
   })
@@ -218,7 +219,7 @@ forEachStore('outbound delivery', (env) => {
     expect(row).toMatchObject({ status: 'SENDING', attempts: 1 })
     expect(row.lastReply).toContain('try again in 300 seconds')
     expect(q).toMatchObject({ attempts: 1, lockedBy: null })
-    const delay = q!.runAt.getTime() - row.updatedAt.getTime()
+    const delay = must(q, 'the queue row').runAt.getTime() - row.updatedAt.getTime()
     expect(delay).toBeGreaterThanOrEqual(299_000)
     expect(delay).toBeLessThanOrEqual(301_000)
     const stats = await queueStats(env.store)
@@ -243,7 +244,7 @@ forEachStore('outbound delivery', (env) => {
     await pl.stop()
     for (const id of ids) expect(busy.byMessageId(mid(id))).toHaveLength(1)
     expect(busy.attempts.some((a) => a.stage === 'connect' && a.reply.startsWith('421'))).toBe(true)
-    const dest = pl.transport.destinations().find((d) => d.key === 'mx.busy.test')!
+    const dest = must(pl.transport.destinations().find((d) => d.key === 'mx.busy.test'), 'the mx.busy.test destination')
     expect(dest.limit).toBeLessThan(8)
   })
 
@@ -327,7 +328,7 @@ forEachStore('outbound delivery', (env) => {
     const temp = await email(tempId)
     expect(temp.status).toBe('SENDING')
     expect(temp.lastReply).toContain('4.4.3')
-    expect((await queueRow(tempId))!.attempts).toBe(1)
+    expect((await queueRow(tempId))?.attempts).toBe(1)
     // DNS answers again: the retry delivers.
     dns.fail(flaky, null)
     mxTo(dns, flaky)
@@ -363,7 +364,7 @@ forEachStore('outbound delivery', (env) => {
     const [cap] = (await listCaptured(env.store, { projectId: p.id, withRaw: true })).filter((c) => c.emailId === id)
     expect(cap).toMatchObject({ kind: 'outbound', to: expect.stringMatching(/^cap\./), subject: 'Captured yes' })
     expect(cap.raw).toContain('DKIM-Signature:')
-    expect((await dkimOf(Buffer.from(cap.raw!, 'latin1'), dns))[0].status.result).toBe('pass')
+    expect((await dkimOf(Buffer.from(must(cap.raw, 'the raw message'), 'latin1'), dns))[0].status.result).toBe('pass')
   })
 
   test('a sender domain no longer verified at delivery time fails the email (email.failed)', async () => {

@@ -15,6 +15,7 @@ import { startInbound } from '../../src/mail/inbound/receiver'
 import { forEachStore } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
+import { must } from '../helpers/must'
 
 /**
  * The SMTP relay as an application uses it: nodemailer with AUTH (any user, the sk_ key), the message
@@ -68,7 +69,7 @@ forEachStore('SMTP relay', (env) => {
 
   beforeAll(async () => {
     p = await projectWithDomain(env, dns, `relay-${rnd()}.test`)
-    relay = (await startRelay(env.deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }))!
+    relay = must(await startRelay(env.deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }), 'the relay')
     env.onStop(() => relay.close())
   })
 
@@ -79,7 +80,7 @@ forEachStore('SMTP relay', (env) => {
 
   test('nodemailer with the secret key: queued before the 250, delivered DKIM-signed with the VERP return path and tracking', async () => {
     const to = `r.${rnd()}@dest.test`
-    const png = Buffer.from('89504e470d0a1a0a' + 'ab'.repeat(64), 'hex')
+    const png = Buffer.from(`89504e470d0a1a0a${'ab'.repeat(64)}`, 'hex')
     const res = await submit(relay.port, auth(), {
       from: `"The App" <app@${p.domain}>`, to: { name: 'Rcpt Person', address: to }, replyTo: 'support@example.org',
       subject: 'Relayed ✓ message', text: 'Hello from the app', html: '<html><body><p>Hello <a href="https://example.com/go">go</a></p><img src="cid:logo@app"></body></html>',
@@ -91,12 +92,12 @@ forEachStore('SMTP relay', (env) => {
     })
     expect(res.ok).toBe(true)
     expect(res.response).toMatch(/^250 2\.0\.0 Ok: queued as [0-9a-f-]{36}$/)
-    const id = /queued as ([0-9a-f-]{36})/.exec(res.response)![1]
+    const id = must(/queued as ([0-9a-f-]{36})/.exec(res.response), 'a queued-as reply')[1]
     // Queued (and the contact upserted, unsubscribed like any /v1/send contact) before the answer.
     const [email] = (await emailsOf(p.id)).filter((e) => e.id === id)
     expect(email).toMatchObject({ sourceType: 'relay', status: 'PENDING', toAddress: to, toName: 'Rcpt Person', fromAddress: `app@${p.domain}`, fromName: 'The App', replyTo: 'support@example.org', subject: 'Relayed ✓ message' })
     const c = env.store.t.contacts
-    const [contact] = await env.store.db.select().from(c).where(eq(c.id, email.contactId!))
+    const [contact] = await env.store.db.select().from(c).where(eq(c.id, must(email.contactId, 'the contact id')))
     expect(contact).toMatchObject({ email: to, subscribed: false, projectId: p.id })
     await pipelineFor(env).drain()
     const [msg] = sink.byMessageId(email.messageId)
@@ -115,9 +116,9 @@ forEachStore('SMTP relay', (env) => {
     expect(String(parsed.html)).toContain(`${env.config.publicUrl}/t/c/`)
     expect(String(parsed.html)).toContain(`${env.config.publicUrl}/t/o/`)
     expect(String(parsed.html)).not.toContain('href="https://example.com/go"')
-    const csv = parsed.attachments.find((a) => a.filename === 'report.csv')!
+    const csv = must(parsed.attachments.find((a) => a.filename === 'report.csv'), 'report.csv')
     expect(csv.content.toString()).toBe('a,b\n1,2\n')
-    const logo = parsed.attachments.find((a) => a.filename === 'logo.png')!
+    const logo = must(parsed.attachments.find((a) => a.filename === 'logo.png'), 'logo.png')
     expect(logo.content.equals(png)).toBe(true)
     expect(logo.cid).toBe('logo@app')
   })
@@ -126,7 +127,7 @@ forEachStore('SMTP relay', (env) => {
     const rcpts = [`a.${rnd()}@dest.test`, `b.${rnd()}@dest.test`, `c.${rnd()}@dest.test`]
     const res = await submit(relay.port, auth(), { from: `app@${p.domain}`, to: rcpts[0], cc: rcpts[1], bcc: rcpts[2], subject: 'Three', text: 'x' })
     expect(res.ok).toBe(true)
-    const ids = /queued as (.+)$/.exec(res.response)![1].split(',')
+    const ids = must(/queued as (.+)$/.exec(res.response), 'a queued-as reply')[1].split(',')
     expect(ids).toHaveLength(3)
     await pipelineFor(env).drain()
     for (const r of rcpts) {
@@ -181,7 +182,7 @@ forEachStore('SMTP relay', (env) => {
 
   test('repeated failures from one address slow down, then lock the address out even with the right key', async () => {
     const deps: Deps = { ...env.deps, limiter: memoryLimiter() }
-    const own = (await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }))!
+    const own = must(await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }), 'the relay')
     try {
       const mail = { from: `app@${p.domain}`, to: `x.${rnd()}@dest.test`, subject: 's', text: 't' }
       expect((await submit(own.port, auth(), mail)).ok).toBe(true)
@@ -205,12 +206,12 @@ forEachStore('SMTP relay', (env) => {
   })
 
   test('full circle: relayed mail bounces back to the VERP address it went out with; the address is then refused at RCPT', async () => {
-    const inbound = (await startInbound(env.deps, { port: 0, host: '127.0.0.1' }))!
+    const inbound = must(await startInbound(env.deps, { port: 0, host: '127.0.0.1' }), 'the inbound server')
     try {
       const to = `no.such.${rnd()}@dest.test`
       const res = await submit(relay.port, auth(), { from: `app@${p.domain}`, to, subject: 'Will bounce', text: 't' })
       expect(res.ok).toBe(true)
-      const id = /queued as ([0-9a-f-]{36})/.exec(res.response)![1]
+      const id = must(/queued as ([0-9a-f-]{36})/.exec(res.response), 'a queued-as reply')[1]
       await pipelineFor(env).drain()
       const [email] = (await emailsOf(p.id)).filter((e) => e.id === id)
       const [msg] = sink.byMessageId(email.messageId)
@@ -235,7 +236,7 @@ forEachStore('SMTP relay', (env) => {
 
   test('with a certificate: AUTH only after STARTTLS; implicit TLS on the secure port', async () => {
     const deps: Deps = { ...env.deps, config: { ...env.config, smtpTlsCert: certPath, smtpTlsKey: keyPath } }
-    const tlsRelay = (await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: 0, authFailureDelayMs: 1 }))!
+    const tlsRelay = must(await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: 0, authFailureDelayMs: 1 }), 'the relay')
     try {
       expect(tlsRelay.securePort).toBeGreaterThan(0)
       const mail = () => ({ from: `app@${p.domain}`, to: `tls.${rnd()}@dest.test`, subject: 'over TLS', text: 't' })
@@ -243,9 +244,9 @@ forEachStore('SMTP relay', (env) => {
       expect(clear.ok).toBe(false)
       const starttls = await submit(tlsRelay.port, auth(), mail(), { ignoreTLS: false, requireTLS: true, tls: { rejectUnauthorized: false } })
       expect(starttls.ok).toBe(true)
-      const implicit = await submit(tlsRelay.securePort!, auth(), mail(), { secure: true, ignoreTLS: false, tls: { rejectUnauthorized: false } })
+      const implicit = await submit(must(tlsRelay.securePort, 'the implicit-TLS port'), auth(), mail(), { secure: true, ignoreTLS: false, tls: { rejectUnauthorized: false } })
       expect(implicit.ok).toBe(true)
-      const wrong = await submit(tlsRelay.securePort!, { user: 'u', pass: `sk_${'1'.repeat(64)}` }, mail(), { secure: true, ignoreTLS: false, tls: { rejectUnauthorized: false } })
+      const wrong = await submit(must(tlsRelay.securePort, 'the implicit-TLS port'), { user: 'u', pass: `sk_${'1'.repeat(64)}` }, mail(), { secure: true, ignoreTLS: false, tls: { rejectUnauthorized: false } })
       expect(wrong).toMatchObject({ ok: false, code: 535 })
     } finally {
       await tlsRelay.close()

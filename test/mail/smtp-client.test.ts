@@ -68,7 +68,7 @@ describe('SMTP client', () => {
     const alphabet = ['.', '\r', '\n', '\r\n', 'a', ' ', '..', '\r\n.\r\n']
     let seed = 5
     const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
-    const samples = ['a', '.', 'a\r\n', 'a\r\n.b\r\n', 'x'.repeat(100) + '\r\n', 'end with cr\r']
+    const samples = ['a', '.', 'a\r\n', 'a\r\n.b\r\n', `${'x'.repeat(100)}\r\n`, 'end with cr\r']
     for (let i = 0; i < 2000; i++) samples.push(Array.from({ length: 1 + rand(30) }, () => alphabet[rand(alphabet.length)]).join(''))
     for (const s of samples) {
       const raw = Buffer.from(s, 'latin1')

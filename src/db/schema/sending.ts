@@ -15,7 +15,7 @@ export interface StoredAttachment {
 export function sendingTables(c: Cols) {
   /**
    * One row per recipient of every mail mailctl sends (send, campaigns, workflows, relay): the rendered
-   * content, the delivery state (forward-only, DECISIONS.md) and the last SMTP outcome.
+   * content, the delivery state (forward-only, docs/decisions.md, States) and the last SMTP outcome.
    */
   const emails = c.table('emails', {
     id: c.text('id').primaryKey(),

@@ -1,6 +1,6 @@
 import type { Cols } from '../columns'
 
-/** Email templates (API.md Template): Handlebars subject and HTML body, sender fields and a type. */
+/** Email templates (docs/decisions.md, Templates): Handlebars subject and HTML body, sender fields and a type. */
 export function templateTables(c: Cols) {
   const templates = c.table('templates', {
     id: c.text('id').primaryKey(),

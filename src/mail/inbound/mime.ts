@@ -77,7 +77,7 @@ export function parseHeaderBlock(head: string): Header[] {
   const out: Header[] = []
   for (const line of head.split(/\r?\n/)) {
     if (/^[ \t]/.test(line) && out.length) {
-      out[out.length - 1].value += ' ' + line.trim()
+      out[out.length - 1].value += ` ${line.trim()}`
       continue
     }
     const i = line.indexOf(':')

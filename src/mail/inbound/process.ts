@@ -66,7 +66,7 @@ async function onDsn(deps: Deps, db: Db, row: InboundRow, report: DsnReport): Pr
   const email = await findEmail(deps, db, [...row.rcptTo, ...report.verpAddresses], report.originalMessageId, row.projectId)
   if (!email) return { status: 'ignored', kind: 'dsn', emailId: null, projectId: row.projectId, detail: 'bounce for no email of this server (no valid VERP address or known Message-ID)' }
   const r = recipientFor(report, email)
-  if (!r || !r.bounceType) {
+  if (!r?.bounceType) {
     return { status: 'processed', kind: 'dsn', emailId: email.id, projectId: email.projectId, detail: `delivery report without a failure (${report.recipients.map((x) => x.action).join(', ')})` }
   }
   const ctx = ctxFor(deps, email.projectId, { kind: 'job', name: INBOUND_JOB })

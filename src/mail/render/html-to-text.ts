@@ -40,7 +40,11 @@ const VOID = new Set(['br', 'hr', 'img', 'meta', 'link', 'input', 'area', 'base'
 const ATTR_RE: Record<string, RegExp> = {}
 function attr(tag: string, name: string): string | null {
   if (tag.indexOf('=') === -1) return null
-  const re = ATTR_RE[name] ??= new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>]+))`, 'i')
+  let re = ATTR_RE[name]
+  if (!re) {
+    re = new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>]+))`, 'i')
+    ATTR_RE[name] = re
+  }
   const m = re.exec(tag)
   return m ? decodeEntities(m[1] ?? m[2] ?? m[3] ?? '') : null
 }
@@ -165,9 +169,10 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
       else {
         const link = links.pop()
         const href = link?.href?.trim()
-        if (href && !href.startsWith('#') && !/^javascript:/i.test(href)) {
+        if (link && href && !href.startsWith('#') && !/^javascript:/i.test(href)) {
           const target = href.replace(/^mailto:/i, '')
-          const label = out.slice(link!.at).join('').replace(/[\u0001-\u0003]/g, '').trim()
+          // biome-ignore lint/suspicious/noControlCharactersInRegex: U+0001-U+0003 are the pending-break marks of marks.ts, removed from a link's label
+          const label = out.slice(link.at).join('').replace(/[\u0001-\u0003]/g, '').trim()
           if (marked && label && /[\uE000\uE002]/.test(label + target)) {
             // Whether the label is empty, or equals the URL, must not depend on the values.
             const restore = (t: string) => t.replace(MARK_RE, (_, n: string) => marked.gaps[Number(n)])
@@ -185,7 +190,7 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
     if (name === 'li' && !closing) { breakLine(1); emit('* '); continue }
     if (name === 'td' || name === 'th') { if (closing) emit(' '); continue }
     if (PARAGRAPH.has(name)) { breakLine(2); continue }
-    if (LINE.has(name)) { breakLine(1); continue }
+    if (LINE.has(name)) breakLine(1)
   }
   return { text: out.join('') }
 }

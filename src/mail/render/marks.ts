@@ -24,5 +24,7 @@ export const LINK_OPEN = '\uE004'
 export const LINK_CLOSE = '\uE005'
 
 /** Every mark character, the ones above: stripped from values, refused in sources. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0001-U+0003 are the break marks defined above
 export const MARK_CHARS = /[\u0001-\u0003\uE000-\uE005]/
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0001-U+0003 are the break marks defined above
 export const MARK_CHARS_G = /[\u0001-\u0003\uE000-\uE005]/g

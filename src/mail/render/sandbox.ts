@@ -187,7 +187,7 @@ function pathGetter(parts: string[]): (vars: TemplateVars) => unknown {
  * whitespace handling, through the parsed content values, and the same escaping function), several times
  * faster. Null when the template needs the full Handlebars runtime.
  */
-function simpleRenderer(ast: Program, escape: boolean): RenderFn | null {
+function simpleRenderer(ast: Program, escapeValues: boolean): RenderFn | null {
   const statics: string[] = []
   const getters: Array<(v: TemplateVars) => unknown> = []
   const escaped: boolean[] = []
@@ -203,7 +203,7 @@ function simpleRenderer(ast: Program, escape: boolean): RenderFn | null {
     statics.push(cur)
     cur = ''
     getters.push(pathGetter(p.parts))
-    escaped.push(escape && m.escaped)
+    escaped.push(escapeValues && m.escaped)
   }
   statics.push(cur)
   const n = getters.length
@@ -211,7 +211,7 @@ function simpleRenderer(ast: Program, escape: boolean): RenderFn | null {
     let out = statics[0]
     for (let i = 0; i < n; i++) {
       const v = getters[i](vars)
-      if (v != null && typeof v !== 'function') out += escaped[i] ? escapeHtml(v) : '' + (v as string)
+      if (v != null && typeof v !== 'function') out += escaped[i] ? escapeHtml(v) : (v as string)
       out += statics[i + 1]
     }
     return out

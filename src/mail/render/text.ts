@@ -164,6 +164,7 @@ function settleLinks(s: string): string {
  * at most one blank line results.
  */
 function foldBreaks(s: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: U+0001-U+0003 are the break marks of marks.ts that this folds
   return s.replace(/[ \t\n\u0001-\u0003]*[\u0001-\u0003][ \t\n\u0001-\u0003]*/g, (run) => {
     let lines = 0
     let group = 0

@@ -9,7 +9,7 @@ import type { TemplateVars } from './sandbox'
 
 export interface MessageUrls { unsubscribeUrl?: string; subscribeUrl?: string; manageUrl?: string }
 
-/** `{value, persistent}`: a request-only (persistent: false) or stored value, API.md contact data rule 4. */
+/** `{value, persistent}`: a request-only (persistent: false) or stored value, docs/decisions.md, Contact data, rule 4. */
 function unwrapDataValue(v: unknown): unknown {
   if (v && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as Record<string, unknown>

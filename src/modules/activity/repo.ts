@@ -48,7 +48,8 @@ export async function emailPage(store: Store, projectId: string, f: EmailFilter,
   const where = emailConds(store, projectId, f)
   if (after) {
     const at = new Date(after.at)
-    where.push(or(lt(e.createdAt, at), and(eq(e.createdAt, at), lt(e.id, after.id)))!)
+    const older = or(lt(e.createdAt, at), and(eq(e.createdAt, at), lt(e.id, after.id)))
+    if (older) where.push(older)
   }
   return store.db.select({
     id: e.id, projectId: e.projectId, contactId: e.contactId, templateId: e.templateId, campaignId: e.campaignId,
@@ -66,7 +67,8 @@ export async function eventPage(store: Store, projectId: string, f: EventFilter,
   const where = eventConds(store, projectId, f)
   if (after) {
     const at = new Date(after.at)
-    where.push(or(lt(e.createdAt, at), and(eq(e.createdAt, at), lt(e.id, after.id)))!)
+    const older = or(lt(e.createdAt, at), and(eq(e.createdAt, at), lt(e.id, after.id)))
+    if (older) where.push(older)
   }
   return store.db.select({
     id: e.id, name: e.name, contactId: e.contactId, contactEmail: c.email, emailId: e.emailId, data: e.data, createdAt: e.createdAt,

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
-/** HS256 JSON Web Tokens for the dashboard session cookie (DECISIONS.md). */
+/** HS256 JSON Web Tokens for the dashboard session cookie (docs/decisions.md, Dashboard sessions). */
 const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url')
 
 export interface SessionClaims { sub: string; iat: number; exp: number; [k: string]: unknown }

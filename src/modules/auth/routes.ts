@@ -7,7 +7,7 @@ import { Ack, EmailBody, LoginBody, OAuthConfig, ResetBody, SignupBody, TokenBod
 import * as service from './service'
 import { revokeSession, SESSION_TTL_SECONDS } from './sessions'
 
-/** DECISIONS.md: httpOnly, SameSite=Lax, 7 days, Secure when the public URL is https. */
+/** docs/decisions.md, Dashboard sessions: httpOnly, SameSite=Lax, 7 days, Secure when the public URL is https. */
 function sessionCookie(deps: Deps, token: string, maxAge = SESSION_TTL_SECONDS): string {
   const secure = deps.config.publicUrl.startsWith('https:') ? '; Secure' : ''
   return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`

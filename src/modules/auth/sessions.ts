@@ -3,7 +3,7 @@ import type { Db, Store } from '../../db/client'
 import type { Deps } from '../../deps'
 import { signJwt, verifyJwt } from './jwt'
 
-/** DECISIONS.md: the dashboard session lasts 7 days. */
+/** docs/decisions.md, Dashboard sessions: the dashboard session lasts 7 days. */
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600
 
 /** Records a session and returns the JWT for the `mailctl_session` cookie (claims: sub = user, sid = session). */

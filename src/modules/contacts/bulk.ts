@@ -8,8 +8,8 @@ import * as repo from './repo/contact'
 import { subscriptionEvent } from './service'
 
 /**
- * Bulk subscribe / unsubscribe / delete of up to 1,000 contacts by id (API.md Limits), queued as one
- * `contacts.bulk` job and processed in one transaction. Result (DECISIONS.md job record): `updated` =
+ * Bulk subscribe / unsubscribe / delete of up to 1,000 contacts by id (docs/decisions.md, Limits), queued as one
+ * `contacts.bulk` job and processed in one transaction. Result (docs/decisions.md, Job records): `updated` =
  * contacts changed (or deleted), `skipped` = already in the asked state, `failed` = ids not found in the
  * project, each named in `errors` (`row` = its 1-based position in `contactIds`).
  */
@@ -21,7 +21,8 @@ export const MAX_BULK = 1000
 export async function queueBulk(ctx: Ctx, action: BulkAction, contactIds: string[]) {
   const ids = [...new Set(contactIds)]
   const jobId = await enqueue(ctx.store, BULK_JOB, { action, contactIds: ids }, { projectId: ctx.projectId, total: ids.length, maxAttempts: 5 })
-  return { jobId: jobId!, status: 'queued' as const }
+  if (!jobId) throw new Error(`the ${BULK_JOB} job was not queued`)
+  return { jobId, status: 'queued' as const }
 }
 
 export async function getBulkJob(ctx: Ctx, jobId: string) {

@@ -11,7 +11,7 @@ import * as listRepo from './repo/list'
 export async function* exportCsv(ctx: Ctx): AsyncGenerator<string> {
   const keys = [...new Set((await fieldsRepo.fieldKinds(ctx.store, ctx.projectId)).map((k) => k.key))].sort()
   const header = ['id', 'email', 'subscribed', 'createdAt', 'updatedAt', ...keys]
-  yield Papa.unparse([header], { newline: '\n' }) + '\n'
+  yield `${Papa.unparse([header], { newline: '\n' })}\n`
   const cell = (v: unknown): string | number | boolean => {
     if (v === undefined || v === null) return ''
     if (typeof v === 'object') return JSON.stringify(v)
@@ -19,6 +19,6 @@ export async function* exportCsv(ctx: Ctx): AsyncGenerator<string> {
   }
   for await (const rows of listRepo.iterateAll(ctx.store, ctx.projectId, 2000)) {
     const out = rows.map((r) => [r.id, r.email, r.subscribed, r.createdAt.toISOString(), r.updatedAt.toISOString(), ...keys.map((k) => cell(r.data?.[k]))])
-    yield Papa.unparse(out, { newline: '\n' }) + '\n'
+    yield `${Papa.unparse(out, { newline: '\n' })}\n`
   }
 }

@@ -9,7 +9,7 @@ import * as repo from './repo/imports'
 import { upsertMany, type UpsertInput } from './service'
 
 /**
- * CSV import (API.md: multipart, at most 5 MB, queued). The upload is stored in `contact_imports` and a
+ * CSV import (docs/decisions.md, Limits: multipart, at most 5 MB, queued). The upload is stored in `contact_imports` and a
  * `contacts.import` job (payload: the upload id) processes it in batches, one transaction per batch;
  * a bad row is reported and skipped, never aborting the rest. Every row is an upsert by the data rules,
  * so importing the same file again changes nothing.
@@ -68,7 +68,7 @@ function parseCsv(text: string, preview = 0): string[][] {
 /** Reads the header of an upload so that a file without an email column is refused at once (422). */
 export function checkHeader(text: string): void {
   const [header] = parseCsv(text, 1)
-  if (!header || !header.some((h) => h.trim())) throw invalidField('file', 'The CSV file is empty: it needs a header row with an "email" column', 'empty_file')
+  if (!header?.some((h) => h.trim())) throw invalidField('file', 'The CSV file is empty: it needs a header row with an "email" column', 'empty_file')
   mapHeader(header)
 }
 
@@ -116,10 +116,11 @@ export async function queueImport(ctx: Ctx, file: { name: string; size: number; 
     await repo.insertImport(ctx.store, db, { id, projectId: ctx.projectId, filename: file.name || 'import.csv', size: bytes.length, content: bytes, createdAt: new Date() })
     return enqueue(ctx.store, IMPORT_JOB, { importId: id }, { projectId: ctx.projectId, maxAttempts: 3 }, db)
   })
-  return { jobId: jobId!, status: 'queued' as const }
+  if (!jobId) throw new Error(`the ${IMPORT_JOB} job was not queued`)
+  return { jobId, status: 'queued' as const }
 }
 
-/** The job record of DECISIONS.md for an import or bulk job. */
+/** The job record of docs/decisions.md (Job records) for an import or bulk job. */
 export function jobRecord(job: JobRow, type: string) {
   const total = job.total
   const progress = job.status === 'completed' ? 100 : total > 0 ? Math.min(100, Math.floor((job.processed / total) * 100)) : 0

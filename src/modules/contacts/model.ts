@@ -20,7 +20,7 @@ export const Contact = t.Object({
 
 export const ContactWithMeta = t.Composite([Contact, t.Object({ _meta: t.Object({ isNew: t.Boolean(), isUpdate: t.Boolean() }) })])
 
-/** POST /contacts. `email` is optional here only so that its absence answers the flat 400 of API.md. */
+/** POST /contacts. `email` is optional here only so that its absence answers the flat 400 of docs/decisions.md, Errors. */
 export const CreateContactBody = t.Object({
   email: t.Optional(Email),
   subscribed: t.Optional(t.Boolean({ default: undefined })),

@@ -39,7 +39,7 @@ export function contactsRoutes(deps: Deps) {
       return contact
     }, {
       apiKey: 'secret', body: m.CreateContactBody,
-      // No body or an empty email is a missing email: the flat 400 of API.md rather than a 422.
+      // No body or an empty email is a missing email: the flat 400 of docs/decisions.md, Errors, rather than a 422.
       transform: (c) => {
         if (c.body === undefined || c.body === null) c.body = {}
         const b = c.body as { email?: unknown }

@@ -83,7 +83,7 @@ export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: 
   if (!set.data && !flip) return { contact: existing, isNew: false, isUpdate: true, templateData, events: [] }
   const contact: ContactRow = { ...existing, ...set, updatedAt: new Date() }
   await repo.saveState(store, db, contact)
-  const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(existing.id, input.subscribed!)]) : []
+  const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(existing.id, contact.subscribed)]) : []
   return { contact, isNew: false, isUpdate: true, templateData, events }
 }
 
@@ -151,7 +151,7 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     await repo.saveState(store, db, next)
     contacts[i] = next
     outcomes[i] = 'updated'
-    if (flip) newEvents.push(subscriptionEvent(row.id, inputs[i].subscribed!))
+    if (flip) newEvents.push(subscriptionEvent(row.id, next.subscribed))
   }
   const events = await appendEvents(ctx, db, newEvents)
   return { outcomes, refused, contacts, events }
@@ -208,8 +208,9 @@ export async function updateContact(ctx: Ctx, id: string, body: { email?: string
       }
       if (!set.data && !flip && !set.email) return { contact: row, events: [] }
       set.updatedAt = new Date()
-      const contact = (await repo.updateById(ctx.store, db, ctx.projectId, row.id, set))!
-      const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(row.id, body.subscribed!)]) : []
+      const contact = await repo.updateById(ctx.store, db, ctx.projectId, row.id, set)
+      if (!contact) throw notFound('contact')
+      const events = flip ? await appendEvents(ctx, db, [subscriptionEvent(row.id, contact.subscribed)]) : []
       return { contact, events }
     })
   } catch (err) {
@@ -254,7 +255,7 @@ export function clampLimit(limit: number | undefined, def = DEFAULT_PAGE, max = 
 /**
  * GET /contacts: keyset pages in (createdAt, id) or (email) order. The cursor carries the sort, the
  * direction and the last row's key, so a page never depends on rows inserted since. `total` is counted
- * on the first page only (API.md).
+ * on the first page only (docs/decisions.md, Lists and pages).
  */
 export async function listContacts(ctx: Ctx, q: ListContactsQuery) {
   const limit = clampLimit(q.limit)

@@ -3,7 +3,7 @@ import { recheckDueDomains } from './service'
 
 /**
  * domains.recheck runs every minute and re-checks what is due: pending domains every 5 minutes,
- * verified ones daily (API.md Limits: verification in the background every 5 minutes).
+ * verified ones daily (docs/decisions.md, Limits: verification in the background every 5 minutes).
  */
 export const domainJobs = [
   defineJob({

@@ -31,7 +31,7 @@ export function masterKey(dataDir: string): Buffer {
     mkdirSync(dataDir, { recursive: true })
     const fresh = randomBytes(32)
     try {
-      writeFileSync(path, fresh.toString('base64') + '\n', { flag: 'wx', mode: 0o600 })
+      writeFileSync(path, `${fresh.toString('base64')}\n`, { flag: 'wx', mode: 0o600 })
       key = fresh
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
@@ -47,7 +47,7 @@ export function encryptPrivateKey(key: Buffer, pem: string, boundTo: string): st
   const cipher = createCipheriv('aes-256-gcm', key, iv)
   cipher.setAAD(Buffer.from(boundTo, 'utf8'))
   const ct = Buffer.concat([cipher.update(pem, 'utf8'), cipher.final()])
-  return 'v1:' + Buffer.concat([iv, cipher.getAuthTag(), ct]).toString('base64')
+  return `v1:${Buffer.concat([iv, cipher.getAuthTag(), ct]).toString('base64')}`
 }
 
 export function decryptPrivateKey(key: Buffer, blob: string, boundTo: string): string {

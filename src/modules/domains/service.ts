@@ -71,7 +71,7 @@ async function verifiedFor(ctx: Ctx, candidates: string[], exactOnly: boolean): 
 
 /**
  * The sender gate of send, templates, campaigns, workflows and the SMTP relay: `fromEmail`'s domain, or
- * a parent domain, must be verified for the project. Throws 403 (code INTERNAL_SERVER_ERROR, as API.md
+ * a parent domain, must be verified for the project. Throws 403 (code INTERNAL_SERVER_ERROR, as docs/decisions.md, Errors,
  * states) otherwise; returns the signing material of the most specific verified domain.
  */
 export async function assertSenderAllowed(ctx: Ctx, fromEmail: string): Promise<VerifiedDomain> {
@@ -219,8 +219,9 @@ async function checkAndSave(ctx: Ctx, row: repo.DomainInfo): Promise<repo.Domain
     const saved = await repo.saveCheck(ctx.store, db, ctx.projectId, row.id, {
       verified: v, checks, lastCheckedAt: now, verifiedAt: v ? (current.verified ? current.verifiedAt ?? now : now) : null, updatedAt: now,
     })
+    if (!saved) throw notFound('domain')
     let events: EventRow[] = []
-    if (saved && v !== current.verified) {
+    if (v !== current.verified) {
       const reason = v ? null : checks.DKIM.reason
       events = await appendEvents({ ...ctx, now }, db, [{
         contactId: null,
@@ -228,7 +229,7 @@ async function checkAndSave(ctx: Ctx, row: repo.DomainInfo): Promise<repo.Domain
         data: { domainId: row.id, domain: current.domain, ...(reason ? { reason } : {}) },
       }])
     }
-    return { saved: saved!, events, changed: v !== current.verified }
+    return { saved, events, changed: v !== current.verified }
   })
 
   let out: Awaited<ReturnType<typeof save>>

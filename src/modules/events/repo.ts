@@ -36,7 +36,8 @@ export async function listPage(store: Store, projectId: string, f: EventFilter, 
   const where = conds(store, projectId, f)
   if (after) {
     const at = new Date(after.at)
-    where.push(lte(e.createdAt, at), or(lt(e.createdAt, at), lt(e.id, after.id))!)
+    const older = or(lt(e.createdAt, at), lt(e.id, after.id))
+    if (older) where.push(lte(e.createdAt, at), older)
   }
   const rows = await store.db.select({
     id: e.id, projectId: e.projectId, contactId: e.contactId, name: e.name, data: e.data, emailId: e.emailId,

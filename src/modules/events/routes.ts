@@ -14,7 +14,7 @@ const trackDocs = {
   responses: { 200: { description: 'Track result', content: { 'application/json': { schema: m.TrackResult } } } },
 }
 
-/** POST /v1/track: public or secret key (DECISIONS.md). */
+/** POST /v1/track: public or secret key (docs/decisions.md, API keys). */
 export function trackRoutes(deps: Deps) {
   return new Elysia({ prefix: '/v1' })
     .use(authPlugin(deps))

@@ -14,7 +14,7 @@ import { writeTrack, type TrackOutcome, type TrackReused, type TrackWrite } from
 import { trackWriter } from './writer'
 
 /**
- * Names the service emits itself (API.md Events, DECISIONS.md), refused on track. Compared
+ * Names the service emits itself (docs/decisions.md, Events the service emits), refused on track. Compared
  * case-insensitively so that "Email.Sent" cannot pass for a service event either.
  */
 export function isReservedEventName(name: string): boolean {
@@ -61,7 +61,10 @@ export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | 
     if (claim) await keepFailed(ctx, claim, err)
     throw err
   }
-  if (out.reused) throw keyReused(claim!, out.reused)
+  if (out.reused) {
+    if (!claim) throw new Error('track: a reused idempotency key without a claim')
+    throw keyReused(claim, out.reused)
+  }
   await notifyEvents(ctx, out.events)
   return { success: true as const, data: { contact: out.contactId, event: out.event.id, timestamp: out.event.createdAt.toISOString() } }
 }

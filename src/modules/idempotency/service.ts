@@ -10,7 +10,7 @@ const KEY_RE = /^[\x20-\x7e]{1,255}$/
 export interface IdempotentRequest { method: string; path: string; body: unknown }
 
 /**
- * The Idempotency-Key mechanism (API.md Limits, DECISIONS.md): the key is claimed with a unique row
+ * The Idempotency-Key mechanism (docs/decisions.md, Idempotency): the key is claimed with a unique row
  * before the work starts, so concurrent requests with one key settle in the database and only one runs.
  * A 4xx outcome releases the key; 2xx and 5xx keep it until it expires (MAILCTL_IDEMPOTENCY_TTL_HOURS).
  * A reused key answers 409 IDEMPOTENCY_KEY_REUSED and the work is not performed again.

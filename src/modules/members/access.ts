@@ -7,7 +7,7 @@ export const ROLES = ['OWNER', 'ADMIN', 'MEMBER'] as const
 export type Role = (typeof ROLES)[number]
 
 /**
- * What a dashboard user may do on a project (DECISIONS.md). OWNER: everything. ADMIN: everything but
+ * What a dashboard user may do on a project (docs/decisions.md, Member roles). OWNER: everything. ADMIN: everything but
  * deleting (or resetting) the project and changing the owner. MEMBER: read and write resources, not keys,
  * billing, members or project settings.
  */

@@ -47,7 +47,7 @@ export async function invite(deps: Deps, userId: string, projectId: string, inpu
     const by = inviter?.name || inviter?.email || 'A team member'
     const existing = await users.byEmail(store, db, email)
     if (existing && (await repo.member(store, db, projectId, existing.id))) throw conflict(`${email} is already a member of this project`)
-    if (existing && existing.emailVerifiedAt) {
+    if (existing?.emailVerifiedAt) {
       const row = { projectId, userId: existing.id, role, createdAt: now }
       await repo.insertMember(store, db, row)
       const mail: SystemMail = {

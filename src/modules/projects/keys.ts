@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 
-/** DECISIONS.md: `pk_`/`sk_` + 64 lowercase hex characters (32 random bytes). */
+/** docs/decisions.md, API keys: `pk_`/`sk_` + 64 lowercase hex characters (32 random bytes). */
 export const KEY_PATTERN = /^(pk|sk)_[0-9a-f]{64}$/
 
 export type KeyKind = 'public' | 'secret'

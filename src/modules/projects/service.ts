@@ -29,7 +29,7 @@ export async function createProject(store: Store, input: { name: string; ownerUs
   return { id, name, ...keys }
 }
 
-/** Regenerates both keys at once; the old ones stop working with this commit (API.md rule 8). */
+/** Regenerates both keys at once; the old ones stop working with this commit (docs/decisions.md, API keys). */
 export async function rotateKeys(store: Store, projectId: string): Promise<{ id: string; publicKey: string; secretKey: string }> {
   const { projects } = store.t
   const keys = newKeyPair()

@@ -27,7 +27,7 @@ export const CreateSegmentBody = t.Object({
   name: Name,
   description: t.Optional(Description),
   type: t.Optional(SegmentType),
-  /** Validated by the service: DYNAMIC without an object answers the flat 400 of API.md; STATIC ignores it. */
+  /** Validated by the service: DYNAMIC without an object answers the flat 400 of docs/decisions.md, Segments; STATIC ignores it. */
   condition: t.Optional(Condition),
   trackMembership: t.Optional(t.Boolean()),
 })

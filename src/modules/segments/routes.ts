@@ -6,7 +6,7 @@ import * as service from './service'
 
 const tags = ['segments']
 
-/** Trims the emails of member bodies before validation (DECISIONS.md: emails are trimmed and lower-cased). */
+/** Trims the emails of member bodies before validation (docs/decisions.md, Requests: emails are trimmed and lower-cased). */
 function trimEmails({ body }: { body: unknown }) {
   if (!body || typeof body !== 'object' || !Array.isArray((body as { emails?: unknown }).emails)) return
   const b = body as { emails: unknown[] }

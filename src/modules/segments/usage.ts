@@ -1,7 +1,7 @@
 import type { Ctx } from '../../deps'
 
 /**
- * Who uses a segment, so that deleting it answers 409 (API.md: "deleting a segment used by an active
+ * Who uses a segment, so that deleting it answers 409 (docs/decisions.md, Segments: "deleting a segment used by an active
  * campaign returns 409"). Each module that references segments exports a check, and the composition root
  * (`wireConsumers` in src/main.ts) registers it:
  *

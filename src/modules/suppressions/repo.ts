@@ -55,7 +55,8 @@ function filterConds(store: Store, projectId: string, f: ListFilter): SQL[] {
 export async function list(store: Store, projectId: string, f: ListFilter, limit: number, after: { createdAt: Date; email: string } | null): Promise<SuppressionRow[]> {
   const s = store.t.suppressions
   const conds = filterConds(store, projectId, f)
-  if (after) conds.push(or(lt(s.createdAt, after.createdAt), and(eq(s.createdAt, after.createdAt), lt(s.email, after.email)))!)
+  const older = after && or(lt(s.createdAt, after.createdAt), and(eq(s.createdAt, after.createdAt), lt(s.email, after.email)))
+  if (older) conds.push(older)
   return store.db.select().from(s).where(and(...conds)).orderBy(desc(s.createdAt), desc(s.email)).limit(limit)
 }
 

@@ -46,7 +46,8 @@ export async function addSuppression(ctx: Ctx, body: AddSuppressionBody): Promis
   const email = norm(body.email)
   await ctx.store.tx((db) => suppress(ctx, db, { email, reason: 'manual', detail: body.note ?? null }))
   const row = await repo.find(ctx.store, ctx.projectId, email)
-  return toSuppression(row!)
+  if (!row) throw notFound('suppression')
+  return toSuppression(row)
 }
 
 export async function getSuppression(ctx: Ctx, email: string): Promise<Suppression> {
@@ -73,7 +74,7 @@ function decodeCursor(c: string): { createdAt: Date; email: string } {
   throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
 }
 
-/** GET /suppressions: newest first, cursor pages (API.md cursor list shape). */
+/** GET /suppressions: newest first, cursor pages (docs/decisions.md, Lists and pages). */
 export async function listSuppressions(ctx: Ctx, q: ListSuppressionsQuery) {
   const limit = Math.min(100, Math.max(1, Math.trunc(Number(q.limit ?? 20)) || 20))
   const filter = { reason: q.reason, search: q.search?.trim() || undefined }

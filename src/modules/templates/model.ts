@@ -6,7 +6,7 @@ import { positiveIntQuery } from '../query'
 export const TEMPLATE_TYPES = ['TRANSACTIONAL', 'MARKETING', 'HEADLESS'] as const
 export type TemplateType = (typeof TEMPLATE_TYPES)[number]
 
-/** Largest pageSize of GET /templates; larger values are clamped (API.md leaves the maximum open). */
+/** Largest pageSize of GET /templates; larger values are clamped (docs/decisions.md, Lists and pages: the contract leaves the maximum open). */
 export const MAX_PAGE_SIZE = 100
 export const DEFAULT_PAGE_SIZE = 20
 
@@ -17,7 +17,7 @@ const TypeField = t.Union(TEMPLATE_TYPES.map((v) => t.Literal(v)), {
 const Email = t.String({ format: 'email', maxLength: 320, error: 'Invalid email' })
 const Name = t.String({ minLength: 1, maxLength: 255, error: 'name must be 1-255 characters' })
 const Description = t.String({ maxLength: 1000, error: 'description must be at most 1000 characters' })
-/** API.md: a subject is 1-998 characters without a line break (the rendered subject is also folded). */
+/** docs/decisions.md, Limits: a subject is 1-998 characters without a line break (the rendered subject is also folded). */
 const Subject = t.String({
   minLength: 1, maxLength: 998, pattern: '^[^\\r\\n]*$',
   error: 'subject must be 1-998 characters without line breaks',
@@ -55,7 +55,7 @@ export type Template = Static<typeof Template>
 
 /**
  * POST /templates. `from` is optional in the schema only so that its absence answers the flat
- * `{error}` 400 of API.md; the service requires it.
+ * `{error}` 400 of docs/decisions.md, Errors; the service requires it.
  */
 export const CreateTemplateBody = t.Object({
   name: Name,

@@ -50,11 +50,12 @@ export async function list(store: Store, db: Db, projectId: string, f: ListFilte
   if (f.search) {
     const p = likePattern(f.search)
     // lower() on both sides: case-insensitive on both stores (SQLite's lower() folds ASCII only).
-    where.push(or(
+    const matches = or(
       sql`lower(${templates.name}) LIKE ${p} ESCAPE '\\'`,
       sql`lower(coalesce(${templates.description}, '')) LIKE ${p} ESCAPE '\\'`,
       sql`lower(${templates.subject}) LIKE ${p} ESCAPE '\\'`,
-    )!)
+    )
+    if (matches) where.push(matches)
   }
   const cond = and(...where)
   const order = f.dir === 'asc' ? asc : desc

@@ -6,14 +6,14 @@ import * as service from './service'
 
 const tags = ['templates']
 
-/** Trims the address fields before validation (DECISIONS.md: emails are trimmed and lower-cased). */
+/** Trims the address fields before validation (docs/decisions.md, Requests: emails are trimmed and lower-cased). */
 function trimAddresses({ body }: { body: unknown }) {
   if (!body || typeof body !== 'object') return
   const b = body as Record<string, unknown>
   for (const k of ['from', 'replyTo']) if (typeof b[k] === 'string') b[k] = (b[k] as string).trim()
 }
 
-/** On create, an empty or null `from` is a missing one: the flat 400 of API.md, not a 422. */
+/** On create, an empty or null `from` is a missing one: the flat 400 of docs/decisions.md, Errors, not a 422. */
 function dropEmptyFrom({ body }: { body: unknown }) {
   if (body && typeof body === 'object' && ((body as { from?: unknown }).from === '' || (body as { from?: unknown }).from === null)) {
     delete (body as { from?: unknown }).from

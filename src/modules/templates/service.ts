@@ -69,7 +69,7 @@ const SORTS = new Set<repo.SortKey>(['createdAt', 'updatedAt', 'name'])
 
 /**
  * GET /templates: offset pages. pageSize above MAX_PAGE_SIZE is clamped; an unknown sort falls back to
- * createdAt and an unknown dir to desc (API.md); an unknown type is a 400 (like an unknown status filter).
+ * createdAt and an unknown dir to desc (docs/decisions.md, Lists and pages); an unknown type is a 400 (like an unknown status filter).
  */
 export async function listTemplates(ctx: Ctx, q: ListTemplatesQuery): Promise<TemplateList> {
   if (q.type !== undefined && !(TEMPLATE_TYPES as readonly string[]).includes(q.type)) {

@@ -5,7 +5,7 @@
  * changes nothing and emits nothing, and each verb runs inside the caller's transaction so the report's
  * own bookkeeping (the inbound message, the notification receipt) commits with it.
  *
- * Event data (DECISIONS.md): {emailId, messageId, subject, from, to, templateId, campaignId, sourceType}
+ * Event data (docs/decisions.md, Events the service emits): {emailId, messageId, subject, from, to, templateId, campaignId, sourceType}
  * plus the facts of the report.
  */
 import type { Db } from '../../db/client'

@@ -38,9 +38,9 @@ function escapeAttribute(value: string): string {
 
 function ownLink(deps: LinkDeps, url: string): boolean {
   const base = deps.config.publicUrl
-  if (!url.startsWith(base + '/')) return false
+  if (!url.startsWith(`${base}/`)) return false
   const path = url.slice(base.length)
-  return Object.values(LINK_PATHS).some((p) => path === p || path.startsWith(p + '/'))
+  return Object.values(LINK_PATHS).some((p) => path === p || path.startsWith(`${p}/`))
 }
 
 /** The HTML with tracked links and the open pixel (unchanged when tracking is off or there is no HTML). */

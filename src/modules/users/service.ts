@@ -19,7 +19,7 @@ let dummyHash: Promise<string> | null = null
 /** Checks a password; with no user, still spends the same work so timing does not reveal unknown addresses. */
 export async function checkPassword(password: string, user: UserRow | undefined): Promise<boolean> {
   if (!user) {
-    dummyHash ??= hashPassword('not-a-real-password-' + Math.random())
+    dummyHash ??= hashPassword(`not-a-real-password-${Math.random()}`)
     await Bun.password.verify(password, await dummyHash)
     return false
   }

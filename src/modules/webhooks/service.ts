@@ -12,7 +12,7 @@ import { notifyEvents } from '../events/stream'
 import type { NotificationResult } from './model'
 import { claimReceipt, pruneReceipts } from './repo'
 import { applySesNotification } from './ses'
-import { isSnsUrl, parseSnsMessage, SnsError, verifySnsMessage } from './sns'
+import { isSnsUrl, parseSnsMessage, SnsError, verifySnsMessage, type SnsMessage } from './sns'
 
 /** Notifications older than this are refused (a receipt is kept as long, so replays stay no-ops). */
 export const MAX_NOTIFICATION_AGE_MS = 7 * 24 * 3600_000
@@ -28,7 +28,7 @@ function asAppError(err: SnsError): AppError {
 }
 
 export async function handleNotification(deps: Deps, body: string): Promise<NotificationResult> {
-  let msg
+  let msg: SnsMessage
   try {
     msg = parseSnsMessage(body)
     await verifySnsMessage(msg, fetcher(deps))

@@ -74,7 +74,8 @@ async function emailsFor(deps: Deps, db: Db, mail: Obj): Promise<FeedbackEmail[]
       return locked.filter((r): r is FeedbackEmail => r !== null)
     }
   }
-  const verp = str(mail.source) ? parseVerp(deps, str(mail.source)!) : null
+  const source = str(mail.source)
+  const verp = source ? parseVerp(deps, source) : null
   if (verp) {
     const e = await trackingRepo.emailById(deps.store, db, verp.emailId, true)
     if (e) return [e]

@@ -16,6 +16,7 @@ import { forEachStore } from '../../helpers/env'
 import { startTestDns } from '../../helpers/dns'
 import { verifiedDomain } from '../../modules/emails/fixture'
 import { contactEvents, contactOf, emailRow, eventsOf, queueTestEmail, rnd, suppressionOf } from '../../modules/tracking/fixture'
+import { must } from '../../helpers/must'
 
 /**
  * The inbound receiver over real SMTP: nodemailer delivers real-format DSN and ARF messages (Gmail,
@@ -65,7 +66,7 @@ forEachStore('inbound SMTP receiver', (env) => {
     projectId = p.id
     domain = `acme-${rnd()}.test`
     await verifiedDomain(env, dns, projectId, domain)
-    server = (await startInbound(deps, { port: 0, host: '127.0.0.1' }))!
+    server = must(await startInbound(deps, { port: 0, host: '127.0.0.1' }), 'the inbound server')
     env.onStop(() => server.close())
     worker = new Worker(deps, inboundJobs)
   })
@@ -139,7 +140,7 @@ forEachStore('inbound SMTP receiver', (env) => {
       const s = await suppressionOf(env, projectId, email.toAddress)
       if (c.suppressed) expect(s).toMatchObject({ reason: 'bounce', emailId: email.id })
       else expect(s).toBeNull()
-      const inbound = (await inboundRows()).find((r) => r.emailId === email.id)!
+      const inbound = must((await inboundRows()).find((r) => r.emailId === email.id), 'the inbound row')
       expect(inbound).toMatchObject({ status: 'processed', kind: 'dsn', projectId, mailFrom: '' })
       expect(inbound.rcptTo).toEqual([verp(email.id)])
     })
@@ -149,7 +150,7 @@ forEachStore('inbound SMTP receiver', (env) => {
   for (const name of ARFS) {
     test(`${name}: complaint -> COMPLAINED, address suppressed, contact unsubscribed`, async () => {
       const email = await queueTestEmail(env, projectId, { to: recipientOf(name), from: `news@${domain}`, status: 'OPENED' })
-      expect((await contactOf(env, email.contactId!)).subscribed).toBe(true)
+      expect((await contactOf(env, must(email.contactId, 'the contact id'))).subscribed).toBe(true)
       // Feedback loops write to an address of the bounce domain, not to the VERP address itself.
       const res = await deliver(server.port, { from: '', to: [`fbl@${returnPathDomain(domain)}`] }, personalise(name, email))
       expect(res.ok).toBe(true)
@@ -161,8 +162,8 @@ forEachStore('inbound SMTP receiver', (env) => {
       expect(ev.data).toMatchObject({ emailId: email.id, suppressed: true, source: 'arf' })
       expect(typeof ev.data.feedbackType).toBe('string')
       expect(await suppressionOf(env, projectId, email.toAddress)).toMatchObject({ reason: 'complaint', emailId: email.id })
-      expect((await contactOf(env, email.contactId!)).subscribed).toBe(false)
-      expect(await contactEvents(env, email.contactId!, 'contact.unsubscribed')).toBe(1)
+      expect((await contactOf(env, must(email.contactId, 'the contact id'))).subscribed).toBe(false)
+      expect(await contactEvents(env, must(email.contactId, 'the contact id'), 'contact.unsubscribed')).toBe(1)
     })
   }
 
@@ -197,7 +198,7 @@ forEachStore('inbound SMTP receiver', (env) => {
     expect((await deliver(server.port, { from: '', to: [forged] }, text)).ok).toBe(true)
     await worker.drain()
     expect((await emailRow(env, email.id)).status).toBe('SENT')
-    const last = (await inboundRows()).at(-1)!
+    const last = must((await inboundRows()).at(-1), 'an inbound row')
     expect(last).toMatchObject({ status: 'ignored', kind: 'dsn', emailId: null })
   })
 
@@ -224,11 +225,11 @@ forEachStore('inbound SMTP receiver', (env) => {
       const { rotateKeys } = await import('../../../src/modules/projects/service')
       keys.set(id, (await rotateKeys(env.store, id)).secretKey)
     }
-    return keys.get(id)!
+    return must(keys.get(id), 'the secret key')
   }
 
   test('mail for a verified domain from a stranger: email.received without a contact', async () => {
-    const res = await deliver(server.port, { from: 'stranger@elsewhere.test', to: [`sales@${domain}`] }, 'From: Stranger <stranger@elsewhere.test>\r\nTo: sales@' + domain + '\r\nSubject: Hello there\r\n\r\nA question.\r\n')
+    const res = await deliver(server.port, { from: 'stranger@elsewhere.test', to: [`sales@${domain}`] }, `From: Stranger <stranger@elsewhere.test>\r\nTo: sales@${domain}\r\nSubject: Hello there\r\n\r\nA question.\r\n`)
     expect(res.ok).toBe(true)
     await worker.drain()
     const e = env.store.t.events
@@ -253,7 +254,7 @@ forEachStore('inbound SMTP receiver', (env) => {
     await processing
     await worker.drain()
     const rows = await inboundRows()
-    const htmlRow = rows.find((r) => r.size > 1024 * 1024 && r.mailFrom === 'mallory@elsewhere.test')!
+    const htmlRow = must(rows.find((r) => r.size > 1024 * 1024 && r.mailFrom === 'mallory@elsewhere.test'), 'the large HTML message')
     expect(htmlRow).toMatchObject({ status: 'processed', kind: 'other', projectId })
     const e = env.store.t.events
     const [received] = await env.store.db.select().from(e).where(and(eq(e.projectId, projectId), eq(e.name, 'email.received')))
@@ -287,7 +288,7 @@ forEachStore('inbound SMTP receiver', (env) => {
     expect(rows.some((r) => r.size <= 2)).toBe(true) // the empty message (a client may send one line end)
     const warned = logs.filter((l) => l.msg === 'inbound message unreadable: stored, not processed')
     expect(warned.length).toBeGreaterThanOrEqual(names.length)
-    expect(warned.at(-1)!.fields.detail).toBeTruthy()
+    expect(warned.at(-1)?.fields.detail).toBeTruthy()
     // Still serving.
     expect((await bounceOf('dsn/gmail-unknown-user.eml')).id).toBeTruthy()
   })
@@ -298,14 +299,14 @@ forEachStore('inbound SMTP receiver', (env) => {
     const id = /queued as ([0-9a-f-]{36})/.exec(res.response)?.[1]
     expect(id).toBeTruthy()
     const m = env.store.t.inboundMessages
-    const [row] = await env.store.db.select().from(m).where(eq(m.id, id!))
+    const [row] = await env.store.db.select().from(m).where(eq(m.id, must(id, 'a queued id')))
     expect(row).toMatchObject({ status: 'queued', projectId, rcptTo: [`info@${domain}`], mailFrom: 'x@elsewhere.test', remoteAddress: '127.0.0.1', helo: 'mta.remote.test' })
     expect(Buffer.from(row.raw).toString()).toContain('Subject: durable')
     const j = env.store.t.jobs
     const jobs = await env.store.db.select().from(j).where(eq(j.name, INBOUND_JOB))
     expect(jobs.some((x) => x.payload.inboundId === id && x.status === 'queued')).toBe(true)
     await worker.drain()
-    const [done] = await env.store.db.select().from(m).where(eq(m.id, id!))
+    const [done] = await env.store.db.select().from(m).where(eq(m.id, must(id, 'a queued id')))
     expect(done.status).toBe('processed')
   })
 

@@ -6,11 +6,12 @@ import { applyBounce, applyComplaint } from '../../../src/modules/tracking/feedb
 import { emailById } from '../../../src/modules/tracking/repo'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { pathOf, queueTestEmail } from '../tracking/fixture'
+import { must } from '../../helpers/must'
 
 interface Item { kind: 'email' | 'event'; id: string; type?: string; status?: string; opens?: number; clicks?: number; emailId?: string | null; to?: string; contact?: { id: string; email: string } | null; createdAt: string }
 
 async function bounce(env: TestEnv, emailId: string, type: 'hard' | 'soft') {
-  const email = (await emailById(env.store, env.store.db, emailId))!
+  const email = must(await emailById(env.store, env.store.db, emailId), 'the email')
   const ctx = ctxFor(env.deps, email.projectId, { kind: 'job', name: 'test' })
   const r = await env.store.tx((db) => applyBounce(ctx, db, email, {
     source: 'dsn', bounceType: type, bounceKind: type === 'hard' ? 'unknown-user' : 'mailbox-full', status: type === 'hard' ? '5.1.1' : '4.2.2',
@@ -20,7 +21,7 @@ async function bounce(env: TestEnv, emailId: string, type: 'hard' | 'soft') {
 }
 
 async function complain(env: TestEnv, emailId: string) {
-  const email = (await emailById(env.store, env.store.db, emailId))!
+  const email = must(await emailById(env.store, env.store.db, emailId), 'the email')
   const ctx = ctxFor(env.deps, email.projectId, { kind: 'job', name: 'test' })
   await env.store.tx((db) => applyComplaint(ctx, db, email, { source: 'arf', feedbackType: 'abuse', recipient: email.toAddress, at: new Date() }))
 }
@@ -67,7 +68,7 @@ forEachStore('activity feed', (env) => {
     expect(byId.get(ids[3])?.status).toBe('COMPLAINED')
     const types = data.filter((d) => d.kind === 'event').map((d) => d.type).sort()
     expect(types).toEqual(['contact.unsubscribed', 'email.bounce', 'email.bounce', 'email.click', 'email.complaint', 'email.open', 'email.open', 'email.open'])
-    const click = data.find((d) => d.type === 'email.click')!
+    const click = must(data.find((d) => d.type === 'email.click'), 'an email.click item')
     expect(click).toMatchObject({ emailId: ids[1], contact: { email: 'act1@dest.test' } })
   })
 
@@ -100,7 +101,7 @@ forEachStore('activity feed', (env) => {
     expect((bounced.body.data as Item[]).map((d) => d.id)).toEqual([ids[2]])
     const one = await get(`/activity?emailId=${ids[0]}`)
     expect(one.body.total).toBe(3) // the email and its two opens
-    const contactId = (one.body.data as Item[]).find((d) => d.kind === 'event')!.contact!.id
+    const contactId = must((one.body.data as Item[]).find((d) => d.kind === 'event')?.contact, 'the contact of an event item').id
     const byContact = await get(`/activity?contactId=${contactId}`)
     expect(byContact.body.total).toBe(3)
   })

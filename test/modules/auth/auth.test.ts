@@ -4,6 +4,7 @@ import { forEachStore } from '../../helpers/env'
 import { cookieFrom, lastMail, tokenIn, uniqueEmail, verifiedUser } from '../../helpers/accounts'
 import { THROTTLES } from '../../../src/modules/auth/service'
 import { signJwt } from '../../../src/modules/auth/jwt'
+import { must } from '../../helpers/must'
 
 const PASSWORD = 'a long enough password'
 
@@ -14,7 +15,7 @@ forEachStore('auth: signup, login, logout', (env) => {
     expect(res.status).toBe(201)
     expect(res.body).toEqual({ id: expect.any(String), email, name: 'Ada', emailVerified: false, createdAt: expect.any(String) })
     expect(JSON.stringify(res.body)).not.toContain('password')
-    const setCookie = res.headers.get('set-cookie')!
+    const setCookie = must(res.headers.get('set-cookie'), 'a set-cookie header')
     expect(setCookie).toMatch(/^mailctl_session=[\w-]+\.[\w-]+\.[\w-]+; /)
     expect(setCookie).toContain('HttpOnly')
     expect(setCookie).toContain('SameSite=Lax')
@@ -262,7 +263,7 @@ forEachStore('auth: per-IP login throttle (real port)', (env) => {
   test('after the per-IP budget, logins from that IP answer 429 whatever the address', async () => {
     const server = env.app.listen({ port: 0, hostname: '127.0.0.1' })
     env.onStop(async () => { await server.stop() })
-    const base = `http://127.0.0.1:${server.server!.port}`
+    const base = `http://127.0.0.1:${server.server?.port}`
     const login = (email: string, password: string) => fetch(`${base}/auth/login`, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }),
     })

@@ -3,7 +3,7 @@ import { forEachStore } from '../../helpers/env'
 import pkg from '../../../package.json'
 
 forEachStore('GET /config (defaults)', (env) => {
-  test('answers the DECISIONS.md shape without authentication', async () => {
+  test('answers the shape of docs/decisions.md (GET /config) without authentication', async () => {
     const res = await env.request('GET', '/config')
     expect(res.status).toBe(200)
     expect(res.body).toEqual({

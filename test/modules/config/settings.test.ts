@@ -6,7 +6,7 @@ import { ConfigError, databaseUrlProblem, DEFAULT_SMTP_SECURE_PORT, isFullyQuali
 import { checkReachable, describeStoreError, openStore, StoreMissingError, StoreUnreachableError } from '../../../src/db/client'
 import { PG_ADMIN_URL, pgReachableSync } from '../../helpers/env'
 
-/** src/config.ts: the settings of OPERATIONS.md, validated once; and the store checks behind them. */
+/** src/config.ts: the settings of README.md (Configuration), validated once; and the store checks behind them. */
 
 const dir = mkdtempSync(join(tmpdir(), 'mailctl-settings-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

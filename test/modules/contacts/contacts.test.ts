@@ -62,7 +62,7 @@ forEachStore('contacts endpoints', (env) => {
       expect(none.body.error.code).toBe('UNAUTHORIZED')
       const pub = await env.request(method, path, { key: p.publicKey, body })
       expect([method, path, pub.status, pub.body.error.code]).toEqual([method, path, 401, 'INVALID_API_KEY'])
-      const bogus = await env.request(method, path, { key: 'sk_' + '0'.repeat(64), body })
+      const bogus = await env.request(method, path, { key: `sk_${'0'.repeat(64)}`, body })
       expect([method, path, bogus.status]).toEqual([method, path, 401])
     }
     const form = () => { const f = new FormData(); f.append('file', new Blob(['email\na@b.co\n'], { type: 'text/csv' }), 'a.csv'); return f }

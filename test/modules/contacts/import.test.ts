@@ -49,7 +49,7 @@ test('typed CSV values', () => {
 forEachStore('CSV import', (env) => {
   test('imports typed values, reports bad rows by row number, and re-importing changes nothing', async () => {
     const p = await env.project()
-    const csv = [
+    const csv = `${[
       'Email,First Name,age,vip,joined,subscribed,score,id',
       'ann@example.com,Ann,34,true,2024-01-15,true,1.5,x1',
       'not-an-email,Bad,1,false,,true,,',
@@ -59,7 +59,7 @@ forEachStore('CSV import', (env) => {
       '',
       'dora@example.com,Dora,41,,,,,',
       'ann@example.com,Ann B.,35,,,,,',
-    ].join('\n') + '\n'
+    ].join('\n')}\n`
     const job = await importFile(env, p.secretKey, csv)
     expect(job).toMatchObject({ status: 'completed', progress: 100, total: 7, processed: 7 })
     expect(job.result).toEqual({

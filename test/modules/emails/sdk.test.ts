@@ -17,7 +17,7 @@ forEachStore('@plunk/node SDK', (env) => {
     const p = await projectWithDomain(env, dns, `sdk-${rnd()}.test`)
     const server = buildApp(env.deps).listen({ port: 0, hostname: '127.0.0.1' })
     env.onStop(async () => { await server.stop() })
-    const baseUrl = `http://127.0.0.1:${server.server!.port}/v1/`
+    const baseUrl = `http://127.0.0.1:${server.server?.port}/v1/`
     const plunk = new Plunk(p.secretKey, { baseUrl })
     const to = `sdk.${rnd()}@dest.test`
     const res = await plunk.emails.send({ to, subject: 'From the SDK', body: '<p>Hello from the SDK</p>', from: p.from, name: 'SDK Sender' })
@@ -29,7 +29,7 @@ forEachStore('@plunk/node SDK', (env) => {
     await pipelineFor(env).drain()
     const got = sink.received.find((m) => m.messageId === `<${data.emails[0].email}@${p.domain}>`)
     expect(got).toBeDefined()
-    expect(got!.raw.toString()).toContain('From: SDK Sender <' + p.from + '>')
+    expect(got?.raw.toString()).toContain(`From: SDK Sender <${p.from}>`)
     expect(sink.received.filter((m) => m.to[0]?.endsWith(to)).length).toBe(3)
     // type: "markdown" (the SDK's own field) renders the body as Markdown.
     const md = await plunk.emails.send({ to, subject: 'Markdown', body: '# Hello\n\n**from** the SDK', type: 'markdown', from: p.from })

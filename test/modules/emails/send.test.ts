@@ -6,6 +6,7 @@ import { ctxFor } from '../../../src/deps'
 import { createTemplate } from '../../../src/modules/templates/service'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns } from './fixture'
+import { must } from '../../helpers/must'
 
 /** POST /v1/send: the API contract, the email record, suppression and idempotency. Delivery: test/mail/. */
 
@@ -45,7 +46,7 @@ forEachStore('POST /v1/send', (env) => {
     return (await env.store.db.select().from(contacts).where(and(eq(contacts.projectId, projectId), eq(contacts.email, email))))[0] ?? null
   }
 
-  test('queues one email per recipient before answering, with the result shape of API.md', async () => {
+  test('queues one email per recipient before answering, with the result shape of docs/decisions.md (Field names)', async () => {
     const to = `Alice.${rnd()}@Dest.Test`
     const res = await send({ to, from, subject: 'Hi {{name}}', body: '<p>Hello {{name}}</p>', data: { name: 'Alice' } })
     expect(res.status).toBe(200)
@@ -85,8 +86,8 @@ forEachStore('POST /v1/send', (env) => {
     expect(rb.toName).toBe('Bee Person')
     expect(ra.fromName).toBe('Acme')
     // persistent: false is used for the email only.
-    expect((await contact(p.id, b))!.data).toEqual({ plan: 'pro' })
-    expect((await contact(p.id, a))!.data).toEqual({})
+    expect(must(await contact(p.id, b), 'the contact').data).toEqual({ plan: 'pro' })
+    expect(must(await contact(p.id, a), 'the contact').data).toEqual({})
   })
 
   test('from "Name <email>", the deprecated name fallback, reply and custom headers are kept', async () => {
@@ -227,7 +228,7 @@ forEachStore('POST /v1/send', (env) => {
     expect(ok.status).toBe(200)
     const row = await emailRow(ok.body.data.emails[0].email)
     expect(row.attachments).toHaveLength(10)
-    expect(row.attachments![0]).toMatchObject({ filename: 'f0.txt', contentType: 'text/plain', disposition: 'attachment', size: 5 })
+    expect(row.attachments?.[0]).toMatchObject({ filename: 'f0.txt', contentType: 'text/plain', disposition: 'attachment', size: 5 })
   })
 
   test('many concurrent sends all complete (more than the PostgreSQL pool has connections)', async () => {
@@ -239,15 +240,15 @@ forEachStore('POST /v1/send', (env) => {
   test('subscribed: new contacts default to false; a change emits contact.subscribed / contact.unsubscribed', async () => {
     const to = `s.${rnd()}@dest.test`
     await send({ to, from, subject: 's', body: 'b' })
-    expect((await contact(p.id, to))!.subscribed).toBe(false)
+    expect((await contact(p.id, to))?.subscribed).toBe(false)
     await send({ to, from, subject: 's', body: 'b', subscribed: true })
-    const c = await contact(p.id, to)
-    expect(c!.subscribed).toBe(true)
+    const c = must(await contact(p.id, to), 'the contact')
+    expect(c.subscribed).toBe(true)
     await send({ to, from, subject: 's', body: 'b' })
-    expect((await contact(p.id, to))!.subscribed).toBe(true)
+    expect((await contact(p.id, to))?.subscribed).toBe(true)
     await send({ to, from, subject: 's', body: 'b', subscribed: false })
     const { events } = env.store.t
-    const names = (await env.store.db.select().from(events).where(eq(events.contactId, c!.id))).map((e) => e.name).sort()
+    const names = (await env.store.db.select().from(events).where(eq(events.contactId, c.id))).map((e) => e.name).sort()
     expect(names).toEqual(['contact.subscribed', 'contact.unsubscribed'])
   })
 
@@ -295,7 +296,7 @@ forEachStore('POST /v1/send', (env) => {
     const pub = await send(body, { key: p.publicKey })
     expect(pub.status).toBe(401)
     expect(pub.body.error.code).toBe('INVALID_API_KEY')
-    const wrong = await send(body, { key: 'sk_' + '0'.repeat(64) })
+    const wrong = await send(body, { key: `sk_${'0'.repeat(64)}` })
     expect(wrong.status).toBe(401)
     const ok = await send(body)
     const id = ok.body.data.emails[0].email

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { TestEnv } from '../../helpers/env'
+import { must } from '../../helpers/must'
 
 /**
  * The track writer thread inside the compiled executable: `npm run build` compiles its worker file as an
@@ -29,7 +30,7 @@ test('a compiled server records tracks on its writer thread', async () => {
     cwd: dir,
     env: {
       PATH: process.env.PATH ?? '', DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir,
-      MAILCTL_JWT_SECRET: env.config.jwtSecret!, MAILCTL_LOG_LEVEL: 'warn', MAILCTL_HTTP_PORT: String(port), MAILCTL_HTTP_HOST: '127.0.0.1',
+      MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'), MAILCTL_LOG_LEVEL: 'warn', MAILCTL_HTTP_PORT: String(port), MAILCTL_HTTP_HOST: '127.0.0.1',
     },
     stdin: 'ignore', stdout: 'ignore', stderr: 'pipe',
   })
@@ -44,8 +45,9 @@ test('a compiled server records tracks on its writer thread', async () => {
       }).catch(() => null)
       if (!res) await Bun.sleep(100)
     }
-    const body = await res!.json() as { data: { event: string } }
-    expect(res!.status).toBe(200)
+    if (!res) throw new Error('the compiled binary did not answer within 30 s')
+    const body = await res.json() as { data: { event: string } }
+    expect(res.status).toBe(200)
     const [row] = await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE id = ${body.data.event}`)
     expect(row).toEqual({ name: 'compiled' })
   } finally {

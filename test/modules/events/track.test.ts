@@ -32,7 +32,7 @@ forEachStore('POST /v1/track', (env) => {
     expect(seen.filter((e) => e.projectId === p.id).map((e) => [e.id, e.name])).toEqual([[r.body.data.event, 'signed-up']])
   })
 
-  test('secret key is accepted too (DECISIONS.md); POST /events/track needs the secret key', async () => {
+  test('secret key is accepted too (docs/decisions.md, API keys); POST /events/track needs the secret key', async () => {
     const p = await env.project()
     expect((await env.request('POST', '/v1/track', { key: p.secretKey, body: { email: 'a@example.com', event: 'x' } })).status).toBe(200)
     const viaDash = await env.request('POST', '/events/track', { key: p.secretKey, body: { email: 'a@example.com', event: 'y' } })
@@ -47,7 +47,7 @@ forEachStore('POST /v1/track', (env) => {
     for (const path of ['/v1/track', '/events/track']) {
       const none = await env.request('POST', path, { body: { email: 'a@example.com', event: 'x' } })
       expect(none.status).toBe(401)
-      const bad = await env.request('POST', path, { key: 'pk_' + 'a'.repeat(64), body: { email: 'a@example.com', event: 'x' } })
+      const bad = await env.request('POST', path, { key: `pk_${'a'.repeat(64)}`, body: { email: 'a@example.com', event: 'x' } })
       expect(bad.status).toBe(401)
       expect(bad.body.error.code).toBe('INVALID_API_KEY')
     }

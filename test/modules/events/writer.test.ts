@@ -4,6 +4,7 @@ import { TestEnv } from '../../helpers/env'
 import { TrackWriter, trackWriter } from '../../../src/modules/events/writer'
 import type { TrackWrite } from '../../../src/modules/events/track-write'
 import { openStore } from '../../../src/db/client'
+import { must } from '../../helpers/must'
 
 /** A write that must not find its Idempotency-Key held. */
 async function done(w: TrackWriter, projectId: string, now: Date, t: TrackWrite) {
@@ -20,7 +21,7 @@ describe('track writer thread [sqlite]', () => {
 
   test('one writer per file-backed SQLite store; none in memory or on PostgreSQL', () => {
     expect(trackWriter(env.store, 'NORMAL')).toBeInstanceOf(TrackWriter)
-    expect(trackWriter(env.store, 'NORMAL')).toBe(trackWriter(env.store, 'NORMAL')!)
+    expect(trackWriter(env.store, 'NORMAL')).toBe(trackWriter(env.store, 'NORMAL'))
     const mem = openStore('sqlite://:memory:')
     expect(trackWriter(mem, 'NORMAL')).toBeNull()
     void mem.close()
@@ -36,13 +37,13 @@ describe('track writer thread [sqlite]', () => {
     expect(w.stats.writes).toBe(20)
     // Two tracks of one new email: one contact.
     expect(new Set(outs.map((o) => o.contactId)).size).toBe(10)
-    const stored = await env.store.rows<{ id: string; contact_id: string; name: string; data: string; created_at: number }>(sql`SELECT id, contact_id, name, data, created_at FROM events WHERE project_id = ${p.id}`)
+    const stored = await env.store.rows<{ id: string; contact_id: string | null; name: string; data: string; created_at: number }>(sql`SELECT id, contact_id, name, data, created_at FROM events WHERE project_id = ${p.id}`)
     expect(stored.length).toBe(20)
     for (const o of outs) {
-      const row = stored.find((r) => r.id === o.event.id)!
+      const row = must(stored.find((r) => r.id === o.event.id), 'the stored row')
       expect(row).toBeDefined()
       expect({ contactId: row.contact_id, name: row.name, data: JSON.parse(row.data), createdAt: row.created_at })
-        .toEqual({ contactId: o.event.contactId!, name: o.event.name, data: o.event.data, createdAt: o.event.createdAt.getTime() })
+        .toEqual({ contactId: o.event.contactId, name: o.event.name, data: o.event.data, createdAt: o.event.createdAt.getTime() })
       expect(o.event).toMatchObject({ projectId: p.id, emailId: null })
       expect(o.events).toEqual([o.event])
     }
@@ -114,7 +115,7 @@ describe('track writer thread [sqlite]', () => {
     await Promise.all([1, 2].map((i) => done(w, p.id, new Date(), { email: `c${i}@example.com`, event: 'x' }).then(() => order.push(`answer ${i}`))))
     expect(order).toEqual(['commit', 'answer 1', 'answer 2'])
     // The store's writer refreshes its reader: a read right after the answer sees the track.
-    const out = await done(trackWriter(env.store, 'NORMAL')!, p.id, new Date(), { email: 'seen@example.com', event: 'y' })
+    const out = await done(must(trackWriter(env.store, 'NORMAL'), 'the track writer'), p.id, new Date(), { email: 'seen@example.com', event: 'y' })
     const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE id = ${out.event.id}`)
     expect(Number(row.n)).toBe(1)
     w.stop()

@@ -5,6 +5,7 @@ import { ctxFor } from '../../../src/deps'
 import { badRequest } from '../../../src/errors'
 import { claimIn } from '../../../src/modules/idempotency/repo'
 import { idempotencyClaim, keepFailed, sweepExpiredKeys, withIdempotency } from '../../../src/modules/idempotency/service'
+import { must } from '../../helpers/must'
 
 async function keyRow(env: TestEnv, projectId: string, key: string) {
   const [r] = await env.store.rows<{ status_code: number | null }>(sql`SELECT status_code FROM idempotency_keys WHERE project_id = ${projectId} AND key = ${key}`)
@@ -35,7 +36,7 @@ forEachStore('idempotency keys', (env) => {
   test('claims in one transaction settle on the key: one claims, the others see its row', async () => {
     const p = await env.project()
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
-    const claim = idempotencyClaim(ctx, 'race', req)!
+    const claim = must(idempotencyClaim(ctx, 'race', req), 'a claim')
     const results = await Promise.all(Array.from({ length: 10 }, () => env.store.tx((db) => claimIn(env.store, db, claim, 200))))
     expect(results.filter((r) => r === null).length).toBe(1)
     for (const r of results.filter((x) => x !== null)) expect(r).toMatchObject({ method: 'POST', path: '/v1/x', requestHash: claim.requestHash, statusCode: 200 })
@@ -44,14 +45,14 @@ forEachStore('idempotency keys', (env) => {
   test('keepFailed records a 5xx and leaves a 4xx free; expired keys are swept and can be claimed again', async () => {
     const p = await env.project()
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
-    await keepFailed(ctx, idempotencyClaim(ctx, 'f5', req)!, new Error('boom'))
+    await keepFailed(ctx, must(idempotencyClaim(ctx, 'f5', req), 'a claim'), new Error('boom'))
     expect(await keyRow(env, p.id, 'f5')).toEqual({ statusCode: 500 })
-    await keepFailed(ctx, idempotencyClaim(ctx, 'f4', req)!, badRequest('no'))
+    await keepFailed(ctx, must(idempotencyClaim(ctx, 'f4', req), 'a claim'), badRequest('no'))
     expect(await keyRow(env, p.id, 'f4')).toBeNull()
-    const old = { ...idempotencyClaim(ctx, 'old', req)!, nowMs: Date.now() - 10_000, expiresAtMs: Date.now() - 1 }
+    const old = { ...must(idempotencyClaim(ctx, 'old', req), 'a claim'), nowMs: Date.now() - 10_000, expiresAtMs: Date.now() - 1 }
     expect(await env.store.tx((db) => claimIn(env.store, db, old, 200))).toBeNull()
     // An expired row does not hold its key.
-    expect(await env.store.tx((db) => claimIn(env.store, db, idempotencyClaim(ctx, 'old', req)!, 200))).toBeNull()
+    expect(await env.store.tx((db) => claimIn(env.store, db, must(idempotencyClaim(ctx, 'old', req), 'a claim'), 200))).toBeNull()
     await env.store.tx((db) => claimIn(env.store, db, { ...old, key: 'old2' }, 200))
     await sweepExpiredKeys(ctx)
     expect(await keyRow(env, p.id, 'old2')).toBeNull()

@@ -4,6 +4,7 @@ import { forEachStore } from '../../helpers/env'
 import { Worker } from '../../../src/jobs/queue'
 import { forgetSegmentHintCache, segmentJobs, settleSegmentHints } from '../../../src/modules/segments/jobs'
 import { computeKey } from '../../../src/modules/segments/service'
+import { must } from '../../helpers/must'
 
 const cond = (field: string, operator: string, value?: unknown, unit?: string) =>
   ({ logic: 'AND', groups: [{ filters: [{ field, operator, ...(value !== undefined ? { value } : {}), ...(unit ? { unit } : {}) }] }] })
@@ -144,7 +145,7 @@ forEachStore('segment membership', (env) => {
       await runJobs()
       await upsert('d@x.io', { plan: 'pro' })
       expect((await req('GET', `/segments/${counted.id}`)).body.memberCount).toBe(2)
-      const sweep = segmentJobs.find((j) => j.name === 'segments.sweep')!
+      const sweep = must(segmentJobs.find((j) => j.name === 'segments.sweep'), 'the segments.sweep job')
       expect(sweep.everyMs).toBe(5 * 60_000)
       const { enqueue } = await import('../../../src/jobs/queue')
       await enqueue(env.store, 'segments.sweep', {}, { uniqueKey: 'segments.sweep-test' })

@@ -5,6 +5,7 @@ import { manageUrl, openPixelUrl, signLinkToken, subscribeUrl, unsubscribeUrl } 
 import { upsertContact } from '../../../src/modules/contacts/service'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { projectWithDomain, startTestDns } from '../emails/fixture'
+import { must } from '../../helpers/must'
 
 /** The path of a public URL (the test app is called at http://localhost). */
 const path = (url: string) => new URL(url).pathname
@@ -134,12 +135,12 @@ forEachStore('subscription pages', (env) => {
 
   test('forged, altered, foreign or stale tokens answer the 404 page and change nothing', async () => {
     const id = await contact('reader7@example.org')
-    const good = unsubscribeUrl(env.deps, { projectId, contactId: id }).split('/').pop()!
+    const good = must(unsubscribeUrl(env.deps, { projectId, contactId: id }).split('/').pop(), 'a token')
     const raw = Buffer.from(good, 'base64url')
     raw[5] ^= 1
     const altered = raw.toString('base64url')
     const otherSecret = signLinkToken({ secret: 'not-the-secret' }, { kind: 'contact', projectId, contactId: id })
-    const pixel = openPixelUrl(env.deps, Bun.randomUUIDv7()).split('/').pop()!
+    const pixel = must(openPixelUrl(env.deps, Bun.randomUUIDv7()).split('/').pop(), 'a token')
     // A token for this contact but another project (another project's id answers 404).
     const other = await env.project('Other')
     const foreign = signLinkToken(env.deps, { kind: 'contact', projectId: other.id, contactId: id })

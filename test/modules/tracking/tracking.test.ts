@@ -7,6 +7,7 @@ import { recordOpen } from '../../../src/modules/tracking/service'
 import { PIXEL_GIF } from '../../../src/modules/tracking/routes'
 import { forEachStore } from '../../helpers/env'
 import { emailRow, eventsOf, pathOf, queueTestEmail, urlsIn } from './fixture'
+import { must } from '../../helpers/must'
 
 const deps = { secret: 'rewrite-secret', config: { publicUrl: 'https://mail.example.net' } }
 
@@ -69,8 +70,9 @@ forEachStore('tracking: open pixel and click redirect', (env) => {
   async function tracked() {
     const email = await queueTestEmail(env, projectId)
     const stored = await emailRow(env, email.id)
-    const pixel = urlsIn(stored.html!, 'src').find((u) => u.includes(`${LINK_PATHS.open}/`))!
-    const click = urlsIn(stored.html!, 'href').find((u) => u.includes(`${LINK_PATHS.click}/`))!
+    const html = must(stored.html, 'the stored HTML')
+    const pixel = must(urlsIn(html, 'src').find((u) => u.includes(`${LINK_PATHS.open}/`)), 'the open pixel URL')
+    const click = must(urlsIn(html, 'href').find((u) => u.includes(`${LINK_PATHS.click}/`)), 'a click URL')
     return { email, pixel, click }
   }
 

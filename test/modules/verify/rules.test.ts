@@ -28,8 +28,8 @@ describe('syntax', () => {
       ['a@localhost', 'no top-level domain'],
       ['a@x.123', 'numeric'],
       ['a@under_score.com', 'host name'],
-      ['a@' + 'l'.repeat(64) + '.com', 'host name'],
-      ['a@' + 'abcdefghi.'.repeat(26) + 'com', 'longer than'],
+      [`a@${'l'.repeat(64)}.com`, 'host name'],
+      [`a@${'abcdefghi.'.repeat(26)}com`, 'longer than'],
       ['a@xn--zz.com', 'punycode'],
     ]
     for (const [addr, reason] of cases) {

@@ -176,7 +176,7 @@ forEachStore('POST /v1/verify', (env) => {
     const pub = await env.request('POST', '/v1/verify', { key: pk, body: { email: 'a@good.test' } })
     expect(pub.status).toBe(401)
     expect(pub.body.error.code).toBe('INVALID_API_KEY')
-    const bad = await env.request('POST', '/v1/verify', { key: 'sk_' + '0'.repeat(64), body: { email: 'a@good.test' } })
+    const bad = await env.request('POST', '/v1/verify', { key: `sk_${'0'.repeat(64)}`, body: { email: 'a@good.test' } })
     expect(bad.status).toBe(401)
     expect(bad.body.error.code).toBe('INVALID_API_KEY')
   })

@@ -7,6 +7,7 @@ import { verpAddress } from '../../../src/mail/outbound/verp'
 import { clearCertCache, isSnsUrl, stringToSign, type SnsMessage } from '../../../src/modules/webhooks/sns'
 import { forEachStore } from '../../helpers/env'
 import { contactEvents, contactOf, emailRow, eventsOf, queueTestEmail, rnd, suppressionOf } from '../tracking/fixture'
+import { must } from '../../helpers/must'
 
 /**
  * POST /webhooks/notifications with SNS messages signed by a certificate made here with openssl; the
@@ -60,7 +61,7 @@ forEachStore('POST /webhooks/notifications (SES via SNS)', (env) => {
   let projectId = ''
   const fetched: string[] = []
   let certStatus = 200
-  let certBody = good.cert
+  const certBody = good.cert
 
   beforeAll(async () => {
     projectId = (await env.project()).id
@@ -142,8 +143,8 @@ forEachStore('POST /webhooks/notifications (SES via SNS)', (env) => {
     expect((await emailRow(env, email.id)).status).toBe('COMPLAINED')
     expect((await eventsOf(env, email.id, 'email.complaint'))[0].data).toMatchObject({ feedbackType: 'abuse', source: 'ses' })
     expect(await suppressionOf(env, projectId, email.toAddress)).toMatchObject({ reason: 'complaint' })
-    expect((await contactOf(env, email.contactId!)).subscribed).toBe(false)
-    expect(await contactEvents(env, email.contactId!, 'contact.unsubscribed')).toBe(1)
+    expect((await contactOf(env, must(email.contactId, 'the contact id'))).subscribed).toBe(false)
+    expect(await contactEvents(env, must(email.contactId, 'the contact id'), 'contact.unsubscribed')).toBe(1)
   })
 
   test('Delivery: DELIVERED with email.delivery; a later Delivery after a bounce never moves the status back', async () => {
