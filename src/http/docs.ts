@@ -298,16 +298,17 @@ export function renderDocs(doc: OpenApiDoc, opts: DocsOptions = {}): string {
       const op = item[method]
       if (!op || op.hide) continue
       const tag = op.tags?.[0] ?? 'other'
-      if (!byTag.has(tag)) byTag.set(tag, [])
-      byTag.get(tag)!.push({ method, path, op })
+      const list = byTag.get(tag)
+      if (list) list.push({ method, path, op })
+      else byTag.set(tag, [{ method, path, op }])
     }
   }
-  const tags = [...byTag.keys()]
-  const navList = tags.map((tag) => `<h4>${escapeHtml(tag)}</h4>${byTag.get(tag)!.map(({ method, path, op }) =>
+  const tags = [...byTag.entries()]
+  const navList = tags.map(([tag, ops]) => `<h4>${escapeHtml(tag)}</h4>${ops.map(({ method, path }) =>
     `<a href="#${slug(`${method} ${path}`)}"><b>${method.toUpperCase()}</b> ${escapeHtml(path)}</a>`).join('')}`).join('')
   const schemes = Object.entries(doc.components?.securitySchemes ?? {}).map(([name, s]) =>
     `<li><code>${escapeHtml(name)}</code>: ${inline(s.description ?? '')} (${escapeHtml(s.type === 'http' ? `header Authorization: Bearer ...` : `${s.in} ${s.name}`)})</li>`).join('')
-  const sections = tags.map((tag) => `<h2 id="tag-${slug(tag)}">${escapeHtml(tag)}</h2>${byTag.get(tag)!.map(({ method, path, op }) => operation(doc, method, path, op, baseUrl)).join('')}`).join('')
+  const sections = tags.map(([tag, ops]) => `<h2 id="tag-${slug(tag)}">${escapeHtml(tag)}</h2>${ops.map(({ method, path, op }) => operation(doc, method, path, op, baseUrl)).join('')}`).join('')
   const title = doc.info?.title ?? 'API'
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

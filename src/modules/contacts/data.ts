@@ -181,7 +181,10 @@ export function applyDataRules(existing: ContactData, input: ContactData | null 
     const wrapped = unwrap(value)
     if (wrapped) {
       if (!wrapped.persistent) {
-        if (wrapped.value !== undefined && wrapped.value !== '') (transient ??= {})[key] = wrapped.value
+        if (wrapped.value !== undefined && wrapped.value !== '') {
+          transient ??= {}
+          transient[key] = wrapped.value
+        }
         continue
       }
       value = wrapped.value

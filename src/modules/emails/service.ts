@@ -227,7 +227,8 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   if (body.template) template = await getTemplate(ctx, body.template)
   const subjectSrc = body.subject ?? template?.subject
   const bodySrc = body.body ?? template?.body
-  if (!template && (subjectSrc === undefined || bodySrc === undefined)) {
+  // (A template always has both, so this only refuses a request without one.)
+  if (subjectSrc === undefined || bodySrc === undefined) {
     const errors: FieldError[] = []
     if (subjectSrc === undefined) errors.push({ field: 'subject', message: 'subject: required unless a template is given', code: 'required' })
     if (bodySrc === undefined) errors.push({ field: 'body', message: 'body: required unless a template is given', code: 'required' })
@@ -273,7 +274,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
           ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
         },
       })
-      const rendered = renderEmail({ subject: subjectSrc!, body: bodySrc!, format }, vars)
+      const rendered = renderEmail({ subject: subjectSrc, body: bodySrc, format }, vars)
       // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
       const estimate = Math.ceil(encodedChars * 1.03) + Math.ceil((rendered.html.length + rendered.text.length) * 1.1) + 4096
       if (estimate > MAX_MESSAGE_BYTES) throw tooLarge(`The message would be about ${estimate} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit`)

@@ -258,7 +258,7 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
     const rows = await ctx.store.tx(async (db) => {
       // Holds the segment (PostgreSQL: FOR SHARE) so it cannot be deleted or untracked under this chunk.
       const live = await repo.findById(ctx.store, ctx.projectId, seg.id, db, 'share')
-      if (!live || live.type !== 'DYNAMIC' || !live.trackMembership) return null
+      if (live?.type !== 'DYNAMIC' || !live.trackMembership) return null
       const at = new Date()
       const changed = enter
         ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, at)
