@@ -33,7 +33,7 @@ import { parseReply } from './replies'
 import type { Delivery, Transport } from './types'
 import { verpAddress } from './verp'
 
-/** The largest message accepted for delivery (API.md Limits: 40 MB). */
+/** The largest message accepted for delivery (docs/decisions.md, Limits: 40 MB). */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
 
 /**
@@ -73,7 +73,7 @@ export interface PipelineOptions {
   pollMs?: number
   throttleDelayMs?: number
   /**
-   * How long stop() waits for messages in progress (default 10 s, OPERATIONS.md's shutdown grace)
+   * How long stop() waits for messages in progress (default 10 s, MAILCTL_SHUTDOWN_GRACE_SECONDS, README.md Configuration)
    * before it closes the transport's connections: a server that never answers cannot hold a shutdown.
    * The messages cut off are deferred, as after a lost connection.
    */

@@ -48,7 +48,7 @@ interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): voi
 /** Outcomes that end a gathering window at once: connections wait on their outcome, so do not hold many. */
 const MAX_GATHER = 64
 
-/** The data every email.* event carries (DECISIONS.md). */
+/** The data every email.* event carries (docs/decisions.md, Events the service emits). */
 function eventBase(e: DeliveryEmail): Record<string, unknown> {
   return {
     emailId: e.id, messageId: e.messageId, subject: e.subject, from: e.fromAddress, to: e.toAddress,

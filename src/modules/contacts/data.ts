@@ -1,5 +1,5 @@
 /**
- * The five `data` rules of API.md (Contact), in one pure function used by every writer of contacts
+ * The five `data` rules of the contract (docs/decisions.md, Contact data), in one pure function used by every writer of contacts
  * (create, update, track, send, import, workflows):
  * 1. a primitive or plain object value is stored and usable as a template variable;
  * 2. null deletes the field;
@@ -218,7 +218,7 @@ function checkStoredSize(existing: ContactData, next: ContactData) {
   if (after > before) throw tooBig(true)
 }
 
-/** Trims and lower-cases an email address (DECISIONS.md: before storage and comparison). */
+/** Trims and lower-cases an email address (docs/decisions.md, Requests: before storage and comparison). */
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase()
 }

@@ -25,7 +25,7 @@ import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type EmailRecord, type SendBody
 import * as repo from './repo'
 import type { EmailContentRow, EmailRow } from './repo'
 
-/** What every email.* source is (DECISIONS.md event data `sourceType`). */
+/** What every email.* source is (docs/decisions.md, Events the service emits: `sourceType`). */
 export type SourceType = 'send' | 'campaign' | 'workflow' | 'relay' | 'test'
 export type EmailType = 'TRANSACTIONAL' | 'MARKETING' | 'HEADLESS'
 

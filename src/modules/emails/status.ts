@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { AnyColumn } from 'drizzle-orm'
 
 /**
- * Email states (DECISIONS.md): PENDING -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED, or
+ * Email states (docs/decisions.md, States): PENDING -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED, or
  * BOUNCED / COMPLAINED / FAILED. Status only moves forward: a late or reordered notification (an open
  * recorded after a complaint, a relay's delivery report after a bounce) never moves it back.
  */

@@ -74,7 +74,7 @@ async function countOf(ctx: Ctx, seg: SegmentRow): Promise<number> {
   return countMatching(ctx, await prepareStored(ctx, seg))
 }
 
-/** Validates a DYNAMIC condition: the flat 400 of API.md when it is not an object, a 422 with paths when it is bad. */
+/** Validates a DYNAMIC condition: the flat 400 of the contract (docs/decisions.md, Segments) when it is not an object, a 422 with paths when it is bad. */
 async function checkCondition(ctx: Ctx, raw: unknown, selfSegmentId: string): Promise<{ tree: FilterTree; prepared: PreparedFilter }> {
   if (!isPlainObject(raw)) throw flatError(CONDITION_REQUIRED)
   const prepared = await prepareFilter(ctx, raw, { path: 'condition', selfSegmentId })
@@ -86,7 +86,7 @@ export async function createSegment(ctx: Ctx, body: CreateSegmentBody): Promise<
   const type = body.type ?? 'DYNAMIC'
   const name = cleanName(body.name)
   const id = Bun.randomUUIDv7()
-  // STATIC: the condition is accepted and ignored (API.md leaves it undefined; ignoring keeps old clients working).
+  // STATIC: the condition is accepted and ignored (the contract leaves it undefined; ignoring keeps old clients working; docs/decisions.md, Segments).
   const checked = type === 'DYNAMIC' ? await checkCondition(ctx, body.condition, id) : null
   const track = body.trackMembership ?? false
   // Counted before anything is written: a failing count leaves no segment behind (issue 18).
