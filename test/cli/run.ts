@@ -20,11 +20,17 @@ export async function run(cmd: string[], args: string[], env: Record<string, str
   return { code, stdout, stderr }
 }
 
-/** Starts `serve`, waits for its "http listening" log line and returns the port and a stop function. */
+/**
+ * Starts `serve`, waits for its "http listening" log line and for its start line (HTTP answers before
+ * the workers and SMTP have started; the start line comes once all have), and returns the port and a
+ * stop function.
+ */
 export async function startServe(cmd: string[], args: string[], env: Record<string, string>, cwd = ROOT) {
   const p = Bun.spawn([...cmd, 'serve', ...args], { cwd, env: cleanEnv({ MAILCTL_LOG_LEVEL: 'info', ...env }), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   // stderr is read all along (the human start line goes there), so the child never blocks on it either.
   let stderr = ''
+  let started = () => {}
+  const startLine = new Promise<void>((resolve) => { started = resolve })
   const stderrDone = (async () => {
     const decoder = new TextDecoder()
     const r = p.stderr.getReader()
@@ -32,7 +38,9 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
       const { value, done } = await r.read()
       if (done) break
       stderr += decoder.decode(value, { stream: true })
+      if (/ is running: .*\n/.test(stderr)) started()
     }
+    started()
   })()
   const reader = p.stdout.getReader()
   const decoder = new TextDecoder()
@@ -66,6 +74,7 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
       lines.push(...decoder.decode(value).split('\n').filter(Boolean))
     }
   })()
+  await startLine
   return {
     port,
     lines,
