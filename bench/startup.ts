@@ -4,9 +4,10 @@
  * new one (the migrations run), every CLI command within 300 ms. Exits 1 when a median misses its target
  * (benches assert times, tests do not).
  *
- *   node_modules/.bin/bun bench/startup.ts            (BENCH_RUNS=20)
+ *   node_modules/.bin/bun bench/startup.ts            (BENCH_RUNS=20; BENCH_BIN=path: time that executable)
  *
- * dist/mailctl is built first (`npm run build`) when it is missing or older than a source file. Each
+ * dist/mailctl is built first (`npm run build`) when it is missing or older than a source file; with
+ * BENCH_BIN another executable is timed as it is (another build's, to compare build options). Each
  * round runs every case once, in turn, so a burst of load on a shared machine spreads over all of them;
  * one unmeasured round warms the page cache first. serve listens on a free port of 127.0.0.1 with its
  * SMTP ports disabled (0) and MAILCTL_OUTBOUND=capture; /health is polled every millisecond from the
@@ -19,7 +20,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
 const ROOT = resolve(import.meta.dir, '..')
-const BIN = join(ROOT, 'dist', 'mailctl')
+const BIN = process.env.BENCH_BIN ? resolve(process.env.BENCH_BIN) : join(ROOT, 'dist', 'mailctl')
 const RUNS = Number(process.env.BENCH_RUNS ?? 20)
 const HEALTH_EXISTING_MS = 300
 const HEALTH_NEW_MS = 500
@@ -41,6 +42,7 @@ function newestSource(): number {
 }
 
 async function buildIfStale(): Promise<void> {
+  if (process.env.BENCH_BIN) return
   if (existsSync(BIN) && statSync(BIN).mtimeMs >= newestSource()) return
   console.log('building dist/mailctl (npm run build) ...')
   const p = Bun.spawn(['npm', 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
@@ -160,7 +162,7 @@ try {
   const load1 = loadavg()
 
   const fmt = (n: number) => n.toFixed(0).padStart(6)
-  console.log(`dist/mailctl, ${RUNS} runs per case; load average ${load0.map((v) => v.toFixed(2)).join(' ')} before, ${load1.map((v) => v.toFixed(2)).join(' ')} after (${navigator.hardwareConcurrency} cores)`)
+  console.log(`${process.env.BENCH_BIN ?? 'dist/mailctl'}, ${RUNS} runs per case; load average ${load0.map((v) => v.toFixed(2)).join(' ')} before, ${load1.map((v) => v.toFixed(2)).join(' ')} after (${navigator.hardwareConcurrency} cores)`)
   console.log(`${'case'.padEnd(42)} ${'median'.padStart(6)} ${'p90'.padStart(6)} ${'cpu'.padStart(6)} ${'target'.padStart(6)}  (ms; cpu: median CPU time of the child)`)
   const missed: string[] = []
   for (const [i, c] of cases.entries()) {
