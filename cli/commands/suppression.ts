@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import { ctxFor, type Deps } from '../../src/deps'
-import { SUPPRESSION_REASONS, type SuppressionReason } from '../../src/modules/suppressions/model'
+import { SUPPRESSION_REASONS, type SuppressionReason } from '../../src/modules/suppressions/reasons'
 import type { Suppression } from '../../src/modules/suppressions/service'
 import { emit, need, table, UsageError, withDeps } from '../shared'
 
