@@ -1,10 +1,13 @@
 /**
  * What every command shares: settings from `--config` and the environment, the composition root, output
  * (`--json` -> one JSON document on stdout), prompts only on a terminal, and AppError -> one stderr line.
+ *
+ * Start-up time: this module and the commands' `register` functions import only light modules (commander,
+ * config, errors). What a command runs (the store, the services and their libraries) is imported inside
+ * its action, so `--help`, `--version` and a small command load no more than they use.
  */
 import { Command, CommanderError } from 'commander'
 import { loadConfig, ConfigError, type Config } from '../src/config'
-import { closeDeps, createDeps } from '../src/main'
 import type { Deps } from '../src/deps'
 import { AppError } from '../src/errors'
 import type { Level, Logger } from '../src/log'
@@ -46,6 +49,9 @@ export function stderrLogger(level: Level | 'silent' = 'info', base: Record<stri
  */
 export async function withDeps<T>(cmd: Command, fn: (deps: Deps) => Promise<T>, opts: { migrate?: boolean; create?: boolean } = {}): Promise<T> {
   const config = settings(cmd)
+  // The string formats (email, uuid) the HTTP API validates with, so that the services' checks of CLI
+  // input accept exactly what the API accepts.
+  const [{ closeDeps, createDeps }] = await Promise.all([import('../src/main'), import('../src/http/formats')])
   // Quiet by default: a one-shot command reports failures itself; `MAILCTL_LOG_LEVEL=debug` shows more.
   const level = config.logLevel === 'debug' ? 'debug' : 'warn'
   const deps = await createDeps(config, { log: stderrLogger(level), migrate: opts.migrate, create: opts.create ?? false })

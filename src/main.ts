@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import Redis from 'ioredis'
+import type Redis from 'ioredis'
 import { ConfigError, redactUrl, type Config } from './config'
 import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
 import { appliedMigrations, migrate } from './db/migrate'
@@ -9,18 +9,19 @@ import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
-import { buildApp } from './http/app'
-import { Worker } from './jobs/queue'
-import { allJobs } from './jobs/registry'
-import { startOutbound } from './mail/outbound'
-import { startInbound } from './mail/inbound/receiver'
-import { startRelay } from './mail/relay'
 import { trackWriter } from './modules/events/writer'
 import { registerUsageProvider } from './modules/contacts/usage'
 import { onEvents } from './modules/events/stream'
 import { segmentHintListener } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
+
+/*
+ * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
+ * services' dependencies). The transports, with their libraries (Elysia and the routes, the job
+ * handlers, nodemailer, smtp-server, mailparser) and ioredis, are imported when `serve` starts them, so
+ * a one-shot CLI command does not load them.
+ */
 
 /** The JWT/link signing secret: from config, else generated once into the data dir. */
 export function loadSecret(config: Config): string {
@@ -109,7 +110,8 @@ async function openChecked(config: Config, create: boolean): Promise<Store> {
  * the setting. Later disconnections are retried by ioredis and logged (JSON) once per outage.
  */
 async function connectRedis(url: string, log: Logger): Promise<Redis> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 })
+  const { Redis: Client } = await import('ioredis')
+  const redis = new Client(url, { lazyConnect: true, maxRetriesPerRequest: 2 })
   let first: Error | null = null
   const onConnectError = (err: Error) => { first ??= err }
   redis.on('error', onConnectError)
@@ -188,7 +190,17 @@ function portError(setting: string, host: string, port: number, err: unknown, hi
   return new PortError(`${setting}: cannot listen on ${host}:${port}: ${text}`)
 }
 
-/** `mailctl serve`: migrations first, then HTTP, workers and SMTP for the roles asked. */
+/**
+ * Lets the event loop run once: connections that arrived meanwhile are accepted and their requests
+ * answered. (A dynamic import and a query on bun:sqlite resolve in microtasks, which never let it run.)
+ */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * `mailctl serve`: migrations first, then HTTP, workers and SMTP for the roles asked. HTTP listens
+ * first, and the event loop runs between the later steps, so /health and the API answer while the
+ * workers and the SMTP servers start; `serve` resolves (or fails, naming the busy port) once all have.
+ */
 export async function serve(config: Config, roles: Role[] = ['api', 'worker', 'smtp']): Promise<Running> {
   const deps = await createDeps(config)
   const stops: Array<() => Promise<void> | void> = []
@@ -200,6 +212,7 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
   const smtp: Running['smtp'] = { inbound: null, relay: null, secure: null }
   try {
     if (roles.includes('api')) {
+      const { buildApp } = await import('./http/app')
       const app = buildApp(deps)
       try {
         // Elysia asks Bun for SO_REUSEPORT by default, which lets a second server share a busy port.
@@ -210,20 +223,28 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       httpPort = app.server?.port ?? config.httpPort
       deps.log.info('http listening', { host: config.httpHost, port: httpPort })
       stops.push(async () => { await app.stop() })
+      await yieldToLoop()
     }
     if (roles.includes('worker')) {
+      const [{ Worker }, { allJobs }] = await Promise.all([import('./jobs/queue'), import('./jobs/registry')])
       const worker = new Worker(deps, allJobs, { concurrency: 8 })
       await worker.start()
       stops.push(() => worker.stop())
+      await yieldToLoop()
+      const { startOutbound } = await import('./mail/outbound')
       const outbound = await startOutbound(deps)
       stops.push(() => outbound.stop())
+      await yieldToLoop()
     }
     if (roles.includes('smtp')) {
+      const { startInbound } = await import('./mail/inbound/receiver')
       const inbound = await startInbound(deps).catch((err) => { throw portError('MAILCTL_SMTP_INBOUND_PORT', '0.0.0.0', config.smtpInboundPort, err) })
       if (inbound) {
         stops.push(() => inbound.close())
         smtp.inbound = inbound.port
       }
+      await yieldToLoop()
+      const { startRelay } = await import('./mail/relay')
       const relay = await startRelay(deps).catch((err) => { throw portError('MAILCTL_SMTP_RELAY_PORT', '0.0.0.0', config.smtpRelayPort, err) })
       if (relay) {
         stops.push(() => relay.close())

@@ -1,11 +1,10 @@
 import type { Command } from 'commander'
 import { ctxFor, type Deps } from '../../src/deps'
-import { exportCsv } from '../../src/modules/contacts/export'
-import { importCsv, type ImportResult } from '../../src/modules/contacts/import'
-import { findProject } from '../../src/modules/projects/service'
+import type { ImportResult } from '../../src/modules/contacts/import'
 import { emit, need, UsageError, withDeps } from '../shared'
 
 async function cliCtx(deps: Deps, projectRef: string) {
+  const { findProject } = await import('../../src/modules/projects/service')
   const project = await findProject(deps.store, projectRef)
   return ctxFor(deps, project.id, { kind: 'cli' })
 }
@@ -57,6 +56,7 @@ export function register(program: Command): void {
       if (!(await file.exists())) throw new UsageError(`no such file: ${path}`)
       const text = await file.text()
       const bar = progressBar(process.stderr)
+      const { importCsv } = await import('../../src/modules/contacts/import')
       const result = await withDeps(cmd, async (deps) => {
         const ctx = await cliCtx(deps, ref)
         try {
@@ -71,6 +71,7 @@ export function register(program: Command): void {
     .argument('[project]', 'project id or name')
     .action(async (projectArg: string | undefined, _opts: unknown, cmd: Command) => {
       const ref = await need(projectArg, { flag: 'PROJECT', message: 'Project id or name' })
+      const { exportCsv } = await import('../../src/modules/contacts/export')
       await withDeps(cmd, async (deps) => {
         const ctx = await cliCtx(deps, ref)
         for await (const chunk of exportCsv(ctx)) {

@@ -1,13 +1,8 @@
 import { accessSync, constants, existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { Resolver } from 'node:dns/promises'
 import type { Command } from 'commander'
-import { sql } from 'drizzle-orm'
-import Redis from 'ioredis'
 import { ConfigError, isFullyQualified, redactUrl, type Config } from '../../src/config'
-import { describeStoreError, openStore, sqlitePath, StoreMissingError, type Store } from '../../src/db/client'
-import { appliedMigrations, knownMigrations } from '../../src/db/migrate'
-import { resolverFor } from '../../src/dns'
+import type { Store } from '../../src/db/client'
 import { emit, settings } from '../shared'
 
 export interface Check { name: string; status: 'ok' | 'warn' | 'fail'; detail: string }
@@ -55,6 +50,8 @@ async function checkPort(name: string, host: string, port: number): Promise<Chec
 
 /** Reachability and migrations; the cause of a failure is the driver's (not drizzle's "Failed query"). */
 async function checkDatabase(config: Config): Promise<Check[]> {
+  const [{ sql }, { describeStoreError, openStore, sqlitePath, StoreMissingError }, { appliedMigrations, knownMigrations }] =
+    await Promise.all([import('drizzle-orm'), import('../../src/db/client'), import('../../src/db/migrate')])
   const kind = config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres'
   const shown = kind === 'sqlite' ? sqlitePath(config.databaseUrl) : redactUrl(config.databaseUrl)
   let store: Store | undefined
@@ -80,6 +77,7 @@ async function checkDatabase(config: Config): Promise<Check[]> {
 
 async function checkRedis(config: Config): Promise<Check> {
   if (!config.redisUrl) return ok('redis', 'not configured (rate limits and locks are kept in this process)')
+  const { Redis } = await import('ioredis')
   const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000, retryStrategy: () => null })
   redis.on('error', () => {})
   try {
@@ -97,6 +95,7 @@ async function checkRedis(config: Config): Promise<Check> {
 async function checkHostname(config: Config): Promise<Check[]> {
   const name = config.hostname
   if (!isFullyQualified(name)) return [warn('hostname', `"${name}" is not a fully qualified name: set MAILCTL_HOSTNAME (e.g. mail.example.com)`)]
+  const [{ Resolver }, { resolverFor }] = await Promise.all([import('node:dns/promises'), import('../../src/dns')])
   const resolver = resolverFor(config, { timeoutMs: 2000, attempts: 1 })
   let addresses: string[] = []
   try {

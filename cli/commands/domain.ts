@@ -1,15 +1,17 @@
 import type { Command } from 'commander'
 import { ctxFor, type Deps } from '../../src/deps'
 import type { DomainOut } from '../../src/modules/domains/model'
-import { createDomain, findDomainByName, getDomain, listDomains, verifyDomain } from '../../src/modules/domains/service'
-import { findProject } from '../../src/modules/projects/service'
 import { isFullyQualified } from '../../src/config'
 import { emit, need, table, warnLine, withDeps } from '../shared'
 
 async function cliCtx(deps: Deps, projectRef: string) {
+  const { findProject } = await import('../../src/modules/projects/service')
   const project = await findProject(deps.store, projectRef)
   return ctxFor(deps, project.id, { kind: 'cli' })
 }
+
+/** The domains service, imported when a domain command runs (it brings the DNS and DKIM code). */
+const domains = () => import('../../src/modules/domains/service')
 
 /** The domain header and its records as a table (the DKIM value is long: publish it whole). */
 function render(d: DomainOut): string {
@@ -42,6 +44,7 @@ export function register(program: Command): void {
       const ref = await need(projectArg, { flag: 'PROJECT', message: 'Project id or name' })
       const name = await need(domainArg, { flag: 'DOMAIN', message: 'Domain name' })
       const out = await withDeps(cmd, async (deps) => {
+        const { createDomain } = await domains()
         const ctx = await cliCtx(deps, ref)
         const created = await createDomain(ctx, { projectId: ctx.projectId, domain: name })
         const host = deps.config.hostname
@@ -60,6 +63,7 @@ export function register(program: Command): void {
       const ref = await need(projectArg, { flag: 'PROJECT', message: 'Project id or name' })
       const name = await need(domainArg, { flag: 'DOMAIN', message: 'Domain name' })
       const out = await withDeps(cmd, async (deps) => {
+        const { findDomainByName, getDomain, verifyDomain } = await domains()
         const ctx = await cliCtx(deps, ref)
         // DOMAIN is a name, or the domain's id
         const found = await findDomainByName(ctx, name).catch(() => getDomain(ctx, name))
@@ -73,6 +77,7 @@ export function register(program: Command): void {
     .action(async (projectArg: string | undefined, _opts: unknown, cmd: Command) => {
       const ref = await need(projectArg, { flag: 'PROJECT', message: 'Project id or name' })
       const rows = await withDeps(cmd, async (deps) => {
+        const { listDomains } = await domains()
         const ctx = await cliCtx(deps, ref)
         return listDomains(ctx, ctx.projectId)
       })

@@ -1,5 +1,4 @@
 import type { Command } from 'commander'
-import { findProject, rotateKeys } from '../../src/modules/projects/service'
 import { emit, need, withDeps } from '../shared'
 
 /** `mailctl keys rotate PROJECT`: both keys at once; the old ones stop working immediately. */
@@ -10,6 +9,7 @@ export function register(program: Command): void {
     .argument('[project]', 'project id or name')
     .action(async (projectArg: string | undefined, _opts: unknown, cmd: Command) => {
       const ref = await need(projectArg, { flag: 'PROJECT', message: 'Project id or name' })
+      const { findProject, rotateKeys } = await import('../../src/modules/projects/service')
       const out = await withDeps(cmd, async (deps) => rotateKeys(deps.store, (await findProject(deps.store, ref)).id))
       emit(cmd, out, () => `project    ${out.id}\npublicKey  ${out.publicKey}\nsecretKey  ${out.secretKey}\n(the secret key is shown only now; the old keys no longer work)`)
     })

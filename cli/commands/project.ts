@@ -1,7 +1,5 @@
 import type { Command } from 'commander'
 import { notFound } from '../../src/errors'
-import { createProject, listProjects } from '../../src/modules/projects/service'
-import { findUserByEmail } from '../../src/modules/users/service'
 import { emit, need, table, withDeps } from '../shared'
 
 /** `mailctl project create --name N [--owner EMAIL]` and `mailctl project list`. */
@@ -13,9 +11,11 @@ export function register(program: Command): void {
     .option('--owner <email>', 'make this existing user the OWNER (see `mailctl user create`)')
     .action(async (opts: { name?: string; owner?: string }, cmd: Command) => {
       const name = await need(opts.name, { flag: '--name', message: 'Project name' })
+      const { createProject } = await import('../../src/modules/projects/service')
       const out = await withDeps(cmd, async (deps) => {
         let ownerUserId: string | null = null
         if (opts.owner) {
+          const { findUserByEmail } = await import('../../src/modules/users/service')
           const owner = await findUserByEmail(deps, opts.owner)
           if (!owner) throw notFound(`user ${opts.owner}`)
           ownerUserId = owner.id
@@ -27,6 +27,7 @@ export function register(program: Command): void {
   project.command('list')
     .description('list projects')
     .action(async (_opts: unknown, cmd: Command) => {
+      const { listProjects } = await import('../../src/modules/projects/service')
       const rows = await withDeps(cmd, (deps) => listProjects(deps.store))
       emit(cmd, rows, () => table(rows, ['id', 'name', 'publicKey', 'disabled', 'createdAt']))
     })

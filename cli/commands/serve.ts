@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import pkg from '../../package.json'
-import { serve, startLine, type Role } from '../../src/main'
+import type { Role, Running } from '../../src/main'
 import { settings, UsageError } from '../shared'
 
 const ROLES: Role[] = ['api', 'worker', 'smtp']
@@ -21,26 +21,35 @@ export function register(program: Command): void {
     .action(async (opts: { role: Role[] }, cmd: Command) => {
       const roles = opts.role.length ? opts.role : ROLES
       const config = settings(cmd)
-      const running = await serve(config, roles)
+      const { serve, startLine } = await import('../../src/main')
+      // Signals are handled from the start: HTTP answers before serve() resolves (the workers and SMTP
+      // start after it listens), so a SIGTERM may come meanwhile; it stops everything once started.
+      let running: Running | null = null
+      let signalled: string | null = null
+      let finish = () => {}
+      const finished = new Promise<void>((resolve) => { finish = resolve })
+      const stop = (r: Running, signal: string) => {
+        r.deps.log.info('shutting down', { signal })
+        r.stop().then(finish, (err) => {
+          process.stderr.write(`error: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`)
+          process.exit(1)
+        })
+      }
+      const shutdown = (signal: string) => {
+        if (signalled) {
+          if (running) running.deps.log.warn('second signal: exiting now', { signal })
+          process.exit(1)
+        }
+        signalled = signal
+        if (running) stop(running, signal)
+      }
+      process.once('SIGINT', () => shutdown('SIGINT'))
+      process.once('SIGTERM', () => shutdown('SIGTERM'))
+      running = await serve(config, roles)
       // One human line beside the JSON logs (which go to stdout): on stderr, so stdout stays JSON.
       process.stderr.write(`${startLine(config, running, pkg.version)}\n`)
-      await new Promise<void>((resolve) => {
-        let stopping = false
-        const shutdown = (signal: string) => {
-          if (stopping) {
-            running.deps.log.warn('second signal: exiting now', { signal })
-            process.exit(1)
-          }
-          stopping = true
-          running.deps.log.info('shutting down', { signal })
-          running.stop().then(resolve, (err) => {
-            process.stderr.write(`error: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`)
-            process.exit(1)
-          })
-        }
-        process.once('SIGINT', () => shutdown('SIGINT'))
-        process.once('SIGTERM', () => shutdown('SIGTERM'))
-      })
+      if (signalled) stop(running, signalled)
+      await finished
       process.exit(0)
     })
 }

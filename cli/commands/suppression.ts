@@ -1,11 +1,11 @@
 import type { Command } from 'commander'
 import { ctxFor, type Deps } from '../../src/deps'
-import { findProject } from '../../src/modules/projects/service'
-import { SUPPRESSION_REASONS, type SuppressionReason } from '../../src/modules/suppressions/model'
-import { addSuppression, listSuppressions, removeSuppression, type Suppression } from '../../src/modules/suppressions/service'
+import { SUPPRESSION_REASONS, type SuppressionReason } from '../../src/modules/suppressions/reasons'
+import type { Suppression } from '../../src/modules/suppressions/service'
 import { emit, need, table, UsageError, withDeps } from '../shared'
 
 async function cliCtx(deps: Deps, projectRef: string) {
+  const { findProject } = await import('../../src/modules/projects/service')
   const project = await findProject(deps.store, projectRef)
   return ctxFor(deps, project.id, { kind: 'cli' })
 }
@@ -24,6 +24,7 @@ export function register(program: Command): void {
       if (opts.reason && !SUPPRESSION_REASONS.includes(opts.reason as SuppressionReason)) throw new UsageError(`--reason must be one of ${SUPPRESSION_REASONS.join(', ')}`)
       const max = opts.limit === undefined ? Infinity : Number(opts.limit)
       if (!(max >= 1) || (Number.isFinite(max) && !Number.isInteger(max))) throw new UsageError('--limit must be a positive integer')
+      const { listSuppressions } = await import('../../src/modules/suppressions/service')
       const rows = await withDeps(c, async (deps) => {
         const ctx = await cliCtx(deps, ref)
         const out: Suppression[] = []
@@ -45,6 +46,7 @@ export function register(program: Command): void {
     .action(async (projectArg: string | undefined, emailArg: string | undefined, opts: { note?: string }, c: Command) => {
       const ref = await need(projectArg, { flag: 'PROJECT', message: 'Project id or name' })
       const email = await need(emailArg, { flag: 'EMAIL', message: 'Address to suppress' })
+      const { addSuppression } = await import('../../src/modules/suppressions/service')
       const out = await withDeps(c, async (deps) => addSuppression(await cliCtx(deps, ref), { email, note: opts.note }))
       emit(c, out, () => `suppressed ${out.email} (${out.reason})`)
     })
@@ -55,6 +57,7 @@ export function register(program: Command): void {
     .action(async (projectArg: string | undefined, emailArg: string | undefined, _opts: unknown, c: Command) => {
       const ref = await need(projectArg, { flag: 'PROJECT', message: 'Project id or name' })
       const email = await need(emailArg, { flag: 'EMAIL', message: 'Address to remove' })
+      const { removeSuppression } = await import('../../src/modules/suppressions/service')
       await withDeps(c, async (deps) => removeSuppression(await cliCtx(deps, ref), email))
       const out = { email: email.trim().toLowerCase(), removed: true }
       emit(c, out, () => `removed ${out.email} from the suppression list`)

@@ -1,5 +1,4 @@
 import type { Command } from 'commander'
-import { createUser, toUserOut } from '../../src/modules/users/service'
 import { emit, need, withDeps } from '../shared'
 
 /** `mailctl user create --email E --password P [--name N]`: a verified dashboard account. */
@@ -13,6 +12,7 @@ export function register(program: Command): void {
     .action(async (opts: { email?: string; password?: string; name?: string }, cmd: Command) => {
       const email = await need(opts.email, { flag: '--email', message: 'Email address' })
       const password = await need(opts.password, { flag: '--password', message: 'Password', secret: true })
+      const { createUser, toUserOut } = await import('../../src/modules/users/service')
       const out = await withDeps(cmd, async (deps) => toUserOut(await createUser(deps, { email, password, name: opts.name }, { verified: true })))
       emit(cmd, out, () => `created user ${out.email} (${out.id})`)
     })

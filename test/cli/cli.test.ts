@@ -67,6 +67,13 @@ describe('mailctl CLI (source, SQLite)', () => {
     expect(noTty.stderr.trim()).toBe('error: --password is required (no terminal to prompt on)')
   })
 
+  test('user create: addresses are checked as the API checks them (its email format, not Elysia\'s looser default)', async () => {
+    // Elysia's own format accepts a one-letter top-level domain; the API's (src/http/formats.ts) does not.
+    const res = await mailctl(['user', 'create', '--email', 'ops@example.c', '--password', 'operator password'], env)
+    expect(res.code).toBe(1)
+    expect(res.stderr.trim().split('\n')).toEqual(['error: VALIDATION_ERROR: email: Invalid email'])
+  })
+
   test('project create --json prints exactly {id, name, publicKey, secretKey}; the keys work', async () => {
     const res = await mailctl(['project', 'create', '--name', 'demo', '--json'], env)
     expect(res.code).toBe(0)

@@ -23,11 +23,17 @@ export async function run(cmd: string[], args: string[], env: Record<string, str
   return { code, stdout, stderr }
 }
 
-/** Starts `serve`, waits for its "http listening" log line and returns the port and a stop function. */
+/**
+ * Starts `serve`, waits for its "http listening" log line and for its start line (HTTP answers before
+ * the workers and SMTP have started; the start line comes once all have), and returns the port and a
+ * stop function.
+ */
 export async function startServe(cmd: string[], args: string[], env: Record<string, string>, cwd = ROOT) {
   const p = Bun.spawn([...cmd, 'serve', ...args], { cwd, env: cleanEnv({ MAILCTL_LOG_LEVEL: 'info', ...env }), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   // stderr is read all along (the human start line goes there), so the child never blocks on it either.
   let stderr = ''
+  let started = () => {}
+  const startLine = new Promise<void>((resolve) => { started = resolve })
   const stderrDone = (async () => {
     const decoder = new TextDecoder()
     const r = p.stderr.getReader()
@@ -35,7 +41,9 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
       const { value, done } = await r.read()
       if (done) break
       stderr += decoder.decode(value, { stream: true })
+      if (/ is running: .*\n/.test(stderr)) started()
     }
+    started()
   })()
   const reader = p.stdout.getReader()
   const decoder = new TextDecoder()
@@ -72,6 +80,7 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
     }
     if (buffered) lines.push(buffered)
   })()
+  await startLine
   return {
     port,
     lines,

@@ -3,8 +3,7 @@ import { positiveIntQuery } from '../query'
 
 /** TypeBox models of the suppression list: request validation and the OpenAPI document. */
 
-export const SUPPRESSION_REASONS = ['bounce', 'complaint', 'manual'] as const
-export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number]
+export { SUPPRESSION_REASONS, type SuppressionReason } from './reasons'
 const Reason = t.Union([t.Literal('bounce'), t.Literal('complaint'), t.Literal('manual')])
 
 export const Suppression = t.Object({
