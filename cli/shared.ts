@@ -6,7 +6,7 @@
  * config, errors). What a command runs (the store, the services and their libraries) is imported inside
  * its action, so `--help`, `--version` and a small command load no more than they use.
  */
-import { Command, CommanderError } from 'commander'
+import { type Command, CommanderError } from 'commander'
 import { loadConfig, ConfigError, type Config } from '../src/config'
 import type { Deps } from '../src/deps'
 import { AppError } from '../src/errors'
@@ -30,7 +30,7 @@ export function stderrLogger(level: Level | 'silent' = 'info', base: Record<stri
   const order = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 }
   const write = (lvl: Level, msg: string, fields?: Record<string, unknown>) => {
     if (order[lvl] < order[level]) return
-    process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields }) + '\n')
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields })}\n`)
   }
   return {
     debug: (m, f) => write('debug', m, f),
@@ -64,7 +64,7 @@ export async function withDeps<T>(cmd: Command, fn: (deps: Deps) => Promise<T>, 
 
 /** Prints `data` as JSON with `--json`, else the human rendering. */
 export function emit(cmd: Command, data: unknown, human: () => string): void {
-  if (globals(cmd).json) process.stdout.write(JSON.stringify(data, null, 2) + '\n')
+  if (globals(cmd).json) process.stdout.write(`${JSON.stringify(data, null, 2)}\n`)
   else process.stdout.write(human().replace(/\n?$/, '\n'))
 }
 
@@ -127,7 +127,7 @@ export async function runCli(program: Command, argv: string[]): Promise<void> {
       // commander has already printed its message (or the help/version text).
       process.exit(err.exitCode === 0 ? 0 : 2)
     }
-    process.stderr.write(errorLine(err) + '\n')
+    process.stderr.write(`${errorLine(err)}\n`)
     process.exit(exitCodeFor(err))
   }
 }

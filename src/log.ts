@@ -47,7 +47,7 @@ export function createLogger(level: Level | 'silent' = 'info', base: Record<stri
   const min = ORDER[level]
   const write = (lvl: Level, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < min) return
-    const line = JSON.stringify({ time: isoNow(), level: lvl, msg, ...base, ...fields }) + '\n'
+    const line = `${JSON.stringify({ time: isoNow(), level: lvl, msg, ...base, ...fields })}\n`
     if (lvl === 'error') { flush(); process.stderr.write(line) }
     else bufferLine(line)
   }

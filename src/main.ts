@@ -30,7 +30,7 @@ export function loadSecret(config: Config): string {
   const file = join(config.dataDir, 'secret.key')
   if (existsSync(file)) return readFileSync(file, 'utf8').trim()
   const secret = randomBytes(32).toString('hex')
-  writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+  writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' })
   return secret
 }
 

@@ -55,7 +55,7 @@ export function register(program: Command): void {
         `oldest queued    ${out.oldestQueuedAt?.toISOString() ?? '-'}`,
         `next retry       ${out.nextRetryAt?.toISOString() ?? '-'}`,
         '',
-        out.nextRetries.length ? 'next retries:\n' + table(out.nextRetries.map((d) => ({ ...d, lastError: (d.lastError ?? '').slice(0, 70) })), ['nextAttemptAt', 'attempts', 'to', 'emailId', 'lastError']) : 'no deferred mail',
+        out.nextRetries.length ? `next retries:\n${table(out.nextRetries.map((d) => ({ ...d, lastError: (d.lastError ?? '').slice(0, 70) })), ['nextAttemptAt', 'attempts', 'to', 'emailId', 'lastError'])}` : 'no deferred mail',
       ].join('\n'))
     })
 }
