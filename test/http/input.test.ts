@@ -66,7 +66,7 @@ forEachStore('HTTP input checks', (env) => {
     expect(r.status).toBe(422)
     expect(r.body.message).toBe(r.body.error.message)
     const server = buildApp(env.deps).listen({ port: 0, hostname: '127.0.0.1' })
-    env.onStop(async () => { await server.stop() })
+    env.onStop(async () => { await server.stop(true) })
     const plunk = new Plunk(p.secretKey, { baseUrl: `http://127.0.0.1:${server.server?.port}/v1/` })
     const err = await plunk.emails.send({ to: 'someone@dest.test', subject: 's', body: 'b', from: 'nobody@unverified.test' }).then(() => null, (e: Error) => e)
     expect(err?.message).toContain('unverified.test')

@@ -180,7 +180,7 @@ export function readRows(records: string[][], cols: Columns, result: ImportResul
       fail(row, err.message)
       continue
     }
-    out.push({ row, input: { email: normalizeEmail(rawEmail), subscribed, data } })
+    out.push({ row, input: { email: normalizeEmail(rawEmail), subscribed, data, dataChecked: true } })
   }
   return out
 }

@@ -262,7 +262,7 @@ forEachStore('auth: signup disabled, https cookie', (env) => {
 forEachStore('auth: per-IP login throttle (real port)', (env) => {
   test('after the per-IP budget, logins from that IP answer 429 whatever the address', async () => {
     const server = env.app.listen({ port: 0, hostname: '127.0.0.1' })
-    env.onStop(async () => { await server.stop() })
+    env.onStop(async () => { await server.stop(true) })
     const base = `http://127.0.0.1:${server.server?.port}`
     const login = (email: string, password: string) => fetch(`${base}/auth/login`, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }),

@@ -159,7 +159,7 @@ forEachStore('CSV import', (env) => {
   test('over a real listener, a CSV well over 5 MB is refused unread with 413, not 400', async () => {
     const p = await env.project()
     const server = buildApp(env.deps).listen({ port: 0, hostname: '127.0.0.1' })
-    env.onStop(async () => { await server.stop() })
+    env.onStop(async () => { await server.stop(true) })
     const big = new Uint8Array(6 * 1024 * 1024).fill(97)
     big.set(new TextEncoder().encode('email\n'))
     const r = await fetch(`http://127.0.0.1:${server.server?.port}/contacts/import`, { method: 'POST', body: form(big), headers: { authorization: `Bearer ${p.secretKey}` } })
