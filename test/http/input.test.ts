@@ -16,7 +16,7 @@ forEachStore('HTTP input checks', (env) => {
         expect([path, bad, r.status]).toEqual([path, bad, 400])
         expect(r.body.error.code).toBe('BAD_REQUEST')
         expect(r.body.error.errors[0].field).toBe('limit')
-        expect(r.body.error.errors[0].received).toBe(bad)
+        expect(r.body.error.message).toContain('limit: must be a whole number')
       }
       const ok = await env.request('GET', `${path}?limit=1000`, { key: p.secretKey })
       expect([path, ok.status]).toEqual([path, 200])

@@ -39,7 +39,7 @@ export const ActivityList = t.Object({
 })
 
 export const ListActivityQuery = t.Object({
-  limit: positiveIntQuery('1 to 100, default 20; larger values are clamped to 100'),
+  limit: positiveIntQuery('limit', '1 to 100, default 20; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
   type: t.Optional(t.String({ description: `Comma-separated: ${ACTIVITY_TYPES.join(', ')} (default all); an unknown type answers 400` })),
   status: t.Optional(t.String({ description: 'Only emails in this status (implies type=email)' })),
@@ -49,7 +49,7 @@ export const ListActivityQuery = t.Object({
 export type ListActivityQuery = Static<typeof ListActivityQuery>
 
 export const StatsQuery = t.Object({
-  days: positiveIntQuery('1 to 365, default 30; larger values are clamped to 365'),
+  days: positiveIntQuery('days', '1 to 365, default 30; larger values are clamped to 365'),
 })
 
 export const ActivityStats = t.Object({
@@ -84,7 +84,7 @@ export const ActivityTypes = t.Object({
 })
 
 export const RecentCountQuery = t.Object({
-  minutes: positiveIntQuery('1 to 10080, default 60; larger values are clamped to 10080'),
+  minutes: positiveIntQuery('minutes', '1 to 10080, default 60; larger values are clamped to 10080'),
 })
 
 export const RecentCount = t.Object({

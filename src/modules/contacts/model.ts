@@ -34,7 +34,7 @@ export const UpdateContactBody = t.Object({
 })
 
 export const ListContactsQuery = t.Object({
-  limit: positiveIntQuery('1 to 100, default 20; larger values are clamped to 100'),
+  limit: positiveIntQuery('limit', '1 to 100, default 20; larger values are clamped to 100'),
   cursor: t.Optional(t.String({ description: 'Opaque cursor from the previous page' })),
   search: t.Optional(t.String({ description: 'Case-insensitive substring of the email' })),
   subscribed: t.Optional(t.BooleanString({ description: 'true or false; omitted returns both states' })),
@@ -79,7 +79,7 @@ export const FieldInfo = t.Object({
 export const FieldList = t.Object({ totalContacts: t.Integer(), fields: t.Array(FieldInfo) })
 
 export const FieldValuesQuery = t.Object({
-  limit: positiveIntQuery('1 to 1000, default 100; larger values are clamped to 1000'),
+  limit: positiveIntQuery('limit', '1 to 1000, default 100; larger values are clamped to 1000'),
   search: t.Optional(t.String({ description: 'Case-insensitive substring of the value' })),
 })
 export const FieldValues = t.Object({

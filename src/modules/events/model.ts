@@ -41,7 +41,7 @@ export const EventList = t.Object({
 })
 
 export const ListEventsQuery = t.Object({
-  limit: positiveIntQuery('1 to 100, default 20; larger values are clamped to 100'),
+  limit: positiveIntQuery('limit', '1 to 100, default 20; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
   name: t.Optional(t.String({ description: 'Only events with this name' })),
   contactId: t.Optional(t.String({ description: 'Only events of this contact' })),
@@ -49,12 +49,12 @@ export const ListEventsQuery = t.Object({
 export type ListEventsQuery = Static<typeof ListEventsQuery>
 
 export const ContactEventsQuery = t.Object({
-  limit: positiveIntQuery('1 to 100, default 100; larger values are clamped to 100'),
+  limit: positiveIntQuery('limit', '1 to 100, default 100; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
 })
 
 export const StatsQuery = t.Object({
-  days: positiveIntQuery('1 to 365, default 30; larger values are clamped to 365'),
+  days: positiveIntQuery('days', '1 to 365, default 30; larger values are clamped to 365'),
 })
 
 export const EventStats = t.Object({

@@ -59,8 +59,8 @@ export type SegmentOut = Static<typeof Segment>
 export const IdParams = t.Object({ id: t.String() })
 
 export const ContactsQuery = t.Object({
-  page: positiveIntQuery('1 up, default 1'),
-  pageSize: positiveIntQuery('1 up, default 20; larger values are clamped to 100'),
+  page: positiveIntQuery('page', '1 to 1000000, default 1', 1_000_000),
+  pageSize: positiveIntQuery('pageSize', '1 up, default 20; larger values are clamped to 100'),
 })
 
 export const ContactsPage = t.Object({

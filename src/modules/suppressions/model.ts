@@ -22,7 +22,7 @@ export const SuppressionList = t.Object({
 })
 
 export const ListSuppressionsQuery = t.Object({
-  limit: positiveIntQuery('1 to 100, default 20; larger values are clamped to 100'),
+  limit: positiveIntQuery('limit', '1 to 100, default 20; larger values are clamped to 100'),
   cursor: t.Optional(t.String()),
   reason: t.Optional(Reason),
   search: t.Optional(t.String({ description: 'Case-insensitive substring of the address' })),

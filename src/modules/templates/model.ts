@@ -83,8 +83,8 @@ export const UpdateTemplateBody = t.Object({
 export type UpdateTemplate = Static<typeof UpdateTemplateBody>
 
 export const ListTemplatesQuery = t.Object({
-  page: positiveIntQuery('1 up, default 1'),
-  pageSize: positiveIntQuery(`1 up, default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are clamped to ${MAX_PAGE_SIZE}`),
+  page: positiveIntQuery('page', '1 to 1000000, default 1', 1_000_000),
+  pageSize: positiveIntQuery('pageSize', `1 up, default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are clamped to ${MAX_PAGE_SIZE}`),
   type: t.Optional(t.String({ description: 'TRANSACTIONAL, MARKETING or HEADLESS; any other value answers 400 BAD_REQUEST' })),
   search: t.Optional(t.String({ maxLength: 200, description: 'Case-insensitive substring of name, description or subject' })),
   sort: t.Optional(t.String({ description: 'createdAt (default), name (case-insensitive) or updatedAt; anything else falls back to createdAt' })),
