@@ -1,4 +1,4 @@
-import { and, asc, eq } from 'drizzle-orm'
+import { and, asc, eq, or } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 function columns(store: Store) {
@@ -21,6 +21,39 @@ export async function oneForUser(store: Store, db: Db, userId: string, projectId
   const [row] = await db.select(columns(store)).from(members).innerJoin(projects, eq(projects.id, members.projectId))
     .where(and(eq(members.userId, userId), eq(members.projectId, projectId))).limit(1)
   return row
+}
+
+export interface NewProjectRow { id: string; name: string; publicKey: string; secretKeyHash: string; ownerUserId: string | null; now: Date }
+
+/** A project and, when given, its OWNER membership (in the caller's transaction). */
+export async function insert(store: Store, db: Db, p: NewProjectRow): Promise<void> {
+  const { projects, members } = store.t
+  await db.insert(projects).values({
+    id: p.id, name: p.name, publicKey: p.publicKey, secretKeyHash: p.secretKeyHash,
+    disabled: false, trackingEnabled: true, settings: {}, createdAt: p.now, updatedAt: p.now,
+  })
+  if (p.ownerUserId) await db.insert(members).values({ projectId: p.id, userId: p.ownerUserId, role: 'OWNER', createdAt: p.now })
+}
+
+/** Replaces both keys; false when the project does not exist. */
+export async function setKeys(store: Store, db: Db, projectId: string, publicKey: string, secretKeyHash: string, now: Date): Promise<boolean> {
+  const { projects } = store.t
+  const rows = await db.update(projects).set({ publicKey, secretKeyHash, updatedAt: now }).where(eq(projects.id, projectId)).returning({ id: projects.id })
+  return rows.length > 0
+}
+
+/** Projects whose id or name is `idOrName`, oldest first (at most `limit`). */
+export async function byIdOrName(store: Store, db: Db, idOrName: string, limit: number) {
+  const { projects } = store.t
+  return db.select().from(projects).where(or(eq(projects.id, idOrName), eq(projects.name, idOrName)))
+    .orderBy(projects.createdAt, projects.id).limit(limit)
+}
+
+/** Every project (the CLI's list), oldest first, without the secret key hash. */
+export async function all(store: Store, db: Db) {
+  const { projects } = store.t
+  return db.select({ id: projects.id, name: projects.name, publicKey: projects.publicKey, disabled: projects.disabled, createdAt: projects.createdAt })
+    .from(projects).orderBy(projects.createdAt)
 }
 
 export async function update(store: Store, db: Db, projectId: string, patch: { name?: string; trackingEnabled?: boolean }, now: Date): Promise<void> {

@@ -1,4 +1,3 @@
-import { eq, or } from 'drizzle-orm'
 import type { Store } from '../../db/client'
 import { conflict, notFound } from '../../errors'
 import type { Deps } from '../../deps'
@@ -14,29 +13,20 @@ export interface NewProject { id: string; name: string; publicKey: string; secre
 
 /** Creates a project with a fresh key pair; the secret key is returned once and stored hashed. */
 export async function createProject(store: Store, input: { name: string; ownerUserId?: string | null }): Promise<NewProject> {
-  const { projects, members } = store.t
   const { name } = parseInput(CreateProjectBody, { name: input.name })
   const keys = newKeyPair()
-  const now = new Date()
   const id = Bun.randomUUIDv7()
-  await store.tx(async (db) => {
-    await db.insert(projects).values({
-      id, name, publicKey: keys.publicKey, secretKeyHash: hashSecret(keys.secretKey),
-      disabled: false, trackingEnabled: true, settings: {}, createdAt: now, updatedAt: now,
-    })
-    if (input.ownerUserId) await db.insert(members).values({ projectId: id, userId: input.ownerUserId, role: 'OWNER', createdAt: now })
-  })
+  await store.tx((db) => repo.insert(store, db, {
+    id, name, publicKey: keys.publicKey, secretKeyHash: hashSecret(keys.secretKey), ownerUserId: input.ownerUserId ?? null, now: new Date(),
+  }))
   return { id, name, ...keys }
 }
 
 /** Regenerates both keys at once; the old ones stop working with this commit (docs/decisions.md, API keys). */
 export async function rotateKeys(store: Store, projectId: string): Promise<{ id: string; publicKey: string; secretKey: string }> {
-  const { projects } = store.t
   const keys = newKeyPair()
-  const rows = await store.tx((db) => db.update(projects)
-    .set({ publicKey: keys.publicKey, secretKeyHash: hashSecret(keys.secretKey), updatedAt: new Date() })
-    .where(eq(projects.id, projectId)).returning({ id: projects.id }))
-  if (!rows.length) throw notFound('project')
+  const found = await store.tx((db) => repo.setKeys(store, db, projectId, keys.publicKey, hashSecret(keys.secretKey), new Date()))
+  if (!found) throw notFound('project')
   return { id: projectId, ...keys }
 }
 
@@ -63,10 +53,7 @@ const AMBIGUOUS_LISTED = 20
  * CONFLICT that lists their ids (oldest first), so the operator can pass the one meant.
  */
 export async function findProject(store: Store, idOrName: string) {
-  const { projects } = store.t
-  const rows = await store.db.select().from(projects)
-    .where(or(eq(projects.id, idOrName), eq(projects.name, idOrName)))
-    .orderBy(projects.createdAt, projects.id).limit(AMBIGUOUS_LISTED + 1)
+  const rows = await repo.byIdOrName(store, store.db, idOrName, AMBIGUOUS_LISTED + 1)
   const byId = rows.find((r) => r.id === idOrName)
   if (byId) return byId
   if (rows.length === 1) return rows[0]
@@ -80,8 +67,7 @@ export async function findProject(store: Store, idOrName: string) {
 }
 
 export async function listProjects(store: Store) {
-  const { projects } = store.t
-  return store.db.select({ id: projects.id, name: projects.name, publicKey: projects.publicKey, disabled: projects.disabled, createdAt: projects.createdAt }).from(projects).orderBy(projects.createdAt)
+  return repo.all(store, store.db)
 }
 
 /* ---- The dashboard's view: a user's projects (/users/@me/projects, /projects/:id/setup-state) ---- */
