@@ -20,8 +20,7 @@ import type { Db } from '../../db/client'
 import { defineJob } from '../../jobs/queue'
 import { errorFields } from '../../log'
 import { appendEvents, notifyEvents, type EventRow } from '../../modules/events/stream'
-import { applyBounce, applyComplaint, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
-import * as trackingRepo from '../../modules/tracking/repo'
+import { applyBounce, applyComplaint, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
 import { parseVerp } from '../outbound/verp'
 import { parseInbound, type ReceivedSummary } from './analyze'
 import type { ArfReport } from './arf'
@@ -43,12 +42,12 @@ async function findEmail(deps: Deps, db: Db, verps: string[], originalMessageId:
   for (const a of verps) {
     const v = parseVerp(deps, a)
     if (!v) continue
-    const email = await trackingRepo.emailById(deps.store, db, v.emailId, true)
+    const email = await feedbackEmailById(deps, db, v.emailId)
     if (email) return email
   }
   if (originalMessageId) {
-    const [email] = await trackingRepo.emailsByMessageId(deps.store, db, originalMessageId, projectId)
-    if (email) return trackingRepo.emailById(deps.store, db, email.id, true)
+    const [email] = await emailsByMessageId(deps, db, originalMessageId, projectId)
+    if (email) return feedbackEmailById(deps, db, email.id)
   }
   return null
 }
@@ -118,7 +117,7 @@ async function onOther(deps: Deps, db: Db, row: InboundRow, mail: ReceivedSummar
   const from = mail.from ?? (row.mailFrom ? row.mailFrom.toLowerCase() : null)
   let repliedTo: FeedbackEmail | null = null
   for (const id of [...(mail.inReplyTo ? [mail.inReplyTo] : []), ...[...mail.references].reverse()]) {
-    const [e] = await trackingRepo.emailsByMessageId(deps.store, db, id, target.projectId)
+    const [e] = await emailsByMessageId(deps, db, id, target.projectId)
     if (e) { repliedTo = e; break }
   }
   const contactId = repliedTo?.contactId ?? (from ? await contactIdByEmail(deps.store, db, target.projectId, from) : null)

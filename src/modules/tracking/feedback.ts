@@ -19,6 +19,19 @@ import type { FeedbackEmail } from './repo'
 
 export type { FeedbackEmail } from './repo'
 
+/**
+ * The email a report is about, by id, locked for the report's transaction (PostgreSQL: FOR UPDATE), so
+ * two reports of one email apply one after the other.
+ */
+export function feedbackEmailById(ctx: Pick<Ctx, 'store'>, db: Db, id: string): Promise<FeedbackEmail | null> {
+  return repo.emailById(ctx.store, db, id, true)
+}
+
+/** Emails carrying a Message-ID (with angle brackets), optionally within one project; at most 50. */
+export function emailsByMessageId(ctx: Pick<Ctx, 'store'>, db: Db, messageId: string, projectId?: string | null): Promise<FeedbackEmail[]> {
+  return repo.emailsByMessageId(ctx.store, db, messageId, projectId)
+}
+
 /** Where a report came from: the inbound SMTP receiver (DSN, ARF) or a provider webhook. */
 export type FeedbackSource = 'dsn' | 'arf' | 'ses'
 

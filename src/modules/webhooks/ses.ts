@@ -15,8 +15,7 @@ import { classifyStatus } from '../../mail/inbound/dsn'
 import { messageId as parseMessageId } from '../../mail/inbound/mime'
 import { parseVerp } from '../../mail/outbound/verp'
 import type { EventRow } from '../events/stream'
-import { applyBounce, applyComplaint, applyDelivery, type FeedbackEmail } from '../tracking/feedback'
-import * as trackingRepo from '../tracking/repo'
+import { applyBounce, applyComplaint, applyDelivery, emailsByMessageId, feedbackEmailById, type FeedbackEmail } from '../tracking/feedback'
 
 export type SesKind = 'Bounce' | 'Complaint' | 'Delivery'
 
@@ -68,16 +67,16 @@ function diagnosticText(v: unknown): string | null {
 
 async function emailsFor(deps: Deps, db: Db, mail: Obj): Promise<FeedbackEmail[]> {
   for (const id of messageIdsOf(mail)) {
-    const rows = await trackingRepo.emailsByMessageId(deps.store, db, id)
+    const rows = await emailsByMessageId(deps, db, id)
     if (rows.length) {
-      const locked = await Promise.all(rows.map((r) => trackingRepo.emailById(deps.store, db, r.id, true)))
+      const locked = await Promise.all(rows.map((r) => feedbackEmailById(deps, db, r.id)))
       return locked.filter((r): r is FeedbackEmail => r !== null)
     }
   }
   const source = str(mail.source)
   const verp = source ? parseVerp(deps, source) : null
   if (verp) {
-    const e = await trackingRepo.emailById(deps.store, db, verp.emailId, true)
+    const e = await feedbackEmailById(deps, db, verp.emailId)
     if (e) return [e]
   }
   return []
