@@ -49,10 +49,32 @@ function attr(tag: string, name: string): string | null {
   return m ? decodeEntities(m[1] ?? m[2] ?? m[3] ?? '') : null
 }
 
-/** Folds the output's whitespace: no trailing spaces, at most one blank line, no leading or trailing blank lines. */
+/**
+ * Folds the output's whitespace: no trailing spaces, at most one blank line, no leading or trailing blank
+ * lines. Linear in its input: a regular expression for the trailing blanks (`[ \t]+\n`) re-scans a long
+ * run of blanks from each of its positions when no line break follows (a <pre> of spaces).
+ */
 function tidyText(s: string): string {
-  return s.replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim()
+  const lines = s.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]
+    let end = line.length
+    while (end > 0) {
+      const c = line.charCodeAt(end - 1)
+      if (c !== 32 && c !== 9) break
+      end--
+    }
+    if (end !== line.length) lines[i] = line.slice(0, end)
+  }
+  return lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()
 }
+
+/**
+ * Links nested deeper than this (invalid HTML: browsers do not nest anchors) keep their text but get no
+ * " [url]": each open link's label is joined from the output when it closes, which would make deeply
+ * nested links cost the square of their depth.
+ */
+const MAX_NESTED_LINKS = 8
 
 /**
  * A small HTML to plain-text conversion for the text/plain alternative: paragraphs and line breaks,
@@ -165,7 +187,7 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
     }
     if (name === 'pre') pre = Math.max(0, pre + (closing ? -1 : 1))
     if (name === 'a') {
-      if (!closing) links.push({ href: attr(tag, 'href'), at: out.length })
+      if (!closing) links.push({ href: links.length < MAX_NESTED_LINKS ? attr(tag, 'href') : null, at: out.length })
       else {
         const link = links.pop()
         const href = link?.href?.trim()

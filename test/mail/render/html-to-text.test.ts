@@ -88,3 +88,19 @@ describe('convertHtml, marked mode', () => {
     expect(other.unfaithful).toBe(true)
   })
 })
+
+/** Bodies come from API callers and contact data: the conversion must stay linear in its input. */
+describe('htmlToText on hostile input (linear time; the per-test timeout is the only clock)', () => {
+  test('a <pre> of a million spaces and no line break after them', () => {
+    expect(htmlToText(`<pre>x${' '.repeat(1_000_000)}</pre>`)).toBe('x')
+    expect(htmlToText(`<pre>${' '.repeat(1_000_000)}y</pre>`)).toBe(`${' '.repeat(1_000_000)}y`.trim())
+    expect(htmlToText(`<pre>a ${' \t'.repeat(300_000)}\nb  </pre>`)).toBe('a\nb')
+  }, 10_000)
+
+  test('20,000 nested links keep their text; only the outer ones are written as " [url]"', () => {
+    const depth = 20_000
+    const text = htmlToText(`${'<a href="https://x.test/">'.repeat(depth)}t${'</a>'.repeat(depth)}`)
+    expect(text.startsWith('t [https://x.test/]')).toBe(true)
+    expect(text.split('[https://x.test/]').length - 1).toBe(8)
+  }, 10_000)
+})
