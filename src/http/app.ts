@@ -58,7 +58,7 @@ export function buildApp(deps: Deps) {
   let docs: Promise<string> | null = null
   const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
     .then((r: Response) => r.json() as Promise<OpenApiDoc>).then((doc) => renderDocs(doc, { baseUrl: deps.config.publicUrl })))
-  let ownParsers: Set<string> | null = null
+  let jsonRoutes: Set<string> | null = null
   const app = new Elysia()
     .onRequest(({ request, set }) => {
       const id = crypto.randomUUID()
@@ -95,9 +95,11 @@ export function buildApp(deps: Deps) {
       }
       // JSON bodies are objects. Elysia would turn a JSON array, a scalar or a text/plain string into {}
       // for a schema whose fields are all optional, so the request would "succeed" and change nothing.
+      // Only routes that declare a JSON body are held to it: a body sent to a route that takes none (an
+      // empty text/plain POST) is ignored, as before.
       if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body))) return
-      ownParsers ??= routesWithOwnParser(app.routes)
-      if (ownParsers.has(`${request.method} ${route}`)) return
+      jsonRoutes ??= routesWithJsonBody(app.routes)
+      if (!jsonRoutes.has(`${request.method} ${route}`)) return
       const type = request.headers.get('content-type') ?? 'none'
       throw badRequest(typeof body === 'string' && !type.includes('json')
         ? `The body must be a JSON object sent with Content-Type: application/json (it came as ${type})`
@@ -166,10 +168,13 @@ function tooDeepBody(body: object, field: string): AppError {
   return validation([{ field: name, message, code: 'too_deep' }], message)
 }
 
-/** "METHOD /path" of the routes that parse their own body (raw text, forms, CSV): not held to JSON objects. */
-function routesWithOwnParser(routes: Array<{ method: string; path: string; hooks: Record<string, unknown> }>): Set<string> {
+/**
+ * "METHOD /path" of the routes that declare a body schema and parse it as JSON: the ones held to a JSON
+ * object. Routes that parse their own body (raw text, forms, CSV) or take none are not.
+ */
+function routesWithJsonBody(routes: Array<{ method: string; path: string; hooks: Record<string, unknown> }>): Set<string> {
   const out = new Set<string>()
-  for (const r of routes) if (r.hooks?.parse) out.add(`${r.method} ${r.path}`)
+  for (const r of routes) if (r.hooks?.body && !r.hooks.parse) out.add(`${r.method} ${r.path}`)
   return out
 }
 

@@ -60,6 +60,18 @@ forEachStore('HTTP input checks', (env) => {
     expect(ok.body.subscribed).toBe(false)
   })
 
+  test('a route that takes no body ignores one, as before (an empty text/plain POST is not a 400)', async () => {
+    const p = await env.project()
+    const seg = (await env.request('POST', '/segments', { key: p.secretKey, body: { name: 'Refresh me', condition: { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'contains', value: '@' }] }] } } })).body
+    expect(seg.id).toBeString()
+    const plain = await env.request('POST', `/segments/${seg.id}/refresh`, { key: p.secretKey })
+    expect(plain.status).toBe(200)
+    for (const [raw, type] of [['', 'text/plain;charset=UTF-8'], ['hello', 'text/plain'], ['[1]', 'application/json']]) {
+      const r = await env.request('POST', `/segments/${seg.id}/refresh`, { key: p.secretKey, raw, headers: { 'content-type': type } })
+      expect([raw, r.status]).toEqual([raw, 200])
+    }
+  })
+
   test('errors carry a top-level message, which the official SDK shows instead of "Unknown API Error"', async () => {
     const p = await env.project()
     const r = await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'not-an-email' } })
