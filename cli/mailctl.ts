@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * The mailctl command line (OPERATIONS.md). One file per area under cli/commands/, each exporting
+ * The mailctl command line (README.md, The CLI). One file per area under cli/commands/, each exporting
  * `register(program)`; add a new area with one import and one line in AREAS below.
  */
 import { Command } from 'commander'

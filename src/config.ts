@@ -157,7 +157,7 @@ export function isFullyQualified(name: string): boolean {
 
 /** A URL with its password replaced by `***`, for messages and logs. */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@')
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***')
 }
 
 /** The file path of a `sqlite:` URL (`sqlite:///abs/x.db`, `sqlite://./rel/x.db`, `sqlite:x.db`). */

@@ -33,7 +33,7 @@ function render(d: DomainOut): string {
   return head.join('\n') + table(rows, ['purpose', 'type', 'name', 'status', 'reason', 'value'])
 }
 
-/** `mailctl domain add|verify|list PROJECT ...` (OPERATIONS.md). PROJECT is a project id or name. */
+/** `mailctl domain add|verify|list PROJECT ...` (README.md, The CLI). PROJECT is a project id or name. */
 export function register(program: Command): void {
   const domain = program.command('domain').description('sending domains: DKIM keys and the DNS records to publish')
   domain.command('add')

@@ -75,6 +75,8 @@ describe('DATABASE_URL', () => {
 
   test('redactUrl hides the password only', () => {
     expect(redactUrl('postgres://u:secret@h:5432/db')).toBe('postgres://u:***@h:5432/db')
+    expect(redactUrl('postgres://u@h/db?sslmode=require&password=s3cret&x=1')).toBe('postgres://u@h/db?sslmode=require&password=***&x=1')
+    expect(redactUrl('postgres://u@h/db?PASSWORD=s3cret')).toBe('postgres://u@h/db?PASSWORD=***')
     expect(redactUrl('redis://:secret@h:6379')).toBe('redis://:***@h:6379')
     expect(redactUrl('postgres://u@h/db')).toBe('postgres://u@h/db')
   })
