@@ -78,7 +78,8 @@ export interface ParseOptions {
 /**
  * Classifies and reads a raw inbound message: inline when small, else in a worker thread started for it
  * (large messages are rare; the thread costs about 10 ms of CPU to start and ends with the parse).
- * Rejects only when the worker itself fails (the job then retries).
+ * Rejects when the worker fails or outlives `timeoutMs`: the job then retries (a busy machine may be slow
+ * once), and records the message as failed, with the reason, only after its last attempt.
  */
 export function parseInbound(raw: Buffer, opts: ParseOptions = {}): Promise<InboundAnalysis> {
   if (raw.length <= (opts.inlineBytes ?? INLINE_PARSE_BYTES)) return Promise.resolve(analyzeInbound(raw))
@@ -90,9 +91,9 @@ export function parseInbound(raw: Buffer, opts: ParseOptions = {}): Promise<Inbo
       worker.terminate()
       fn()
     }
-    const timer = setTimeout(() => done(() => resolve({
-      kind: 'unparseable', reason: `parsing took longer than ${timeoutMs / 1000} s and was abandoned (${raw.length} bytes)`,
-    })), timeoutMs)
+    const timer = setTimeout(() => done(() => reject(new Error(
+      `parsing took longer than ${timeoutMs / 1000} s and was abandoned (${raw.length} bytes)`,
+    ))), timeoutMs)
     worker.onmessage = (event: MessageEvent<InboundAnalysis>) => done(() => resolve(event.data))
     worker.onerror = (event) => done(() => reject(new Error(`inbound parse worker failed: ${event.message}`)))
     // A copy of exactly the message, transferred (the row's buffer may be a view of a larger one).
