@@ -96,9 +96,20 @@ export function keyFingerprints(config: Config): Record<KeyName, string> {
   return { jwt: fingerprint(jwtSecret(config)), dkim: fingerprint(dkimKey(config)) }
 }
 
+/**
+ * The fingerprints of the keys this configuration has now, creating nothing (`mailctl doctor`): a key
+ * that would be generated into the data dir on first use is left out.
+ */
+export function presentKeyFingerprints(config: Config): Partial<Record<KeyName, string>> {
+  const out: Partial<Record<KeyName, string>> = {}
+  if (!fromFile(config, 'jwt') || existsSync(join(config.dataDir, 'secret.key'))) out.jwt = fingerprint(jwtSecret(config))
+  if (!fromFile(config, 'dkim') || existsSync(join(config.dataDir, 'dkim.key'))) out.dkim = fingerprint(dkimKey(config))
+  return out
+}
+
 /** Why the keys of this configuration are not those the database was first served with; null when they are. */
-export function mismatchMessage(config: Config, ours: Record<KeyName, string>, recorded: Partial<Record<KeyName, string>>): string | null {
-  const differ = (['jwt', 'dkim'] as const).filter((n) => recorded[n] !== undefined && recorded[n] !== ours[n])
+export function mismatchMessage(config: Config, ours: Partial<Record<KeyName, string>>, recorded: Partial<Record<KeyName, string>>): string | null {
+  const differ = (['jwt', 'dkim'] as const).filter((n) => recorded[n] !== undefined && ours[n] !== undefined && recorded[n] !== ours[n])
   if (!differ.length) return null
   const what = differ.map((n) => `the ${n === 'jwt' ? 'JWT/link secret' : 'DKIM master key'} (from ${keySource(config, n)})`).join(' and ')
   return `${what} ${differ.length > 1 ? 'differ' : 'differs'} from the one this database was first served with: ` +

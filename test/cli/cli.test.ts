@@ -245,7 +245,7 @@ describe.skipIf(!pgReachableSync())('mailctl CLI on PostgreSQL', () => {
   test('migrate, project create and keys rotate against DATABASE_URL=postgres://', async () => {
     const db = await freshPgDatabase()
     try {
-      const env = { MAILCTL_DATA_DIR: tempDir(), DATABASE_URL: db.url }
+      const env = { MAILCTL_DATA_DIR: tempDir(), DATABASE_URL: db.url, MAILCTL_SECRET: 's'.repeat(32) }
       const m = await mailctl(['migrate', '--json'], env)
       expect(m.code).toBe(0)
       expect(JSON.parse(m.stdout).applied.length).toBeGreaterThan(0)
