@@ -20,7 +20,7 @@ function checkDataDir(config: Config): Check {
       return warn('data dir', `${config.dataDir} does not exist yet; \`mailctl serve\` or \`mailctl migrate\` creates it`)
     }
     accessSync(config.dataDir, constants.W_OK)
-    const secret = config.jwtSecret ? 'MAILCTL_JWT_SECRET set' : existsSync(join(config.dataDir, 'secret.key')) ? 'secret.key present' : 'secret.key generated on first serve'
+    const secret = config.jwtSecret ? 'MAILCTL_JWT_SECRET set' : config.secret ? 'MAILCTL_SECRET set' : existsSync(join(config.dataDir, 'secret.key')) ? 'secret.key present' : 'secret.key generated on first serve'
     return ok('data dir', `${config.dataDir} writable; ${secret}`)
   } catch (err) {
     return fail('data dir', `${config.dataDir}: ${msg(err)}`)
