@@ -87,6 +87,29 @@ test('SQLite without MAILCTL_SECRET: keys generated into the data dir, as before
   expect(again.secret).toBe(file)
 })
 
+test('the data dir files given as MAILCTL_DKIM_KEY and MAILCTL_JWT_SECRET (the README step to leave SQLite) keep the keys', async () => {
+  const url = await freshDatabase('sqlite')
+  const single = await createDeps(nodeConfig(url))
+  const p = await createProject(single.store, { name: 'moving' })
+  const made = await createDomain(ctxFor(single, p.id, { kind: 'cli' }), { projectId: p.id, domain: 'moving.example' })
+  const { domains } = single.store.t
+  await single.store.tx((db) => db.update(domains).set({ verified: true }).where(eq(domains.id, made.id)))
+  await closeDeps(single)
+  const dir = single.config.dataDir
+  // `MAILCTL_DKIM_KEY=$(cat dkim.key) MAILCTL_JWT_SECRET=$(cat secret.key)`, on a node with another data dir.
+  const moved = await createDeps(loadConfig({
+    env: { MAILCTL_DKIM_KEY: readFileSync(join(dir, 'dkim.key'), 'utf8'), MAILCTL_JWT_SECRET: readFileSync(join(dir, 'secret.key'), 'utf8').trim() },
+    overrides: { dataDir: tempDir(), databaseUrl: url, logLevel: 'silent', hostname: 'mx.secrets.test' },
+  }))
+  try {
+    expect(moved.secret).toBe(single.secret)
+    const signing = await signingKeyFor(ctxFor(moved, p.id, { kind: 'cli' }), 'moving.example')
+    expect(signing?.domainId).toBe(made.id)
+  } finally {
+    await closeDeps(moved)
+  }
+})
+
 test('PostgreSQL without MAILCTL_SECRET (or the explicit keys) is refused, naming MAILCTL_SECRET', async () => {
   if (!pgReachableSync()) return
   const url = await freshDatabase('pg')
