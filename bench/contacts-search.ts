@@ -56,7 +56,7 @@ async function seed(store: Store, projectId: string, n: number, prefix: string) 
 }
 
 async function run(label: string, databaseUrl: string, dataDir: string) {
-  const config = loadConfig({ env: {}, overrides: { dataDir, databaseUrl, logLevel: 'warn', jwtSecret: 'bench', rateLimitPerMinute: 1_000_000, sqliteSynchronous: 'NORMAL' } })
+  const config = loadConfig({ env: {}, overrides: { dataDir, databaseUrl, logLevel: 'warn', jwtSecret: 'bench', secret: 'bench-secret-shared-by-every-node', rateLimitPerMinute: 1_000_000, sqliteSynchronous: 'NORMAL' } })
   const deps = await createDeps(config)
   try {
     const project = await createProject(deps.store, { name: 'bench' })

@@ -34,7 +34,7 @@ function makeCsv(): { csv: string; rows: number } {
 }
 
 async function run(label: string, databaseUrl: string, dataDir: string, csv: string, rows: number) {
-  const config = loadConfig({ env: {}, overrides: { dataDir, databaseUrl, logLevel: 'warn', jwtSecret: 'bench', rateLimitPerMinute: 1_000_000 } })
+  const config = loadConfig({ env: {}, overrides: { dataDir, databaseUrl, logLevel: 'warn', jwtSecret: 'bench', secret: 'bench-secret-shared-by-every-node', rateLimitPerMinute: 1_000_000 } })
   const deps = await createDeps(config)
   try {
     const project = await createProject(deps.store, { name: 'bench' })

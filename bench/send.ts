@@ -121,6 +121,7 @@ try {
     DATABASE_URL: databaseUrl,
     MAILCTL_DATA_DIR: dir,
     MAILCTL_JWT_SECRET: 'bench-secret',
+    MAILCTL_SECRET: 'bench-secret-shared-by-every-node',
     MAILCTL_HOSTNAME: 'mx.bench.test',
     MAILCTL_HTTP_PORT: String(httpPort),
     MAILCTL_HTTP_HOST: '127.0.0.1',

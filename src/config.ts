@@ -23,6 +23,10 @@ export interface Config {
   mxPort: number
   dnsServers: string[]
   jwtSecret: string | null
+  /** The one secret every node shares; the JWT/link secret and the DKIM master key derive from it (src/secrets.ts). */
+  secret: string | null
+  /** The DKIM master key itself (base64 of 32 bytes), e.g. the data dir's dkim.key of a single-node install. */
+  dkimKey: string | null
   signupDisabled: boolean
   rateLimitPerMinute: number
   idempotencyTtlHours: number
@@ -56,6 +60,8 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_MX_PORT: 'mxPort',
   MAILCTL_DNS_SERVERS: 'dnsServers',
   MAILCTL_JWT_SECRET: 'jwtSecret',
+  MAILCTL_SECRET: 'secret',
+  MAILCTL_DKIM_KEY: 'dkimKey',
   MAILCTL_SIGNUP_DISABLED: 'signupDisabled',
   MAILCTL_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
   MAILCTL_IDEMPOTENCY_TTL_HOURS: 'idempotencyTtlHours',
@@ -66,6 +72,9 @@ const KEYS: Record<string, keyof Config> = {
 }
 
 export class ConfigError extends Error {}
+
+/** The shortest MAILCTL_SECRET accepted: keys derive from it, so it must be hard to guess. */
+export const MIN_SECRET_LENGTH = 32
 
 function parseFile(path: string): Record<string, unknown> {
   const text = readFileSync(path, 'utf8')
@@ -130,6 +139,8 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     mxPort: int('MAILCTL_MX_PORT', raw.MAILCTL_MX_PORT ?? '25', 1, 65535),
     dnsServers: (raw.MAILCTL_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     jwtSecret: raw.MAILCTL_JWT_SECRET ?? null,
+    secret: raw.MAILCTL_SECRET ?? null,
+    dkimKey: raw.MAILCTL_DKIM_KEY?.trim() ?? null,
     signupDisabled: bool('MAILCTL_SIGNUP_DISABLED', raw.MAILCTL_SIGNUP_DISABLED ?? 'false'),
     rateLimitPerMinute: int('MAILCTL_RATE_LIMIT_PER_MINUTE', raw.MAILCTL_RATE_LIMIT_PER_MINUTE ?? '1000', 1, 100_000_000),
     idempotencyTtlHours: int('MAILCTL_IDEMPOTENCY_TTL_HOURS', raw.MAILCTL_IDEMPOTENCY_TTL_HOURS ?? '24', 1, 24 * 365),
@@ -139,6 +150,8 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
   }
   const merged = { ...cfg, ...opts.overrides }
+  if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)
+  if (merged.dkimKey !== null && !/^[A-Za-z0-9+/]{43}=$/.test(merged.dkimKey)) throw new ConfigError('MAILCTL_DKIM_KEY must be the base64 of 32 bytes (the content of a data dir\'s dkim.key)')
   const problem = databaseUrlProblem(merged.databaseUrl, { dataDir: merged.dataDir })
   if (problem) throw new ConfigError(problem)
   return merged

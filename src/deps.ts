@@ -16,7 +16,7 @@ export interface Deps {
   limiter: RateLimiter
   mail: MailOut
   redis: Redis | null
-  /** Secret used to sign sessions and links (from config or generated into the data dir). */
+  /** Secret used to sign sessions and links: MAILCTL_JWT_SECRET, derived from MAILCTL_SECRET, or the data dir's (src/secrets.ts). */
   secret: string
   /**
    * Outbound HTTP to third parties (SNS signing certificates and subscription confirmation); the global

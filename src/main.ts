@@ -1,10 +1,9 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
 import type Redis from 'ioredis'
 import { ConfigError, redactUrl, type Config } from './config'
 import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
 import { appliedMigrations, migrate } from './db/migrate'
+import { checkKeys, jwtSecret, requireConfiguredKeys } from './secrets'
 import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
@@ -22,17 +21,6 @@ import { registerSegmentUser } from './modules/segments/usage'
  * handlers, nodemailer, smtp-server, mailparser) and ioredis, are imported when `serve` starts them, so
  * a one-shot CLI command does not load them.
  */
-
-/** The JWT/link signing secret: from config, else generated once into the data dir. */
-export function loadSecret(config: Config): string {
-  if (config.jwtSecret) return config.jwtSecret
-  mkdirSync(config.dataDir, { recursive: true })
-  const file = join(config.dataDir, 'secret.key')
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
-  const secret = randomBytes(32).toString('hex')
-  writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' })
-  return secret
-}
 
 /** The removers of what `wireConsumers` registered; null while nothing is wired. */
 let wired: Array<() => void> | null = null
@@ -131,6 +119,9 @@ async function connectRedis(url: string, log: Logger): Promise<Redis> {
   return redis
 }
 
+/** The migration that creates `secret_checks`: a store not migrated that far has no fingerprints to compare. */
+const SECRET_CHECK_MIGRATION = '0015_secret_check'
+
 /**
  * Composition root: config -> store -> services. Transports are started by `serve`. `create: false` (the
  * CLI's commands other than serve and migrate) refuses to create a store that does not exist yet.
@@ -142,10 +133,14 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
   try {
     // Every connection is proven before the first write (a wrong REDIS_URL leaves the schema untouched).
     redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : null
+    // On PostgreSQL the keys come from the configuration (MAILCTL_SECRET), and every node's must match
+    // those the database was first served with (src/secrets.ts).
+    requireConfiguredKeys(config, store.dialect)
     if (opts.migrate !== false) {
       const applied = await migrate(store)
       if (applied.length) log.info('migrations applied', { applied })
     }
+    if ((await appliedMigrations(store)).includes(SECRET_CHECK_MIGRATION)) await checkKeys(store, config)
     return composeDeps({
       config,
       store,
@@ -153,7 +148,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       limiter: redis ? redisLimiter(redis) : memoryLimiter(),
       mail: captureMailOut(store, `mailctl@${config.hostname}`),
       redis,
-      secret: loadSecret(config),
+      secret: jwtSecret(config),
     })
   } catch (err) {
     redis?.disconnect()

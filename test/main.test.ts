@@ -8,6 +8,7 @@ import { track } from '../src/modules/events/service'
 import { forgetSegmentHintCache, settleSegmentHints } from '../src/modules/segments/jobs'
 import { computeKey } from '../src/modules/segments/service'
 import { segmentUsers } from '../src/modules/segments/usage'
+import { dkimKey } from '../src/secrets'
 
 /**
  * The consumers of the process-wide registries (segment hints on the event stream, segment usage, field and
@@ -79,7 +80,8 @@ forEachStore('composition root wiring', (env) => {
   test('createDeps (serve, the CLI, the relay, the jobs) wires them', async () => {
     const f = await fixture()
     unwireConsumers()
-    const deps = await createDeps(env.config, { migrate: false })
+    // The test environment's own keys, as settings (on PostgreSQL createDeps takes keys only from those).
+    const deps = await createDeps({ ...env.config, dkimKey: dkimKey(env.config).toString('base64') }, { migrate: false })
     try {
       expect(await observe(deps, f)).toEqual({ field: [f.seg.id], event: [f.seg.id], users: [f.outer.id], hints: 1 })
     } finally {

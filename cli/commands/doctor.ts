@@ -20,7 +20,7 @@ function checkDataDir(config: Config): Check {
       return warn('data dir', `${config.dataDir} does not exist yet; \`mailctl serve\` or \`mailctl migrate\` creates it`)
     }
     accessSync(config.dataDir, constants.W_OK)
-    const secret = config.jwtSecret ? 'MAILCTL_JWT_SECRET set' : existsSync(join(config.dataDir, 'secret.key')) ? 'secret.key present' : 'secret.key generated on first serve'
+    const secret = config.jwtSecret ? 'MAILCTL_JWT_SECRET set' : config.secret ? 'MAILCTL_SECRET set' : existsSync(join(config.dataDir, 'secret.key')) ? 'secret.key present' : 'secret.key generated on first serve'
     return ok('data dir', `${config.dataDir} writable; ${secret}`)
   } catch (err) {
     return fail('data dir', `${config.dataDir}: ${msg(err)}`)
@@ -69,10 +69,29 @@ async function checkDatabase(config: Config): Promise<Check[]> {
     return [
       ok('database', `${kind} reachable`),
       !missing.length ? ok('migrations', `all ${applied.size} applied`) : warn('migrations', `pending: ${missing.join(', ')} (run \`mailctl migrate\` or start \`mailctl serve\`)`),
+      await checkKeys(config, store, applied.has('0015_secret_check')),
     ]
   } finally {
     await store.close()
   }
+}
+
+/**
+ * The keys: on PostgreSQL they must come from the settings (MAILCTL_SECRET); they must match the
+ * fingerprints the database recorded when it was first served (src/secrets.ts). Doctor creates no key.
+ */
+async function checkKeys(config: Config, store: Store, recorded: boolean): Promise<Check> {
+  const [{ mismatchMessage, presentKeyFingerprints, requireConfiguredKeys }, { recordedFingerprints }] =
+    await Promise.all([import('../../src/secrets'), import('../../src/db/secret-check')])
+  try {
+    requireConfiguredKeys(config, store.dialect)
+  } catch (err) {
+    return fail('keys', msg(err))
+  }
+  const source = config.secret ? 'MAILCTL_SECRET' : store.dialect === 'pg' ? 'MAILCTL_JWT_SECRET and MAILCTL_DKIM_KEY' : 'settings or the data dir'
+  if (!recorded) return ok('keys', `from ${source}; the database records their fingerprints when \`mailctl serve\` first starts`)
+  const problem = mismatchMessage(config, presentKeyFingerprints(config), await recordedFingerprints(store))
+  return problem ? fail('keys', problem) : ok('keys', `from ${source}; they match those the database was first served with`)
 }
 
 async function checkRedis(config: Config): Promise<Check> {

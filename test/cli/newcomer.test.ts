@@ -76,7 +76,7 @@ describe('only serve and migrate create a store', () => {
   test.skipIf(!pgReachableSync())('on PostgreSQL, a database without mailctl tables is refused the same way and left empty', async () => {
     const db = await freshPgDatabase()
     try {
-      const env = { MAILCTL_DATA_DIR: tempDir(), DATABASE_URL: db.url }
+      const env = { MAILCTL_DATA_DIR: tempDir(), DATABASE_URL: db.url, MAILCTL_SECRET: 's'.repeat(32) }
       const res = await mailctl(['project', 'create', '--name', 'x'], env)
       expect(res.code).toBe(2)
       expect(res.stderr).toStartWith('error: the PostgreSQL database of DATABASE_URL (')

@@ -5,6 +5,7 @@ import { forEachStore, type TestEnv } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { mxTo, projectWithDomain, startTestDns } from '../modules/emails/fixture'
 import { must } from '../helpers/must'
+import { dkimKey } from '../../src/secrets'
 
 /**
  * Crash safety: a real `mailctl serve --role worker` process delivers queued mail to a slow sink and is
@@ -25,6 +26,8 @@ function startWorker(env: TestEnv) {
       DATABASE_URL: env.config.databaseUrl,
       MAILCTL_DATA_DIR: env.config.dataDir,
       MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'),
+      // The test environment's DKIM key (on PostgreSQL a node takes its keys only from the settings).
+      MAILCTL_DKIM_KEY: dkimKey(env.config).toString('base64'),
       MAILCTL_HOSTNAME: env.config.hostname,
       MAILCTL_OUTBOUND: 'direct',
       MAILCTL_MX_PORT: String(sink.port),

@@ -4,6 +4,7 @@ import { forEachStore, type TestEnv } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
 import { CaptureTransport } from '../../src/mail/outbound/capture'
+import { dkimKey } from '../../src/secrets'
 
 /** `mailctl queue` and `mailctl queue --captured`, run as a child process on the test's store. */
 
@@ -14,7 +15,7 @@ mxTo(dns, 'later.test')
 
 async function cli(env: TestEnv, args: string[]) {
   const proc = Bun.spawn([process.execPath, CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir, MAILCTL_JWT_SECRET: 'cli-test', MAILCTL_LOG_LEVEL: 'warn', MAILCTL_OUTBOUND: 'smtp://user:hidden@relay.example:587' },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir, MAILCTL_JWT_SECRET: 'cli-test', MAILCTL_DKIM_KEY: dkimKey(env.config).toString('base64'), MAILCTL_LOG_LEVEL: 'warn', MAILCTL_OUTBOUND: 'smtp://user:hidden@relay.example:587' },
     stdout: 'pipe', stderr: 'pipe',
   })
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])

@@ -3,10 +3,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 /**
- * DKIM key material. Private keys are stored encrypted with AES-256-GCM under a 32-byte key kept in
- * `<MAILCTL_DATA_DIR>/dkim.key` (generated on first use, mode 0600). Each ciphertext is bound to its
- * domain row id (GCM additional data), so a key copied onto another row does not decrypt.
- * Losing dkim.key makes every stored DKIM key unusable; every node of a cluster needs the same file.
+ * DKIM key material. Private keys are stored encrypted with AES-256-GCM under a 32-byte master key: from
+ * MAILCTL_DKIM_KEY, derived from MAILCTL_SECRET, or (SQLite only) kept in `<MAILCTL_DATA_DIR>/dkim.key`
+ * (generated on first use, mode 0600); src/secrets.ts chooses. Each ciphertext is bound to its domain row
+ * id (GCM additional data), so a key copied onto another row does not decrypt. Losing the master key makes
+ * every stored DKIM key unusable.
  */
 
 const KEY_FILE = 'dkim.key'

@@ -3,7 +3,8 @@ import { ctxFor, type Ctx, type Deps } from '../../deps'
 import { resolverFor } from '../../dns'
 import { conflict, invalidField, notFound, unverifiedDomain } from '../../errors'
 import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
-import { decryptPrivateKey, encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector } from './keys'
+import { dkimKey } from '../../secrets'
+import { decryptPrivateKey, encryptPrivateKey, generateDkimKeyPair, newSelector } from './keys'
 import type { CreateDomainBody, DomainOut, UpdateDomainBody } from './model'
 import { parseDomain, returnPathDomain, senderDomainCandidates } from './names'
 import { checkRecords, expectedRecords, PURPOSES } from './records'
@@ -36,7 +37,7 @@ async function privateKeyPem(ctx: Ctx, row: repo.SenderRow): Promise<string> {
   if (hit && hit.version === row.version) return hit.pem
   const blob = await repo.privateKeyBlob(ctx.store, ctx.store.db, ctx.projectId, row.id)
   if (!blob) throw unverifiedDomain(row.domain)
-  const pem = decryptPrivateKey(masterKey(ctx.deps.config.dataDir), blob, row.id)
+  const pem = decryptPrivateKey(dkimKey(ctx.deps.config), blob, row.id)
   if (keyCache.size >= KEY_CACHE_MAX) keyCache.delete(keyCache.keys().next().value as string)
   keyCache.set(row.id, { version: row.version, pem })
   return pem
@@ -130,7 +131,7 @@ export async function createDomain(ctx: Ctx, input: CreateDomainBody): Promise<D
   const now = ctx.now
   const row: repo.DomainRow = {
     id, projectId: ctx.projectId, domain, selector: newSelector(now), dkimPublicKey: keys.publicKey,
-    dkimPrivateKey: encryptPrivateKey(masterKey(ctx.deps.config.dataDir), keys.privateKeyPem, id),
+    dkimPrivateKey: encryptPrivateKey(dkimKey(ctx.deps.config), keys.privateKeyPem, id),
     verified: false, allowSubdomains: input.allowSubdomains ?? false, checks: {}, lastCheckedAt: null, verifiedAt: null, createdAt: now, updatedAt: now,
   }
   try {

@@ -19,7 +19,7 @@ for (const kind of ['sqlite', 'pg'] as const) {
     const dataDir = join(dir, kind)
     let url = `sqlite://${join(dataDir, 'mailctl.db')}`
     let drop: (() => Promise<void>) | null = null
-    const env = () => ({ MAILCTL_DATA_DIR: dataDir, DATABASE_URL: url })
+    const env = () => ({ MAILCTL_DATA_DIR: dataDir, DATABASE_URL: url, MAILCTL_SECRET: 's'.repeat(32) })
     const mailctl = (args: string[]) => run(SOURCE, args, env())
     // The store of the suite exists before any test, so each test runs alone on its own kind of store.
     beforeAll(async () => {

@@ -1,12 +1,13 @@
 import { expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { forEachStore, type TestEnv } from '../../helpers/env'
+import { dkimKey } from '../../../src/secrets'
 
 const CLI = join(import.meta.dir, '../../../cli/mailctl.ts')
 
 async function cli(env: TestEnv, args: string[]) {
   const proc = Bun.spawn([process.execPath, CLI, ...args], {
-    env: { ...process.env, DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir, MAILCTL_JWT_SECRET: 'cli-test', MAILCTL_LOG_LEVEL: 'warn', MAILCTL_SQLITE_SYNCHRONOUS: 'NORMAL' },
+    env: { ...process.env, DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir, MAILCTL_JWT_SECRET: 'cli-test', MAILCTL_DKIM_KEY: dkimKey(env.config).toString('base64'), MAILCTL_LOG_LEVEL: 'warn', MAILCTL_SQLITE_SYNCHRONOUS: 'NORMAL' },
     stdout: 'pipe', stderr: 'pipe',
   })
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
