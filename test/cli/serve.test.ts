@@ -108,8 +108,10 @@ test.skipIf(made.exitCode !== 0 && !process.env.CI)('MAILCTL_SMTP_SECURE_PORT mo
     expect(s.stderr()).toBe(`mailctl ${pkg.version} is running: API http://127.0.0.1:${s.port}/v1/; docs http://127.0.0.1:${s.port}/docs; public URL http://localhost:3000; SMTP submission ${relay}, implicit TLS ${secure} (Ctrl-C stops)\n`)
     // every stdout line stays JSON
     for (const line of s.lines) expect(() => JSON.parse(line)).not.toThrow()
-    const relayLine = s.lines.map((l) => JSON.parse(l) as { msg: string; securePort?: number }).find((l) => l.msg === 'smtp relay listening')
-    expect(relayLine?.securePort).toBe(secure)
+    // JSON log lines are flushed every few milliseconds: the start line on stderr may come first.
+    const relayLine = () => s.lines.map((l) => JSON.parse(l) as { msg: string; securePort?: number }).find((l) => l.msg === 'smtp relay listening')
+    for (let i = 0; i < 250 && !relayLine(); i++) await Bun.sleep(20)
+    expect(relayLine()?.securePort).toBe(secure)
   } finally {
     expect(await s.stop()).toBe(0)
   }
