@@ -166,10 +166,16 @@ export class Wakeups {
     this.local.setMaxListeners(100)
   }
 
-  /** Wakes this process's workers now and, given Redis, every node's. */
+  /**
+   * Wakes this process's workers now and, given Redis, every node's. While Redis is not connected the
+   * publish is skipped (other nodes poll), and a failed publish is logged at debug level only: a wake-up
+   * is an accelerator, never an error of the caller.
+   */
   notify(remote?: { redis: Redis | null; log: Logger }): void {
     this.local.emit('wake')
-    remote?.redis?.publish(this.channel, '1').catch((err) => remote.log.warn(`${this.name} wake-up publish failed`, errorFields(err)))
+    if (remote?.redis?.status !== 'ready') return
+    const log = remote.log
+    remote.redis.publish(this.channel, '1').catch((err) => log.debug(`${this.name} wake-up publish failed; other nodes poll`, errorFields(err)))
   }
 
   /** Calls `fn` on each wake-up of this process; returns the function that stops it. */
@@ -182,8 +188,16 @@ export class Wakeups {
   async subscribe(redis: Redis, log: Logger, fn: () => void): Promise<() => void> {
     const sub = redis.duplicate()
     sub.on('message', () => fn())
-    sub.on('error', (err) => log.warn(`${this.name} wake-up subscription error`, errorFields(err)))
-    await sub.subscribe(this.channel).catch((err) => log.warn(`${this.name} wake-up subscription failed`, errorFields(err)))
+    // ioredis reconnects and subscribes again by itself; meanwhile this node polls. One line per outage.
+    let down = false
+    sub.on('error', (err) => {
+      if (!down) log.debug(`${this.name} wake-up subscription lost; polling until Redis is back`, errorFields(err))
+      down = true
+    })
+    sub.on('ready', () => { down = false })
+    const subscribed = sub.subscribe(this.channel).catch((err) => log.debug(`${this.name} wake-up subscription failed; polling`, errorFields(err)))
+    // Connected: the subscription is live when this resolves. Not connected: start polling now.
+    if (redis.status === 'ready') await subscribed
     return () => { sub.disconnect() }
   }
 }
