@@ -52,6 +52,8 @@ describe('wake-ups', () => {
     const nodeA = new Wakeups(name)
     const nodeB = new Wakeups(name)
     try {
+      // Connected first, as serve's client is (a client that is not connected does not publish).
+      await redis.ping()
       let heard = 0
       let resolveHeard = () => {}
       const first = new Promise<void>((r) => { resolveHeard = r })
