@@ -201,15 +201,24 @@ export class Worker {
     p.finally(() => this.inflight.delete(p))
   }
 
-  /** Claims and runs due jobs until none is left; returns how many ran. */
+  /**
+   * Claims and runs due jobs until none is left; returns how many ran. A worker not started joins its
+   * node meanwhile: a lease must name a node with a heartbeat, or another node hands it back.
+   */
   async drain(max = 10_000): Promise<number> {
-    let n = 0
-    while (n < max) {
-      const batch = await this.claimAndRun(this.opts.concurrency ?? 4)
-      if (!batch) break
-      n += batch
+    const join = !this.joined
+    if (join) await this.node.join(jobLeases(this.deps.store), this.now())
+    try {
+      let n = 0
+      while (n < max) {
+        const batch = await this.claimAndRun(this.opts.concurrency ?? 4)
+        if (!batch) break
+        n += batch
+      }
+      return n
+    } finally {
+      if (join) await this.node.leave()
     }
-    return n
   }
 
   private async claimAndRun(limit: number): Promise<number> {

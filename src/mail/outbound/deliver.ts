@@ -262,16 +262,23 @@ export class OutboundPipeline {
    * not waited for. Returns the number of messages handled.
    */
   async drain(): Promise<number> {
-    let n = 0
-    for (;;) {
-      const claimed = await this.claimAndStart(this.opts.batchSize ?? 100)
-      n += claimed
-      if (!claimed && !this.inFlight.size && !this.lookupsDone.size && !this.waiting) break
-      if (this.inFlight.size || this.lookupsDone.size) await Promise.allSettled([...this.inFlight, ...this.lookupsDone])
-      else for (const share of [...this.shares.values()]) this.refill(share)
+    // Not started: this pipeline's node joins meanwhile (a lease must name a node with a heartbeat).
+    const join = !this.joined
+    if (join) await this.node.join(outboundLeases(this.deps.store))
+    try {
+      let n = 0
+      for (;;) {
+        const claimed = await this.claimAndStart(this.opts.batchSize ?? 100)
+        n += claimed
+        if (!claimed && !this.inFlight.size && !this.lookupsDone.size && !this.waiting) break
+        if (this.inFlight.size || this.lookupsDone.size) await Promise.allSettled([...this.inFlight, ...this.lookupsDone])
+        else for (const share of [...this.shares.values()]) this.refill(share)
+      }
+      await this.recorder.idle()
+      return n
+    } finally {
+      if (join) await this.node.leave()
     }
-    await this.recorder.idle()
-    return n
   }
 
   /** The recipient domains the claim skips: those whose destination holds messages waiting for room. */
