@@ -97,7 +97,7 @@ async function openChecked(config: Config, create: boolean): Promise<Store> {
  * Connects to REDIS_URL before anything relies on it: a wrong URL stops start-up with a message naming
  * the setting. Later disconnections are retried by ioredis and logged (JSON) once per outage.
  */
-async function connectRedis(url: string, log: Logger): Promise<Redis> {
+export async function connectRedis(url: string, log: Logger): Promise<Redis> {
   const { Redis: Client } = await import('ioredis')
   const redis = new Client(url, { lazyConnect: true, maxRetriesPerRequest: 2 })
   let first: Error | null = null
@@ -145,7 +145,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       config,
       store,
       log,
-      limiter: redis ? redisLimiter(redis) : memoryLimiter(),
+      limiter: redis ? redisLimiter(redis, { log }) : memoryLimiter(),
       mail: captureMailOut(store, `mailctl@${config.hostname}`),
       redis,
       secret: jwtSecret(config),

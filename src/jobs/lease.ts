@@ -2,10 +2,11 @@
  * Leases and wake-ups, the one implementation both durable queues use: the job queue (jobs/queue.ts)
  * and the outbound mail queue (mail/outbound/queue.ts). Each queue claims rows its own way; this module
  * owns everything after the claim:
- * - who holds a lease (`holders`: a holder id per worker, and which holders are gone);
+ * - who holds a lease (`Holders`, implemented by the nodes table in jobs/nodes.ts: a holder id per
+ *   worker, and which holders are gone);
  * - how long a lease lasts and how it is renewed (`leaseEnd`, `renewAfterMs`, `renew`);
- * - handing leases back: those of a holder that is gone (`releaseDead`, at start) and those a stopping
- *   worker still holds (`release`, at stop);
+ * - handing leases back: those of a holder that is gone (`releaseDead`, when a worker starts and at each
+ *   node heartbeat) and those a stopping worker still holds (`release`, at stop);
  * - waking workers when work is queued (`Wakeups`).
  *
  * A leased table has `locked_by` (the holder id) and `locked_until` (the lease end). A lease that runs
@@ -15,7 +16,6 @@
 import { and, eq, gt, inArray, isNotNull, lt, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable, PgUpdateSetSource } from 'drizzle-orm/pg-core'
 import { EventEmitter } from 'node:events'
-import { hostname } from 'node:os'
 import type Redis from 'ioredis'
 import type { Store } from '../db/client'
 import { errorFields, type Logger } from '../log'
@@ -34,49 +34,16 @@ export interface LeasedTable<T extends PgTable = PgTable> {
 }
 
 /**
- * Holder identity and liveness: the only code that knows what a holder id is made of. Today a holder
- * is `host:pid:random`, and a holder is gone when its pid no longer runs on this host (kill(pid, 0)); a
- * holder on another host is never judged. To replace this with a table of nodes and heartbeats, change
- * `holders` (below) to an implementation whose ids name a node and whose `dead` reads the heartbeats.
+ * Holder identity and liveness: the only contract the lease functions rely on. The implementation is
+ * the nodes table (jobs/nodes.ts, `NodeRegistry`): a holder id names a node (a process) and a holder is
+ * gone when its node's heartbeat is stale or its row is gone. Hostnames and pids are never trusted.
  */
 export interface Holders {
   /** A new holder id, one per worker (a job Worker, an outbound pipeline). */
   newId(): string
   /** The ids among `ids` whose holder is known to be gone; their leases may be handed back now. */
-  dead(ids: string[], store: Store): Promise<string[]>
+  dead(ids: string[]): Promise<string[]>
 }
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    // EPERM: the pid runs, as another user.
-    return err instanceof Error && 'code' in err && err.code === 'EPERM'
-  }
-}
-
-/**
- * Holders of this process, judged by host and pid. A pid that is alive (even if reused by another
- * process) keeps its leases until they expire.
- */
-export function processHolders(opts: { host?: string; pid?: number; alive?: (pid: number) => boolean } = {}): Holders {
-  const host = opts.host ?? hostname()
-  const self = opts.pid ?? process.pid
-  const alive = opts.alive ?? pidAlive
-  return {
-    newId: () => `${host}:${self}:${Math.random().toString(36).slice(2, 8)}`,
-    async dead(ids) {
-      return ids.filter((id) => {
-        const [h, pid] = id.split(':')
-        return h === host && /^\d+$/.test(pid ?? '') && Number(pid) !== self && !alive(Number(pid))
-      })
-    },
-  }
-}
-
-/** The holders every worker of this process uses. */
-export const holders: Holders = processHolders()
 
 /** The end of a lease of `leaseMs` taken at `now`. */
 export function leaseEnd(now: Date, leaseMs: number): Date {
@@ -141,12 +108,13 @@ export async function release(store: Store, t: LeasedTable, holder: string, keys
 
 /**
  * Hands back the live leases of holders that are gone (a crash or kill -9), so their rows are due now
- * instead of when the leases expire. Workers call it when they start. Returns how many rows it released.
+ * instead of when the leases expire. The node registry calls it when a worker starts and at each
+ * heartbeat. Returns how many rows it released.
  */
-export async function releaseDead(store: Store, t: LeasedTable, now = new Date(), who: Holders = holders): Promise<number> {
+export async function releaseDead(store: Store, t: LeasedTable, who: Holders, now = new Date()): Promise<number> {
   const rows = await store.db.selectDistinct({ by: t.lockedBy }).from(t.table).where(liveLease(t, now))
   const ids = rows.map((r) => r.by).filter((by): by is string => typeof by === 'string')
-  const dead = ids.length ? await who.dead(ids, store) : []
+  const dead = ids.length ? await who.dead(ids) : []
   if (!dead.length) return 0
   const released = await store.tx((db) => db.update(t.table).set(t.released(now)).where(inArray(t.lockedBy, dead)).returning({ key: t.key }))
   return released.length
@@ -166,10 +134,16 @@ export class Wakeups {
     this.local.setMaxListeners(100)
   }
 
-  /** Wakes this process's workers now and, given Redis, every node's. */
+  /**
+   * Wakes this process's workers now and, given Redis, every node's. While Redis is not connected the
+   * publish is skipped (other nodes poll), and a failed publish is logged at debug level only: a wake-up
+   * is an accelerator, never an error of the caller.
+   */
   notify(remote?: { redis: Redis | null; log: Logger }): void {
     this.local.emit('wake')
-    remote?.redis?.publish(this.channel, '1').catch((err) => remote.log.warn(`${this.name} wake-up publish failed`, errorFields(err)))
+    if (remote?.redis?.status !== 'ready') return
+    const log = remote.log
+    remote.redis.publish(this.channel, '1').catch((err) => log.debug(`${this.name} wake-up publish failed; other nodes poll`, errorFields(err)))
   }
 
   /** Calls `fn` on each wake-up of this process; returns the function that stops it. */
@@ -182,8 +156,16 @@ export class Wakeups {
   async subscribe(redis: Redis, log: Logger, fn: () => void): Promise<() => void> {
     const sub = redis.duplicate()
     sub.on('message', () => fn())
-    sub.on('error', (err) => log.warn(`${this.name} wake-up subscription error`, errorFields(err)))
-    await sub.subscribe(this.channel).catch((err) => log.warn(`${this.name} wake-up subscription failed`, errorFields(err)))
+    // ioredis reconnects and subscribes again by itself; meanwhile this node polls. One line per outage.
+    let down = false
+    sub.on('error', (err) => {
+      if (!down) log.debug(`${this.name} wake-up subscription lost; polling until Redis is back`, errorFields(err))
+      down = true
+    })
+    sub.on('ready', () => { down = false })
+    const subscribed = sub.subscribe(this.channel).catch((err) => log.debug(`${this.name} wake-up subscription failed; polling`, errorFields(err)))
+    // Connected: the subscription is live when this resolves. Not connected: start polling now.
+    if (redis.status === 'ready') await subscribed
     return () => { sub.disconnect() }
   }
 }

@@ -2,7 +2,8 @@ import { and, asc, eq, inArray, lte, or, sql } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
-import { expiredLease, heldBy, holders, leaseEnd, release, releaseDead, renew, renewAfterMs, Wakeups, type LeasedTable } from './lease'
+import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, Wakeups, type LeasedTable } from './lease'
+import { nodeOf, type NodeRegistry } from './nodes'
 
 /**
  * The durable job queue (docs/architecture.md, The queues): rows in `jobs`, claimed atomically (PostgreSQL
@@ -123,8 +124,11 @@ export interface WorkerOptions {
  * `stop()` claims nothing more, lets the jobs in flight finish, and hands back any lease still held.
  */
 export class Worker {
-  /** This worker's holder id (lease.ts). */
-  readonly id = holders.newId()
+  /** This worker's holder id (lease.ts): its node's id and a suffix. */
+  readonly id: string
+  /** This process's node on the store (jobs/nodes.ts), joined while the worker runs. */
+  private readonly node: NodeRegistry
+  private joined = false
   private defs = new Map<string, AnyJob>()
   private running = 0
   private timer: Timer | null = null
@@ -136,6 +140,8 @@ export class Worker {
   constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
     for (const d of defs) this.defs.set(d.name, d)
     this.now = opts.now ?? (() => new Date())
+    this.node = nodeOf(deps.store, deps.log)
+    this.id = this.node.newId()
   }
 
   register(def: AnyJob) { this.defs.set(def.name, def) }
@@ -149,10 +155,11 @@ export class Worker {
 
   async start() {
     this.stopped = false
-    // Jobs a crashed process on this host was running are due again now, not at lease expiry.
+    // Registers this node (heartbeat) and makes the jobs of a dead node due now, not at lease expiry.
     try {
-      const released = await releaseDead(this.deps.store, jobLeases(this.deps.store), this.now())
-      if (released) this.deps.log.info('released the job leases of a dead process', { jobs: released })
+      this.joined = true
+      const released = await this.node.join(jobLeases(this.deps.store), this.now())
+      if (released) this.deps.log.info('released the job leases of a dead node', { jobs: released })
     } catch (err) {
       this.deps.log.warn('releasing dead job leases failed', errorFields(err))
     }
@@ -176,6 +183,10 @@ export class Worker {
     } catch (err) {
       this.deps.log.warn('releasing job leases at stop failed', errorFields(err))
     }
+    if (this.joined) {
+      this.joined = false
+      await this.node.leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
+    }
   }
 
   private tick() {
@@ -190,15 +201,24 @@ export class Worker {
     p.finally(() => this.inflight.delete(p))
   }
 
-  /** Claims and runs due jobs until none is left; returns how many ran. */
+  /**
+   * Claims and runs due jobs until none is left; returns how many ran. A worker not started joins its
+   * node meanwhile: a lease must name a node with a heartbeat, or another node hands it back.
+   */
   async drain(max = 10_000): Promise<number> {
-    let n = 0
-    while (n < max) {
-      const batch = await this.claimAndRun(this.opts.concurrency ?? 4)
-      if (!batch) break
-      n += batch
+    const join = !this.joined
+    if (join) await this.node.join(jobLeases(this.deps.store), this.now())
+    try {
+      let n = 0
+      while (n < max) {
+        const batch = await this.claimAndRun(this.opts.concurrency ?? 4)
+        if (!batch) break
+        n += batch
+      }
+      return n
+    } finally {
+      if (join) await this.node.leave()
     }
-    return n
   }
 
   private async claimAndRun(limit: number): Promise<number> {

@@ -52,7 +52,7 @@ forEachStore('rate limit (Redis limiter)', (env) => {
   // Every test of this suite needs Redis: an unreachable Redis fails them all (never a skip).
   beforeAll(async () => {
     await redis.connect()
-    env.deps.limiter = redisLimiter(redis, prefix)
+    env.deps.limiter = redisLimiter(redis, { prefix })
     env.onStop(async () => {
       const keys = await redis.keys(`${prefix}*`)
       if (keys.length) await redis.del(...keys)
@@ -79,7 +79,7 @@ forEachStore('rate limit (Redis limiter)', (env) => {
 
   test('two nodes (two limiters on one Redis) share one budget', async () => {
     const p = await env.project()
-    const nodeB = redisLimiter(redis, prefix)
+    const nodeB = redisLimiter(redis, { prefix })
     for (let i = 0; i < LIMIT - 1; i++) expect((await nodeB.hit(`project:${p.id}`, LIMIT, 60_000)).allowed).toBe(true)
     const last = await env.request('GET', '/contacts?limit=1', { key: p.secretKey })
     expect(last.status).toBe(200)

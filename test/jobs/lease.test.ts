@@ -4,26 +4,21 @@ import Redis from 'ioredis'
 import { forEachStore } from '../helpers/env'
 import { createLogger } from '../../src/log'
 import { claim, enqueue, jobLeases } from '../../src/jobs/queue'
-import { leaseEnd, processHolders, release, releaseDead, renew, renewAfterMs, Wakeups } from '../../src/jobs/lease'
+import { leaseEnd, release, releaseDead, renew, renewAfterMs, Wakeups } from '../../src/jobs/lease'
+import { NODE_STALE_MS, NodeRegistry, nodeOfHolder } from '../../src/jobs/nodes'
 
 /**
  * The lease module both queues share (src/jobs/lease.ts), on the job table: holder ids and which holders
- * are gone, renewal and release by the holder only, release of a gone holder's live leases, and the
+ * are gone (the nodes table, src/jobs/nodes.ts: two processes are simulated by two registries on one
+ * store, on an injected clock), renewal and release by the holder only, release of a gone holder's live
+ * leases, and the
  * wake-up signal locally and through Redis. The outbound table's side is in test/mail/outbound.test.ts.
  */
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const rnd = () => Math.random().toString(36).slice(2, 8)
 
-describe('lease holders (host:pid)', () => {
-  const h = processHolders({ host: 'node-a', pid: 100, alive: () => true })
-
-  test('a new id names this host and pid, and differs per worker', () => {
-    const a = h.newId()
-    expect(a).toMatch(/^node-a:100:[0-9a-z]+$/)
-    expect(h.newId()).not.toBe(a)
-  })
-
+describe('lease holders', () => {
   test('lease arithmetic: the end is now + length; renewal is due after a third of it', () => {
     expect(leaseEnd(new Date(1_000), 30_000).getTime()).toBe(31_000)
     expect(renewAfterMs(30_000)).toBe(10_000)
@@ -52,6 +47,8 @@ describe('wake-ups', () => {
     const nodeA = new Wakeups(name)
     const nodeB = new Wakeups(name)
     try {
+      // Connected first, as serve's client is (a client that is not connected does not publish).
+      await redis.ping()
       let heard = 0
       let resolveHeard = () => {}
       const first = new Promise<void>((r) => { resolveHeard = r })
@@ -77,26 +74,6 @@ describe('wake-ups', () => {
 })
 
 forEachStore('leases on the job table', (env) => {
-  test('gone: a pid of this host that no longer runs; never this process, another host or a malformed id', async () => {
-    // Its own pid counts as alive whatever the check says.
-    const alive = new Set([200])
-    const h = processHolders({ host: 'node-a', pid: 100, alive: (pid) => alive.has(pid) })
-    const ids = ['node-a:300:x', 'node-a:200:x', 'node-a:100:x', 'node-b:300:x', 'node-a:abc:x', 'garbage', '']
-    expect(await h.dead(ids, env.store)).toEqual(['node-a:300:x'])
-  })
-
-  test('the default holders judge real processes: a finished child is gone, a running one is not', async () => {
-    const real = processHolders({ host: 'here' })
-    const done = Bun.spawn(['true'])
-    await done.exited
-    const running = Bun.spawn(['sleep', '30'])
-    try {
-      expect(await real.dead([`here:${done.pid}:x`, `here:${running.pid}:x`], env.store)).toEqual([`here:${done.pid}:x`])
-    } finally {
-      running.kill()
-    }
-  })
-
   const jobRow = async (id: string) => {
     const { jobs } = env.store.t
     return (await env.store.db.select().from(jobs).where(eq(jobs.id, id)))[0]
@@ -143,22 +120,96 @@ forEachStore('leases on the job table', (env) => {
     expect(again.every((r) => r.attempts === 2)).toBe(true)
   })
 
-  test('releaseDead hands back the live leases of gone holders only', async () => {
-    const t0 = new Date()
-    const who = processHolders({ host: 'node-x', pid: 1, alive: (pid) => pid === 2 })
-    const gone = await held(2, 'node-x:3:aa', t0)
-    const living = await held(1, 'node-x:2:bb', t0)
-    const elsewhere = await held(1, 'node-y:3:cc', t0)
-    const expired = await held(1, 'node-x:4:dd', t0, 10)
-    const t1 = new Date(t0.getTime() + 1_000)
-    expect(await releaseDead(env.store, jobLeases(env.store), t1, who)).toBe(2)
-    for (const id of gone) expect(await jobRow(id)).toMatchObject({ status: 'queued', lockedBy: null, runAt: t1 })
-    expect(await jobRow(living[0])).toMatchObject({ status: 'running', lockedBy: 'node-x:2:bb' })
-    expect(await jobRow(elsewhere[0])).toMatchObject({ status: 'running', lockedBy: 'node-y:3:cc' })
-    // An expired lease is not released (the claim query takes it back as it is).
-    expect(await jobRow(expired[0])).toMatchObject({ status: 'running', lockedBy: 'node-x:4:dd' })
-    expect(await releaseDead(env.store, jobLeases(env.store), t1, who)).toBe(0)
+  /** Two or more "processes" on one store, all with the same hostname and pid (containers), on one clock. */
+  function nodes(n: number, clock: { t: number }): NodeRegistry[] {
+    return Array.from({ length: n }, () => new NodeRegistry(env.store, { hostname: 'box', pid: 1, now: () => new Date(clock.t), heartbeatMs: 3_600_000 }))
+  }
+  /** Leases left by the tests above name no node (no row): gone. Each node test starts from an empty table. */
+  const clearJobs = async () => {
     const { jobs } = env.store.t
-    await env.store.tx((db) => db.delete(jobs).where(inArray(jobs.id, [...living, ...elsewhere, ...expired])))
+    await env.store.tx((db) => db.delete(jobs))
+  }
+  const nodeRow = async (id: string) => {
+    const { nodes: t } = env.store.t
+    return (await env.store.db.select().from(t).where(eq(t.id, id)))[0] ?? null
+  }
+
+  test('holder ids name their node, differ per worker, and differ between processes with the same hostname and pid', () => {
+    const [a, b] = nodes(2, { t: Date.now() })
+    const w1 = a.newId()
+    expect(nodeOfHolder(w1)).toBe(a.id)
+    expect(a.newId()).not.toBe(w1)
+    expect(a.id).not.toBe(b.id)
+  })
+
+  test('two processes, same hostname and pid: a live node keeps its leases; a stale heartbeat or a missing row loses them', async () => {
+    const t0 = new Date()
+    const clock = { t: t0.getTime() }
+    const [a, b, c] = nodes(3, clock)
+    await clearJobs()
+    for (const n of [a, b, c]) await n.beat()
+    expect(await nodeRow(a.id)).toMatchObject({ hostname: 'box', pid: 1, startedAt: t0, heartbeatAt: t0 })
+    const holderA = a.newId()
+    const ofA = await held(2, holderA, t0)
+    const ofB = await held(1, b.newId(), t0)
+    const noRow = await held(1, 'nGONE:aa', t0)
+    const expired = await held(1, c.newId(), t0, 10)
+    const leases = jobLeases(env.store)
+    const t1 = new Date(t0.getTime() + 1_000)
+
+    // Just within the bound: only the holder without a node row is gone.
+    clock.t = t0.getTime() + NODE_STALE_MS - 1
+    await b.beat()
+    expect(await releaseDead(env.store, leases, b, t1)).toBe(1)
+    expect(await jobRow(noRow[0])).toMatchObject({ status: 'queued', lockedBy: null, runAt: t1 })
+    for (const id of ofA) expect(await jobRow(id)).toMatchObject({ status: 'running', lockedBy: holderA })
+
+    // A's heartbeat is now older than the bound: B hands its leases back; B's own stay; a node never judges itself.
+    clock.t = t0.getTime() + NODE_STALE_MS + 1
+    await b.beat()
+    expect(await a.dead([holderA])).toEqual([])
+    expect(await b.dead([holderA])).toEqual([holderA])
+    expect(await releaseDead(env.store, leases, b, t1)).toBe(2)
+    for (const id of ofA) expect(await jobRow(id)).toMatchObject({ status: 'queued', lockedBy: null, runAt: t1 })
+    expect(await jobRow(ofB[0])).toMatchObject({ status: 'running' })
+    // An expired lease is not released (the claim query takes it back as it is).
+    expect(await jobRow(expired[0])).toMatchObject({ status: 'running' })
+    expect(await releaseDead(env.store, leases, b, t1)).toBe(0)
+
+    // A node that was only paused comes back with its next beat and is live again.
+    await a.beat()
+    expect(await b.dead([`${a.id}:x`])).toEqual([])
+    const { jobs } = env.store.t
+    await env.store.tx((db) => db.delete(jobs).where(inArray(jobs.id, [...ofB, ...expired])))
+    for (const n of [a, b, c]) await n.stop()
+  })
+
+  test('join registers the node and releases dead leases; each sweep deletes stale rows; a clean stop deletes the row', async () => {
+    const t0 = new Date()
+    const clock = { t: t0.getTime() }
+    const [a, b, c] = nodes(3, clock)
+    await clearJobs()
+    const leases = jobLeases(env.store)
+    await b.beat()
+    await c.beat()
+    const ofB = await held(1, b.newId(), t0)
+    const ofC = await held(1, c.newId(), t0)
+    // B stops cleanly (its row goes) with a lease it did not hand back: A's start releases it.
+    await b.stop()
+    expect(await nodeRow(b.id)).toBeNull()
+    expect(await a.join(leases, new Date(t0.getTime() + 1))).toBe(1)
+    expect(await nodeRow(a.id)).toMatchObject({ heartbeatAt: t0 })
+    expect(await jobRow(ofB[0])).toMatchObject({ status: 'queued', lockedBy: null })
+    expect(await jobRow(ofC[0])).toMatchObject({ status: 'running' })
+    // C stops beating; A beats and sweeps: C's lease is released and its row deleted.
+    clock.t = t0.getTime() + NODE_STALE_MS + 1
+    await a.beat()
+    expect(await a.sweep()).toBe(1)
+    expect(await jobRow(ofC[0])).toMatchObject({ status: 'queued', lockedBy: null })
+    expect(await nodeRow(c.id)).toBeNull()
+    expect(await nodeRow(a.id)).toMatchObject({ heartbeatAt: new Date(clock.t) })
+    // The last worker leaving deletes the row.
+    await a.leave()
+    expect(await nodeRow(a.id)).toBeNull()
   })
 })

@@ -5,6 +5,7 @@ import { forEachStore } from '../helpers/env'
 import { Worker, claim, defineJob, enqueue, getJob, type EnqueueOptions, type JobContext } from '../../src/jobs/queue'
 import type { Store } from '../../src/db/client'
 import { leaseEnd } from '../../src/jobs/lease'
+import { NODE_STALE_MS, NodeRegistry } from '../../src/jobs/nodes'
 
 const rnd = () => Math.random().toString(36).slice(2, 8)
 
@@ -207,27 +208,32 @@ forEachStore('job queue', (env) => {
     expect(ran).toBe(1)
   })
 
-  test('start: the jobs of a dead process on this host run at once; a live process keeps its leases', async () => {
+  test('start: the jobs of a dead node run at once; a live node keeps its leases, even with this process\'s hostname and pid', async () => {
     const name = `dead-${rnd()}`
-    const done = Bun.spawn(['true'])
-    await done.exited
-    const living = Bun.spawn(['sleep', '60'])
+    // Two other "processes" on this store: one whose last heartbeat is older than the bound, one beating
+    // now with the very hostname and pid of this process (another container).
+    const crashed = new NodeRegistry(env.store, { now: () => new Date(Date.now() - NODE_STALE_MS - 60_000) })
+    const living = new NodeRegistry(env.store, { hostname: hostname(), pid: process.pid })
+    await crashed.beat()
+    await living.beat()
+    const busy = living.newId()
     try {
       const orphan = await queued(env.store, name, { who: 'dead' })
-      await claim(env.store, [name], `${hostname()}:${done.pid}:crashed`, 1, 3_600_000)
+      await claim(env.store, [name], crashed.newId(), 1, 3_600_000)
       const kept = await queued(env.store, name, { who: 'alive' })
-      await claim(env.store, [name], `${hostname()}:${living.pid}:busy`, 1, 3_600_000)
+      await claim(env.store, [name], busy, 1, 3_600_000)
       const ran: string[] = []
       const w = new Worker(env.deps, [defineJob<{ who: string }>({ name, async run(_c, p) { ran.push(p.who) } })], { pollMs: 3_600_000 })
       await w.start()
       await until(async () => (await jobRow(orphan)).status === 'completed', 'the orphaned job to run')
       await w.stop()
       expect(ran).toEqual(['dead'])
-      expect(await jobRow(kept)).toMatchObject({ status: 'running', lockedBy: `${hostname()}:${living.pid}:busy` })
+      expect(await jobRow(kept)).toMatchObject({ status: 'running', lockedBy: busy })
       const { jobs } = env.store.t
       await env.store.tx((db) => db.delete(jobs).where(eq(jobs.id, kept)))
     } finally {
-      living.kill()
+      await crashed.stop()
+      await living.stop()
     }
   })
 

@@ -11,6 +11,7 @@ import { createTransport } from '../../src/mail/outbound'
 import { CaptureTransport, listCaptured } from '../../src/mail/outbound/capture'
 import { deferredEntries, outboundLeases, queueStats } from '../../src/mail/outbound/queue'
 import { leaseEnd, renew } from '../../src/jobs/lease'
+import { NODE_STALE_MS, NodeRegistry } from '../../src/jobs/nodes'
 import { hostname } from 'node:os'
 import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
 import { returnPathDomain } from '../../src/modules/domains/service'
@@ -389,18 +390,24 @@ forEachStore('outbound delivery', (env) => {
     expect(row.deliveredAt).toBeInstanceOf(Date)
   })
 
-  test('leases: renewal moves run_at with the lease; a stopping pipeline hands back what it holds; a dead process\'s leases are released at start', async () => {
+  test('leases: renewal moves run_at with the lease; a stopping pipeline hands back what it holds; a dead node\'s leases are released at start; a live node with this hostname and pid keeps its own', async () => {
     const ids = await send({ to: [`l1.${rnd()}@dest.test`, `l2.${rnd()}@dest.test`, `l3.${rnd()}@dest.test`] })
     const [mine, orphan, foreign] = ids
     const { outboundQueue: q } = env.store.t
-    const done = Bun.spawn(['true'])
-    await done.exited
+    // Another "process" whose heartbeat is older than the bound, and one beating now with the hostname
+    // and pid of this process (another container): only the first is dead.
+    const crashed = new NodeRegistry(env.store, { now: () => new Date(Date.now() - NODE_STALE_MS - 60_000) })
+    const living = new NodeRegistry(env.store, { hostname: hostname(), pid: process.pid })
+    await crashed.beat()
+    await living.beat()
+    const crashedHolder = crashed.newId()
+    const busy = living.newId()
     const stopping = pipelineFor(env, { transport: new CaptureTransport() })
     const hold = (id: string, by: string) => env.store.tx((db) => db.update(q)
       .set({ lockedBy: by, lockedUntil: new Date(Date.now() + 3_600_000), runAt: new Date(Date.now() + 3_600_000) }).where(eq(q.emailId, id)))
     await hold(mine, stopping.workerId)
-    await hold(orphan, `${hostname()}:${done.pid}:crashed`)
-    await hold(foreign, 'another-host:1:busy')
+    await hold(orphan, crashedHolder)
+    await hold(foreign, busy)
 
     // A renewal by the holder moves run_at with the lease end; another holder's row is not renewed.
     const t1 = new Date(Date.now() + 60_000)
@@ -411,7 +418,7 @@ forEachStore('outbound delivery', (env) => {
     const handed = await queueRow(mine)
     expect(handed).toMatchObject({ lockedBy: null, lockedUntil: null })
     expect(handed.runAt.getTime()).toBeLessThanOrEqual(Date.now())
-    expect(await queueRow(orphan)).toMatchObject({ lockedBy: `${hostname()}:${done.pid}:crashed` })
+    expect(await queueRow(orphan)).toMatchObject({ lockedBy: crashedHolder })
 
     const next = pipelineFor(env, { transport: new CaptureTransport() })
     next.start()
@@ -420,7 +427,9 @@ forEachStore('outbound delivery', (env) => {
     } finally {
       await next.stop()
     }
-    expect(await queueRow(foreign)).toMatchObject({ lockedBy: 'another-host:1:busy' })
+    expect(await queueRow(foreign)).toMatchObject({ lockedBy: busy })
+    await crashed.stop()
+    await living.stop()
     expect((await email(foreign)).status).toBe('PENDING')
     await env.store.tx((db) => db.delete(q).where(eq(q.emailId, foreign)))
   })

@@ -8,6 +8,7 @@ import { segmentTables } from './segments'
 import { templateTables } from './templates'
 import { inboundTables } from './inbound'
 import { secretTables } from './secrets'
+import { nodeTables } from './nodes'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -21,6 +22,7 @@ export function buildSchema(c: Cols) {
     ...templateTables(c),
     ...inboundTables(c),
     ...secretTables(c),
+    ...nodeTables(c),
   }
 }
 

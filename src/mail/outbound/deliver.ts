@@ -26,7 +26,8 @@ import type { DeliveryEmail } from '../../modules/emails/repo'
 import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
-import { holders, release, releaseDead, renew, renewAfterMs, Wakeups } from '../../jobs/lease'
+import { release, renew, renewAfterMs, Wakeups } from '../../jobs/lease'
+import { nodeOf, type NodeRegistry } from '../../jobs/nodes'
 import { claimDue, outboundLeases, type QueueRow } from './queue'
 import { OutcomeRecorder, type Outcome } from './recorder'
 import { parseReply } from './replies'
@@ -113,9 +114,13 @@ export class OutboundPipeline {
   private pauseEnd: (() => void) | null = null
   /** Counters since start (tests, diagnostics). */
   readonly stats = { claimed: 0, settled: 0 }
+  /** This process's node on the store (jobs/nodes.ts), joined while the pipeline runs. */
+  private readonly node: NodeRegistry
+  private joined = false
 
   constructor(private deps: Deps, private opts: PipelineOptions) {
-    this.workerId = opts.workerId ?? holders.newId()
+    this.node = nodeOf(deps.store, deps.log)
+    this.workerId = opts.workerId ?? this.node.newId()
     const onWire = opts.transport.onWire?.bind(opts.transport)
     this.recorder = new OutcomeRecorder(deps, { workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs, onWire })
     this.log = opts.log ?? deps.log
@@ -138,10 +143,11 @@ export class OutboundPipeline {
         .catch((err) => this.log.error('outbound lease renewal failed', errorFields(err)))
     }, Math.max(1000, Math.floor(renewAfterMs(this.leaseMs))))
     this.loopDone = (async () => {
-      // Messages a crashed process on this host had claimed are due again now, not at lease expiry.
+      // Registers this node (heartbeat); messages a dead node had claimed are due now, not at lease expiry.
       try {
-        const released = await releaseDead(this.deps.store, leases)
-        if (released) this.log.info('released the leases of a dead process', { messages: released })
+        this.joined = true
+        const released = await this.node.join(leases)
+        if (released) this.log.info('released the leases of a dead node', { messages: released })
       } catch (err) {
         this.log.warn('releasing dead leases failed', errorFields(err))
       }
@@ -177,6 +183,10 @@ export class OutboundPipeline {
       if (released) this.log.info('released outbound leases at stop', { messages: released })
     } catch (err) {
       this.log.warn('releasing outbound leases at stop failed', errorFields(err))
+    }
+    if (this.joined) {
+      this.joined = false
+      await this.node.leave().catch((err) => this.log.warn('leaving the nodes table failed', errorFields(err)))
     }
     this.shares.clear()
     this.lookups.clear()
@@ -252,16 +262,23 @@ export class OutboundPipeline {
    * not waited for. Returns the number of messages handled.
    */
   async drain(): Promise<number> {
-    let n = 0
-    for (;;) {
-      const claimed = await this.claimAndStart(this.opts.batchSize ?? 100)
-      n += claimed
-      if (!claimed && !this.inFlight.size && !this.lookupsDone.size && !this.waiting) break
-      if (this.inFlight.size || this.lookupsDone.size) await Promise.allSettled([...this.inFlight, ...this.lookupsDone])
-      else for (const share of [...this.shares.values()]) this.refill(share)
+    // Not started: this pipeline's node joins meanwhile (a lease must name a node with a heartbeat).
+    const join = !this.joined
+    if (join) await this.node.join(outboundLeases(this.deps.store))
+    try {
+      let n = 0
+      for (;;) {
+        const claimed = await this.claimAndStart(this.opts.batchSize ?? 100)
+        n += claimed
+        if (!claimed && !this.inFlight.size && !this.lookupsDone.size && !this.waiting) break
+        if (this.inFlight.size || this.lookupsDone.size) await Promise.allSettled([...this.inFlight, ...this.lookupsDone])
+        else for (const share of [...this.shares.values()]) this.refill(share)
+      }
+      await this.recorder.idle()
+      return n
+    } finally {
+      if (join) await this.node.leave()
     }
-    await this.recorder.idle()
-    return n
   }
 
   /** The recipient domains the claim skips: those whose destination holds messages waiting for room. */
