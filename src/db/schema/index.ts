@@ -7,6 +7,7 @@ import { sendingTables } from './sending'
 import { segmentTables } from './segments'
 import { templateTables } from './templates'
 import { inboundTables } from './inbound'
+import { campaignTables } from './campaigns'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -19,6 +20,7 @@ export function buildSchema(c: Cols) {
     ...segmentTables(c),
     ...templateTables(c),
     ...inboundTables(c),
+    ...campaignTables(c),
   }
 }
 
