@@ -15,6 +15,7 @@ import { onEvents } from './modules/events/stream'
 import { segmentHintListener } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
+import { campaignsUsingSegment } from './modules/campaigns/service'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
@@ -43,7 +44,8 @@ let wired: Array<() => void> | null = null
  * any deps are handed out.
  *
  * - the event stream (`onEvents`, src/modules/events/stream.ts): segment recompute hints;
- * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments;
+ * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments and
+ *   SCHEDULED or SENDING campaigns;
  * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments;
  * - where a template is referenced (src/modules/templates/usage.ts): no source yet. Campaigns and workflows
  *   will register theirs here (`registerTemplateUsageSource`), as they will their segment users, field
@@ -54,6 +56,7 @@ export function wireConsumers(): void {
   wired = [
     onEvents(segmentHintListener),
     registerSegmentUser(segmentsReferringToSegment),
+    registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
   ]
 }
