@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, isNotNull, lte, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /** The only SQL of the campaigns module. Every function that reads tenant data takes the project id. */
@@ -37,12 +37,17 @@ export async function updateIn(
   return row ?? null
 }
 
-/** Advances the fan-out: the checkpoint and the counters (added to the stored ones), while the campaign is SENDING. */
+/**
+ * Advances the fan-out: the checkpoint and the counters (added to the stored ones), only while the campaign
+ * is SENDING and its checkpoint is still `fromContactId` (so a cancel, or a second runner that got there
+ * first, makes this a no-op: false).
+ */
 export async function advance(
   store: Store, db: Db, projectId: string, id: string,
-  step: { lastContactId: string; queued: number; unsubscribed: number; suppressed: number; now: Date },
+  step: { fromContactId: string | null; lastContactId: string; queued: number; unsubscribed: number; suppressed: number; now: Date },
 ): Promise<boolean> {
   const { campaigns: c } = store.t
+  const at = step.fromContactId === null ? isNull(c.lastContactId) : eq(c.lastContactId, step.fromContactId)
   const handled = step.queued + step.unsubscribed + step.suppressed
   const rows = await db.update(c).set({
     lastContactId: step.lastContactId,
@@ -51,7 +56,7 @@ export async function advance(
     skippedUnsubscribed: sql`${c.skippedUnsubscribed} + ${step.unsubscribed}`,
     skippedSuppressed: sql`${c.skippedSuppressed} + ${step.suppressed}`,
     updatedAt: step.now,
-  }).where(and(eq(c.projectId, projectId), eq(c.id, id), eq(c.status, 'SENDING'))).returning({ id: c.id })
+  }).where(and(eq(c.projectId, projectId), eq(c.id, id), eq(c.status, 'SENDING'), at)).returning({ id: c.id })
   return rows.length > 0
 }
 

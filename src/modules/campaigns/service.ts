@@ -275,6 +275,10 @@ export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Prom
   if (existing.status !== 'DRAFT') {
     throw conflict(`The campaign is ${existing.status}: only a DRAFT campaign can be sent (duplicate it to send it again)`, { status: existing.status })
   }
+  if (existing.audienceType === 'SEGMENT') {
+    const [seg] = await loadSegments(ctx.store, ctx.projectId, existing.segmentId ? [existing.segmentId] : [])
+    if (!seg) throw invalidField('segmentId', 'segmentId: the campaign\'s segment no longer exists: choose another audience (PUT) before sending', 'unknown_segment', existing.segmentId)
+  }
   await assertSenderAllowed(ctx, existing.fromEmail)
   let row: repo.CampaignRow | null
   if (at) {

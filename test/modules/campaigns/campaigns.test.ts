@@ -228,6 +228,16 @@ forEachStore('campaigns API', (env) => {
       expect((await env.request('GET', `/campaigns/${c.id}`, { key: r0.secretKey })).body.status).toBe('DRAFT')
     })
 
+    test('send: a SEGMENT campaign whose segment was deleted meanwhile is refused (422) and stays DRAFT', async () => {
+      const s = await segment()
+      const c = await create({ audienceType: 'SEGMENT', segmentId: s })
+      expect((await env.request('DELETE', `/segments/${s}`, { key: sk() })).status).toBe(204)
+      const r = await send(c.id)
+      expect(r.status).toBe(422)
+      expect(r.body.error.errors[0]).toMatchObject({ field: 'segmentId', code: 'unknown_segment' })
+      expect((await get(c.id)).status).toBe('DRAFT')
+    })
+
     test('cancel: SCHEDULED and SENDING → CANCELLED; DRAFT, SENT and CANCELLED refused with 409', async () => {
       const s = await create()
       await send(s.id, { scheduledFor: future() })

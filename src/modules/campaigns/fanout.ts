@@ -1,0 +1,129 @@
+import type { SQL } from 'drizzle-orm'
+import type { Ctx } from '../../deps'
+import { prepareFilter, whereOf, type FilterTree } from '../../filters'
+import { unsubscribeUrl, subscribeUrl, manageUrl } from '../../mail/links'
+import { notifyQueued } from '../../mail/outbound'
+import { renderEmail, templateVariables } from '../../mail/render'
+import { assertSenderAllowed } from '../domains/service'
+import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../emails/service'
+import { suppressedAmong } from '../suppressions/service'
+import * as repo from './repo'
+
+/**
+ * The fan-out of a SENDING campaign (job `campaign.send`, docs/architecture.md, Jobs): the audience is resolved
+ * now, by the filter engine, and walked in contact-id order (`id > checkpoint`, never OFFSET) in batches.
+ * Each batch is ONE transaction that queues its emails and advances the checkpoint and the counters, so a
+ * crash between batches loses nothing and repeats nothing: the retried job resumes after the last
+ * committed batch. The transaction requires the campaign to be still SENDING at the checkpoint it read,
+ * so a cancel stops the fan-out at the next batch (and a second runner cannot queue the same batch twice).
+ */
+
+export const DEFAULT_BATCH_SIZE = 500
+
+export interface FanOutOptions {
+  batchSize?: number
+  /** Called after each committed batch (the job reports progress; tests inject a crash). */
+  afterBatch?: (batch: { index: number; handled: number }) => Promise<void> | void
+}
+
+export interface FanOutResult {
+  status: string
+  batches: number
+  queued: number
+  skippedUnsubscribed: number
+  skippedSuppressed: number
+}
+
+/** The audience as a condition over `contacts` (null: every contact of the project). */
+async function audienceWhere(ctx: Ctx, row: repo.CampaignRow): Promise<SQL | null> {
+  let tree: FilterTree | null = null
+  if (row.audienceType === 'SEGMENT') {
+    // A segment, DYNAMIC (its condition) or STATIC (its member list), through the engine's segment predicate.
+    tree = { logic: 'AND', groups: [{ filters: [{ field: `segment.${row.segmentId ?? ''}`, operator: 'memberOfSegment' }] }] }
+  } else if (row.audienceType === 'FILTERED') {
+    tree = row.audienceCondition
+  } else {
+    return null
+  }
+  // Lenient: a segment deleted since the campaign was saved matches nobody instead of failing the job.
+  const f = await prepareFilter(ctx, tree, { path: 'audienceCondition', lenient: true })
+  return whereOf(ctx, f)
+}
+
+/** Runs (or resumes) the fan-out of one campaign until it is SENT, or until it is no longer SENDING. */
+export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions = {}): Promise<FanOutResult> {
+  const { store } = ctx
+  const out: FanOutResult = { status: 'MISSING', batches: 0, queued: 0, skippedUnsubscribed: 0, skippedSuppressed: 0 }
+  const row = await repo.findById(store, store.db, ctx.projectId, campaignId)
+  if (!row) return out
+  out.status = row.status
+  if (row.status !== 'SENDING') return out
+
+  const where = await audienceWhere(ctx, row)
+  const sender = await assertSenderAllowed(ctx, row.fromEmail)
+  const type = row.type as EmailType
+  const marketing = type === 'MARKETING'
+  const size = Math.max(1, opts.batchSize ?? DEFAULT_BATCH_SIZE)
+  const sources = `${row.subject} ${row.body}`
+  const uses = { unsubscribeUrl: sources.includes('unsubscribeUrl'), subscribeUrl: /(^|[^\w])subscribeUrl/.test(sources), manageUrl: sources.includes('manageUrl') }
+  let last = row.lastContactId
+  let handled = row.totalRecipients
+
+  for (;;) {
+    const batch = await repo.audienceBatch(store, store.db, ctx.projectId, where, last, size)
+    if (!batch.length) {
+      const now = new Date()
+      const done = await store.tx((db) => repo.updateIn(store, db, ctx.projectId, campaignId, ['SENDING'], { status: 'SENT', sentAt: now, finishedAt: now, updatedAt: now }))
+      out.status = done ? 'SENT' : ((await repo.findById(store, store.db, ctx.projectId, campaignId))?.status ?? 'MISSING')
+      return out
+    }
+    const from = last
+    const end = batch[batch.length - 1].id
+    // MARKETING mail goes only to subscribed contacts; the others are counted, not dropped silently.
+    const recipients = marketing ? batch.filter((c) => c.subscribed) : batch
+    const unsubscribed = batch.length - recipients.length
+    // Rendered before the transaction, so the write lock is held only to write.
+    const items: NewEmail[] = recipients.map((c) => {
+      const id = Bun.randomUUIDv7()
+      const ref = { projectId: ctx.projectId, contactId: c.id, emailId: id }
+      const vars = templateVariables({
+        contact: { id: c.id, email: c.email, data: c.data },
+        urls: {
+          ...(uses.unsubscribeUrl ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, ref) } : {}),
+          ...(uses.subscribeUrl ? { subscribeUrl: subscribeUrl(ctx.deps, ref) } : {}),
+          ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
+        },
+      })
+      const rendered = renderEmail({ subject: row.subject, body: row.body }, vars)
+      return {
+        id, contactId: c.id, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
+        subject: rendered.subject, html: rendered.html, text: rendered.text,
+        type, sourceType: 'campaign', campaignId, domainId: sender.domainId, listUnsubscribe: marketing, priority: PRIORITY.bulk,
+      }
+    })
+    const step = await store.tx(async (db) => {
+      const blocked = await suppressedAmong(ctx, db, items.map((it) => it.to.email))
+      const queue = blocked.size ? items.filter((it) => !blocked.has(it.to.email)) : items
+      const suppressed = items.length - queue.length
+      const ok = await repo.advance(store, db, ctx.projectId, campaignId, {
+        fromContactId: from, lastContactId: end, queued: queue.length, unsubscribed, suppressed, now: new Date(),
+      })
+      // Cancelled, or another runner advanced first: write nothing of this batch.
+      if (!ok) return null
+      await queueEmails(ctx, db, queue)
+      return { queued: queue.length, suppressed }
+    })
+    if (!step) {
+      out.status = (await repo.findById(store, store.db, ctx.projectId, campaignId))?.status ?? 'MISSING'
+      return out
+    }
+    if (step.queued) notifyQueued(ctx.deps)
+    last = end
+    handled += batch.length
+    out.batches++
+    out.queued += step.queued
+    out.skippedUnsubscribed += unsubscribed
+    out.skippedSuppressed += step.suppressed
+    await opts.afterBatch?.({ index: out.batches, handled })
+  }
+}
