@@ -34,6 +34,39 @@ export interface FanOutResult {
   skippedSuppressed: number
 }
 
+/**
+ * One recipient's email of the campaign, rendered from the campaign and the contact's data (signed links
+ * only when the subject or body uses them). A campaign email counts in the campaign's stats; a test email
+ * (`sourceType: 'test'`) names the campaign only as its source, so it is not counted.
+ */
+export function campaignEmail(
+  ctx: Ctx, row: repo.CampaignRow, c: Pick<repo.AudienceContact, 'email' | 'data'> & { id: string | null },
+  opts: { domainId: string; sourceType: 'campaign' | 'test' },
+): NewEmail {
+  const id = Bun.randomUUIDv7()
+  const sources = `${row.subject} ${row.body}`
+  const contactId = c.id
+  const urls = contactId
+    ? {
+      ...(sources.includes('unsubscribeUrl') ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
+      ...(/(^|[^\w])subscribeUrl/.test(sources) ? { subscribeUrl: subscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
+      ...(sources.includes('manageUrl') ? { manageUrl: manageUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
+    }
+    : {}
+  const vars = templateVariables({ contact: { id: contactId, email: c.email, data: c.data }, urls })
+  const rendered = renderEmail({ subject: row.subject, body: row.body }, vars)
+  const type = row.type as EmailType
+  const test = opts.sourceType === 'test'
+  return {
+    id, contactId, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
+    subject: rendered.subject, html: rendered.html, text: rendered.text, type, sourceType: opts.sourceType,
+    campaignId: test ? null : row.id, sourceId: row.id, domainId: opts.domainId,
+    // RFC 8058 one-click unsubscribe needs a contact to unsubscribe.
+    listUnsubscribe: type === 'MARKETING' && contactId !== null,
+    priority: test ? PRIORITY.transactional : PRIORITY.bulk,
+  }
+}
+
 /** The audience as a condition over `contacts` (null: every contact of the project). */
 async function audienceWhere(ctx: Ctx, row: repo.CampaignRow): Promise<SQL | null> {
   let tree: FilterTree | null = null
@@ -61,11 +94,8 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
 
   const where = await audienceWhere(ctx, row)
   const sender = await assertSenderAllowed(ctx, row.fromEmail)
-  const type = row.type as EmailType
-  const marketing = type === 'MARKETING'
+  const marketing = row.type === 'MARKETING'
   const size = Math.max(1, opts.batchSize ?? DEFAULT_BATCH_SIZE)
-  const sources = `${row.subject} ${row.body}`
-  const uses = { unsubscribeUrl: sources.includes('unsubscribeUrl'), subscribeUrl: /(^|[^\w])subscribeUrl/.test(sources), manageUrl: sources.includes('manageUrl') }
   let last = row.lastContactId
   let handled = row.totalRecipients
 
@@ -83,24 +113,7 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
     const recipients = marketing ? batch.filter((c) => c.subscribed) : batch
     const unsubscribed = batch.length - recipients.length
     // Rendered before the transaction, so the write lock is held only to write.
-    const items: NewEmail[] = recipients.map((c) => {
-      const id = Bun.randomUUIDv7()
-      const ref = { projectId: ctx.projectId, contactId: c.id, emailId: id }
-      const vars = templateVariables({
-        contact: { id: c.id, email: c.email, data: c.data },
-        urls: {
-          ...(uses.unsubscribeUrl ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, ref) } : {}),
-          ...(uses.subscribeUrl ? { subscribeUrl: subscribeUrl(ctx.deps, ref) } : {}),
-          ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
-        },
-      })
-      const rendered = renderEmail({ subject: row.subject, body: row.body }, vars)
-      return {
-        id, contactId: c.id, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
-        subject: rendered.subject, html: rendered.html, text: rendered.text,
-        type, sourceType: 'campaign', campaignId, domainId: sender.domainId, listUnsubscribe: marketing, priority: PRIORITY.bulk,
-      }
-    })
+    const items: NewEmail[] = recipients.map((c) => campaignEmail(ctx, row, c, { domainId: sender.domainId, sourceType: 'campaign' }))
     const step = await store.tx(async (db) => {
       const blocked = await suppressedAmong(ctx, db, items.map((it) => it.to.email))
       const queue = blocked.size ? items.filter((it) => !blocked.has(it.to.email)) : items

@@ -137,3 +137,13 @@ export const CampaignStats = t.Object({
 export type CampaignStats = Static<typeof CampaignStats>
 
 export const IdParams = t.Object({ id: t.String() })
+
+export const TestBody = t.Object({ email: Email })
+export type TestInput = Static<typeof TestBody>
+
+export const TestResult = t.Object({
+  success: t.Literal(true),
+  data: t.Object({ id: t.String({ description: 'The id of the queued test email' }), email: t.String() }),
+  message: t.String(),
+})
+export type TestResult = Static<typeof TestResult>

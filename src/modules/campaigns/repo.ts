@@ -133,3 +133,11 @@ export async function audienceBatch(store: Store, db: Db, projectId: string, whe
   return db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
     .where(and(...conds)).orderBy(asc(c.id)).limit(limit)
 }
+
+/** One contact of the project by (lower-cased) email, for a test send. */
+export async function contactByEmail(store: Store, db: Db, projectId: string, email: string): Promise<AudienceContact | null> {
+  const c = store.t.contacts
+  const [row] = await db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
+    .where(and(eq(c.projectId, projectId), eq(c.email, email))).limit(1)
+  return row ?? null
+}

@@ -10,7 +10,7 @@ const tags = ['campaigns']
 function trimAddresses({ body }: { body: unknown }) {
   if (!body || typeof body !== 'object') return
   const b = body as Record<string, unknown>
-  for (const k of ['from', 'replyTo']) if (typeof b[k] === 'string') b[k] = (b[k] as string).trim()
+  for (const k of ['from', 'replyTo', 'email']) if (typeof b[k] === 'string') b[k] = (b[k] as string).trim()
 }
 
 const AUDIENCE = 'audienceType ALL needs nothing more; SEGMENT needs `segmentId` (a segment of this project); FILTERED needs `audienceCondition`, a filter tree checked by the filter engine (422 VALIDATION_ERROR naming the bad filter). A sender whose domain is not verified answers 403 (code INTERNAL_SERVER_ERROR, kept for compatibility).'
@@ -54,6 +54,10 @@ export function campaignsRoutes(deps: Deps) {
     .get('/:id/stats', ({ ctx, params }) => service.campaignStats(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.CampaignStats },
       detail: { tags, summary: 'Send, delivery, open, click and bounce counts of a campaign, and the skipped contacts' },
+    })
+    .post('/:id/test', ({ ctx, params, body }) => service.testCampaign(ctx, params.id, body), {
+      apiKey: 'secret', params: m.IdParams, body: m.TestBody, response: { 200: m.TestResult },
+      detail: { tags, summary: 'Send a test email of the campaign to one address', description: 'In any state. Rendered with the contact data of that address when it is a contact; marked as a test (sourceType test) and not counted in the campaign\'s stats. A suppressed address answers 422.' },
     })
     .post('/:id/send', ({ ctx, params, body }) => service.sendCampaign(ctx, params.id, body ?? {}), {
       apiKey: 'secret', params: m.IdParams, body: m.SendBody, response: { 200: m.SendResult },

@@ -6,9 +6,13 @@ import { enqueue } from '../../jobs/queue'
 import { validateTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import type { SegmentUser } from '../segments/usage'
+import { queueEmails } from '../emails/service'
+import { suppressedAmong } from '../suppressions/service'
+import { notifyQueued } from '../../mail/outbound'
+import { campaignEmail } from './fanout'
 import {
   CAMPAIGN_STATUSES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
-  type Campaign, type CampaignInput, type CampaignList, type CampaignStats, type CampaignStatus, type ListCampaignsQuery, type SendInput, type SendResult,
+  type Campaign, type CampaignInput, type CampaignList, type CampaignStats, type CampaignStatus, type ListCampaignsQuery, type SendInput, type SendResult, type TestInput, type TestResult,
 } from './model'
 import * as repo from './repo'
 
@@ -302,4 +306,27 @@ export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Prom
 export const campaignsUsingSegment: SegmentUser = {
   kind: 'campaigns',
   usersOf: (ctx, segmentId) => repo.usingSegment(ctx.store, ctx.store.db, ctx.projectId, segmentId, ACTIVE),
+}
+
+/**
+ * POST /campaigns/:id/test: one email of the campaign to one address, in any state. It is rendered with
+ * that address's contact data when it is a contact of the project (else with none), marked as a test
+ * (`sourceType: 'test'`, the campaign as its source) and not counted in the campaign's stats. A suppressed
+ * address is refused (422).
+ */
+export async function testCampaign(ctx: Ctx, id: string, input: TestInput): Promise<TestResult> {
+  const row = await load(ctx, id)
+  const email = normEmail(input.email)
+  const sender = await assertSenderAllowed(ctx, row.fromEmail)
+  const queued = await ctx.store.tx(async (db) => {
+    if ((await suppressedAmong(ctx, db, [email])).has(email)) {
+      throw invalidField('email', `email: ${email} is on the suppression list: remove it there to send it a test`, 'suppressed', email)
+    }
+    const contact = await repo.contactByEmail(ctx.store, db, ctx.projectId, email)
+    const item = campaignEmail(ctx, row, { id: contact?.id ?? null, email, data: contact?.data ?? {} }, { domainId: sender.domainId, sourceType: 'test' })
+    await queueEmails(ctx, db, [item])
+    return item
+  })
+  notifyQueued(ctx.deps)
+  return { success: true, data: { id: queued.id ?? '', email }, message: `Test email queued for ${email}` }
 }

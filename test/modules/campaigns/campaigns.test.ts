@@ -126,6 +126,7 @@ forEachStore('campaigns API', (env) => {
         for (const action of ['duplicate', 'cancel', 'send']) {
           expect((await env.request('POST', `/campaigns/${c.id}/${action}`, { key, body: {} })).status).toBe(404)
         }
+        expect((await env.request('POST', `/campaigns/${c.id}/test`, { key, body: { email: 'x@y.test' } })).status).toBe(404)
         expect((await env.request('GET', `/campaigns/${c.id}/stats`, { key })).status).toBe(404)
       }
       expect((await env.request('GET', `/campaigns/${Bun.randomUUIDv7()}`, { key: sk() })).status).toBe(404)
@@ -265,6 +266,38 @@ forEachStore('campaigns API', (env) => {
     })
   })
 
+  describe('POST /campaigns/:id/test', () => {
+    test('queues one email marked as a test, rendered with the contact\'s data, not counted; in any state', async () => {
+      expect((await env.request('POST', '/contacts', { key: sk(), body: { email: 'tester@dest.test', data: { firstName: 'Tess', code: 'T1' } } })).status).toBeLessThan(300)
+      const c = await create()
+      const r = await env.request('POST', `/campaigns/${c.id}/test`, { key: sk(), body: { email: ' Tester@Dest.test ' } })
+      expect(r.status).toBe(200)
+      expect(r.body).toMatchObject({ success: true, data: { email: 'tester@dest.test' }, message: expect.any(String) })
+      const { emails, emailContents } = env.store.t
+      const { eq } = await import('drizzle-orm')
+      const [e] = await env.store.db.select().from(emails).innerJoin(emailContents, eq(emailContents.emailId, emails.id)).where(eq(emails.id, r.body.data.id))
+      expect(e.emails).toMatchObject({ toAddress: 'tester@dest.test', subject: 'Hello Tess', sourceType: 'test', sourceId: c.id, campaignId: null, type: 'MARKETING', listUnsubscribe: true })
+      expect(e.email_contents.html).toContain('Hi Tess, code T1')
+      const other = await env.request('POST', `/campaigns/${c.id}/test`, { key: sk(), body: { email: 'stranger@dest.test' } })
+      expect(other.status).toBe(200)
+      const [o] = await env.store.db.select().from(emails).where(eq(emails.id, other.body.data.id))
+      expect(o).toMatchObject({ contactId: null, listUnsubscribe: false, subject: 'Hello ' })
+      expect(await env.request('GET', `/campaigns/${c.id}/stats`, { key: sk() })).toMatchObject({ body: { queued: 0, pending: 0, totalRecipients: 0 } })
+      await send(c.id)
+      expect((await env.request('POST', `/campaigns/${c.id}/test`, { key: sk(), body: { email: 'tester@dest.test' } })).status).toBe(200)
+    })
+
+    test('a bad or suppressed address: 422', async () => {
+      const c = await create()
+      expect((await env.request('POST', `/campaigns/${c.id}/test`, { key: sk(), body: { email: 'nope' } })).status).toBe(422)
+      expect((await env.request('POST', `/campaigns/${c.id}/test`, { key: sk(), body: {} })).status).toBe(422)
+      expect((await env.request('POST', '/suppressions', { key: sk(), body: { email: 'blocked@dest.test' } })).status).toBeLessThan(300)
+      const r = await env.request('POST', `/campaigns/${c.id}/test`, { key: sk(), body: { email: 'blocked@dest.test' } })
+      expect(r.status).toBe(422)
+      expect(r.body.error.errors[0]).toMatchObject({ field: 'email', code: 'suppressed' })
+    })
+  })
+
   describe('segments in use', () => {
     test('a segment used by a SCHEDULED or SENDING campaign cannot be deleted (409); a DRAFT or CANCELLED one does not block', async () => {
       const s = await segment()
@@ -286,7 +319,7 @@ forEachStore('campaigns API', (env) => {
         ['POST', '/campaigns', campaignBody()], ['GET', '/campaigns'], ['GET', `/campaigns/${c.id}`],
         ['PUT', `/campaigns/${c.id}`, campaignBody()], ['DELETE', `/campaigns/${c.id}`],
         ['POST', `/campaigns/${c.id}/duplicate`], ['POST', `/campaigns/${c.id}/cancel`], ['GET', `/campaigns/${c.id}/stats`],
-        ['POST', `/campaigns/${c.id}/send`, {}],
+        ['POST', `/campaigns/${c.id}/send`, {}], ['POST', `/campaigns/${c.id}/test`, { email: 'x@y.test' }],
       ]
       for (const [method, path, body] of routes) {
         const none = await env.request(method, path, { body })
