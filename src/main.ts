@@ -16,6 +16,7 @@ import { segmentHintListener } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
 import { campaignsUsingSegment } from './modules/campaigns/service'
+import { campaignFieldAndEventUsage } from './modules/campaigns/usage'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
@@ -46,10 +47,10 @@ let wired: Array<() => void> | null = null
  * - the event stream (`onEvents`, src/modules/events/stream.ts): segment recompute hints;
  * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments and
  *   SCHEDULED or SENDING campaigns;
- * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments;
- * - where a template is referenced (src/modules/templates/usage.ts): no source yet. Campaigns and workflows
- *   will register theirs here (`registerTemplateUsageSource`), as they will their segment users, field
- *   and event usage, and the workflow trigger listener.
+ * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments and campaigns;
+ * - where a template is referenced (src/modules/templates/usage.ts): no source yet (a campaign keeps its own
+ *   subject and body). Workflows will register theirs here (`registerTemplateUsageSource`), as they will
+ *   their segment users, field and event usage, and the workflow trigger listener.
  */
 export function wireConsumers(): void {
   if (wired) return
@@ -58,6 +59,7 @@ export function wireConsumers(): void {
     registerSegmentUser(segmentsReferringToSegment),
     registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
+    registerUsageProvider(campaignFieldAndEventUsage),
   ]
 }
 

@@ -141,3 +141,10 @@ export async function contactByEmail(store: Store, db: Db, projectId: string, em
     .where(and(eq(c.projectId, projectId), eq(c.email, email))).limit(1)
   return row ?? null
 }
+
+/** The campaigns of the project in one of `statuses`, with what can reference fields and events (usage look-ups). */
+export async function withStatus(store: Store, db: Db, projectId: string, statuses: readonly string[]) {
+  const { campaigns: c } = store.t
+  return db.select({ id: c.id, name: c.name, subject: c.subject, body: c.body, audienceType: c.audienceType, audienceCondition: c.audienceCondition })
+    .from(c).where(and(eq(c.projectId, projectId), inArray(c.status, [...statuses])))
+}

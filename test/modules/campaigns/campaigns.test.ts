@@ -298,6 +298,26 @@ forEachStore('campaigns API', (env) => {
     })
   })
 
+  describe('usage of fields and events', () => {
+    test('unsent campaigns appear in the field and event usage: audience condition, subject and body placeholders', async () => {
+      const r0 = await env.project()
+      await addDomain(env, r0.id, 'usage.test', true)
+      const key = r0.secretKey
+      const cond = { logic: 'AND', groups: [{ filters: [{ field: 'data.tier', operator: 'equals', value: 'gold' }, { field: 'event.signup', operator: 'triggered' }] }] }
+      const c = await create({ from: 'a@usage.test', audienceType: 'FILTERED', audienceCondition: cond, subject: 'Hi {{nickname}}', body: '<p>{{#if city}}{{city}}{{/if}}</p>' }, key)
+      const usage = async (path: string) => (await env.request('GET', path, { key })).body.campaigns
+      expect(await usage('/contacts/fields/tier/usage')).toEqual([{ id: c.id, name: 'Spring sale', where: 'audienceCondition' }])
+      expect(await usage('/contacts/fields/nickname/usage')).toEqual([{ id: c.id, name: 'Spring sale', where: 'subject' }])
+      expect(await usage('/contacts/fields/city/usage')).toEqual([{ id: c.id, name: 'Spring sale', where: 'body' }])
+      expect(await usage('/events/signup/usage')).toEqual([{ id: c.id, name: 'Spring sale', where: 'audienceCondition' }])
+      expect((await env.request('GET', '/contacts/fields/tier/usage', { key: sk() })).status).toBe(404)
+      expect((await env.request('POST', `/campaigns/${c.id}/send`, { key, body: { scheduledFor: future() } })).status).toBe(200)
+      expect((await usage('/contacts/fields/tier/usage')).length).toBe(1)
+      expect((await env.request('POST', `/campaigns/${c.id}/cancel`, { key })).status).toBe(200)
+      expect((await env.request('GET', '/contacts/fields/tier/usage', { key })).status).toBe(404)
+    })
+  })
+
   describe('segments in use', () => {
     test('a segment used by a SCHEDULED or SENDING campaign cannot be deleted (409); a DRAFT or CANCELLED one does not block', async () => {
       const s = await segment()
