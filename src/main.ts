@@ -15,8 +15,7 @@ import { onEvents } from './modules/events/stream'
 import { segmentHintListener } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
-import { campaignsUsingSegment } from './modules/campaigns/service'
-import { campaignFieldAndEventUsage } from './modules/campaigns/usage'
+import { campaignFieldAndEventUsage, campaignsUsingSegment } from './modules/campaigns/usage'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the

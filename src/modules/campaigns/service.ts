@@ -5,7 +5,6 @@ import { loadSegments } from '../../filters/repo'
 import { enqueue } from '../../jobs/queue'
 import { validateTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
-import type { SegmentUser } from '../segments/usage'
 import { queueEmails } from '../emails/service'
 import { suppressedAmong } from '../suppressions/service'
 import { notifyQueued } from '../../mail/outbound'
@@ -25,8 +24,6 @@ export const SCHEDULER_JOB = 'campaigns.scheduler'
 const EDITABLE: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED']
 /** States a campaign may be cancelled from. */
 const CANCELLABLE: readonly CampaignStatus[] = ['SCHEDULED', 'SENDING']
-/** States in which a campaign needs its segment (DELETE /segments/:id answers 409). */
-export const ACTIVE: readonly CampaignStatus[] = ['SCHEDULED', 'SENDING']
 
 type EmailCounts = Pick<CampaignStats, 'pending' | 'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'complained' | 'failed'>
 const NO_EMAILS: EmailCounts = { pending: 0, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, failed: 0 }
@@ -302,11 +299,6 @@ export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Prom
   }
 }
 
-/** The segment user of campaigns (wired in src/main.ts): SCHEDULED or SENDING campaigns need their segment, so DELETE /segments/:id answers 409. */
-export const campaignsUsingSegment: SegmentUser = {
-  kind: 'campaigns',
-  usersOf: (ctx, segmentId) => repo.usingSegment(ctx.store, ctx.store.db, ctx.projectId, segmentId, ACTIVE),
-}
 
 /**
  * POST /campaigns/:id/test: one email of the campaign to one address, in any state. It is rendered with

@@ -1,7 +1,22 @@
 import type { Ctx } from '../../deps'
 import { EMAIL_ACTIVITY_EVENTS } from '../../filters/types'
 import type { UsageProvider, UsageRef } from '../contacts/usage'
+import type { SegmentUser } from '../segments/usage'
 import * as repo from './repo'
+
+/**
+ * The look-ups the composition root (`wireConsumers` in src/main.ts) registers for campaigns. This file
+ * imports only the repo, so wiring them does not load the mail libraries (the CLI starts without them).
+ */
+
+/** States in which a campaign needs its segment: DELETE /segments/:id answers 409. */
+const ACTIVE = ['SCHEDULED', 'SENDING'] as const
+
+/** The segment user of campaigns: SCHEDULED or SENDING campaigns hold their segment. */
+export const campaignsUsingSegment: SegmentUser = {
+  kind: 'campaigns',
+  usersOf: (ctx, segmentId) => repo.usingSegment(ctx.store, ctx.store.db, ctx.projectId, segmentId, ACTIVE),
+}
 
 /**
  * Where campaigns that are still to be sent (DRAFT, SCHEDULED, SENDING) reference a contact field or an
