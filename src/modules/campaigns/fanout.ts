@@ -34,6 +34,18 @@ export interface FanOutResult {
   skippedSuppressed: number
 }
 
+const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+
+/** Appends the unsubscribe footer: before `</body>` when the HTML has one, else at its end; and to the text. */
+export function withUnsubscribeFooter(html: string, text: string, link: string): { html: string; text: string } {
+  const footer = `<p style="margin:24px 0 0;font-size:12px;color:#6b7280">You receive this email because you subscribed. <a href="${escapeAttr(link)}" style="color:#6b7280">Unsubscribe</a></p>`
+  const at = html.toLowerCase().lastIndexOf('</body>')
+  return {
+    html: at >= 0 ? `${html.slice(0, at)}${footer}${html.slice(at)}` : `${html}${footer}`,
+    text: `${text}\n\n--\nUnsubscribe: ${link}\n`,
+  }
+}
+
 /**
  * One recipient's email of the campaign, rendered from the campaign and the contact's data (signed links
  * only when the subject or body uses them). A campaign email counts in the campaign's stats; a test email
@@ -57,9 +69,15 @@ export function campaignEmail(
   const rendered = renderEmail({ subject: row.subject, body: row.body }, vars)
   const type = row.type as EmailType
   const test = opts.sourceType === 'test'
+  let { html, text } = rendered
+  // MARKETING mail always offers a way out: a body that does not place {{unsubscribeUrl}} gets a short footer.
+  if (type === 'MARKETING' && contactId && !row.body.includes('unsubscribeUrl')) {
+    const link = unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id })
+    ;({ html, text } = withUnsubscribeFooter(html, text, link))
+  }
   return {
     id, contactId, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
-    subject: rendered.subject, html: rendered.html, text: rendered.text, type, sourceType: opts.sourceType,
+    subject: rendered.subject, html, text, type, sourceType: opts.sourceType,
     campaignId: test ? null : row.id, sourceId: row.id, domainId: opts.domainId,
     // RFC 8058 one-click unsubscribe needs a contact to unsubscribe.
     listUnsubscribe: type === 'MARKETING' && contactId !== null,

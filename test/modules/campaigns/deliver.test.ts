@@ -51,6 +51,8 @@ forEachStore('campaign delivery', (env) => {
       const local = m.to[0].split('@')[0]
       expect(raw).toMatch(new RegExp(`^Subject: Hi ${local}\\r?$`, 'm'))
       expect(raw).toContain(`Dear ${local}`)
+      // The body places {{unsubscribeUrl}} itself: no footer is added.
+      expect(raw).not.toContain('You receive this email')
       // (The pipeline puts the https link only; the mailto form of issue 11 is not done yet.)
       expect(raw).toMatch(/^List-Unsubscribe:\s+<http:\/\/localhost:3000\/unsubscribe\/[^>]+>/m)
       expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click\r?$/m)

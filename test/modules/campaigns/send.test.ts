@@ -6,6 +6,7 @@ import { Worker } from '../../../src/jobs/queue'
 import { addSuppression } from '../../../src/modules/suppressions/service'
 import { campaignSchedulerJob, campaignSendJob } from '../../../src/modules/campaigns/jobs'
 import { cancelCampaign } from '../../../src/modules/campaigns/service'
+import { withUnsubscribeFooter } from '../../../src/modules/campaigns/fanout'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { addDomain, campaignBody } from './fixture'
 
@@ -72,7 +73,10 @@ forEachStore('campaign sending', (env) => {
       expect(e.subject).toBe(`Hello ${n}`)
       expect(e.html).toContain(`Hi ${n}, code C-${n}`)
       expect(e).toMatchObject({ type: 'MARKETING', sourceType: 'campaign', listUnsubscribe: true, priority: 10 })
+      // The body does not place {{unsubscribeUrl}}: a footer with the contact's own link is appended.
+      expect(e.html).toMatch(/<a href="http:\/\/localhost:3000\/unsubscribe\/[^"]+"[^>]*>Unsubscribe<\/a><\/p>/)
     }
+    expect(new Set(sent.map((e) => e.html?.match(/unsubscribe\/([^"]+)"/)?.[1])).size).toBe(sent.length)
     const c = await get(p, id)
     expect(c).toMatchObject({ status: 'SENT', totalRecipients: 10, sentCount: 7, skippedUnsubscribed: 2, skippedSuppressed: 1 })
     expect(c.sentAt).toBeString()
@@ -89,7 +93,7 @@ forEachStore('campaign sending', (env) => {
     await new Worker(env.deps, [campaignSendJob({ batchSize: 4 })]).drain()
     const sent = await emailsOf(id)
     expect(sent.map((e) => e.to).sort()).toEqual(PEOPLE.filter((x) => !x.suppressed).map((x) => x.email).sort())
-    expect(sent.every((e) => e.type === 'TRANSACTIONAL' && !e.listUnsubscribe && e.priority === 10)).toBe(true)
+    expect(sent.every((e) => e.type === 'TRANSACTIONAL' && !e.listUnsubscribe && e.priority === 10 && !e.html?.includes('/unsubscribe/'))).toBe(true)
     expect(await get(p, id)).toMatchObject({ status: 'SENT', totalRecipients: PEOPLE.length, sentCount: PEOPLE.length - 1, skippedUnsubscribed: 0, skippedSuppressed: 1 })
   })
 
@@ -174,4 +178,11 @@ forEachStore('campaign sending', (env) => {
       expect((await emailsOf(id)).length).toBe(0)
     })
   })
+})
+
+test('the unsubscribe footer goes before </body> when there is one, its link escaped, and into the text', () => {
+  const out = withUnsubscribeFooter('<html><BODY><p>x</p></BODY></html>', 'x', 'http://h/u/a&b"c')
+  expect(out.html).toBe('<html><BODY><p>x</p><p style="margin:24px 0 0;font-size:12px;color:#6b7280">You receive this email because you subscribed. <a href="http://h/u/a&amp;b&quot;c" style="color:#6b7280">Unsubscribe</a></p></BODY></html>')
+  expect(out.text).toBe('x\n\n--\nUnsubscribe: http://h/u/a&b"c\n')
+  expect(withUnsubscribeFooter('<p>y</p>', 'y', 'http://h/u').html).toStartWith('<p>y</p><p style=')
 })
