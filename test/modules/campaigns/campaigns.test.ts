@@ -332,6 +332,16 @@ forEachStore('campaigns API', (env) => {
     })
   })
 
+  test('the OpenAPI document lists every campaign route', async () => {
+    const doc = (await env.request('GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> }
+    const routes = Object.entries(doc.paths).filter(([path]) => path.startsWith('/campaigns'))
+      .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{id\}/, ':id')}`)).sort()
+    expect(routes).toEqual([
+      'DELETE /campaigns/:id', 'GET /campaigns', 'GET /campaigns/:id', 'GET /campaigns/:id/stats', 'POST /campaigns',
+      'POST /campaigns/:id/cancel', 'POST /campaigns/:id/duplicate', 'POST /campaigns/:id/send', 'POST /campaigns/:id/test', 'PUT /campaigns/:id',
+    ])
+  })
+
   describe('security', () => {
     test('every route: no key 401 UNAUTHORIZED, public key 401 INVALID_API_KEY, bogus key 401', async () => {
       const c = await create()
