@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import { authPlugin } from '../../http/auth'
 import * as m from './model'
@@ -60,7 +60,7 @@ export function campaignsRoutes(deps: Deps) {
       detail: { tags, summary: 'Send a test email of the campaign to one address', description: 'In any state. Rendered with the contact data of that address when it is a contact; marked as a test (sourceType test) and not counted in the campaign\'s stats. A suppressed address answers 422.' },
     })
     .post('/:id/send', ({ ctx, params, body }) => service.sendCampaign(ctx, params.id, body ?? {}), {
-      apiKey: 'secret', params: m.IdParams, body: m.SendBody, response: { 200: m.SendResult },
+      apiKey: 'secret', params: m.IdParams, body: t.Optional(m.SendBody), response: { 200: m.SendResult },
       detail: {
         tags, summary: 'Send a campaign now or at a set time',
         description: '`scheduledFor` omitted, null or in the past: the campaign goes SENDING at once; a future time: SCHEDULED. An unparseable value answers 400. Only a DRAFT can be sent (409 CONFLICT otherwise).',

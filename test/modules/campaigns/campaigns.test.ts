@@ -189,6 +189,9 @@ forEachStore('campaigns API', (env) => {
         expect(r.status).toBe(200)
         expect(r.body).toEqual({ success: true, data: { id: c.id, name: 'Spring sale', status: 'SENDING', scheduledFor: null }, message: expect.any(String) })
       }
+      const bare = await create()
+      const noBody = await env.request('POST', `/campaigns/${bare.id}/send`, { key: sk() })
+      expect({ status: noBody.status, sent: noBody.body.data?.status }).toEqual({ status: 200, sent: 'SENDING' })
       const c = await create()
       const when = new Date(Date.now() + 3_600_000)
       const r = await send(c.id, { scheduledFor: when.toUTCString() })
