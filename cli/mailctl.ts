@@ -16,6 +16,7 @@ import { register as doctor } from './commands/doctor'
 import { register as contacts } from './commands/contacts'
 import { register as suppression } from './commands/suppression'
 import { register as queue } from './commands/queue'
+import { register as campaign } from './commands/campaign'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -28,6 +29,7 @@ const AREAS: Array<(program: Command) => void> = [
   contacts,
   suppression,
   queue,
+  campaign,
 ]
 
 export function buildProgram(): Command {

@@ -14,6 +14,7 @@ import { onEvents } from './modules/events/stream'
 import { segmentHintListener } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
+import { campaignFieldAndEventUsage, campaignsUsingSegment } from './modules/campaigns/usage'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
@@ -31,18 +32,21 @@ let wired: Array<() => void> | null = null
  * any deps are handed out.
  *
  * - the event stream (`onEvents`, src/modules/events/stream.ts): segment recompute hints;
- * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments;
- * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments;
- * - where a template is referenced (src/modules/templates/usage.ts): no source yet. Campaigns and workflows
- *   will register theirs here (`registerTemplateUsageSource`), as they will their segment users, field
- *   and event usage, and the workflow trigger listener.
+ * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments and
+ *   SCHEDULED or SENDING campaigns;
+ * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments and campaigns;
+ * - where a template is referenced (src/modules/templates/usage.ts): no source yet (a campaign keeps its own
+ *   subject and body). Workflows will register theirs here (`registerTemplateUsageSource`), as they will
+ *   their segment users, field and event usage, and the workflow trigger listener.
  */
 export function wireConsumers(): void {
   if (wired) return
   wired = [
     onEvents(segmentHintListener),
     registerSegmentUser(segmentsReferringToSegment),
+    registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
+    registerUsageProvider(campaignFieldAndEventUsage),
   ]
 }
 

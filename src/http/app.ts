@@ -22,6 +22,7 @@ import { subscriptionRoutes } from '../modules/subscriptions/routes'
 import { domainsRoutes } from '../modules/domains/routes'
 import { templatesRoutes } from '../modules/templates/routes'
 import { segmentsRoutes } from '../modules/segments/routes'
+import { campaignsRoutes } from '../modules/campaigns/routes'
 import { trackingRoutes } from '../modules/tracking/routes'
 import { webhooksRoutes } from '../modules/webhooks/routes'
 import { activityRoutes } from '../modules/activity/routes'
@@ -147,6 +148,7 @@ export function buildApp(deps: Deps) {
     .use(domainsRoutes(deps))
     .use(templatesRoutes(deps))
     .use(segmentsRoutes(deps))
+    .use(campaignsRoutes(deps))
     .use(trackingRoutes(deps))
     .use(webhooksRoutes(deps))
     .use(emailsRoutes(deps))

@@ -4,6 +4,7 @@ import { accountJobs } from '../modules/auth/jobs'
 import { contactJobs } from '../modules/contacts/jobs'
 import { domainJobs } from '../modules/domains/jobs'
 import { segmentJobs } from '../modules/segments/jobs'
+import { campaignJobs } from '../modules/campaigns/jobs'
 import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 
@@ -14,6 +15,7 @@ export const allJobs: AnyJob[] = [
   ...contactJobs,
   ...domainJobs,
   ...segmentJobs,
+  ...campaignJobs,
   ...inboundJobs,
   webhooksPruneJob,
 ]

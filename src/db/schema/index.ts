@@ -9,6 +9,7 @@ import { templateTables } from './templates'
 import { inboundTables } from './inbound'
 import { secretTables } from './secrets'
 import { nodeTables } from './nodes'
+import { campaignTables } from './campaigns'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -23,6 +24,7 @@ export function buildSchema(c: Cols) {
     ...inboundTables(c),
     ...secretTables(c),
     ...nodeTables(c),
+    ...campaignTables(c),
   }
 }
 

@@ -16,6 +16,7 @@ export const PROJECT_DATA_TABLES: readonly string[] = [
   'jobs',
   'idempotency_keys',
   'mail_capture',
+  'campaigns',
   'segment_members',
   'segments',
 ]

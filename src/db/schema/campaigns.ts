@@ -1,0 +1,49 @@
+import type { Cols } from '../columns'
+import type { FilterTree } from '../../filters/types'
+
+/**
+ * Campaigns (issue 11): the message (subject and body stored once), its audience, its state, and the fan-out
+ * checkpoint: `lastContactId` and the counters advance in the transaction that queues a batch's emails.
+ */
+export function campaignTables(c: Cols) {
+  const campaigns = c.table('campaigns', {
+    id: c.text('id').primaryKey(),
+    projectId: c.text('project_id').notNull(),
+    name: c.text('name').notNull(),
+    description: c.text('description'),
+    subject: c.text('subject').notNull(),
+    body: c.text('body').notNull(),
+    /** Lower-cased sender address; its domain was verified when it was saved (and is checked again at send). */
+    fromEmail: c.text('from_email').notNull(),
+    fromName: c.text('from_name'),
+    replyTo: c.text('reply_to'),
+    /** TRANSACTIONAL | MARKETING | HEADLESS */
+    type: c.text('type').notNull(),
+    /** ALL | SEGMENT | FILTERED */
+    audienceType: c.text('audience_type').notNull(),
+    segmentId: c.text('segment_id'),
+    audienceCondition: c.json<FilterTree>('audience_condition'),
+    /** DRAFT | SCHEDULED | SENDING | SENT | CANCELLED */
+    status: c.text('status').notNull(),
+    scheduledFor: c.ts('scheduled_for'),
+    startedAt: c.ts('started_at'),
+    finishedAt: c.ts('finished_at'),
+    sentAt: c.ts('sent_at'),
+    cancelledAt: c.ts('cancelled_at'),
+    /** Fan-out checkpoint: every audience contact with a smaller id has been handled (queued or skipped). */
+    lastContactId: c.text('last_contact_id'),
+    totalRecipients: c.int('total_recipients').notNull(),
+    sentCount: c.int('sent_count').notNull(),
+    skippedUnsubscribed: c.int('skipped_unsubscribed').notNull(),
+    skippedSuppressed: c.int('skipped_suppressed').notNull(),
+    createdAt: c.ts('created_at').notNull(),
+    updatedAt: c.ts('updated_at').notNull(),
+  }, (t) => [
+    c.index('campaigns_project_created_idx').on(t.projectId, t.createdAt, t.id),
+    c.index('campaigns_project_updated_idx').on(t.projectId, t.updatedAt, t.id),
+    c.index('campaigns_project_status_idx').on(t.projectId, t.status, t.createdAt),
+    c.index('campaigns_segment_idx').on(t.segmentId),
+    c.index('campaigns_due_idx').on(t.scheduledFor),
+  ])
+  return { campaigns }
+}

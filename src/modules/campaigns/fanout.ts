@@ -1,0 +1,160 @@
+import type { SQL } from 'drizzle-orm'
+import type { Ctx } from '../../deps'
+import { prepareFilter, whereOf, type FilterTree } from '../../filters'
+import { unsubscribeUrl, subscribeUrl, manageUrl } from '../../mail/links'
+import { notifyQueued } from '../../mail/outbound'
+import { renderEmail, templateVariables } from '../../mail/render'
+import { assertSenderAllowed } from '../domains/service'
+import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../emails/service'
+import { suppressedAmong } from '../suppressions/service'
+import * as repo from './repo'
+
+/**
+ * The fan-out of a SENDING campaign (job `campaign.send`, docs/architecture.md, Jobs): the audience is resolved
+ * now, by the filter engine, and walked in contact-id order (`id > checkpoint`, never OFFSET) in batches.
+ * Each batch is ONE transaction that queues its emails and advances the checkpoint and the counters, so a
+ * crash between batches loses nothing and repeats nothing: the retried job resumes after the last
+ * committed batch. The transaction requires the campaign to be still SENDING at the checkpoint it read,
+ * so a cancel stops the fan-out at the next batch (and a second runner cannot queue the same batch twice).
+ */
+
+export const DEFAULT_BATCH_SIZE = 500
+
+export interface FanOutOptions {
+  batchSize?: number
+  /** Called after each committed batch (the job reports progress; tests inject a crash). */
+  afterBatch?: (batch: { index: number; handled: number }) => Promise<void> | void
+}
+
+export interface FanOutResult {
+  status: string
+  batches: number
+  queued: number
+  skippedUnsubscribed: number
+  skippedSuppressed: number
+}
+
+const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+
+/** Appends the unsubscribe footer: before `</body>` when the HTML has one, else at its end; and to the text. */
+export function withUnsubscribeFooter(html: string, text: string, link: string): { html: string; text: string } {
+  const footer = `<p style="margin:24px 0 0;font-size:12px;color:#6b7280">You receive this email because you subscribed. <a href="${escapeAttr(link)}" style="color:#6b7280">Unsubscribe</a></p>`
+  const at = html.toLowerCase().lastIndexOf('</body>')
+  return {
+    html: at >= 0 ? `${html.slice(0, at)}${footer}${html.slice(at)}` : `${html}${footer}`,
+    text: `${text}\n\n--\nUnsubscribe: ${link}\n`,
+  }
+}
+
+/**
+ * One recipient's email of the campaign, rendered from the campaign and the contact's data (signed links
+ * only when the subject or body uses them). A campaign email counts in the campaign's stats; a test email
+ * (`sourceType: 'test'`) names the campaign only as its source, so it is not counted.
+ */
+export function campaignEmail(
+  ctx: Ctx, row: repo.CampaignRow, c: Pick<repo.AudienceContact, 'email' | 'data'> & { id: string | null },
+  opts: { domainId: string; sourceType: 'campaign' | 'test' },
+): NewEmail {
+  const id = Bun.randomUUIDv7()
+  const sources = `${row.subject} ${row.body}`
+  const contactId = c.id
+  const urls = contactId
+    ? {
+      ...(sources.includes('unsubscribeUrl') ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
+      ...(/(^|[^\w])subscribeUrl/.test(sources) ? { subscribeUrl: subscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
+      ...(sources.includes('manageUrl') ? { manageUrl: manageUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
+    }
+    : {}
+  const vars = templateVariables({ contact: { id: contactId, email: c.email, data: c.data }, urls })
+  const rendered = renderEmail({ subject: row.subject, body: row.body }, vars)
+  const type = row.type as EmailType
+  const test = opts.sourceType === 'test'
+  let { html, text } = rendered
+  // MARKETING mail always offers a way out: a body that does not place {{unsubscribeUrl}} gets a short footer.
+  if (type === 'MARKETING' && contactId && !row.body.includes('unsubscribeUrl')) {
+    const link = unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id })
+    ;({ html, text } = withUnsubscribeFooter(html, text, link))
+  }
+  return {
+    id, contactId, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
+    subject: rendered.subject, html, text, type, sourceType: opts.sourceType,
+    campaignId: test ? null : row.id, sourceId: row.id, domainId: opts.domainId,
+    // RFC 8058 one-click unsubscribe needs a contact to unsubscribe.
+    listUnsubscribe: type === 'MARKETING' && contactId !== null,
+    priority: test ? PRIORITY.transactional : PRIORITY.bulk,
+  }
+}
+
+/** The audience as a condition over `contacts` (null: every contact of the project). */
+async function audienceWhere(ctx: Ctx, row: repo.CampaignRow): Promise<SQL | null> {
+  let tree: FilterTree | null = null
+  if (row.audienceType === 'SEGMENT') {
+    // A segment, DYNAMIC (its condition) or STATIC (its member list), through the engine's segment predicate.
+    tree = { logic: 'AND', groups: [{ filters: [{ field: `segment.${row.segmentId ?? ''}`, operator: 'memberOfSegment' }] }] }
+  } else if (row.audienceType === 'FILTERED') {
+    tree = row.audienceCondition
+  } else {
+    return null
+  }
+  // Lenient: a segment deleted since the campaign was saved matches nobody instead of failing the job.
+  const f = await prepareFilter(ctx, tree, { path: 'audienceCondition', lenient: true })
+  return whereOf(ctx, f)
+}
+
+/** Runs (or resumes) the fan-out of one campaign until it is SENT, or until it is no longer SENDING. */
+export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions = {}): Promise<FanOutResult> {
+  const { store } = ctx
+  const out: FanOutResult = { status: 'MISSING', batches: 0, queued: 0, skippedUnsubscribed: 0, skippedSuppressed: 0 }
+  const row = await repo.findById(store, store.db, ctx.projectId, campaignId)
+  if (!row) return out
+  out.status = row.status
+  if (row.status !== 'SENDING') return out
+
+  const where = await audienceWhere(ctx, row)
+  const sender = await assertSenderAllowed(ctx, row.fromEmail)
+  const marketing = row.type === 'MARKETING'
+  const size = Math.max(1, opts.batchSize ?? DEFAULT_BATCH_SIZE)
+  let last = row.lastContactId
+  let handled = row.totalRecipients
+
+  for (;;) {
+    const batch = await repo.audienceBatch(store, store.db, ctx.projectId, where, last, size)
+    if (!batch.length) {
+      const now = new Date()
+      const done = await store.tx((db) => repo.updateIn(store, db, ctx.projectId, campaignId, ['SENDING'], { status: 'SENT', sentAt: now, finishedAt: now, updatedAt: now }))
+      out.status = done ? 'SENT' : ((await repo.findById(store, store.db, ctx.projectId, campaignId))?.status ?? 'MISSING')
+      return out
+    }
+    const from = last
+    const end = batch[batch.length - 1].id
+    // MARKETING mail goes only to subscribed contacts; the others are counted, not dropped silently.
+    const recipients = marketing ? batch.filter((c) => c.subscribed) : batch
+    const unsubscribed = batch.length - recipients.length
+    // Rendered before the transaction, so the write lock is held only to write.
+    const items: NewEmail[] = recipients.map((c) => campaignEmail(ctx, row, c, { domainId: sender.domainId, sourceType: 'campaign' }))
+    const step = await store.tx(async (db) => {
+      const blocked = await suppressedAmong(ctx, db, items.map((it) => it.to.email))
+      const queue = blocked.size ? items.filter((it) => !blocked.has(it.to.email)) : items
+      const suppressed = items.length - queue.length
+      const ok = await repo.advance(store, db, ctx.projectId, campaignId, {
+        fromContactId: from, lastContactId: end, queued: queue.length, unsubscribed, suppressed, now: new Date(),
+      })
+      // Cancelled, or another runner advanced first: write nothing of this batch.
+      if (!ok) return null
+      await queueEmails(ctx, db, queue)
+      return { queued: queue.length, suppressed }
+    })
+    if (!step) {
+      out.status = (await repo.findById(store, store.db, ctx.projectId, campaignId))?.status ?? 'MISSING'
+      return out
+    }
+    if (step.queued) notifyQueued(ctx.deps)
+    last = end
+    handled += batch.length
+    out.batches++
+    out.queued += step.queued
+    out.skippedUnsubscribed += unsubscribed
+    out.skippedSuppressed += step.suppressed
+    await opts.afterBatch?.({ index: out.batches, handled })
+  }
+}

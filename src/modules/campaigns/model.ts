@@ -1,0 +1,149 @@
+import { t, type Static } from 'elysia'
+import { positiveIntQuery } from '../query'
+
+/** TypeBox models of the campaigns module: request validation and the OpenAPI document. */
+
+export const CAMPAIGN_TYPES = ['TRANSACTIONAL', 'MARKETING', 'HEADLESS'] as const
+export type CampaignType = (typeof CAMPAIGN_TYPES)[number]
+export const AUDIENCE_TYPES = ['ALL', 'SEGMENT', 'FILTERED'] as const
+export type AudienceType = (typeof AUDIENCE_TYPES)[number]
+export const CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'] as const
+export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
+
+/** Largest pageSize of GET /campaigns; larger values are clamped (the contract leaves the maximum open). */
+export const MAX_PAGE_SIZE = 100
+export const DEFAULT_PAGE_SIZE = 20
+
+const TypeField = t.Union(CAMPAIGN_TYPES.map((v) => t.Literal(v)), {
+  error: 'type must be TRANSACTIONAL, MARKETING or HEADLESS', description: 'TRANSACTIONAL, MARKETING or HEADLESS; default MARKETING',
+})
+const AudienceField = t.Union(AUDIENCE_TYPES.map((v) => t.Literal(v)), {
+  error: 'audienceType must be ALL, SEGMENT or FILTERED', description: 'ALL, SEGMENT (needs segmentId) or FILTERED (needs audienceCondition)',
+})
+const Email = t.String({ format: 'email', maxLength: 320, error: 'Invalid email' })
+const Name = t.String({ minLength: 1, maxLength: 255, error: 'name must be 1-255 characters' })
+const Description = t.String({ maxLength: 1000, error: 'description must be at most 1000 characters' })
+const Subject = t.String({
+  minLength: 1, maxLength: 998, pattern: '^[^\\r\\n]*$',
+  error: 'subject must be 1-998 characters without line breaks',
+  description: 'Handlebars template, rendered per recipient without HTML escaping; 1-998 characters, no line break',
+})
+export const MAX_BODY_CHARS = 500_000
+const Body = t.String({
+  minLength: 1, maxLength: MAX_BODY_CHARS, error: `body must be 1-${MAX_BODY_CHARS} characters`,
+  description: 'HTML with Handlebars {{variable}} placeholders filled from each contact\'s data; must compile',
+})
+const FromName = t.String({ maxLength: 255, pattern: '^[^\\r\\n]*$', error: 'fromName must be at most 255 characters without line breaks' })
+const Condition = t.Unknown({ description: 'Filter tree (see POST /segments): required when audienceType is FILTERED; checked by the filter engine (422 naming the bad filter)' })
+
+const OptDescription = t.Optional(t.Union([Description, t.Null()], { error: 'description must be a string of at most 1000 characters, or null' }))
+const OptFromName = t.Optional(t.Union([FromName, t.Null()], { error: 'fromName must be at most 255 characters without line breaks, or null' }))
+const OptReplyTo = t.Optional(t.Union([Email, t.Null()], { error: 'replyTo must be an email address, or null' }))
+const OptSegmentId = t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()], { error: 'segmentId must be a segment id, or null' }))
+
+export const Campaign = t.Object({
+  id: t.String(),
+  name: t.String(),
+  description: t.Union([t.String(), t.Null()]),
+  subject: t.String(),
+  body: t.String(),
+  from: t.String(),
+  fromName: t.Union([t.String(), t.Null()]),
+  replyTo: t.Union([t.String(), t.Null()]),
+  type: t.String({ description: 'TRANSACTIONAL, MARKETING or HEADLESS' }),
+  status: t.String({ description: 'DRAFT, SCHEDULED, SENDING, SENT or CANCELLED' }),
+  audienceType: t.String({ description: 'ALL, SEGMENT or FILTERED' }),
+  audienceCondition: t.Union([t.Unknown(), t.Null()]),
+  segmentId: t.Union([t.String(), t.Null()]),
+  scheduledFor: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  totalRecipients: t.Integer({ description: 'Contacts the fan-out has handled so far: queued plus skipped' }),
+  sentCount: t.Integer({ description: 'Emails handed to the outbound queue' }),
+  deliveredCount: t.Integer(),
+  openedCount: t.Integer(),
+  clickedCount: t.Integer(),
+  bouncedCount: t.Integer(),
+  skippedUnsubscribed: t.Integer({ description: 'MARKETING: audience contacts not subscribed, not sent to' }),
+  skippedSuppressed: t.Integer({ description: 'Audience contacts whose address is suppressed, not sent to' }),
+  projectId: t.String(),
+  sentAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  createdAt: t.String({ format: 'date-time' }),
+  updatedAt: t.String({ format: 'date-time' }),
+})
+export type Campaign = Static<typeof Campaign>
+
+/** POST /campaigns, and PUT /campaigns/:id (a replacement: the same body). */
+export const CampaignBody = t.Object({
+  name: Name,
+  description: OptDescription,
+  subject: Subject,
+  body: Body,
+  from: Email,
+  fromName: OptFromName,
+  replyTo: OptReplyTo,
+  type: t.Optional(TypeField),
+  audienceType: AudienceField,
+  segmentId: OptSegmentId,
+  audienceCondition: t.Optional(Condition),
+})
+export type CampaignInput = Static<typeof CampaignBody>
+
+export const SendBody = t.Object({
+  scheduledFor: t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()], {
+    error: 'scheduledFor must be a date string, or null', description: 'Any value Date.parse accepts; omitted, null or in the past: send now',
+  })),
+})
+export type SendInput = Static<typeof SendBody>
+
+export const SendResult = t.Object({
+  success: t.Literal(true),
+  data: t.Object({ id: t.String(), name: t.String(), status: t.String(), scheduledFor: t.Union([t.String(), t.Null()]) }),
+  message: t.String(),
+})
+export type SendResult = Static<typeof SendResult>
+
+export const CreateResult = t.Object({ success: t.Literal(true), data: Campaign })
+
+export const ListCampaignsQuery = t.Object({
+  page: positiveIntQuery('page', '1 to 1000000, default 1', 1_000_000),
+  pageSize: positiveIntQuery('pageSize', `1 up, default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are clamped to ${MAX_PAGE_SIZE}`),
+  status: t.Optional(t.String({ description: 'DRAFT, SCHEDULED, SENDING, SENT or CANCELLED; any other value answers 400 BAD_REQUEST' })),
+  search: t.Optional(t.String({ maxLength: 200, description: 'Case-insensitive substring of name, subject or sender address' })),
+  sort: t.Optional(t.String({ description: 'createdAt (default), name (case-insensitive) or updatedAt; anything else falls back to createdAt' })),
+  dir: t.Optional(t.String({ description: 'desc (default) or asc; anything else falls back to desc' })),
+})
+export type ListCampaignsQuery = Static<typeof ListCampaignsQuery>
+
+export const CampaignList = t.Object({
+  data: t.Array(Campaign), page: t.Integer(), pageSize: t.Integer(), total: t.Integer(), totalPages: t.Integer(),
+})
+export type CampaignList = Static<typeof CampaignList>
+
+export const CampaignStats = t.Object({
+  campaignId: t.String(),
+  status: t.String(),
+  totalRecipients: t.Integer(),
+  queued: t.Integer({ description: 'Emails handed to the outbound queue (sentCount of the campaign)' }),
+  pending: t.Integer({ description: 'Queued, not yet attempted or being delivered' }),
+  sent: t.Integer({ description: 'Accepted by the receiving server or beyond (sent, delivered, opened, clicked, complained)' }),
+  delivered: t.Integer(),
+  opened: t.Integer(),
+  clicked: t.Integer(),
+  bounced: t.Integer(),
+  complained: t.Integer(),
+  failed: t.Integer(),
+  skippedUnsubscribed: t.Integer(),
+  skippedSuppressed: t.Integer(),
+})
+export type CampaignStats = Static<typeof CampaignStats>
+
+export const IdParams = t.Object({ id: t.String() })
+
+export const TestBody = t.Object({ email: Email })
+export type TestInput = Static<typeof TestBody>
+
+export const TestResult = t.Object({
+  success: t.Literal(true),
+  data: t.Object({ id: t.String({ description: 'The id of the queued test email' }), email: t.String() }),
+  message: t.String(),
+})
+export type TestResult = Static<typeof TestResult>

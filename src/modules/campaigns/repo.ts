@@ -1,0 +1,150 @@
+import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, or, sql, type SQL } from 'drizzle-orm'
+import type { Db, Store } from '../../db/client'
+
+/** The only SQL of the campaigns module. Every function that reads tenant data takes the project id. */
+
+export type CampaignRow = typeof import('../../db/schema').pgSchema.campaigns.$inferSelect
+export type AudienceContact = { id: string; email: string; subscribed: boolean; data: Record<string, unknown> }
+
+export type SortKey = 'createdAt' | 'updatedAt' | 'name'
+
+export interface ListFilter {
+  status?: string
+  search?: string
+  sort: SortKey
+  dir: 'asc' | 'desc'
+  limit: number
+  offset: number
+}
+
+export async function insert(store: Store, db: Db, row: CampaignRow): Promise<void> {
+  await db.insert(store.t.campaigns).values(row)
+}
+
+export async function findById(store: Store, db: Db, projectId: string, id: string): Promise<CampaignRow | null> {
+  const { campaigns } = store.t
+  const [row] = await db.select().from(campaigns).where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id))).limit(1)
+  return row ?? null
+}
+
+/** Updates the campaign only while its status is one of `from` (a state transition that cannot race); null otherwise. */
+export async function updateIn(
+  store: Store, db: Db, projectId: string, id: string, from: readonly string[], set: Partial<Omit<CampaignRow, 'id' | 'projectId' | 'createdAt'>>,
+): Promise<CampaignRow | null> {
+  const { campaigns } = store.t
+  const [row] = await db.update(campaigns).set(set)
+    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), inArray(campaigns.status, [...from]))).returning()
+  return row ?? null
+}
+
+/**
+ * Advances the fan-out: the checkpoint and the counters (added to the stored ones), only while the campaign
+ * is SENDING and its checkpoint is still `fromContactId` (so a cancel, or a second runner that got there
+ * first, makes this a no-op: false).
+ */
+export async function advance(
+  store: Store, db: Db, projectId: string, id: string,
+  step: { fromContactId: string | null; lastContactId: string; queued: number; unsubscribed: number; suppressed: number; now: Date },
+): Promise<boolean> {
+  const { campaigns: c } = store.t
+  const at = step.fromContactId === null ? isNull(c.lastContactId) : eq(c.lastContactId, step.fromContactId)
+  const handled = step.queued + step.unsubscribed + step.suppressed
+  const rows = await db.update(c).set({
+    lastContactId: step.lastContactId,
+    totalRecipients: sql`${c.totalRecipients} + ${handled}`,
+    sentCount: sql`${c.sentCount} + ${step.queued}`,
+    skippedUnsubscribed: sql`${c.skippedUnsubscribed} + ${step.unsubscribed}`,
+    skippedSuppressed: sql`${c.skippedSuppressed} + ${step.suppressed}`,
+    updatedAt: step.now,
+  }).where(and(eq(c.projectId, projectId), eq(c.id, id), eq(c.status, 'SENDING'), at)).returning({ id: c.id })
+  return rows.length > 0
+}
+
+/** Deletes the campaign unless its status is one of `blocked`; true when deleted. */
+export async function removeUnless(store: Store, db: Db, projectId: string, id: string, blocked: readonly string[]): Promise<boolean> {
+  const { campaigns } = store.t
+  const rows = await db.delete(campaigns)
+    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.id, id), sql`${campaigns.status} NOT IN (${sql.join(blocked.map((s) => sql`${s}`), sql`, `)})`))
+    .returning({ id: campaigns.id })
+  return rows.length > 0
+}
+
+function likePattern(s: string): string {
+  return `%${s.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`
+}
+
+export async function list(store: Store, db: Db, projectId: string, f: ListFilter): Promise<{ rows: CampaignRow[]; total: number }> {
+  const { campaigns } = store.t
+  const where: SQL[] = [eq(campaigns.projectId, projectId)]
+  if (f.status) where.push(eq(campaigns.status, f.status))
+  if (f.search) {
+    const p = likePattern(f.search)
+    const matches = or(
+      sql`lower(${campaigns.name}) LIKE ${p} ESCAPE '\\'`,
+      sql`lower(${campaigns.subject}) LIKE ${p} ESCAPE '\\'`,
+      sql`lower(${campaigns.fromEmail}) LIKE ${p} ESCAPE '\\'`,
+    )
+    if (matches) where.push(matches)
+  }
+  const cond = and(...where)
+  const order = f.dir === 'asc' ? asc : desc
+  const key = f.sort === 'name' ? sql`lower(${campaigns.name})` : f.sort === 'updatedAt' ? campaigns.updatedAt : campaigns.createdAt
+  const [rows, [{ n }]] = await Promise.all([
+    db.select().from(campaigns).where(cond).orderBy(order(key), order(campaigns.id)).limit(f.limit).offset(f.offset),
+    db.select({ n: count() }).from(campaigns).where(cond),
+  ])
+  return { rows, total: Number(n) }
+}
+
+/** Emails per (campaign, status) for the given campaigns of the project (the emails_campaign_idx index). */
+export async function emailStatusCounts(store: Store, db: Db, projectId: string, ids: string[]): Promise<Array<{ campaignId: string; status: string; n: number }>> {
+  if (!ids.length) return []
+  const { emails } = store.t
+  const rows = await db.select({ campaignId: emails.campaignId, status: emails.status, n: count() }).from(emails)
+    .where(and(inArray(emails.campaignId, ids), eq(emails.projectId, projectId)))
+    .groupBy(emails.campaignId, emails.status)
+  return rows.map((r) => ({ campaignId: r.campaignId ?? '', status: r.status, n: Number(r.n) }))
+}
+
+/** Campaigns of the project whose audience is the segment and whose status is one of `statuses`. */
+export async function usingSegment(store: Store, db: Db, projectId: string, segmentId: string, statuses: readonly string[]): Promise<Array<{ id: string; name: string }>> {
+  const { campaigns } = store.t
+  return db.select({ id: campaigns.id, name: campaigns.name }).from(campaigns)
+    .where(and(eq(campaigns.projectId, projectId), eq(campaigns.segmentId, segmentId), inArray(campaigns.status, [...statuses])))
+}
+
+/** SCHEDULED campaigns of every project whose time has come (the scheduler), oldest first. */
+export async function dueScheduled(store: Store, now: Date, limit: number): Promise<Array<{ id: string; projectId: string }>> {
+  const { campaigns } = store.t
+  return store.db.select({ id: campaigns.id, projectId: campaigns.projectId }).from(campaigns)
+    .where(and(eq(campaigns.status, 'SCHEDULED'), isNotNull(campaigns.scheduledFor), lte(campaigns.scheduledFor, now)))
+    .orderBy(asc(campaigns.scheduledFor)).limit(limit)
+}
+
+/**
+ * The next batch of the audience: contacts of the project with id > `afterId` matching `where`, in id
+ * order (keyset, never OFFSET).
+ */
+export async function audienceBatch(store: Store, db: Db, projectId: string, where: SQL | null, afterId: string | null, limit: number): Promise<AudienceContact[]> {
+  const c = store.t.contacts
+  const conds: SQL[] = [eq(c.projectId, projectId)]
+  if (afterId !== null) conds.push(gt(c.id, afterId))
+  if (where) conds.push(where)
+  return db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
+    .where(and(...conds)).orderBy(asc(c.id)).limit(limit)
+}
+
+/** One contact of the project by (lower-cased) email, for a test send. */
+export async function contactByEmail(store: Store, db: Db, projectId: string, email: string): Promise<AudienceContact | null> {
+  const c = store.t.contacts
+  const [row] = await db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
+    .where(and(eq(c.projectId, projectId), eq(c.email, email))).limit(1)
+  return row ?? null
+}
+
+/** The campaigns of the project in one of `statuses`, with what can reference fields and events (usage look-ups). */
+export async function withStatus(store: Store, db: Db, projectId: string, statuses: readonly string[]) {
+  const { campaigns: c } = store.t
+  return db.select({ id: c.id, name: c.name, subject: c.subject, body: c.body, audienceType: c.audienceType, audienceCondition: c.audienceCondition })
+    .from(c).where(and(eq(c.projectId, projectId), inArray(c.status, [...statuses])))
+}

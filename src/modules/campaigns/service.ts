@@ -1,0 +1,324 @@
+import type { Ctx } from '../../deps'
+import { badRequest, conflict, invalidField, notFound } from '../../errors'
+import { cleanTree, prepareFilter, type FilterTree } from '../../filters'
+import { loadSegments } from '../../filters/repo'
+import { enqueue } from '../../jobs/queue'
+import { validateTemplateSource } from '../../mail/render'
+import { assertSenderAllowed } from '../domains/service'
+import { queueEmails } from '../emails/service'
+import { suppressedAmong } from '../suppressions/service'
+import { notifyQueued } from '../../mail/outbound'
+import { campaignEmail } from './fanout'
+import {
+  CAMPAIGN_STATUSES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
+  type Campaign, type CampaignInput, type CampaignList, type CampaignStats, type CampaignStatus, type ListCampaignsQuery, type SendInput, type SendResult, type TestInput, type TestResult,
+} from './model'
+import * as repo from './repo'
+
+/** Campaign verbs, shared by the HTTP routes, the send and scheduler jobs and (later) the CLI. */
+
+export const SEND_JOB = 'campaign.send'
+export const SCHEDULER_JOB = 'campaigns.scheduler'
+
+/** States a campaign may be edited in (PUT). */
+const EDITABLE: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED']
+/** States a campaign may be cancelled from. */
+const CANCELLABLE: readonly CampaignStatus[] = ['SCHEDULED', 'SENDING']
+
+type EmailCounts = Pick<CampaignStats, 'pending' | 'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'complained' | 'failed'>
+const NO_EMAILS: EmailCounts = { pending: 0, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, failed: 0 }
+
+/**
+ * Counts from the emails' statuses. A status only moves forward (PENDING → SENDING → SENT → DELIVERED →
+ * OPENED → CLICKED; COMPLAINED after delivery), so an email that was clicked was also opened, delivered and sent.
+ */
+function tally(rows: Array<{ status: string; n: number }>): EmailCounts {
+  const c = { ...NO_EMAILS }
+  for (const { status, n } of rows) {
+    switch (status) {
+      case 'PENDING': case 'SENDING': c.pending += n; break
+      case 'SENT': c.sent += n; break
+      case 'DELIVERED': c.sent += n; c.delivered += n; break
+      case 'OPENED': c.sent += n; c.delivered += n; c.opened += n; break
+      case 'CLICKED': c.sent += n; c.delivered += n; c.opened += n; c.clicked += n; break
+      case 'COMPLAINED': c.sent += n; c.delivered += n; c.complained += n; break
+      case 'BOUNCED': c.bounced += n; break
+      case 'FAILED': c.failed += n; break
+    }
+  }
+  return c
+}
+
+async function countsFor(ctx: Ctx, ids: string[]): Promise<Map<string, EmailCounts>> {
+  const rows = await repo.emailStatusCounts(ctx.store, ctx.store.db, ctx.projectId, ids)
+  const by = new Map<string, Array<{ status: string; n: number }>>()
+  for (const r of rows) {
+    let list = by.get(r.campaignId)
+    if (!list) { list = []; by.set(r.campaignId, list) }
+    list.push(r)
+  }
+  return new Map(ids.map((id) => [id, tally(by.get(id) ?? [])]))
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null)
+
+function toCampaign(row: repo.CampaignRow, counts: EmailCounts = NO_EMAILS): Campaign {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    subject: row.subject,
+    body: row.body,
+    from: row.fromEmail,
+    fromName: row.fromName,
+    replyTo: row.replyTo,
+    type: row.type,
+    status: row.status,
+    audienceType: row.audienceType,
+    audienceCondition: row.audienceCondition ?? null,
+    segmentId: row.segmentId,
+    scheduledFor: iso(row.scheduledFor),
+    totalRecipients: row.totalRecipients,
+    sentCount: row.sentCount,
+    deliveredCount: counts.delivered,
+    openedCount: counts.opened,
+    clickedCount: counts.clicked,
+    bouncedCount: counts.bounced,
+    skippedUnsubscribed: row.skippedUnsubscribed,
+    skippedSuppressed: row.skippedSuppressed,
+    projectId: row.projectId,
+    sentAt: iso(row.sentAt),
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  }
+}
+
+const normEmail = (e: string) => e.trim().toLowerCase()
+
+/**
+ * The audience rules: SEGMENT needs a segment of this project, FILTERED a tree the filter engine accepts
+ * (422 naming the bad filter), ALL neither (a segmentId or condition sent with another type is dropped).
+ */
+async function checkAudience(ctx: Ctx, input: CampaignInput): Promise<{ segmentId: string | null; audienceCondition: FilterTree | null }> {
+  if (input.audienceType === 'SEGMENT') {
+    if (!input.segmentId) throw invalidField('segmentId', 'segmentId: required when audienceType is SEGMENT', 'required')
+    const [seg] = await loadSegments(ctx.store, ctx.projectId, [input.segmentId])
+    if (!seg) throw invalidField('segmentId', `segmentId: segment ${input.segmentId} does not exist in this project`, 'unknown_segment', input.segmentId)
+    return { segmentId: seg.id, audienceCondition: null }
+  }
+  if (input.audienceType === 'FILTERED') {
+    if (input.audienceCondition === undefined || input.audienceCondition === null) {
+      throw invalidField('audienceCondition', 'audienceCondition: required when audienceType is FILTERED', 'required')
+    }
+    await prepareFilter(ctx, input.audienceCondition, { path: 'audienceCondition' })
+    return { segmentId: null, audienceCondition: cleanTree(input.audienceCondition) }
+  }
+  return { segmentId: null, audienceCondition: null }
+}
+
+/** The checks of create and replace, in order: templates compile and the audience is valid (422), then the sender (403). */
+async function checkInput(ctx: Ctx, input: CampaignInput, previousFrom: string | null) {
+  validateTemplateSource({ subject: input.subject, body: input.body })
+  const audience = await checkAudience(ctx, input)
+  const from = normEmail(input.from)
+  if (from !== previousFrom) await assertSenderAllowed(ctx, from)
+  return {
+    name: input.name,
+    description: input.description ?? null,
+    subject: input.subject,
+    body: input.body,
+    fromEmail: from,
+    fromName: input.fromName ?? null,
+    replyTo: input.replyTo ? normEmail(input.replyTo) : null,
+    type: input.type ?? 'MARKETING',
+    audienceType: input.audienceType,
+    ...audience,
+  }
+}
+
+/** POST /campaigns: a new DRAFT. */
+export async function createCampaign(ctx: Ctx, input: CampaignInput): Promise<Campaign> {
+  const fields = await checkInput(ctx, input, null)
+  const now = new Date()
+  const row: repo.CampaignRow = {
+    id: Bun.randomUUIDv7(), projectId: ctx.projectId, ...fields, status: 'DRAFT',
+    scheduledFor: null, startedAt: null, finishedAt: null, sentAt: null, cancelledAt: null, lastContactId: null,
+    totalRecipients: 0, sentCount: 0, skippedUnsubscribed: 0, skippedSuppressed: 0, createdAt: now, updatedAt: now,
+  }
+  await ctx.store.tx((db) => repo.insert(ctx.store, db, row))
+  return toCampaign(row)
+}
+
+async function load(ctx: Ctx, id: string): Promise<repo.CampaignRow> {
+  const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
+  if (!row) throw notFound('campaign')
+  return row
+}
+
+/** GET /campaigns/:id (another project's id is a 404). */
+export async function getCampaign(ctx: Ctx, id: string): Promise<Campaign> {
+  const row = await load(ctx, id)
+  return toCampaign(row, (await countsFor(ctx, [id])).get(id))
+}
+
+const SORTS = new Set<repo.SortKey>(['createdAt', 'updatedAt', 'name'])
+
+/** GET /campaigns: offset pages; an unknown status is a 400, an unknown sort or dir falls back to the default. */
+export async function listCampaigns(ctx: Ctx, q: ListCampaignsQuery): Promise<CampaignList> {
+  if (q.status !== undefined && !(CAMPAIGN_STATUSES as readonly string[]).includes(q.status)) {
+    throw badRequest(`Unknown campaign status "${q.status}": use ${CAMPAIGN_STATUSES.join(', ')}`)
+  }
+  const page = q.page ?? 1
+  const pageSize = Math.min(q.pageSize ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+  const sort = SORTS.has(q.sort as repo.SortKey) ? (q.sort as repo.SortKey) : 'createdAt'
+  const dir = q.dir === 'asc' ? 'asc' : 'desc'
+  const search = q.search?.trim() || undefined
+  const { rows, total } = await repo.list(ctx.store, ctx.store.db, ctx.projectId, {
+    status: q.status, search, sort, dir, limit: pageSize, offset: (page - 1) * pageSize,
+  })
+  const counts = await countsFor(ctx, rows.map((r) => r.id))
+  return { data: rows.map((r) => toCampaign(r, counts.get(r.id))), page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
+}
+
+function refused(row: repo.CampaignRow, action: string, allowed: readonly string[]) {
+  return conflict(`The campaign is ${row.status}: it can be ${action} only while ${allowed.join(' or ')}`, { status: row.status })
+}
+
+/** PUT /campaigns/:id: replaces the campaign's content and audience, only while DRAFT or SCHEDULED (409 otherwise). */
+export async function replaceCampaign(ctx: Ctx, id: string, input: CampaignInput): Promise<Campaign> {
+  const existing = await load(ctx, id)
+  if (!EDITABLE.includes(existing.status as CampaignStatus)) throw refused(existing, 'edited', EDITABLE)
+  const fields = await checkInput(ctx, input, existing.fromEmail)
+  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, EDITABLE, { ...fields, updatedAt: new Date() }))
+  if (!row) {
+    // The status changed in between (a send or cancel): answer as if it had come first.
+    throw refused(await load(ctx, id), 'edited', EDITABLE)
+  }
+  return toCampaign(row, (await countsFor(ctx, [id])).get(id))
+}
+
+/** DELETE /campaigns/:id: 409 while SENDING (cancel it first). Its emails keep their campaign id. */
+export async function deleteCampaign(ctx: Ctx, id: string): Promise<void> {
+  const gone = await ctx.store.tx((db) => repo.removeUnless(ctx.store, db, ctx.projectId, id, ['SENDING']))
+  if (!gone) {
+    const now = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
+    if (!now) throw notFound('campaign')
+    throw conflict('The campaign is SENDING: cancel it before deleting it', { status: now.status })
+  }
+}
+
+/** POST /campaigns/:id/duplicate: a new DRAFT with the same content and audience, named "<name> (copy)". */
+export async function duplicateCampaign(ctx: Ctx, id: string): Promise<Campaign> {
+  const src = await load(ctx, id)
+  const now = new Date()
+  const suffix = ' (copy)'
+  const row: repo.CampaignRow = {
+    ...src,
+    id: Bun.randomUUIDv7(),
+    name: src.name.length + suffix.length > 255 ? `${src.name.slice(0, 255 - suffix.length)}${suffix}` : `${src.name}${suffix}`,
+    status: 'DRAFT', scheduledFor: null, startedAt: null, finishedAt: null, sentAt: null, cancelledAt: null, lastContactId: null,
+    totalRecipients: 0, sentCount: 0, skippedUnsubscribed: 0, skippedSuppressed: 0, createdAt: now, updatedAt: now,
+  }
+  await ctx.store.tx((db) => repo.insert(ctx.store, db, row))
+  return toCampaign(row)
+}
+
+/**
+ * POST /campaigns/:id/cancel: SCHEDULED or SENDING → CANCELLED. A fan-out in progress stops at its next
+ * batch (the batch transaction requires SENDING); emails already queued are delivered.
+ */
+export async function cancelCampaign(ctx: Ctx, id: string): Promise<Campaign> {
+  const existing = await load(ctx, id)
+  if (!CANCELLABLE.includes(existing.status as CampaignStatus)) throw refused(existing, 'cancelled', CANCELLABLE)
+  const now = new Date()
+  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, CANCELLABLE, { status: 'CANCELLED', cancelledAt: now, finishedAt: now, updatedAt: now }))
+  if (!row) throw refused(await load(ctx, id), 'cancelled', CANCELLABLE)
+  return toCampaign(row, (await countsFor(ctx, [id])).get(id))
+}
+
+/** GET /campaigns/:id/stats: counts of the campaign's emails by status, plus the fan-out's own counters. */
+export async function campaignStats(ctx: Ctx, id: string): Promise<CampaignStats> {
+  const row = await load(ctx, id)
+  const counts = (await countsFor(ctx, [id])).get(id) ?? NO_EMAILS
+  return {
+    campaignId: id, status: row.status, totalRecipients: row.totalRecipients, queued: row.sentCount, ...counts,
+    skippedUnsubscribed: row.skippedUnsubscribed, skippedSuppressed: row.skippedSuppressed,
+  }
+}
+
+/**
+ * Moves a campaign from one of `from` to SENDING and queues its fan-out job, in one transaction (the
+ * job's unique key is the campaign id). Null when the campaign was not in one of `from`.
+ */
+export async function startSending(ctx: Ctx, id: string, from: readonly CampaignStatus[]): Promise<repo.CampaignRow | null> {
+  const now = new Date()
+  return ctx.store.tx(async (db) => {
+    const row = await repo.updateIn(ctx.store, db, ctx.projectId, id, from, { status: 'SENDING', startedAt: now, updatedAt: now })
+    if (!row) return null
+    await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { projectId: ctx.projectId, uniqueKey: id, maxAttempts: 10 }, db)
+    return row
+  })
+}
+
+/**
+ * POST /campaigns/:id/send. Only a DRAFT is sent (409 otherwise). `scheduledFor` absent, null or not in
+ * the future: the fan-out starts now (SENDING); a future time: SCHEDULED until the scheduler starts it.
+ * An unparseable value is a 400. The sender domain is checked again (403).
+ */
+export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Promise<SendResult> {
+  let at: Date | null = null
+  if (input.scheduledFor !== undefined && input.scheduledFor !== null) {
+    const ms = Date.parse(input.scheduledFor)
+    if (Number.isNaN(ms)) throw badRequest(`scheduledFor "${input.scheduledFor}" is not a date: use an ISO 8601 date-time such as 2030-01-31T09:00:00Z`)
+    if (ms > Date.now()) at = new Date(ms)
+  }
+  const existing = await load(ctx, id)
+  if (existing.status !== 'DRAFT') {
+    throw conflict(`The campaign is ${existing.status}: only a DRAFT campaign can be sent (duplicate it to send it again)`, { status: existing.status })
+  }
+  if (existing.audienceType === 'SEGMENT') {
+    const [seg] = await loadSegments(ctx.store, ctx.projectId, existing.segmentId ? [existing.segmentId] : [])
+    if (!seg) throw invalidField('segmentId', 'segmentId: the campaign\'s segment no longer exists: choose another audience (PUT) before sending', 'unknown_segment', existing.segmentId)
+  }
+  await assertSenderAllowed(ctx, existing.fromEmail)
+  let row: repo.CampaignRow | null
+  if (at) {
+    const when = at
+    row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['DRAFT'], { status: 'SCHEDULED', scheduledFor: when, updatedAt: new Date() }))
+  } else {
+    row = await startSending(ctx, id, ['DRAFT'])
+  }
+  if (!row) {
+    const now = await load(ctx, id)
+    throw conflict(`The campaign is ${now.status}: only a DRAFT campaign can be sent`, { status: now.status })
+  }
+  return {
+    success: true,
+    data: { id: row.id, name: row.name, status: row.status, scheduledFor: iso(row.scheduledFor) },
+    message: at ? `Campaign scheduled for ${at.toISOString()}` : 'Campaign is being sent',
+  }
+}
+
+
+/**
+ * POST /campaigns/:id/test: one email of the campaign to one address, in any state. It is rendered with
+ * that address's contact data when it is a contact of the project (else with none), marked as a test
+ * (`sourceType: 'test'`, the campaign as its source) and not counted in the campaign's stats. A suppressed
+ * address is refused (422).
+ */
+export async function testCampaign(ctx: Ctx, id: string, input: TestInput): Promise<TestResult> {
+  const row = await load(ctx, id)
+  const email = normEmail(input.email)
+  const sender = await assertSenderAllowed(ctx, row.fromEmail)
+  const queued = await ctx.store.tx(async (db) => {
+    if ((await suppressedAmong(ctx, db, [email])).has(email)) {
+      throw invalidField('email', `email: ${email} is on the suppression list: remove it there to send it a test`, 'suppressed', email)
+    }
+    const contact = await repo.contactByEmail(ctx.store, db, ctx.projectId, email)
+    const item = campaignEmail(ctx, row, { id: contact?.id ?? null, email, data: contact?.data ?? {} }, { domainId: sender.domainId, sourceType: 'test' })
+    await queueEmails(ctx, db, [item])
+    return item
+  })
+  notifyQueued(ctx.deps)
+  return { success: true, data: { id: queued.id ?? '', email }, message: `Test email queued for ${email}` }
+}
