@@ -2,12 +2,15 @@ import { expect, test } from 'bun:test'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { run, SOURCE } from '../../cli/run'
 import { must } from '../../helpers/must'
+import { dkimKey } from '../../../src/secrets'
 import { addDomain, campaignBody } from './fixture'
 
 /** `mailctl campaign list|show|send|cancel PROJECT [ID]`, run from source as a child process on the test's store. */
 
 const cli = (env: TestEnv, args: string[]) => run(SOURCE, args, {
   DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir, MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'jwtSecret'),
+  // The test environment's DKIM key, as a setting: on PostgreSQL keys come from the configuration only.
+  MAILCTL_DKIM_KEY: dkimKey(env.config).toString('base64'),
 })
 
 forEachStore('mailctl campaign', (env) => {

@@ -6,6 +6,7 @@ import { startSink } from '../../helpers/smtp'
 import { must } from '../../helpers/must'
 import { ctxFor } from '../../../src/deps'
 import { upsertMany } from '../../../src/modules/contacts/service'
+import { dkimKey } from '../../../src/secrets'
 import { mxTo, projectWithDomain, startTestDns } from '../emails/fixture'
 
 /**
@@ -28,6 +29,8 @@ function startWorker(env: TestEnv) {
       DATABASE_URL: env.config.databaseUrl,
       MAILCTL_DATA_DIR: env.config.dataDir,
       MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'),
+      // On PostgreSQL keys come from the configuration only: the test environment's DKIM key as a setting.
+      MAILCTL_DKIM_KEY: dkimKey(env.config).toString('base64'),
       MAILCTL_HOSTNAME: env.config.hostname,
       MAILCTL_OUTBOUND: 'direct',
       MAILCTL_MX_PORT: String(sink.port),
