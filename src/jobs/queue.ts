@@ -264,6 +264,15 @@ export class Worker {
       await store.tx((db) => db.update(jobs).set({ status: 'failed', lastError: row.lastError ?? 'lease expired too many times', finishedAt: this.now(), lockedBy: null, lockedUntil: null }).where(mine))
       return
     }
+    // A job that reports no progress (a segment computation, a domain check) still keeps its lease while
+    // it runs, as the outbound pipeline does: renewed on a timer, so another node does not run it too.
+    const heartbeat = setInterval(() => {
+      const now = this.now()
+      if (now.getTime() - lastBeat <= renewAfterMs(leaseMs)) return
+      lastBeat = now.getTime()
+      renew(store, leases, this.id, [row.id], leaseMs, now).catch((err) => log.warn('job lease renewal failed', { job: row.name, jobId: row.id, ...errorFields(err) }))
+    }, renewAfterMs(leaseMs))
+    heartbeat.unref?.()
     try {
       // The payload is what enqueue stored for this kind of job: its shape is the job's own contract.
       const result = await def.run(ctx, row.payload as never)
@@ -290,6 +299,8 @@ export class Worker {
           await enqueue(store, def.name, {}, { uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
         }
       })
+    } finally {
+      clearInterval(heartbeat)
     }
   }
 }

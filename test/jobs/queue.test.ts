@@ -145,6 +145,26 @@ forEachStore('job queue', (env) => {
     expect(await jobRow(id)).toMatchObject({ status: 'completed', processed: 2, result: { done: true }, lockedBy: null })
   })
 
+  test('a job that reports no progress keeps its lease while it runs: renewed on a timer, so no other worker takes it', async () => {
+    const clock = manualClock()
+    const name = `silent-${rnd()}`
+    const id = await queued(env.store, name, {})
+    const g = gate()
+    // A short lease: the renewal timer runs every third of it (100 ms of real time).
+    const w = new Worker(env.deps, [defineJob({ name, leaseMs: 300, async run() { g.reach(); await g.opened; return { done: true } } })], { now: clock.now })
+    const drained = w.drain()
+    await g.arrived
+    expect((await jobRow(id)).lockedUntil).toEqual(new Date(clock.start + 300))
+    clock.at(200)
+    await until(async () => (await jobRow(id)).lockedUntil?.getTime() === clock.start + 500, 'the lease renewed by the timer')
+    // The first lease would have ended at 300 ms; at 400 ms the renewed one still holds.
+    clock.at(400)
+    expect(await claim(env.store, [name], 'thief', 1, 300, clock.now())).toEqual([])
+    g.open()
+    expect(await drained).toBe(1)
+    expect(await jobRow(id)).toMatchObject({ status: 'completed', result: { done: true }, lockedBy: null })
+  })
+
   test('a worker that lost its lease can neither record progress nor finish the job: the new holder keeps it', async () => {
     const clock = manualClock()
     const name = `lost-${rnd()}`
