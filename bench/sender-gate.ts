@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { TestEnv } from '../test/helpers/env'
 import { ctxFor } from '../src/deps'
-import { encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector } from '../src/modules/domains/keys'
-import { insertDomain } from '../src/modules/domains/repo'
+import { insertTestDomain } from '../test/helpers/domains'
+import { generateDkimKeyPair } from '../src/modules/domains/keys'
 import { assertSenderAllowed } from '../src/modules/domains/service'
 
 async function run(kind: 'sqlite' | 'pg') {
@@ -19,14 +19,7 @@ async function run(kind: 'sqlite' | 'pg') {
   try {
     const p = await env.project()
     for (let i = 0; i < 50; i++) {
-      const keys = await generateDkimKeyPair()
-      const id = Bun.randomUUIDv7()
-      const now = new Date()
-      await env.store.tx((db) => insertDomain(env.store, db, {
-        id, projectId: p.id, domain: `d${i}.example.com`, selector: newSelector(now), dkimPublicKey: keys.publicKey,
-        dkimPrivateKey: encryptPrivateKey(masterKey(env.config.dataDir), keys.privateKeyPem, id),
-        verified: true, allowSubdomains: true, checks: {}, lastCheckedAt: now, verifiedAt: now, createdAt: now, updatedAt: now,
-      }))
+      await insertTestDomain(env, p.id, `d${i}.example.com`, { verified: true, allowSubdomains: true, keys: await generateDkimKeyPair() })
     }
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
     const from = (i: number) => `sender${i}@news.d${i % 50}.example.com`

@@ -1,11 +1,9 @@
 import { expect, test } from 'bun:test'
 import { and, eq, inArray } from 'drizzle-orm'
-import { join } from 'node:path'
 import { forEachStore, type TestEnv } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { mxTo, projectWithDomain, startTestDns } from '../modules/emails/fixture'
-import { must } from '../helpers/must'
-import { dkimKey } from '../../src/secrets'
+import { startWorkerProcess, until } from '../helpers/worker'
 
 /**
  * Crash safety: a real `mailctl serve --role worker` process delivers queued mail to a slow sink and is
@@ -14,37 +12,11 @@ import { dkimKey } from '../../src/secrets'
  * open at the kill may be repeated.
  */
 
-const CLI = join(import.meta.dir, '../../cli/mailctl.ts')
 const dns = await startTestDns()
 const sink = await startSink({ delayMs: 60 })
 mxTo(dns, 'crash.test')
 
-function startWorker(env: TestEnv) {
-  return Bun.spawn([process.execPath, CLI, 'serve', '--role', 'worker'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      DATABASE_URL: env.config.databaseUrl,
-      MAILCTL_DATA_DIR: env.config.dataDir,
-      MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'),
-      // The test environment's DKIM key (on PostgreSQL a node takes its keys only from the settings).
-      MAILCTL_DKIM_KEY: dkimKey(env.config).toString('base64'),
-      MAILCTL_HOSTNAME: env.config.hostname,
-      MAILCTL_OUTBOUND: 'direct',
-      MAILCTL_MX_PORT: String(sink.port),
-      MAILCTL_DNS_SERVERS: dns.server,
-      MAILCTL_LOG_LEVEL: 'warn',
-    },
-    stdin: 'ignore', stdout: 'ignore', stderr: 'inherit',
-  })
-}
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const end = Date.now() + timeoutMs
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(5)
-  }
-}
+const startWorker = (env: TestEnv) => startWorkerProcess(env, { mxPort: sink.port, dnsServer: dns.server })
 
 forEachStore('crash safety', (env) => {
   test('kill -9 twice mid-delivery: everything arrives, nothing recorded as accepted arrives twice', async () => {

@@ -1,12 +1,11 @@
 import { expect, test } from 'bun:test'
 import { and, eq, inArray } from 'drizzle-orm'
-import { join } from 'node:path'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { startSink } from '../../helpers/smtp'
 import { must } from '../../helpers/must'
+import { startWorkerProcess, until } from '../../helpers/worker'
 import { ctxFor } from '../../../src/deps'
 import { upsertMany } from '../../../src/modules/contacts/service'
-import { dkimKey } from '../../../src/secrets'
 import { mxTo, projectWithDomain, startTestDns } from '../emails/fixture'
 
 /**
@@ -16,38 +15,12 @@ import { mxTo, projectWithDomain, startTestDns } from '../emails/fixture'
  * message; a recipient gets it twice only when it was in flight on a connection open at a kill.
  */
 
-const CLI = join(import.meta.dir, '../../../cli/mailctl.ts')
 const dns = await startTestDns()
 const sink = await startSink({ delayMs: 20 })
 mxTo(dns, 'campcrash.test')
 const N = 2000
 
-function startWorker(env: TestEnv) {
-  return Bun.spawn([process.execPath, CLI, 'serve', '--role', 'worker'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      DATABASE_URL: env.config.databaseUrl,
-      MAILCTL_DATA_DIR: env.config.dataDir,
-      MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'),
-      // On PostgreSQL keys come from the configuration only: the test environment's DKIM key as a setting.
-      MAILCTL_DKIM_KEY: dkimKey(env.config).toString('base64'),
-      MAILCTL_HOSTNAME: env.config.hostname,
-      MAILCTL_OUTBOUND: 'direct',
-      MAILCTL_MX_PORT: String(sink.port),
-      MAILCTL_DNS_SERVERS: dns.server,
-      MAILCTL_LOG_LEVEL: 'warn',
-    },
-    stdin: 'ignore', stdout: 'ignore', stderr: 'inherit',
-  })
-}
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const end = Date.now() + timeoutMs
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(2)
-  }
-}
+const startWorker = (env: TestEnv) => startWorkerProcess(env, { mxPort: sink.port, dnsServer: dns.server })
 
 forEachStore('campaign crash safety', (env) => {
   test('kill -9 during the fan-out and during delivery: one message per recipient, repeats only for the in-flight ones', async () => {
@@ -75,7 +48,7 @@ forEachStore('campaign crash safety', (env) => {
     ]
     for (const [cond, what] of conditions) {
       const child = startWorker(env)
-      await until(cond, 120_000, what)
+      await until(cond, 120_000, what, 2)
       const openSessions = sink.openSessions
       child.kill('SIGKILL')
       await child.exited
@@ -83,7 +56,7 @@ forEachStore('campaign crash safety', (env) => {
     }
     const child = startWorker(env)
     try {
-      await until(async () => (await deliveredIds()).size === N, 180_000, 'every message delivered after the restarts')
+      await until(async () => (await deliveredIds()).size === N, 180_000, 'every message delivered after the restarts', 2)
     } finally {
       child.kill('SIGTERM')
       await child.exited

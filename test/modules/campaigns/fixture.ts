@@ -1,21 +1,9 @@
 import type { TestEnv } from '../../helpers/env'
-import { encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector, type DkimKeyPair } from '../../../src/modules/domains/keys'
-import * as domainRepo from '../../../src/modules/domains/repo'
-
-let keys: DkimKeyPair | null = null
+import { insertTestDomain } from '../../helpers/domains'
 
 /** A domain row written directly (the DNS-driven verification is the domains module's own test). */
 export async function addDomain(env: TestEnv, projectId: string, domain: string, verified: boolean): Promise<string> {
-  keys ??= await generateDkimKeyPair()
-  const id = Bun.randomUUIDv7()
-  const now = new Date()
-  const k = keys
-  await env.store.tx((db) => domainRepo.insertDomain(env.store, db, {
-    id, projectId, domain, selector: newSelector(now), dkimPublicKey: k.publicKey,
-    dkimPrivateKey: encryptPrivateKey(masterKey(env.config.dataDir), k.privateKeyPem, id),
-    verified, checks: {}, lastCheckedAt: null, verifiedAt: verified ? now : null, createdAt: now, updatedAt: now,
-  }))
-  return id
+  return (await insertTestDomain(env, projectId, domain, { verified })).id
 }
 
 export const campaignBody = (over: Record<string, unknown> = {}) => ({

@@ -3,23 +3,16 @@ import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { ctxFor } from '../../../src/deps'
 import { AppError } from '../../../src/errors'
-import { encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector } from '../../../src/modules/domains/keys'
+import { generateDkimKeyPair } from '../../../src/modules/domains/keys'
+import { insertTestDomain } from '../../helpers/domains'
 import { assertSenderAllowed, signingKeyFor } from '../../../src/modules/domains/service'
 import * as repo from '../../../src/modules/domains/repo'
 
 /** The sender gate, on rows written directly (the DNS-driven flow is covered in domains.test.ts). */
 forEachStore('sender gate', (env) => {
-  async function addDomain(projectId: string, domain: string, verified: boolean, allowSubdomains = false) {
-    const keys = await generateDkimKeyPair()
-    const id = Bun.randomUUIDv7()
-    const now = new Date()
-    await env.store.tx((db) => repo.insertDomain(env.store, db, {
-      id, projectId, domain, selector: newSelector(now), dkimPublicKey: keys.publicKey,
-      dkimPrivateKey: encryptPrivateKey(masterKey(env.config.dataDir), keys.privateKeyPem, id),
-      verified, allowSubdomains, checks: {}, lastCheckedAt: null, verifiedAt: verified ? now : null, createdAt: now, updatedAt: now,
-    }))
-    return { id, keys }
-  }
+  // A key pair of its own per domain: the tests tell domains apart by their keys.
+  const addDomain = async (projectId: string, domain: string, verified: boolean, allowSubdomains = false) =>
+    insertTestDomain(env, projectId, domain, { verified, allowSubdomains, keys: await generateDkimKeyPair() })
 
   test('a verified domain passes, exactly; its subdomains, other and pending domains get 403 INTERNAL_SERVER_ERROR', async () => {
     const p = await env.project()

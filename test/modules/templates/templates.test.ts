@@ -3,25 +3,14 @@ import { eq } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { ctxFor } from '../../../src/deps'
 import { AppError } from '../../../src/errors'
-import { encryptPrivateKey, generateDkimKeyPair, masterKey, newSelector, type DkimKeyPair } from '../../../src/modules/domains/keys'
-import * as domainRepo from '../../../src/modules/domains/repo'
+import { insertTestDomain } from '../../helpers/domains'
 import { getTemplate } from '../../../src/modules/templates/service'
 import { registerTemplateUsageSource } from '../../../src/modules/templates/usage'
 import type { NewProject } from '../../../src/modules/projects/service'
 
-let keys: DkimKeyPair
-beforeAll(async () => { keys = await generateDkimKeyPair() })
-
 /** A domain row written directly (the DNS-driven verification is the domains module's own test). */
 async function addDomain(env: TestEnv, projectId: string, domain: string, verified: boolean) {
-  const id = Bun.randomUUIDv7()
-  const now = new Date()
-  await env.store.tx((db) => domainRepo.insertDomain(env.store, db, {
-    id, projectId, domain, selector: newSelector(now), dkimPublicKey: keys.publicKey,
-    dkimPrivateKey: encryptPrivateKey(masterKey(env.config.dataDir), keys.privateKeyPem, id),
-    verified, checks: {}, lastCheckedAt: null, verifiedAt: verified ? now : null, createdAt: now, updatedAt: now,
-  }))
-  return id
+  return (await insertTestDomain(env, projectId, domain, { verified })).id
 }
 
 const valid = (over: Record<string, unknown> = {}) => ({
