@@ -16,8 +16,11 @@ async function queued(store: Store, name: string, payload: Record<string, unknow
   return id
 }
 
-/** A clock the test moves by hand (claims, leases and heartbeats of a Worker given it). */
-function manualClock(start = Date.now()) {
+/**
+ * A clock the test moves by hand (claims, leases and heartbeats of a Worker given it). It starts a second
+ * ahead of the wall clock, so a job queued after it was made (run_at = the wall clock) is already due.
+ */
+function manualClock(start = Date.now() + 1_000) {
   let t = start
   return { now: () => new Date(t), at: (ms: number) => { t = start + ms }, start }
 }
