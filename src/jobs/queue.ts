@@ -133,6 +133,8 @@ export class Worker {
   private running = 0
   private timer: Timer | null = null
   private stopped = true
+  /** A wake-up came while no slot was free: claim again once the current claim or jobs end. */
+  private wanted = false
   private inflight = new Set<Promise<void>>()
   private unlisten: (() => void) | null = null
   private readonly now: () => Date
@@ -192,7 +194,10 @@ export class Worker {
   private tick() {
     if (this.stopped) return
     const free = (this.opts.concurrency ?? 4) - this.running
-    if (free <= 0) return
+    // No slot now (a claim or jobs in progress): claim again when they end, or a job queued meanwhile
+    // would wait for the next poll (its wake-up came while the running claim's snapshot could not see it).
+    if (free <= 0) { this.wanted = true; return }
+    this.wanted = false
     const p: Promise<void> = this.claimAndRun(free).then(
       () => undefined,
       (err) => this.deps.log.error('job claim failed', errorFields(err)),
@@ -233,7 +238,7 @@ export class Worker {
     await Promise.all(rows.map(async (row) => {
       try { await this.execute(row) } finally { this.running-- }
     }))
-    if (rows.length && !this.stopped) queueMicrotask(() => this.tick())
+    if ((rows.length || this.wanted) && !this.stopped) queueMicrotask(() => this.tick())
     return rows.length
   }
 
