@@ -14,3 +14,35 @@ export interface EventConsumer {
   /** Handles `events` (all of `ctx.projectId`, oldest first). Throwing means "try this batch again later". */
   handle(ctx: Ctx, events: EventRow[]): Promise<void>
 }
+
+const consumers: EventConsumer[] = []
+const inFlight = new Set<Promise<void>>()
+
+/** Adds a consumer (from `wireConsumers` only). Returns its remover. */
+export function registerEventConsumer(c: EventConsumer): () => void {
+  consumers.push(c)
+  return () => { const i = consumers.indexOf(c); if (i >= 0) consumers.splice(i, 1) }
+}
+
+/** The registered consumers, in registration order. */
+export function eventConsumers(): readonly EventConsumer[] {
+  return consumers
+}
+
+/**
+ * Hands committed events to every consumer. Today in memory, after the commit (the durable outbox of issue
+ * 12 replaces this); a failing consumer is logged, never thrown to the caller.
+ */
+export function deliverToConsumers(ctx: Ctx, rows: EventRow[]): void {
+  if (!rows.length) return
+  for (const c of consumers) {
+    const p = c.handle(ctx, rows).catch((err) => ctx.deps.log.warn('event consumer failed', { consumer: c.name, error: String(err) }))
+    inFlight.add(p)
+    void p.finally(() => inFlight.delete(p))
+  }
+}
+
+/** Waits until every committed event has reached its consumers (tests, shutdown). */
+export async function settleEvents(): Promise<void> {
+  while (inFlight.size) await Promise.allSettled([...inFlight])
+}

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
+import { deliverToConsumers } from './consumers'
 import * as repo from './repo'
 
 /**
@@ -52,4 +53,5 @@ export async function notifyEvents(ctx: Ctx, rows: EventRow[]): Promise<void> {
   for (const fn of listeners) {
     try { await fn(ctx, rows) } catch (err) { ctx.deps.log.error('event listener failed', { error: String(err) }) }
   }
+  deliverToConsumers(ctx, rows)
 }
