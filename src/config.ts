@@ -37,6 +37,8 @@ export interface Config {
   maxBodyBytes: number
   /** How long a stopping node waits for in-flight deliveries before it closes their connections. */
   shutdownGraceSeconds: number
+  /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
+  webhookAllowHosts: string[]
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -69,6 +71,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_SQLITE_SYNCHRONOUS: 'sqliteSynchronous',
   MAILCTL_MAX_BODY_BYTES: 'maxBodyBytes',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
+  MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
 }
 
 export class ConfigError extends Error {}
@@ -148,6 +151,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     sqliteSynchronous: sync,
     maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
+    webhookAllowHosts: (raw.MAILCTL_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

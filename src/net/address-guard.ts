@@ -1,0 +1,263 @@
+/**
+ * The pure half of the outbound HTTP guard (src/net/safe-fetch.ts): which IP addresses a request made on a
+ * customer's behalf (a workflow WEBHOOK step, a customer webhook) may connect to, and which hosts the
+ * operator allowed anyway (MAILCTL_WEBHOOK_ALLOW_HOSTS). No I/O here: the fetcher resolves a name, asks
+ * `forbiddenReason` about every address, and connects to the address it checked.
+ *
+ * Addresses are parsed the permissive way a URL parser or `inet_aton` would, so spellings such as `127.1`,
+ * `2130706433`, `0x7f.0.0.1`, `0177.0.0.1` and `::ffff:7f00:1` are recognised for what they are. IPv6
+ * forms that carry an IPv4 address (mapped, compatible, NAT64, 6to4, translated) are judged by that IPv4
+ * address.
+ */
+
+/** Why an address is refused; null means it is a public unicast address. */
+export type ForbiddenReason =
+  | 'unspecified'
+  | 'loopback'
+  | 'private'
+  | 'link-local'
+  | 'shared (CGNAT)'
+  | 'unique-local'
+  | 'cloud metadata'
+  | 'multicast'
+  | 'broadcast'
+  | 'reserved'
+  | 'documentation'
+  | 'teredo'
+
+/** An IPv4 address as 4 bytes or an IPv6 address as 16, or null when `text` is neither. */
+export function parseIp(text: string): Uint8Array | null {
+  let s = text.trim()
+  if (s.startsWith('[') && s.endsWith(']')) s = s.slice(1, -1)
+  if (s.includes(':')) return parseIPv6(s)
+  return parseIPv4(s)
+}
+
+/**
+ * IPv4 the way WHATWG URL and inet_aton read it: one to four parts, each decimal, octal (leading 0) or hex
+ * (0x), the last part filling the remaining bytes; one trailing dot allowed.
+ */
+export function parseIPv4(text: string): Uint8Array | null {
+  const s = text.endsWith('.') ? text.slice(0, -1) : text
+  if (!s) return null
+  const parts = s.split('.')
+  if (parts.length > 4) return null
+  const nums: number[] = []
+  for (const p of parts) {
+    let n: number
+    if (/^0x[0-9a-f]*$/i.test(p)) n = p.length === 2 ? 0 : Number.parseInt(p.slice(2), 16)
+    else if (/^0[0-7]+$/.test(p)) n = Number.parseInt(p.slice(1), 8)
+    else if (/^(0|[1-9][0-9]*)$/.test(p)) n = Number(p)
+    else return null
+    if (!Number.isSafeInteger(n)) return null
+    nums.push(n)
+  }
+  const last = nums.pop() as number
+  for (const n of nums) if (n > 255) return null
+  const lastBytes = 4 - nums.length
+  if (last >= 256 ** lastBytes) return null
+  const out = new Uint8Array(4)
+  nums.forEach((n, i) => { out[i] = n })
+  for (let i = 0; i < lastBytes; i++) out[3 - i] = Math.floor(last / 256 ** i) % 256
+  return out
+}
+
+/** Strict dotted quad (the tail of an IPv6 address). */
+function dottedQuad(text: string): number[] | null {
+  const parts = text.split('.')
+  if (parts.length !== 4) return null
+  const out: number[] = []
+  for (const p of parts) {
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(p)) return null
+    const n = Number(p)
+    if (n > 255) return null
+    out.push(n)
+  }
+  return out
+}
+
+/** IPv6 text (RFC 4291 section 2.2, with a dotted IPv4 tail and an optional %zone) as 16 bytes. */
+export function parseIPv6(text: string): Uint8Array | null {
+  const s = text.replace(/%.*$/, '')
+  if (!/^[0-9a-f:.]+$/i.test(s)) return null
+  const halves = s.split('::')
+  if (halves.length > 2) return null
+  const groups = (half: string): number[] | null => {
+    if (half === '') return []
+    const out: number[] = []
+    const parts = half.split(':')
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i]
+      if (i === parts.length - 1 && p.includes('.')) {
+        const q = dottedQuad(p)
+        if (!q) return null
+        out.push((q[0] << 8) | q[1], (q[2] << 8) | q[3])
+      } else {
+        if (!/^[0-9a-f]{1,4}$/i.test(p)) return null
+        out.push(Number.parseInt(p, 16))
+      }
+    }
+    return out
+  }
+  const head = groups(halves[0])
+  const tail = halves.length === 2 ? groups(halves[1]) : []
+  if (!head || !tail) return null
+  // An IPv4 tail is only allowed at the very end.
+  if (halves.length === 2 && halves[0].includes('.')) return null
+  let all: number[]
+  if (halves.length === 2) {
+    const fill = 8 - head.length - tail.length
+    if (fill < 1) return null
+    all = [...head, ...new Array<number>(fill).fill(0), ...tail]
+  } else {
+    if (head.length !== 8) return null
+    all = head
+  }
+  const out = new Uint8Array(16)
+  all.forEach((g, i) => { out[2 * i] = g >> 8; out[2 * i + 1] = g & 0xff })
+  return out
+}
+
+/** Canonical text of parsed bytes: dotted quad, or RFC 5952 IPv6. */
+export function formatIp(bytes: Uint8Array): string {
+  if (bytes.length === 4) return Array.from(bytes).join('.')
+  const g: number[] = []
+  for (let i = 0; i < 16; i += 2) g.push((bytes[i] << 8) | bytes[i + 1])
+  // Longest run of zero groups (length >= 2) becomes "::".
+  let best = -1, bestLen = 0
+  for (let i = 0; i < 8;) {
+    if (g[i] !== 0) { i++; continue }
+    let j = i
+    while (j < 8 && g[j] === 0) j++
+    if (j - i > bestLen && j - i >= 2) { best = i; bestLen = j - i }
+    i = j
+  }
+  const hex = (xs: number[]) => xs.map((x) => x.toString(16)).join(':')
+  if (best < 0) return hex(g)
+  return `${hex(g.slice(0, best))}::${hex(g.slice(best + bestLen))}`
+}
+
+const inV4 = (b: Uint8Array, net: [number, number, number, number], bits: number): boolean => {
+  const a = ((b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]) >>> 0
+  const n = ((net[0] << 24) | (net[1] << 16) | (net[2] << 8) | net[3]) >>> 0
+  const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0
+  return ((a & mask) >>> 0) === ((n & mask) >>> 0)
+}
+
+/** The refused IPv4 ranges, most specific first (the first match names the reason). */
+const V4_RULES: Array<[[number, number, number, number], number, ForbiddenReason]> = [
+  [[169, 254, 169, 254], 32, 'cloud metadata'],
+  [[255, 255, 255, 255], 32, 'broadcast'],
+  [[0, 0, 0, 0], 8, 'unspecified'],
+  [[10, 0, 0, 0], 8, 'private'],
+  [[100, 64, 0, 0], 10, 'shared (CGNAT)'],
+  [[127, 0, 0, 0], 8, 'loopback'],
+  [[169, 254, 0, 0], 16, 'link-local'],
+  [[172, 16, 0, 0], 12, 'private'],
+  [[192, 0, 0, 0], 24, 'reserved'],
+  [[192, 0, 2, 0], 24, 'documentation'],
+  [[192, 88, 99, 0], 24, 'reserved'],
+  [[192, 168, 0, 0], 16, 'private'],
+  [[198, 18, 0, 0], 15, 'reserved'],
+  [[198, 51, 100, 0], 24, 'documentation'],
+  [[203, 0, 113, 0], 24, 'documentation'],
+  [[224, 0, 0, 0], 4, 'multicast'],
+  [[240, 0, 0, 0], 4, 'reserved'],
+]
+
+function v4Reason(b: Uint8Array): ForbiddenReason | null {
+  for (const [net, bits, reason] of V4_RULES) if (inV4(b, net, bits)) return reason
+  return null
+}
+
+const startsWith = (b: Uint8Array, prefix: number[]) => prefix.every((x, i) => b[i] === x)
+const zeros = (b: Uint8Array, from: number, to: number) => b.subarray(from, to).every((x) => x === 0)
+
+function v6Reason(b: Uint8Array): ForbiddenReason | null {
+  const tail = b.subarray(12, 16)
+  if (zeros(b, 0, 16)) return 'unspecified'
+  if (zeros(b, 0, 15) && b[15] === 1) return 'loopback'
+  // ::a.b.c.d (IPv4-compatible, deprecated) and ::ffff:a.b.c.d (IPv4-mapped): the IPv4 address decides.
+  if (zeros(b, 0, 12)) return v4Reason(tail) ?? 'reserved'
+  if (zeros(b, 0, 10) && b[10] === 0xff && b[11] === 0xff) return v4Reason(tail)
+  // ::ffff:0:a.b.c.d (IPv4-translated, RFC 2765).
+  if (zeros(b, 0, 8) && b[8] === 0xff && b[9] === 0xff && zeros(b, 10, 12)) return v4Reason(tail)
+  // 64:ff9b::/96 (NAT64, RFC 6052): the embedded IPv4 address decides; 64:ff9b:1::/48 is local-use.
+  if (startsWith(b, [0, 0x64, 0xff, 0x9b]) && zeros(b, 4, 12)) return v4Reason(tail)
+  if (startsWith(b, [0, 0x64, 0xff, 0x9b, 0, 1])) return 'private'
+  // 2002::/16 (6to4): bytes 2-5 are an IPv4 address.
+  if (startsWith(b, [0x20, 0x02])) return v4Reason(b.subarray(2, 6))
+  // 2001:0::/32 (Teredo) hides its client's IPv4 address; nothing legitimate needs it for a webhook.
+  if (startsWith(b, [0x20, 0x01, 0, 0])) return 'teredo'
+  if (startsWith(b, [0x20, 0x01, 0x0d, 0xb8])) return 'documentation'
+  if (startsWith(b, [0x01, 0, 0, 0, 0, 0, 0, 0])) return 'reserved' // 100::/64 discard-only
+  if (startsWith(b, [0xfd, 0x00, 0x0e, 0xc2]) && zeros(b, 4, 14) && b[14] === 0x02 && b[15] === 0x54) return 'cloud metadata' // fd00:ec2::254
+  if ((b[0] & 0xfe) === 0xfc) return 'unique-local' // fc00::/7
+  if (b[0] === 0xfe && (b[1] & 0xc0) === 0x80) return 'link-local' // fe80::/10
+  if (b[0] === 0xfe && (b[1] & 0xc0) === 0xc0) return 'private' // fec0::/10, deprecated site-local
+  if (b[0] === 0xff) return 'multicast'
+  // Only 2000::/3 is global unicast; everything else is unassigned or special.
+  if ((b[0] & 0xe0) !== 0x20) return 'reserved'
+  return null
+}
+
+/**
+ * Why an outbound request must not connect to `address` (an IP address in any spelling), or null when it
+ * may. A string that is not an IP address is refused as 'reserved': the caller resolves names first.
+ */
+export function forbiddenReason(address: string): ForbiddenReason | null {
+  const b = parseIp(address)
+  if (!b) return 'reserved'
+  return b.length === 4 ? v4Reason(b) : v6Reason(b)
+}
+
+/** Whether `address` is a public unicast address an outbound request may connect to. */
+export function isPublicAddress(address: string): boolean {
+  return forbiddenReason(address) === null
+}
+
+/** A host name in the form the allow-list compares: lower case, no trailing dot, IPs canonical, no brackets. */
+export function normalizeHost(host: string): string {
+  const h = host.trim().toLowerCase().replace(/\.$/, '')
+  const ip = parseIp(h)
+  return ip ? formatIp(ip) : h.replace(/^\[|\]$/g, '')
+}
+
+/**
+ * Parses MAILCTL_WEBHOOK_ALLOW_HOSTS entries: host names (`hooks.internal`), IP addresses (`10.0.0.5`,
+ * `[fd00::5]`) and suffix wildcards (`*.internal.example`, which match sub-domains, not the name itself).
+ */
+export function parseAllowList(entries: readonly string[]): string[] {
+  return entries.map((e) => e.trim()).filter(Boolean).map((e) => (e.startsWith('*.') ? `*.${normalizeHost(e.slice(2))}` : normalizeHost(e)))
+}
+
+/** Whether the operator allowed `host` (a URL's hostname) in `allow` (entries of `parseAllowList`). */
+export function isAllowedHost(host: string, allow: readonly string[]): boolean {
+  if (!allow.length) return false
+  const h = normalizeHost(host)
+  for (const entry of allow) {
+    if (entry.startsWith('*.')) {
+      if (h.endsWith(entry.slice(1))) return true
+    } else if (entry === h) return true
+  }
+  return false
+}
+
+export type AddressChoice =
+  | { ok: true; address: string }
+  | { ok: false; address: string; reason: ForbiddenReason }
+
+/**
+ * The address to connect to for `host`, from the addresses it resolved to. A name that resolves to any
+ * refused address is refused as a whole (a public name with one private answer is a rebinding attempt);
+ * a host the operator allowed takes its first address unchecked.
+ */
+export function chooseAddress(host: string, addresses: readonly string[], allow: readonly string[]): AddressChoice | null {
+  if (!addresses.length) return null
+  if (isAllowedHost(host, allow)) return { ok: true, address: addresses[0] }
+  for (const address of addresses) {
+    const reason = forbiddenReason(address)
+    if (reason) return { ok: false, address, reason }
+  }
+  return { ok: true, address: addresses[0] }
+}

@@ -1,0 +1,162 @@
+import { describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config'
+import { chooseAddress, forbiddenReason, formatIp, isAllowedHost, parseAllowList, parseIp, parseIPv4, parseIPv6 } from '../../src/net/address-guard'
+
+/** The address check alone: no connection is made by anything in this file. */
+
+describe('forbiddenReason', () => {
+  const refused: Array<[string, string]> = [
+    ['10.0.0.1', 'private'],
+    ['10.255.255.255', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.254', 'private'],
+    ['192.168.1.1', 'private'],
+    ['100.64.0.1', 'shared (CGNAT)'],
+    ['100.127.255.254', 'shared (CGNAT)'],
+    ['169.254.169.254', 'cloud metadata'],
+    ['169.254.1.1', 'link-local'],
+    ['127.0.0.1', 'loopback'],
+    ['127.255.255.254', 'loopback'],
+    ['0.0.0.0', 'unspecified'],
+    ['0.1.2.3', 'unspecified'],
+    ['224.0.0.1', 'multicast'],
+    ['239.255.255.250', 'multicast'],
+    ['255.255.255.255', 'broadcast'],
+    ['240.0.0.1', 'reserved'],
+    ['192.0.2.1', 'documentation'],
+    ['198.18.0.1', 'reserved'],
+    ['::', 'unspecified'],
+    ['::1', 'loopback'],
+    ['[::1]', 'loopback'],
+    ['fd00::1', 'unique-local'],
+    ['fc00::1', 'unique-local'],
+    ['fd00:ec2::254', 'cloud metadata'],
+    ['fe80::1', 'link-local'],
+    ['fe80::1%eth0', 'link-local'],
+    ['febf::1', 'link-local'],
+    ['fec0::1', 'private'],
+    ['ff02::1', 'multicast'],
+    ['2001:db8::1', 'documentation'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'teredo'],
+    ['100::1', 'reserved'],
+    // IPv4-mapped, -compatible, -translated, NAT64 and 6to4 forms are judged by the IPv4 address inside.
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['[::ffff:7f00:1]', 'loopback'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['::ffff:a00:1', 'private'],
+    ['::ffff:169.254.169.254', 'cloud metadata'],
+    ['::ffff:a9fe:a9fe', 'cloud metadata'],
+    ['::ffff:192.168.1.1', 'private'],
+    ['::ffff:100.64.0.1', 'shared (CGNAT)'],
+    ['0:0:0:0:0:ffff:127.0.0.1', 'loopback'],
+    ['::127.0.0.1', 'loopback'],
+    ['::10.0.0.1', 'private'],
+    ['::8.8.8.8', 'reserved'],
+    ['::ffff:0:127.0.0.1', 'loopback'],
+    ['64:ff9b::127.0.0.1', 'loopback'],
+    ['64:ff9b::a9fe:a9fe', 'cloud metadata'],
+    ['64:ff9b:1::1', 'private'],
+    ['2002:7f00:1::1', 'loopback'],
+    ['2002:a00:1::', 'private'],
+    // Numeric shorthands of IPv4 (inet_aton, WHATWG URL).
+    ['127.1', 'loopback'],
+    ['127.0.1', 'loopback'],
+    ['2130706433', 'loopback'],
+    ['0x7f000001', 'loopback'],
+    ['0x7f.0.0.1', 'loopback'],
+    ['0177.0.0.1', 'loopback'],
+    ['017700000001', 'loopback'],
+    ['0', 'unspecified'],
+    ['10.1', 'private'],
+    ['0xa9.0xfe.0xa9.0xfe', 'cloud metadata'],
+    ['2852039166', 'cloud metadata'],
+    ['127.0.0.1.', 'loopback'],
+    // Not an address at all: refused (callers resolve names before asking).
+    ['localhost', 'reserved'],
+    ['example.com', 'reserved'],
+    ['', 'reserved'],
+  ]
+  for (const [addr, reason] of refused) {
+    test(`refuses ${addr || '(empty)'} as ${reason}`, () => {
+      expect(forbiddenReason(addr)).toBe(reason as never)
+    })
+  }
+
+  const allowed = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.15.255.255', '172.32.0.1', '100.63.255.255', '100.128.0.1',
+    '169.253.255.255', '11.0.0.1', '2606:4700:4700::1111', '2a00:1450:4001:82b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808',
+    '2002:808:808::1', '134744072' /* 8.8.8.8 */]
+  for (const addr of allowed) {
+    test(`allows ${addr}`, () => {
+      expect(forbiddenReason(addr)).toBeNull()
+    })
+  }
+})
+
+describe('parsing', () => {
+  test('IPv4 shorthands parse as inet_aton does', () => {
+    expect(formatIp(parseIPv4('127.1') as Uint8Array)).toBe('127.0.0.1')
+    expect(formatIp(parseIPv4('1.2.65535') as Uint8Array)).toBe('1.2.255.255')
+    expect(formatIp(parseIPv4('0x7f.1') as Uint8Array)).toBe('127.0.0.1')
+    expect(parseIPv4('256.1.1.1')).toBeNull()
+    expect(parseIPv4('1.2.3.4.5')).toBeNull()
+    expect(parseIPv4('08.1.1.1')).toBeNull()
+    expect(parseIPv4('4294967296')).toBeNull()
+    expect(parseIPv4('1.2.3.x')).toBeNull()
+  })
+  test('IPv6 forms', () => {
+    expect(formatIp(parseIPv6('0:0:0:0:0:0:0:1') as Uint8Array)).toBe('::1')
+    expect(formatIp(parseIPv6('::ffff:127.0.0.1') as Uint8Array)).toBe('::ffff:7f00:1')
+    expect(formatIp(parseIPv6('2001:db8:0:0:1:0:0:1') as Uint8Array)).toBe('2001:db8::1:0:0:1')
+    expect(parseIPv6('1::2::3')).toBeNull()
+    expect(parseIPv6('1:2:3:4:5:6:7:8:9')).toBeNull()
+    expect(parseIPv6('1:2:3:4:5:6:7')).toBeNull()
+    expect(parseIPv6('::1.2.3.4:1')).toBeNull()
+    expect(parseIPv6('12345::')).toBeNull()
+    expect(parseIp('[fe80::1%25eth0]')?.length).toBe(16)
+  })
+  test('the URL parser and ours agree on what a host is', () => {
+    for (const [raw, addr] of [['http://127.1/', '127.0.0.1'], ['http://0x7f000001/', '127.0.0.1'], ['http://[::ffff:127.0.0.1]/', '::ffff:7f00:1'], ['http://017700000001/', '127.0.0.1']]) {
+      const host = new URL(raw).hostname
+      expect(formatIp(parseIp(host) as Uint8Array)).toBe(addr)
+      expect(forbiddenReason(host)).toBe('loopback')
+    }
+  })
+})
+
+describe('allow-list', () => {
+  test('names, addresses and wildcards', () => {
+    const allow = parseAllowList([' Hooks.Internal. ', '10.0.0.5', '[FD00::5]', '*.svc.example', ''])
+    expect(allow).toEqual(['hooks.internal', '10.0.0.5', 'fd00::5', '*.svc.example'])
+    expect(isAllowedHost('hooks.internal', allow)).toBe(true)
+    expect(isAllowedHost('HOOKS.internal.', allow)).toBe(true)
+    expect(isAllowedHost('10.0.0.5', allow)).toBe(true)
+    expect(isAllowedHost('[fd00:0::5]', allow)).toBe(true)
+    expect(isAllowedHost('a.svc.example', allow)).toBe(true)
+    expect(isAllowedHost('svc.example', allow)).toBe(false)
+    expect(isAllowedHost('evilsvc.example', allow)).toBe(false)
+    expect(isAllowedHost('10.0.0.6', allow)).toBe(false)
+    expect(isAllowedHost('hooks.internal.evil.com', allow)).toBe(false)
+    expect(isAllowedHost('anything', [])).toBe(false)
+  })
+  test('MAILCTL_WEBHOOK_ALLOW_HOSTS: a comma-separated list, empty by default', () => {
+    const load = (env: Record<string, string>) => loadConfig({ env: { MAILCTL_DATA_DIR: '/tmp/mailctl-unused', ...env } })
+    expect(load({}).webhookAllowHosts).toEqual([])
+    expect(load({ MAILCTL_WEBHOOK_ALLOW_HOSTS: 'hooks.internal, 10.0.0.5 ,,*.svc' }).webhookAllowHosts).toEqual(['hooks.internal', '10.0.0.5', '*.svc'])
+  })
+})
+
+describe('chooseAddress', () => {
+  test('one refused answer refuses the name, whatever its position', () => {
+    expect(chooseAddress('mixed.example', ['93.184.216.34', '127.0.0.1'], [])).toEqual({ ok: false, address: '127.0.0.1', reason: 'loopback' })
+    expect(chooseAddress('mixed.example', ['10.0.0.1', '93.184.216.34'], [])).toEqual({ ok: false, address: '10.0.0.1', reason: 'private' })
+    expect(chooseAddress('v6.example', ['2606:4700::1', 'fd00:ec2::254'], [])).toEqual({ ok: false, address: 'fd00:ec2::254', reason: 'cloud metadata' })
+  })
+  test('public answers: the first is used', () => {
+    expect(chooseAddress('ok.example', ['93.184.216.34', '2606:4700::1'], [])).toEqual({ ok: true, address: '93.184.216.34' })
+  })
+  test('an allowed host takes its first answer unchecked; no answer is null', () => {
+    expect(chooseAddress('hooks.internal', ['10.0.0.5'], ['hooks.internal'])).toEqual({ ok: true, address: '10.0.0.5' })
+    expect(chooseAddress('x.example', [], [])).toBeNull()
+  })
+})
