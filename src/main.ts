@@ -15,6 +15,8 @@ import { segmentHintListener } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
 import { campaignFieldAndEventUsage, campaignsUsingSegment } from './modules/campaigns/usage'
+import { registerEventConsumer } from './modules/events/consumers'
+import { webhookDeliveriesConsumer } from './modules/hooks/consumer'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
@@ -37,7 +39,9 @@ let wired: Array<() => void> | null = null
  * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments and campaigns;
  * - where a template is referenced (src/modules/templates/usage.ts): no source yet (a campaign keeps its own
  *   subject and body). Workflows will register theirs here (`registerTemplateUsageSource`), as they will
- *   their segment users, field and event usage, and the workflow trigger listener.
+ *   their segment users, field and event usage, and the workflow trigger listener;
+ * - the event consumers (`registerEventConsumer`, src/modules/events/consumers.ts): customer webhook
+ *   deliveries (src/modules/hooks).
  */
 export function wireConsumers(): void {
   if (wired) return
@@ -47,6 +51,7 @@ export function wireConsumers(): void {
     registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
     registerUsageProvider(campaignFieldAndEventUsage),
+    registerEventConsumer(webhookDeliveriesConsumer),
   ]
 }
 
@@ -233,6 +238,10 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       const { startOutbound } = await import('./mail/outbound')
       const outbound = await startOutbound(deps)
       stops.push(() => outbound.stop())
+      await yieldToLoop()
+      const { startHookDispatcher } = await import('./modules/hooks/dispatcher')
+      const hooks = await startHookDispatcher(deps)
+      stops.push(() => hooks.stop())
       await yieldToLoop()
     }
     if (roles.includes('smtp')) {

@@ -28,6 +28,7 @@ import { webhooksRoutes } from '../modules/webhooks/routes'
 import { activityRoutes } from '../modules/activity/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
+import { hooksRoutes } from '../modules/hooks/routes'
 
 /**
  * The request id and start time, kept on the request's `set` object (shared by every hook of a request).
@@ -151,6 +152,7 @@ export function buildApp(deps: Deps) {
     .use(campaignsRoutes(deps))
     .use(trackingRoutes(deps))
     .use(webhooksRoutes(deps))
+    .use(hooksRoutes(deps))
     .use(emailsRoutes(deps))
     .use(suppressionsRoutes(deps))
     // The activity feed of emails and events: GET /activity and its stats, types and recent count.
