@@ -13,10 +13,11 @@ import { signatureHeaders } from './signing'
  * outbound queue, jobs/lease.ts), posts each to its endpoint through the SSRF guard (src/net/safe-fetch.ts)
  * with the Standard Webhooks headers, and records the outcome. Any node with the worker role runs one.
  *
- * - **Per-endpoint cap**: a node holds at most `perEndpoint` deliveries of one endpoint at a time (claimed
- *   and not yet recorded), and a claim skips endpoints that are full. A slow or dead endpoint therefore
- *   holds at most that many slots (each attempt ends within the 10 s timeout); every other endpoint's
- *   deliveries are claimed past its backlog.
+ * - **Per-endpoint cap**: a node sends at most `perEndpoint` requests to one endpoint at a time, and
+ *   holds (has claimed, not yet recorded) at most `prefetch` times that many of its deliveries; a claim
+ *   skips endpoints that are full. A slow or dead endpoint therefore occupies a fixed share of the node
+ *   (each attempt ends within the 10 s timeout), and every other endpoint's deliveries are claimed past
+ *   its backlog. Claims made soon after outcomes are coalesced (a few ms), so that they carry many rows.
  * - **Outcomes** are written in batches (one transaction for the outcomes that finished meanwhile): the
  *   attempt's log row, the delivery's new state (delivered, due again per schedule.ts, or failed), and
  *   the endpoint's run of failures. 410 Gone disables the endpoint at once; failing for 5 days disables it.
@@ -27,9 +28,11 @@ import { signatureHeaders } from './signing'
 export interface DispatcherOptions {
   /** The clock of claims, schedules and leases (tests drive it). Signature timestamps use the real time. */
   now?: () => Date
-  /** Deliveries of one endpoint held at once by this node. Default 8. */
+  /** Requests to one endpoint in flight at once on this node. Default 16. */
   perEndpoint?: number
-  /** Deliveries in flight on this node. Default 256. */
+  /** Deliveries of one endpoint a node may hold (claimed, waiting for a slot), as a multiple of perEndpoint. Default 4. */
+  prefetch?: number
+  /** Deliveries held by this node in all. Default 1,024. */
   concurrency?: number
   /** Default 60 s, renewed every third (an attempt lasts at most the 10 s timeout). */
   leaseMs?: number
@@ -48,6 +51,8 @@ export async function webhookMetrics(deps: Pick<Deps, 'store'>, now = new Date()
 }
 
 const RESPONSE_LOG_BYTES = 1024
+/** How long the first outcome of a batch waits for others before they are written together. */
+const FLUSH_WAIT_MS = 10
 
 interface Finished extends repo.Outcome {
   endpointId: string
@@ -62,11 +67,20 @@ export class Dispatcher {
   private readonly node: NodeRegistry
   private readonly now: () => Date
   private readonly perEndpoint: number
+  private readonly maxHeld: number
   private readonly concurrency: number
   private readonly leaseMs: number
   private readonly fetchOpts: SafeFetchOptions
+  /** Claimed and not yet recorded, per endpoint. */
   private held = new Map<string, number>()
   private heldIds = new Set<string>()
+  /** Per endpoint: claimed deliveries waiting for a slot, and requests in flight. */
+  private waiting = new Map<string, Array<() => Promise<void>>>()
+  private sending = new Map<string, number>()
+  private soon: Timer | null = null
+  private flushTimer: Timer | null = null
+  /** stop() was called: claimed deliveries still waiting for a slot are not started but handed back. */
+  private closing = false
   private runs = new Set<Promise<void>>()
   private stopped = true
   private joined = false
@@ -81,8 +95,9 @@ export class Dispatcher {
     this.node = nodeOf(deps.store, deps.log)
     this.id = this.node.newId()
     this.now = opts.now ?? (() => new Date())
-    this.perEndpoint = opts.perEndpoint ?? 8
-    this.concurrency = opts.concurrency ?? 256
+    this.perEndpoint = opts.perEndpoint ?? 16
+    this.maxHeld = this.perEndpoint * (opts.prefetch ?? 4)
+    this.concurrency = opts.concurrency ?? 1024
     this.leaseMs = opts.leaseMs ?? 60_000
     this.fetchOpts = { ...safeFetchOptions(deps.config), maxBodyBytes: RESPONSE_LOG_BYTES, ...opts.fetch }
     this.pollMs = opts.pollMs ?? 1000
@@ -91,10 +106,14 @@ export class Dispatcher {
   private readonly pollMs: number
 
   /** Deliveries this node holds now (claimed, outcome not yet written). */
-  get inFlight(): number { return this.heldIds.size }
+  get held_(): number { return this.heldIds.size }
+
+  /** Requests in flight now. */
+  get inFlight(): number { let n = 0; for (const v of this.sending.values()) n += v; return n }
 
   async start(): Promise<void> {
     this.stopped = false
+    this.closing = false
     await this.join()
     this.unlisten.push(hookWakeups.on(() => this.tick()))
     if (this.deps.redis) this.unlisten.push(await hookWakeups.subscribe(this.deps.redis, this.deps.log, () => this.tick()))
@@ -107,17 +126,23 @@ export class Dispatcher {
   /** Claims nothing more, lets the attempts in flight end and be written, and hands back what is still held. */
   async stop(): Promise<void> {
     this.stopped = true
+    this.closing = true
     for (const off of this.unlisten) off()
     this.unlisten = []
     for (const t of this.timers) clearInterval(t)
     this.timers = []
+    if (this.soon) clearTimeout(this.soon)
+    this.soon = null
     await this.claiming
+    this.waiting.clear()
     await this.settle()
     try {
       await release(this.deps.store, repo.deliveryLeases(this.deps.store), this.id, undefined, this.now())
     } catch (err) {
       this.deps.log.warn('releasing webhook delivery leases failed', errorFields(err))
     }
+    this.held.clear()
+    this.heldIds.clear()
     await this.leave()
   }
 
@@ -181,8 +206,8 @@ export class Dispatcher {
   private async claimOnce(): Promise<number> {
     const free = this.concurrency - this.heldIds.size
     if (free <= 0) return 0
-    const skip = [...this.held].filter(([, n]) => n >= this.perEndpoint).map(([id]) => id)
-    const rows = await repo.claimDue(this.deps.store, this.id, Math.min(free, 100), (ep) => this.perEndpoint - (this.held.get(ep) ?? 0), this.leaseMs, this.now(), skip)
+    const skip = [...this.held].filter(([, n]) => n >= this.maxHeld).map(([id]) => id)
+    const rows = await repo.claimDue(this.deps.store, this.id, Math.min(free, 500), (ep) => this.maxHeld - (this.held.get(ep) ?? 0), this.leaseMs, this.now(), skip)
     if (!rows.length) return 0
     for (const r of rows) {
       this.held.set(r.endpointId, (this.held.get(r.endpointId) ?? 0) + 1)
@@ -200,14 +225,43 @@ export class Dispatcher {
         try { secrets.set(e.id, signingSecrets(this.deps.config, e, this.now())) } catch (err) { this.deps.log.error('a webhook secret could not be decrypted', { endpointId: e.id, ...errorFields(err) }) }
       }
       if (e) s = secrets.get(e.id)
-      const p = this.attempt(r, e ?? null, s ?? null).catch((err) => {
+      const run = () => this.attempt(r, e ?? null, s ?? null).catch((err) => {
         this.deps.log.error('webhook delivery failed unexpectedly', { deliveryId: r.id, ...errorFields(err) })
         this.releaseSlot(r)
       })
-      this.runs.add(p)
-      p.finally(() => this.runs.delete(p))
+      const q = this.waiting.get(r.endpointId)
+      if (q) q.push(run)
+      else this.waiting.set(r.endpointId, [run])
     }
+    for (const ep of new Set(rows.map((r) => r.endpointId))) this.pump(ep)
     return rows.length
+  }
+
+  /** Starts waiting deliveries of an endpoint while it has free slots. */
+  private pump(endpointId: string) {
+    if (this.closing) return
+    const q = this.waiting.get(endpointId)
+    let n = this.sending.get(endpointId) ?? 0
+    while (q?.length && n < this.perEndpoint) {
+      const run = q.shift() as () => Promise<void>
+      n++
+      const p = run().finally(() => {
+        this.runs.delete(p)
+        const left = (this.sending.get(endpointId) ?? 1) - 1
+        if (left > 0) this.sending.set(endpointId, left)
+        else this.sending.delete(endpointId)
+        this.pump(endpointId)
+      })
+      this.runs.add(p)
+    }
+    if (n) this.sending.set(endpointId, n)
+    if (q && !q.length) this.waiting.delete(endpointId)
+  }
+
+  /** A claim a few ms from now, so that the outcomes arriving meanwhile free their rows for one claim. */
+  private tickSoon() {
+    if (this.soon || this.stopped) return
+    this.soon = setTimeout(() => { this.soon = null; this.tick() }, 5)
   }
 
   private releaseSlot(r: repo.DeliveryRow) {
@@ -217,17 +271,18 @@ export class Dispatcher {
     else this.held.delete(r.endpointId)
   }
 
-  /** One attempt of one delivery; resolves once its outcome is written. */
+  /** One attempt of one delivery; resolves when the request has ended (its outcome is queued for writing). */
   private async attempt(r: repo.DeliveryRow, e: repo.EndpointRow | null, secrets: string[] | null): Promise<void> {
     const started = this.now()
     const attempts = r.attempts + 1
     const firstAttemptAt = r.firstAttemptAt ?? started
     if (!e?.enabled || !secrets) {
       const why = !e ? 'The endpoint was deleted' : !e.enabled ? 'The endpoint is disabled' : 'The signing secret could not be decrypted'
-      return this.finish({
+      void this.finish({
         delivery: r, holder: this.id, attempt: null, endpointId: r.endpointId, ok: null, gone: false,
         set: { status: 'failed', nextAttemptAt: null, lastStatus: r.lastStatus, lastError: why, deliveredAt: null, attempts: r.attempts, firstAttemptAt: r.firstAttemptAt },
       })
+      return
     }
     const timestamp = Math.floor(Date.now() / 1000)
     const headers = {
@@ -254,7 +309,8 @@ export class Dispatcher {
     const ok = outcome === 'success'
     const next = ok ? null : nextAttemptAt(firstAttemptAt, attempts, now)
     const lastError = ok ? null : status !== null ? `HTTP ${status}` : response
-    return this.finish({
+    // The slot is free once the answer is in; the outcome is written with the others of its batch.
+    void this.finish({
       delivery: r, holder: this.id, endpointId: e.id, ok, gone: status === 410,
       attempt: { id: Bun.randomUUIDv7(), projectId: r.projectId, endpointId: e.id, deliveryId: r.id, attempt: attempts, outcome, status, latencyMs, response, createdAt: now },
       set: {
@@ -267,12 +323,15 @@ export class Dispatcher {
   private finish(o: Omit<Finished, 'done'>): Promise<void> {
     return new Promise<void>((resolve) => {
       this.queue.push({ ...o, done: resolve })
-      if (!this.flushing) this.flush()
+      // Outcomes that end within a few ms of each other share one transaction.
+      if (!this.flushing && !this.flushTimer) this.flushTimer = setTimeout(() => { this.flushTimer = null; if (!this.flushing) this.flush() }, FLUSH_WAIT_MS)
     })
   }
 
   /** Writes every outcome queued so far in one transaction, then frees their slots. */
   private flush() {
+    if (this.flushTimer) clearTimeout(this.flushTimer)
+    this.flushTimer = null
     const batch = this.queue
     this.queue = []
     this.flushing = this.write(batch).finally(() => {
@@ -282,7 +341,7 @@ export class Dispatcher {
       }
       this.flushing = null
       if (this.queue.length) this.flush()
-      else this.tick()
+      else this.tickSoon()
     })
   }
 
