@@ -127,11 +127,31 @@ export interface Outcome {
 export async function recordOutcomes(store: Store, db: Db, outcomes: Outcome[], now: Date): Promise<Set<string>> {
   const d = store.t.webhookDeliveries
   const written = new Set<string>()
+  // Successes of one holder with the same status share one statement (the common case: a whole batch).
+  const groups = new Map<string, Outcome[]>()
+  const single: Outcome[] = []
   for (const o of outcomes) {
+    if (o.set.status !== 'delivered' || o.set.attempts !== o.delivery.attempts + 1) { single.push(o); continue }
+    const key = `${o.holder}\n${o.set.lastStatus}`
+    const g = groups.get(key)
+    if (g) g.push(o)
+    else groups.set(key, [o])
+  }
+  for (const g of groups.values()) {
+    for (let i = 0; i < g.length; i += 500) {
+      const chunk = g.slice(i, i + 500)
+      const rows = await db.update(d).set({
+        status: 'delivered', nextAttemptAt: null, lastStatus: chunk[0].set.lastStatus, lastError: null, deliveredAt: now,
+        attempts: sql`${d.attempts} + 1`, firstAttemptAt: sql`COALESCE(${d.firstAttemptAt}, ${d.updatedAt})`,
+        lockedBy: null, lockedUntil: null, updatedAt: now,
+      }).where(heldBy(deliveryLeases(store), chunk[0].holder, chunk.map((o) => o.delivery.id))).returning({ id: d.id })
+      for (const r of rows) written.add(r.id)
+    }
+  }
+  for (const o of single) {
     const rows = await db.update(d).set({ ...o.set, lockedBy: null, lockedUntil: null, updatedAt: now })
       .where(heldBy(deliveryLeases(store), o.holder, [o.delivery.id])).returning({ id: d.id })
-    if (!rows.length) continue
-    written.add(o.delivery.id)
+    if (rows.length) written.add(o.delivery.id)
   }
   const attempts = outcomes.flatMap((o) => (o.attempt && written.has(o.delivery.id) ? [o.attempt] : []))
   for (let i = 0; i < attempts.length; i += 200) await db.insert(store.t.webhookAttempts).values(attempts.slice(i, i + 200))
