@@ -21,6 +21,10 @@ import { signatureHeaders } from './signing'
  * - **Outcomes** are written in batches (one transaction for the outcomes that finished meanwhile): the
  *   attempt's log row, the delivery's new state (delivered, due again per schedule.ts, or failed), and
  *   the endpoint's run of failures. 410 Gone disables the endpoint at once; failing for 5 days disables it.
+ * - **Why not the job queue** (src/jobs/queue.ts): a delivery is one row per (endpoint, event), made in
+ *   batches by the event consumer and claimed with a per-endpoint limit; a job row (payload, result,
+ *   progress, one statement per enqueue) would cost more per delivery and cannot be claimed per endpoint.
+ *   Both queues share jobs/lease.ts (leases, dead nodes, wake-ups), as the outbound queue does.
  * - **Crashes**: a claimed row's `next_attempt_at` is its lease end, so a dead node's deliveries become
  *   due again (at once when its node row is judged dead): at least once, with the same id and body.
  */

@@ -8,6 +8,7 @@ import { ctxFor } from '../../../src/deps'
 import { Dispatcher } from '../../../src/modules/hooks/dispatcher'
 import { createDeliveries } from '../../../src/modules/hooks/service'
 import { RETRY_WINDOW_MS } from '../../../src/modules/hooks/schedule'
+import { pruneFinished } from '../../../src/modules/hooks/repo'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { startReceiver, verified } from './receiver'
 
@@ -277,6 +278,24 @@ forEachStore('webhook deliveries', (env) => {
     const [a] = (await req('GET', `/webhooks/endpoints/${e.id}/attempts`, p.secretKey)).body.data
     expect(a).toMatchObject({ outcome: 'blocked', status: null })
     expect(a.response).toContain('loopback')
+    rx.stop()
+  }, 30_000)
+
+  test('pruning deletes finished deliveries made before a time, with their log; pending ones stay', async () => {
+    const rx = startReceiver((n) => new Response('', { status: n === 1 ? 200 : 500 }))
+    const p = await env.project()
+    const e = await endpoint(p, rx.url)
+    await track(p, 'a')
+    await dispatcher(env, clock(), { perEndpoint: 1, concurrency: 1 }).drain(1)
+    await track(p, 'b')
+    await dispatcher(env, clock()).drain()
+    const before = await deliveriesOf(p, e.id)
+    expect(before.map((d: { status: string }) => d.status).sort()).toEqual(['delivered', 'pending'])
+    expect(await pruneFinished(env.store, new Date(Date.now() + 60_000))).toBe(1)
+    const after = await deliveriesOf(p, e.id)
+    expect(after.map((d: { status: string }) => d.status)).toEqual(['pending'])
+    const log = (await req('GET', `/webhooks/endpoints/${e.id}/attempts`, p.secretKey)).body.data
+    expect(log.map((a: { deliveryId: string }) => a.deliveryId)).toEqual([after[0].id])
     rx.stop()
   }, 30_000)
 }, { webhookAllowHosts: ['127.0.0.1'], dnsServers: [dns.server] })
