@@ -211,7 +211,7 @@ export class Dispatcher {
     const free = this.concurrency - this.heldIds.size
     if (free <= 0) return 0
     const skip = [...this.held].filter(([, n]) => n >= this.maxHeld).map(([id]) => id)
-    const rows = await repo.claimDue(this.deps.store, this.id, Math.min(free, 500), (ep) => this.maxHeld - (this.held.get(ep) ?? 0), this.leaseMs, this.now(), skip)
+    const rows = await repo.claimDue(this.deps.store, this.id, Math.min(free, 200), (ep) => this.maxHeld - (this.held.get(ep) ?? 0), this.leaseMs, this.now(), skip)
     if (!rows.length) return 0
     for (const r of rows) {
       this.held.set(r.endpointId, (this.held.get(r.endpointId) ?? 0) + 1)

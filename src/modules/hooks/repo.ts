@@ -93,7 +93,7 @@ export async function claimDue(store: Store, holder: string, limit: number, room
   const due = and(eq(d.status, 'pending'), lte(d.nextAttemptAt, now))
   return store.tx(async (db) => {
     const where = skip.length ? and(due, notInArray(d.endpointId, skip)) : due
-    const q = db.select({ id: d.id, endpointId: d.endpointId }).from(d).where(where).orderBy(asc(d.nextAttemptAt)).limit(limit * 4)
+    const q = db.select({ id: d.id, endpointId: d.endpointId }).from(d).where(where).orderBy(asc(d.nextAttemptAt)).limit(limit * 2)
     const candidates = store.dialect === 'pg' ? await q.for('update', { skipLocked: true }) : await q
     const taken = new Map<string, number>()
     const ids: string[] = []
