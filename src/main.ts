@@ -10,8 +10,8 @@ import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
 import { trackWriter } from './modules/events/writer'
 import { registerUsageProvider } from './modules/contacts/usage'
-import { onEvents } from './modules/events/stream'
-import { segmentHintListener } from './modules/segments/jobs'
+import { registerEventConsumer } from './modules/events/consumers'
+import { segmentHintConsumer } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
 import { campaignFieldAndEventUsage, campaignsUsingSegment } from './modules/campaigns/usage'
@@ -31,7 +31,8 @@ let wired: Array<() => void> | null = null
  * imported: the consumers below are plugged in here, once per process (a second call does nothing), before
  * any deps are handed out.
  *
- * - the event stream (`onEvents`, src/modules/events/stream.ts): segment recompute hints;
+ * - the event consumers (`registerEventConsumer`, src/modules/events/consumers.ts), fed by the outbox:
+ *   segment recompute hints;
  * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments and
  *   SCHEDULED or SENDING campaigns;
  * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments and campaigns;
@@ -42,7 +43,7 @@ let wired: Array<() => void> | null = null
 export function wireConsumers(): void {
   if (wired) return
   wired = [
-    onEvents(segmentHintListener),
+    registerEventConsumer(segmentHintConsumer),
     registerSegmentUser(segmentsReferringToSegment),
     registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
@@ -229,6 +230,10 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       const worker = new Worker(deps, allJobs, { concurrency: 8 })
       await worker.start()
       stops.push(() => worker.stop())
+      await yieldToLoop()
+      const { startOutbox } = await import('./modules/events/outbox')
+      const outbox = await startOutbox(deps)
+      stops.push(() => outbox.stop())
       await yieldToLoop()
       const { startOutbound } = await import('./mail/outbound')
       const outbound = await startOutbound(deps)
