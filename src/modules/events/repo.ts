@@ -165,7 +165,17 @@ export async function eventsByIds(store: Store, projectId: string, ids: string[]
   const e = store.t.events
   const out: EventRow[] = []
   for (let i = 0; i < ids.length; i += 500) {
-    out.push(...await store.db.select().from(e).where(and(eq(e.projectId, projectId), inArray(e.id, ids.slice(i, i + 500)))))
+    const chunk = ids.slice(i, i + 500)
+    if (store.dialect === 'pg') {
+      // One array parameter (500 bound parameters cost more to parse and plan than the look-ups).
+      out.push(...await store.db.select().from(e).where(and(eq(e.projectId, projectId), sql`${e.id} = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(chunk)}::jsonb)))`)))
+      continue
+    }
+    // By primary key, one look-up per id: SQLite would otherwise walk the project's index over all its events.
+    const rows = await store.rows<{ id: string; contact_id: string | null; name: string; data: string; email_id: string | null; created_at: number }>(sql`
+      SELECT events.id, events.contact_id, events.name, events.data, events.email_id, events.created_at
+      FROM json_each(${JSON.stringify(chunk)}) AS j CROSS JOIN events ON events.id = j.value WHERE events.project_id = ${projectId}`)
+    for (const r of rows) out.push({ id: r.id, projectId, contactId: r.contact_id, name: r.name, data: JSON.parse(r.data), emailId: r.email_id, createdAt: new Date(r.created_at) })
   }
   return out.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }
