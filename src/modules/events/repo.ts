@@ -139,12 +139,12 @@ function claimable(store: Store, now: Date): SQL | undefined {
  */
 export async function claimOutbox(store: Store, holder: string, now: Date, until: Date, maxRows: number, skip: ReadonlySet<string>): Promise<OutboxRow[]> {
   const o = store.t.eventOutbox
+  // Read first, outside any transaction: an empty outbox (most polls and wake-ups) costs no write lock.
+  const heads = await store.db.select({ projectId: o.projectId }).from(o).where(claimable(store, now)).orderBy(asc(o.id)).limit(64)
+  const candidates = [...new Set(heads.map((h) => h.projectId))].filter((p) => !skip.has(p))
+  if (!candidates.length) return []
   return store.tx(async (db) => {
-    const heads = await db.select({ projectId: o.projectId }).from(o).where(claimable(store, now)).orderBy(asc(o.id)).limit(64)
-    const tried = new Set<string>()
-    for (const { projectId } of heads) {
-      if (skip.has(projectId) || tried.has(projectId)) continue
-      tried.add(projectId)
+    for (const projectId of candidates) {
       if (store.dialect === 'pg') {
         const [lock] = await store.rows<{ ok: boolean }>(sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${`mailctl.outbox.${projectId}`}, 0)) AS ok`, db)
         if (!lock?.ok) continue
