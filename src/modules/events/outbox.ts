@@ -32,8 +32,11 @@ const LEASE_MS = 60_000
 /** A consumer that takes longer than this on one batch has failed it (it is retried). */
 const HANDLE_TIMEOUT_MS = 30_000
 export const POLL_MS = 500
-/** Wake-ups closer together than this cost one claim (a burst of commits). */
-const WAKE_COALESCE_MS = 5
+/**
+ * Wake-ups closer together than this cost one claim: under a steady stream of commits (the track writer
+ * commits every few ms) a claim takes what a few commits wrote, not one commit's row each time.
+ */
+const WAKE_COALESCE_MS = 25
 /** After this many failed attempts of one consumer on one row, the row is kept for operators and no more tried. */
 export const MAX_ATTEMPTS = 20
 /** Delay after failed attempt `n`: 1 s doubling, capped at 10 minutes. */
@@ -188,8 +191,10 @@ export class Outbox {
         while (!this.stopped && this.active.size < (this.opts.concurrency ?? 4)) {
           const rows = await this.claim()
           if (!rows.length) break
+          // A full claim means a backlog: claim again at once when it is delivered; else as a wake-up does.
+          const backlog = rows.length >= CLAIM_ROWS
           const p = this.deliver(rows).catch((err) => this.deps.log.error('event delivery failed', errorFields(err)))
-            .finally(() => { this.inflight.delete(p); this.tick() })
+            .finally(() => { this.inflight.delete(p); if (backlog) this.tick(); else this.wake() })
           this.inflight.add(p)
         }
       } catch (err) {
