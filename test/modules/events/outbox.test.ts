@@ -122,7 +122,7 @@ forEachStore('the events outbox', (env) => {
     expect(row).toMatchObject({ consumer: 'test.hopeless', attempts: MAX_ATTEMPTS, lastError: 'test.hopeless is down' })
     expect(row?.failedAt).toBeInstanceOf(Date)
     await env.store.tx((db) => db.delete(env.store.t.eventOutbox).where(eq(env.store.t.eventOutbox.projectId, p.id)))
-  })
+  }, 30_000)
 
   test('a project\'s events arrive oldest first, across batches and projects', async () => {
     const p = await env.project()
@@ -140,7 +140,7 @@ forEachStore('the events outbox', (env) => {
     for (const project of [p.id, q.id]) {
       expect(seen.got.filter((e) => e.projectId === project).map((e) => e.id)).toEqual(expected[project] ?? [])
     }
-  })
+  }, 30_000)
 
   test('two nodes drain one outbox: each batch is delivered once, and a project by one node at a time', async () => {
     // A second store on the same database: another node (its own connections and node id).
@@ -178,5 +178,5 @@ forEachStore('the events outbox', (env) => {
     } finally {
       await other.close()
     }
-  })
+  }, 30_000)
 })
