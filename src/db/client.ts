@@ -270,8 +270,9 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
         release()
       }
     },
-    txState(_db, key, init, flush) {
-      if (!current.getStore()) throw new Error('txState outside a transaction')
+    txState(db, key, init, flush) {
+      // Only `tx` hands out the writer's handle (and one transaction runs at a time: the mutex).
+      if (db !== writeDb) throw new Error('txState outside a transaction')
       txStates ??= new Map()
       return txStateOf(txStates, key, init, flush)
     },
