@@ -3,6 +3,8 @@
  * MAILCTL_SQLITE_SYNCHRONOUS) in the given data dir, with one project and SEED existing contacts.
  * Prints one JSON line {port, publicKey, secretKey} on stderr, then serves until killed; on SIGTERM it prints the
  * group-commit statistics and exits. Diagnostics: BENCH_WAL_CKPT=<pages> sets wal_autocheckpoint.
+ * BENCH_DRAIN=1 also runs the events' outbox drainer in the process (as `serve` does with the worker role),
+ * so its claims and deliveries share the CPU and the write lock with the tracks.
  */
 import { loadConfig } from '../src/config'
 import { ctxFor } from '../src/deps'
@@ -32,6 +34,7 @@ for (let i = 0; i < seed; i += 1000) {
   await deps.store.tx((db) => upsertMany(ctx, db, inputs, { defaultSubscribed: true }))
 }
 if (process.env.BENCH_WAL_CKPT) await deps.store.tx(async (db) => { (db as unknown as { $client: { run(q: string): void } }).$client.run(`PRAGMA wal_autocheckpoint = ${Number(process.env.BENCH_WAL_CKPT)}`) })
+if (process.env.BENCH_DRAIN === '1') await (await import('../src/modules/events/outbox')).startOutbox(deps)
 const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
 process.stderr.write(`${JSON.stringify({ port: portOf(app), publicKey: project.publicKey, secretKey: project.secretKey, synchronous: config.sqliteSynchronous })}\n`)
 // On SIGTERM: how well group commit batched (diagnostics), then a normal exit (so --cpu-prof can write).

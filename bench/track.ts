@@ -4,7 +4,8 @@
  * kill -9 of the server.
  *
  *   node_modules/.bin/bun bench/track.ts
- *   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_SYNC=FULL,NORMAL BENCH_LOG_LEVEL=info BENCH_NEW_RATIO=0.5)
+ *   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_SYNC=FULL,NORMAL BENCH_LOG_LEVEL=info BENCH_NEW_RATIO=0.5
+ *    BENCH_DRAIN=1: the server also runs the events' outbox drainer, as a node with every role does)
  *
  * For each synchronous mode: the server (a child process, request log lines written to /dev/null as in
  * production unless BENCH_LOG_LEVEL=warn) starts with 10,000 existing contacts; a warm-up, then the

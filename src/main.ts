@@ -10,12 +10,11 @@ import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
 import { trackWriter } from './modules/events/writer'
 import { registerUsageProvider } from './modules/contacts/usage'
-import { onEvents } from './modules/events/stream'
-import { segmentHintListener } from './modules/segments/jobs'
+import { registerEventConsumer } from './modules/events/consumers'
+import { segmentHintConsumer } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
 import { registerSegmentUser } from './modules/segments/usage'
 import { campaignFieldAndEventUsage, campaignsUsingSegment } from './modules/campaigns/usage'
-import { registerEventConsumer } from './modules/events/consumers'
 import { webhookDeliveriesConsumer } from './modules/hooks/consumer'
 
 /*
@@ -33,25 +32,24 @@ let wired: Array<() => void> | null = null
  * imported: the consumers below are plugged in here, once per process (a second call does nothing), before
  * any deps are handed out.
  *
- * - the event stream (`onEvents`, src/modules/events/stream.ts): segment recompute hints;
+ * - the event consumers (`registerEventConsumer`, src/modules/events/consumers.ts), fed by the outbox:
+ *   segment recompute hints, customer webhook deliveries (src/modules/hooks);
  * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments and
  *   SCHEDULED or SENDING campaigns;
  * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments and campaigns;
  * - where a template is referenced (src/modules/templates/usage.ts): no source yet (a campaign keeps its own
  *   subject and body). Workflows will register theirs here (`registerTemplateUsageSource`), as they will
- *   their segment users, field and event usage, and the workflow trigger listener;
- * - the event consumers (`registerEventConsumer`, src/modules/events/consumers.ts): customer webhook
- *   deliveries (src/modules/hooks).
+ *   their segment users, field and event usage, and the workflow trigger listener.
  */
 export function wireConsumers(): void {
   if (wired) return
   wired = [
-    onEvents(segmentHintListener),
+    registerEventConsumer(segmentHintConsumer),
+    registerEventConsumer(webhookDeliveriesConsumer),
     registerSegmentUser(segmentsReferringToSegment),
     registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
     registerUsageProvider(campaignFieldAndEventUsage),
-    registerEventConsumer(webhookDeliveriesConsumer),
   ]
 }
 
@@ -234,6 +232,10 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       const worker = new Worker(deps, allJobs, { concurrency: 8 })
       await worker.start()
       stops.push(() => worker.stop())
+      await yieldToLoop()
+      const { startOutbox } = await import('./modules/events/outbox')
+      const outbox = await startOutbox(deps)
+      stops.push(() => outbox.stop())
       await yieldToLoop()
       const { startOutbound } = await import('./mail/outbound')
       const outbound = await startOutbound(deps)

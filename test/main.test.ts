@@ -5,7 +5,8 @@ import { closeDeps, createDeps, unwireConsumers, wireConsumers } from '../src/ma
 import { ctxFor, type Deps } from '../src/deps'
 import { eventUsage, fieldUsage } from '../src/modules/contacts/usage'
 import { track } from '../src/modules/events/service'
-import { forgetSegmentHintCache, settleSegmentHints } from '../src/modules/segments/jobs'
+import { forgetSegmentHintCache } from '../src/modules/segments/jobs'
+import { settleEvents } from '../src/modules/events/consumers'
 import { computeKey } from '../src/modules/segments/service'
 import { segmentUsers } from '../src/modules/segments/usage'
 import { dkimKey } from '../src/secrets'
@@ -47,7 +48,7 @@ forEachStore('composition root wiring', (env) => {
     forgetSegmentHintCache()
     await deps.store.tx((db) => db.delete(deps.store.t.jobs).where(eq(deps.store.t.jobs.uniqueKey, computeKey(f.seg.id))))
     await track(ctx, { email: 'b@x.io', event: 'signup' }, undefined, '/events/track')
-    await settleSegmentHints()
+    await settleEvents()
     return {
       field: (await fieldUsage(ctx, 'plan')).segments.map((s) => s.id),
       event: (await eventUsage(ctx, 'signup')).segments.map((s) => s.id),
@@ -101,5 +102,5 @@ forEachStore('composition root wiring', (env) => {
       await other.stop()
       wireConsumers()
     }
-  })
+  }, 20_000)
 })

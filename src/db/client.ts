@@ -74,7 +74,32 @@ export interface Store {
    * it. On SQLite this ends the reader's snapshot of the current event-loop turn; nothing on PostgreSQL.
    */
   refresh(): void
+  /**
+   * State of the transaction `db` under `key`: made by `init` at its first use in the transaction, and
+   * handed to `flush` inside the transaction, after its body and before COMMIT (nothing when it rolls
+   * back). Writes that many callers of one transaction share go there as one (the events' outbox rows,
+   * events/outbox.ts). Only inside `tx`.
+   */
+  txState<S>(db: Db, key: object, init: () => S, flush: (state: S) => Promise<void> | void): S
+  /** True once `close()` was called. */
+  readonly closed: boolean
   close(): Promise<void>
+}
+
+/** The per-transaction states of `txState`, in the order they were first used, flushed before COMMIT. */
+type TxStates = Map<object, { state: unknown; flush: (state: unknown) => Promise<void> | void }>
+
+async function flushTxStates(states: TxStates | undefined): Promise<void> {
+  if (!states) return
+  for (const { state, flush } of states.values()) await flush(state)
+}
+
+function txStateOf<S>(states: TxStates, key: object, init: () => S, flush: (state: S) => Promise<void> | void): S {
+  const hit = states.get(key)
+  if (hit) return hit.state as S
+  const state = init()
+  states.set(key, { state, flush: flush as (state: unknown) => Promise<void> | void })
+  return state
 }
 
 /** What a `Db` of a SQLite store is at run time: drizzle's bun-sqlite handle over one connection. */
@@ -200,6 +225,9 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
   const readDb = sqliteDb(reader)
   const mutex = new Mutex()
   const current = new AsyncLocalStorage<Db>()
+  /** The txState of the transaction in progress (one at a time: the mutex). */
+  let txStates: TxStates | undefined
+  let closed = false
   /** BEGIN IMMEDIATE, retried without blocking the event loop while another connection holds the write lock. */
   const beginWrite = async () => {
     const deadline = Date.now() + WRITE_LOCK_TIMEOUT_MS
@@ -225,7 +253,11 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
       try {
         await beginWrite()
         try {
-          const result = await current.run(writeDb, () => fn(writeDb))
+          const result = await current.run(writeDb, async () => {
+            const r = await fn(writeDb)
+            await flushTxStates(txStates)
+            return r
+          })
           endRead()
           writer.run('COMMIT')
           return result
@@ -234,9 +266,17 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
           throw err
         }
       } finally {
+        txStates = undefined
         release()
       }
     },
+    txState(db, key, init, flush) {
+      // Only `tx` hands out the writer's handle (and one transaction runs at a time: the mutex).
+      if (db !== writeDb) throw new Error('txState outside a transaction')
+      txStates ??= new Map()
+      return txStateOf(txStates, key, init, flush)
+    },
+    get closed() { return closed },
     async rows<T>(query: SQL, db?: Db) {
       return sqliteHandle(db ?? current.getStore() ?? readDb).all<T>(query)
     },
@@ -288,6 +328,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
       return version
     },
     async close() {
+      closed = true
       const release = await mutex.lock()
       try {
         endRead()
@@ -302,6 +343,8 @@ function openPg(url: string): Store {
   const client = postgres(url, { max: 10, onnotice: () => {}, connection: { application_name: 'mailctl' } })
   const db: Db = drizzlePg(client)
   const current = new AsyncLocalStorage<Db>()
+  const txStates = new WeakMap<Db, TxStates>()
+  let closed = false
   return {
     dialect: 'pg',
     url,
@@ -310,8 +353,21 @@ function openPg(url: string): Store {
     async tx(fn) {
       const outer = current.getStore()
       if (outer) return fn(outer)
-      return db.transaction((tx) => current.run(tx, () => fn(tx)))
+      return db.transaction((tx) => current.run(tx, async () => {
+        const r = await fn(tx)
+        await flushTxStates(txStates.get(tx))
+        return r
+      }))
     },
+    txState(_db, key, init, flush) {
+      // The outermost transaction's (a savepoint of it commits with it).
+      const tx = current.getStore()
+      if (!tx) throw new Error('txState outside a transaction')
+      let states = txStates.get(tx)
+      if (!states) { states = new Map(); txStates.set(tx, states) }
+      return txStateOf(states, key, init, flush)
+    },
+    get closed() { return closed },
     async rows<T>(query: SQL, on?: Db) {
       const res = await (on ?? current.getStore() ?? db).execute(query)
       return res as T[]
@@ -340,6 +396,7 @@ function openPg(url: string): Store {
     },
     refresh() {},
     async close() {
+      closed = true
       await client.end({ timeout: 5 })
     },
   }

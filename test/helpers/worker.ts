@@ -8,10 +8,12 @@ const CLI = join(import.meta.dir, '../../cli/mailctl.ts')
 /**
  * A real `mailctl serve --role worker` process on the test environment's store, delivering directly to
  * `mxPort` with MX look-ups on the test DNS server: what crash tests kill with SIGKILL and start again.
+ * `opts.role` serves another role (`api`: on `opts.httpPort` of 127.0.0.1); `opts.env` adds settings.
  */
-export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dnsServer: string }, extraEnv: Record<string, string> = {}) {
-  return Bun.spawn([process.execPath, CLI, 'serve', '--role', 'worker'], {
+export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dnsServer: string }, opts: { role?: string; httpPort?: number; env?: Record<string, string> } = {}) {
+  return Bun.spawn([process.execPath, CLI, 'serve', '--role', opts.role ?? 'worker'], {
     env: {
+      ...(opts.httpPort ? { MAILCTL_HTTP_PORT: String(opts.httpPort), MAILCTL_HTTP_HOST: '127.0.0.1' } : {}),
       PATH: process.env.PATH ?? '',
       DATABASE_URL: env.config.databaseUrl,
       MAILCTL_DATA_DIR: env.config.dataDir,
@@ -23,7 +25,7 @@ export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dns
       MAILCTL_MX_PORT: String(delivery.mxPort),
       MAILCTL_DNS_SERVERS: delivery.dnsServer,
       MAILCTL_LOG_LEVEL: 'warn',
-      ...extraEnv,
+      ...opts.env,
     },
     stdin: 'ignore', stdout: 'ignore', stderr: 'inherit',
   })

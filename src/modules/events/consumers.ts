@@ -1,4 +1,5 @@
-import type { Ctx } from '../../deps'
+import type { Ctx, Deps } from '../../deps'
+import { drainOutboxes } from './outbox'
 import type { EventRow } from './stream'
 
 /**
@@ -16,7 +17,6 @@ export interface EventConsumer {
 }
 
 const consumers: EventConsumer[] = []
-const inFlight = new Set<Promise<void>>()
 
 /** Adds a consumer (from `wireConsumers` only). Returns its remover. */
 export function registerEventConsumer(c: EventConsumer): () => void {
@@ -30,19 +30,10 @@ export function eventConsumers(): readonly EventConsumer[] {
 }
 
 /**
- * Hands committed events to every consumer. Today in memory, after the commit (the durable outbox of issue
- * 12 replaces this); a failing consumer is logged, never thrown to the caller.
+ * Waits until every committed event has reached its consumers (tests): delivers, in this process and
+ * now, what the outbox holds for the stores this process committed events to (and `deps`' store). A
+ * consumer that throws is not waited for again: its retry is due after a backoff (outbox.ts).
  */
-export function deliverToConsumers(ctx: Ctx, rows: EventRow[]): void {
-  if (!rows.length) return
-  for (const c of consumers) {
-    const p = c.handle(ctx, rows).catch((err) => ctx.deps.log.warn('event consumer failed', { consumer: c.name, error: String(err) }))
-    inFlight.add(p)
-    void p.finally(() => inFlight.delete(p))
-  }
-}
-
-/** Waits until every committed event has reached its consumers (tests, shutdown). */
-export async function settleEvents(): Promise<void> {
-  while (inFlight.size) await Promise.allSettled([...inFlight])
+export async function settleEvents(deps?: Deps): Promise<void> {
+  await drainOutboxes(deps)
 }

@@ -1,4 +1,4 @@
-import { and, count, countDistinct, desc, eq, gte, lt, lte, max, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, countDistinct, desc, eq, gte, inArray, isNull, lt, lte, max, or, sql, type SQL } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import type { EventRow } from './stream'
 
@@ -95,5 +95,139 @@ export async function deleteByName(store: Store, db: Db, projectId: string, name
   }
   await store.exec(sql`DELETE FROM events WHERE project_id = ${projectId} AND name = ${name}`, db)
   const [row] = await store.rows<{ n: number }>(sql`SELECT changes() AS n`, db)
+  return Number(row?.n ?? 0)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The outbox (outbox.ts)
+
+export type OutboxRow = typeof import('../../db/schema').pgSchema.eventOutbox.$inferSelect
+
+/** A new outbox row: events of one project committed in one transaction, owed to every consumer. */
+export interface NewOutbox { id: string; projectId: string; eventIds: string[] }
+
+/**
+ * Inserts outbox rows in `db`'s transaction, due at `now`. On SQLite one statement compiled once: it runs
+ * in every track transaction of the writer thread.
+ */
+export async function insertOutbox(store: Store, db: Db, rows: NewOutbox[], now: Date): Promise<void> {
+  if (!rows.length) return
+  if (store.dialect === 'sqlite') {
+    const insert = sqliteConnection(db).query('INSERT INTO event_outbox (id, project_id, consumer, event_ids, attempts, due_at, created_at) VALUES (?, ?, NULL, ?, 0, ?, ?)')
+    const at = now.getTime()
+    for (const r of rows) insert.run(r.id, r.projectId, JSON.stringify(r.eventIds), at, at)
+    return
+  }
+  const o = store.t.eventOutbox
+  await db.insert(o).values(rows.map((r) => ({ ...r, consumer: null, attempts: 0, dueAt: now, createdAt: now })))
+}
+
+/** Rows that may be claimed at `now`: not given up, due, and not leased (or the lease ran out). */
+function claimable(store: Store, now: Date): SQL | undefined {
+  const o = store.t.eventOutbox
+  return and(isNull(o.failedAt), lte(o.dueAt, now), or(isNull(o.lockedUntil), lt(o.lockedUntil, now)))
+}
+
+/**
+ * Claims for `holder`, until `until`, up to `maxRows` claimable rows of ONE project, oldest first: the
+ * project of the oldest claimable row among those not in `skip` and with no row leased now. One project
+ * has one holder at a time, so its batches are delivered in order:
+ * - PostgreSQL: a transaction-scoped advisory lock on the project, taken before the lease check, orders
+ *   two nodes claiming it at once (the second sees the first's lease once it commits); the rows are
+ *   taken FOR UPDATE SKIP LOCKED.
+ * - SQLite: the single writer orders claims.
+ */
+export async function claimOutbox(store: Store, holder: string, now: Date, until: Date, maxRows: number, skip: ReadonlySet<string>): Promise<OutboxRow[]> {
+  const o = store.t.eventOutbox
+  // Read first, outside any transaction: an empty outbox (most polls and wake-ups) costs no write lock.
+  const heads = await store.db.select({ projectId: o.projectId }).from(o).where(claimable(store, now)).orderBy(asc(o.id)).limit(64)
+  const candidates = [...new Set(heads.map((h) => h.projectId))].filter((p) => !skip.has(p))
+  if (!candidates.length) return []
+  return store.tx(async (db) => {
+    for (const projectId of candidates) {
+      if (store.dialect === 'pg') {
+        const [lock] = await store.rows<{ ok: boolean }>(sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${`mailctl.outbox.${projectId}`}, 0)) AS ok`, db)
+        if (!lock?.ok) continue
+      }
+      const held = await db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), gte(o.lockedUntil, now))).limit(1)
+      if (held.length) continue
+      const ids = db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), claimable(store, now))).orderBy(asc(o.id)).limit(maxRows)
+      const rows = await db.update(o).set({ lockedBy: holder, lockedUntil: until })
+        .where(inArray(o.id, store.dialect === 'pg' ? ids.for('update', { skipLocked: true }) : ids)).returning()
+      if (rows.length) return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    }
+    return []
+  })
+}
+
+/** The events of `projectId` among `ids` (those deleted since are missing), oldest first. */
+export async function eventsByIds(store: Store, projectId: string, ids: string[]): Promise<EventRow[]> {
+  const e = store.t.events
+  const out: EventRow[] = []
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500)
+    if (store.dialect === 'pg') {
+      // One array parameter (500 bound parameters cost more to parse and plan than the look-ups).
+      out.push(...await store.db.select().from(e).where(and(eq(e.projectId, projectId), sql`${e.id} = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(chunk)}::jsonb)))`)))
+      continue
+    }
+    // By primary key, one look-up per id: SQLite would otherwise walk the project's index over all its events.
+    const rows = await store.rows<{ id: string; contact_id: string | null; name: string; data: string; email_id: string | null; created_at: number }>(sql`
+      SELECT events.id, events.contact_id, events.name, events.data, events.email_id, events.created_at
+      FROM json_each(${JSON.stringify(chunk)}) AS j CROSS JOIN events ON events.id = j.value WHERE events.project_id = ${projectId}`)
+    for (const r of rows) out.push({ id: r.id, projectId, contactId: r.contact_id, name: r.name, data: JSON.parse(r.data), emailId: r.email_id, createdAt: new Date(r.created_at) })
+  }
+  return out.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+/** What became of a claimed row: delivered to all it owed (deleted), or owed again to some consumers. */
+export interface OutboxOutcome {
+  row: OutboxRow
+  /** Consumers that failed on it, with the error: empty when it is done. */
+  failed: Array<{ consumer: string; error: string }>
+}
+
+/**
+ * Records the outcomes of `holder`'s claimed rows in one transaction, only for rows it still holds:
+ * a done row is deleted; a failed row owed to every consumer is deleted and a row per failed consumer
+ * takes its place (attempt 1); a failed row of one consumer is due again after its backoff, or given up
+ * (`failed_at`) after `maxAttempts`. `backoffMs(attempt)` is the delay after failed attempt `attempt`.
+ */
+export async function finishOutbox(store: Store, holder: string, outcomes: OutboxOutcome[], now: Date, backoffMs: (attempt: number) => number, maxAttempts: number): Promise<{ retried: number; givenUp: number }> {
+  const o = store.t.eventOutbox
+  const mine = (ids: string[]) => and(eq(o.lockedBy, holder), inArray(o.id, ids))
+  let retried = 0
+  let givenUp = 0
+  await store.tx(async (db) => {
+    const gone = outcomes.filter((x) => !x.failed.length || x.row.consumer === null).map((x) => x.row.id)
+    const deleted = new Set<string>()
+    for (let i = 0; i < gone.length; i += 500) {
+      for (const r of await db.delete(o).where(mine(gone.slice(i, i + 500))).returning({ id: o.id })) deleted.add(r.id)
+    }
+    const fanned = outcomes.filter((x) => x.failed.length && x.row.consumer === null && deleted.has(x.row.id)).flatMap((x) => x.failed.map((f) => ({
+      id: Bun.randomUUIDv7(), projectId: x.row.projectId, consumer: f.consumer, eventIds: x.row.eventIds, attempts: 1,
+      dueAt: new Date(now.getTime() + backoffMs(1)), lastError: f.error, createdAt: now,
+    })))
+    if (fanned.length) await db.insert(o).values(fanned)
+    retried += fanned.length
+    for (const x of outcomes) {
+      if (!x.failed.length || x.row.consumer === null) continue
+      const attempts = x.row.attempts + 1
+      const final = attempts >= maxAttempts
+      const error = x.failed[0]?.error ?? null
+      await db.update(o).set(final
+        ? { attempts, lastError: error, failedAt: now, lockedBy: null, lockedUntil: null }
+        : { attempts, lastError: error, dueAt: new Date(now.getTime() + backoffMs(attempts)), lockedBy: null, lockedUntil: null }).where(mine([x.row.id]))
+      if (final) givenUp++
+      else retried++
+    }
+  })
+  return { retried, givenUp }
+}
+
+/** Rows due at `now` (claimable or leased): what is left to deliver now (settleEvents). */
+export async function outboxDue(store: Store, now: Date): Promise<number> {
+  const o = store.t.eventOutbox
+  const [row] = await store.db.select({ n: count() }).from(o).where(and(isNull(o.failedAt), lte(o.dueAt, now)))
   return Number(row?.n ?? 0)
 }

@@ -33,7 +33,7 @@ function assertTrackable(name: string) {
  * unless given) and appends the event, in one transaction (with the claim of the Idempotency-Key, if
  * any): on a file-backed SQLite database on the track writer thread (writer.ts), elsewhere grouped with
  * concurrent tracks on SQLite (db/group-commit.ts) or a transaction of its own on PostgreSQL. Returns after
- * commit; listeners are not yet notified.
+ * commit (the outbox row commits with it); drainers are not yet woken.
  */
 export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null): Promise<TrackOutcome | TrackReused> {
   // Here, before the write goes to the track writer thread: a 422, not a 500 (see writeTrack).
@@ -49,7 +49,7 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
  * the limits of contacts/data.ts 422 (too_deep, too_big). With an
  * Idempotency-Key, the key is claimed in the track's own transaction: a key already used answers 409 and
  * nothing is performed again (a failed track keeps the key only on a 5xx). Committed events go to the
- * `onEvents` listeners (today the segment recompute hints).
+ * event consumers, through the outbox (outbox.ts).
  */
 export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string) {
   assertTrackable(body.event)

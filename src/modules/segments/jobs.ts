@@ -1,6 +1,6 @@
 import { ctxFor, type Ctx } from '../../deps'
 import { defineJob, enqueue, type AnyJob } from '../../jobs/queue'
-import { errorFields } from '../../log'
+import type { EventConsumer } from '../events/consumers'
 import type { EventRow } from '../events/stream'
 import * as repo from './repo'
 import { COMPUTE_JOB, REFRESH_JOB, computeKey, prepareStored, recomputeById, refreshKey } from './service'
@@ -66,7 +66,6 @@ interface TrackedDeps { id: string; events: Set<string>; contacts: boolean }
 /** Per project: the tracked segments, as a promise so that concurrent events share one look-up. */
 const depsCache = new Map<string, { at: number; segments: Promise<TrackedDeps[]> }>()
 const lastHint = new Map<string, number>()
-const pending = new Set<Promise<void>>()
 
 function trackedDeps(ctx: Ctx): Promise<TrackedDeps[]> {
   const hit = depsCache.get(ctx.projectId)
@@ -107,19 +106,14 @@ async function hint(ctx: Ctx, rows: EventRow[]): Promise<void> {
 }
 
 /**
- * The event listener, registered by `wireConsumers` (src/main.ts): never delays the writer that notified
- * (the work runs after it returns).
+ * The event consumer of the recompute hints, registered by `wireConsumers` (src/main.ts): the outbox
+ * (events/outbox.ts) hands it committed events; a failure (the look-up, the enqueue) is retried there.
  */
-export function segmentHintListener(ctx: Ctx, rows: EventRow[]): void {
-  if (!rows.length) return
-  const p: Promise<void> = hint(ctx, rows).catch((err) => ctx.deps.log.warn('segment recompute hint failed', errorFields(err)))
-  pending.add(p)
-  p.finally(() => pending.delete(p))
-}
-
-/** Waits for the hints in flight (tests, shutdown). */
-export async function settleSegmentHints(): Promise<void> {
-  while (pending.size) await Promise.allSettled([...pending])
+export const segmentHintConsumer: EventConsumer = {
+  name: 'segments.hints',
+  async handle(ctx, rows) {
+    if (rows.length) await hint(ctx, rows)
+  },
 }
 
 /** Forgets cached segment lists (tests that change segments and expect the next hint to see it at once). */

@@ -183,7 +183,8 @@ export type EventRow = typeof import('../../db/schema').pgSchema.events.$inferSe
 /**
  * Appends rows of the event stream that share name, data and time (a membership change of many contacts) in
  * one statement with one JSON parameter: the same rows `appendEvents` writes, at a fraction of the cost per
- * row for tens of thousands of them. The caller notifies listeners after commit (`notifyEvents`).
+ * row for tens of thousands of them. The caller records them in the outbox (`recordOutbox`, in `db`) and
+ * wakes its drainers after commit (`notifyEvents`).
  */
 export async function appendSameEvents(store: Store, db: Db, projectId: string, name: string, data: Record<string, unknown>, contactIds: string[], at: Date): Promise<EventRow[]> {
   if (!contactIds.length) return []

@@ -8,6 +8,7 @@ import { normalizeEmail } from '../contacts/data'
 import { toContact, upsertContact } from '../contacts/service'
 import type { UsageProvider, UsageRef } from '../contacts/usage'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
+import { recordOutbox } from '../events/outbox'
 import type { AddMembersBody, CreateSegmentBody, SegmentOut, UpdateSegmentBody } from './model'
 import * as repo from './repo'
 import type { SegmentRow } from './repo'
@@ -264,7 +265,9 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
         ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, at)
         : await repo.leave(ctx.store, db, seg.id, chunk)
       const e = (enter ? entryEvent : exitEvent)(live, '')
-      return repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
+      const appended = await repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
+      recordOutbox(ctx.store, db, ctx.projectId, appended.map((r) => r.id))
+      return appended
     })
     if (!rows) { stopped = true; return }
     if (enter) entered += rows.length

@@ -1,7 +1,8 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
-import { onEvents, type EventRow } from '../../../src/modules/events/stream'
+import type { EventRow } from '../../../src/modules/events/stream'
+import { registerEventConsumer, settleEvents } from '../../../src/modules/events/consumers'
 
 async function eventsOf(env: TestEnv, projectId: string): Promise<string[]> {
   const rows = await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE project_id = ${projectId} ORDER BY created_at, id`)
@@ -101,7 +102,7 @@ forEachStore('contacts endpoints', (env) => {
   test('PATCH /contacts/:id: email change, 409 on a taken email, subscription events once per flip, data rules', async () => {
     const p = await env.project()
     const seen: EventRow[] = []
-    const off = onEvents((_ctx, rows) => { seen.push(...rows) })
+    const off = registerEventConsumer({ name: 'test.seen', async handle(_ctx, rows) { seen.push(...rows) } })
     env.onStop(off)
     const a = (await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'a@example.com', data: { keep: 1, drop: 2 } } })).body
     await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'b@example.com' } })
@@ -120,6 +121,7 @@ forEachStore('contacts endpoints', (env) => {
     await env.request('PATCH', `/contacts/${a.id}`, { key: p.secretKey, body: { subscribed: false } })
     await env.request('PATCH', `/contacts/${a.id}`, { key: p.secretKey, body: { subscribed: true } })
     expect(await eventsOf(env, p.id)).toEqual(['contact.unsubscribed', 'contact.subscribed'])
+    await settleEvents()
     expect(seen.filter((e) => e.projectId === p.id).map((e) => e.name)).toEqual(['contact.unsubscribed', 'contact.subscribed'])
     const bad = await env.request('PATCH', `/contacts/${a.id}`, { key: p.secretKey, body: { subscribed: 'yes' } })
     expect(bad.status).toBe(422)

@@ -1,7 +1,8 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
-import { onEvents, type EventRow } from '../../../src/modules/events/stream'
+import type { EventRow } from '../../../src/modules/events/stream'
+import { registerEventConsumer, settleEvents } from '../../../src/modules/events/consumers'
 
 async function contactOf(env: TestEnv, key: string, email: string) {
   const r = await env.request('POST', '/contacts/lookup', { key, body: { emails: [email] } })
@@ -18,7 +19,7 @@ forEachStore('POST /v1/track', (env) => {
   test('public key: creates the contact (subscribed) and the event; answers the track result', async () => {
     const p = await env.project()
     const seen: EventRow[] = []
-    env.onStop(onEvents((_c, rows) => { seen.push(...rows) }))
+    env.onStop(registerEventConsumer({ name: 'test.seen', async handle(_c, rows) { seen.push(...rows) } }))
     const r = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: ' New@Example.com', event: 'signed-up', data: { plan: 'pro' } } })
     expect(r.status).toBe(200)
     expect(r.body.success).toBe(true)
@@ -28,7 +29,8 @@ forEachStore('POST /v1/track', (env) => {
     expect(c).toMatchObject({ id: r.body.data.contact, subscribed: true, data: { plan: 'pro' } })
     const evs = await eventRows(env, p.id)
     expect(evs).toEqual([{ name: 'signed-up', contactId: c.id, data: { plan: 'pro' } }])
-    // the trigger hook saw the committed event
+    // the consumers get the committed event, through the outbox
+    await settleEvents()
     expect(seen.filter((e) => e.projectId === p.id).map((e) => [e.id, e.name])).toEqual([[r.body.data.event, 'signed-up']])
   })
 

@@ -27,7 +27,7 @@ forEachStore('webhook crash safety', (env) => {
     expect(all).toHaveLength(N)
     const ids = new Set(all.map((r) => r.id))
     const delivered = async () => new Set((await env.store.db.select({ id: d.id }).from(d).where(and(eq(d.endpointId, made.body.id), eq(d.status, 'delivered')))).map((r) => r.id))
-    const start = () => startWorkerProcess(env, { mxPort: 9, dnsServer: '127.0.0.1:9' }, { MAILCTL_WEBHOOK_ALLOW_HOSTS: '127.0.0.1' })
+    const start = () => startWorkerProcess(env, { mxPort: 9, dnsServer: '127.0.0.1:9' }, { env: { MAILCTL_WEBHOOK_ALLOW_HOSTS: '127.0.0.1' } })
 
     const first = start()
     await until(() => rx.received.length >= 20, 60_000, '20 deliveries before the kill')

@@ -2,7 +2,8 @@ import { beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { and, eq, like, sql } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { Worker } from '../../../src/jobs/queue'
-import { forgetSegmentHintCache, segmentJobs, settleSegmentHints } from '../../../src/modules/segments/jobs'
+import { forgetSegmentHintCache, segmentJobs } from '../../../src/modules/segments/jobs'
+import { settleEvents } from '../../../src/modules/events/consumers'
 import { computeKey } from '../../../src/modules/segments/service'
 import { must } from '../../helpers/must'
 
@@ -161,10 +162,10 @@ forEachStore('segment membership', (env) => {
       await runJobs()
       forgetSegmentHintCache()
       await req('POST', '/events/track', { email: 'a@x.io', event: 'pageview' })
-      await settleSegmentHints()
+      await settleEvents()
       expect(await jobsFor(s.id)).toEqual([])
       await req('POST', '/events/track', { email: 'a@x.io', event: 'signup' })
-      await settleSegmentHints()
+      await settleEvents()
       const [job] = await jobsFor(s.id)
       expect(job).toBeDefined()
       expect(job.runAt.getTime()).toBeGreaterThan(Date.now())
@@ -172,7 +173,7 @@ forEachStore('segment membership', (env) => {
       await req('POST', '/events/track', { email: 'b@x.io', event: 'signup' })
       forgetSegmentHintCache()
       await req('POST', '/events/track', { email: 'c@x.io', event: 'signup' })
-      await settleSegmentHints()
+      await settleEvents()
       expect((await jobsFor(s.id)).length).toBe(1)
       await runJobs()
       expect((await segEvents('signups')).sort()).toEqual(['entry a@x.io', 'entry b@x.io', 'entry c@x.io'])
@@ -183,7 +184,7 @@ forEachStore('segment membership', (env) => {
       await runJobs()
       forgetSegmentHintCache()
       await req('PATCH', `/contacts/${(await upsert('a@x.io', {})).body.id}`, { subscribed: false })
-      await settleSegmentHints()
+      await settleEvents()
       expect((await jobsFor(s.id)).length).toBe(1)
       await runJobs()
       expect(await segEvents('unsubscribed')).toEqual(['entry a@x.io'])

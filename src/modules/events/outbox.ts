@@ -1,0 +1,313 @@
+/**
+ * The events' outbox: how committed events reach their consumers (consumers.ts), durably and at least once.
+ *
+ * - Writing: `appendEvents` (stream.ts) records the new events' ids in the transaction that appends them
+ *   (`recordOutbox`): one `event_outbox` row per transaction and project (up to 500 ids a row), written
+ *   just before COMMIT (Store.txState). So on the track writer thread a group-committed batch of tracks
+ *   costs one more row, not one per track, and a crash after the commit loses nothing.
+ * - Waking: `notifyEvents` (after the commit) wakes this process's drainer now and, with Redis, the
+ *   other nodes'; without a wake-up a drainer polls every POLL_MS.
+ * - Draining (`Outbox`, started by `serve` with the worker role on every node): rows are claimed one
+ *   project at a time, oldest first, under a lease (repo.claimOutbox: one holder per project, so a
+ *   project's batches are delivered in order), their events loaded and handed to every consumer at
+ *   once, oldest first. Then, in one transaction, a delivered row is deleted; a consumer that threw gets
+ *   a row of its own (consumer = its name) due after a backoff, so it is retried alone and the others go
+ *   on. A holder that dies leaves its lease to expire or to be released by the nodes table (jobs/nodes.ts).
+ * - `settleEvents()` drains in this process, now, the stores whose events it was told about (tests).
+ */
+import type { Db, Store } from '../../db/client'
+import { ctxFor, type Deps } from '../../deps'
+import { leaseEnd, renew, renewAfterMs, Wakeups, type LeasedTable } from '../../jobs/lease'
+import { nodeOf } from '../../jobs/nodes'
+import { errorFields } from '../../log'
+import { eventConsumers, type EventConsumer } from './consumers'
+import * as repo from './repo'
+import type { EventRow } from './stream'
+
+/** Event ids per outbox row. */
+const ROW_IDS = 500
+/** Outbox rows per claim (a batch: up to ROW_IDS events each, usually far fewer). */
+const CLAIM_ROWS = 20
+const LEASE_MS = 60_000
+/** A consumer that takes longer than this on one batch has failed it (it is retried). */
+const HANDLE_TIMEOUT_MS = 30_000
+export const POLL_MS = 500
+/**
+ * Wake-ups closer together than this cost one claim: under a steady stream of commits (the track writer
+ * commits every few ms) a claim takes what a few commits wrote, not one commit's row each time.
+ */
+const WAKE_COALESCE_MS = 25
+/** After this many failed attempts of one consumer on one row, the row is kept for operators and no more tried. */
+export const MAX_ATTEMPTS = 20
+/** Delay after failed attempt `n`: 1 s doubling, capped at 10 minutes. */
+export const outboxBackoffMs = (n: number) => Math.min(600_000, 1000 * 2 ** (n - 1))
+
+/** Wakes drainers: this process's at once, with Redis every node's (channel mailctl:events). */
+export const outboxWakeups = new Wakeups('events')
+
+// ---- writing ----------------------------------------------------------------------------------------
+
+const OUTBOX_KEY = {}
+
+/**
+ * Records, in `db`'s transaction, that the events `ids` of `projectId` are owed to the consumers. The rows
+ * are written just before the transaction commits, one per project (per ROW_IDS ids). Ids of events a
+ * savepoint rolled back stay in the row: delivery skips ids it cannot find.
+ */
+export function recordOutbox(store: Store, db: Db, projectId: string, ids: string[]): void {
+  if (!ids.length) return
+  const pending = store.txState(db, OUTBOX_KEY, () => new Map<string, string[]>(), (byProject) => {
+    const rows: repo.NewOutbox[] = []
+    for (const [p, all] of byProject) {
+      for (let i = 0; i < all.length; i += ROW_IDS) rows.push({ id: Bun.randomUUIDv7(), projectId: p, eventIds: all.slice(i, i + ROW_IDS) })
+    }
+    return repo.insertOutbox(store, db, rows, new Date())
+  })
+  const list = pending.get(projectId)
+  if (list) for (const id of ids) list.push(id)
+  else pending.set(projectId, ids.slice())
+}
+
+// ---- waking -----------------------------------------------------------------------------------------
+
+/** Stores whose events this process was told about since they were last settled (settleEvents). */
+const told = new Map<Store, Deps>()
+let publishScheduled = false
+
+/**
+ * Events were committed (called by notifyEvents): wakes this process's drainer and, through Redis, the
+ * other nodes' (one publish per turn of the event loop, however many commits it had).
+ */
+export function wakeOutbox(deps: Deps): void {
+  told.set(deps.store, deps)
+  outboxWakeups.notify()
+  if (!deps.redis || publishScheduled) return
+  publishScheduled = true
+  setImmediate(() => {
+    publishScheduled = false
+    outboxWakeups.notify({ redis: deps.redis, log: deps.log })
+  })
+}
+
+// ---- draining ---------------------------------------------------------------------------------------
+
+/** The leases of `event_outbox`: a released row is due now, for any drainer. */
+export function outboxLeases(store: Store): LeasedTable<Store['t']['eventOutbox']> {
+  const o = store.t.eventOutbox
+  return {
+    table: o, key: o.id, lockedBy: o.lockedBy, lockedUntil: o.lockedUntil,
+    renewed: (until) => ({ lockedUntil: until }),
+    released: (now) => ({ lockedBy: null, lockedUntil: null, dueAt: now }),
+  }
+}
+
+export interface OutboxOptions {
+  /** Projects delivered at once (default 4). */
+  concurrency?: number
+  pollMs?: number
+  /** The clock of claims, leases and backoff (tests drive it). */
+  now?: () => Date
+  /** The consumers (default: the registered ones, eventConsumers()). */
+  consumers?: () => readonly EventConsumer[]
+}
+
+const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => {
+  let timer: Timer | undefined
+  const t = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms) })
+  return Promise.race([p, t]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * A drainer of one store's outbox. `start()` runs it until `stop()` (serve, on every node with the
+ * worker role); `drain()` delivers everything due now and returns (settleEvents, tests).
+ */
+export class Outbox {
+  readonly holder: string
+  private readonly now: () => Date
+  private readonly consumers: () => readonly EventConsumer[]
+  private stopped = true
+  private joined = false
+  private claiming = false
+  private wanted = false
+  private wakeTimer: Timer | null = null
+  private poll: Timer | null = null
+  private offs: Array<() => void> = []
+  /** Projects being delivered by this drainer (never claimed twice at once). */
+  private active = new Set<string>()
+  private inflight = new Set<Promise<void>>()
+  /** Events handed to consumers, batches delivered, consumer failures (benchmarks, logs). */
+  readonly stats = { events: 0, batches: 0, failures: 0 }
+
+  constructor(private readonly deps: Deps, private readonly opts: OutboxOptions = {}) {
+    this.now = opts.now ?? (() => new Date())
+    this.consumers = opts.consumers ?? eventConsumers
+    this.holder = nodeOf(deps.store, deps.log).newId()
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false
+    const node = nodeOf(this.deps.store, this.deps.log)
+    this.joined = true
+    try {
+      const released = await node.join(outboxLeases(this.deps.store), this.now())
+      if (released) this.deps.log.info('released the outbox leases of a dead node', { rows: released })
+    } catch (err) {
+      this.deps.log.warn('releasing dead outbox leases failed', errorFields(err))
+    }
+    this.offs.push(outboxWakeups.on(() => this.wake()))
+    if (this.deps.redis) this.offs.push(await outboxWakeups.subscribe(this.deps.redis, this.deps.log, () => this.wake()))
+    this.poll = setInterval(() => this.tick(), this.opts.pollMs ?? POLL_MS)
+    this.tick()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    for (const off of this.offs) off()
+    this.offs = []
+    if (this.poll) clearInterval(this.poll)
+    if (this.wakeTimer) clearTimeout(this.wakeTimer)
+    this.poll = this.wakeTimer = null
+    while (this.inflight.size) await Promise.allSettled([...this.inflight])
+    if (this.joined) {
+      this.joined = false
+      await nodeOf(this.deps.store).leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
+    }
+  }
+
+  /** A commit: claim soon (wake-ups within WAKE_COALESCE_MS share one claim). */
+  private wake() {
+    if (this.stopped || this.wakeTimer) return
+    this.wakeTimer = setTimeout(() => { this.wakeTimer = null; this.tick() }, WAKE_COALESCE_MS)
+  }
+
+  /** Claims while slots are free and rows come; each claimed batch is delivered without waiting for it. */
+  private tick() {
+    if (this.stopped) return
+    if (this.claiming) { this.wanted = true; return }
+    this.claiming = true
+    this.wanted = false
+    const run = async () => {
+      try {
+        while (!this.stopped && this.active.size < (this.opts.concurrency ?? 4)) {
+          const rows = await this.claim()
+          if (!rows.length) break
+          // A full claim means a backlog: claim again at once when it is delivered; else as a wake-up does.
+          const backlog = rows.length >= CLAIM_ROWS
+          const p = this.deliver(rows).catch((err) => this.deps.log.error('event delivery failed', errorFields(err)))
+            .finally(() => { this.inflight.delete(p); if (backlog) this.tick(); else this.wake() })
+          this.inflight.add(p)
+        }
+      } catch (err) {
+        this.deps.log.error('outbox claim failed', errorFields(err))
+      } finally {
+        this.claiming = false
+        if (this.wanted) queueMicrotask(() => this.tick())
+      }
+    }
+    void run()
+  }
+
+  private async claim(): Promise<repo.OutboxRow[]> {
+    const now = this.now()
+    return repo.claimOutbox(this.deps.store, this.holder, now, leaseEnd(now, LEASE_MS), CLAIM_ROWS, this.active)
+  }
+
+  /**
+   * Delivers everything due now, batch after batch, and waits for rows other holders of this process or
+   * others lease meanwhile (up to `timeoutMs`). Returns the number of batches this call delivered.
+   */
+  async drain(timeoutMs = 30_000): Promise<number> {
+    const node = nodeOf(this.deps.store, this.deps.log)
+    await node.join(outboxLeases(this.deps.store), this.now())
+    const end = Date.now() + timeoutMs
+    let n = 0
+    try {
+      for (;;) {
+        const rows = await this.claim()
+        if (rows.length) { await this.deliver(rows); n++; continue }
+        if (!(await repo.outboxDue(this.deps.store, this.now()))) return n
+        if (Date.now() > end) throw new Error('outbox: rows still leased by another holder after the settle timeout')
+        await Bun.sleep(2)
+      }
+    } finally {
+      await node.leave()
+    }
+  }
+
+  /** Hands the claimed rows (one project's) to their consumers, then records the outcome. */
+  private async deliver(rows: repo.OutboxRow[]): Promise<void> {
+    const { store, log } = this.deps
+    const projectId = rows[0].projectId
+    this.active.add(projectId)
+    const ids = rows.map((r) => r.id)
+    const heartbeat = setInterval(() => {
+      renew(store, outboxLeases(store), this.holder, ids, LEASE_MS, this.now()).catch((err) => log.warn('outbox lease renewal failed', errorFields(err)))
+    }, renewAfterMs(LEASE_MS))
+    heartbeat.unref?.()
+    try {
+      const events = await repo.eventsByIds(store, projectId, [...new Set(rows.flatMap((r) => r.eventIds))])
+      const byId = new Map(events.map((e) => [e.id, e]))
+      const consumers = this.consumers()
+      const known = new Set(consumers.map((c) => c.name))
+      // What each consumer is owed: the events of the rows for every consumer and of its own rows.
+      const owed = new Map<string, Set<string>>()
+      for (const r of rows) {
+        for (const c of r.consumer === null ? consumers : consumers.filter((k) => k.name === r.consumer)) {
+          let set = owed.get(c.name)
+          if (!set) { set = new Set(); owed.set(c.name, set) }
+          for (const id of r.eventIds) if (byId.has(id)) set.add(id)
+        }
+      }
+      const ctx = ctxFor(this.deps, projectId, { kind: 'job', name: 'events.outbox' })
+      const errors = new Map<string, string>()
+      await Promise.all(consumers.map(async (c) => {
+        const want = owed.get(c.name)
+        if (!want?.size) return
+        const batch: EventRow[] = events.filter((e) => want.has(e.id))
+        try {
+          await withTimeout(c.handle({ ...ctx, now: this.now() }, batch), HANDLE_TIMEOUT_MS, `event consumer ${c.name}`)
+          this.stats.events += batch.length
+        } catch (err) {
+          this.stats.failures++
+          errors.set(c.name, err instanceof Error ? err.message : String(err))
+          log.warn('event consumer failed; retried later', { consumer: c.name, projectId, events: batch.length, ...errorFields(err) })
+        }
+      }))
+      const outcomes: repo.OutboxOutcome[] = rows.map((row) => {
+        if (row.consumer === null) return { row, failed: [...errors].map(([consumer, error]) => ({ consumer, error })) }
+        if (!known.has(row.consumer)) return { row, failed: [{ consumer: row.consumer, error: `no event consumer named ${row.consumer} on this node` }] }
+        const error = errors.get(row.consumer)
+        return { row, failed: error === undefined ? [] : [{ consumer: row.consumer, error }] }
+      })
+      const { givenUp } = await repo.finishOutbox(store, this.holder, outcomes, this.now(), outboxBackoffMs, MAX_ATTEMPTS)
+      if (givenUp) log.error('event consumer gave up on events after repeated failures (rows kept in event_outbox with failed_at)', { projectId, rows: givenUp })
+      this.stats.batches++
+    } finally {
+      clearInterval(heartbeat)
+      this.active.delete(projectId)
+    }
+  }
+}
+
+/** The drainer `serve` runs on a node with the worker role. */
+export async function startOutbox(deps: Deps, opts: OutboxOptions = {}): Promise<Outbox> {
+  const outbox = new Outbox(deps, opts)
+  await outbox.start()
+  return outbox
+}
+
+/**
+ * Delivers, in this process and now, every event committed so far on the stores this process was told
+ * about (notifyEvents), and on `deps`' store when given: when it resolves, those events have reached
+ * their consumers (or a consumer failed on them and its retry is due later).
+ */
+export async function drainOutboxes(deps?: Deps): Promise<void> {
+  if (deps) told.set(deps.store, deps)
+  for (let round = 0; told.size && round < 100; round++) {
+    for (const [store, d] of [...told]) {
+      told.delete(store)
+      if (store.closed) continue
+      await new Outbox(d).drain()
+    }
+  }
+}
