@@ -23,6 +23,13 @@ export interface Deps {
    * fetch when absent. Tests inject one that never leaves the machine.
    */
   fetch?: FetchLike
+  /** The clock of the workflow engine (DELAY due times, waits, step records); real time when absent. Tests move it. */
+  clock?: () => Date
+  /**
+   * The HTTP call of workflow WEBHOOK steps (src/modules/workflows/steps/webhook.ts): the SSRF-safe fetch of
+   * src/net when absent. Tests point it at a loopback receiver.
+   */
+  webhookFetch?: FetchLike
 }
 
 export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>

@@ -1,0 +1,309 @@
+import type { Db } from '../../db/client'
+import type { Ctx, Deps } from '../../deps'
+import { errorFields } from '../../log'
+import { enqueue } from '../../jobs/queue'
+import type { EventRow } from '../events/stream'
+import type { ExecutionStatus, StepType } from './model'
+import * as repo from './repo'
+import { STEP_RUNNERS, StepFailure, type StepOutcome } from './steps'
+
+/**
+ * The workflow engine (docs/architecture.md, Workflows). An execution moves one step at a time; each move is
+ * ONE transaction that writes the execution only at the version it read (and bumps it), records the step
+ * execution, performs the step's own write (an email queued) and, when the execution must wake later,
+ * queues the `workflow.run` job for that time. So:
+ * - a crash loses nothing: the job (a lease) runs again and resumes from the last committed move;
+ * - nothing runs twice: a second runner, a cancel or an event that got there first makes the write a no-op;
+ * - time is the engine clock (`deps.clock`), one for due times, waits and records: tests move it.
+ */
+
+export const RUN_JOB = 'workflow.run'
+/** Steps one job runs before it hands the rest to a new job (a long chain never holds one lease forever). */
+const MAX_STEPS_PER_RUN = 50
+
+export interface RunPayload { executionId: string; version: number }
+
+export const clockOf = (deps: Deps): (() => Date) => deps.clock ?? (() => new Date())
+
+const TERMINAL: readonly ExecutionStatus[] = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED']
+
+/**
+ * Queues the run of an execution at `version`, due at `runAt`, in the caller's transaction. One job per
+ * (execution, version): a duplicate (an event delivered twice) is dropped by the queue's unique key.
+ */
+export async function enqueueRun(ctx: Ctx, db: Db, exec: { id: string; version: number }, runAt: Date): Promise<void> {
+  await enqueue(ctx.store, RUN_JOB, { executionId: exec.id, version: exec.version }, {
+    projectId: ctx.projectId, runAt, uniqueKey: `${exec.id}:${exec.version}`, maxAttempts: 8,
+  }, db)
+}
+
+/** The entry key of a new execution: the allowReentry rule as a unique index (repo.insertExecution). */
+export const entryKeyFor = (allowReentry: boolean) => (allowReentry ? 'active' : 'once')
+
+/**
+ * Creates an execution of `wf` for a contact at its TRIGGER step and queues its run, in the caller's
+ * transaction; null when the database refuses it (the same trigger event again, or the allowReentry rule).
+ */
+export async function createExecution(
+  ctx: Ctx, db: Db,
+  wf: repo.WorkflowRow, triggerStepId: string, contactId: string,
+  opts: { context: Record<string, unknown>; triggerEventId: string | null },
+): Promise<repo.ExecutionRow | null> {
+  if (!wf.allowReentry && await repo.hasEntered(ctx.store, db, ctx.projectId, wf.id, contactId)) return null
+  const now = clockOf(ctx.deps)()
+  const row: repo.ExecutionRow = {
+    id: Bun.randomUUIDv7(), projectId: ctx.projectId, workflowId: wf.id, contactId, status: 'RUNNING',
+    currentStepId: triggerStepId, waitStepExecutionId: null, waitEvent: null, waitUntil: null,
+    context: opts.context, triggerEventId: opts.triggerEventId, entryKey: entryKeyFor(wf.allowReentry), version: 0,
+    error: null, exitReason: null, startedAt: now, updatedAt: now, finishedAt: null,
+  }
+  if (!(await repo.insertExecution(ctx.store, db, row))) return null
+  await enqueueRun(ctx, db, row, now)
+  return row
+}
+
+interface Move {
+  status: ExecutionStatus
+  currentStepId: string | null
+  wait?: { stepExecutionId: string; event: string | null; until: Date | null }
+  error?: string | null
+  exitReason?: string | null
+}
+
+/** The execution's fields for a move (the entry key of a re-entrant execution is freed when it ends). */
+function moveFields(exec: repo.ExecutionRow, m: Move, now: Date): Partial<repo.ExecutionRow> {
+  const ended = TERMINAL.includes(m.status)
+  return {
+    status: m.status, currentStepId: ended ? null : m.currentStepId,
+    waitStepExecutionId: m.wait?.stepExecutionId ?? null, waitEvent: m.wait?.event ?? null, waitUntil: m.wait?.until ?? null,
+    error: m.error ?? null, exitReason: m.exitReason ?? null, updatedAt: now,
+    ...(ended ? { finishedAt: now, entryKey: exec.entryKey === 'active' ? null : exec.entryKey } : {}),
+  }
+}
+
+/** The graph of one workflow as the runner walks it. */
+interface Graph {
+  steps: Map<string, repo.StepRow>
+  next(stepId: string, branch?: string | null): string | null
+}
+
+async function loadGraph(ctx: Ctx, workflowId: string): Promise<Graph> {
+  const [steps, transitions] = await Promise.all([
+    repo.stepsOf(ctx.store, ctx.store.db, ctx.projectId, [workflowId]),
+    repo.transitionsOf(ctx.store, ctx.store.db, ctx.projectId, workflowId),
+  ])
+  return {
+    steps: new Map(steps.map((s) => [s.id, s])),
+    next(stepId, branch) {
+      const outs = transitions.filter((t) => t.fromStepId === stepId)
+      const t = branch ? outs.find((x) => x.branch === branch) : outs[0]
+      return t?.toStepId ?? null
+    },
+  }
+}
+
+const label = (s: repo.StepRow) => `step "${s.name}" (${s.type})`
+
+/**
+ * Runs the execution from its current state while it is RUNNING (or its wait is due), as of `version`:
+ * a job whose version is no longer the execution's is stale and does nothing.
+ */
+export async function runExecution(ctx: Ctx, executionId: string, version: number): Promise<{ status: string; steps: number }> {
+  const { store } = ctx
+  const clock = clockOf(ctx.deps)
+  let exec = await repo.findExecution(store, store.db, ctx.projectId, executionId)
+  if (!exec || exec.version !== version) return { status: exec ? 'stale' : 'missing', steps: 0 }
+  const graph = await loadGraph(ctx, exec.workflowId)
+  let steps = 0
+
+  while (exec && !TERMINAL.includes(exec.status as ExecutionStatus)) {
+    if (steps >= MAX_STEPS_PER_RUN) {
+      const at = exec
+      await store.tx((db) => enqueueRun(ctx, db, at, clock()))
+      break
+    }
+    steps++
+    const now = clock()
+    const step = exec.currentStepId ? graph.steps.get(exec.currentStepId) : undefined
+
+    if (exec.status === 'WAITING') {
+      // Woken by the job queued for its due time: a DELAY that is due, or a WAIT_FOR_EVENT that timed out.
+      if (!exec.waitUntil || !exec.waitStepExecutionId) return { status: exec.status, steps }
+      if (exec.waitUntil.getTime() > now.getTime()) throw new Error(`execution ${exec.id} woken before its due time ${exec.waitUntil.toISOString()}`)
+      const isDelay = step?.type === 'DELAY'
+      const stepExecId = exec.waitStepExecutionId
+      const dueAt = exec.waitUntil
+      const nextId = step ? graph.next(step.id, isDelay ? null : 'timeout') : null
+      const move: Move = nextId ? { status: 'RUNNING', currentStepId: nextId } : { status: 'COMPLETED', currentStepId: null }
+      exec = await commit(ctx, exec, move, now, async (db) => {
+        await repo.updateStepExecution(store, db, ctx.projectId, stepExecId, {
+          status: 'COMPLETED', finishedAt: now,
+          output: isDelay ? { dueAt: dueAt.toISOString(), ranAt: now.toISOString(), lateMs: now.getTime() - dueAt.getTime() } : { timedOut: true, timeoutAt: dueAt.toISOString() },
+        })
+      })
+      continue
+    }
+
+    // RUNNING: run the current step.
+    if (!step) {
+      exec = await fail(ctx, exec, null, now, `step ${exec.currentStepId ?? '(none)'} no longer exists in the workflow`)
+      continue
+    }
+    const contact = await repo.findContact(store, store.db, ctx.projectId, { id: exec.contactId })
+    if (!contact) {
+      exec = await fail(ctx, exec, step, now, `contact ${exec.contactId} no longer exists`)
+      continue
+    }
+    let outcome: StepOutcome
+    try {
+      outcome = await STEP_RUNNERS[step.type as StepType]({ ctx, now, exec, step, contact: { ...contact, data: contact.data ?? {} } })
+    } catch (err) {
+      if (!(err instanceof StepFailure)) ctx.deps.log.warn('workflow step failed', { executionId: exec.id, stepId: step.id, type: step.type, ...errorFields(err) })
+      outcome = { kind: 'fail', error: err instanceof Error ? err.message : String(err) }
+    }
+    const finished = clock()
+    const stepExecId = Bun.randomUUIDv7()
+    const record = (status: string, extra: Partial<repo.StepExecutionRow> = {}): repo.StepExecutionRow => ({
+      id: stepExecId, projectId: ctx.projectId, executionId: exec?.id ?? executionId, stepId: step.id, stepType: step.type,
+      status, output: null, error: null, dueAt: null, startedAt: now, finishedAt: finished, ...extra,
+    })
+    switch (outcome.kind) {
+      case 'next': {
+        const nextId = graph.next(step.id, outcome.branch ?? null)
+        const o = outcome
+        exec = await commit(ctx, exec, nextId ? { status: 'RUNNING', currentStepId: nextId } : { status: 'COMPLETED', currentStepId: null }, finished, async (db) => {
+          await repo.insertStepExecution(store, db, record(o.status, { output: o.output }))
+          await o.write?.(db)
+        })
+        if (exec) o.after?.()
+        break
+      }
+      case 'wait': {
+        const o = outcome
+        exec = await commit(ctx, exec, { status: 'WAITING', currentStepId: step.id, wait: { stepExecutionId: stepExecId, event: o.event, until: o.until } }, finished, async (db, moved) => {
+          await repo.insertStepExecution(store, db, record(o.status, { output: o.output, dueAt: o.until, finishedAt: null }))
+          if (o.until) await enqueueRun(ctx, db, moved, o.until)
+        })
+        break
+      }
+      case 'exit': {
+        const o = outcome
+        exec = await commit(ctx, exec, { status: 'EXITED', currentStepId: null, exitReason: o.reason ?? 'EXIT step' }, finished, async (db) => {
+          await repo.insertStepExecution(store, db, record('COMPLETED', { output: o.output }))
+        })
+        break
+      }
+      case 'fail':
+        exec = await fail(ctx, exec, step, finished, outcome.error, outcome.output)
+        break
+    }
+  }
+  return { status: exec?.status ?? 'stale', steps }
+}
+
+/**
+ * Writes a move at the execution's version with `write` in the same transaction; the moved execution, or
+ * null when someone else moved it first (then nothing of this move is written).
+ */
+async function commit(ctx: Ctx, exec: repo.ExecutionRow, m: Move, now: Date, write: (db: Db, moved: repo.ExecutionRow) => Promise<void>): Promise<repo.ExecutionRow | null> {
+  return ctx.store.tx(async (db) => {
+    const moved = await repo.updateExecutionAt(ctx.store, db, ctx.projectId, exec.id, exec.version, moveFields(exec, m, now))
+    if (!moved) return null
+    await write(db, moved)
+    return moved
+  })
+}
+
+/** Marks the step execution and the execution FAILED with the reason. */
+async function fail(ctx: Ctx, exec: repo.ExecutionRow, step: repo.StepRow | null, now: Date, error: string, output?: Record<string, unknown>): Promise<repo.ExecutionRow | null> {
+  const reason = step ? `${label(step)}: ${error}` : error
+  return commit(ctx, exec, { status: 'FAILED', currentStepId: null, error: reason }, now, async (db) => {
+    if (step) {
+      await repo.insertStepExecution(ctx.store, db, {
+        id: Bun.randomUUIDv7(), projectId: ctx.projectId, executionId: exec.id, stepId: step.id, stepType: step.type,
+        status: 'FAILED', output: output ?? null, error, dueAt: null, startedAt: now, finishedAt: now,
+      })
+    }
+  })
+}
+
+/**
+ * Cancels an active execution: CANCELLED, its open step executions SKIPPED, and any queued run made stale
+ * (the version moves). False when it had already ended. Retries when a runner moved it meanwhile.
+ */
+export async function cancelExecution(ctx: Ctx, exec: repo.ExecutionRow): Promise<boolean> {
+  let cur: repo.ExecutionRow | null = exec
+  for (let i = 0; i < 20 && cur; i++) {
+    if (TERMINAL.includes(cur.status as ExecutionStatus)) return false
+    const now = clockOf(ctx.deps)()
+    const at: repo.ExecutionRow = cur
+    const done = await commit(ctx, at, { status: 'CANCELLED', currentStepId: null, exitReason: 'cancelled' }, now, async (db) => {
+      await repo.skipOpenSteps(ctx.store, db, ctx.projectId, at.id, now, 'execution cancelled')
+    })
+    if (done) return true
+    cur = await repo.findExecution(ctx.store, ctx.store.db, ctx.projectId, exec.id)
+  }
+  return false
+}
+
+/** The time a UUIDv7 was made (ms since the epoch): when a step execution began, on the writer's clock. */
+function uuidTime(id: string): number {
+  return Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16)
+}
+
+/**
+ * Resumes the WAITING executions of these events' contacts that wait for them (branch `event`). An event
+ * resumes a wait only if it was recorded after the wait began (a late or repeated delivery of an older event
+ * does not), and only once: the move is written at the version read.
+ */
+export async function resumeOnEvents(ctx: Ctx, events: EventRow[]): Promise<number> {
+  const { store } = ctx
+  const relevant = events.filter((e) => e.contactId)
+  if (!relevant.length) return 0
+  const waiting = await repo.waitingFor(store, store.db, ctx.projectId, [...new Set(relevant.map((e) => e.contactId as string))], [...new Set(relevant.map((e) => e.name))])
+  let resumed = 0
+  for (const exec of waiting) {
+    const since = exec.waitStepExecutionId ? uuidTime(exec.waitStepExecutionId) : 0
+    const event = relevant.find((e) => e.contactId === exec.contactId && e.name === exec.waitEvent && e.id !== exec.triggerEventId && e.createdAt.getTime() >= since)
+    if (!event || !exec.currentStepId || !exec.waitStepExecutionId) continue
+    const graph = await loadGraph(ctx, exec.workflowId)
+    const nextId = graph.next(exec.currentStepId, 'event')
+    const now = clockOf(ctx.deps)()
+    const stepExecId = exec.waitStepExecutionId
+    const moved = await commit(ctx, exec, nextId ? { status: 'RUNNING', currentStepId: nextId } : { status: 'COMPLETED', currentStepId: null }, now, async (db, m) => {
+      await repo.updateStepExecution(store, db, ctx.projectId, stepExecId, {
+        status: 'COMPLETED', finishedAt: now, output: { eventId: event.id, eventName: event.name, eventData: event.data },
+      })
+      if (nextId) await enqueueRun(ctx, db, m, now)
+    })
+    if (moved) resumed++
+  }
+  return resumed
+}
+
+/**
+ * Starts executions of the enabled workflows these events trigger (tracked events and the service's own:
+ * email.*, contact.subscribed/unsubscribed, segment.<slug>.entry/exit). One transaction for the batch; the
+ * unique index on (workflow, trigger event) makes a repeated delivery, on any node, start nothing more.
+ */
+export async function startFromEvents(ctx: Ctx, events: EventRow[]): Promise<number> {
+  const { store } = ctx
+  const relevant = events.filter((e) => e.contactId)
+  if (!relevant.length) return 0
+  const workflows = await repo.enabledTriggeredBy(store, store.db, ctx.projectId, [...new Set(relevant.map((e) => e.name))])
+  if (!workflows.length) return 0
+  const triggers = new Map((await repo.stepsOf(store, store.db, ctx.projectId, workflows.map((w) => w.id)))
+    .filter((s) => s.type === 'TRIGGER').map((s) => [s.workflowId, s.id]))
+  return store.tx(async (db) => {
+    let started = 0
+    for (const e of relevant) {
+      for (const wf of workflows) {
+        const triggerStepId = triggers.get(wf.id)
+        if (wf.triggerEvent !== e.name || !triggerStepId) continue
+        const context = { event: { id: e.id, name: e.name, data: e.data ?? {}, createdAt: e.createdAt.toISOString() } }
+        if (await createExecution(ctx, db, wf, triggerStepId, e.contactId as string, { context, triggerEventId: e.id })) started++
+      }
+    }
+    return started
+  })
+}
