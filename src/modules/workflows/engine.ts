@@ -128,7 +128,8 @@ export async function runExecution(ctx: Ctx, executionId: string, version: numbe
 
     if (exec.status === 'WAITING') {
       // Woken by the job queued for its due time: a DELAY that is due, or a WAIT_FOR_EVENT that timed out.
-      if (!exec.waitUntil || !exec.waitStepExecutionId) return { status: exec.status, steps }
+      // A wait this run just began ends the run; a job that came early (another node's clock) is retried.
+      if (steps > 1 || !exec.waitUntil || !exec.waitStepExecutionId) return { status: exec.status, steps: steps - 1 }
       if (exec.waitUntil.getTime() > now.getTime()) throw new Error(`execution ${exec.id} woken before its due time ${exec.waitUntil.toISOString()}`)
       const isDelay = step?.type === 'DELAY'
       const stepExecId = exec.waitStepExecutionId
