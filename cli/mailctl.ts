@@ -17,6 +17,7 @@ import { register as contacts } from './commands/contacts'
 import { register as suppression } from './commands/suppression'
 import { register as queue } from './commands/queue'
 import { register as campaign } from './commands/campaign'
+import { register as workflow } from './commands/workflow'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -30,6 +31,7 @@ const AREAS: Array<(program: Command) => void> = [
   suppression,
   queue,
   campaign,
+  workflow,
 ]
 
 export function buildProgram(): Command {
