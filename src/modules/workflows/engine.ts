@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client'
+import { groupCommit } from '../../db/group-commit'
 import type { Ctx, Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { enqueue } from '../../jobs/queue'
@@ -21,7 +22,17 @@ export const RUN_JOB = 'workflow.run'
 /** Steps one job runs before it hands the rest to a new job (a long chain never holds one lease forever). */
 const MAX_STEPS_PER_RUN = 50
 
-export interface RunPayload { executionId: string; version: number }
+export interface RunPayload { runs: Array<{ executionId: string; version: number }> }
+/** The recurring job that wakes executions whose DELAY is due or whose WAIT_FOR_EVENT timed out. */
+export const WAKE_JOB = 'workflows.wake'
+/** Executions woken per query of the wake job (it queries again while any is due). */
+export const WAKE_BATCH = 500
+/** Executions one job runs at once (their moves share commits, src/db/group-commit.ts). */
+export const RUN_CONCURRENCY = 32
+/** Executions the wake job runs at once, and how long one run of it goes on while executions keep falling due. */
+export const WAKE_CONCURRENCY = 64
+export const WAKE_BUDGET_MS = 10_000
+const WAKE_LOOKAHEAD_MS = 1_000
 
 export const clockOf = (deps: Deps): (() => Date) => deps.clock ?? (() => new Date())
 
@@ -32,9 +43,24 @@ const TERMINAL: readonly ExecutionStatus[] = ['COMPLETED', 'EXITED', 'FAILED', '
  * (execution, version): a duplicate (an event delivered twice) is dropped by the queue's unique key.
  */
 export async function enqueueRun(ctx: Ctx, db: Db, exec: { id: string; version: number }, runAt: Date): Promise<void> {
-  await enqueue(ctx.store, RUN_JOB, { executionId: exec.id, version: exec.version }, {
-    projectId: ctx.projectId, runAt, uniqueKey: `${exec.id}:${exec.version}`, maxAttempts: 8,
+  await enqueueRuns(ctx, db, [exec], runAt)
+}
+
+/** Queues one job that runs several executions (those a batch of events started), keyed by the first. */
+export async function enqueueRuns(ctx: Ctx, db: Db, execs: Array<{ id: string; version: number }>, runAt: Date): Promise<void> {
+  if (!execs.length) return
+  const runs: RunPayload['runs'] = execs.map((e) => ({ executionId: e.id, version: e.version }))
+  await enqueue(ctx.store, RUN_JOB, { runs }, {
+    projectId: ctx.projectId, runAt, uniqueKey: `${execs[0].id}:${execs[0].version}${execs.length > 1 ? `+${execs.length - 1}` : ''}`, maxAttempts: 8,
   }, db)
+}
+
+/** Runs `fn` over `items`, at most `limit` at once. */
+export async function inPool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++])
+  }))
 }
 
 /** The entry key of a new execution: the allowReentry rule as a unique index (repo.insertExecution). */
@@ -47,7 +73,7 @@ export const entryKeyFor = (allowReentry: boolean) => (allowReentry ? 'active' :
 export async function createExecution(
   ctx: Ctx, db: Db,
   wf: repo.WorkflowRow, triggerStepId: string, contactId: string,
-  opts: { context: Record<string, unknown>; triggerEventId: string | null },
+  opts: { context: Record<string, unknown>; triggerEventId: string | null; enqueue?: boolean },
 ): Promise<repo.ExecutionRow | null> {
   if (!wf.allowReentry && await repo.hasEntered(ctx.store, db, ctx.projectId, wf.id, contactId)) return null
   const now = clockOf(ctx.deps)()
@@ -58,7 +84,7 @@ export async function createExecution(
     error: null, exitReason: null, startedAt: now, updatedAt: now, finishedAt: null,
   }
   if (!(await repo.insertExecution(ctx.store, db, row))) return null
-  await enqueueRun(ctx, db, row, now)
+  if (opts.enqueue !== false) await enqueueRun(ctx, db, row, now)
   return row
 }
 
@@ -181,9 +207,9 @@ export async function runExecution(ctx: Ctx, executionId: string, version: numbe
       }
       case 'wait': {
         const o = outcome
-        exec = await commit(ctx, exec, { status: 'WAITING', currentStepId: step.id, wait: { stepExecutionId: stepExecId, event: o.event, until: o.until } }, finished, async (db, moved) => {
+        // Woken by the wake job once `until` has come (repo.dueWaiting), or by the event.
+        exec = await commit(ctx, exec, { status: 'WAITING', currentStepId: step.id, wait: { stepExecutionId: stepExecId, event: o.event, until: o.until } }, finished, async (db) => {
           await repo.insertStepExecution(store, db, record(o.status, { output: o.output, dueAt: o.until, finishedAt: null }))
-          if (o.until) await enqueueRun(ctx, db, moved, o.until)
         })
         break
       }
@@ -207,12 +233,14 @@ export async function runExecution(ctx: Ctx, executionId: string, version: numbe
  * null when someone else moved it first (then nothing of this move is written).
  */
 async function commit(ctx: Ctx, exec: repo.ExecutionRow, m: Move, now: Date, write: (db: Db, moved: repo.ExecutionRow) => Promise<void>): Promise<repo.ExecutionRow | null> {
-  return ctx.store.tx(async (db) => {
+  // Only database writes (safe to run again after a rollback): on SQLite the moves of concurrent runs share
+  // one commit (src/db/group-commit.ts); on PostgreSQL this is a transaction of its own.
+  return groupCommit(ctx.store).run(async (db) => {
     const moved = await repo.updateExecutionAt(ctx.store, db, ctx.projectId, exec.id, exec.version, moveFields(exec, m, now))
     if (!moved) return null
     await write(db, moved)
     return moved
-  })
+  }, { pure: true })
 }
 
 /** Marks the step execution and the execution FAILED with the reason. */
@@ -296,15 +324,56 @@ export async function startFromEvents(ctx: Ctx, events: EventRow[]): Promise<num
   const triggers = new Map((await repo.stepsOf(store, store.db, ctx.projectId, workflows.map((w) => w.id)))
     .filter((s) => s.type === 'TRIGGER').map((s) => [s.workflowId, s.id]))
   return store.tx(async (db) => {
-    let started = 0
+    const started: repo.ExecutionRow[] = []
     for (const e of relevant) {
       for (const wf of workflows) {
         const triggerStepId = triggers.get(wf.id)
         if (wf.triggerEvent !== e.name || !triggerStepId) continue
         const context = { event: { id: e.id, name: e.name, data: e.data ?? {}, createdAt: e.createdAt.toISOString() } }
-        if (await createExecution(ctx, db, wf, triggerStepId, e.contactId as string, { context, triggerEventId: e.id })) started++
+        const row = await createExecution(ctx, db, wf, triggerStepId, e.contactId as string, { context, triggerEventId: e.id, enqueue: false })
+        if (row) started.push(row)
       }
     }
-    return started
+    // One job per 100 started executions (a job claim costs a commit; the runs of one job share theirs).
+    const now = clockOf(ctx.deps)()
+    for (let i = 0; i < started.length; i += 100) await enqueueRuns(ctx, db, started.slice(i, i + 100), now)
+    return started.length
   })
+}
+
+/**
+ * The wake job's work: WAITING executions of every project whose DELAY is due or whose WAIT_FOR_EVENT timed
+ * out at the engine clock's `now`, oldest due first, run RUN_CONCURRENCY at a time. Two nodes waking the same
+ * execution is harmless: the move is written at the version read, once.
+ */
+export async function wakeDue(deps: Deps, ctxOf: (projectId: string) => Ctx, budgetMs = WAKE_BUDGET_MS): Promise<{ woken: number; lateMsMax: number }> {
+  const clock = clockOf(deps)
+  const started = Date.now()
+  let woken = 0
+  let lateMsMax = 0
+  // Rounds re-read the clock, so executions falling due meanwhile go on in this run, until none is due
+  // (or the budget is spent: the job then ends and is queued again, and another node may take it).
+  while (Date.now() - started < budgetMs) {
+    const now = clock()
+    const due = await repo.dueWaiting(deps.store, now, WAKE_BATCH)
+    if (!due.length) {
+      // The next wait ends within a second: wait for it here rather than for the next run of the job
+      // (queued a second after this one ends, then claimed at the next poll), which would make it late.
+      const next = await repo.nextDue(deps.store)
+      const inMs = next ? next.getTime() - now.getTime() : Number.POSITIVE_INFINITY
+      if (inMs > WAKE_LOOKAHEAD_MS || Date.now() - started + inMs >= budgetMs) break
+      await Bun.sleep(Math.max(1, inMs))
+      continue
+    }
+    await inPool(due, WAKE_CONCURRENCY, async (e) => {
+      try {
+        await runExecution(ctxOf(e.projectId), e.id, e.version)
+        woken++
+        lateMsMax = Math.max(lateMsMax, clock().getTime() - (e.waitUntil?.getTime() ?? now.getTime()))
+      } catch (err) {
+        deps.log.warn('waking a workflow execution failed', { executionId: e.id, ...errorFields(err) })
+      }
+    })
+  }
+  return { woken, lateMsMax }
 }

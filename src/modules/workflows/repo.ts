@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, inArray, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /** The only SQL of the workflows module. Every function that reads tenant data takes the project id. */
@@ -205,6 +205,21 @@ export async function waitingFor(store: Store, db: Db, projectId: string, contac
   return db.select().from(e).where(and(
     eq(e.projectId, projectId), inArray(e.contactId, contactIds), inArray(e.waitEvent, names), eq(e.status, 'WAITING'),
   ))
+}
+
+/** WAITING executions of every project whose wait ends at or before `now` (the wake job), oldest first. */
+export async function dueWaiting(store: Store, now: Date, limit: number): Promise<Array<{ id: string; projectId: string; version: number; waitUntil: Date | null }>> {
+  const { workflowExecutions: e } = store.t
+  return store.db.select({ id: e.id, projectId: e.projectId, version: e.version, waitUntil: e.waitUntil }).from(e)
+    .where(and(eq(e.status, 'WAITING'), lte(e.waitUntil, now))).orderBy(asc(e.waitUntil)).limit(limit)
+}
+
+/** When the next wait of any project ends (null: nothing waits with a time). */
+export async function nextDue(store: Store): Promise<Date | null> {
+  const { workflowExecutions: e } = store.t
+  const [row] = await store.db.select({ at: e.waitUntil }).from(e)
+    .where(and(eq(e.status, 'WAITING'), sql`${e.waitUntil} IS NOT NULL`)).orderBy(asc(e.waitUntil)).limit(1)
+  return row?.at ?? null
 }
 
 // --- step executions ------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ forEachStore('workflow engine', (env) => {
     env.deps.clock = clock
     p = await workflowProject(env)
     worker = new Worker(env.deps, workflowJobs, { now: clock })
+    await worker.ensureRecurring()
     receiver = Bun.serve({
       hostname: '127.0.0.1', port: 0,
       async fetch(req) {
