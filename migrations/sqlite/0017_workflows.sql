@@ -67,6 +67,7 @@ CREATE UNIQUE INDEX workflow_executions_entry_uq ON workflow_executions (workflo
 CREATE INDEX workflow_executions_list_idx ON workflow_executions (project_id, workflow_id, started_at, id);
 CREATE INDEX workflow_executions_status_idx ON workflow_executions (workflow_id, status);
 CREATE INDEX workflow_executions_due_idx ON workflow_executions (wait_until) WHERE status = 'WAITING';
+CREATE INDEX workflow_executions_running_idx ON workflow_executions (updated_at) WHERE status = 'RUNNING';
 CREATE INDEX workflow_executions_wait_idx ON workflow_executions (project_id, contact_id, wait_event) WHERE status = 'WAITING';
 
 CREATE TABLE workflow_step_executions (

@@ -86,6 +86,7 @@ export function workflowTables(c: Cols) {
     c.index('workflow_executions_list_idx').on(t.projectId, t.workflowId, t.startedAt, t.id),
     c.index('workflow_executions_status_idx').on(t.workflowId, t.status),
     c.index('workflow_executions_due_idx').on(t.waitUntil),
+    c.index('workflow_executions_running_idx').on(t.updatedAt),
     c.index('workflow_executions_wait_idx').on(t.projectId, t.contactId, t.waitEvent),
   ])
 

@@ -33,6 +33,8 @@ export const RUN_CONCURRENCY = 32
 export const WAKE_CONCURRENCY = 64
 export const WAKE_BUDGET_MS = 10_000
 const WAKE_LOOKAHEAD_MS = 1_000
+/** A RUNNING execution not moved for this long has lost its job; the wake job runs it again. */
+export const STALLED_MS = 5 * 60_000
 
 export const clockOf = (deps: Deps): (() => Date) => deps.clock ?? (() => new Date())
 
@@ -134,12 +136,32 @@ const label = (s: repo.StepRow) => `step "${s.name}" (${s.type})`
  * Runs the execution from its current state while it is RUNNING (or its wait is due), as of `version`:
  * a job whose version is no longer the execution's is stale and does nothing.
  */
-export async function runExecution(ctx: Ctx, executionId: string, version: number): Promise<{ status: string; steps: number }> {
+export async function runExecution(ctx: Ctx, executionId: string, version: number, opts: { orLater?: boolean } = {}): Promise<{ status: string; steps: number }> {
+  const { store } = ctx
+  const exec = await repo.findExecution(store, store.db, ctx.projectId, executionId)
+  // A retried job (`orLater`) also takes over an execution its failed attempt had moved on, while RUNNING.
+  const mine = exec && (exec.version === version || (opts.orLater && exec.version > version && exec.status === 'RUNNING'))
+  if (!exec || !mine) return { status: exec ? 'stale' : 'missing', steps: 0 }
+  const from = exec.version
+  try {
+    return await runFrom(ctx, exec)
+  } catch (err) {
+    // Moved on, then failed (a commit refused by a busy store): queue the rest at the version reached, so
+    // the execution does not wait for the stalled-run sweep of the wake job. Best effort: the error stands.
+    const now = await repo.findExecution(store, store.db, ctx.projectId, executionId).catch(() => null)
+    if (now && now.version !== from && now.status === 'RUNNING') {
+      await store.tx((db) => enqueueRun(ctx, db, now, clockOf(ctx.deps)())).catch(() => {})
+    }
+    throw err
+  }
+}
+
+async function runFrom(ctx: Ctx, first: repo.ExecutionRow): Promise<{ status: string; steps: number }> {
   const { store } = ctx
   const clock = clockOf(ctx.deps)
-  let exec = await repo.findExecution(store, store.db, ctx.projectId, executionId)
-  if (!exec || exec.version !== version) return { status: exec ? 'stale' : 'missing', steps: 0 }
-  const graph = await loadGraph(ctx, exec.workflowId)
+  let exec: repo.ExecutionRow | null = first
+  const executionId = first.id
+  const graph = await loadGraph(ctx, first.workflowId)
   let steps = 0
 
   while (exec && !TERMINAL.includes(exec.status as ExecutionStatus)) {
@@ -351,11 +373,17 @@ export async function wakeDue(deps: Deps, ctxOf: (projectId: string) => Ctx, bud
   const started = Date.now()
   let woken = 0
   let lateMsMax = 0
+  let round = 0
   // Rounds re-read the clock, so executions falling due meanwhile go on in this run, until none is due
   // (or the budget is spent: the job then ends and is queued again, and another node may take it).
   while (Date.now() - started < budgetMs) {
     const now = clock()
-    const due = await repo.dueWaiting(deps.store, now, WAKE_BATCH)
+    const due = [
+      ...await repo.dueWaiting(deps.store, now, WAKE_BATCH),
+      // RUNNING executions no run has moved for STALLED_MS: their job was lost (a run that failed after
+      // moving on, a crash between two commits of a run whose job was then retried as stale).
+      ...(round++ === 0 ? await repo.stalledRunning(deps.store, new Date(now.getTime() - STALLED_MS), WAKE_BATCH) : []),
+    ]
     if (!due.length) {
       // The next wait ends within a second: wait for it here rather than for the next run of the job
       // (queued a second after this one ends, then claimed at the next poll), which would make it late.
@@ -369,6 +397,7 @@ export async function wakeDue(deps: Deps, ctxOf: (projectId: string) => Ctx, bud
       try {
         await runExecution(ctxOf(e.projectId), e.id, e.version)
         woken++
+        if (!e.waitUntil) return
         lateMsMax = Math.max(lateMsMax, clock().getTime() - (e.waitUntil?.getTime() ?? now.getTime()))
       } catch (err) {
         deps.log.warn('waking a workflow execution failed', { executionId: e.id, ...errorFields(err) })

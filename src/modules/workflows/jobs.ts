@@ -26,9 +26,10 @@ export const workflowRunJob = defineJob<RunPayload & { executionId?: string; ver
     const errors: unknown[] = []
     let steps = 0
     await inPool(runs, RUN_CONCURRENCY, async (r) => {
-      try { steps += (await runExecution(ctx, r.executionId, r.version)).steps } catch (err) { errors.push(err) }
+      try { steps += (await runExecution(ctx, r.executionId, r.version, { orLater: job.attempts > 1 })).steps } catch (err) { errors.push(err) }
     })
-    // A failed run is retried with the whole job; the runs that went on are stale then and do nothing.
+    // A failed run is retried with the whole job; the retry also takes over executions its attempt moved
+    // on (still RUNNING); the others are stale then and do nothing.
     if (errors.length) throw errors[0]
     return { executions: runs.length, steps }
   },

@@ -214,6 +214,14 @@ export async function dueWaiting(store: Store, now: Date, limit: number): Promis
     .where(and(eq(e.status, 'WAITING'), lte(e.waitUntil, now))).orderBy(asc(e.waitUntil)).limit(limit)
 }
 
+/** RUNNING executions of every project not moved since `before` (their run job was lost), oldest first. */
+export async function stalledRunning(store: Store, before: Date, limit: number): Promise<Array<{ id: string; projectId: string; version: number; waitUntil: Date | null }>> {
+  const { workflowExecutions: e } = store.t
+  const rows = await store.db.select({ id: e.id, projectId: e.projectId, version: e.version }).from(e)
+    .where(and(eq(e.status, 'RUNNING'), lt(e.updatedAt, before))).orderBy(asc(e.updatedAt)).limit(limit)
+  return rows.map((r) => ({ ...r, waitUntil: null }))
+}
+
 /** When the next wait of any project ends (null: nothing waits with a time). */
 export async function nextDue(store: Store): Promise<Date | null> {
   const { workflowExecutions: e } = store.t

@@ -147,5 +147,5 @@ forEachStore('workflow welcome journey', (env) => {
     await pipeline.drain()
     expect(mine()).toHaveLength(4)
     expect([...(await executions()).values()].map((e) => e.status).sort()).toEqual(['COMPLETED', 'COMPLETED', 'EXITED', 'EXITED'])
-  })
+  }, 60_000)
 }, { dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct' })
