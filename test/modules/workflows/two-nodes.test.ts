@@ -30,7 +30,8 @@ async function freePort(): Promise<number> {
 ;(pgReachableSync() ? describe : describe.skip)('workflows on two nodes [pg]', () => {
   const env = new TestEnv('pg')
   beforeAll(() => env.start())
-  afterAll(() => env.stop())
+  // Two nodes stop with their shutdown grace before the database is dropped.
+  afterAll(() => env.stop(), 60_000)
 
   test('1,000 tracked events over two nodes start exactly 1,000 executions; a repeated delivery starts none', async () => {
     const p = await workflowProject(env)
