@@ -18,6 +18,7 @@ import { register as suppression } from './commands/suppression'
 import { register as queue } from './commands/queue'
 import { register as campaign } from './commands/campaign'
 import { register as webhook } from './commands/webhook'
+import { register as workflow } from './commands/workflow'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -32,6 +33,7 @@ const AREAS: Array<(program: Command) => void> = [
   queue,
   campaign,
   webhook,
+  workflow,
 ]
 
 export function buildProgram(): Command {

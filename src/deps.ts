@@ -23,6 +23,8 @@ export interface Deps {
    * fetch when absent. Tests inject one that never leaves the machine.
    */
   fetch?: FetchLike
+  /** The clock of the workflow engine (DELAY due times, waits, step records); real time when absent. Tests move it. */
+  clock?: () => Date
 }
 
 export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>

@@ -16,6 +16,9 @@ import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules
 import { registerSegmentUser } from './modules/segments/usage'
 import { campaignFieldAndEventUsage, campaignsUsingSegment } from './modules/campaigns/usage'
 import { webhookDeliveriesConsumer } from './modules/hooks/consumer'
+import { registerTemplateUsageSource } from './modules/templates/usage'
+import { workflowTriggerConsumer, workflowWaitConsumer } from './modules/workflows/consumer'
+import { workflowFieldAndEventUsage, workflowStepsUsingTemplate } from './modules/workflows/usage'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
@@ -50,7 +53,13 @@ export function wireConsumers(): void {
     registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
     registerUsageProvider(campaignFieldAndEventUsage),
+    // Workflows: triggers and waits on the event stream, template and field/event usage.
+    registerEventConsumer(workflowTriggerConsumer),
+    registerEventConsumer(workflowWaitConsumer),
+    registerUsageProvider(workflowFieldAndEventUsage),
+    () => registerTemplateUsageSource('workflowSteps', null),
   ]
+  registerTemplateUsageSource('workflowSteps', workflowStepsUsingTemplate)
 }
 
 /** Removes what `wireConsumers` registered, so that the next call registers it again (tests). */

@@ -23,6 +23,7 @@ import { domainsRoutes } from '../modules/domains/routes'
 import { templatesRoutes } from '../modules/templates/routes'
 import { segmentsRoutes } from '../modules/segments/routes'
 import { campaignsRoutes } from '../modules/campaigns/routes'
+import { workflowsRoutes } from '../modules/workflows/routes'
 import { trackingRoutes } from '../modules/tracking/routes'
 import { webhooksRoutes } from '../modules/webhooks/routes'
 import { activityRoutes } from '../modules/activity/routes'
@@ -150,6 +151,7 @@ export function buildApp(deps: Deps) {
     .use(templatesRoutes(deps))
     .use(segmentsRoutes(deps))
     .use(campaignsRoutes(deps))
+    .use(workflowsRoutes(deps))
     .use(trackingRoutes(deps))
     .use(webhooksRoutes(deps))
     .use(hooksRoutes(deps))

@@ -13,6 +13,7 @@
  * out is simply claimed again by its queue's claim query; only the holder may write a row it holds
  * (`heldBy`), so a worker whose lease ran out cannot overwrite the new holder's work.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { and, eq, gt, inArray, isNotNull, lt, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable, PgUpdateSetSource } from 'drizzle-orm/pg-core'
 import { EventEmitter } from 'node:events'
@@ -125,6 +126,9 @@ export async function releaseDead(store: Store, t: LeasedTable, who: Holders, no
  * workers of other nodes hear it through the channel `mailctl:<name>`. Without Redis (or when it is
  * down) other nodes find the work at their next poll.
  */
+/** Runs a function in the async context of this module's loading: no caller's transaction is visible in it. */
+const outsideAsyncContext = AsyncLocalStorage.snapshot()
+
 export class Wakeups {
   private local = new EventEmitter()
   readonly channel: string
@@ -140,7 +144,10 @@ export class Wakeups {
    * is an accelerator, never an error of the caller.
    */
   notify(remote?: { redis: Redis | null; log: Logger }): void {
-    this.local.emit('wake')
+    // Listeners run outside the caller's async context: a wake-up sent from inside a transaction (enqueue
+    // with `db`) must not make the woken worker's claim join that transaction (the store finds the open
+    // transaction through AsyncLocalStorage, and on PostgreSQL a claim on a committed one never returns).
+    outsideAsyncContext(() => this.local.emit('wake'))
     if (remote?.redis?.status !== 'ready') return
     const log = remote.log
     remote.redis.publish(this.channel, '1').catch((err) => log.debug(`${this.name} wake-up publish failed; other nodes poll`, errorFields(err)))

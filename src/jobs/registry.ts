@@ -5,6 +5,7 @@ import { contactJobs } from '../modules/contacts/jobs'
 import { domainJobs } from '../modules/domains/jobs'
 import { segmentJobs } from '../modules/segments/jobs'
 import { campaignJobs } from '../modules/campaigns/jobs'
+import { workflowJobs } from '../modules/workflows/jobs'
 import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 import { hooksPruneJob } from '../modules/hooks/jobs'
@@ -17,6 +18,7 @@ export const allJobs: AnyJob[] = [
   ...domainJobs,
   ...segmentJobs,
   ...campaignJobs,
+  ...workflowJobs,
   ...inboundJobs,
   webhooksPruneJob,
   hooksPruneJob,

@@ -12,6 +12,7 @@ import { nodeTables } from './nodes'
 import { campaignTables } from './campaigns'
 import { hookTables } from './hooks'
 import { outboxTables } from './outbox'
+import { workflowTables } from './workflows'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -29,6 +30,7 @@ export function buildSchema(c: Cols) {
     ...campaignTables(c),
     ...hookTables(c),
     ...outboxTables(c),
+    ...workflowTables(c),
   }
 }
 
