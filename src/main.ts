@@ -4,6 +4,7 @@ import { ConfigError, redactUrl, type Config } from './config'
 import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
 import { appliedMigrations, migrate } from './db/migrate'
 import { checkKeys, jwtSecret, requireConfiguredKeys } from './secrets'
+import { publishWakeups } from './jobs/lease'
 import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
@@ -145,6 +146,8 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       if (applied.length) log.info('migrations applied', { applied })
     }
     if ((await appliedMigrations(store)).includes(SECRET_CHECK_MIGRATION)) await checkKeys(store, config)
+    // Work queued on this node wakes the workers of the others at once (src/jobs/lease.ts).
+    if (redis) publishWakeups(store, redis, log)
     return composeDeps({
       config,
       store,

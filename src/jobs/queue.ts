@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, lte, or, sql } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
-import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, Wakeups, type LeasedTable } from './lease'
+import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, wakeupRemote, Wakeups, type LeasedTable } from './lease'
 import { nodeOf, type NodeRegistry } from './nodes'
 
 /**
@@ -50,7 +50,10 @@ export interface EnqueueOptions {
   total?: number
 }
 
-/** Wakes this process's workers when a job is queued (other nodes find it at their next poll). */
+/**
+ * Wakes this process's workers when a job is queued and, with Redis (`publishWakeups`), other nodes'
+ * (without it they find the job at their next poll).
+ */
 export const jobWakeups = new Wakeups('jobs')
 
 /** The leases of `jobs`: a released job is queued again, due now. */
@@ -74,7 +77,7 @@ export async function enqueue(store: Store, name: string, payload: Record<string
     lastError: null, total: opts.total ?? 0, processed: 0, result: null, createdAt: now, updatedAt: now, finishedAt: null,
   }).onConflictDoNothing().returning({ id: jobs.id })
   const rows = db ? await insert(db) : await store.tx(insert)
-  if (rows.length) queueMicrotask(() => jobWakeups.notify())
+  if (rows.length) queueMicrotask(() => jobWakeups.notify(wakeupRemote(store)))
   return rows.length ? id : null
 }
 
@@ -85,6 +88,9 @@ export async function getJob(store: Store, projectId: string, id: string, names?
   const [row] = await store.db.select().from(jobs).where(and(...conds)).limit(1)
   return row ?? null
 }
+
+/** A remote wake-up claims at once and once more this long after (see `Worker.remoteWake`). */
+export const REMOTE_WAKE_RETRY_MS = 200
 
 const defaultBackoff = (attempt: number) => Math.min(3600_000, 1000 * 2 ** attempt)
 
@@ -137,6 +143,8 @@ export class Worker {
   private wanted = false
   private inflight = new Set<Promise<void>>()
   private unlisten: (() => void) | null = null
+  private unsubscribe: (() => void) | null = null
+  private retry: Timer | null = null
   private readonly now: () => Date
 
   constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
@@ -167,6 +175,8 @@ export class Worker {
     }
     await this.ensureRecurring()
     this.unlisten = jobWakeups.on(() => this.tick())
+    // With Redis, a job queued on another node wakes this worker at once instead of at its next poll.
+    if (this.deps.redis) this.unsubscribe = await jobWakeups.subscribe(this.deps.redis, this.deps.log, () => this.remoteWake())
     this.timer = setInterval(() => this.tick(), this.opts.pollMs ?? 1000)
     this.tick()
   }
@@ -175,6 +185,10 @@ export class Worker {
     this.stopped = true
     this.unlisten?.()
     this.unlisten = null
+    this.unsubscribe?.()
+    this.unsubscribe = null
+    if (this.retry) clearTimeout(this.retry)
+    this.retry = null
     if (this.timer) clearInterval(this.timer)
     this.timer = null
     await Promise.allSettled([...this.inflight])
@@ -189,6 +203,17 @@ export class Worker {
       this.joined = false
       await this.node.leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
     }
+  }
+
+  /**
+   * A job queued on another node. `enqueue` inside a transaction notifies before that transaction
+   * commits, so the publish may arrive first: claim now, and once more REMOTE_WAKE_RETRY_MS later.
+   */
+  private remoteWake() {
+    this.tick()
+    if (this.retry) clearTimeout(this.retry)
+    this.retry = setTimeout(() => { this.retry = null; this.tick() }, REMOTE_WAKE_RETRY_MS)
+    this.retry.unref?.()
   }
 
   private tick() {
