@@ -117,6 +117,7 @@ export class OutboundPipeline {
   /** This process's node on the store (jobs/nodes.ts), joined while the pipeline runs. */
   private readonly node: NodeRegistry
   private joined = false
+  private offLive: (() => void) | null = null
 
   constructor(private deps: Deps, private opts: PipelineOptions) {
     this.node = nodeOf(deps.store, deps.log)
@@ -148,6 +149,8 @@ export class OutboundPipeline {
         this.joined = true
         const released = await this.node.join(leases)
         if (released) this.log.info('released the leases of a dead node', { messages: released })
+        // Each destination's connection limit is shared among the live nodes (mail/outbound/throttle.ts).
+        this.offLive = this.node.onLiveNodes((n) => this.opts.transport.shareAmong?.(n))
       } catch (err) {
         this.log.warn('releasing dead leases failed', errorFields(err))
       }
@@ -184,6 +187,8 @@ export class OutboundPipeline {
     } catch (err) {
       this.log.warn('releasing outbound leases at stop failed', errorFields(err))
     }
+    this.offLive?.()
+    this.offLive = null
     if (this.joined) {
       this.joined = false
       await this.node.leave().catch((err) => this.log.warn('leaving the nodes table failed', errorFields(err)))

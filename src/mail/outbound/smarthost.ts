@@ -52,6 +52,8 @@ export class SmartHostTransport implements Transport {
 
   capacityOf(key: string): number { return this.throttle.capacity(key) }
 
+  shareAmong(nodes: number): void { this.throttle.shareAmong(nodes) }
+
   destinations() { return this.throttle.snapshot() }
 
   onWire(): number { return this.pool.onWire }

@@ -42,6 +42,11 @@ export interface Transport {
   destinationOf?(domain: string): Promise<string>
   /** How many messages a destination may hold in the pipeline at once (its limit times a depth per connection). */
   capacityOf?(key: string): number
+  /**
+   * The live nodes that share each destination's connection limit (jobs/nodes.ts, `liveNodes`): each
+   * node takes its part, so N nodes do not open N times the limit to one host. Capture omits it.
+   */
+  shareAmong?(nodes: number): void
   /** Per-destination limits (for diagnostics and tests). */
   destinations(): Array<{ key: string; limit: number; active: number; queued: number }>
   /**
