@@ -37,6 +37,8 @@ export interface Config {
   maxBodyBytes: number
   /** How long a stopping node waits for in-flight deliveries before it closes their connections. */
   shutdownGraceSeconds: number
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -69,6 +71,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_SQLITE_SYNCHRONOUS: 'sqliteSynchronous',
   MAILCTL_MAX_BODY_BYTES: 'maxBodyBytes',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
+  MAILCTL_METRICS_TOKEN: 'metricsToken',
 }
 
 export class ConfigError extends Error {}
@@ -148,6 +151,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     sqliteSynchronous: sync,
     maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
+    metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

@@ -1,7 +1,8 @@
-import { and, asc, eq, inArray, lte, or, sql } from 'drizzle-orm'
+import { and, asc, count, eq, inArray, lte, min, or, sql } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
+import { counter, histogram } from '../metrics'
 import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, wakeupRemote, Wakeups, type LeasedTable } from './lease'
 import { nodeOf, type NodeRegistry } from './nodes'
 
@@ -81,6 +82,15 @@ export async function enqueue(store: Store, name: string, payload: Record<string
   return rows.length ? id : null
 }
 
+/** Jobs queued or running, and the creation time of the oldest of them (GET /metrics). */
+export async function jobDepth(store: Store): Promise<{ depth: number; oldestAt: Date | null }> {
+  const { jobs } = store.t
+  const [row] = await store.db.select({ n: count(), oldest: min(jobs.createdAt) }).from(jobs).where(inArray(jobs.status, ['queued', 'running']))
+  const v = row?.oldest as unknown
+  const oldestAt = v === null || v === undefined ? null : v instanceof Date ? v : new Date(typeof v === 'number' ? v : String(v))
+  return { depth: Number(row?.n ?? 0), oldestAt }
+}
+
 export async function getJob(store: Store, projectId: string, id: string, names?: string[]): Promise<JobRow | null> {
   const { jobs } = store.t
   const conds = [eq(jobs.id, id), eq(jobs.projectId, projectId)]
@@ -88,6 +98,9 @@ export async function getJob(store: Store, projectId: string, id: string, names?
   const [row] = await store.db.select().from(jobs).where(and(...conds)).limit(1)
   return row ?? null
 }
+
+const jobRuns = () => counter('mailctl_job_runs_total', 'Job runs by kind and outcome (completed, retried, failed)', ['job', 'outcome'])
+const jobSeconds = () => histogram('mailctl_job_duration_seconds', 'Job run time by kind', ['job'], [0.01, 0.05, 0.25, 1, 5, 30, 120, 600])
 
 /** A remote wake-up claims at once and once more this long after (see `Worker.remoteWake`). */
 export const REMOTE_WAKE_RETRY_MS = 200
@@ -303,6 +316,11 @@ export class Worker {
       renew(store, leases, this.id, [row.id], leaseMs, now).catch((err) => log.warn('job lease renewal failed', { job: row.name, jobId: row.id, ...errorFields(err) }))
     }, renewAfterMs(leaseMs))
     heartbeat.unref?.()
+    const t0 = performance.now()
+    const ran = (outcome: 'completed' | 'retried' | 'failed') => {
+      jobRuns().inc({ job: row.name, outcome })
+      jobSeconds().observe({ job: row.name }, (performance.now() - t0) / 1000)
+    }
     try {
       // The payload is what enqueue stored for this kind of job: its shape is the job's own contract.
       const result = await def.run(ctx, row.payload as never)
@@ -315,10 +333,12 @@ export class Worker {
           await enqueue(store, def.name, {}, { uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
         }
       })
+      ran('completed')
     } catch (err) {
       const now = this.now()
       const message = err instanceof Error ? err.message : String(err)
       const final = row.attempts >= row.maxAttempts
+      ran(final ? 'failed' : 'retried')
       log.warn('job failed', { job: row.name, jobId: row.id, attempt: row.attempts, final, ...errorFields(err) })
       await store.tx(async (db) => {
         await db.update(jobs).set(final
