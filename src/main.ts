@@ -5,6 +5,7 @@ import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } 
 import { appliedMigrations, migrate } from './db/migrate'
 import { checkKeys, jwtSecret, requireConfiguredKeys } from './secrets'
 import { publishWakeups } from './jobs/lease'
+import { nodeOf } from './jobs/nodes'
 import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
@@ -132,8 +133,12 @@ const SECRET_CHECK_MIGRATION = '0015_secret_check'
  * CLI's commands other than serve and migrate) refuses to create a store that does not exist yet.
  */
 export async function createDeps(config: Config, opts: { migrate?: boolean; log?: Logger; create?: boolean } = {}): Promise<Deps> {
-  const log = opts.log ?? createLogger(config.logLevel)
   const store = await openChecked(config, opts.create ?? true)
+  // Every log line of this process names its node (the id of its row in `nodes`, its lease holders and
+  // mailctl_node_info), so the lines of several nodes can be told apart once gathered.
+  const node = nodeOf(store)
+  const log = (opts.log ?? createLogger(config.logLevel)).child({ node: node.id })
+  node.useLog(log)
   let redis: Redis | null = null
   try {
     // Every connection is proven before the first write (a wrong REDIS_URL leaves the schema untouched).

@@ -67,6 +67,11 @@ export class NodeRegistry implements Holders {
     this.log = opts.log ?? null
   }
 
+  /** The logger of this node's warnings (the composition root's, which names the node). */
+  useLog(log: Logger): void {
+    this.log = log
+  }
+
   /** A new holder id on this node, one per worker. */
   newId(): string {
     return `${this.id}:${randomBytes(4).toString('hex')}`

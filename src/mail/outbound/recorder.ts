@@ -120,6 +120,7 @@ export class OutcomeRecorder {
           this.lastCommitMs = performance.now() - t0
           for (const p of batch) {
             countOutcome(p.outcome)
+            this.deps.log.info('delivery', outcomeFields(p.outcome))
             p.resolve()
           }
           for (const [projectId, rows] of events) {
@@ -258,4 +259,14 @@ function countOutcome(o: Outcome): void {
   const outcome = d.kind === 'deferred' && d.throttle ? 'throttled' : d.kind
   deliveries().inc({ outcome, domain: domainLabel(o.queue.domain) })
   if (d.kind === 'bounced') bounces().inc({ type: 'hard', source: 'smtp' })
+}
+
+/** The fields of a delivery attempt's log line (one per attempt, OPERATIONS.md; the node comes with the logger). */
+function outcomeFields(o: Outcome): Record<string, unknown> {
+  const d = o.delivery
+  const reply = 'reply' in d ? `${d.reply.code} ${d.reply.text}`.slice(0, 200) : null
+  return {
+    emailId: o.email.id, projectId: o.email.projectId, domain: o.queue.domain, attempt: o.queue.attempts + 1,
+    outcome: d.kind, host: 'host' in d ? d.host : null, reply, ...(d.kind === 'failed' ? { reason: d.reason.slice(0, 200) } : {}),
+  }
 }
