@@ -211,10 +211,20 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 export async function serve(config: Config, roles: Role[] = ['api', 'worker', 'smtp']): Promise<Running> {
   const deps = await createDeps(config)
   const stops: Array<() => Promise<void> | void> = []
+  /*
+   * Shutdown (SIGTERM, SIGINT), everything at once and bounded by MAILCTL_SHUTDOWN_GRACE_SECONDS:
+   * - HTTP and SMTP stop accepting; requests and SMTP transactions in progress finish (SMTP sessions
+   *   still open at the end of the grace get a 421, HTTP connections are closed);
+   * - the outbound pipeline starts nothing more, lets the messages on the wire finish and hands back
+   *   every claimed message not started; the job worker waits for its jobs up to the grace;
+   * - every lease is released (due now, so another node takes the work at once) and the node row deleted.
+   */
   const stopAll = async () => {
-    for (const s of stops.reverse()) await s()
+    const results = await Promise.allSettled(stops.map(async (s) => s()))
+    for (const r of results) if (r.status === 'rejected') deps.log.error('a part failed to stop', errorFields(r.reason))
     await closeDeps(deps)
   }
+  const graceMs = config.shutdownGraceSeconds * 1000
   let httpPort = 0
   const smtp: Running['smtp'] = { inbound: null, relay: null, secure: null }
   try {
@@ -229,14 +239,21 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       }
       httpPort = app.server?.port ?? config.httpPort
       deps.log.info('http listening', { host: config.httpHost, port: httpPort })
-      stops.push(async () => { await app.stop() })
+      stops.push(async () => {
+        // Stops listening at once; requests in progress get the grace, then their connections are closed.
+        let timer: Timer | null = null
+        const graceful = app.stop().then(() => true)
+        const done = await Promise.race([graceful, new Promise<false>((r) => { timer = setTimeout(() => r(false), graceMs) })])
+        if (timer) clearTimeout(timer)
+        if (!done) await app.stop(true)
+      })
       await yieldToLoop()
     }
     if (roles.includes('worker')) {
       const [{ Worker }, { allJobs }] = await Promise.all([import('./jobs/queue'), import('./jobs/registry')])
       const worker = new Worker(deps, allJobs, { concurrency: 8 })
       await worker.start()
-      stops.push(() => worker.stop())
+      stops.push(() => worker.stop(graceMs))
       await yieldToLoop()
       const { startOutbound } = await import('./mail/outbound')
       const outbound = await startOutbound(deps)

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks'
 import { and, asc, count, eq, inArray, lte, min, or, sql } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
 import type { Deps } from '../deps'
@@ -158,6 +159,8 @@ export class Worker {
   private unlisten: (() => void) | null = null
   private unsubscribe: (() => void) | null = null
   private retry: Timer | null = null
+  /** Jobs running now: id -> kind (the shutdown's warning names them). */
+  private current = new Map<string, string>()
   private readonly now: () => Date
 
   constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
@@ -187,14 +190,25 @@ export class Worker {
       this.deps.log.warn('releasing dead job leases failed', errorFields(err))
     }
     await this.ensureRecurring()
-    this.unlisten = jobWakeups.on(() => this.tick())
+    // A wake-up is emitted where the job was queued, often inside that caller's transaction (a recurring
+    // job re-queued as its run commits). The claim it starts must not join that transaction (store.tx
+    // joins the transaction of its async context): on PostgreSQL it then ran on a finished transaction
+    // and never resolved, holding the worker's slots. So wake-ups run in the context of start().
+    const wake = AsyncResource.bind(() => this.tick())
+    this.unlisten = jobWakeups.on(wake)
     // With Redis, a job queued on another node wakes this worker at once instead of at its next poll.
-    if (this.deps.redis) this.unsubscribe = await jobWakeups.subscribe(this.deps.redis, this.deps.log, () => this.remoteWake())
+    if (this.deps.redis) this.unsubscribe = await jobWakeups.subscribe(this.deps.redis, this.deps.log, AsyncResource.bind(() => this.remoteWake()))
     this.timer = setInterval(() => this.tick(), this.opts.pollMs ?? 1000)
     this.tick()
   }
 
-  async stop() {
+  /**
+   * Claims nothing more and waits for the jobs in flight, for at most `graceMs` when given (shutdown,
+   * MAILCTL_SHUTDOWN_GRACE_SECONDS). Then every lease this worker still holds is handed back, due now:
+   * a job still running past the grace is run again by another node (its later writes are refused, as
+   * they name a holder that no longer holds the row).
+   */
+  async stop(graceMs?: number) {
     this.stopped = true
     this.unlisten?.()
     this.unlisten = null
@@ -204,7 +218,11 @@ export class Worker {
     this.retry = null
     if (this.timer) clearInterval(this.timer)
     this.timer = null
-    await Promise.allSettled([...this.inflight])
+    let timer: Timer | null = null
+    const all = Promise.allSettled([...this.inflight]).then(() => true)
+    const done = graceMs === undefined ? await all : await Promise.race([all, new Promise<false>((r) => { timer = setTimeout(() => r(false), graceMs) })])
+    if (timer) clearTimeout(timer)
+    if (!done) this.deps.log.warn('jobs still running at the end of the shutdown grace; their leases are handed back', { jobs: [...this.current.values()] })
     // Nothing runs any more: a lease still held (a job whose last write failed) is handed back now.
     try {
       const released = await release(this.deps.store, jobLeases(this.deps.store), this.id, undefined, this.now())
@@ -316,6 +334,7 @@ export class Worker {
       renew(store, leases, this.id, [row.id], leaseMs, now).catch((err) => log.warn('job lease renewal failed', { job: row.name, jobId: row.id, ...errorFields(err) }))
     }, renewAfterMs(leaseMs))
     heartbeat.unref?.()
+    this.current.set(row.id, row.name)
     const t0 = performance.now()
     const ran = (outcome: 'completed' | 'retried' | 'failed') => {
       jobRuns().inc({ job: row.name, outcome })
@@ -351,6 +370,7 @@ export class Worker {
       })
     } finally {
       clearInterval(heartbeat)
+      this.current.delete(row.id)
     }
   }
 }

@@ -9,7 +9,7 @@ const CLI = join(import.meta.dir, '../../cli/mailctl.ts')
  * A real `mailctl serve --role worker` process on the test environment's store, delivering directly to
  * `mxPort` with MX look-ups on the test DNS server: what crash tests kill with SIGKILL and start again.
  */
-export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dnsServer: string }) {
+export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dnsServer: string }, extra: { env?: Record<string, string>; stdout?: 'pipe' | 'ignore' } = {}) {
   return Bun.spawn([process.execPath, CLI, 'serve', '--role', 'worker'], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -23,8 +23,9 @@ export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dns
       MAILCTL_MX_PORT: String(delivery.mxPort),
       MAILCTL_DNS_SERVERS: delivery.dnsServer,
       MAILCTL_LOG_LEVEL: 'warn',
+      ...extra.env,
     },
-    stdin: 'ignore', stdout: 'ignore', stderr: 'inherit',
+    stdin: 'ignore', stdout: extra.stdout ?? 'ignore', stderr: 'inherit',
   })
 }
 

@@ -37,7 +37,9 @@ export class Destination {
   limit: number
   active = 0
   streak = 0
-  private waiting: Array<() => void> = []
+  private waiting: Array<(ok: boolean) => void> = []
+  /** The node is stopping: no delivery starts any more (acquire answers false, waiters too). */
+  stopped = false
 
   constructor(readonly key: string, private opts: ThrottleOptions, private nodes: () => number = () => 1) {
     this.limit = opts.initial
@@ -52,12 +54,19 @@ export class Destination {
 
   /** Resolves with true once a slot is free, or false at once when too many already wait. */
   acquire(): Promise<boolean> {
+    if (this.stopped) return Promise.resolve(false)
     if (this.active < this.local) {
       this.active++
       return Promise.resolve(true)
     }
     if (this.waiting.length >= this.opts.maxWaiting) return Promise.resolve(false)
-    return new Promise((resolve) => this.waiting.push(() => resolve(true)))
+    return new Promise((resolve) => this.waiting.push(resolve))
+  }
+
+  /** Stopping: deliveries waiting for a slot are told no (they have not started: the caller hands them back). */
+  stop(): void {
+    this.stopped = true
+    for (const w of this.waiting.splice(0)) w(false)
   }
 
   /** A delivery ended (`n` = 0: only start what now fits, after the share grew). */
@@ -69,7 +78,7 @@ export class Destination {
   private pump() {
     while (this.active < this.local && this.waiting.length) {
       this.active++
-      this.waiting.shift()?.()
+      this.waiting.shift()?.(true)
     }
   }
 
@@ -103,9 +112,19 @@ export class Throttle {
     let d = this.dests.get(key)
     if (!d) {
       d = new Destination(key, this.opts, () => this.nodes)
+      d.stopped = this.stopped
       this.dests.set(key, d)
     }
     return d
+  }
+
+  /** True once `stop` was called: deliveries that have not acquired a slot do not start. */
+  stopped = false
+
+  /** Shutdown: no delivery starts any more; those waiting for a slot are answered false at once. */
+  stop(): void {
+    this.stopped = true
+    for (const d of this.dests.values()) d.stop()
   }
 
   /**
