@@ -39,6 +39,8 @@ export interface Config {
   shutdownGraceSeconds: number
   /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
   webhookAllowHosts: string[]
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -72,6 +74,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_MAX_BODY_BYTES: 'maxBodyBytes',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
+  MAILCTL_METRICS_TOKEN: 'metricsToken',
 }
 
 export class ConfigError extends Error {}
@@ -152,6 +155,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
     webhookAllowHosts: (raw.MAILCTL_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

@@ -4,6 +4,8 @@ import { ConfigError, redactUrl, type Config } from './config'
 import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
 import { appliedMigrations, migrate } from './db/migrate'
 import { checkKeys, jwtSecret, requireConfiguredKeys } from './secrets'
+import { publishWakeups } from './jobs/lease'
+import { nodeOf } from './jobs/nodes'
 import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
@@ -143,8 +145,12 @@ const SECRET_CHECK_MIGRATION = '0015_secret_check'
  * CLI's commands other than serve and migrate) refuses to create a store that does not exist yet.
  */
 export async function createDeps(config: Config, opts: { migrate?: boolean; log?: Logger; create?: boolean } = {}): Promise<Deps> {
-  const log = opts.log ?? createLogger(config.logLevel)
   const store = await openChecked(config, opts.create ?? true)
+  // Every log line of this process names its node (the id of its row in `nodes`, its lease holders and
+  // mailctl_node_info), so the lines of several nodes can be told apart once gathered.
+  const node = nodeOf(store)
+  const log = (opts.log ?? createLogger(config.logLevel)).child({ node: node.id })
+  node.useLog(log)
   let redis: Redis | null = null
   try {
     // Every connection is proven before the first write (a wrong REDIS_URL leaves the schema untouched).
@@ -157,6 +163,8 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       if (applied.length) log.info('migrations applied', { applied })
     }
     if ((await appliedMigrations(store)).includes(SECRET_CHECK_MIGRATION)) await checkKeys(store, config)
+    // Work queued on this node wakes the workers of the others at once (src/jobs/lease.ts).
+    if (redis) publishWakeups(store, redis, log)
     return composeDeps({
       config,
       store,
@@ -215,10 +223,20 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 export async function serve(config: Config, roles: Role[] = ['api', 'worker', 'smtp']): Promise<Running> {
   const deps = await createDeps(config)
   const stops: Array<() => Promise<void> | void> = []
+  /*
+   * Shutdown (SIGTERM, SIGINT), everything at once and bounded by MAILCTL_SHUTDOWN_GRACE_SECONDS:
+   * - HTTP and SMTP stop accepting; requests and SMTP transactions in progress finish (SMTP sessions
+   *   still open at the end of the grace get a 421, HTTP connections are closed);
+   * - the outbound pipeline starts nothing more, lets the messages on the wire finish and hands back
+   *   every claimed message not started; the job worker waits for its jobs up to the grace;
+   * - every lease is released (due now, so another node takes the work at once) and the node row deleted.
+   */
   const stopAll = async () => {
-    for (const s of stops.reverse()) await s()
+    const results = await Promise.allSettled(stops.map(async (s) => s()))
+    for (const r of results) if (r.status === 'rejected') deps.log.error('a part failed to stop', errorFields(r.reason))
     await closeDeps(deps)
   }
+  const graceMs = config.shutdownGraceSeconds * 1000
   let httpPort = 0
   const smtp: Running['smtp'] = { inbound: null, relay: null, secure: null }
   try {
@@ -233,14 +251,21 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       }
       httpPort = app.server?.port ?? config.httpPort
       deps.log.info('http listening', { host: config.httpHost, port: httpPort })
-      stops.push(async () => { await app.stop() })
+      stops.push(async () => {
+        // Stops listening at once; requests in progress get the grace, then their connections are closed.
+        let timer: Timer | null = null
+        const graceful = app.stop().then(() => true)
+        const done = await Promise.race([graceful, new Promise<false>((r) => { timer = setTimeout(() => r(false), graceMs) })])
+        if (timer) clearTimeout(timer)
+        if (!done) await app.stop(true)
+      })
       await yieldToLoop()
     }
     if (roles.includes('worker')) {
       const [{ Worker }, { allJobs }] = await Promise.all([import('./jobs/queue'), import('./jobs/registry')])
       const worker = new Worker(deps, allJobs, { concurrency: 8 })
       await worker.start()
-      stops.push(() => worker.stop())
+      stops.push(() => worker.stop(graceMs))
       await yieldToLoop()
       const { startOutbox } = await import('./modules/events/outbox')
       const outbox = await startOutbox(deps)

@@ -3,6 +3,8 @@ import { sql } from 'drizzle-orm'
 import { forEachStore } from './helpers/env'
 import { buildApp } from '../src/http/app'
 import { errorFields, MAX_LOGGED_CHARS, type Logger } from '../src/log'
+import { createOutbound } from '../src/mail/outbound'
+import { projectWithDomain, startTestDns } from './modules/emails/fixture'
 
 /** A logger that keeps its records. */
 function recorder() {
@@ -72,3 +74,40 @@ forEachStore('unhandled error log line', (env) => {
     expect(line.length).toBeLessThan(CAP * 8)
   })
 })
+
+const dns = await startTestDns()
+
+forEachStore('log lines name the node', (env) => {
+  test('every line of deps built by the composition root carries the node id (its row in nodes, its lease holders)', async () => {
+    const { createDeps, closeDeps } = await import('../src/main')
+    const { nodeOf } = await import('../src/jobs/nodes')
+    const { dkimKey } = await import('../src/secrets')
+    const { log, lines } = recorder()
+    const deps = await createDeps({ ...env.config, dkimKey: dkimKey(env.config).toString('base64') }, { migrate: false, log })
+    try {
+      const node = nodeOf(deps.store)
+      deps.log.info('hello')
+      deps.log.child({ requestId: 'r1' }).warn('from a request')
+      expect(lines.map((l) => l.fields.node)).toEqual([node.id, node.id])
+      expect(lines[1].fields.requestId).toBe('r1')
+      expect(node.newId()).toStartWith(`${node.id}:`)
+    } finally {
+      await closeDeps(deps)
+    }
+  })
+
+  test('one line per delivery attempt, with the email id and the outcome', async () => {
+    const p = await projectWithDomain(env, dns, `log-${Math.random().toString(36).slice(2, 8)}.test`)
+    const sent = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to: 'someone@log-dest.test', from: p.from, subject: 's', body: 'b' } })
+    const emailId = sent.body.data.emails[0].email
+    const { log, lines } = recorder()
+    const pipeline = createOutbound({ ...env.deps, log: log.child({ node: 'n-test' }) }, { signerThreads: 0 })
+    try {
+      await pipeline.drain()
+    } finally {
+      await pipeline.stop()
+    }
+    const line = lines.find((l) => l.msg === 'delivery' && l.fields.emailId === emailId)
+    expect(line?.fields).toMatchObject({ node: 'n-test', emailId, projectId: p.id, domain: 'log-dest.test', attempt: 1, outcome: 'captured' })
+  })
+}, { outbound: 'capture', dnsServers: [dns.server] })

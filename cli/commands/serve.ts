@@ -37,14 +37,17 @@ export function register(program: Command): void {
       }
       const shutdown = (signal: string) => {
         if (signalled) {
+          // Without waiting: leases still held are released by the other nodes once this node's
+          // heartbeat is stale, as after a crash.
           if (running) running.deps.log.warn('second signal: exiting now', { signal })
           process.exit(1)
         }
         signalled = signal
         if (running) stop(running, signal)
       }
-      process.once('SIGINT', () => shutdown('SIGINT'))
-      process.once('SIGTERM', () => shutdown('SIGTERM'))
+      // `on`, not `once`: a second signal must reach the handler above, not the default one that kills.
+      process.on('SIGINT', () => shutdown('SIGINT'))
+      process.on('SIGTERM', () => shutdown('SIGTERM'))
       running = await serve(config, roles)
       // One human line beside the JSON logs (which go to stdout): on stderr, so stdout stays JSON.
       process.stderr.write(`${startLine(config, running, pkg.version)}\n`)

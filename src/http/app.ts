@@ -9,6 +9,8 @@ import { checkDataLimits } from '../modules/contacts/data'
 import { MAX_BODY_DEPTH, tooDeepBranch } from './depth'
 import { envelope, fromValidation } from './errors'
 import { systemRoutes } from './system'
+import { metricsRoutes } from './metrics'
+import { counter, histogram } from '../metrics'
 import { authRoutes } from '../modules/auth/routes'
 import { usersRoutes } from '../modules/users/routes'
 import { projectsRoutes } from '../modules/projects/routes'
@@ -42,6 +44,18 @@ interface Tracked { [REQ]?: { id: string; start: number } }
 function requestId(set: object): string {
   return (set as Tracked)[REQ]?.id ?? 'unknown'
 }
+
+/** HTTP requests by method, route and status, and their latency (GET /metrics). */
+const httpMetrics = (() => {
+  const requests = counter('mailctl_http_requests_total', 'HTTP requests by method, route and status', ['method', 'route', 'status'])
+  const seconds = histogram('mailctl_http_request_duration_seconds', 'HTTP request latency by method and route', ['method', 'route'], [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+  return {
+    observe(method: string, route: string, status: number, s: number) {
+      requests.inc({ method, route, status: String(status) })
+      seconds.observe({ method, route }, s)
+    },
+  }
+})()
 
 /** The path of a request URL without building a URL object. */
 function pathOf(url: string): string {
@@ -108,16 +122,20 @@ export function buildApp(deps: Deps) {
         ? `The body must be a JSON object sent with Content-Type: application/json (it came as ${type})`
         : 'The body must be a JSON object')
     })
-    .onAfterResponse({ as: 'global' }, ({ request, set }) => {
+    .onAfterResponse({ as: 'global' }, ({ request, route, set }) => {
       const i = (set as Tracked)[REQ]
       if (!i) return
+      const status = typeof set.status === 'number' ? set.status : 200
+      const ms = performance.now() - i.start
       log.info('request', {
         requestId: i.id,
         method: request.method,
         path: pathOf(request.url),
-        status: typeof set.status === 'number' ? set.status : 200,
-        ms: Math.round((performance.now() - i.start) * 100) / 100,
+        status,
+        ms: Math.round(ms * 100) / 100,
       })
+      // The route's pattern (bounded), never the raw path; a request that matched no route is "unmatched".
+      httpMetrics.observe(request.method, route || 'unmatched', status, ms / 1000)
     })
     .use(openapi({
       path: '/docs',
@@ -137,6 +155,7 @@ export function buildApp(deps: Deps) {
     }))
     .get('/docs', async (): Promise<Response> => new Response(await docsPage(), { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
     .use(systemRoutes(deps))
+    .use(metricsRoutes(deps))
     .use(configRoutes(deps))
     .use(authRoutes(deps))
     .use(usersRoutes(deps))

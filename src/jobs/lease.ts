@@ -121,6 +121,27 @@ export async function releaseDead(store: Store, t: LeasedTable, who: Holders, no
   return released.length
 }
 
+/** Where a process publishes its wake-ups for other nodes: its Redis connection, set per store. */
+export interface WakeupRemote { redis: Redis | null; log: Logger }
+
+const remotes = new WeakMap<Store, WakeupRemote>()
+
+/**
+ * Wake-ups of work queued on `store` are published through `redis` from now on (the composition root
+ * calls it when REDIS_URL is set, so a node without workers, an API node, wakes the worker nodes too).
+ * Returns the function that stops it.
+ */
+export function publishWakeups(store: Store, redis: Redis, log: Logger): () => void {
+  const remote = { redis, log }
+  remotes.set(store, remote)
+  return () => { if (remotes.get(store) === remote) remotes.delete(store) }
+}
+
+/** The Redis through which wake-ups of work queued on `store` reach other nodes (undefined: none). */
+export function wakeupRemote(store: Store): WakeupRemote | undefined {
+  return remotes.get(store)
+}
+
 /**
  * The signal "work was queued" of one queue. Workers of this process hear it at once; with Redis,
  * workers of other nodes hear it through the channel `mailctl:<name>`. Without Redis (or when it is
@@ -143,7 +164,7 @@ export class Wakeups {
    * publish is skipped (other nodes poll), and a failed publish is logged at debug level only: a wake-up
    * is an accelerator, never an error of the caller.
    */
-  notify(remote?: { redis: Redis | null; log: Logger }): void {
+  notify(remote?: WakeupRemote): void {
     // Listeners run outside the caller's async context: a wake-up sent from inside a transaction (enqueue
     // with `db`) must not make the woken worker's claim join that transaction (the store finds the open
     // transaction through AsyncLocalStorage, and on PostgreSQL a claim on a committed one never returns).

@@ -10,7 +10,7 @@
  * Dead nodes are looked for when a worker starts and then at every heartbeat (a sweep per node every
  * few seconds), never per claim: the claim and delivery hot paths are unchanged.
  */
-import { eq, inArray, lt } from 'drizzle-orm'
+import { count, eq, gt, inArray, lt } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import { hostname as osHostname } from 'node:os'
 import type { Store } from '../db/client'
@@ -54,6 +54,9 @@ export class NodeRegistry implements Holders {
   private starting: Promise<void> | null = null
   private tables = new Set<LeasedTable>()
   private log: Logger | null
+  /** Live nodes at the last beat (this one included); 1 before the first. */
+  private live = 1
+  private liveListeners = new Set<(n: number) => void>()
 
   constructor(private store: Store, opts: NodeOptions = {}) {
     this.hostname = opts.hostname ?? osHostname()
@@ -62,6 +65,11 @@ export class NodeRegistry implements Holders {
     this.heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS
     this.staleMs = opts.staleMs ?? NODE_STALE_MS
     this.log = opts.log ?? null
+  }
+
+  /** The logger of this node's warnings (the composition root's, which names the node). */
+  useLog(log: Logger): void {
+    this.log = log
   }
 
   /** A new holder id on this node, one per worker. */
@@ -81,12 +89,41 @@ export class NodeRegistry implements Holders {
     return ids.filter((id) => !live.has(nodeOfHolder(id)))
   }
 
-  /** Inserts or renews this node's row (a node judged dead while paused comes back on its next beat). */
+  /**
+   * Inserts or renews this node's row (a node judged dead while paused comes back on its next beat), then
+   * counts the live nodes (`liveNodes`).
+   */
   async beat(): Promise<void> {
     const { nodes } = this.store.t
     const now = this.now()
     await this.store.tx((db) => db.insert(nodes).values({ id: this.id, hostname: this.hostname, pid: this.pid, startedAt: now, heartbeatAt: now })
       .onConflictDoUpdate({ target: nodes.id, set: { heartbeatAt: now } }))
+    const since = new Date(now.getTime() - this.staleMs)
+    const [row] = await this.store.db.select({ n: count() }).from(nodes).where(gt(nodes.heartbeatAt, since))
+    this.setLive(Math.max(1, Number(row?.n ?? 1)))
+  }
+
+  /**
+   * How many nodes (processes with workers) beat at this node's last heartbeat, this one included. What
+   * one destination may take is divided by it (mail/outbound/throttle.ts), so N nodes together open no
+   * more connections to one host than one node would. It is read from the store, not Redis: a Redis
+   * outage changes nothing; if the store cannot be reached the last count stays.
+   */
+  liveNodes(): number {
+    return this.live
+  }
+
+  /** Calls `fn` with the live-node count now and whenever it changes; returns the function that stops it. */
+  onLiveNodes(fn: (n: number) => void): () => void {
+    this.liveListeners.add(fn)
+    fn(this.live)
+    return () => { this.liveListeners.delete(fn) }
+  }
+
+  private setLive(n: number) {
+    if (n === this.live) return
+    this.live = n
+    for (const fn of this.liveListeners) fn(n)
   }
 
   /**

@@ -1,8 +1,10 @@
-import { and, asc, eq, inArray, lte, or, sql } from 'drizzle-orm'
+import { AsyncResource } from 'node:async_hooks'
+import { and, asc, count, eq, inArray, lte, min, or, sql } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
-import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, Wakeups, type LeasedTable } from './lease'
+import { counter, histogram } from '../metrics'
+import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, wakeupRemote, Wakeups, type LeasedTable } from './lease'
 import { nodeOf, type NodeRegistry } from './nodes'
 
 /**
@@ -50,7 +52,10 @@ export interface EnqueueOptions {
   total?: number
 }
 
-/** Wakes this process's workers when a job is queued (other nodes find it at their next poll). */
+/**
+ * Wakes this process's workers when a job is queued and, with Redis (`publishWakeups`), other nodes'
+ * (without it they find the job at their next poll).
+ */
 export const jobWakeups = new Wakeups('jobs')
 
 /** The leases of `jobs`: a released job is queued again, due now. */
@@ -74,8 +79,17 @@ export async function enqueue(store: Store, name: string, payload: Record<string
     lastError: null, total: opts.total ?? 0, processed: 0, result: null, createdAt: now, updatedAt: now, finishedAt: null,
   }).onConflictDoNothing().returning({ id: jobs.id })
   const rows = db ? await insert(db) : await store.tx(insert)
-  if (rows.length) queueMicrotask(() => jobWakeups.notify())
+  if (rows.length) queueMicrotask(() => jobWakeups.notify(wakeupRemote(store)))
   return rows.length ? id : null
+}
+
+/** Jobs queued or running, and the creation time of the oldest of them (GET /metrics). */
+export async function jobDepth(store: Store): Promise<{ depth: number; oldestAt: Date | null }> {
+  const { jobs } = store.t
+  const [row] = await store.db.select({ n: count(), oldest: min(jobs.createdAt) }).from(jobs).where(inArray(jobs.status, ['queued', 'running']))
+  const v = row?.oldest as unknown
+  const oldestAt = v === null || v === undefined ? null : v instanceof Date ? v : new Date(typeof v === 'number' ? v : String(v))
+  return { depth: Number(row?.n ?? 0), oldestAt }
 }
 
 export async function getJob(store: Store, projectId: string, id: string, names?: string[]): Promise<JobRow | null> {
@@ -85,6 +99,12 @@ export async function getJob(store: Store, projectId: string, id: string, names?
   const [row] = await store.db.select().from(jobs).where(and(...conds)).limit(1)
   return row ?? null
 }
+
+const jobRuns = () => counter('mailctl_job_runs_total', 'Job runs by kind and outcome (completed, retried, failed)', ['job', 'outcome'])
+const jobSeconds = () => histogram('mailctl_job_duration_seconds', 'Job run time by kind', ['job'], [0.01, 0.05, 0.25, 1, 5, 30, 120, 600])
+
+/** A remote wake-up claims at once and once more this long after (see `Worker.remoteWake`). */
+export const REMOTE_WAKE_RETRY_MS = 200
 
 const defaultBackoff = (attempt: number) => Math.min(3600_000, 1000 * 2 ** attempt)
 
@@ -137,6 +157,10 @@ export class Worker {
   private wanted = false
   private inflight = new Set<Promise<void>>()
   private unlisten: (() => void) | null = null
+  private unsubscribe: (() => void) | null = null
+  private retry: Timer | null = null
+  /** Jobs running now: id -> kind (the shutdown's warning names them). */
+  private current = new Map<string, string>()
   private readonly now: () => Date
 
   constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
@@ -166,18 +190,39 @@ export class Worker {
       this.deps.log.warn('releasing dead job leases failed', errorFields(err))
     }
     await this.ensureRecurring()
-    this.unlisten = jobWakeups.on(() => this.tick())
+    // A wake-up is emitted where the job was queued, often inside that caller's transaction (a recurring
+    // job re-queued as its run commits). The claim it starts must not join that transaction (store.tx
+    // joins the transaction of its async context): on PostgreSQL it then ran on a finished transaction
+    // and never resolved, holding the worker's slots. So wake-ups run in the context of start().
+    const wake = AsyncResource.bind(() => this.tick())
+    this.unlisten = jobWakeups.on(wake)
+    // With Redis, a job queued on another node wakes this worker at once instead of at its next poll.
+    if (this.deps.redis) this.unsubscribe = await jobWakeups.subscribe(this.deps.redis, this.deps.log, AsyncResource.bind(() => this.remoteWake()))
     this.timer = setInterval(() => this.tick(), this.opts.pollMs ?? 1000)
     this.tick()
   }
 
-  async stop() {
+  /**
+   * Claims nothing more and waits for the jobs in flight, for at most `graceMs` when given (shutdown,
+   * MAILCTL_SHUTDOWN_GRACE_SECONDS). Then every lease this worker still holds is handed back, due now:
+   * a job still running past the grace is run again by another node (its later writes are refused, as
+   * they name a holder that no longer holds the row).
+   */
+  async stop(graceMs?: number) {
     this.stopped = true
     this.unlisten?.()
     this.unlisten = null
+    this.unsubscribe?.()
+    this.unsubscribe = null
+    if (this.retry) clearTimeout(this.retry)
+    this.retry = null
     if (this.timer) clearInterval(this.timer)
     this.timer = null
-    await Promise.allSettled([...this.inflight])
+    let timer: Timer | null = null
+    const all = Promise.allSettled([...this.inflight]).then(() => true)
+    const done = graceMs === undefined ? await all : await Promise.race([all, new Promise<false>((r) => { timer = setTimeout(() => r(false), graceMs) })])
+    if (timer) clearTimeout(timer)
+    if (!done) this.deps.log.warn('jobs still running at the end of the shutdown grace; their leases are handed back', { jobs: [...this.current.values()] })
     // Nothing runs any more: a lease still held (a job whose last write failed) is handed back now.
     try {
       const released = await release(this.deps.store, jobLeases(this.deps.store), this.id, undefined, this.now())
@@ -189,6 +234,17 @@ export class Worker {
       this.joined = false
       await this.node.leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
     }
+  }
+
+  /**
+   * A job queued on another node. `enqueue` inside a transaction notifies before that transaction
+   * commits, so the publish may arrive first: claim now, and once more REMOTE_WAKE_RETRY_MS later.
+   */
+  private remoteWake() {
+    this.tick()
+    if (this.retry) clearTimeout(this.retry)
+    this.retry = setTimeout(() => { this.retry = null; this.tick() }, REMOTE_WAKE_RETRY_MS)
+    this.retry.unref?.()
   }
 
   private tick() {
@@ -278,6 +334,12 @@ export class Worker {
       renew(store, leases, this.id, [row.id], leaseMs, now).catch((err) => log.warn('job lease renewal failed', { job: row.name, jobId: row.id, ...errorFields(err) }))
     }, renewAfterMs(leaseMs))
     heartbeat.unref?.()
+    this.current.set(row.id, row.name)
+    const t0 = performance.now()
+    const ran = (outcome: 'completed' | 'retried' | 'failed') => {
+      jobRuns().inc({ job: row.name, outcome })
+      jobSeconds().observe({ job: row.name }, (performance.now() - t0) / 1000)
+    }
     try {
       // The payload is what enqueue stored for this kind of job: its shape is the job's own contract.
       const result = await def.run(ctx, row.payload as never)
@@ -290,10 +352,12 @@ export class Worker {
           await enqueue(store, def.name, {}, { uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
         }
       })
+      ran('completed')
     } catch (err) {
       const now = this.now()
       const message = err instanceof Error ? err.message : String(err)
       const final = row.attempts >= row.maxAttempts
+      ran(final ? 'failed' : 'retried')
       log.warn('job failed', { job: row.name, jobId: row.id, attempt: row.attempts, final, ...errorFields(err) })
       await store.tx(async (db) => {
         await db.update(jobs).set(final
@@ -306,6 +370,7 @@ export class Worker {
       })
     } finally {
       clearInterval(heartbeat)
+      this.current.delete(row.id)
     }
   }
 }

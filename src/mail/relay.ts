@@ -286,7 +286,8 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
       })
     },
   }
-  const server = new SMTPServer(options)
+  // At shutdown, sessions get MAILCTL_SHUTDOWN_GRACE_SECONDS to finish their transaction, then a 421.
+  const server = new SMTPServer({ ...options, closeTimeout: Math.max(1, deps.config.shutdownGraceSeconds * 1000) })
   server.on('error', (err) => log.warn('relay SMTP connection error', errorFields(err)))
   return server
 }

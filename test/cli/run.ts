@@ -85,6 +85,9 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
     port,
     lines,
     pid: p.pid,
+    /** Sends a signal (SIGKILL: a crash); `exited` resolves with the exit code. */
+    kill: (signal: NodeJS.Signals) => p.kill(signal),
+    exited: p.exited,
     /** What serve wrote on stderr so far. */
     stderr: () => stderr,
     /** SIGTERM, then the exit code (graceful shutdown exits 0). */

@@ -8,9 +8,9 @@ const CLI = join(import.meta.dir, '../../cli/mailctl.ts')
 /**
  * A real `mailctl serve --role worker` process on the test environment's store, delivering directly to
  * `mxPort` with MX look-ups on the test DNS server: what crash tests kill with SIGKILL and start again.
- * `opts.role` serves another role (`api`: on `opts.httpPort` of 127.0.0.1); `opts.env` adds settings.
+ * `opts.role` serves another role (`api`: on `opts.httpPort` of 127.0.0.1); `opts.env` adds settings, `opts.stdout` keeps its output.
  */
-export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dnsServer: string }, opts: { role?: string; httpPort?: number; env?: Record<string, string> } = {}) {
+export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dnsServer: string }, opts: { role?: string; httpPort?: number; env?: Record<string, string>; stdout?: 'pipe' | 'ignore' } = {}) {
   return Bun.spawn([process.execPath, CLI, 'serve', '--role', opts.role ?? 'worker'], {
     env: {
       ...(opts.httpPort ? { MAILCTL_HTTP_PORT: String(opts.httpPort), MAILCTL_HTTP_HOST: '127.0.0.1' } : {}),
@@ -27,7 +27,7 @@ export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dns
       MAILCTL_LOG_LEVEL: 'warn',
       ...opts.env,
     },
-    stdin: 'ignore', stdout: 'ignore', stderr: 'inherit',
+    stdin: 'ignore', stdout: opts.stdout ?? 'ignore', stderr: 'inherit',
   })
 }
 

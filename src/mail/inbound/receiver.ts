@@ -151,7 +151,8 @@ export function createInboundServer(deps: Deps): SMTPServer {
       })
     },
   }
-  const server = new SMTPServer(options)
+  // At shutdown, sessions get MAILCTL_SHUTDOWN_GRACE_SECONDS to finish their transaction, then a 421.
+  const server = new SMTPServer({ ...options, closeTimeout: Math.max(1, deps.config.shutdownGraceSeconds * 1000) })
   server.on('error', (err) => log.warn('inbound SMTP connection error', errorFields(err)))
   return server
 }

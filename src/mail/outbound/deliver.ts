@@ -113,10 +113,11 @@ export class OutboundPipeline {
   private claimAfter = 0
   private pauseEnd: (() => void) | null = null
   /** Counters since start (tests, diagnostics). */
-  readonly stats = { claimed: 0, settled: 0 }
+  readonly stats = { claimed: 0, settled: 0, handedBack: 0 }
   /** This process's node on the store (jobs/nodes.ts), joined while the pipeline runs. */
   private readonly node: NodeRegistry
   private joined = false
+  private offLive: (() => void) | null = null
 
   constructor(private deps: Deps, private opts: PipelineOptions) {
     this.node = nodeOf(deps.store, deps.log)
@@ -148,6 +149,8 @@ export class OutboundPipeline {
         this.joined = true
         const released = await this.node.join(leases)
         if (released) this.log.info('released the leases of a dead node', { messages: released })
+        // Each destination's connection limit is shared among the live nodes (mail/outbound/throttle.ts).
+        this.offLive = this.node.onLiveNodes((n) => this.opts.transport.shareAmong?.(n))
       } catch (err) {
         this.log.warn('releasing dead leases failed', errorFields(err))
       }
@@ -156,15 +159,17 @@ export class OutboundPipeline {
   }
 
   /**
-   * Stops claiming, lets in-flight messages finish and be recorded (for up to `stopGraceMs`, then their
-   * connections are closed and they are recorded as deferred), hands back any lease still held (held
-   * messages, and any whose outcome could not be recorded), then closes the transport.
+   * Stops claiming and starts nothing more: claimed messages not yet on the wire (held, being built, or
+   * waiting for a slot of their destination) are not sent. Messages on the wire finish and are recorded
+   * (for up to `stopGraceMs`, then their connections are closed and they are recorded as deferred). Then
+   * every lease still held is handed back (due now, for any node), and the transport is closed.
    */
   async stop(): Promise<void> {
     this.running = false
     this.stopping = true
     this.unlisten?.()
     this.unlisten = null
+    this.opts.transport.stopStarting?.()
     this.wake()
     this.slotFreed?.()
     this.pauseEnd?.()
@@ -184,6 +189,8 @@ export class OutboundPipeline {
     } catch (err) {
       this.log.warn('releasing outbound leases at stop failed', errorFields(err))
     }
+    this.offLive?.()
+    this.offLive = null
     if (this.joined) {
       this.joined = false
       await this.node.leave().catch((err) => this.log.warn('leaving the nodes table failed', errorFields(err)))
@@ -463,6 +470,8 @@ export class OutboundPipeline {
       await this.recorder.record(outcome)
       this.stats.settled++
     }
+    // Stopping: a message not started yet is handed back (its lease is released at the end of stop).
+    if (this.stopping) return
     const vd = await this.senderDomain(email.projectId, email.fromAddress)
     if (!vd) return settle({ kind: 'failed', reason: `The sender domain ${domainOf(email.fromAddress)} is no longer verified for this project` })
     envelopeFrom = verpAddress(this.deps, email.id, vd.returnPathDomain)
@@ -473,9 +482,12 @@ export class OutboundPipeline {
       return settle({ kind: 'failed', reason: `The message could not be built: ${err instanceof Error ? err.message : String(err)}` })
     }
     size = raw.length
+    if (this.stopping) return
     if (raw.length > MAX_MESSAGE_BYTES) return settle({ kind: 'failed', reason: `The message is ${raw.length} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit` })
     try {
       await this.opts.transport.deliver({ from: envelopeFrom, to: email.toAddress, domain: row.domain }, raw, settle)
+      // Not settled: the transport was stopping and did not start it (Transport.stopStarting).
+      if (!settled) this.stats.handedBack++
     } catch (err) {
       if (settled) throw err
       this.log.warn('delivery attempt failed', { emailId: email.id, ...errorFields(err) })

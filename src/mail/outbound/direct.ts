@@ -119,6 +119,8 @@ export class DirectTransport implements Transport {
     }
     const dest = this.throttle.get(hosts[0].name)
     if (!(await dest.acquire())) {
+      // Stopping: not started, so not settled; the pipeline hands the message back to the queue.
+      if (dest.stopped) return
       return settle({ kind: 'deferred', reply: parseReply(`451 4.4.5 Too many messages waiting for ${dest.key} in this process`), host: null, throttle: true })
     }
     try {
@@ -156,6 +158,10 @@ export class DirectTransport implements Transport {
   }
 
   capacityOf(key: string): number { return this.throttle.capacity(key) }
+
+  shareAmong(nodes: number): void { this.throttle.shareAmong(nodes) }
+
+  stopStarting(): void { this.throttle.stop() }
 
   destinations() { return this.throttle.snapshot() }
 

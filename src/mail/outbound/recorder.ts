@@ -11,6 +11,7 @@
 import type { Db } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
 import { errorFields } from '../../log'
+import { bounces, deliveries, domainLabel } from '../../metrics'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../../modules/events/stream'
 import * as emailsRepo from '../../modules/emails/repo'
 import type { DeliveryEmail } from '../../modules/emails/repo'
@@ -117,7 +118,11 @@ export class OutcomeRecorder {
           const t0 = performance.now()
           const events = await this.apply(batch.map((p) => p.outcome))
           this.lastCommitMs = performance.now() - t0
-          for (const p of batch) p.resolve()
+          for (const p of batch) {
+            countOutcome(p.outcome)
+            this.deps.log.info('delivery', outcomeFields(p.outcome))
+            p.resolve()
+          }
           for (const [projectId, rows] of events) {
             await notifyEvents(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), rows)
           }
@@ -245,5 +250,23 @@ export class OutcomeRecorder {
       case 'deferred':
         throw new Error('a deferral is not a final outcome')
     }
+  }
+}
+
+/** An outcome recorded: counted by kind and recipient domain (GET /metrics); a bounce at delivery too. */
+function countOutcome(o: Outcome): void {
+  const d = o.delivery
+  const outcome = d.kind === 'deferred' && d.throttle ? 'throttled' : d.kind
+  deliveries().inc({ outcome, domain: domainLabel(o.queue.domain) })
+  if (d.kind === 'bounced') bounces().inc({ type: 'hard', source: 'smtp' })
+}
+
+/** The fields of a delivery attempt's log line (one per attempt, OPERATIONS.md; the node comes with the logger). */
+function outcomeFields(o: Outcome): Record<string, unknown> {
+  const d = o.delivery
+  const reply = 'reply' in d ? `${d.reply.code} ${d.reply.text}`.slice(0, 200) : null
+  return {
+    emailId: o.email.id, projectId: o.email.projectId, domain: o.queue.domain, attempt: o.queue.attempts + 1,
+    outcome: d.kind, host: 'host' in d ? d.host : null, reply, ...(d.kind === 'failed' ? { reason: d.reason.slice(0, 200) } : {}),
   }
 }

@@ -37,6 +37,8 @@ export class SmartHostTransport implements Transport {
   async deliver(env: Envelope, raw: Buffer, settle: (d: Delivery) => Promise<void>): Promise<void> {
     const dest = this.throttle.get(targetLabel(this.target))
     if (!(await dest.acquire())) {
+      // Stopping: not started, so not settled; the pipeline hands the message back to the queue.
+      if (dest.stopped) return
       return settle({ kind: 'deferred', reply: parseReply('451 4.4.5 Too many messages waiting for the smart host in this process'), host: null, throttle: true })
     }
     try {
@@ -51,6 +53,10 @@ export class SmartHostTransport implements Transport {
   async destinationOf(): Promise<string> { return targetLabel(this.target) }
 
   capacityOf(key: string): number { return this.throttle.capacity(key) }
+
+  shareAmong(nodes: number): void { this.throttle.shareAmong(nodes) }
+
+  stopStarting(): void { this.throttle.stop() }
 
   destinations() { return this.throttle.snapshot() }
 

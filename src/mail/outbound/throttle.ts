@@ -8,6 +8,12 @@
  * `depth` messages per connection (one on the connection or waiting for its outcome to be recorded, the
  * others built and signed, ready for the connection that frees first). The pipeline takes no more of a
  * destination's mail than that (deliver.ts), so a destination that stalls holds at most its share.
+ *
+ * Several nodes: the limits above are for the whole cluster. Each node takes `1/nodes` of a destination's
+ * limit (never less than `min`), where `nodes` is the count of live nodes in the nodes table
+ * (jobs/nodes.ts, `liveNodes`, refreshed at each heartbeat), so N nodes open about as many connections to
+ * one MX host as one node would, not N times as many. The AIMD state stays per node: a throttling reply
+ * halves this node's view of the limit; the others learn it from their own replies.
  */
 
 export interface ThrottleOptions {
@@ -27,36 +33,52 @@ export const DEFAULT_DEPTH = 4
 export const DEFAULT_THROTTLE: ThrottleOptions = { initial: 8, max: 32, min: 1, recoverAfter: 20, maxWaiting: 2000, depth: DEFAULT_DEPTH }
 
 export class Destination {
+  /** The destination's limit for the whole cluster (AIMD). */
   limit: number
   active = 0
   streak = 0
-  private waiting: Array<() => void> = []
+  private waiting: Array<(ok: boolean) => void> = []
+  /** The node is stopping: no delivery starts any more (acquire answers false, waiters too). */
+  stopped = false
 
-  constructor(readonly key: string, private opts: ThrottleOptions) {
+  constructor(readonly key: string, private opts: ThrottleOptions, private nodes: () => number = () => 1) {
     this.limit = opts.initial
+  }
+
+  /** This node's part of the limit: the cluster limit divided by the live nodes, at least `min`. */
+  get local(): number {
+    return shareOf(this.limit, this.nodes(), this.opts.min)
   }
 
   get queued(): number { return this.waiting.length }
 
   /** Resolves with true once a slot is free, or false at once when too many already wait. */
   acquire(): Promise<boolean> {
-    if (this.active < this.limit) {
+    if (this.stopped) return Promise.resolve(false)
+    if (this.active < this.local) {
       this.active++
       return Promise.resolve(true)
     }
     if (this.waiting.length >= this.opts.maxWaiting) return Promise.resolve(false)
-    return new Promise((resolve) => this.waiting.push(() => resolve(true)))
+    return new Promise((resolve) => this.waiting.push(resolve))
   }
 
-  release(): void {
-    this.active--
+  /** Stopping: deliveries waiting for a slot are told no (they have not started: the caller hands them back). */
+  stop(): void {
+    this.stopped = true
+    for (const w of this.waiting.splice(0)) w(false)
+  }
+
+  /** A delivery ended (`n` = 0: only start what now fits, after the share grew). */
+  release(n = 1): void {
+    this.active -= n
     this.pump()
   }
 
   private pump() {
-    while (this.active < this.limit && this.waiting.length) {
+    while (this.active < this.local && this.waiting.length) {
       this.active++
-      this.waiting.shift()?.()
+      this.waiting.shift()?.(true)
     }
   }
 
@@ -76,17 +98,44 @@ export class Destination {
   }
 }
 
+/** One node's part of a cluster-wide limit: `limit / nodes` rounded down, and never below `min`. */
+export function shareOf(limit: number, nodes: number, min: number): number {
+  return Math.max(min, Math.floor(limit / Math.max(1, nodes)))
+}
+
 export class Throttle {
   private dests = new Map<string, Destination>()
+  private nodes = 1
   constructor(readonly opts: ThrottleOptions = DEFAULT_THROTTLE) {}
 
   get(key: string): Destination {
     let d = this.dests.get(key)
     if (!d) {
-      d = new Destination(key, this.opts)
+      d = new Destination(key, this.opts, () => this.nodes)
+      d.stopped = this.stopped
       this.dests.set(key, d)
     }
     return d
+  }
+
+  /** True once `stop` was called: deliveries that have not acquired a slot do not start. */
+  stopped = false
+
+  /** Shutdown: no delivery starts any more; those waiting for a slot are answered false at once. */
+  stop(): void {
+    this.stopped = true
+    for (const d of this.dests.values()) d.stop()
+  }
+
+  /**
+   * The live nodes that share every destination's limit (the nodes table's count). A rise takes effect
+   * for the next deliveries; a fall lets waiting deliveries start now.
+   */
+  shareAmong(nodes: number): void {
+    const n = Math.max(1, Math.floor(nodes))
+    if (n === this.nodes) return
+    this.nodes = n
+    for (const d of this.dests.values()) d.release(0)
   }
 
   /**
@@ -94,11 +143,12 @@ export class Throttle {
    * initial one for a destination not seen yet) times the depth per connection.
    */
   capacity(key: string): number {
-    return (this.dests.get(key)?.limit ?? this.opts.initial) * (this.opts.depth ?? DEFAULT_DEPTH)
+    const limit = this.dests.get(key)?.limit ?? this.opts.initial
+    return shareOf(limit, this.nodes, this.opts.min) * (this.opts.depth ?? DEFAULT_DEPTH)
   }
 
   /** Limits and activity per destination (for `mailctl queue` in-process and tests). */
   snapshot(): Array<{ key: string; limit: number; active: number; queued: number }> {
-    return [...this.dests.values()].map((d) => ({ key: d.key, limit: d.limit, active: d.active, queued: d.queued }))
+    return [...this.dests.values()].map((d) => ({ key: d.key, limit: d.local, active: d.active, queued: d.queued }))
   }
 }

@@ -28,7 +28,9 @@ export type Delivery =
 /**
  * A way out: direct MX delivery, a smart host, or the capture store. `deliver` must call `settle`
  * exactly once and must not use the connection that carried the message again before `settle`
- * resolves: the outcome is durable before anything else happens on that connection.
+ * resolves: the outcome is durable before anything else happens on that connection. The one exception:
+ * after `stopStarting`, a delivery that has not started its SMTP transaction (waiting for a slot of its
+ * destination) returns without settling; the pipeline hands its lease back.
  */
 export interface Transport {
   readonly name: 'direct' | 'smtp' | 'capture'
@@ -42,6 +44,13 @@ export interface Transport {
   destinationOf?(domain: string): Promise<string>
   /** How many messages a destination may hold in the pipeline at once (its limit times a depth per connection). */
   capacityOf?(key: string): number
+  /**
+   * The live nodes that share each destination's connection limit (jobs/nodes.ts, `liveNodes`): each
+   * node takes its part, so N nodes do not open N times the limit to one host. Capture omits it.
+   */
+  shareAmong?(nodes: number): void
+  /** Shutdown: deliveries not yet on the wire do not start (see above); those on the wire go on. */
+  stopStarting?(): void
   /** Per-destination limits (for diagnostics and tests). */
   destinations(): Array<{ key: string; limit: number; active: number; queued: number }>
   /**

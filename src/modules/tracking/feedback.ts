@@ -10,6 +10,7 @@
  */
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
+import { bounces, complaints } from '../../metrics'
 import { appendEvents, type EventRow, type NewEvent } from '../events/stream'
 import * as contactsRepo from '../contacts/repo/contact'
 import { subscriptionEvent } from '../contacts/service'
@@ -124,6 +125,8 @@ export async function applyBounce(ctx: Ctx, db: Db, email: FeedbackEmail, r: Bou
     reply: r.diagnostic, recipient: r.recipient, reportingMta: r.reportingMta ?? null, remoteMta: r.remoteMta ?? null,
     suppressed, bouncedAt: r.at.toISOString(), source: r.source, ...r.extra,
   }, r.at)])
+  // Counted inside the transaction: one that rolls back (and is retried) may count a bounce twice.
+  bounces().inc({ type: r.bounceType, source: 'report' })
   return { applied: true, events, suppressed }
 }
 
@@ -147,6 +150,7 @@ export async function applyComplaint(ctx: Ctx, db: Db, email: FeedbackEmail, r: 
   const { store } = ctx
   await repo.advanceEmail(store, db, email.projectId, email.id, { status: 'COMPLAINED', complainedAt: r.at }, ctx.now)
   await suppress(ctx, db, { email: email.toAddress, reason: 'complaint', emailId: email.id, detail: r.feedbackType ? `complaint (${r.feedbackType})` : 'complaint' })
+  complaints().inc()
   const newEvents: NewEvent[] = [event(email, 'email.complaint', {
     feedbackType: r.feedbackType, userAgent: r.userAgent ?? null, recipient: r.recipient, complainedAt: r.at.toISOString(),
     suppressed: true, source: r.source, ...r.extra,

@@ -1,0 +1,154 @@
+/**
+ * Several nodes on PostgreSQL (issue 14): /v1/track and campaign delivery with 1 node and with 2 nodes
+ * (real `mailctl serve` processes on one fresh PostgreSQL database and one private Redis), with the CPU
+ * per request or per message of the nodes, so that the coordination overhead shows even where 2 nodes on
+ * 2 cores cannot go faster.
+ *
+ *   node_modules/.bin/bun bench/cluster.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=32 BENCH_RECIPIENTS=5000)
+ *
+ * Track: the load generator spreads its keep-alive connections over the nodes' HTTP ports. Campaign: a
+ * campaign to BENCH_RECIPIENTS contacts is sent and timed from the send request to the last message
+ * recorded as delivered at a local sink (DNS on loopback points the recipients' MX at it). Prints
+ * figures; asserts nothing. The machine is shared: wall-clock figures move with other work, CPU per
+ * request much less.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import postgres from 'postgres'
+import { cpuMs, fmt, runLoad, type Req } from './_load'
+import { freshPgDatabase } from '../test/helpers/env'
+import { startRedis } from '../test/helpers/redis'
+import { startSink } from '../test/helpers/smtp'
+import { startTestDns, splitTxt } from '../test/helpers/dns'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
+const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 5000)
+const CLI = join(import.meta.dir, '..', 'cli', 'mailctl.ts')
+const SECRET = 'bench-cluster-secret-0123456789abcdefghij'
+
+const dns = await startTestDns()
+const sink = await startSink({})
+dns.add('bench.test', { type: 'MX', exchange: 'mx.bench.test', priority: 10 })
+dns.set('mx.bench.test', [{ type: 'A', address: '127.0.0.1' }])
+const redis = await startRedis()
+
+interface Node { proc: ReturnType<typeof Bun.spawn>; port: number; dir: string }
+
+async function startNode(databaseUrl: string): Promise<Node> {
+  const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-node-'))
+  const proc = Bun.spawn([process.execPath, CLI, 'serve'], {
+    env: {
+      PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, REDIS_URL: redis.url, MAILCTL_SECRET: SECRET, MAILCTL_DATA_DIR: dir,
+      MAILCTL_HOSTNAME: 'mx.mailctl-bench.test', MAILCTL_HTTP_HOST: '127.0.0.1', MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_REUSE_PORT: 'false',
+      MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(sink.port),
+      MAILCTL_DNS_SERVERS: dns.server, MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000', MAILCTL_LOG_LEVEL: 'info',
+    },
+    stdin: 'ignore', stdout: 'pipe', stderr: 'ignore',
+  })
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
+  const dec = new TextDecoder()
+  let buf = ''
+  let port = 0
+  while (!port) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error('a node exited before listening')
+    buf += dec.decode(value, { stream: true })
+    const m = /"msg":"http listening"[^\n]*"port":(\d+)/.exec(buf)
+    if (m) port = Number(m[1])
+  }
+  // Drain the logs (one line per request and per delivery) so the node never blocks on the pipe.
+  void (async () => { for (;;) { const { done } = await reader.read(); if (done) break } })()
+  return { proc, port, dir }
+}
+
+async function stopNode(n: Node) {
+  n.proc.kill('SIGTERM')
+  await n.proc.exited
+  rmSync(n.dir, { recursive: true, force: true })
+}
+
+async function cli(databaseUrl: string, args: string[]): Promise<unknown> {
+  const p = Bun.spawn([process.execPath, CLI, ...args, '--json'], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, MAILCTL_SECRET: SECRET, MAILCTL_HOSTNAME: 'mx.mailctl-bench.test', MAILCTL_DNS_SERVERS: dns.server }, stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  if (code !== 0) throw new Error(`mailctl ${args.join(' ')}: ${err}`)
+  return JSON.parse(out)
+}
+
+const cpuOf = (nodes: Node[]) => nodes.reduce((ms, n) => ms + cpuMs(n.proc.pid ?? 0), 0)
+
+async function run(count: number) {
+  const db = await freshPgDatabase()
+  const sql = postgres(db.url, { max: 2, onnotice: () => {} })
+  const nodes: Node[] = []
+  try {
+    nodes.push(await startNode(db.url))
+    for (let i = 1; i < count; i++) nodes.push(await startNode(db.url))
+    const project = await cli(db.url, ['project', 'create', '--name', 'bench']) as { id: string; publicKey: string; secretKey: string }
+    const domain = await cli(db.url, ['domain', 'add', project.id, 'sender.bench.test']) as { records: Array<{ type: string; name: string; value: string; priority?: number }> }
+    for (const r of domain.records) {
+      if (r.type === 'TXT') dns.add(r.name, { type: 'TXT', data: splitTxt(r.value) })
+      else dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 })
+    }
+    const verified = await cli(db.url, ['domain', 'verify', project.id, 'sender.bench.test']) as { verified?: boolean; status?: string }
+    if (verified.verified === false) throw new Error(`the bench domain did not verify: ${JSON.stringify(verified)}`)
+
+    // Track.
+    const ports = nodes.map((n) => n.port)
+    const track = (tag: string) => (conn: number, i: number): Req => ({
+      method: 'POST', path: '/v1/track', headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `${tag}-${conn}-${i % 500}@example.com`, event: 'page.viewed', data: { plan: 'pro' } }),
+    })
+    const load = async (seconds: number, tag: string) => {
+      const per = Math.ceil(CONNECTIONS / ports.length)
+      const results = await Promise.all(ports.map((port, k) => runLoad({ port, connections: per, seconds, next: (c, i) => track(`${tag}${k}`)(c, i) })))
+      const requests = results.reduce((n, r) => n + r.requests, 0)
+      const errors = results.reduce((n, r) => n + r.errors, 0)
+      const p99 = Math.max(...results.map((r) => r.p99))
+      return { requests, errors, seconds, rps: requests / seconds, p50: results[0].p50, p90: results[0].p90, p99, max: Math.max(...results.map((r) => r.max)) }
+    }
+    await load(2, 'w')
+    const cpu0 = cpuOf(nodes)
+    const r = await load(SECONDS, 'm')
+    const trackCpu = cpuOf(nodes) - cpu0
+    console.log(`${fmt(`track, ${count} node${count > 1 ? 's' : ''}`, r)}; node CPU ${(trackCpu * 1000 / r.requests).toFixed(0)} µs/request`)
+
+    // Campaign delivery.
+    const contacts = Array.from({ length: RECIPIENTS }, (_, i) => `r${i}@bench.test`)
+    for (let i = 0; i < contacts.length; i += 1000) {
+      await sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) SELECT gen_random_uuid(), ${project.id}, e, true, '{}'::jsonb, now(), now() FROM unnest(${contacts.slice(i, i + 1000)}::text[]) AS e`
+    }
+    const api = (method: string, path: string, body?: unknown) => fetch(`http://127.0.0.1:${ports[0]}${path}`, { method, headers: { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+    const created = await (await api('POST', '/campaigns', { name: 'Bench', subject: 'Hello', body: '<p>Hello from the bench</p>', from: 'news@sender.bench.test', audienceType: 'ALL' })).json() as { data: { id: string } }
+    const base = sink.accepted
+    const cpu1 = cpuOf(nodes)
+    const t0 = performance.now()
+    const sent = await api('POST', `/campaigns/${created.data.id}/send`, {})
+    if (sent.status !== 200) throw new Error(`campaign send answered ${sent.status} ${await sent.text()}`)
+    for (;;) {
+      const [{ n }] = await sql`SELECT count(*)::int AS n FROM emails WHERE campaign_id = ${created.data.id} AND status = 'DELIVERED'`
+      if (n >= RECIPIENTS) break
+      await Bun.sleep(100)
+    }
+    const secs = (performance.now() - t0) / 1000
+    const campaignCpu = cpuOf(nodes) - cpu1
+    console.log(`campaign, ${count} node${count > 1 ? 's' : ''}: ${RECIPIENTS} messages in ${secs.toFixed(1)} s = ${(RECIPIENTS / secs).toFixed(0)} messages/s (sink accepted ${sink.accepted - base}); node CPU ${(campaignCpu * 1000 / RECIPIENTS).toFixed(0)} µs/message`)
+    return { track: r.rps, trackCpu: trackCpu / r.requests, campaign: RECIPIENTS / secs, campaignCpu: campaignCpu / RECIPIENTS }
+  } finally {
+    for (const n of nodes) await stopNode(n)
+    await sql.end()
+    await db.drop()
+  }
+}
+
+try {
+  const one = await run(1)
+  const two = await run(2)
+  console.log(`2 nodes / 1 node: track ${(two.track / one.track).toFixed(2)}x (CPU per request ${(two.trackCpu / one.trackCpu).toFixed(2)}x), campaign ${(two.campaign / one.campaign).toFixed(2)}x (CPU per message ${(two.campaignCpu / one.campaignCpu).toFixed(2)}x)`)
+} finally {
+  await redis.kill()
+  await sink.close()
+  dns.close?.()
+}
+process.exit(0)

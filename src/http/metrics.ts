@@ -1,0 +1,56 @@
+/**
+ * GET /metrics: the process's metrics in Prometheus text format (src/metrics.ts). When
+ * MAILCTL_METRICS_TOKEN is set the scraper must send `Authorization: Bearer <token>`; otherwise the
+ * endpoint is open, as for /health (bind the HTTP port privately or set the token).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { Elysia } from 'elysia'
+import pkg from '../../package.json'
+import type { Deps } from '../deps'
+import { unauthorized } from '../errors'
+import { jobDepth } from '../jobs/queue'
+import { nodeOf } from '../jobs/nodes'
+import { queueStats } from '../mail/outbound/queue'
+import { exposition, gauge, onScrape } from '../metrics'
+
+const digest = (s: string) => createHash('sha256').update(s).digest()
+
+/** Whether the Authorization header carries the token (compared in constant time). */
+export function metricsAuthorized(header: string | null, token: string | null): boolean {
+  if (token === null) return true
+  const m = /^Bearer\s+(.+)$/i.exec(header ?? '')
+  return m !== null && timingSafeEqual(digest(m[1].trim()), digest(token))
+}
+
+let builtIn: (() => void) | null = null
+
+/** The gauges every node reports, read at scrape time: queue depths and ages, the node and its peers. */
+function registerBuiltIn() {
+  if (builtIn) return
+  const depth = gauge('mailctl_queue_depth', 'Items not yet finished, per queue (outbound: messages; jobs: queued or running)', ['queue'])
+  const oldest = gauge('mailctl_queue_oldest_age_seconds', 'Age of the oldest unfinished item, per queue (0 when empty)', ['queue'])
+  const info = gauge('mailctl_node_info', 'This process: its node id (the nodes table, lease holders and log lines), host name and version', ['node', 'hostname', 'version'])
+  const live = gauge('mailctl_nodes_live', 'Nodes with a fresh heartbeat at this node\'s last beat (1 on a node without workers)')
+  builtIn = onScrape(async (deps) => {
+    const now = new Date()
+    const [out, jobs] = await Promise.all([queueStats(deps.store, now), jobDepth(deps.store)])
+    depth.set({ queue: 'outbound' }, out.depth)
+    oldest.set({ queue: 'outbound' }, out.oldestQueuedAt ? Math.max(0, (now.getTime() - out.oldestQueuedAt.getTime()) / 1000) : 0)
+    depth.set({ queue: 'jobs' }, jobs.depth)
+    oldest.set({ queue: 'jobs' }, jobs.oldestAt ? Math.max(0, (now.getTime() - jobs.oldestAt.getTime()) / 1000) : 0)
+    const node = nodeOf(deps.store)
+    info.reset()
+    info.set({ node: node.id, hostname: node.hostname, version: pkg.version }, 1)
+    live.set(node.liveNodes())
+  })
+}
+
+export function metricsRoutes(deps: Deps) {
+  registerBuiltIn()
+  return new Elysia({ tags: ['system'] } as never)
+    .get('/metrics', async ({ request }) => {
+      if (!metricsAuthorized(request.headers.get('authorization'), deps.config.metricsToken)) throw unauthorized('GET /metrics needs Authorization: Bearer <MAILCTL_METRICS_TOKEN>')
+      const { contentType, body } = await exposition(deps)
+      return new Response(body, { headers: { 'content-type': contentType } })
+    }, { detail: { summary: 'Prometheus metrics (Bearer MAILCTL_METRICS_TOKEN when it is set)' } })
+}

@@ -1,0 +1,101 @@
+/**
+ * The process's metrics (GET /metrics, Prometheus text format, through prom-client). One registry per
+ * process; modules add their own metrics with `counter`, `gauge` and `histogram` (get-or-create by name,
+ * so a module imported twice or a test that builds two apps registers each metric once), and values that
+ * are read from the store at scrape time with `onScrape`.
+ *
+ * What is measured here today:
+ * - HTTP requests by method, route (the route's pattern, never the raw path) and status, with a latency
+ *   histogram (src/http/app.ts);
+ * - queue depth and the age of the oldest item, per queue (outbound mail and jobs), read at scrape;
+ * - delivery attempts by outcome and destination domain (mail/outbound/recorder.ts), the domain label
+ *   bounded by `domainLabel`;
+ * - bounces and complaints (modules/tracking/feedback.ts and the recorder);
+ * - job runs by kind and outcome, with their duration (jobs/queue.ts);
+ * - the node: `mailctl_node_info{node, hostname, version}`, and the live nodes seen at the last heartbeat.
+ *
+ * Campaign progress, workflow executions and the event outbox backlog belong to their modules: they
+ * register their gauges with `onScrape` (or counters with `counter`) when they are built.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client'
+import type { Deps } from './deps'
+
+export const registry = new Registry()
+let defaults = false
+
+/** Process metrics of prom-client (CPU, memory, event loop), added once, at the first exposition. */
+function ensureDefaults() {
+  if (defaults) return
+  defaults = true
+  collectDefaultMetrics({ register: registry, prefix: 'mailctl_' })
+}
+
+function existing<T extends Metric>(name: string): T | undefined {
+  return registry.getSingleMetric(name) as T | undefined
+}
+
+/** A counter in the process registry (the same object for every call with this name). */
+export function counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+  return existing<Counter<L>>(name) ?? new Counter({ name, help, labelNames, registers: [registry] })
+}
+
+/** A gauge in the process registry (the same object for every call with this name). */
+export function gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+  return existing<Gauge<L>>(name) ?? new Gauge({ name, help, labelNames, registers: [registry] })
+}
+
+/** A histogram in the process registry (the same object for every call with this name). */
+export function histogram<L extends string>(name: string, help: string, labelNames: readonly L[] = [], buckets?: number[]): Histogram<L> {
+  return existing<Histogram<L>>(name) ?? new Histogram({ name, help, labelNames, registers: [registry], ...(buckets ? { buckets } : {}) })
+}
+
+export type ScrapeCollector = (deps: Deps) => Promise<void> | void
+
+const collectors = new Set<ScrapeCollector>()
+
+/**
+ * Runs `fn` before each exposition (it sets gauges from the store: queue depths, campaign progress).
+ * Returns the function that removes it. A collector that fails is skipped for that scrape (logged).
+ */
+export function onScrape(fn: ScrapeCollector): () => void {
+  collectors.add(fn)
+  return () => { collectors.delete(fn) }
+}
+
+/** The exposition: collectors first, then every metric in the text format. */
+export async function exposition(deps: Deps): Promise<{ contentType: string; body: string }> {
+  ensureDefaults()
+  await Promise.all([...collectors].map(async (fn) => {
+    try { await fn(deps) } catch (err) { deps.log.warn('a metrics collector failed', { error: err instanceof Error ? err.message : String(err) }) }
+  }))
+  return { contentType: registry.contentType, body: await registry.metrics() }
+}
+
+/**
+ * Mailbox providers that always get their own `domain` label; other recipient domains get one while
+ * fewer than MAX_OTHER_DOMAINS have been seen by this process, then `other`. The label set stays bounded
+ * whatever the mail.
+ */
+const PROVIDERS = new Set([
+  'gmail.com', 'googlemail.com', 'outlook.com', 'hotmail.com', 'live.com', 'msn.com', 'yahoo.com', 'ymail.com',
+  'icloud.com', 'me.com', 'mac.com', 'aol.com', 'gmx.com', 'gmx.de', 'gmx.net', 'web.de', 'yandex.ru', 'mail.ru',
+  'proton.me', 'protonmail.com', 'zoho.com', 'fastmail.com', 'comcast.net', 'orange.fr', 't-online.de',
+])
+export const MAX_OTHER_DOMAINS = 50
+const others = new Set<string>()
+
+export function domainLabel(domain: string): string {
+  const d = domain.toLowerCase()
+  if (PROVIDERS.has(d) || others.has(d)) return d
+  if (others.size < MAX_OTHER_DOMAINS) {
+    others.add(d)
+    return d
+  }
+  return 'other'
+}
+
+/** Delivery attempts by outcome (accepted, captured, deferred, bounced, failed) and destination domain. */
+export const deliveries = () => counter('mailctl_delivery_attempts_total', 'Delivery attempts by outcome and recipient domain', ['outcome', 'domain'])
+/** Bounces: at delivery (smtp) or reported later (report: DSN, SES). */
+export const bounces = () => counter('mailctl_bounces_total', 'Bounces by type (hard, soft) and how they were learnt (smtp, report)', ['type', 'source'])
+export const complaints = () => counter('mailctl_complaints_total', 'Complaints (feedback reports, SES)')

@@ -1,0 +1,103 @@
+import { expect, test } from 'bun:test'
+import { forEachStore, TestEnv } from '../helpers/env'
+import { projectWithDomain, startTestDns, pipelineFor } from '../modules/emails/fixture'
+import { domainLabel, MAX_OTHER_DOMAINS, onScrape, gauge } from '../../src/metrics'
+import { metricsAuthorized } from '../../src/http/metrics'
+import { nodeOf } from '../../src/jobs/nodes'
+
+/** GET /metrics (issue 14, Observability): Prometheus text, guarded by MAILCTL_METRICS_TOKEN. */
+
+const TOKEN = 'metrics-token-0123456789'
+const dns = await startTestDns()
+
+/** The value of one sample line (`name{labels} value`), or null. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | null {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue
+    const ok = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))
+    if (ok) return Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return null
+}
+
+forEachStore('GET /metrics', (env) => {
+  test('security: no token, a wrong token, a project key are 401 in the error envelope', async () => {
+    const p = await env.project()
+    for (const key of [null, 'wrong-token', p.secretKey, p.publicKey]) {
+      const res = await env.request('GET', '/metrics', { key })
+      expect(res.status).toBe(401)
+      expect(res.body.error.code).toBe('UNAUTHORIZED')
+      expect(res.text).not.toContain('mailctl_')
+    }
+  })
+
+  test('happy: HTTP by route pattern and status, queue depth and age, deliveries by outcome and domain, the node', async () => {
+    const p = await projectWithDomain(env, dns, `metrics-${Math.random().toString(36).slice(2, 8)}.test`)
+    const before = await env.request('GET', '/metrics', { key: TOKEN })
+    expect(before.status).toBe(200)
+    expect(before.headers.get('content-type')).toContain('text/plain')
+    const sent = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to: ['a@metrics-dest.test', 'b@metrics-dest.test'], from: p.from, subject: 's', body: 'b' } })
+    expect(sent.status).toBe(200)
+    await env.request('GET', `/contacts/${crypto.randomUUID()}`, { key: p.secretKey })
+
+    // Requests are counted after their answer is sent (onAfterResponse, a later turn of the event loop):
+    // scrape until the 404 shows, letting the loop run in between.
+    let queued = ''
+    do queued = (await env.request('GET', '/metrics', { key: TOKEN })).text
+    while (sample(queued, 'mailctl_http_requests_total', { method: 'GET', route: '/contacts/:id', status: '404' }) === null && (await Bun.sleep(5)) === undefined)
+    expect(sample(queued, 'mailctl_queue_depth', { queue: 'outbound' })).toBeGreaterThanOrEqual(2)
+    expect(sample(queued, 'mailctl_queue_oldest_age_seconds', { queue: 'outbound' })).toBeGreaterThanOrEqual(0)
+    expect(sample(queued, 'mailctl_queue_depth', { queue: 'jobs' })).not.toBeNull()
+    // The route's pattern, not the path with its id.
+    expect(sample(queued, 'mailctl_http_requests_total', { method: 'POST', route: '/v1/send', status: '200' })).toBeGreaterThanOrEqual(1)
+    expect(sample(queued, 'mailctl_http_requests_total', { method: 'GET', route: '/contacts/:id', status: '404' })).toBeGreaterThanOrEqual(1)
+    expect(queued).not.toContain('route="/contacts/0')
+    expect(sample(queued, 'mailctl_http_request_duration_seconds_count', { method: 'POST', route: '/v1/send' })).toBeGreaterThanOrEqual(1)
+    expect(sample(queued, 'mailctl_node_info', { node: nodeOf(env.store).id })).toBe(1)
+    expect(queued).toContain('mailctl_process_cpu_seconds_total')
+
+    const before2 = sample(queued, 'mailctl_delivery_attempts_total', { outcome: 'captured', domain: 'metrics-dest.test' }) ?? 0
+    await pipelineFor(env).drain()
+    const after = (await env.request('GET', '/metrics', { key: TOKEN })).text
+    expect(sample(after, 'mailctl_delivery_attempts_total', { outcome: 'captured', domain: 'metrics-dest.test' })).toBe(before2 + 2)
+  })
+
+  test('a module registers its own gauge, read at scrape time', async () => {
+    const g = gauge('mailctl_test_registered', 'a gauge a module adds')
+    let n = 0
+    const off = onScrape(() => { g.set(++n) })
+    try {
+      expect(sample((await env.request('GET', '/metrics', { key: TOKEN })).text, 'mailctl_test_registered')).toBe(1)
+      expect(sample((await env.request('GET', '/metrics', { key: TOKEN })).text, 'mailctl_test_registered')).toBe(2)
+    } finally {
+      off()
+    }
+  })
+}, { metricsToken: TOKEN, outbound: 'capture', dnsServers: [dns.server] })
+
+test('without MAILCTL_METRICS_TOKEN the endpoint is open (as OPERATIONS.md says)', async () => {
+  const env = new TestEnv('sqlite')
+  await env.start()
+  try {
+    const res = await env.request('GET', '/metrics')
+    expect(res.status).toBe(200)
+    expect(res.text).toContain('mailctl_node_info')
+  } finally {
+    await env.stop()
+  }
+})
+
+test('units: the token check, and a bounded set of domain labels', () => {
+  expect(metricsAuthorized(null, null)).toBe(true)
+  expect(metricsAuthorized('Bearer abc', 'abc')).toBe(true)
+  expect(metricsAuthorized('bearer  abc ', 'abc')).toBe(true)
+  expect(metricsAuthorized('Bearer abd', 'abc')).toBe(false)
+  expect(metricsAuthorized('abc', 'abc')).toBe(false)
+  expect(metricsAuthorized(null, 'abc')).toBe(false)
+  expect(domainLabel('GMAIL.com')).toBe('gmail.com')
+  const seen = new Set<string>()
+  for (let i = 0; i < MAX_OTHER_DOMAINS * 3; i++) seen.add(domainLabel(`d${i}.label-test`))
+  expect(seen.size).toBeLessThanOrEqual(MAX_OTHER_DOMAINS + 1)
+  expect(seen.has('other')).toBe(true)
+  expect(domainLabel('gmail.com')).toBe('gmail.com')
+})
