@@ -26,6 +26,7 @@ import { campaignsRoutes } from '../modules/campaigns/routes'
 import { trackingRoutes } from '../modules/tracking/routes'
 import { webhooksRoutes } from '../modules/webhooks/routes'
 import { activityRoutes } from '../modules/activity/routes'
+import { analyticsRoutes } from '../modules/analytics/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 
@@ -155,6 +156,7 @@ export function buildApp(deps: Deps) {
     .use(suppressionsRoutes(deps))
     // The activity feed of emails and events: GET /activity and its stats, types and recent count.
     .use(activityRoutes(deps))
+    .use(analyticsRoutes(deps))
   if (!checkResponses()) trustResponses(app.routes)
   return app
 }

@@ -7,6 +7,7 @@ import { segmentJobs } from '../modules/segments/jobs'
 import { campaignJobs } from '../modules/campaigns/jobs'
 import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
+import { analyticsJobs } from '../modules/analytics/jobs'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: AnyJob[] = [
@@ -18,4 +19,5 @@ export const allJobs: AnyJob[] = [
   ...campaignJobs,
   ...inboundJobs,
   webhooksPruneJob,
+  ...analyticsJobs,
 ]

@@ -10,6 +10,7 @@ import { inboundTables } from './inbound'
 import { secretTables } from './secrets'
 import { nodeTables } from './nodes'
 import { campaignTables } from './campaigns'
+import { analyticsTables } from './analytics'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -25,6 +26,7 @@ export function buildSchema(c: Cols) {
     ...secretTables(c),
     ...nodeTables(c),
     ...campaignTables(c),
+    ...analyticsTables(c),
   }
 }
 

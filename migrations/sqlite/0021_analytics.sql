@@ -1,0 +1,17 @@
+-- Analytics (issue 13): hourly counters rolled up from the events by the analytics.rollup job.
+CREATE TABLE analytics_hourly (
+  project_id TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+  campaign_id TEXT NOT NULL,
+  hour INTEGER NOT NULL,
+  metric TEXT NOT NULL,
+  value INTEGER NOT NULL,
+  PRIMARY KEY (project_id, campaign_id, hour, metric)
+) WITHOUT ROWID;
+CREATE INDEX analytics_hourly_metric_idx ON analytics_hourly (project_id, metric, hour);
+CREATE INDEX analytics_hourly_hour_idx ON analytics_hourly (hour);
+
+CREATE TABLE analytics_rollups (
+  name TEXT PRIMARY KEY,
+  rolled_until INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
