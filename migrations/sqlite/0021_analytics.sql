@@ -15,3 +15,9 @@ CREATE TABLE analytics_rollups (
   rolled_until INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
 );
+
+-- The activity feed reads events newest first by (created_at, id) (keyset pages), and by email (one email's
+-- story, a campaign's events): the id joins the time index, and the email ids of email events get one.
+DROP INDEX events_project_created_idx;
+CREATE INDEX events_project_created_idx ON events (project_id, created_at, id);
+CREATE INDEX events_email_created_idx ON events (email_id, created_at) WHERE email_id IS NOT NULL;

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt, gte, inArray, lt, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { Store } from '../../db/client'
 import type { EmailRow } from '../emails/repo'
 
@@ -50,14 +50,16 @@ function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
   return out
 }
 
+/** Rows strictly before the cursor in (created_at, id) order: a row-value comparison, so both stores walk the index. */
+function olderThan(store: Store, createdAt: AnyColumn, id: AnyColumn, after: After): SQL {
+  const at = store.dialect === 'pg' ? new Date(after.at).toISOString() : after.at
+  return sql`(${createdAt}, ${id}) < (${at}, ${after.id})`
+}
+
 export async function emailPage(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null): Promise<EmailItemRow[]> {
   const { emails: e, emailStats: s } = store.t
   const where = emailConds(store, projectId, f)
-  if (after) {
-    const at = new Date(after.at)
-    const older = or(lt(e.createdAt, at), and(eq(e.createdAt, at), lt(e.id, after.id)))
-    if (older) where.push(older)
-  }
+  if (after) where.push(olderThan(store, e.createdAt, e.id, after))
   return store.db.select({
     id: e.id, projectId: e.projectId, contactId: e.contactId, templateId: e.templateId, campaignId: e.campaignId,
     sourceType: e.sourceType, sourceId: e.sourceId, type: e.type, domainId: e.domainId, messageId: e.messageId,
@@ -72,11 +74,7 @@ export async function emailPage(store: Store, projectId: string, f: EmailFilter,
 export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
   const { events: e, contacts: c } = store.t
   const where = eventConds(store, projectId, f)
-  if (after) {
-    const at = new Date(after.at)
-    const older = or(lt(e.createdAt, at), and(eq(e.createdAt, at), lt(e.id, after.id)))
-    if (older) where.push(older)
-  }
+  if (after) where.push(olderThan(store, e.createdAt, e.id, after))
   return store.db.select({
     id: e.id, name: e.name, contactId: e.contactId, contactEmail: c.email, emailId: e.emailId, data: e.data, createdAt: e.createdAt,
   }).from(e).leftJoin(c, eq(c.id, e.contactId)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)

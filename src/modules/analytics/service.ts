@@ -227,8 +227,9 @@ export async function topEvents(ctx: Ctx, q: { from?: string; to?: string; limit
 
 /** Events committed this long after their own time may be missed by the hour they belong to: the rollup waits this long after an hour ends, and counts the last hour it rolled once more. */
 export const ROLLUP_SETTLE_MS = 5 * 60_000
-/** Hours counted per step (one step: every project, then the watermark moves). */
+/** Hours counted per step (one step: every project, then the watermark moves): 3, or a day while catching up a backlog. */
 const STEP_HOURS = 3
+const BACKLOG_STEP_HOURS = 24
 
 export interface RollupResult { from: string | null; to: string | null; hours: number; projects: number; rows: number }
 
@@ -257,7 +258,8 @@ export async function rollup(deps: Deps, now: Date, opts: { budgetMs?: number; o
   const first = start
   let rows = 0
   while (start < closed && mark < closed) {
-    const end = Math.min(closed, Math.max(mark, start) + STEP_HOURS * HOUR_MS)
+    const stepHours = closed - mark > BACKLOG_STEP_HOURS * HOUR_MS ? BACKLOG_STEP_HOURS : STEP_HOURS
+    const end = Math.min(closed, Math.max(mark, start) + stepHours * HOUR_MS)
     for (const projectId of projects) {
       const counts = await repo.countEvents(store, projectId, new Date(start), new Date(end))
       await store.tx((db) => repo.replaceHours(store, db, projectId, new Date(start), new Date(end), counts))
