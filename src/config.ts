@@ -37,6 +37,8 @@ export interface Config {
   maxBodyBytes: number
   /** How long a stopping node waits for in-flight deliveries before it closes their connections. */
   shutdownGraceSeconds: number
+  /** Largest image accepted by POST /uploads/image, in bytes (default 5 MB). */
+  uploadMaxBytes: number
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -69,6 +71,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_SQLITE_SYNCHRONOUS: 'sqliteSynchronous',
   MAILCTL_MAX_BODY_BYTES: 'maxBodyBytes',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
+  MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
 }
 
 export class ConfigError extends Error {}
@@ -148,6 +151,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     sqliteSynchronous: sync,
     maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
+    uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

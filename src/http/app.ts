@@ -27,6 +27,8 @@ import { trackingRoutes } from '../modules/tracking/routes'
 import { webhooksRoutes } from '../modules/webhooks/routes'
 import { activityRoutes } from '../modules/activity/routes'
 import { analyticsRoutes } from '../modules/analytics/routes'
+import { billingRoutes } from '../modules/billing/routes'
+import { uploadsRoutes } from '../modules/uploads/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 
@@ -157,6 +159,8 @@ export function buildApp(deps: Deps) {
     // The activity feed of emails and events: GET /activity and its stats, types and recent count.
     .use(activityRoutes(deps))
     .use(analyticsRoutes(deps))
+    .use(billingRoutes(deps))
+    .use(uploadsRoutes(deps))
   if (!checkResponses()) trustResponses(app.routes)
   return app
 }

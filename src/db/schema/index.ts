@@ -11,6 +11,7 @@ import { secretTables } from './secrets'
 import { nodeTables } from './nodes'
 import { campaignTables } from './campaigns'
 import { analyticsTables } from './analytics'
+import { billingTables } from './billing'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -27,6 +28,7 @@ export function buildSchema(c: Cols) {
     ...nodeTables(c),
     ...campaignTables(c),
     ...analyticsTables(c),
+    ...billingTables(c),
   }
 }
 
