@@ -29,6 +29,7 @@ import { activityRoutes } from '../modules/activity/routes'
 import { analyticsRoutes } from '../modules/analytics/routes'
 import { billingRoutes } from '../modules/billing/routes'
 import { uploadsRoutes } from '../modules/uploads/routes'
+import { securityRoutes } from '../modules/security/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 
@@ -161,6 +162,7 @@ export function buildApp(deps: Deps) {
     .use(analyticsRoutes(deps))
     .use(billingRoutes(deps))
     .use(uploadsRoutes(deps))
+    .use(securityRoutes(deps))
   if (!checkResponses()) trustResponses(app.routes)
   return app
 }

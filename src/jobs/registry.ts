@@ -8,6 +8,7 @@ import { campaignJobs } from '../modules/campaigns/jobs'
 import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 import { analyticsJobs } from '../modules/analytics/jobs'
+import { securityJobs } from '../modules/security/service'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: AnyJob[] = [
@@ -20,4 +21,5 @@ export const allJobs: AnyJob[] = [
   ...inboundJobs,
   webhooksPruneJob,
   ...analyticsJobs,
+  ...securityJobs,
 ]

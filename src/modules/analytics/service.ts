@@ -57,6 +57,16 @@ async function countsOf(ctx: Ctx, campaignId: string, from: number, to: number, 
   return [...rolled, ...live.filter((c) => c.campaignId === campaignId && (!keep || keep.has(c.metric)))]
 }
 
+/** Sums of rollup metrics (sent, bounced, complained...) of the project over [from, to) (hours), for other modules (security). */
+export async function metricTotals(ctx: Ctx, from: Date, to: Date, metrics: readonly string[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = Object.fromEntries(metrics.map((m) => [m, 0]))
+  const a = floorHour(from.getTime())
+  const b = ceilHour(to.getTime())
+  if (a >= b) return out
+  for (const c of await countsOf(ctx, '', a, b, metrics)) out[c.metric] += c.value
+  return out
+}
+
 function zeroCounts(): Record<SeriesMetric, number> {
   return Object.fromEntries(SERIES_METRICS.map((m) => [m, 0])) as Record<SeriesMetric, number>
 }
