@@ -270,7 +270,8 @@ export async function rollup(deps: Deps, now: Date, opts: { budgetMs?: number; o
   while (start < closed && mark < closed) {
     const stepHours = closed - mark > BACKLOG_STEP_HOURS * HOUR_MS ? BACKLOG_STEP_HOURS : STEP_HOURS
     const end = Math.min(closed, Math.max(mark, start) + stepHours * HOUR_MS)
-    for (const projectId of projects) {
+    // Listed again each step: a project created during the run has its hours counted before the watermark passes them.
+    for (const projectId of await repo.projectIds(store)) {
       const counts = await repo.countEvents(store, projectId, new Date(start), new Date(end))
       await store.tx((db) => repo.replaceHours(store, db, projectId, new Date(start), new Date(end), counts))
       rows += counts.length
