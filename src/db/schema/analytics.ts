@@ -21,7 +21,7 @@ export function analyticsTables(c: Cols) {
     value: c.bigint('value').notNull(),
   }, (t) => [
     c.primaryKey({ columns: [t.projectId, t.campaignId, t.hour, t.metric] }),
-    c.index('analytics_hourly_metric_idx').on(t.projectId, t.metric, t.hour),
+    c.index('analytics_hourly_metric_idx').on(t.projectId, t.metric, t.hour, t.value),
     c.index('analytics_hourly_hour_idx').on(t.hour),
   ])
 

@@ -112,14 +112,16 @@ export async function replaceHours(store: Store, db: Db, projectId: string, from
   }
 }
 
-/** Rolled-up counters of the project's totals (campaign '') or of one campaign, hours in [from, to). */
+/** Rolled-up counters of the project's totals (campaign '') or of one campaign, hours in [from, to): raw rows, no per-row mapping. */
 export async function hourly(store: Store, projectId: string, campaignId: string, from: Date, to: Date, metrics?: readonly string[]): Promise<Count[]> {
   if (to <= from) return []
-  const a = store.t.analyticsHourly
-  const where = [eq(a.projectId, projectId), eq(a.campaignId, campaignId), gte(a.hour, from), lt(a.hour, to)]
-  if (metrics) where.push(inArray(a.metric, [...metrics]))
-  const rows = await store.db.select({ hour: a.hour, metric: a.metric, value: a.value }).from(a).where(and(...where))
-  return rows.map((r) => ({ campaignId, hour: r.hour.getTime(), metric: r.metric, value: Number(r.value) }))
+  const pg = store.dialect === 'pg'
+  const at = (d: Date) => (pg ? d.toISOString() : d.getTime())
+  const only = metrics ? sql` AND metric IN (${sql.join(metrics.map((m) => sql`${m}`), sql`, `)})` : sql``
+  const hour = pg ? sql.raw('(extract(epoch from hour) * 1000)::bigint') : sql.raw('hour')
+  const rows = await store.rows<{ hour: number | string; metric: string; value: number | string }>(sql`SELECT ${hour} AS hour, metric, value FROM analytics_hourly
+    WHERE project_id = ${projectId} AND campaign_id = ${campaignId} AND hour >= ${at(from)} AND hour < ${at(to)}${only}`)
+  return rows.map((r) => ({ campaignId, hour: Number(r.hour), metric: r.metric, value: Number(r.value) }))
 }
 
 /** Sum of one metric per campaign (not the totals) over hours in [from, to), largest first. */
