@@ -90,31 +90,6 @@ export async function countEvents(store: Store, projectId: string, f: EventFilte
   return Number(row?.n ?? 0)
 }
 
-/** Count per event name since a moment; bounces also by bounceType (`email.bounce:hard` / `email.bounce:soft`). */
-export async function countsByName(store: Store, projectId: string, names: readonly string[], since: Date): Promise<Map<string, number>> {
-  const e = store.t.events
-  const sub = store.dialect === 'pg'
-    ? sql<string | null>`CASE WHEN ${e.name} = 'email.bounce' THEN ${e.data}->>'bounceType' END`
-    : sql<string | null>`CASE WHEN ${e.name} = 'email.bounce' THEN json_extract(${e.data}, '$.bounceType') END`
-  const rows = await store.db.select({ name: e.name, sub, n: count() }).from(e)
-    .where(and(eq(e.projectId, projectId), inArray(e.name, [...names]), gte(e.createdAt, since)))
-    .groupBy(e.name, sub)
-  const out = new Map<string, number>()
-  for (const r of rows) {
-    out.set(r.name, (out.get(r.name) ?? 0) + Number(r.n))
-    if (r.sub) out.set(`${r.name}:${r.sub}`, (out.get(`${r.name}:${r.sub}`) ?? 0) + Number(r.n))
-  }
-  return out
-}
-
-/** Emails first opened / first clicked since a moment (unique opens and clicks). */
-export async function uniqueEngagement(store: Store, projectId: string, since: Date): Promise<{ opened: number; clicked: number }> {
-  const s = store.t.emailStats
-  const [o] = await store.db.select({ n: count() }).from(s).where(and(eq(s.projectId, projectId), gte(s.firstOpenAt, since)))
-  const [k] = await store.db.select({ n: count() }).from(s).where(and(eq(s.projectId, projectId), gte(s.firstClickAt, since)))
-  return { opened: Number(o?.n ?? 0), clicked: Number(k?.n ?? 0) }
-}
-
 /** Distinct event names present among `names`, with counts and the last time each was seen. */
 export async function eventTypesPresent(store: Store, projectId: string, names: readonly string[]): Promise<Array<{ name: string; n: number; last: Date }>> {
   const e = store.t.events

@@ -6,6 +6,7 @@ import { toEmailRecord } from '../emails/service'
 import { EVENT_TYPES, ACTIVITY_TYPES, type ListActivityQuery } from './model'
 import * as repo from './repo'
 import { upcomingSources } from './upcoming'
+import { metricTotals } from '../analytics/service'
 
 const KNOWN: ReadonlySet<string> = new Set(ACTIVITY_TYPES)
 
@@ -89,28 +90,30 @@ function parseMoment(name: string, value: string | undefined): Date | undefined 
 }
 
 const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 10_000) / 10_000 : 0)
-const STAT_EVENTS = ['email.sent', 'email.delivery', 'email.failed', ...EVENT_TYPES]
+const STAT_METRICS = ['sent', 'delivered', 'opened', 'unique_opened', 'clicked', 'unique_clicked', 'bounced', 'hard_bounced', 'complained', 'received', 'failed', 'unsubscribed', 'event:contact.subscribed']
 
-/** GET /activity/stats: counts over the last `days` days and the usual rates. */
+/**
+ * GET /activity/stats: counts over the last `days` days and the usual rates, from the analytics counters
+ * (src/modules/analytics: rolled-up hours plus the events past the rollup), so the period's events are not
+ * scanned; the period is widened to whole hours.
+ */
 export async function activityStats(ctx: Ctx, q: { days?: number }) {
   const days = Math.max(1, Math.min(365, Math.trunc(Number(q.days ?? 30)) || 30))
   const since = new Date(ctx.now.getTime() - days * 86_400_000)
-  const [counts, unique, emails] = await Promise.all([
-    repo.countsByName(ctx.store, ctx.projectId, STAT_EVENTS, since),
-    repo.uniqueEngagement(ctx.store, ctx.projectId, since),
+  const [c, emails] = await Promise.all([
+    metricTotals(ctx, since, ctx.now, STAT_METRICS),
     repo.countEmails(ctx.store, ctx.projectId, { since }),
   ])
-  const n = (k: string) => counts.get(k) ?? 0
-  const sent = n('email.sent')
-  const hard = n('email.bounce:hard')
+  const sent = c.sent
+  const hard = c.hard_bounced
   return {
     periodDays: days, since: since.toISOString(), emails,
-    sent, delivered: n('email.delivery'), opens: n('email.open'), uniqueOpens: unique.opened, clicks: n('email.click'), uniqueClicks: unique.clicked,
-    bounces: n('email.bounce'), hardBounces: hard, softBounces: n('email.bounce:soft'), complaints: n('email.complaint'),
-    received: n('email.received'), failed: n('email.failed'), subscribed: n('contact.subscribed'), unsubscribed: n('contact.unsubscribed'),
+    sent, delivered: c.delivered, opens: c.opened, uniqueOpens: c.unique_opened, clicks: c.clicked, uniqueClicks: c.unique_clicked,
+    bounces: c.bounced, hardBounces: hard, softBounces: c.bounced - hard, complaints: c.complained,
+    received: c.received, failed: c.failed, subscribed: c['event:contact.subscribed'], unsubscribed: c.unsubscribed,
     rates: {
-      delivery: ratio(n('email.delivery'), sent), open: ratio(unique.opened, sent), click: ratio(unique.clicked, sent),
-      bounce: ratio(hard, sent), complaint: ratio(n('email.complaint'), sent),
+      delivery: ratio(c.delivered, sent), open: ratio(c.unique_opened, sent), click: ratio(c.unique_clicked, sent),
+      bounce: ratio(hard, sent), complaint: ratio(c.complained, sent),
     },
   }
 }
