@@ -41,6 +41,29 @@ export interface Config {
   webhookAllowHosts: string[]
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null
+  /** Largest image accepted by POST /uploads/image, in bytes (default 5 MB). */
+  uploadMaxBytes: number
+  /** Project security (src/modules/security): 7-day bounce and complaint rates (fractions) that warn and suspend, after minimumSent emails. */
+  securityThresholds: SecurityThresholds
+}
+
+export interface SecurityThresholds { bounceWarning: number; bounceSuspend: number; complaintWarning: number; complaintSuspend: number; minimumSent: number }
+
+/**
+ * MAILCTL_SECURITY_THRESHOLDS: `bounceWarning=5,bounceSuspend=10,complaintWarning=0.1,complaintSuspend=0.3,minimumSent=100`
+ * (rates in percent; keys left out keep these defaults).
+ */
+function securityThresholds(v: string | undefined): SecurityThresholds {
+  const out: SecurityThresholds = { bounceWarning: 0.05, bounceSuspend: 0.1, complaintWarning: 0.001, complaintSuspend: 0.003, minimumSent: 100 }
+  for (const part of (v ?? '').split(',').map((x) => x.trim()).filter(Boolean)) {
+    const [k, val] = part.split('=').map((x) => x.trim())
+    const n = Number(val)
+    if (!(k in out) || !Number.isFinite(n) || n < 0 || (k !== 'minimumSent' && n > 100)) {
+      throw new ConfigError(`MAILCTL_SECURITY_THRESHOLDS: "${part}" is not one of bounceWarning, bounceSuspend, complaintWarning, complaintSuspend (percent, 0-100) or minimumSent (emails)`)
+    }
+    out[k as keyof SecurityThresholds] = k === 'minimumSent' ? Math.trunc(n) : n / 100
+  }
+  return out
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -75,6 +98,8 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
+  MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
+  MAILCTL_SECURITY_THRESHOLDS: 'securityThresholds',
 }
 
 export class ConfigError extends Error {}
@@ -156,6 +181,8 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
     webhookAllowHosts: (raw.MAILCTL_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
+    uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),
+    securityThresholds: securityThresholds(raw.MAILCTL_SECURITY_THRESHOLDS),
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

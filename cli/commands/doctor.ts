@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path'
 import type { Command } from 'commander'
 import { ConfigError, isFullyQualified, redactUrl, type Config } from '../../src/config'
 import type { Store } from '../../src/db/client'
+import { uploadsCheck } from '../../src/modules/uploads/service'
 import { emit, settings } from '../shared'
 
 export interface Check { name: string; status: 'ok' | 'warn' | 'fail'; detail: string }
@@ -152,6 +153,7 @@ function checkOutbound(config: Config): Check {
 export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: Check[] }> {
   const checks: Check[] = [ok('config', 'settings parsed')]
   checks.push(checkDataDir(config))
+  checks.push(uploadsCheck(config))
   checks.push(...(await checkDatabase(config)))
   checks.push(await checkRedis(config))
   checks.push(await checkPort('http port', config.httpHost, config.httpPort))

@@ -2,7 +2,7 @@ import type { Command } from 'commander'
 import { notFound } from '../../src/errors'
 import { emit, need, table, withDeps } from '../shared'
 
-/** `mailctl project create --name N [--owner EMAIL]` and `mailctl project list`. */
+/** `mailctl project create --name N [--owner EMAIL]`, `mailctl project enable ID` and `mailctl project list`. */
 export function register(program: Command): void {
   const project = program.command('project').description('projects (tenants with their own keys and data)')
   project.command('create')
@@ -23,6 +23,14 @@ export function register(program: Command): void {
         return createProject(deps.store, { name, ownerUserId })
       })
       emit(cmd, out, () => `id         ${out.id}\nname       ${out.name}\npublicKey  ${out.publicKey}\nsecretKey  ${out.secretKey}\n(the secret key is shown only now)`)
+    })
+  project.command('enable')
+    .description('lift a suspension (bounce or complaint rates): the project may send again')
+    .argument('<id>', 'project id')
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      const { enableProject } = await import('../../src/modules/security/service')
+      const out = await withDeps(cmd, (deps) => enableProject(deps, id, 'cli'))
+      emit(cmd, out, () => (out.enabled ? `project ${id} enabled` : `project ${id} was not disabled`))
     })
   project.command('list')
     .description('list projects')

@@ -29,6 +29,10 @@ import { workflowsRoutes } from '../modules/workflows/routes'
 import { trackingRoutes } from '../modules/tracking/routes'
 import { webhooksRoutes } from '../modules/webhooks/routes'
 import { activityRoutes } from '../modules/activity/routes'
+import { analyticsRoutes } from '../modules/analytics/routes'
+import { billingRoutes } from '../modules/billing/routes'
+import { uploadsRoutes } from '../modules/uploads/routes'
+import { securityRoutes } from '../modules/security/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 import { hooksRoutes } from '../modules/hooks/routes'
@@ -178,6 +182,10 @@ export function buildApp(deps: Deps) {
     .use(suppressionsRoutes(deps))
     // The activity feed of emails and events: GET /activity and its stats, types and recent count.
     .use(activityRoutes(deps))
+    .use(analyticsRoutes(deps))
+    .use(billingRoutes(deps))
+    .use(uploadsRoutes(deps))
+    .use(securityRoutes(deps))
   if (!checkResponses()) trustResponses(app.routes)
   return app
 }

@@ -9,6 +9,8 @@ import { workflowJobs } from '../modules/workflows/jobs'
 import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 import { hooksPruneJob } from '../modules/hooks/jobs'
+import { analyticsJobs } from '../modules/analytics/jobs'
+import { securityJobs } from '../modules/security/service'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: AnyJob[] = [
@@ -22,4 +24,6 @@ export const allJobs: AnyJob[] = [
   ...inboundJobs,
   webhooksPruneJob,
   hooksPruneJob,
+  ...analyticsJobs,
+  ...securityJobs,
 ]

@@ -120,7 +120,8 @@ export function coreTables(c: Cols) {
     createdAt: c.ts('created_at').notNull(),
   }, (t) => [
     c.index('events_project_name_created_idx').on(t.projectId, t.name, t.createdAt),
-    c.index('events_project_created_idx').on(t.projectId, t.createdAt),
+    c.index('events_project_created_idx').on(t.projectId, t.createdAt, t.id),
+    c.index('events_email_created_idx').on(t.emailId, t.createdAt),
     c.index('events_contact_created_idx').on(t.contactId, t.createdAt),
   ])
 

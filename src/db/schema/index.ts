@@ -13,6 +13,8 @@ import { campaignTables } from './campaigns'
 import { hookTables } from './hooks'
 import { outboxTables } from './outbox'
 import { workflowTables } from './workflows'
+import { analyticsTables } from './analytics'
+import { billingTables } from './billing'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -31,6 +33,8 @@ export function buildSchema(c: Cols) {
     ...hookTables(c),
     ...outboxTables(c),
     ...workflowTables(c),
+    ...analyticsTables(c),
+    ...billingTables(c),
   }
 }
 

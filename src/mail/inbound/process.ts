@@ -20,6 +20,7 @@ import type { Db } from '../../db/client'
 import { defineJob } from '../../jobs/queue'
 import { errorFields } from '../../log'
 import { appendEvents, notifyEvents, type EventRow } from '../../modules/events/stream'
+import { chargeUsage } from '../../modules/billing/service'
 import { applyBounce, applyComplaint, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
 import { parseVerp } from '../outbound/verp'
 import { parseInbound, type ReceivedSummary } from './analyze'
@@ -122,6 +123,9 @@ async function onOther(deps: Deps, db: Db, row: InboundRow, mail: ReceivedSummar
   }
   const contactId = repliedTo?.contactId ?? (from ? await contactIdByEmail(deps.store, db, target.projectId, from) : null)
   const ctx = ctxFor(deps, target.projectId, { kind: 'job', name: INBOUND_JOB })
+  if (await chargeUsage(ctx, db, { inbound: 1 }, { throwOnExceed: false })) {
+    return { status: 'ignored', kind: 'other', emailId: null, projectId: target.projectId, detail: 'over the project\'s monthly inbound cap (billing-limits): not recorded as email.received' }
+  }
   const events = await appendEvents(ctx, db, [{
     contactId, name: 'email.received', emailId: repliedTo?.id ?? null, createdAt: row.receivedAt,
     data: {

@@ -11,7 +11,7 @@ import { EmailRecord } from '../emails/model'
  *   (email.received), subscription changes.
  */
 export const EVENT_TYPES = [
-  'email.open', 'email.click', 'email.bounce', 'email.complaint', 'email.received', 'contact.subscribed', 'contact.unsubscribed',
+  'email.delivery', 'email.open', 'email.click', 'email.bounce', 'email.complaint', 'email.received', 'contact.subscribed', 'contact.unsubscribed',
 ] as const
 export const ACTIVITY_TYPES = ['email', ...EVENT_TYPES] as const
 export type ActivityType = (typeof ACTIVITY_TYPES)[number]
@@ -44,7 +44,11 @@ export const ListActivityQuery = t.Object({
   type: t.Optional(t.String({ description: `Comma-separated: ${ACTIVITY_TYPES.join(', ')} (default all); an unknown type answers 400` })),
   status: t.Optional(t.String({ description: 'Only emails in this status (implies type=email)' })),
   contactId: t.Optional(t.String()),
+  contact: t.Optional(t.String({ description: 'A contact by id or by email address' })),
+  campaignId: t.Optional(t.String({ description: 'Only the emails of this campaign and what happened to them' })),
   emailId: t.Optional(t.String({ description: 'One email and what happened to it' })),
+  from: t.Optional(t.String({ description: 'Date-time (ISO 8601): only items at or after it' })),
+  to: t.Optional(t.String({ description: 'Date-time (ISO 8601): only items before it' })),
 })
 export type ListActivityQuery = Static<typeof ListActivityQuery>
 
@@ -91,4 +95,21 @@ export const RecentCount = t.Object({
   count: t.Integer({ description: 'Emails queued plus events in the window' }),
   minutes: t.Integer(),
   since: t.String({ format: 'date-time' }),
+})
+
+export const UpcomingQuery = t.Object({
+  limit: positiveIntQuery('limit', '1 to 100, default 20; larger values are clamped to 100'),
+})
+
+export const UpcomingItem = t.Object({
+  kind: t.String({ description: 'campaign (a SCHEDULED campaign), deferred (an email waiting for its next delivery attempt), or the kind of a registered source (workflow executions waiting: workflow)' }),
+  id: t.String({ description: 'The campaign, email or execution id' }),
+  at: t.String({ format: 'date-time', description: 'When it is due: the scheduled time, or the next attempt' }),
+  title: t.String({ description: 'Campaign name, the email\'s subject, or what the source says' }),
+  detail: t.Record(t.String(), t.Unknown(), { description: 'campaign: {status, audienceType}; deferred: {to, attempts, lastError, campaignId}' }),
+})
+
+export const UpcomingList = t.Object({
+  data: t.Array(UpcomingItem),
+  total: t.Integer({ description: 'Upcoming items of every kind (the list shows the first `limit`, soonest first)' }),
 })

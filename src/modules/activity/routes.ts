@@ -6,7 +6,7 @@ import * as service from './service'
 
 const tags = ['activity']
 
-/** GET /activity, /activity/stats, /activity/types, /activity/recent-count (secret key). */
+/** GET /activity, /activity/stats, /activity/types, /activity/recent-count, /activity/upcoming (secret key). */
 export function activityRoutes(deps: Deps) {
   return new Elysia({ prefix: '/activity' })
     .use(authPlugin(deps))
@@ -25,5 +25,9 @@ export function activityRoutes(deps: Deps) {
     .get('/recent-count', ({ ctx, query }) => service.recentCount(ctx, query), {
       apiKey: 'secret', query: m.RecentCountQuery, response: { 200: m.RecentCount },
       detail: { tags, summary: 'Number of activity entries in the last minutes' },
+    })
+    .get('/upcoming', ({ ctx, query }) => service.upcoming(ctx, query), {
+      apiKey: 'secret', query: m.UpcomingQuery, response: { 200: m.UpcomingList },
+      detail: { tags, summary: 'What is about to happen, soonest first', description: 'SCHEDULED campaigns, emails waiting for their next delivery attempt (deferred), and waiting workflow executions.' },
     })
 }

@@ -5,6 +5,8 @@ import { clampLimit } from '../contacts/service'
 import { toEmailRecord } from '../emails/service'
 import { EVENT_TYPES, ACTIVITY_TYPES, type ListActivityQuery } from './model'
 import * as repo from './repo'
+import { upcomingSources } from './upcoming'
+import { metricTotals } from '../analytics/service'
 
 const KNOWN: ReadonlySet<string> = new Set(ACTIVITY_TYPES)
 
@@ -48,8 +50,18 @@ export async function listActivity(ctx: Ctx, q: ListActivityQuery) {
   const limit = clampLimit(q.limit, 20)
   const sel = selection(q)
   const after = q.cursor ? decodeTimeCursor(q.cursor) : null
-  const emailF: repo.EmailFilter = { status: q.status || undefined, contactId: q.contactId || undefined, emailId: q.emailId || undefined }
-  const eventF: repo.EventFilter = { types: sel.events, contactId: q.contactId || undefined, emailId: q.emailId || undefined }
+  const since = parseMoment('from', q.from)
+  const until = parseMoment('to', q.to)
+  let contactId = q.contactId || undefined
+  if (q.contact?.trim()) {
+    const found = await repo.contactIdByRef(ctx.store, ctx.projectId, q.contact.trim())
+    // An unknown contact (or one that is not the same as contactId) matches nothing.
+    if (!found || (contactId && contactId !== found)) return { data: [], cursor: null, hasMore: false, total: 0 }
+    contactId = found
+  }
+  const common = { contactId, emailId: q.emailId || undefined, campaignId: q.campaignId || undefined, since, until }
+  const emailF: repo.EmailFilter = { ...common, status: q.status || undefined }
+  const eventF: repo.EventFilter = { ...common, types: sel.events }
   const [emails, events, total] = await Promise.all([
     sel.emails ? repo.emailPage(ctx.store, ctx.projectId, emailF, limit + 1, after) : Promise.resolve([]),
     sel.events.length ? repo.eventPage(ctx.store, ctx.projectId, eventF, limit + 1, after) : Promise.resolve([]),
@@ -69,29 +81,39 @@ export async function listActivity(ctx: Ctx, q: ListActivityQuery) {
   return { data: page.map((i) => i.out), cursor: hasMore && last ? encodeTimeCursor({ at: last.at, id: last.id }) : null, hasMore, total }
 }
 
-const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 10_000) / 10_000 : 0)
-const STAT_EVENTS = ['email.sent', 'email.delivery', 'email.failed', ...EVENT_TYPES]
+/** An optional date-time query parameter; unparseable -> 400 naming it. */
+function parseMoment(name: string, value: string | undefined): Date | undefined {
+  if (!value?.trim()) return undefined
+  const at = new Date(value.trim())
+  if (Number.isNaN(at.getTime())) throw badRequest(`Invalid ${name}: expected a date-time such as 2026-01-31T00:00:00Z`)
+  return at
+}
 
-/** GET /activity/stats: counts over the last `days` days and the usual rates. */
+const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 10_000) / 10_000 : 0)
+const STAT_METRICS = ['sent', 'delivered', 'opened', 'unique_opened', 'clicked', 'unique_clicked', 'bounced', 'hard_bounced', 'complained', 'received', 'failed', 'unsubscribed', 'event:contact.subscribed']
+
+/**
+ * GET /activity/stats: counts over the last `days` days and the usual rates, from the analytics counters
+ * (src/modules/analytics: rolled-up hours plus the events past the rollup), so the period's events are not
+ * scanned; the period is widened to whole hours.
+ */
 export async function activityStats(ctx: Ctx, q: { days?: number }) {
   const days = Math.max(1, Math.min(365, Math.trunc(Number(q.days ?? 30)) || 30))
-  const since = new Date(Date.now() - days * 86_400_000)
-  const [counts, unique, emails] = await Promise.all([
-    repo.countsByName(ctx.store, ctx.projectId, STAT_EVENTS, since),
-    repo.uniqueEngagement(ctx.store, ctx.projectId, since),
+  const since = new Date(ctx.now.getTime() - days * 86_400_000)
+  const [c, emails] = await Promise.all([
+    metricTotals(ctx, since, ctx.now, STAT_METRICS),
     repo.countEmails(ctx.store, ctx.projectId, { since }),
   ])
-  const n = (k: string) => counts.get(k) ?? 0
-  const sent = n('email.sent')
-  const hard = n('email.bounce:hard')
+  const sent = c.sent
+  const hard = c.hard_bounced
   return {
     periodDays: days, since: since.toISOString(), emails,
-    sent, delivered: n('email.delivery'), opens: n('email.open'), uniqueOpens: unique.opened, clicks: n('email.click'), uniqueClicks: unique.clicked,
-    bounces: n('email.bounce'), hardBounces: hard, softBounces: n('email.bounce:soft'), complaints: n('email.complaint'),
-    received: n('email.received'), failed: n('email.failed'), subscribed: n('contact.subscribed'), unsubscribed: n('contact.unsubscribed'),
+    sent, delivered: c.delivered, opens: c.opened, uniqueOpens: c.unique_opened, clicks: c.clicked, uniqueClicks: c.unique_clicked,
+    bounces: c.bounced, hardBounces: hard, softBounces: c.bounced - hard, complaints: c.complained,
+    received: c.received, failed: c.failed, subscribed: c['event:contact.subscribed'], unsubscribed: c.unsubscribed,
     rates: {
-      delivery: ratio(n('email.delivery'), sent), open: ratio(unique.opened, sent), click: ratio(unique.clicked, sent),
-      bounce: ratio(hard, sent), complaint: ratio(n('email.complaint'), sent),
+      delivery: ratio(c.delivered, sent), open: ratio(c.unique_opened, sent), click: ratio(c.unique_clicked, sent),
+      bounce: ratio(hard, sent), complaint: ratio(c.complained, sent),
     },
   }
 }
@@ -111,10 +133,35 @@ export async function activityTypes(ctx: Ctx) {
 /** GET /activity/recent-count: feed items (emails queued and events) in the last `minutes` minutes. */
 export async function recentCount(ctx: Ctx, q: { minutes?: number }) {
   const minutes = Math.max(1, Math.min(10_080, Math.trunc(Number(q.minutes ?? 60)) || 60))
-  const since = new Date(Date.now() - minutes * 60_000)
+  const since = new Date(ctx.now.getTime() - minutes * 60_000)
   const [a, b] = await Promise.all([
     repo.countEmails(ctx.store, ctx.projectId, { since }),
     repo.countEvents(ctx.store, ctx.projectId, { types: EVENT_TYPES, since }),
   ])
   return { count: a + b, minutes, since: since.toISOString() }
+}
+
+/**
+ * GET /activity/upcoming: SCHEDULED campaigns, mail waiting for its next delivery attempt, and the entries
+ * of registered sources (waiting workflow executions, src/modules/activity/upcoming.ts), soonest first.
+ */
+export async function upcoming(ctx: Ctx, q: { limit?: number }) {
+  const limit = clampLimit(q.limit, 20)
+  const extra = upcomingSources()
+  const [campaigns, deferred, more, counts] = await Promise.all([
+    repo.scheduledCampaigns(ctx.store, ctx.projectId, limit),
+    repo.deferredEmails(ctx.store, ctx.projectId, limit),
+    Promise.all(extra.map(async (s) => (await s.list(ctx, limit)).map((e): repo.UpcomingRow => ({ kind: s.kind, ...e })))),
+    Promise.all([
+      repo.countScheduledCampaigns(ctx.store, ctx.projectId),
+      repo.countDeferredEmails(ctx.store, ctx.projectId),
+      ...extra.map((s) => s.count(ctx)),
+    ]),
+  ])
+  const rows = [...campaigns, ...deferred, ...more.flat()]
+  rows.sort((a, b) => a.at.getTime() - b.at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return {
+    data: rows.slice(0, limit).map((r) => ({ kind: r.kind, id: r.id, at: r.at.toISOString(), title: r.title, detail: r.detail })),
+    total: counts.reduce((a, b) => a + b, 0),
+  }
 }

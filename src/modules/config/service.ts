@@ -12,7 +12,7 @@ export function publicConfig(deps: Deps): PublicConfig {
     urls: { api: c.publicUrl, dashboard: c.publicUrl },
     features: {
       billing: { enabled: false },
-      storage: { enabled: false },
+      storage: { enabled: true },
       authProviders: { github: false, google: false },
       signup: { disabled: c.signupDisabled },
       smtp: {

@@ -15,6 +15,7 @@ import { upsertContact } from '../contacts/service'
 import { assertSenderAllowed } from '../domains/service'
 import { groupCommit } from '../../db/group-commit'
 import { notifyEvents, type EventRow } from '../events/stream'
+import { categoryOf, chargeUsage, type Category } from '../billing/service'
 import { withIdempotency } from '../idempotency/service'
 import { suppressedAmong } from '../suppressions/service'
 import { getTemplate } from '../templates/service'
@@ -93,6 +94,10 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
       runAt: now, attempts: 0, lockedBy: null, lockedUntil: null, lastError: null, expiresAt, createdAt: now,
     })
   }
+  // Usage caps: counted with the emails, refused (429, nothing queued) over the project's monthly cap.
+  const perCategory: Partial<Record<Category, number>> = {}
+  for (const r of rows) { const c = categoryOf(r.sourceType); perCategory[c] = (perCategory[c] ?? 0) + 1 }
+  await chargeUsage(ctx, db, perCategory)
   await repo.insertEmails(ctx.store, db, rows, contents)
   await insertQueueRows(ctx.store, db, queue)
   return rows

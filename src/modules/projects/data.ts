@@ -8,6 +8,7 @@ import type { Db, Store } from '../../db/client'
  * (rows are deleted in this order, so children come first).
  */
 export const PROJECT_DATA_TABLES: readonly string[] = [
+  'analytics_hourly',
   'email_stats',
   'campaign_stats',
   'inbound_messages',

@@ -11,7 +11,7 @@ forEachStore('GET /config (defaults)', (env) => {
       urls: { api: 'http://localhost:3000', dashboard: 'http://localhost:3000' },
       features: {
         billing: { enabled: false },
-        storage: { enabled: false },
+        storage: { enabled: true },
         authProviders: { github: false, google: false },
         signup: { disabled: false },
         smtp: { enabled: true, domain: 'mx.mailctl.test', ports: { submission: env.config.smtpRelayPort, secure: null } },
