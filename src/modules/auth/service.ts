@@ -144,6 +144,11 @@ export async function resetPassword(deps: Deps, token: string, password: string)
 }
 
 /** GET /auth/oauth-config: mailctl has no OAuth login; both providers are reported off. */
+/** GET /auth/first-run: true until the first account exists (the dashboard then explains `mailctl user create`). */
+export async function firstRun(deps: Deps): Promise<{ firstRun: boolean }> {
+  return { firstRun: !(await users.anyUser(deps.store, deps.store.db)) }
+}
+
 export function oauthConfig(): { github: boolean; google: boolean } {
   return { github: false, google: false }
 }

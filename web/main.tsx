@@ -1,0 +1,2 @@
+import { createRoot } from 'react-dom/client'
+createRoot(document.getElementById('root') as HTMLElement).render(<p>mailctl</p>)
