@@ -67,7 +67,7 @@ export function FirstRun() {
   return (
     <AuthCard title="Welcome to mailctl">
       <p>This server has no accounts yet. Create the first one on the machine that runs mailctl:</p>
-      <pre className="code" tabIndex={0}>mailctl user create --email you@example.com</pre>
+      <pre className="code">mailctl user create --email you@example.com</pre>
       <p className="muted small">It asks for a password (or takes <code>--password</code>). Then sign in here with that address; you can create projects and invite your team from the dashboard.</p>
       <button type="button" onClick={() => qc.invalidateQueries({ queryKey: ['first-run'] })}>I have created it: sign in</button>
     </AuthCard>
