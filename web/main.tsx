@@ -5,7 +5,7 @@ import { Link, Redirect, Route, Router, Switch, useLocation, useParams } from 'w
 import { ApiError, canManage, get, type Project, type User } from './api'
 import { ErrorBox, Loading } from './components/ui'
 import { SignedOut, VerifyEmail } from './pages/auth'
-import { ContactsPage } from './pages/contacts'
+import { ContactDetail, ContactsPage } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 
@@ -126,6 +126,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/domains"><DomainsPage project={project} /></Route>
             <Route path="/domains/:id">{(p) => <DomainDetail project={project} id={p.id} />}</Route>
             <Route path="/contacts"><ContactsPage project={project} /></Route>
+            <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>

@@ -179,6 +179,32 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await noSeriousA11y('contacts')
   })
 
+  test('a contact: typed data fields, unsubscribe, and its timeline', async () => {
+    await page.getByRole('link', { name: 'ada@example.com' }).click()
+    await page.getByRole('heading', { name: 'ada@example.com' }).waitFor()
+    await page.getByText('No custom fields').waitFor()
+    await page.getByRole('button', { name: 'Add field' }).click()
+    await page.getByLabel('Field', { exact: true }).last().fill('plan')
+    await page.getByLabel('Value', { exact: true }).last().fill('pro')
+    await page.getByRole('button', { name: 'Add field' }).click()
+    await page.getByLabel('Field', { exact: true }).last().fill('age')
+    await page.getByLabel('Type').last().selectOption('number')
+    await page.getByLabel('Value', { exact: true }).last().fill('thirty')
+    await page.getByRole('button', { name: 'Save' }).click()
+    expect(await page.getByRole('alert').textContent()).toContain('age: "thirty" is not a number')
+    await page.getByLabel('Value', { exact: true }).last().fill('36')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Saved.').waitFor()
+    await page.getByRole('button', { name: 'Unsubscribe' }).click()
+    await page.getByRole('button', { name: 'Subscribe', exact: true }).waitFor()
+    await page.getByRole('cell', { name: 'contact.unsubscribed' }).waitFor()
+    const id = new URL(page.url()).pathname.split('/').pop()
+    const api = await (await fetch(`${base}/contacts/${id}`, { headers: { cookie: await cookieHeader(), 'x-project-id': projectId } })).json() as { subscribed: boolean; data: unknown }
+    expect(api).toMatchObject({ subscribed: false, data: { plan: 'pro', age: 36 } })
+    await shot(page, '13b-contact-detail')
+    await noSeriousA11y('contact')
+  })
+
   test('members: invite a MEMBER; signed in as them, the keys and settings are not offered', async () => {
     await page.getByRole('link', { name: 'Members' }).click()
     await page.getByLabel('Email').fill(member.email)

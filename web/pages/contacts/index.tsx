@@ -1,5 +1,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useEffect, useState } from 'react'
+import { Link } from 'wouter'
 import { type Contact, type ContactPage, get, type Project, post } from '../../api'
 import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 
@@ -82,7 +83,7 @@ export function ContactsPage({ project }: { project: Project }) {
               <thead><tr><th scope="col">Email</th><th scope="col">Subscription</th><th scope="col">Created</th></tr></thead>
               <tbody>{rows.map((c) => (
                 <tr key={c.id}>
-                  <td>{c.email}</td>
+                  <td><Link href={`/contacts/${c.id}`}>{c.email}</Link></td>
                   <td><Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? 'Subscribed' : 'Unsubscribed'}</Badge></td>
                   <td>{formatDate(c.createdAt)}</td>
                 </tr>
@@ -99,3 +100,5 @@ export function ContactsPage({ project }: { project: Project }) {
     </div>
   )
 }
+
+export { ContactDetail } from './detail'
