@@ -18,6 +18,7 @@ export class ApiError extends Error {
 }
 
 export interface CallOptions {
+  /** JSON-encoded; a FormData is sent as multipart as it is. */
   body?: unknown
   /** The project the call acts on: sent as X-Project-Id (the routes that take a secret key). */
   project?: string
@@ -27,12 +28,13 @@ export interface CallOptions {
 export async function call<T>(method: string, path: string, opts: CallOptions = {}): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (opts.project) headers['x-project-id'] = opts.project
-  if (opts.body !== undefined) headers['content-type'] = 'application/json'
+  const form = opts.body instanceof FormData
+  if (opts.body !== undefined && !form) headers['content-type'] = 'application/json'
   let res: Response
   try {
     res = await fetch(path, {
       method, headers, credentials: 'same-origin', signal: opts.signal,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      body: opts.body === undefined ? undefined : form ? (opts.body as FormData) : JSON.stringify(opts.body),
     })
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err
@@ -85,6 +87,11 @@ export interface Domain {
 }
 export interface Contact {
   id: string; email: string; subscribed: boolean; data: Record<string, unknown> | null; createdAt: string; updatedAt: string
+}
+export interface Job {
+  id: string; type: string; status: 'queued' | 'running' | 'completed' | 'failed'; progress: number; total: number; processed: number
+  result: null | { created: number; updated: number; skipped: number; failed: number; errors: Array<{ row: number; message: string }> }
+  error?: string
 }
 export interface ContactPage { data: Contact[]; cursor: string | null; hasMore: boolean; total: number }
 

@@ -3,6 +3,8 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { TestEnv } from '../helpers/env'
 import { splitTxt, startTestDns, type TestDns } from '../helpers/dns'
 import { createUser } from '../../src/modules/users/service'
+import { Worker } from '../../src/jobs/queue'
+import { contactJobs } from '../../src/modules/contacts/jobs'
 import { axeSerious, chromiumAvailable, launch, shot } from './browser'
 
 setDefaultTimeout(60_000)
@@ -161,7 +163,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
   }
 
   test('contacts: add, then search', async () => {
-    await page.getByRole('link', { name: 'Contacts' }).click()
+    await page.getByRole('link', { name: 'Contacts', exact: true }).click()
     await page.getByText('No contacts yet').waitFor()
     await shot(page, '12-contacts-empty')
     for (const email of ['ada@example.com', 'grace@example.com']) {
@@ -203,6 +205,25 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     expect(api).toMatchObject({ subscribed: false, data: { plan: 'pro', age: 36 } })
     await shot(page, '13b-contact-detail')
     await noSeriousA11y('contact')
+  })
+
+  test('contacts: a CSV import shows its progress and the per-row report', async () => {
+    await page.getByRole('link', { name: 'Contacts', exact: true }).click()
+    await page.getByRole('button', { name: 'Import CSV' }).click()
+    const csv = 'email,plan,seats\nlin@example.com,pro,3\nnot-an-email,free,1\nmo@example.com,free,1\n'
+    await page.getByLabel('CSV file').setInputFiles({ name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
+    await page.getByRole('button', { name: 'Import', exact: true }).click()
+    await page.getByText('Waiting for a worker').waitFor()
+    await shot(page, '13c-import-queued')
+    await new Worker(env.deps, contactJobs).drain()
+    await page.getByText('Done: ').waitFor()
+    const report = await page.getByRole('status').filter({ hasText: 'created' }).textContent()
+    expect(report).toContain('2 created')
+    expect(report).toContain('1 failed')
+    expect(await page.getByRole('cell', { name: /email/i }).count()).toBeGreaterThan(0)
+    await page.getByText('4 contacts').waitFor()
+    await shot(page, '13d-import-done')
+    await noSeriousA11y('import')
   })
 
   test('members: invite a MEMBER; signed in as them, the keys and settings are not offered', async () => {

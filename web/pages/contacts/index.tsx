@@ -2,6 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { type Contact, type ContactPage, get, type Project, post } from '../../api'
+import { ImportContacts } from './import'
 import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 
 const PAGE = 50
@@ -14,6 +15,7 @@ export function ContactsPage({ project }: { project: Project }) {
   const [subscribed, setSubscribed] = useState('')
   const [cursors, setCursors] = useState<Array<string | null>>([null])
   const [adding, setAdding] = useState(false)
+  const [importing, setImporting] = useState(false)
   useEffect(() => {
     const t = setTimeout(() => { setSearch(typed.trim()); setCursors([null]) }, 250)
     return () => clearTimeout(t)
@@ -47,8 +49,10 @@ export function ContactsPage({ project }: { project: Project }) {
   return (
     <div>
       <PageHead title="Contacts">
+        <button type="button" className="secondary" onClick={() => setImporting((a) => !a)} aria-expanded={importing}>Import CSV</button>
         <button type="button" onClick={() => setAdding((a) => !a)} aria-expanded={adding}>Add contact</button>
       </PageHead>
+      {importing && <ImportContacts project={project} onClose={() => setImporting(false)} />}
       {adding && (
         <form className="card" onSubmit={submit} noValidate>
           <h2>New contact</h2>
