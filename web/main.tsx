@@ -5,7 +5,7 @@ import { Link, Redirect, Route, Router, Switch, useLocation, useParams } from 'w
 import { ApiError, canManage, get, type Project, type User } from './api'
 import { ErrorBox, Loading } from './components/ui'
 import { SignedOut, VerifyEmail } from './pages/auth'
-import { ContactDetail, ContactsPage } from './pages/contacts'
+import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 
@@ -22,11 +22,24 @@ const queryClient = new QueryClient({
 
 const LAST_PROJECT = 'mailctl.project'
 
-function App() {
-  const me = useQuery({ queryKey: ['me'], queryFn: () => get<User | null>('/users/@me').catch((e) => {
+const projectsQuery = { queryKey: ['projects'], queryFn: () => get<Project[]>('/users/@me/projects') }
+
+// The first requests go out together rather than one after another: the user, their projects, and the
+// data of the page opened (a contacts list of a large project is the slowest of them).
+const meQuery = {
+  queryKey: ['me'],
+  queryFn: () => get<User | null>('/users/@me').catch((e) => {
     if (e instanceof ApiError && e.status === 401) return null
     throw e
-  }) })
+  }),
+}
+queryClient.prefetchQuery(meQuery)
+queryClient.prefetchQuery({ ...projectsQuery, retry: false })
+const opened = /^\/app\/p\/([^/]+)\/contacts\/?$/.exec(location.pathname)
+if (opened) queryClient.prefetchQuery({ ...contactsQuery(decodeURIComponent(opened[1]), '', '', null), retry: false })
+
+function App() {
+  const me = useQuery(meQuery)
   if (me.isPending) return <div className="center"><Loading /></div>
   if (me.error) return <div className="center"><ErrorBox error={me.error} /></div>
   if (!me.data) return <SignedOut />
@@ -34,7 +47,7 @@ function App() {
 }
 
 function SignedIn({ user }: { user: User }) {
-  const projects = useQuery({ queryKey: ['projects'], queryFn: () => get<Project[]>('/users/@me/projects') })
+  const projects = useQuery(projectsQuery)
   if (projects.isPending) return <div className="center"><Loading /></div>
   if (projects.error) return <div className="center"><ErrorBox error={projects.error} /></div>
   return (

@@ -8,7 +8,7 @@ export function Field(props: { label: string; hint?: string; error?: string } & 
   const described = [hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ') || undefined
   return (
     <div className="field">
-      <span><label htmlFor={id}>{label}</label></span>
+      <span className="label"><label htmlFor={id}>{label}</label></span>
       <input id={id} aria-invalid={error ? true : undefined} aria-describedby={described} {...input} />
       {hint && <span id={`${id}-hint`} className="hint">{hint}</span>}
       {error && <span id={`${id}-err`} className="err">{error}</span>}
@@ -16,15 +16,20 @@ export function Field(props: { label: string; hint?: string; error?: string } & 
   )
 }
 
-/** The message of an API error as a person wants it, with the field errors listed. */
-export function ErrorBox({ error }: { error: unknown }) {
+/**
+ * The message of an API error as a person wants it, with the field errors listed. `shown`: the fields the
+ * form highlights with their own message; when the error is only about those, it points at them instead
+ * of saying it twice.
+ */
+export function ErrorBox({ error, shown }: { error: unknown; shown?: string[] }) {
   if (!error) return null
   const e = error instanceof ApiError ? error : null
-  const message = e ? e.message : error instanceof Error ? error.message : String(error)
+  const atFields = e && shown && e.fields.length > 0 && e.fields.every((f) => shown.some((n) => f.field === n || f.field.startsWith(`${n}.`)))
+  const message = atFields ? `Check the highlighted field${(e?.fields.length ?? 0) > 1 ? 's' : ''}.` : e ? e.message : error instanceof Error ? error.message : String(error)
   return (
     <div className="alert error" role="alert">
       {message}
-      {e && e.fields.length > 1 && <ul>{e.fields.map((f) => <li key={f.field}>{f.message}</li>)}</ul>}
+      {e && !atFields && e.fields.length > 1 && <ul>{e.fields.map((f) => <li key={f.field}>{f.message}</li>)}</ul>}
     </div>
   )
 }

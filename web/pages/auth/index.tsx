@@ -35,7 +35,11 @@ export function SignedOut() {
 
 function useSignedIn() {
   const qc = useQueryClient()
-  return (user: User) => { qc.setQueryData(['me'], user) }
+  return (user: User) => {
+    // What was asked while signed out (main.tsx starts some requests early) answered 401: ask again.
+    qc.removeQueries({ predicate: (q) => q.queryKey[0] !== 'me' })
+    qc.setQueryData(['me'], user)
+  }
 }
 
 export function SignIn() {
@@ -48,7 +52,7 @@ export function SignIn() {
   return (
     <AuthCard title="Sign in">
       <form onSubmit={(e) => { e.preventDefault(); login.mutate(formValues(e)) }} noValidate>
-        <ErrorBox error={login.error} />
+        <ErrorBox error={login.error} shown={['email', 'password']} />
         <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(login.error, 'email')} />
         <Field label="Password" name="password" type="password" autoComplete="current-password" required error={fieldError(login.error, 'password')} />
         <div className="row">
@@ -85,7 +89,7 @@ function SignUp() {
   return (
     <AuthCard title="Create your account">
       <form onSubmit={(e) => { e.preventDefault(); signup.mutate(formValues(e)) }} noValidate>
-        <ErrorBox error={signup.error} />
+        <ErrorBox error={signup.error} shown={['email', 'password']} />
         <Field label="Email" name="email" type="email" autoComplete="email" required defaultValue={search.get('email') ?? ''} error={fieldError(signup.error, 'email')} />
         <Field label="Password" name="password" type="password" autoComplete="new-password" required hint="At least 8 characters" error={fieldError(signup.error, 'password')} />
         <button type="submit" disabled={signup.isPending}>{signup.isPending ? 'Creating…' : 'Sign up'}</button>
@@ -103,7 +107,7 @@ function ForgotPassword() {
         <div className="alert ok" role="status">If an account uses that address, a reset link is on its way. It works once, for one hour.</div>
       ) : (
         <form onSubmit={(e) => { e.preventDefault(); ask.mutate(formValues(e)) }} noValidate>
-          <ErrorBox error={ask.error} />
+          <ErrorBox error={ask.error} shown={['email']} />
           <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(ask.error, 'email')} />
           <button type="submit" disabled={ask.isPending}>Send the reset link</button>
         </form>
@@ -123,7 +127,7 @@ function ResetPassword() {
         <div className="alert ok" role="status">Your password is changed and every other session is ended. <Link href="/">Sign in</Link></div>
       ) : (
         <form onSubmit={(e) => { e.preventDefault(); reset.mutate(formValues(e)) }} noValidate>
-          <ErrorBox error={reset.error} />
+          <ErrorBox error={reset.error} shown={['password']} />
           <Field label="New password" name="password" type="password" autoComplete="new-password" required hint="At least 8 characters" error={fieldError(reset.error, 'password')} />
           <button type="submit" disabled={reset.isPending}>Set the password</button>
         </form>

@@ -7,6 +7,18 @@ import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHea
 
 const PAGE = 50
 
+/** One page of the list; main.tsx starts the first one while the app is still loading the user and projects. */
+export function contactsQuery(projectId: string, search: string, subscribed: string, cursor: string | null) {
+  const params = new URLSearchParams({ limit: String(PAGE) })
+  if (search) params.set('search', search)
+  if (subscribed) params.set('subscribed', subscribed)
+  if (cursor) params.set('cursor', cursor)
+  return {
+    queryKey: ['contacts', projectId, search, subscribed, cursor] as const,
+    queryFn: () => get<ContactPage>(`/contacts?${params}`, projectId),
+  }
+}
+
 /** Keyset pages (the API's cursor): fast at any depth; the previous pages' cursors are kept for "Previous". */
 export function ContactsPage({ project }: { project: Project }) {
   const qc = useQueryClient()
@@ -21,20 +33,8 @@ export function ContactsPage({ project }: { project: Project }) {
     return () => clearTimeout(t)
   }, [typed])
   const cursor = cursors[cursors.length - 1]
-  const params = new URLSearchParams({ limit: String(PAGE) })
-  if (search) params.set('search', search)
-  if (subscribed) params.set('subscribed', subscribed)
-  if (cursor) params.set('cursor', cursor)
-  const page = useQuery({
-    queryKey: ['contacts', project.id, search, subscribed, cursor],
-    queryFn: () => get<ContactPage>(`/contacts?${params}`, project.id),
-    placeholderData: keepPreviousData,
-  })
-  const firstTotal = useQuery({
-    queryKey: ['contacts', project.id, search, subscribed, null],
-    queryFn: () => get<ContactPage>(`/contacts?${new URLSearchParams({ limit: String(PAGE), ...(search ? { search } : {}), ...(subscribed ? { subscribed } : {}) })}`, project.id),
-    enabled: cursor !== null,
-  })
+  const page = useQuery({ ...contactsQuery(project.id, search, subscribed, cursor), placeholderData: keepPreviousData })
+  const firstTotal = useQuery({ ...contactsQuery(project.id, search, subscribed, null), enabled: cursor !== null })
   const total = cursor === null ? page.data?.total : firstTotal.data?.total
   const create = useMutation({
     mutationFn: (body: { email: string; subscribed: boolean }) => post<Contact>('/contacts', body, project.id),
@@ -56,7 +56,7 @@ export function ContactsPage({ project }: { project: Project }) {
       {adding && (
         <form className="card" onSubmit={submit} noValidate>
           <h2>New contact</h2>
-          <ErrorBox error={create.error} />
+          <ErrorBox error={create.error} shown={['email']} />
           <div className="row">
             <Field label="Email" name="email" type="email" required autoFocus error={fieldError(create.error, 'email')} />
             <div className="check"><input id="new-subscribed" name="subscribed" type="checkbox" defaultChecked /><label htmlFor="new-subscribed">Subscribed</label></div>

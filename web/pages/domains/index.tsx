@@ -32,7 +32,7 @@ export function DomainsPage({ project }: { project: Project }) {
       <PageHead title="Domains" />
       <form className="card" onSubmit={submit} noValidate>
         <h2>Add a sending domain</h2>
-        <ErrorBox error={add.error} />
+        <ErrorBox error={add.error} shown={['domain']} />
         <div className="row">
           <Field label="Domain" name="domain" placeholder="example.com" required error={fieldError(add.error, 'domain')} />
           <button type="submit" disabled={add.isPending}>{add.isPending ? 'Adding…' : 'Add domain'}</button>

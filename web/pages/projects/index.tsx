@@ -43,7 +43,7 @@ export function CreateProject({ first }: { first: boolean }) {
       <div className="card">
         {first && <p>A project holds contacts, domains, templates and mail, with its own API keys and team.</p>}
         <form onSubmit={submit} noValidate>
-          <ErrorBox error={create.error} />
+          <ErrorBox error={create.error} shown={['name']} />
           <Field label="Project name" name="name" required maxLength={100} autoFocus error={fieldError(create.error, 'name')} />
           <button type="submit" disabled={create.isPending}>{create.isPending ? 'Creating…' : 'Create project'}</button>
         </form>
@@ -101,7 +101,7 @@ export function SettingsPage({ project }: { project: Project }) {
     <div>
       <PageHead title="Settings" />
       <form className="card" onSubmit={submit} noValidate>
-        <ErrorBox error={save.error} />
+        <ErrorBox error={save.error} shown={['name']} />
         {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
         <Field label="Project name" name="name" defaultValue={project.name} required maxLength={100} error={fieldError(save.error, 'name')} />
         <div className="check">
@@ -173,7 +173,7 @@ export function MembersPage({ project, user }: { project: Project; user: User })
       {manage && (
         <form key={formKey} className="card" onSubmit={submit} noValidate>
           <h2>Invite someone</h2>
-          <ErrorBox error={invite.error} />
+          <ErrorBox error={invite.error} shown={['email']} />
           <div className="row">
             <Field label="Email" name="email" type="email" required error={fieldError(invite.error, 'email')} />
             <div className="field"><span><label htmlFor="invite-role">Role</label></span>
