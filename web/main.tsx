@@ -7,6 +7,7 @@ import { ErrorBox, Loading } from './components/ui'
 import { SignedOut, VerifyEmail } from './pages/auth'
 import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
+import { TemplateEditor, TemplatesPage } from './pages/templates'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 
 const queryClient = new QueryClient({
@@ -98,6 +99,7 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/', label: 'Overview' },
   { path: '/domains', label: 'Domains' },
   { path: '/contacts', label: 'Contacts' },
+  { path: '/templates', label: 'Templates' },
   { path: '/settings', label: 'Settings', managers: true },
   { path: '/keys', label: 'API keys', managers: true },
   { path: '/members', label: 'Members' },
@@ -140,6 +142,8 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/domains/:id">{(p) => <DomainDetail project={project} id={p.id} />}</Route>
             <Route path="/contacts"><ContactsPage project={project} /></Route>
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
+            <Route path="/templates"><TemplatesPage project={project} /></Route>
+            <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>

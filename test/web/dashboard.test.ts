@@ -183,6 +183,37 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await shot(page, '11-domain-verified')
   })
 
+  test('templates: create on the verified domain, edit the HTML with a live sandboxed preview, save, duplicate', async () => {
+    await page.getByRole('link', { name: 'Templates' }).click()
+    await page.getByText('No templates yet').waitFor()
+    await page.getByLabel('Name').fill('Welcome')
+    await page.getByLabel('Subject').fill('Hi {{name}}')
+    await page.getByLabel('From', { exact: true }).fill('hello@elsewhere.example')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('alert').waitFor()
+    await shot(page, '11b-template-unverified-from')
+    await page.getByLabel('From', { exact: true }).fill('hello@shop.example')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Welcome' }).waitFor()
+    await page.getByLabel('HTML source').fill('<h1>Hello {{name}}</h1><p>Your plan: {{data.plan}}</p><script>parent.document.title="owned"</script>')
+    const frame = page.frameLocator('iframe[title="Preview of the email"]')
+    await frame.getByRole('heading', { name: 'Hello Ada' }).waitFor()
+    expect(await page.title()).toBe('mailctl')
+    expect(await page.getByText('(not in the sample)').count()).toBe(1)
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Saved.').waitFor()
+    await shot(page, '11c-template-editor')
+    await noSeriousA11y('template editor')
+    const id = new URL(page.url()).pathname.split('/').pop()
+    const saved = await (await fetch(`${base}/templates/${id}`, { headers: { cookie: await cookieHeader(), 'x-project-id': projectId } })).json() as { body: string }
+    expect(saved.body).toContain('{{data.plan}}')
+    await page.getByRole('button', { name: 'Duplicate' }).click()
+    await page.getByRole('heading', { name: 'Welcome (copy)' }).waitFor()
+    await page.getByRole('link', { name: '← All templates' }).click()
+    expect(await page.locator('tbody tr').count()).toBe(2)
+    await shot(page, '11d-templates')
+  })
+
   async function cookieHeader(): Promise<string> {
     return (await context.cookies(base)).map((c) => `${c.name}=${c.value}`).join('; ')
   }
