@@ -150,7 +150,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
   // mailctl_node_info), so the lines of several nodes can be told apart once gathered.
   const node = nodeOf(store)
   const log = (opts.log ?? createLogger(config.logLevel)).child({ node: node.id })
-  node.useLog(log)
+  node.logTo(log)
   let redis: Redis | null = null
   try {
     // Every connection is proven before the first write (a wrong REDIS_URL leaves the schema untouched).

@@ -36,6 +36,7 @@ import { securityRoutes } from '../modules/security/routes'
 import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 import { hooksRoutes } from '../modules/hooks/routes'
+import { dashboardRoutes, dashboardServe } from './dashboard'
 
 /**
  * The request id and start time, kept on the request's `set` object (shared by every hook of a request).
@@ -80,7 +81,7 @@ export function buildApp(deps: Deps) {
   const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
     .then((r: Response) => r.json() as Promise<OpenApiDoc>).then((doc) => renderDocs(doc, { baseUrl: deps.config.publicUrl })))
   let jsonRoutes: Set<string> | null = null
-  const app = new Elysia()
+  const app = new Elysia({ serve: dashboardServe })
     .onRequest(({ request, set }) => {
       const id = crypto.randomUUID()
       ;(set as Tracked)[REQ] = { id, start: performance.now() }
@@ -153,6 +154,7 @@ export function buildApp(deps: Deps) {
             secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key, sk_...' },
             publicKey: { type: 'http', scheme: 'bearer', description: 'Project public key, pk_... (POST /v1/track only)' },
             session: { type: 'apiKey', in: 'cookie', name: 'mailctl_session' },
+            projectId: { type: 'apiKey', in: 'header', name: 'X-Project-Id', description: 'The dashboard: with the session cookie, the project acted on (in place of a secret key)' },
           },
         },
       },
@@ -186,6 +188,8 @@ export function buildApp(deps: Deps) {
     .use(billingRoutes(deps))
     .use(uploadsRoutes(deps))
     .use(securityRoutes(deps))
+    // The web dashboard at /app/ (its page and chunks are Bun.serve routes) and GET / for browsers.
+    .use(dashboardRoutes())
   if (!checkResponses()) trustResponses(app.routes)
   return app
 }

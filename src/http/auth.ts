@@ -2,11 +2,46 @@ import { Elysia } from 'elysia'
 import type { Deps, Ctx } from '../deps'
 import { AppError } from '../errors'
 import type { ProjectRow } from '../modules/projects/repo'
-import { projectForKey } from '../modules/projects/service'
+import { projectForKey, projectForMember } from '../modules/projects/service'
 import { sessionUser } from '../modules/auth/sessions'
 import type { RateLimitResult } from './ratelimit'
 
 export const SESSION_COOKIE = 'mailctl_session'
+/** The header naming the project a dashboard request acts on, in place of a secret key. */
+export const PROJECT_HEADER = 'x-project-id'
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * docs/decisions.md, The dashboard: an unsafe request made with the session cookie that names an Origin
+ * must come from this server (its public URL, or the host the request was sent to). A request without
+ * Origin (curl, the CLI, old browsers on same-origin GETs) passes: the cookie's SameSite=Lax and the
+ * X-Project-Id header already keep cross-site forms out.
+ */
+export function checkOrigin(deps: Deps, request: Request): void {
+  if (SAFE_METHODS.has(request.method)) return
+  const origin = request.headers.get('origin')
+  if (origin === null) return
+  if (origin !== 'null') {
+    let host: string | null = null
+    try { host = new URL(origin).host } catch { host = null }
+    if (host !== null) {
+      if (origin === publicOrigin(deps.config.publicUrl)) return
+      if (host === (request.headers.get('host') ?? '')) return
+    }
+  }
+  throw new AppError('FORBIDDEN', `Cross-origin request refused: Origin ${origin} is not this server`)
+}
+
+const origins = new Map<string, string>()
+function publicOrigin(url: string): string {
+  let o = origins.get(url)
+  if (o === undefined) {
+    try { o = new URL(url).origin } catch { o = '' }
+    origins.set(url, o)
+  }
+  return o
+}
 
 
 /** The raw session JWT from the `mailctl_session` cookie, if any. */
@@ -44,10 +79,34 @@ function applyLimit(r: RateLimitResult, headers: Record<string, string | number>
   }
 }
 
+/**
+ * A route that takes a secret key, called by the dashboard: the session cookie plus X-Project-Id. The
+ * header is required (a cross-site form cannot set it), the Origin of an unsafe method must be ours, the
+ * user must be a member (404 otherwise, as for a project that does not exist) whose role allows reading
+ * (safe methods) or writing resources. The context is the one a key gets, with the user as actor. A
+ * disabled project stays readable to its members; its changes are refused as they are for keys.
+ */
+async function dashboardAuth(deps: Deps, request: Request, token: string, headers: Record<string, string>): Promise<{ ctx: Ctx; project: ProjectRow }> {
+  const projectId = request.headers.get(PROJECT_HEADER)
+  if (!projectId) {
+    throw new AppError('UNAUTHORIZED', 'A dashboard session must name its project in the X-Project-Id header (or send "Authorization: Bearer <secret key>")')
+  }
+  checkOrigin(deps, request)
+  const userId = await sessionUser(deps, token)
+  if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: the dashboard session is missing, expired or ended')
+  const safe = SAFE_METHODS.has(request.method)
+  const { project } = await projectForMember(deps, userId, projectId, safe ? 'read' : 'write')
+  if (project.disabled && !safe) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
+  const limited = rateLimit(deps, project.id, headers)
+  if (limited) await limited
+  const ctx: Ctx = { deps, store: deps.store, projectId: project.id, actor: { kind: 'user', userId }, now: new Date() }
+  return { ctx, project }
+}
+
 /** OpenAPI security requirements, by the names of app.ts's security schemes. */
 type Security = Array<Record<string, string[]>>
-const SECRET_KEY: Security = [{ secretKey: [] }]
-const TRACK_KEY: Security = [{ publicKey: [] }, { secretKey: [] }]
+const SECRET_KEY: Security = [{ secretKey: [] }, { session: [], projectId: [] }]
+const TRACK_KEY: Security = [{ publicKey: [] }, { secretKey: [] }, { session: [], projectId: [] }]
 const SESSION: Security = [{ session: [] }]
 
 const KEY_AUTH = Symbol('mailctl.keyAuth')
@@ -57,6 +116,7 @@ interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow }; [SESSION_AUTH
 /**
  * Authentication for every route:
  * - `apiKey: 'secret'`: an sk_ key only; `apiKey: 'track'`: pk_ or sk_ (docs/decisions.md, API keys);
+ *   or, for the dashboard, the session cookie plus X-Project-Id (see dashboardAuth);
  *   resolves `ctx` (project-scoped service context) and `project`.
  * - `session: true`: the dashboard JWT cookie; resolves `userId`.
  */
@@ -73,6 +133,13 @@ export function authPlugin(deps: Deps) {
       transform: async ({ request, set }) => {
         const key = bearer(request)
         const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
+        if (key === null) {
+          const token = sessionToken(request)
+          if (token !== null) {
+            ;(set as Authed)[KEY_AUTH] = await dashboardAuth(deps, request, token, set.headers as Record<string, string>)
+            return
+          }
+        }
         if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
         const found = await projectForKey(deps.store, key)
         if (!found) throw new AppError('INVALID_API_KEY', `Invalid API key: this endpoint requires ${need}`)
@@ -95,6 +162,7 @@ export function authPlugin(deps: Deps) {
       ...(on ? { detail: { security: SESSION } } : {}),
       transform: async ({ request, set }) => {
         if (!on) return
+        checkOrigin(deps, request)
         const token = sessionToken(request)
         const userId = token ? await sessionUser(deps, token) : null
         if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')

@@ -68,7 +68,7 @@ export class NodeRegistry implements Holders {
   }
 
   /** The logger of this node's warnings (the composition root's, which names the node). */
-  useLog(log: Logger): void {
+  logTo(log: Logger): void {
     this.log = log
   }
 

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ROOT, run, startServe } from './run'
+import { loadDashboard } from '../helpers/dashboard'
 
 setDefaultTimeout(180_000)
 
@@ -55,6 +56,11 @@ test('dist/mailctl serve answers GET /config and /ready and stops on SIGTERM', a
     const docs = await fetch(`http://127.0.0.1:${s.port}/docs`)
     expect(docs.status).toBe(200)
     expect(await docs.text()).toContain('/users/@me/projects')
+    // The dashboard's bundle is embedded: served from an empty directory, without web/ beside it.
+    const app = await loadDashboard(`http://127.0.0.1:${s.port}`, '/app/projects')
+    expect(app.status).toBe(200)
+    expect(app.assets.length).toBeGreaterThanOrEqual(2)
+    for (const a of app.assets) expect({ url: a.url, status: a.status }).toEqual({ url: a.url, status: 200 })
     const list = await run([BIN], ['project', 'list', '--json'], {}, cwd)
     expect((JSON.parse(list.stdout) as Array<{ name: string }>).map((p) => p.name)).toEqual(['demo'])
   } finally {

@@ -140,7 +140,7 @@ forEachStore('OpenAPI document and /docs', (env) => {
     expect(Object.keys(created.properties)).not.toContain('secretKeyHash')
     const listed = paths['/users/@me/projects'].get.responses['200'].content['application/json'].schema
     expect(Object.keys(listed.items.properties)).not.toContain('secretKey')
-    expect(Object.keys(res.body.components.securitySchemes).sort()).toEqual(['publicKey', 'secretKey', 'session'])
+    expect(Object.keys(res.body.components.securitySchemes).sort()).toEqual(['projectId', 'publicKey', 'secretKey', 'session'])
     expect(paths['/docs']).toBeUndefined()
   })
 
@@ -187,6 +187,7 @@ forEachStore('OpenAPI document and /docs', (env) => {
   test('/openapi.json: every key- or session-authenticated route declares its security', async () => {
     const paths = (await env.request('GET', '/openapi.json')).body.paths
     expect(paths['/contacts'].get.security).toContainEqual({ secretKey: [] })
+    expect(paths['/contacts'].get.security).toContainEqual({ session: [], projectId: [] })
     expect(paths['/segments/{id}'].patch.security).toContainEqual({ secretKey: [] })
     expect(paths['/v1/track'].post.security).toContainEqual({ publicKey: [] })
     expect(paths['/users/@me'].get.security).toContainEqual({ session: [] })

@@ -23,6 +23,10 @@ export const ResetBody = t.Object({
 
 export const Ack = t.Object({ success: t.Literal(true), message: t.String() })
 
+export const FirstRun = t.Object({
+  firstRun: t.Boolean({ description: 'No account exists yet: the first is made on the server with `mailctl user create`' }),
+}, { description: 'Whether this server has any user account yet' })
+
 export const OAuthConfig = t.Object({
   github: t.Boolean({ description: 'GitHub login is configured (not supported by this server: always false)' }),
   google: t.Boolean({ description: 'Google login is configured (not supported by this server: always false)' }),

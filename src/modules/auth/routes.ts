@@ -1,9 +1,9 @@
 import { Elysia } from 'elysia'
 import type { Server } from 'bun'
 import type { Deps } from '../../deps'
-import { SESSION_COOKIE, sessionToken } from '../../http/auth'
+import { checkOrigin, SESSION_COOKIE, sessionToken } from '../../http/auth'
 import { UserOut } from '../users/model'
-import { Ack, EmailBody, LoginBody, OAuthConfig, ResetBody, SignupBody, TokenBody } from './model'
+import { Ack, EmailBody, FirstRun, LoginBody, OAuthConfig, ResetBody, SignupBody, TokenBody } from './model'
 import * as service from './service'
 import { revokeSession, SESSION_TTL_SECONDS } from './sessions'
 
@@ -22,6 +22,8 @@ const detail = (summary: string, description?: string) => ({ tags: ['auth'], sum
 /** /auth/*: accounts and dashboard sessions. */
 export function authRoutes(deps: Deps) {
   return new Elysia({ prefix: '/auth' })
+    // docs/decisions.md, The dashboard: unsafe methods from another site's page (its Origin) are refused.
+    .onTransform(({ request }) => checkOrigin(deps, request))
     .post('/signup', async ({ body, server, request, set }) => {
       const s = await service.signup(deps, body, { ip: clientIp(server, request) })
       set.headers['set-cookie'] = sessionCookie(deps, s.token)
@@ -45,6 +47,10 @@ export function authRoutes(deps: Deps) {
       set.headers['set-cookie'] = sessionCookie(deps, '', 0)
       return { success: true as const, message: 'Logged out' }
     }, { response: { 200: Ack }, detail: detail('Log out', 'Ends the session (it stops working at once, even if the cookie was copied) and clears the cookie.') })
+    .get('/first-run', () => service.firstRun(deps), {
+      response: { 200: FirstRun },
+      detail: detail('First-run state', 'No authentication. true while the server has no account: the dashboard then explains `mailctl user create`.'),
+    })
     .get('/oauth-config', () => service.oauthConfig(), { response: { 200: OAuthConfig }, detail: detail('Configured OAuth providers') })
     .post('/verify-email', ({ body }) => service.verifyEmail(deps, body.token), {
       body: TokenBody, response: { 200: UserOut },

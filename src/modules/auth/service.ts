@@ -35,7 +35,7 @@ async function throttle(deps: Deps, key: string, budget: { limit: number; window
 export interface Session { user: UserOut; token: string }
 
 function verificationMail(deps: Deps, to: string, token: string): SystemMail {
-  const link = `${deps.config.publicUrl}/verify-email?token=${encodeURIComponent(token)}`
+  const link = `${deps.config.publicUrl}/app/verify-email?token=${encodeURIComponent(token)}`
   return {
     kind: 'verify-email', to,
     subject: 'Verify your email address for mailctl',
@@ -45,7 +45,7 @@ function verificationMail(deps: Deps, to: string, token: string): SystemMail {
 }
 
 function resetMail(deps: Deps, to: string, token: string): SystemMail {
-  const link = `${deps.config.publicUrl}/reset-password?token=${encodeURIComponent(token)}`
+  const link = `${deps.config.publicUrl}/app/reset-password?token=${encodeURIComponent(token)}`
   return {
     kind: 'password-reset', to,
     subject: 'Reset your mailctl password',
@@ -144,6 +144,11 @@ export async function resetPassword(deps: Deps, token: string, password: string)
 }
 
 /** GET /auth/oauth-config: mailctl has no OAuth login; both providers are reported off. */
+/** GET /auth/first-run: true until the first account exists (the dashboard then explains `mailctl user create`). */
+export async function firstRun(deps: Deps): Promise<{ firstRun: boolean }> {
+  return { firstRun: !(await users.anyUser(deps.store, deps.store.db)) }
+}
+
 export function oauthConfig(): { github: boolean; google: boolean } {
   return { github: false, google: false }
 }

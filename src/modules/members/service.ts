@@ -53,14 +53,14 @@ export async function invite(deps: Deps, userId: string, projectId: string, inpu
       const mail: SystemMail = {
         kind: 'invitation', to: email, projectId,
         subject: `You were added to the project ${name} on mailctl`,
-        text: `${by} added you to the project "${name}" as ${role}.\n\nOpen ${deps.config.publicUrl} to see it.\n`,
+        text: `${by} added you to the project "${name}" as ${role}.\n\nOpen ${deps.config.publicUrl}/app/ to see it.\n`,
       }
       return { out: activeOut({ ...row, email, name: existing.name }), mail }
     }
     const saved = await repo.upsertInvitation(store, db, {
       id: Bun.randomUUIDv7(), projectId, email, role, invitedBy: userId, createdAt: now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
     })
-    const signup = `${deps.config.publicUrl}/signup?email=${encodeURIComponent(email)}`
+    const signup = `${deps.config.publicUrl}/app/signup?email=${encodeURIComponent(email)}`
     const mail: SystemMail = {
       kind: 'invitation', to: email, projectId,
       subject: `You are invited to the project ${name} on mailctl`,

@@ -49,6 +49,13 @@ export async function byIdOrName(store: Store, db: Db, idOrName: string, limit: 
     .orderBy(projects.createdAt, projects.id).limit(limit)
 }
 
+/** One project's row by id (the dashboard's guard, after it checked membership). */
+export async function byId(store: Store, db: Db, projectId: string): Promise<ProjectRow | undefined> {
+  const { projects } = store.t
+  const [row] = await db.select().from(projects).where(eq(projects.id, projectId)).limit(1)
+  return row
+}
+
 /** Every project (the CLI's list), oldest first, without the secret key hash. */
 export async function all(store: Store, db: Db) {
   const { projects } = store.t

@@ -3,7 +3,7 @@ import { conflict, notFound } from '../../errors'
 import type { Deps } from '../../deps'
 import { hashSecret, keyKind, newKeyPair, type KeyKind } from './keys'
 import { parseInput } from '../validate'
-import { requireAccess } from '../members/access'
+import { requireAccess, type Action, type Role } from '../members/access'
 import { CreateProjectBody, type ProjectOut, type ProjectWithSecret, type SetupState, type UpdateProjectBody } from './model'
 import * as repo from './repo'
 import type { ProjectRow } from './repo'
@@ -42,6 +42,17 @@ export async function projectForKey(store: Store, key: string): Promise<KeyOwner
   if (!kind) return null
   const project = await repo.byKey(store, kind, kind === 'public' ? key : hashSecret(key))
   return project ? { project, kind } : null
+}
+
+/**
+ * The project a dashboard user acts on with the session cookie and X-Project-Id (docs/decisions.md, The
+ * dashboard): 404 when the user is not a member, 403 when the role does not allow `action`.
+ */
+export async function projectForMember(deps: Deps, userId: string, projectId: string, action: Action): Promise<{ project: ProjectRow; role: Role }> {
+  const role = await requireAccess(deps, userId, projectId, action)
+  const project = await repo.byId(deps.store, deps.store.db, projectId)
+  if (!project) throw notFound('project')
+  return { project, role }
 }
 
 /** How many same-named projects an ambiguous PROJECT argument lists. */

@@ -16,6 +16,13 @@ export async function byId(store: Store, db: Db, id: string): Promise<UserRow | 
   return row
 }
 
+/** Whether any account exists (the dashboard's first-run state). */
+export async function anyUser(store: Store, db: Db): Promise<boolean> {
+  const { users } = store.t
+  const rows = await db.select({ id: users.id }).from(users).limit(1)
+  return rows.length > 0
+}
+
 export async function insert(store: Store, db: Db, row: UserRow): Promise<void> {
   await db.insert(store.t.users).values(row)
 }

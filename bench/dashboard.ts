@@ -1,0 +1,89 @@
+/**
+ * The dashboard's contacts page on a project of 1,000,000 contacts (issue 15): the time from navigation
+ * (page.goto of /app/p/<id>/contacts) to the table showing 50 rows, in Debian's Chromium on loopback.
+ * Target: under 1 s. SQLite store. Prints figures; asserts nothing.
+ *
+ *   node_modules/.bin/bun bench/dashboard.ts              (BENCH_CONTACTS=1000000)
+ *
+ * The first navigation (a cold browser profile and the server bundling the page on its first request)
+ * is printed apart from the next five, each a fresh page in the same browser (HTTP cache warm, as for a
+ * person coming back), then the bundle size.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
+import { loadConfig } from '../src/config'
+import { closeDeps, createDeps } from '../src/main'
+import { buildApp } from '../src/http/app'
+import { createProject } from '../src/modules/projects/service'
+import { createUser } from '../src/modules/users/service'
+import { chromiumAvailable, launch } from '../test/web/browser'
+import { measureWebBundle } from './web-size'
+
+const N = Number(process.env.BENCH_CONTACTS ?? 1_000_000)
+
+if (!chromiumAvailable()) process.exit(1)
+const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-dash-'))
+const config = loadConfig({ env: {}, overrides: { dataDir: dir, databaseUrl: `sqlite://${join(dir, 'bench.db')}`, logLevel: 'warn', jwtSecret: 'bench', rateLimitPerMinute: 1_000_000, sqliteSynchronous: 'NORMAL' } })
+const deps = await createDeps(config)
+const browser = await launch()
+try {
+  const user = await createUser(deps, { email: 'bench@example.com', password: 'bench password 1' }, { verified: true })
+  const project = await createProject(deps.store, { name: 'bench', ownerUserId: user.id })
+  const t0 = performance.now()
+  const base = Date.parse('2024-01-01T00:00:00Z')
+  for (let start = 0; start < N; start += 100_000) {
+    const end = Math.min(N, start + 100_000) - 1
+    await deps.store.exec(sql`WITH RECURSIVE n(i) AS (SELECT ${start} UNION ALL SELECT i + 1 FROM n WHERE i < ${end})
+      INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT printf('%08d', i), ${project.id}, 'user' || i || '@example' || (i % 1000) || '.com', (i % 10) != 0,
+        '{"plan":"pro"}', ${base} + i * 1000, ${base} + i * 1000 FROM n`)
+  }
+  console.log(`seeded ${N.toLocaleString('en')} contacts in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+
+  const app = buildApp(deps)
+  app.listen({ port: 0, hostname: '127.0.0.1' })
+  const origin = `http://127.0.0.1:${app.server?.port}`
+  const login = await fetch(`${origin}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.com', password: 'bench password 1' }) })
+  const token = (login.headers.get('set-cookie') ?? '').split(';')[0].split('=').slice(1).join('=')
+  await browser.context.addCookies([{ name: 'mailctl_session', value: token, url: origin }])
+
+  const url = `${origin}/app/p/${project.id}/contacts`
+  const visit = async () => {
+    const page = await browser.context.newPage()
+    const t = performance.now()
+    await page.goto(url)
+    await page.locator('tbody tr:nth-child(50)').waitFor()
+    const ms = performance.now() - t
+    const rows = await page.locator('tbody tr').count()
+    const total = await page.getByText(/ contacts$/).textContent()
+    if (process.env.BENCH_TRACE) {
+      const entries = await page.evaluate(() => (performance.getEntriesByType('resource') as PerformanceResourceTiming[]).map((e) => `${e.name.replace(location.origin, '')} start ${e.startTime.toFixed(0)} end ${e.responseEnd.toFixed(0)}`))
+      console.log(entries.join('\n'))
+    }
+    await page.close()
+    return { ms, rows, total }
+  }
+  const cold = await visit()
+  console.log(`contacts page, first navigation (server bundles /app/, cold profile): ${cold.ms.toFixed(0)} ms to ${cold.rows} rows (${cold.total})`)
+  const times: number[] = []
+  for (let i = 0; i < 5; i++) times.push((await visit()).ms)
+  times.sort((a, b) => a - b)
+  console.log(`contacts page, next 5 navigations: median ${times[2].toFixed(0)} ms, worst ${times[4].toFixed(0)} ms to 50 rows (target < 1000 ms)`)
+  const api: number[] = []
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now()
+    await fetch(`${origin}/contacts?limit=50`, { headers: { cookie: `mailctl_session=${token}`, 'x-project-id': project.id } }).then((r) => r.arrayBuffer())
+    api.push(performance.now() - t)
+  }
+  api.sort((a, b) => a - b)
+  console.log(`  of which GET /contacts?limit=50 (first page with the total): median ${api[2].toFixed(0)} ms`)
+  const size = await measureWebBundle()
+  console.log(`dashboard first load: ${(size.gzip / 1024).toFixed(1)} KB gzip of JS+CSS (${(size.raw / 1024).toFixed(1)} KB raw)`)
+  await app.stop()
+} finally {
+  await browser.close()
+  await closeDeps(deps)
+  rmSync(dir, { recursive: true, force: true })
+}

@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { TestEnv } from '../helpers/env'
+import { loadDashboard } from '../helpers/dashboard'
+
+/** The source tree serves the dashboard too (`npm start`): Bun bundles web/index.html on the first request. */
+const env = new TestEnv('sqlite')
+let base = ''
+beforeAll(async () => {
+  await env.start()
+  env.app.listen({ port: 0, hostname: '127.0.0.1' })
+  base = `http://127.0.0.1:${env.app.server?.port}`
+})
+afterAll(async () => {
+  await env.app.stop()
+  await env.stop()
+})
+
+test('/app/ and any path under it answer the page; its script and stylesheet load', async () => {
+  for (const path of ['/app/', '/app', '/app/p/abc/contacts']) {
+    const page = await loadDashboard(base, path)
+    expect({ path, status: page.status }).toEqual({ path, status: 200 })
+    expect(page.type).toStartWith('text/html')
+    expect(page.html).toContain('<div id="root">')
+    expect(page.assets.map((a) => a.type?.split(';')[0]).sort()).toEqual(['text/css', 'text/javascript'])
+    for (const a of page.assets) expect({ url: a.url, status: a.status, empty: a.bytes === 0 }).toEqual({ url: a.url, status: 200, empty: false })
+  }
+})
+
+test('the API around it is unchanged on the same port; GET / sends browsers to /app/', async () => {
+  expect((await fetch(`${base}/health`)).status).toBe(200)
+  expect((await fetch(`${base}/contacts`)).status).toBe(401)
+  const root = await fetch(`${base}/`, { headers: { accept: 'text/html' }, redirect: 'manual' })
+  expect(root.status).toBe(302)
+  expect(root.headers.get('location')).toBe('/app/')
+  expect((await fetch(`${base}/appendix`)).status).toBe(404)
+})

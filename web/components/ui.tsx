@@ -1,0 +1,99 @@
+import { type ReactNode, useId, useState } from 'react'
+import { ApiError } from '../api'
+
+/** A labelled input; `error` (from the API's field errors) highlights it and is read out with it. */
+export function Field(props: { label: string; hint?: string; error?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
+  const { label, hint, error, ...input } = props
+  const id = useId()
+  const described = [hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ') || undefined
+  return (
+    <div className="field">
+      <span className="label"><label htmlFor={id}>{label}</label></span>
+      <input id={id} aria-invalid={error ? true : undefined} aria-describedby={described} {...input} />
+      {hint && <span id={`${id}-hint`} className="hint">{hint}</span>}
+      {error && <span id={`${id}-err`} className="err">{error}</span>}
+    </div>
+  )
+}
+
+/**
+ * The message of an API error as a person wants it, with the field errors listed. `shown`: the fields the
+ * form highlights with their own message; when the error is only about those, it points at them instead
+ * of saying it twice.
+ */
+export function ErrorBox({ error, shown }: { error: unknown; shown?: string[] }) {
+  if (!error) return null
+  const e = error instanceof ApiError ? error : null
+  const atFields = e && shown && e.fields.length > 0 && e.fields.every((f) => shown.some((n) => f.field === n || f.field.startsWith(`${n}.`)))
+  const message = atFields ? `Check the highlighted field${(e?.fields.length ?? 0) > 1 ? 's' : ''}.` : e ? e.message : error instanceof Error ? error.message : String(error)
+  return (
+    <div className="alert error" role="alert">
+      {message}
+      {e && !atFields && e.fields.length > 1 && <ul>{e.fields.map((f) => <li key={f.field}>{f.message}</li>)}</ul>}
+    </div>
+  )
+}
+
+/** The field's message from an API error, if it names that field. */
+export function fieldError(error: unknown, name: string): string | undefined {
+  return error instanceof ApiError ? error.field(name) : undefined
+}
+
+export function Loading({ label = 'Loading…' }: { label?: string }) {
+  return <div className="loading" role="status" aria-live="polite">{label}</div>
+}
+
+export function Empty({ title, children }: { title: string; children?: ReactNode }) {
+  return <div className="empty"><strong>{title}</strong>{children}</div>
+}
+
+export function PageHead({ title, children }: { title: string; children?: ReactNode }) {
+  return <div className="head"><h1>{title}</h1>{children && <div className="row">{children}</div>}</div>
+}
+
+/** Copies `text`; works on plain http too (the Clipboard API needs a secure context). */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false)
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text)
+    } catch {
+      const area = document.createElement('textarea')
+      area.value = text
+      document.body.append(area)
+      area.select()
+      document.execCommand('copy')
+      area.remove()
+    }
+    setDone(true)
+    setTimeout(() => setDone(false), 1500)
+  }
+  return (
+    <button type="button" className="secondary small" onClick={copy}>
+      <span aria-live="polite">{done ? 'Copied' : label}</span>
+    </button>
+  )
+}
+
+/** A button that asks once more inline before it acts (no modal to trap focus). */
+export function ConfirmButton({ label, confirm, onConfirm, busy }: { label: string; confirm: string; onConfirm: () => void; busy?: boolean }) {
+  const [asking, setAsking] = useState(false)
+  if (!asking) return <button type="button" className="secondary" onClick={() => setAsking(true)} disabled={busy}>{label}</button>
+  return (
+    <span className="row">
+      <span>{confirm}</span>
+      <button type="button" className="danger" onClick={() => { setAsking(false); onConfirm() }}>Yes, {label.toLowerCase()}</button>
+      <button type="button" className="secondary" onClick={() => setAsking(false)}>Cancel</button>
+    </span>
+  )
+}
+
+export function Badge({ status, children }: { status: string; children?: ReactNode }) {
+  return <span className={`badge ${status}`}>{children ?? status}</span>
+}
+
+export function formatDate(iso: string | null | undefined): string {
+  if (!iso) return '—'
+  const d = new Date(iso)
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString()
+}

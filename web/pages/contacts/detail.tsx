@@ -1,0 +1,147 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { type FormEvent, useState } from 'react'
+import { Link, useLocation } from 'wouter'
+import { type Contact, del, get, patch, type Project } from '../../api'
+import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+
+interface EventRow { id: string; name: string; data: Record<string, unknown>; createdAt: string }
+interface EventPage { data: EventRow[]; cursor: string | null; hasMore: boolean; total: number }
+
+type Kind = 'text' | 'number' | 'boolean' | 'json'
+interface Row { key: string; kind: Kind; value: string; original?: string }
+
+function kindOf(v: unknown): Kind {
+  if (typeof v === 'number') return 'number'
+  if (typeof v === 'boolean') return 'boolean'
+  if (typeof v === 'string') return 'text'
+  return 'json'
+}
+
+function rowsOf(data: Record<string, unknown> | null): Row[] {
+  return Object.entries(data ?? {}).map(([key, v]) => {
+    const kind = kindOf(v)
+    return { key, kind, original: key, value: kind === 'json' ? JSON.stringify(v) : String(v) }
+  })
+}
+
+/** A row's typed value; throws with a person's message when it does not parse. */
+function typedValue(r: Row): unknown {
+  if (r.kind === 'number') {
+    const n = Number(r.value)
+    if (r.value.trim() === '' || !Number.isFinite(n)) throw new Error(`${r.key}: "${r.value}" is not a number`)
+    return n
+  }
+  if (r.kind === 'boolean') return r.value === 'true'
+  if (r.kind === 'json') {
+    try { return JSON.parse(r.value) } catch { throw new Error(`${r.key}: not valid JSON`) }
+  }
+  return r.value
+}
+
+export function ContactDetail({ project, id }: { project: Project; id: string }) {
+  const qc = useQueryClient()
+  const [, navigate] = useLocation()
+  const contact = useQuery({ queryKey: ['contact', project.id, id], queryFn: () => get<Contact>(`/contacts/${id}`, project.id) })
+  const events = useQuery({ queryKey: ['contact-events', project.id, id], queryFn: () => get<EventPage>(`/events/contact/${id}?limit=50`, project.id) })
+  const saved = (c: Contact) => {
+    qc.setQueryData(['contact', project.id, id], c)
+    qc.invalidateQueries({ queryKey: ['contacts', project.id] })
+    qc.invalidateQueries({ queryKey: ['contact-events', project.id, id] })
+  }
+  const update = useMutation({ mutationFn: (body: Record<string, unknown>) => patch<Contact>(`/contacts/${id}`, body, project.id), onSuccess: saved })
+  const toggle = useMutation({ mutationFn: (subscribed: boolean) => patch<Contact>(`/contacts/${id}`, { subscribed }, project.id), onSuccess: saved })
+  const remove = useMutation({
+    mutationFn: () => del(`/contacts/${id}`, project.id),
+    onSuccess: async () => { await qc.invalidateQueries({ queryKey: ['contacts', project.id] }); navigate('/contacts') },
+  })
+  if (contact.isPending) return <Loading />
+  if (contact.error) return <><ErrorBox error={contact.error} /><Link href="/contacts">All contacts</Link></>
+  const c = contact.data
+  return (
+    <div>
+      <PageHead title={c.email}>
+        <Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? 'Subscribed' : 'Unsubscribed'}</Badge>
+        <button type="button" className="secondary" disabled={toggle.isPending} onClick={() => toggle.mutate(!c.subscribed)}>
+          {c.subscribed ? 'Unsubscribe' : 'Subscribe'}
+        </button>
+        <ConfirmButton label="Delete contact" confirm="Delete this contact and its events?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
+      </PageHead>
+      <ErrorBox error={remove.error ?? toggle.error} />
+      <p className="small muted"><Link href="/contacts">← All contacts</Link> · created {formatDate(c.createdAt)} · updated {formatDate(c.updatedAt)}</p>
+      <EditContact key={c.updatedAt} contact={c} save={update} />
+      <div className="card">
+        <h2>Timeline</h2>
+        {events.isPending && <Loading />}
+        <ErrorBox error={events.error} />
+        {events.data?.data.length === 0 && <Empty title="No events yet">Events tracked with <code>POST /v1/track</code> and the mail sent to this contact appear here.</Empty>}
+        {events.data && events.data.data.length > 0 && (
+          <div className="table-wrap"><table>
+            <thead><tr><th scope="col">Event</th><th scope="col">When</th><th scope="col">Data</th></tr></thead>
+            <tbody>{events.data.data.map((e) => (
+              <tr key={e.id}><td><code>{e.name}</code></td><td>{formatDate(e.createdAt)}</td><td className="value"><code>{Object.keys(e.data).length ? JSON.stringify(e.data) : ''}</code></td></tr>
+            ))}</tbody>
+          </table></div>
+        )}
+      </div>
+    </div>
+  )
+}
+
+type Save = ReturnType<typeof useMutation<Contact, Error, Record<string, unknown>>>
+
+function EditContact({ contact, save }: { contact: Contact; save: Save }) {
+  const [rows, setRows] = useState<Row[]>(() => rowsOf(contact.data))
+  const [local, setLocal] = useState<string | null>(null)
+  const set = (i: number, patchRow: Partial<Row>) => setRows((rs) => rs.map((r, j) => (j === i ? { ...r, ...patchRow } : r)))
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault()
+    setLocal(null)
+    const email = String(new FormData(e.currentTarget).get('email') ?? '').trim()
+    const data: Record<string, unknown> = {}
+    try {
+      for (const r of rows) {
+        if (!r.key.trim()) continue
+        data[r.key.trim()] = typedValue(r)
+      }
+    } catch (err) {
+      setLocal((err as Error).message)
+      return
+    }
+    // A field removed or renamed is deleted with null (docs/decisions.md, Contact data).
+    for (const k of Object.keys(contact.data ?? {})) if (!(k in data)) data[k] = null
+    save.mutate({ ...(email !== contact.email ? { email } : {}), data })
+  }
+  return (
+    <form className="card" onSubmit={submit} noValidate>
+      <h2>Details</h2>
+      {local && <div className="alert error" role="alert">{local}</div>}
+      <ErrorBox error={save.error} />
+      {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
+      <Field label="Email" name="email" type="email" defaultValue={contact.email} required error={fieldError(save.error, 'email')} />
+      <h2>Data fields</h2>
+      {rows.length === 0 && <p className="muted small">No custom fields. Add one for what you know about this contact (plan, first name, signup date…).</p>}
+      {rows.map((r, i) => (
+        <div className="row" key={r.original ?? `new-${i}`} style={{ marginBottom: '.6rem' }}>
+          <Field label="Field" value={r.key} onChange={(e) => set(i, { key: e.target.value })} error={fieldError(save.error, `data.${r.key}`)} />
+          <div className="field"><span><label htmlFor={`kind-${i}`}>Type</label></span>
+            <select id={`kind-${i}`} value={r.kind} onChange={(e) => set(i, { kind: e.target.value as Kind, value: e.target.value === 'boolean' ? 'true' : r.value })}>
+              <option value="text">Text</option><option value="number">Number</option><option value="boolean">Yes/no</option><option value="json">JSON</option>
+            </select>
+          </div>
+          {r.kind === 'boolean' ? (
+            <div className="field"><span><label htmlFor={`val-${i}`}>Value</label></span>
+              <select id={`val-${i}`} value={r.value} onChange={(e) => set(i, { value: e.target.value })}><option value="true">Yes</option><option value="false">No</option></select>
+            </div>
+          ) : (
+            <Field label="Value" value={r.value} inputMode={r.kind === 'number' ? 'decimal' : undefined} onChange={(e) => set(i, { value: e.target.value })} />
+          )}
+          <button type="button" className="secondary" onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>Remove field</button>
+        </div>
+      ))}
+      <div className="row">
+        <button type="button" className="secondary" onClick={() => setRows((rs) => [...rs, { key: '', kind: 'text', value: '' }])}>Add field</button>
+        <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
+      </div>
+    </form>
+  )
+}

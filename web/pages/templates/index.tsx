@@ -1,0 +1,166 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { type FormEvent, useId, useMemo, useState } from 'react'
+import { Link, useLocation } from 'wouter'
+import { del, get, patch, post, type Project } from '../../api'
+import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+
+interface Template {
+  id: string; name: string; description: string | null; subject: string; body: string; from: string
+  fromName: string | null; replyTo: string | null; type: string; createdAt: string; updatedAt: string
+}
+interface TemplateList { data: Template[]; page: number; pageSize: number; total: number; totalPages: number }
+
+export function TemplatesPage({ project }: { project: Project }) {
+  const qc = useQueryClient()
+  const [, navigate] = useLocation()
+  const [page, setPage] = useState(1)
+  const list = useQuery({ queryKey: ['templates', project.id, page], queryFn: () => get<TemplateList>(`/templates?page=${page}&pageSize=25`, project.id) })
+  const create = useMutation({
+    mutationFn: (body: Record<string, string>) => post<Template>('/templates', { ...body, body: '<p>Hello {{name}},</p>\n<p></p>' }, project.id),
+    onSuccess: async (t) => { await qc.invalidateQueries({ queryKey: ['templates', project.id] }); navigate(`/templates/${t.id}`) },
+  })
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault()
+    const f = new FormData(e.currentTarget)
+    create.mutate({ name: String(f.get('name') ?? ''), subject: String(f.get('subject') ?? ''), from: String(f.get('from') ?? ''), type: String(f.get('type') ?? 'MARKETING') })
+  }
+  return (
+    <div>
+      <PageHead title="Templates" />
+      <form className="card" onSubmit={submit} noValidate>
+        <h2>New template</h2>
+        <ErrorBox error={create.error} shown={['name', 'subject', 'from']} />
+        <div className="row">
+          <Field label="Name" name="name" required error={fieldError(create.error, 'name')} />
+          <Field label="Subject" name="subject" required error={fieldError(create.error, 'subject')} />
+          <Field label="From" name="from" type="email" placeholder="hello@your-domain.com" hint="On a verified domain" required error={fieldError(create.error, 'from')} />
+          <div className="field"><span><label htmlFor="tpl-type">Type</label></span>
+            <select id="tpl-type" name="type" defaultValue="MARKETING"><option value="MARKETING">Marketing</option><option value="TRANSACTIONAL">Transactional</option><option value="HEADLESS">Headless</option></select>
+          </div>
+          <button type="submit" disabled={create.isPending}>Create</button>
+        </div>
+      </form>
+      <div className="card">
+        {list.isPending && <Loading />}
+        <ErrorBox error={list.error} />
+        {list.data?.data.length === 0 && <Empty title="No templates yet">Create one above; you need a verified domain for its sender.</Empty>}
+        {list.data && list.data.data.length > 0 && (
+          <>
+            <div className="table-wrap"><table>
+              <thead><tr><th scope="col">Name</th><th scope="col">Subject</th><th scope="col">Type</th><th scope="col">Updated</th></tr></thead>
+              <tbody>{list.data.data.map((t) => (
+                <tr key={t.id}><td><Link href={`/templates/${t.id}`}>{t.name}</Link></td><td>{t.subject}</td><td>{t.type}</td><td>{formatDate(t.updatedAt)}</td></tr>
+              ))}</tbody>
+            </table></div>
+            <nav className="pager" aria-label="Pages">
+              <button type="button" className="secondary" disabled={page <= 1} onClick={() => setPage((p) => p - 1)}>Previous</button>
+              <span className="small muted">Page {page} of {list.data.totalPages}</span>
+              <button type="button" className="secondary" disabled={page >= list.data.totalPages} onClick={() => setPage((p) => p + 1)}>Next</button>
+            </nav>
+          </>
+        )}
+      </div>
+    </div>
+  )
+}
+
+/** The variables a template uses: `{{name}}`, `{{data.plan}}`, `{{name | default}}`-like forms, helpers left out. */
+function variablesOf(text: string): string[] {
+  const out = new Set<string>()
+  for (const m of text.matchAll(/\{\{\{?\s*([A-Za-z_][\w.]*)[^}]*\}\}\}?/g)) {
+    if (!['if', 'else', 'each', 'unless', 'with'].includes(m[1])) out.add(m[1])
+  }
+  return [...out]
+}
+
+/** An approximate preview: variables replaced from the sample data, HTML-escaped as Handlebars does. */
+function preview(html: string, sample: Record<string, unknown>): string {
+  const esc = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+  const lookup = (path: string): string => {
+    let v: unknown = sample
+    for (const k of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined
+    return v === undefined || v === null ? '' : String(v)
+  }
+  return html
+    .replace(/\{\{\{\s*([\w.]+)\s*\}\}\}/g, (_, k) => lookup(k))
+    .replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_, k) => esc(lookup(k)))
+}
+
+export function TemplateEditor({ project, id }: { project: Project; id: string }) {
+  const tpl = useQuery({ queryKey: ['template', project.id, id], queryFn: () => get<Template>(`/templates/${id}`, project.id) })
+  if (tpl.isPending) return <Loading />
+  if (tpl.error) return <><ErrorBox error={tpl.error} /><Link href="/templates">All templates</Link></>
+  return <Editor key={tpl.data.id} project={project} tpl={tpl.data} />
+}
+
+function Editor({ project, tpl }: { project: Project; tpl: Template }) {
+  const qc = useQueryClient()
+  const [, navigate] = useLocation()
+  const [body, setBody] = useState(tpl.body)
+  const [subject, setSubject] = useState(tpl.subject)
+  const [sampleText, setSampleText] = useState('{\n  "name": "Ada",\n  "email": "ada@example.com"\n}')
+  const bodyId = useId()
+  const sampleId = useId()
+  const sample = useMemo(() => { try { return JSON.parse(sampleText) as Record<string, unknown> } catch { return null } }, [sampleText])
+  const vars = useMemo(() => variablesOf(`${subject}\n${body}`), [subject, body])
+  const save = useMutation({
+    mutationFn: (b: Record<string, unknown>) => patch<Template>(`/templates/${tpl.id}`, b, project.id),
+    onSuccess: (t) => { qc.setQueryData(['template', project.id, tpl.id], t); qc.invalidateQueries({ queryKey: ['templates', project.id] }) },
+  })
+  const duplicate = useMutation({
+    mutationFn: () => post<Template>(`/templates/${tpl.id}/duplicate`, {}, project.id),
+    onSuccess: async (t) => { await qc.invalidateQueries({ queryKey: ['templates', project.id] }); navigate(`/templates/${t.id}`) },
+  })
+  const remove = useMutation({
+    mutationFn: () => del(`/templates/${tpl.id}`, project.id),
+    onSuccess: async () => { await qc.invalidateQueries({ queryKey: ['templates', project.id] }); navigate('/templates') },
+  })
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault()
+    const f = new FormData(e.currentTarget)
+    save.mutate({ name: String(f.get('name') ?? ''), subject, from: String(f.get('from') ?? ''), body })
+  }
+  return (
+    <div>
+      <PageHead title={tpl.name}>
+        <button type="button" className="secondary" onClick={() => duplicate.mutate()} disabled={duplicate.isPending}>Duplicate</button>
+        <ConfirmButton label="Delete template" confirm="Delete this template?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
+      </PageHead>
+      <ErrorBox error={duplicate.error ?? remove.error} />
+      <p className="small muted"><Link href="/templates">← All templates</Link> · {tpl.type} · updated {formatDate(tpl.updatedAt)}</p>
+      <form className="card" onSubmit={submit} noValidate>
+        <ErrorBox error={save.error} shown={['name', 'subject', 'from', 'body']} />
+        {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
+        <div className="row">
+          <Field label="Name" name="name" defaultValue={tpl.name} error={fieldError(save.error, 'name')} />
+          <Field label="From" name="from" type="email" defaultValue={tpl.from} error={fieldError(save.error, 'from')} />
+        </div>
+        <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
+        <div className="editor">
+          <div className="field">
+            <span><label htmlFor={bodyId}>HTML source</label></span>
+            <textarea id={bodyId} className="mono" rows={18} value={body} onChange={(e) => setBody(e.target.value)} aria-invalid={fieldError(save.error, 'body') ? true : undefined} />
+            {fieldError(save.error, 'body') && <span className="err">{fieldError(save.error, 'body')}</span>}
+          </div>
+          <div className="field">
+            <span>Preview</span>
+            {/* sandbox without allow-scripts: the template's HTML cannot run code or reach the dashboard */}
+            <iframe title="Preview of the email" sandbox="" srcDoc={sample ? preview(body, sample) : body} className="preview" />
+          </div>
+        </div>
+        <div className="row">
+          <div className="field" style={{ flex: '1 1 260px' }}>
+            <span><label htmlFor={sampleId}>Sample contact data (JSON)</label></span>
+            <textarea id={sampleId} className="mono" rows={5} value={sampleText} onChange={(e) => setSampleText(e.target.value)} aria-invalid={sample ? undefined : true} />
+            {!sample && <span className="err">Not valid JSON: the preview shows the variables as they are.</span>}
+          </div>
+          <div className="field" style={{ flex: '1 1 260px' }}>
+            <span>Variables used</span>
+            {vars.length === 0 ? <span className="muted small">None</span> : <ul className="small">{vars.map((v) => <li key={v}><code>{v}</code>{sample && !(v.split('.')[0] in sample) && <span className="muted"> (not in the sample)</span>}</li>)}</ul>}
+          </div>
+        </div>
+        <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
+      </form>
+    </div>
+  )
+}
