@@ -5,6 +5,7 @@ import { contactJobs } from '../modules/contacts/jobs'
 import { domainJobs } from '../modules/domains/jobs'
 import { segmentJobs } from '../modules/segments/jobs'
 import { campaignJobs } from '../modules/campaigns/jobs'
+import { emailJobs } from '../modules/emails/jobs'
 import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 
@@ -16,6 +17,7 @@ export const allJobs: AnyJob[] = [
   ...domainJobs,
   ...segmentJobs,
   ...campaignJobs,
+  ...emailJobs,
   ...inboundJobs,
   webhooksPruneJob,
 ]

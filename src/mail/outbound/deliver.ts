@@ -23,6 +23,7 @@ import { errorFields, type Logger } from '../../log'
 import { signingKeyFor, type VerifiedDomain } from '../../modules/domains/service'
 import * as emailsRepo from '../../modules/emails/repo'
 import type { DeliveryEmail } from '../../modules/emails/repo'
+import { renderDeferred } from '../../modules/campaigns/render'
 import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
@@ -300,7 +301,11 @@ export class OutboundPipeline {
     if (!rows.length) return 0
     this.stats.claimed += rows.length
     for (const r of rows) this.claimedIds.add(r.emailId)
-    const emails = new Map((await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))).map((e) => [e.id, e]))
+    const loaded = await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))
+    // Campaign mail is stored without content: its body is rendered from the campaign now.
+    const deferred = loaded.filter((e) => !e.hasContent)
+    if (deferred.length) await renderDeferred(this.deps, deferred)
+    const emails = new Map(loaded.map((e) => [e.id, e]))
     // The claim's order (priority, then age) is the order in which a destination's held messages start.
     rows.sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime())
     const destinationOf = this.opts.transport.destinationOf?.bind(this.opts.transport)
@@ -463,6 +468,7 @@ export class OutboundPipeline {
       await this.recorder.record(outcome)
       this.stats.settled++
     }
+    if (email.contentError) return settle({ kind: 'failed', reason: email.contentError })
     const vd = await this.senderDomain(email.projectId, email.fromAddress)
     if (!vd) return settle({ kind: 'failed', reason: `The sender domain ${domainOf(email.fromAddress)} is no longer verified for this project` })
     envelopeFrom = verpAddress(this.deps, email.id, vd.returnPathDomain)

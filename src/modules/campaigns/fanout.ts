@@ -1,13 +1,14 @@
 import type { SQL } from 'drizzle-orm'
 import type { Ctx } from '../../deps'
 import { prepareFilter, whereOf, type FilterTree } from '../../filters'
-import { unsubscribeUrl, subscribeUrl, manageUrl } from '../../mail/links'
 import { notifyQueued } from '../../mail/outbound'
-import { renderEmail, templateVariables } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../emails/service'
 import { suppressedAmong } from '../suppressions/service'
 import * as repo from './repo'
+import { renderCampaignBody, renderCampaignSubject } from './render'
+
+export { withUnsubscribeFooter } from './render'
 
 /**
  * The fan-out of a SENDING campaign (job `campaign.send`, docs/architecture.md, Jobs): the audience is resolved
@@ -34,54 +35,31 @@ export interface FanOutResult {
   skippedSuppressed: number
 }
 
-const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-
-/** Appends the unsubscribe footer: before `</body>` when the HTML has one, else at its end; and to the text. */
-export function withUnsubscribeFooter(html: string, text: string, link: string): { html: string; text: string } {
-  const footer = `<p style="margin:24px 0 0;font-size:12px;color:#6b7280">You receive this email because you subscribed. <a href="${escapeAttr(link)}" style="color:#6b7280">Unsubscribe</a></p>`
-  const at = html.toLowerCase().lastIndexOf('</body>')
-  return {
-    html: at >= 0 ? `${html.slice(0, at)}${footer}${html.slice(at)}` : `${html}${footer}`,
-    text: `${text}\n\n--\nUnsubscribe: ${link}\n`,
-  }
-}
-
 /**
- * One recipient's email of the campaign, rendered from the campaign and the contact's data (signed links
- * only when the subject or body uses them). A campaign email counts in the campaign's stats; a test email
- * (`sourceType: 'test'`) names the campaign only as its source, so it is not counted.
+ * One recipient's email of the campaign. A campaign email (`sourceType: 'campaign'`) is stored without
+ * content: its subject is rendered now, its body when it is built for delivery (render.ts). A test email
+ * (`sourceType: 'test'`) is rendered and stored now, names the campaign only as its source, and is not
+ * counted in the campaign's stats.
  */
 export function campaignEmail(
   ctx: Ctx, row: repo.CampaignRow, c: Pick<repo.AudienceContact, 'email' | 'data'> & { id: string | null },
-  opts: { domainId: string; sourceType: 'campaign' | 'test' },
+  opts: { domainId: string; sourceType: 'campaign' | 'test'; runAt?: Date },
 ): NewEmail {
   const id = Bun.randomUUIDv7()
-  const sources = `${row.subject} ${row.body}`
   const contactId = c.id
-  const urls = contactId
-    ? {
-      ...(sources.includes('unsubscribeUrl') ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
-      ...(/(^|[^\w])subscribeUrl/.test(sources) ? { subscribeUrl: subscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
-      ...(sources.includes('manageUrl') ? { manageUrl: manageUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
-    }
-    : {}
-  const vars = templateVariables({ contact: { id: contactId, email: c.email, data: c.data }, urls })
-  const rendered = renderEmail({ subject: row.subject, body: row.body }, vars)
+  const recipient = { id: contactId, email: c.email, data: c.data }
   const type = row.type as EmailType
   const test = opts.sourceType === 'test'
-  let { html, text } = rendered
-  // MARKETING mail always offers a way out: a body that does not place {{unsubscribeUrl}} gets a short footer.
-  if (type === 'MARKETING' && contactId && !row.body.includes('unsubscribeUrl')) {
-    const link = unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id })
-    ;({ html, text } = withUnsubscribeFooter(html, text, link))
-  }
+  const body = test ? renderCampaignBody(ctx.deps, row, recipient, id) : null
   return {
     id, contactId, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
-    subject: rendered.subject, html, text, type, sourceType: opts.sourceType,
+    subject: renderCampaignSubject(ctx.deps, row, recipient, id), html: body?.html ?? null, text: body?.text ?? null,
+    renderAtDelivery: !test, type, sourceType: opts.sourceType,
     campaignId: test ? null : row.id, sourceId: row.id, domainId: opts.domainId,
     // RFC 8058 one-click unsubscribe needs a contact to unsubscribe.
     listUnsubscribe: type === 'MARKETING' && contactId !== null,
     priority: test ? PRIORITY.transactional : PRIORITY.bulk,
+    ...(opts.runAt ? { runAt: opts.runAt } : {}),
   }
 }
 

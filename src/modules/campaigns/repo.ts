@@ -142,6 +142,15 @@ export async function contactByEmail(store: Store, db: Db, projectId: string, em
   return row ?? null
 }
 
+/** Contacts of the project by id (the recipients of a delivery batch), by id. */
+export async function contactsByIds(store: Store, db: Db, projectId: string, ids: string[]): Promise<Map<string, AudienceContact>> {
+  if (!ids.length) return new Map()
+  const c = store.t.contacts
+  const rows = await db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
+    .where(and(eq(c.projectId, projectId), inArray(c.id, ids)))
+  return new Map(rows.map((r) => [r.id, r]))
+}
+
 /** The campaigns of the project in one of `statuses`, with what can reference fields and events (usage look-ups). */
 export async function withStatus(store: Store, db: Db, projectId: string, statuses: readonly string[]) {
   const { campaigns: c } = store.t

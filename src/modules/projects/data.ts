@@ -10,6 +10,8 @@ import type { Db, Store } from '../../db/client'
 export const PROJECT_DATA_TABLES: readonly string[] = [
   'email_stats',
   'campaign_stats',
+  'campaign_unsubscribes',
+  'send_pacing',
   'inbound_messages',
   'events',
   'contacts',
