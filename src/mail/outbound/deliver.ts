@@ -33,7 +33,7 @@ import { claimDue, outboundLeases, type QueueRow } from './queue'
 import { OutcomeRecorder, type Outcome } from './recorder'
 import { parseReply } from './replies'
 import type { Delivery, Transport } from './types'
-import { verpAddress } from './verp'
+import { unsubscribeAddress, verpAddress } from './verp'
 
 /** The largest message accepted for delivery (docs/decisions.md, Limits: 40 MB). */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
@@ -434,7 +434,7 @@ export class OutboundPipeline {
     return value
   }
 
-  private async message(email: DeliveryEmail): Promise<OutboundMessage> {
+  private async message(email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
     const attachments = email.hasAttachments ? await emailsRepo.loadAttachments(this.deps.store, email.id) : []
     return {
       messageId: email.messageId,
@@ -451,7 +451,7 @@ export class OutboundPipeline {
         ...(a.contentId ? { contentId: a.contentId } : {}),
       })),
       listUnsubscribe: email.listUnsubscribe && email.contactId
-        ? listUnsubscribeHeaders(this.deps, { projectId: email.projectId, contactId: email.contactId, emailId: email.id })
+        ? listUnsubscribeHeaders(this.deps, { projectId: email.projectId, contactId: email.contactId, emailId: email.id }, unsubscribeAddress(this.deps, email.id, returnPathDomain))
         : null,
       feedbackId: `${email.campaignId ?? email.sourceType}:${email.projectId}:mailctl`,
     }
@@ -474,7 +474,7 @@ export class OutboundPipeline {
     envelopeFrom = verpAddress(this.deps, email.id, vd.returnPathDomain)
     let raw: Buffer
     try {
-      raw = await this.opts.builder.build(await this.message(email), { domain: vd.domain, selector: vd.selector, privateKeyPem: vd.privateKeyPem })
+      raw = await this.opts.builder.build(await this.message(email, vd.returnPathDomain), { domain: vd.domain, selector: vd.selector, privateKeyPem: vd.privateKeyPem })
     } catch (err) {
       return settle({ kind: 'failed', reason: `The message could not be built: ${err instanceof Error ? err.message : String(err)}` })
     }

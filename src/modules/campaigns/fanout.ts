@@ -4,6 +4,8 @@ import { prepareFilter, whereOf, type FilterTree } from '../../filters'
 import { notifyQueued } from '../../mail/outbound'
 import { assertSenderAllowed } from '../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../emails/service'
+import { settingsOf } from '../projects/repo'
+import { sendRateOf } from '../projects/service'
 import { suppressedAmong } from '../suppressions/service'
 import * as repo from './repo'
 import { renderCampaignBody, renderCampaignSubject } from './render'
@@ -21,8 +23,16 @@ export { withUnsubscribeFooter } from './render'
 
 export const DEFAULT_BATCH_SIZE = 500
 
+/**
+ * With a sending rate, the fan-out queues at most this far ahead of the project's pacing (then waits), so
+ * a cancel stops what is not yet queued and the queue does not fill with mail due much later.
+ */
+export const PACING_LOOKAHEAD_MS = 5_000
+
 export interface FanOutOptions {
   batchSize?: number
+  /** How the fan-out waits for its pacing (tests pass one that records and returns at once). */
+  sleep?: (ms: number) => Promise<void>
   /** Called after each committed batch (the job reports progress; tests inject a crash). */
   afterBatch?: (batch: { index: number; handled: number }) => Promise<void> | void
 }
@@ -92,6 +102,9 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
   const sender = await assertSenderAllowed(ctx, row.fromEmail)
   const marketing = row.type === 'MARKETING'
   const size = Math.max(1, opts.batchSize ?? DEFAULT_BATCH_SIZE)
+  // The project's campaign sending rate (its own, else MAILCTL_SEND_RATE_PER_SECOND; none: as fast as the pipeline goes).
+  const rate = sendRateOf(await settingsOf(store, store.db, ctx.projectId)) ?? ctx.deps.config.sendRatePerSecond
+  const sleep = opts.sleep ?? ((ms: number) => Bun.sleep(ms))
   let last = row.lastContactId
   let handled = row.totalRecipients
 
@@ -119,8 +132,16 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
       })
       // Cancelled, or another runner advanced first: write nothing of this batch.
       if (!ok) return null
+      let until: number | null = null
+      if (rate && queue.length) {
+        // Spread over the project's sending time: message i of the batch is due i/rate seconds after its start.
+        const span = Math.ceil((queue.length * 1000) / rate)
+        const start = (await repo.reservePacing(store, db, ctx.projectId, span, new Date())).getTime()
+        queue.forEach((it, i) => { it.runAt = new Date(start + Math.floor((i * 1000) / rate)) })
+        until = start + span
+      }
       await queueEmails(ctx, db, queue)
-      return { queued: queue.length, suppressed }
+      return { queued: queue.length, suppressed, until }
     })
     if (!step) {
       out.status = (await repo.findById(store, store.db, ctx.projectId, campaignId))?.status ?? 'MISSING'
@@ -134,5 +155,8 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
     out.skippedUnsubscribed += unsubscribed
     out.skippedSuppressed += step.suppressed
     await opts.afterBatch?.({ index: out.batches, handled })
+    // Paced: wait until the queued mail is nearly due before queueing more.
+    const ahead = step.until === null ? 0 : step.until - Date.now() - PACING_LOOKAHEAD_MS
+    if (ahead > 0) await sleep(ahead)
   }
 }
