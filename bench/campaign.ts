@@ -227,14 +227,27 @@ try {
 
   const bunArgs = (process.env.BENCH_BUN_ARGS ?? '').split(' ').filter(Boolean)
   const server = Bun.spawn([process.execPath, ...bunArgs, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
-    env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit',
+    env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'pipe',
   })
+  // Every role is up (the signer threads, the pipeline, the job worker) once the start line is written.
+  let ready = false
+  void (async () => {
+    const dec = new TextDecoder()
+    const reader = server.stderr.getReader()
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return
+      const text = dec.decode(value, { stream: true })
+      if (text.includes('is running')) ready = true
+      process.stderr.write(text)
+    }
+  })()
   let serverExited = false
   cleanups.unshift(async () => { if (!serverExited) { server.kill('SIGTERM'); await server.exited } })
   const base = `http://127.0.0.1:${httpPort}`
   for (let i = 0; ; i++) {
-    try { if ((await fetch(`${base}/health`)).ok) break } catch { /* not yet */ }
-    if (i > 600) throw new Error('server did not start')
+    try { if (ready && (await fetch(`${base}/health`)).ok) break } catch { /* not yet */ }
+    if (i > 6000) throw new Error('server did not start')
     await Bun.sleep(50)
   }
   const headers = { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }
@@ -292,7 +305,8 @@ try {
     ratioToCeiling: Math.round((rate / ceiling) * 1000) / 1000,
     serverPeakRssMB: peakRssKb === null ? null : Math.round(peakRssKb / 102.4) / 10,
     serverRssMB: { atStart: rssAtStartKb === null ? null : Math.round(rssAtStartKb / 102.4) / 10, sampledMax: Math.round(maxRssKb / 102.4) / 10 },
-    dbBytesPerRecipient: Math.round((bytesAfter - bytesBefore) / RECIPIENTS),
+    // Per recipient queued so far (all of them once the fan-out is done).
+    dbBytesPerRecipient: Math.round((bytesAfter - bytesBefore) / Math.max(1, Number(stats.queued ?? RECIPIENTS))),
     dbBytes: { before: bytesBefore, after: bytesAfter },
     stats,
     cpuMsPerMessage: cpu,

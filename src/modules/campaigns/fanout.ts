@@ -22,6 +22,7 @@ export { withUnsubscribeFooter } from './render'
  */
 
 export const DEFAULT_BATCH_SIZE = 500
+const FIRST_BATCH_SIZE = 100
 
 /**
  * With a sending rate, the fan-out queues at most this far ahead of the project's pacing (then waits), so
@@ -109,7 +110,8 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
   let handled = row.totalRecipients
 
   for (;;) {
-    const batch = await repo.audienceBatch(store, store.db, ctx.projectId, where, last, size)
+    // The first batch of a campaign is small, so that its first messages are on their way sooner.
+    const batch = await repo.audienceBatch(store, store.db, ctx.projectId, where, last, last === null ? Math.min(size, FIRST_BATCH_SIZE) : size)
     if (!batch.length) {
       const now = new Date()
       const done = await store.tx((db) => repo.updateIn(store, db, ctx.projectId, campaignId, ['SENDING'], { status: 'SENT', sentAt: now, finishedAt: now, updatedAt: now }))

@@ -55,7 +55,7 @@ forEachStore('campaign sending rate', (env) => {
     // Other settings are kept; null goes back to the server default.
     expect((await env.request('PATCH', `/users/@me/projects/${p.id}`, { cookie: owner.cookie, body: { name: 'Renamed' } })).body).toMatchObject({ name: 'Renamed', sendRatePerSecond: 5 })
     expect((await env.request('PATCH', `/users/@me/projects/${p.id}`, { cookie: owner.cookie, body: { sendRatePerSecond: null } })).body.sendRatePerSecond).toBeNull()
-  })
+  }, 30_000) // three users log in (password hashing): slow on a busy machine
 
   test('10 messages per second: each campaign email is due 100 ms after the one before, across two campaigns of the project; transactional mail is due at once', async () => {
     const p = await world(10, 12)
