@@ -157,6 +157,10 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
     out.skippedUnsubscribed += unsubscribed
     out.skippedSuppressed += step.suppressed
     await opts.afterBatch?.({ index: out.batches, handled })
+    // On SQLite every await of a batch resolves at once (bun:sqlite is synchronous), so without this the
+    // loop would never let the event loop run: the pipeline (DNS answers, SMTP replies, signed messages)
+    // would wait for the whole fan-out. One turn per batch lets the first messages leave at once.
+    await new Promise<void>((resolve) => setImmediate(resolve))
     // Paced: wait until the queued mail is nearly due before queueing more.
     const ahead = step.until === null ? 0 : step.until - Date.now() - PACING_LOOKAHEAD_MS
     if (ahead > 0) await sleep(ahead)
