@@ -2,7 +2,8 @@
  * A minimal SMTP sink for benchmarks (the tests use real smtp-server sinks, test/helpers/smtp.ts): it
  * speaks just enough ESMTP (EHLO with PIPELINING, MAIL, RCPT, DATA, RSET, NOOP, QUIT), accepts every
  * message and counts them, so that the receiving side costs little of the machine being measured.
- * Prints {"port"} once, then {"received": n} whenever the count changes (every 50 ms at most).
+ * Prints {"port"} once, {"received": 1, "firstAt": epoch ms} when the first message arrives, then
+ * {"received": n} whenever the count changes (every 50 ms at most).
  *
  *   bun bench/_sink.ts          SINK_PORT=0 (default: a free port)
  */
@@ -36,6 +37,8 @@ const server = Bun.listen<State>({
           st.tail = ''
           st.data = false
           received++
+          // The first message is reported at once, with the time it arrived (time-to-first-message figures).
+          if (received === 1) process.stdout.write(`${JSON.stringify({ received, firstAt: Date.now() })}\n`)
           out += '250 2.0.0 OK queued\r\n'
           continue
         }

@@ -35,6 +35,10 @@ export interface Config {
   sqliteSynchronous: 'FULL' | 'NORMAL'
   /** Largest request body accepted, in bytes (the 40 MB whole-message limit of /v1/send plus envelope). */
   maxBodyBytes: number
+  /** Default sending rate of a project's campaign mail, messages per second (null: no cap); a project may set its own. */
+  sendRatePerSecond: number | null
+  /** Days the rendered content of sent mail (email_contents) is kept; campaign mail is rendered from the campaign. */
+  contentRetentionDays: number
   /** How long a stopping node waits for in-flight deliveries before it closes their connections. */
   shutdownGraceSeconds: number
   /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
@@ -95,6 +99,8 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_LOG_LEVEL: 'logLevel',
   MAILCTL_SQLITE_SYNCHRONOUS: 'sqliteSynchronous',
   MAILCTL_MAX_BODY_BYTES: 'maxBodyBytes',
+  MAILCTL_SEND_RATE_PER_SECOND: 'sendRatePerSecond',
+  MAILCTL_CONTENT_RETENTION_DAYS: 'contentRetentionDays',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
@@ -178,6 +184,8 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     logLevel: logLevel as Config['logLevel'],
     sqliteSynchronous: sync,
     maxBodyBytes: int('MAILCTL_MAX_BODY_BYTES', raw.MAILCTL_MAX_BODY_BYTES ?? String(60 * 1024 * 1024), 1024, 1024 * 1024 * 1024),
+    sendRatePerSecond: raw.MAILCTL_SEND_RATE_PER_SECOND ? int('MAILCTL_SEND_RATE_PER_SECOND', raw.MAILCTL_SEND_RATE_PER_SECOND, 1, 1_000_000) : null,
+    contentRetentionDays: int('MAILCTL_CONTENT_RETENTION_DAYS', raw.MAILCTL_CONTENT_RETENTION_DAYS ?? '30', 1, 36_500),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
     webhookAllowHosts: (raw.MAILCTL_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,

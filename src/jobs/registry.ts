@@ -6,6 +6,7 @@ import { domainJobs } from '../modules/domains/jobs'
 import { segmentJobs } from '../modules/segments/jobs'
 import { campaignJobs } from '../modules/campaigns/jobs'
 import { workflowJobs } from '../modules/workflows/jobs'
+import { emailJobs } from '../modules/emails/jobs'
 import { inboundJobs } from '../mail/inbound/process'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 import { hooksPruneJob } from '../modules/hooks/jobs'
@@ -21,6 +22,7 @@ export const allJobs: AnyJob[] = [
   ...segmentJobs,
   ...campaignJobs,
   ...workflowJobs,
+  ...emailJobs,
   ...inboundJobs,
   webhooksPruneJob,
   hooksPruneJob,

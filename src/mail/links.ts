@@ -237,9 +237,14 @@ export function clickUrl(deps: LinkDeps, emailId: string, targetUrl: string): st
 
 /**
  * The RFC 2369 / RFC 8058 headers of a marketing email to one contact: `List-Unsubscribe` with the
- * one-click URL (POSTed by mail clients without a login) and `List-Unsubscribe-Post`.
+ * one-click https URL (POSTed by mail clients without a login) and, when given, a mailto address (for
+ * clients that only mail: src/mail/outbound/verp.ts `unsubscribeAddress`), and `List-Unsubscribe-Post`.
  * Both must be covered by the DKIM signature for clients to offer one-click unsubscribe.
  */
-export function listUnsubscribeHeaders(deps: LinkDeps, ref: ContactRef): { 'List-Unsubscribe': string; 'List-Unsubscribe-Post': string } {
-  return { 'List-Unsubscribe': `<${unsubscribeUrl(deps, ref)}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }
+export function listUnsubscribeHeaders(deps: LinkDeps, ref: ContactRef, mailto?: string | null): { 'List-Unsubscribe': string; 'List-Unsubscribe-Post': string } {
+  const https = `<${unsubscribeUrl(deps, ref)}>`
+  return {
+    'List-Unsubscribe': mailto ? `${https}, <mailto:${mailto}?subject=unsubscribe>` : https,
+    'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+  }
 }

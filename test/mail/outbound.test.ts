@@ -2,6 +2,7 @@ import { beforeAll, expect, test } from 'bun:test'
 import { and, eq, inArray } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import { forEachStore } from '../helpers/env'
+import { parseUnsubscribeAddress } from '../../src/mail/outbound/verp'
 import { byDomain, rejectRecipients, startSink, tempFailThenAccept, tooManyConnections } from '../helpers/smtp'
 import { nullMx } from '../helpers/dns'
 import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
@@ -149,8 +150,10 @@ forEachStore('outbound delivery', (env) => {
     await pipelineFor(env).drain()
     const [msg] = main.byMessageId(mid(id))
     const head = msg.raw.toString('latin1').split('\r\n\r\n')[0].replace(/\r\n[ \t]+/g, ' ')
-    const lu = /^List-Unsubscribe: <([^>]+)>$/m.exec(head)?.[1]
-    expect(lu).toStartWith(`${env.config.publicUrl}/unsubscribe/`)
+    // The one-click https URL, then the mailto (RFC 2369) that a message to unsubscribes (src/mail/outbound/verp.ts).
+    const lu = /^List-Unsubscribe: <([^>]+)>, <mailto:([^>?]+)\?subject=unsubscribe>$/m.exec(head)
+    expect(lu?.[1]).toStartWith(`${env.config.publicUrl}/unsubscribe/`)
+    expect(parseUnsubscribeAddress(env.deps, lu?.[2] ?? '')?.emailId).toBe(id)
     expect(head).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m)
     const [dkim] = await dkimOf(msg.raw, dns)
     expect(dkim.status.result).toBe('pass')

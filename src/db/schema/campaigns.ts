@@ -45,5 +45,19 @@ export function campaignTables(c: Cols) {
     c.index('campaigns_segment_idx').on(t.segmentId),
     c.index('campaigns_due_idx').on(t.scheduledFor),
   ])
-  return { campaigns }
+  /** Unsubscribes through a campaign's mail (link or List-Unsubscribe): one per contact and campaign, counted once. */
+  const campaignUnsubscribes = c.table('campaign_unsubscribes', {
+    projectId: c.text('project_id').notNull(),
+    campaignId: c.text('campaign_id').notNull(),
+    contactId: c.text('contact_id').notNull(),
+    emailId: c.text('email_id'),
+    createdAt: c.ts('created_at').notNull(),
+  }, (t) => [c.primaryKey({ columns: [t.campaignId, t.contactId] }), c.index('campaign_unsubscribes_project_idx').on(t.projectId, t.createdAt)])
+
+  /** A project's campaign sending rate: the next free moment for its campaign mail (outbound run_at). */
+  const sendPacing = c.table('send_pacing', {
+    projectId: c.text('project_id').primaryKey(),
+    nextAt: c.ts('next_at').notNull(),
+  })
+  return { campaigns, campaignUnsubscribes, sendPacing }
 }

@@ -53,8 +53,9 @@ export function inboundTables(c: Cols) {
   }, (t) => [c.index('email_stats_campaign_idx').on(t.campaignId)])
 
   /**
-   * Engagement counters of a campaign: total and unique (first per email) opens and clicks, which the
-   * emails' statuses cannot tell. Sent, delivered, bounced and complained counts come from the emails.
+   * Counters of a campaign, kept as the events happen (migration 0019): total and unique (first per email)
+   * opens and clicks; per email once: sent (accepted or captured), delivered, bounced, complained, failed;
+   * `settled` (final outcomes of the outbound queue) and unsubscribed (campaign_unsubscribes).
    */
   const campaignStats = c.table('campaign_stats', {
     projectId: c.text('project_id').notNull(),
@@ -63,6 +64,13 @@ export function inboundTables(c: Cols) {
     uniqueOpens: c.int('unique_opens').notNull(),
     clicks: c.int('clicks').notNull(),
     uniqueClicks: c.int('unique_clicks').notNull(),
+    sent: c.int('sent').notNull().default(0),
+    delivered: c.int('delivered').notNull().default(0),
+    bounced: c.int('bounced').notNull().default(0),
+    complained: c.int('complained').notNull().default(0),
+    failed: c.int('failed').notNull().default(0),
+    settled: c.int('settled').notNull().default(0),
+    unsubscribed: c.int('unsubscribed').notNull().default(0),
     updatedAt: c.ts('updated_at').notNull(),
   }, (t) => [c.primaryKey({ columns: [t.projectId, t.campaignId] })])
 

@@ -22,7 +22,8 @@ import { errorFields } from '../../log'
 import { appendEvents, notifyEvents, type EventRow } from '../../modules/events/stream'
 import { chargeUsage } from '../../modules/billing/service'
 import { applyBounce, applyComplaint, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
-import { parseVerp } from '../outbound/verp'
+import { parseUnsubscribeAddress, parseVerp } from '../outbound/verp'
+import { unsubscribeThroughEmail } from '../../modules/campaigns/unsubscribes'
 import { parseInbound, type ReceivedSummary } from './analyze'
 import type { ArfReport } from './arf'
 import type { DsnRecipient, DsnReport } from './dsn'
@@ -138,6 +139,18 @@ async function onOther(deps: Deps, db: Db, row: InboundRow, mail: ReceivedSummar
   return { status: 'processed', kind: 'other', emailId: repliedTo?.id ?? null, projectId: target.projectId, detail: 'email.received', events }
 }
 
+/** A mail to the List-Unsubscribe mailto of an email: its contact is unsubscribed (counted on its campaign). */
+async function onUnsubscribeMail(deps: Deps, db: Db, row: InboundRow, emailId: string): Promise<Outcome> {
+  const email = await feedbackEmailById(deps, db, emailId)
+  if (!email?.contactId) return { status: 'ignored', kind: 'unsubscribe', emailId: null, projectId: row.projectId, detail: 'unsubscribe request for an email or contact that no longer exists' }
+  const ctx = ctxFor(deps, email.projectId, { kind: 'job', name: INBOUND_JOB })
+  const r = await unsubscribeThroughEmail(ctx, db, { contactId: email.contactId, emailId: email.id, source: 'mailto' })
+  return {
+    status: 'processed', kind: 'unsubscribe', emailId: email.id, projectId: email.projectId, events: r.events,
+    detail: r.changed ? 'List-Unsubscribe mailto: contact unsubscribed' : 'List-Unsubscribe mailto: the contact was already unsubscribed',
+  }
+}
+
 /**
  * Processes one stored inbound message (idempotent). The message is parsed before the transaction
  * opens, so a large or hostile message holds no database lock (on SQLite, the one writer) while it is read.
@@ -151,7 +164,12 @@ export async function processInbound(deps: Deps, inboundId: string): Promise<Pro
     if (await inboundStatus(deps.store, db, inboundId) !== 'queued') return null
     const row = stored
     let out: Outcome
-    switch (analysis.kind) {
+    // A message to an email's List-Unsubscribe mailto (neither a bounce nor a report) unsubscribes its contact.
+    const unsubscribe = analysis.kind === 'other' || analysis.kind === 'unparseable'
+      ? row.rcptTo.map((a) => parseUnsubscribeAddress(deps, a)).find((x) => x !== null) ?? null
+      : null
+    if (unsubscribe) out = await onUnsubscribeMail(deps, db, row, unsubscribe.emailId)
+    else switch (analysis.kind) {
       case 'dsn': out = await onDsn(deps, db, row, analysis); break
       case 'arf': out = await onArf(deps, db, row, analysis); break
       case 'other': out = await onOther(deps, db, row, analysis.mail); break

@@ -2,7 +2,8 @@
  * Which recipients the inbound receiver serves (no open relay): decided at RCPT TO.
  *
  * - `b+<emailId>.<tag>@<MAILCTL_HOSTNAME>` (the VERP return path used while a domain's bounce MX is not
- *   verified) with a valid tag, and postmaster@ / abuse@ that host: bounces and feedback reports;
+ *   verified) with a valid tag, and postmaster@ / abuse@ that host: bounces and feedback reports; also
+ *   `u+<emailId>.<tag>@` that host, the List-Unsubscribe mailto (outbound/verp.ts);
  * - any address at `bounce.<domain>` where <domain> is registered in a project (verified or pending):
  *   the return-path subdomain, where DSNs and feedback loop reports arrive;
  * - any address at a verified domain of a project, or a subdomain of one: ordinary inbound mail
@@ -11,7 +12,7 @@
  */
 import type { Deps } from '../../deps'
 import { parseDomain, returnPathDomain } from '../../modules/domains/names'
-import { parseVerp } from '../outbound/verp'
+import { parseUnsubscribeAddress, parseVerp } from '../outbound/verp'
 import { domainOwners } from './repo'
 
 export type Route =
@@ -43,7 +44,7 @@ export async function routeRecipient(deps: Pick<Deps, 'config' | 'store' | 'secr
   const ownHost = deps.config.hostname.toLowerCase().replace(/\.$/, '')
   const rawDomain = addr.slice(at + 1).replace(/\.$/, '')
   if (rawDomain === ownHost) {
-    if (SERVICE_LOCAL.has(local) || parseVerp(deps, addr)) return { accept: true, kind: 'bounce', projectId: null }
+    if (SERVICE_LOCAL.has(local) || parseVerp(deps, addr) || parseUnsubscribeAddress(deps, addr)) return { accept: true, kind: 'bounce', projectId: null }
     return NO_SUCH_USER
   }
   if (!parsed.ascii) return RELAY_DENIED

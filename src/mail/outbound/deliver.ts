@@ -23,6 +23,7 @@ import { errorFields, type Logger } from '../../log'
 import { signingKeyFor, type VerifiedDomain } from '../../modules/domains/service'
 import * as emailsRepo from '../../modules/emails/repo'
 import type { DeliveryEmail } from '../../modules/emails/repo'
+import { renderDeferred } from '../../modules/campaigns/render'
 import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
@@ -32,7 +33,7 @@ import { claimDue, outboundLeases, type QueueRow } from './queue'
 import { OutcomeRecorder, type Outcome } from './recorder'
 import { parseReply } from './replies'
 import type { Delivery, Transport } from './types'
-import { verpAddress } from './verp'
+import { unsubscribeAddress, verpAddress } from './verp'
 
 /** The largest message accepted for delivery (docs/decisions.md, Limits: 40 MB). */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
@@ -307,7 +308,11 @@ export class OutboundPipeline {
     if (!rows.length) return 0
     this.stats.claimed += rows.length
     for (const r of rows) this.claimedIds.add(r.emailId)
-    const emails = new Map((await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))).map((e) => [e.id, e]))
+    const loaded = await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))
+    // Campaign mail is stored without content: its body is rendered from the campaign now.
+    const deferred = loaded.filter((e) => !e.hasContent)
+    if (deferred.length) await renderDeferred(this.deps, deferred)
+    const emails = new Map(loaded.map((e) => [e.id, e]))
     // The claim's order (priority, then age) is the order in which a destination's held messages start.
     rows.sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime())
     const destinationOf = this.opts.transport.destinationOf?.bind(this.opts.transport)
@@ -436,7 +441,7 @@ export class OutboundPipeline {
     return value
   }
 
-  private async message(email: DeliveryEmail): Promise<OutboundMessage> {
+  private async message(email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
     const attachments = email.hasAttachments ? await emailsRepo.loadAttachments(this.deps.store, email.id) : []
     return {
       messageId: email.messageId,
@@ -453,7 +458,7 @@ export class OutboundPipeline {
         ...(a.contentId ? { contentId: a.contentId } : {}),
       })),
       listUnsubscribe: email.listUnsubscribe && email.contactId
-        ? listUnsubscribeHeaders(this.deps, { projectId: email.projectId, contactId: email.contactId, emailId: email.id })
+        ? listUnsubscribeHeaders(this.deps, { projectId: email.projectId, contactId: email.contactId, emailId: email.id }, unsubscribeAddress(this.deps, email.id, returnPathDomain))
         : null,
       feedbackId: `${email.campaignId ?? email.sourceType}:${email.projectId}:mailctl`,
     }
@@ -472,12 +477,13 @@ export class OutboundPipeline {
     }
     // Stopping: a message not started yet is handed back (its lease is released at the end of stop).
     if (this.stopping) return
+    if (email.contentError) return settle({ kind: 'failed', reason: email.contentError })
     const vd = await this.senderDomain(email.projectId, email.fromAddress)
     if (!vd) return settle({ kind: 'failed', reason: `The sender domain ${domainOf(email.fromAddress)} is no longer verified for this project` })
     envelopeFrom = verpAddress(this.deps, email.id, vd.returnPathDomain)
     let raw: Buffer
     try {
-      raw = await this.opts.builder.build(await this.message(email), { domain: vd.domain, selector: vd.selector, privateKeyPem: vd.privateKeyPem })
+      raw = await this.opts.builder.build(await this.message(email, vd.returnPathDomain), { domain: vd.domain, selector: vd.selector, privateKeyPem: vd.privateKeyPem })
     } catch (err) {
       return settle({ kind: 'failed', reason: `The message could not be built: ${err instanceof Error ? err.message : String(err)}` })
     }

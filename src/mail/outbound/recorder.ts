@@ -6,7 +6,7 @@
  *
  * Per outcome, in one transaction: the email's forward-only status and facts, the queue row (deleted on a
  * final outcome, rescheduled on a deferral, only by its lease holder), suppression on a hard bounce,
- * captured mail, and the email.* events (appendEvents, then notifyEvents after commit).
+ * captured mail, the campaign's counters, and the email.* events (appendEvents, then notifyEvents after commit).
  */
 import type { Db } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
@@ -16,6 +16,7 @@ import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../../
 import * as emailsRepo from '../../modules/emails/repo'
 import type { DeliveryEmail } from '../../modules/emails/repo'
 import { suppress } from '../../modules/suppressions/service'
+import { bumpCampaign, type CampaignDelta } from '../../modules/tracking/repo'
 import { insertCaptured, type CapturedRow } from './capture'
 import { deleteRows, rescheduleRow, type QueueRow } from './queue'
 import { retryDelayMs, retryHintMs, type SmtpReply } from './replies'
@@ -178,10 +179,23 @@ export class OutcomeRecorder {
       const deleted = new Set(await deleteRows(store, db, finals.map((f) => f.o.queue.emailId)))
       const captured: CapturedRow[] = []
       const writes: Array<Promise<unknown>> = []
+      // Campaign counters: each final outcome is applied once (the one that deleted the queue row), so
+      // each counts once; summed per campaign, one update each per commit.
+      const counts = new Map<string, { projectId: string; d: Required<Pick<CampaignDelta, 'sent' | 'delivered' | 'bounced' | 'failed' | 'settled'>> }>()
+      const count = (e: DeliveryEmail, add: Partial<Record<'sent' | 'delivered' | 'bounced' | 'failed', number>>) => {
+        if (!e.campaignId) return
+        let c = counts.get(e.campaignId)
+        if (!c) {
+          c = { projectId: e.projectId, d: { sent: 0, delivered: 0, bounced: 0, failed: 0, settled: 0 } }
+          counts.set(e.campaignId, c)
+        }
+        c.d.settled++
+        for (const [k, v] of Object.entries(add) as Array<[keyof typeof add, number]>) c.d[k] += v
+      }
       for (const { o, expiredReply } of finals) {
         // Not deleted here: another worker recorded this email's outcome already (its lease had expired).
         if (!deleted.has(o.queue.emailId)) continue
-        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, now))
+        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, now, count))
       }
       for (const { o, reply, runAt } of deferrals) {
         writes.push((async () => {
@@ -190,6 +204,7 @@ export class OutcomeRecorder {
         })())
       }
       await Promise.all(writes)
+      for (const [campaignId, c] of counts) await bumpCampaign(store, db, c.projectId, campaignId, c.d, now)
       await insertCaptured(store, db, captured, now)
       const committed = new Map<string, EventRow[]>()
       for (const [projectId, list] of events) {
@@ -202,6 +217,7 @@ export class OutcomeRecorder {
   private async applyFinal(
     db: Db, o: Outcome, expiredReply: SmtpReply | undefined,
     emit: (o: Outcome, e: NewEvent) => void, captured: CapturedRow[], now: Date,
+    count: (e: DeliveryEmail, add: Partial<Record<'sent' | 'delivered' | 'bounced' | 'failed', number>>) => void,
   ): Promise<void> {
     const { store } = this.deps
     const e = o.email
@@ -210,7 +226,10 @@ export class OutcomeRecorder {
     const drop = e.hasAttachments
     const at = o.at
     const ev = (name: string, data: Record<string, unknown>) => emit(o, { contactId: e.contactId, name, emailId: e.id, data: { ...base, ...data }, createdAt: at })
+    // A bounce or delivery already recorded for the email (by a report that came first) is not counted again.
+    const bounced = e.bouncedAt ? 0 : 1
     if (expiredReply) {
+      count(e, { bounced })
       await emailsRepo.recordOutcome(store, db, e.id, { status: 'BOUNCED', attempts, bounceType: 'soft', bouncedAt: at, lastReply: expiredReply.text, dropAttachmentContent: drop }, now)
       ev('email.bounce', { bounceType: 'soft', ...replyFields(expiredReply), host: null, suppressed: false, bouncedAt: at.toISOString(), reason: 'The message could not be delivered before the retry period ended' })
       return
@@ -218,6 +237,7 @@ export class OutcomeRecorder {
     const d = o.delivery
     switch (d.kind) {
       case 'accepted': {
+        count(e, { sent: 1, delivered: d.final && !e.deliveredAt ? 1 : 0 })
         await emailsRepo.recordOutcome(store, db, e.id, {
           status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
           lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop,
@@ -227,12 +247,14 @@ export class OutcomeRecorder {
         return
       }
       case 'captured': {
+        count(e, { sent: 1 })
         await emailsRepo.recordOutcome(store, db, e.id, { status: 'SENT', attempts, sentAt: at, deliveredTo: 'capture', size: o.size, dropAttachmentContent: drop }, now)
         captured.push({ emailId: e.id, projectId: e.projectId, from: e.fromAddress, to: e.toAddress, subject: e.subject, raw: d.raw.toString('latin1'), envelopeFrom: o.envelopeFrom })
         ev('email.sent', { sentAt: at.toISOString(), host: 'capture' })
         return
       }
       case 'bounced': {
+        count(e, { bounced })
         await emailsRepo.recordOutcome(store, db, e.id, { status: 'BOUNCED', attempts, bounceType: 'hard', bouncedAt: at, lastReply: d.reply.text, deliveredTo: d.host, dropAttachmentContent: drop }, now)
         let suppressed = false
         if (d.suppress) {
@@ -243,6 +265,7 @@ export class OutcomeRecorder {
         return
       }
       case 'failed': {
+        count(e, { failed: 1 })
         await emailsRepo.recordOutcome(store, db, e.id, { status: 'FAILED', attempts, failedAt: at, lastReply: d.reason, dropAttachmentContent: drop }, now)
         ev('email.failed', { reason: d.reason, failedAt: at.toISOString() })
         return

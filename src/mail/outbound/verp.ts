@@ -33,3 +33,33 @@ export function parseVerp(deps: { secret: string }, address: string): { emailId:
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
   return { emailId: m[1], domain: m[3] }
 }
+
+/**
+ * The List-Unsubscribe mailto of an email (RFC 2369), next to its one-click https URL:
+ *
+ *   u+<emailId>.<tag>@<return-path domain>
+ *
+ * Same shape as the VERP address, with its own HMAC label, so neither can be made from the other. The
+ * inbound receiver accepts it (src/mail/inbound/routing.ts) and a message to it unsubscribes the email's
+ * contact (src/mail/inbound/process.ts).
+ */
+const UNSUB_RE = /^u\+([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.([0-9a-f]{10})@(.+)$/
+
+function unsubTag(secret: string, emailId: string): string {
+  return createHmac('sha256', secret).update(`mailctl/unsubscribe/v1:${emailId}`).digest('hex').slice(0, TAG_HEX)
+}
+
+export function unsubscribeAddress(deps: { secret: string }, emailId: string, returnPathDomain: string): string {
+  const id = emailId.toLowerCase()
+  return `u+${id}.${unsubTag(deps.secret, id)}@${returnPathDomain.toLowerCase()}`
+}
+
+/** The email id of a List-Unsubscribe mailto address, or null (not one of ours, or a wrong tag). Never throws. */
+export function parseUnsubscribeAddress(deps: { secret: string }, address: string): { emailId: string; domain: string } | null {
+  const m = UNSUB_RE.exec(address.trim().replace(/^<|>$/g, '').toLowerCase())
+  if (!m) return null
+  const expected = Buffer.from(unsubTag(deps.secret, m[1]))
+  const given = Buffer.from(m[2])
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
+  return { emailId: m[1], domain: m[3] }
+}

@@ -1,13 +1,16 @@
 import type { SQL } from 'drizzle-orm'
 import type { Ctx } from '../../deps'
 import { prepareFilter, whereOf, type FilterTree } from '../../filters'
-import { unsubscribeUrl, subscribeUrl, manageUrl } from '../../mail/links'
 import { notifyQueued } from '../../mail/outbound'
-import { renderEmail, templateVariables } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../emails/service'
+import { settingsOf } from '../projects/repo'
+import { sendRateOf } from '../projects/service'
 import { suppressedAmong } from '../suppressions/service'
 import * as repo from './repo'
+import { renderCampaignBody, renderCampaignSubject } from './render'
+
+export { withUnsubscribeFooter } from './render'
 
 /**
  * The fan-out of a SENDING campaign (job `campaign.send`, docs/architecture.md, Jobs): the audience is resolved
@@ -19,9 +22,18 @@ import * as repo from './repo'
  */
 
 export const DEFAULT_BATCH_SIZE = 500
+const FIRST_BATCH_SIZE = 100
+
+/**
+ * With a sending rate, the fan-out queues at most this far ahead of the project's pacing (then waits), so
+ * a cancel stops what is not yet queued and the queue does not fill with mail due much later.
+ */
+export const PACING_LOOKAHEAD_MS = 5_000
 
 export interface FanOutOptions {
   batchSize?: number
+  /** How the fan-out waits for its pacing (tests pass one that records and returns at once). */
+  sleep?: (ms: number) => Promise<void>
   /** Called after each committed batch (the job reports progress; tests inject a crash). */
   afterBatch?: (batch: { index: number; handled: number }) => Promise<void> | void
 }
@@ -34,54 +46,31 @@ export interface FanOutResult {
   skippedSuppressed: number
 }
 
-const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-
-/** Appends the unsubscribe footer: before `</body>` when the HTML has one, else at its end; and to the text. */
-export function withUnsubscribeFooter(html: string, text: string, link: string): { html: string; text: string } {
-  const footer = `<p style="margin:24px 0 0;font-size:12px;color:#6b7280">You receive this email because you subscribed. <a href="${escapeAttr(link)}" style="color:#6b7280">Unsubscribe</a></p>`
-  const at = html.toLowerCase().lastIndexOf('</body>')
-  return {
-    html: at >= 0 ? `${html.slice(0, at)}${footer}${html.slice(at)}` : `${html}${footer}`,
-    text: `${text}\n\n--\nUnsubscribe: ${link}\n`,
-  }
-}
-
 /**
- * One recipient's email of the campaign, rendered from the campaign and the contact's data (signed links
- * only when the subject or body uses them). A campaign email counts in the campaign's stats; a test email
- * (`sourceType: 'test'`) names the campaign only as its source, so it is not counted.
+ * One recipient's email of the campaign. A campaign email (`sourceType: 'campaign'`) is stored without
+ * content: its subject is rendered now, its body when it is built for delivery (render.ts). A test email
+ * (`sourceType: 'test'`) is rendered and stored now, names the campaign only as its source, and is not
+ * counted in the campaign's stats.
  */
 export function campaignEmail(
   ctx: Ctx, row: repo.CampaignRow, c: Pick<repo.AudienceContact, 'email' | 'data'> & { id: string | null },
-  opts: { domainId: string; sourceType: 'campaign' | 'test' },
+  opts: { domainId: string; sourceType: 'campaign' | 'test'; runAt?: Date },
 ): NewEmail {
   const id = Bun.randomUUIDv7()
-  const sources = `${row.subject} ${row.body}`
   const contactId = c.id
-  const urls = contactId
-    ? {
-      ...(sources.includes('unsubscribeUrl') ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
-      ...(/(^|[^\w])subscribeUrl/.test(sources) ? { subscribeUrl: subscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
-      ...(sources.includes('manageUrl') ? { manageUrl: manageUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id }) } : {}),
-    }
-    : {}
-  const vars = templateVariables({ contact: { id: contactId, email: c.email, data: c.data }, urls })
-  const rendered = renderEmail({ subject: row.subject, body: row.body }, vars)
+  const recipient = { id: contactId, email: c.email, data: c.data }
   const type = row.type as EmailType
   const test = opts.sourceType === 'test'
-  let { html, text } = rendered
-  // MARKETING mail always offers a way out: a body that does not place {{unsubscribeUrl}} gets a short footer.
-  if (type === 'MARKETING' && contactId && !row.body.includes('unsubscribeUrl')) {
-    const link = unsubscribeUrl(ctx.deps, { projectId: ctx.projectId, contactId, emailId: id })
-    ;({ html, text } = withUnsubscribeFooter(html, text, link))
-  }
+  const body = test ? renderCampaignBody(ctx.deps, row, recipient, id) : null
   return {
     id, contactId, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
-    subject: rendered.subject, html, text, type, sourceType: opts.sourceType,
+    subject: renderCampaignSubject(ctx.deps, row, recipient, id), html: body?.html ?? null, text: body?.text ?? null,
+    renderAtDelivery: !test, type, sourceType: opts.sourceType,
     campaignId: test ? null : row.id, sourceId: row.id, domainId: opts.domainId,
     // RFC 8058 one-click unsubscribe needs a contact to unsubscribe.
     listUnsubscribe: type === 'MARKETING' && contactId !== null,
     priority: test ? PRIORITY.transactional : PRIORITY.bulk,
+    ...(opts.runAt ? { runAt: opts.runAt } : {}),
   }
 }
 
@@ -114,11 +103,16 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
   const sender = await assertSenderAllowed(ctx, row.fromEmail)
   const marketing = row.type === 'MARKETING'
   const size = Math.max(1, opts.batchSize ?? DEFAULT_BATCH_SIZE)
+  // The project's campaign sending rate (its own, else MAILCTL_SEND_RATE_PER_SECOND; none: as fast as the pipeline goes).
+  const rate = sendRateOf(await settingsOf(store, store.db, ctx.projectId)) ?? ctx.deps.config.sendRatePerSecond
+  const sleep = opts.sleep ?? ((ms: number) => Bun.sleep(ms))
   let last = row.lastContactId
   let handled = row.totalRecipients
 
   for (;;) {
-    const batch = await repo.audienceBatch(store, store.db, ctx.projectId, where, last, size)
+    const started = performance.now()
+    // The first batch of a campaign is small, so that its first messages are on their way sooner.
+    const batch = await repo.audienceBatch(store, store.db, ctx.projectId, where, last, last === null ? Math.min(size, FIRST_BATCH_SIZE) : size)
     if (!batch.length) {
       const now = new Date()
       const done = await store.tx((db) => repo.updateIn(store, db, ctx.projectId, campaignId, ['SENDING'], { status: 'SENT', sentAt: now, finishedAt: now, updatedAt: now }))
@@ -141,8 +135,16 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
       })
       // Cancelled, or another runner advanced first: write nothing of this batch.
       if (!ok) return null
+      let until: number | null = null
+      if (rate && queue.length) {
+        // Spread over the project's sending time: message i of the batch is due i/rate seconds after its start.
+        const span = Math.ceil((queue.length * 1000) / rate)
+        const start = (await repo.reservePacing(store, db, ctx.projectId, span, new Date())).getTime()
+        queue.forEach((it, i) => { it.runAt = new Date(start + Math.floor((i * 1000) / rate)) })
+        until = start + span
+      }
       await queueEmails(ctx, db, queue)
-      return { queued: queue.length, suppressed }
+      return { queued: queue.length, suppressed, until }
     })
     if (!step) {
       out.status = (await repo.findById(store, store.db, ctx.projectId, campaignId))?.status ?? 'MISSING'
@@ -156,5 +158,14 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
     out.skippedUnsubscribed += unsubscribed
     out.skippedSuppressed += step.suppressed
     await opts.afterBatch?.({ index: out.batches, handled })
+    // On SQLite every await of a batch resolves at once (bun:sqlite is synchronous), so the loop would
+    // never let the event loop run: the pipeline (DNS answers, SMTP replies, signed messages, outcome
+    // commits) shares this thread and would wait for the whole fan-out. After each batch the fan-out
+    // pauses as long as the batch took (at most 250 ms): it keeps at most about half of the thread.
+    const spent = performance.now() - started
+    await (spent >= 1 ? Bun.sleep(Math.min(250, spent)) : new Promise<void>((resolve) => setImmediate(resolve)))
+    // Paced: wait until the queued mail is nearly due before queueing more.
+    const ahead = step.until === null ? 0 : step.until - Date.now() - PACING_LOOKAHEAD_MS
+    if (ahead > 0) await sleep(ahead)
   }
 }

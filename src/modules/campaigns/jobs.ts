@@ -31,6 +31,7 @@ export function campaignSendJob(opts: FanOutOptions = {}) {
     async run({ deps, job, progress }, payload) {
       const result = await fanOut(jobCtx(deps, job.projectId, SEND_JOB), payload.campaignId, {
         batchSize: opts.batchSize,
+        sleep: opts.sleep,
         async afterBatch(b) {
           await progress(b.handled)
           await opts.afterBatch?.(b)

@@ -96,14 +96,24 @@ export async function list(store: Store, db: Db, projectId: string, f: ListFilte
   return { rows, total: Number(n) }
 }
 
-/** Emails per (campaign, status) for the given campaigns of the project (the emails_campaign_idx index). */
-export async function emailStatusCounts(store: Store, db: Db, projectId: string, ids: string[]): Promise<Array<{ campaignId: string; status: string; n: number }>> {
-  if (!ids.length) return []
-  const { emails } = store.t
-  const rows = await db.select({ campaignId: emails.campaignId, status: emails.status, n: count() }).from(emails)
-    .where(and(inArray(emails.campaignId, ids), eq(emails.projectId, projectId)))
-    .groupBy(emails.campaignId, emails.status)
-  return rows.map((r) => ({ campaignId: r.campaignId ?? '', status: r.status, n: Number(r.n) }))
+export type CounterRow = typeof import('../../db/schema').pgSchema.campaignStats.$inferSelect
+
+/** The counters (campaign_stats) of the given campaigns of the project, by campaign id. */
+export async function countersFor(store: Store, db: Db, projectId: string, ids: string[]): Promise<Map<string, CounterRow>> {
+  if (!ids.length) return new Map()
+  const s = store.t.campaignStats
+  const rows = await db.select().from(s).where(and(eq(s.projectId, projectId), inArray(s.campaignId, ids)))
+  return new Map(rows.map((r) => [r.campaignId, r]))
+}
+
+/**
+ * Records that a contact unsubscribed through an email of the campaign: true the first time for this
+ * contact and campaign, false when it was recorded already.
+ */
+export async function insertUnsubscribe(store: Store, db: Db, row: { projectId: string; campaignId: string; contactId: string; emailId: string | null; createdAt: Date }): Promise<boolean> {
+  const u = store.t.campaignUnsubscribes
+  const rows = await db.insert(u).values(row).onConflictDoNothing().returning({ id: u.contactId })
+  return rows.length > 0
 }
 
 /** Campaigns of the project whose audience is the segment and whose status is one of `statuses`. */
@@ -142,9 +152,33 @@ export async function contactByEmail(store: Store, db: Db, projectId: string, em
   return row ?? null
 }
 
+/** Contacts of the project by id (the recipients of a delivery batch), by id. */
+export async function contactsByIds(store: Store, db: Db, projectId: string, ids: string[]): Promise<Map<string, AudienceContact>> {
+  if (!ids.length) return new Map()
+  const c = store.t.contacts
+  const rows = await db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
+    .where(and(eq(c.projectId, projectId), inArray(c.id, ids)))
+  return new Map(rows.map((r) => [r.id, r]))
+}
+
 /** The campaigns of the project in one of `statuses`, with what can reference fields and events (usage look-ups). */
 export async function withStatus(store: Store, db: Db, projectId: string, statuses: readonly string[]) {
   const { campaigns: c } = store.t
   return db.select({ id: c.id, name: c.name, subject: c.subject, body: c.body, audienceType: c.audienceType, audienceCondition: c.audienceCondition })
     .from(c).where(and(eq(c.projectId, projectId), inArray(c.status, [...statuses])))
+}
+
+/**
+ * Reserves `span` milliseconds of the project's campaign sending time: from the later of `now` and the
+ * project's next free moment. One statement (concurrent fan-outs of one project take turns). Returns
+ * when the reserved span starts.
+ */
+export async function reservePacing(store: Store, db: Db, projectId: string, span: number, now: Date): Promise<Date> {
+  const p = store.t.sendPacing
+  const next = store.dialect === 'pg'
+    ? sql`GREATEST(${p.nextAt}, ${now.toISOString()}::timestamptz) + (${span} * interval '1 millisecond')`
+    : sql`MAX(${p.nextAt}, ${now.getTime()}) + ${span}`
+  const [row] = await db.insert(p).values({ projectId, nextAt: new Date(now.getTime() + span) })
+    .onConflictDoUpdate({ target: p.projectId, set: { nextAt: next } }).returning({ nextAt: p.nextAt })
+  return new Date(new Date(row.nextAt).getTime() - span)
 }

@@ -41,7 +41,7 @@ export function campaignsRoutes(deps: Deps) {
       return ''
     }, {
       apiKey: 'secret', params: m.IdParams,
-      detail: { tags, summary: 'Delete a campaign', description: '204. 409 CONFLICT while SENDING (cancel it first). Emails already queued are delivered.' },
+      detail: { tags, summary: 'Delete a campaign', description: '204. 409 CONFLICT while SENDING (cancel it first). Its emails still waiting in the outbound queue are not delivered (they are rendered from the campaign): they are recorded as failed.' },
     })
     .post('/:id/duplicate', ({ ctx, params }) => service.duplicateCampaign(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.Campaign },

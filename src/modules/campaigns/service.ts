@@ -25,44 +25,29 @@ const EDITABLE: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED']
 /** States a campaign may be cancelled from. */
 const CANCELLABLE: readonly CampaignStatus[] = ['SCHEDULED', 'SENDING']
 
-type EmailCounts = Pick<CampaignStats, 'pending' | 'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'complained' | 'failed'>
-const NO_EMAILS: EmailCounts = { pending: 0, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, failed: 0 }
+type Counters = Pick<CampaignStats, 'pending' | 'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'complained' | 'failed' | 'unsubscribed'>
 
 /**
- * Counts from the emails' statuses. A status only moves forward (PENDING → SENDING → SENT → DELIVERED →
- * OPENED → CLICKED; COMPLAINED after delivery), so an email that was clicked was also opened, delivered and sent.
+ * A campaign's counters, kept as the events happen (campaign_stats: each fact counted once per email, by
+ * the transaction that records it), never computed from the emails: `pending` is what the fan-out queued
+ * and the outbound queue has not settled yet.
  */
-function tally(rows: Array<{ status: string; n: number }>): EmailCounts {
-  const c = { ...NO_EMAILS }
-  for (const { status, n } of rows) {
-    switch (status) {
-      case 'PENDING': case 'SENDING': c.pending += n; break
-      case 'SENT': c.sent += n; break
-      case 'DELIVERED': c.sent += n; c.delivered += n; break
-      case 'OPENED': c.sent += n; c.delivered += n; c.opened += n; break
-      case 'CLICKED': c.sent += n; c.delivered += n; c.opened += n; c.clicked += n; break
-      case 'COMPLAINED': c.sent += n; c.delivered += n; c.complained += n; break
-      case 'BOUNCED': c.bounced += n; break
-      case 'FAILED': c.failed += n; break
-    }
+function counters(row: repo.CampaignRow, c: repo.CounterRow | undefined): Counters {
+  return {
+    pending: Math.max(0, row.sentCount - (c?.settled ?? 0)),
+    sent: c?.sent ?? 0, delivered: c?.delivered ?? 0, opened: c?.uniqueOpens ?? 0, clicked: c?.uniqueClicks ?? 0,
+    bounced: c?.bounced ?? 0, complained: c?.complained ?? 0, failed: c?.failed ?? 0, unsubscribed: c?.unsubscribed ?? 0,
   }
-  return c
 }
 
-async function countsFor(ctx: Ctx, ids: string[]): Promise<Map<string, EmailCounts>> {
-  const rows = await repo.emailStatusCounts(ctx.store, ctx.store.db, ctx.projectId, ids)
-  const by = new Map<string, Array<{ status: string; n: number }>>()
-  for (const r of rows) {
-    let list = by.get(r.campaignId)
-    if (!list) { list = []; by.set(r.campaignId, list) }
-    list.push(r)
-  }
-  return new Map(ids.map((id) => [id, tally(by.get(id) ?? [])]))
+async function countersOf(ctx: Ctx, ids: string[]): Promise<Map<string, repo.CounterRow>> {
+  return repo.countersFor(ctx.store, ctx.store.db, ctx.projectId, ids)
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 
-function toCampaign(row: repo.CampaignRow, counts: EmailCounts = NO_EMAILS): Campaign {
+function toCampaign(row: repo.CampaignRow, stored?: repo.CounterRow): Campaign {
+  const counts = counters(row, stored)
   return {
     id: row.id,
     name: row.name,
@@ -84,6 +69,8 @@ function toCampaign(row: repo.CampaignRow, counts: EmailCounts = NO_EMAILS): Cam
     openedCount: counts.opened,
     clickedCount: counts.clicked,
     bouncedCount: counts.bounced,
+    complainedCount: counts.complained,
+    unsubscribedCount: counts.unsubscribed,
     skippedUnsubscribed: row.skippedUnsubscribed,
     skippedSuppressed: row.skippedSuppressed,
     projectId: row.projectId,
@@ -158,7 +145,7 @@ async function load(ctx: Ctx, id: string): Promise<repo.CampaignRow> {
 /** GET /campaigns/:id (another project's id is a 404). */
 export async function getCampaign(ctx: Ctx, id: string): Promise<Campaign> {
   const row = await load(ctx, id)
-  return toCampaign(row, (await countsFor(ctx, [id])).get(id))
+  return toCampaign(row, (await countersOf(ctx, [id])).get(id))
 }
 
 const SORTS = new Set<repo.SortKey>(['createdAt', 'updatedAt', 'name'])
@@ -176,7 +163,7 @@ export async function listCampaigns(ctx: Ctx, q: ListCampaignsQuery): Promise<Ca
   const { rows, total } = await repo.list(ctx.store, ctx.store.db, ctx.projectId, {
     status: q.status, search, sort, dir, limit: pageSize, offset: (page - 1) * pageSize,
   })
-  const counts = await countsFor(ctx, rows.map((r) => r.id))
+  const counts = await countersOf(ctx, rows.map((r) => r.id))
   return { data: rows.map((r) => toCampaign(r, counts.get(r.id))), page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
 }
 
@@ -194,7 +181,7 @@ export async function replaceCampaign(ctx: Ctx, id: string, input: CampaignInput
     // The status changed in between (a send or cancel): answer as if it had come first.
     throw refused(await load(ctx, id), 'edited', EDITABLE)
   }
-  return toCampaign(row, (await countsFor(ctx, [id])).get(id))
+  return toCampaign(row, (await countersOf(ctx, [id])).get(id))
 }
 
 /** DELETE /campaigns/:id: 409 while SENDING (cancel it first). Its emails keep their campaign id. */
@@ -233,13 +220,13 @@ export async function cancelCampaign(ctx: Ctx, id: string): Promise<Campaign> {
   const now = new Date()
   const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, CANCELLABLE, { status: 'CANCELLED', cancelledAt: now, finishedAt: now, updatedAt: now }))
   if (!row) throw refused(await load(ctx, id), 'cancelled', CANCELLABLE)
-  return toCampaign(row, (await countsFor(ctx, [id])).get(id))
+  return toCampaign(row, (await countersOf(ctx, [id])).get(id))
 }
 
 /** GET /campaigns/:id/stats: counts of the campaign's emails by status, plus the fan-out's own counters. */
 export async function campaignStats(ctx: Ctx, id: string): Promise<CampaignStats> {
   const row = await load(ctx, id)
-  const counts = (await countsFor(ctx, [id])).get(id) ?? NO_EMAILS
+  const counts = counters(row, (await countersOf(ctx, [id])).get(id))
   return {
     campaignId: id, status: row.status, totalRecipients: row.totalRecipients, queued: row.sentCount, ...counts,
     skippedUnsubscribed: row.skippedUnsubscribed, skippedSuppressed: row.skippedSuppressed,

@@ -10,14 +10,18 @@ import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './stat
 export type EmailRow = typeof import('../../db/schema').pgSchema.emails.$inferSelect
 export type EmailContentRow = typeof import('../../db/schema').pgSchema.emailContents.$inferSelect
 
-/** An email as the delivery pipeline loads it: the record and its content, but not attachment contents. */
-export type DeliveryEmail = EmailRow & Omit<EmailContentRow, 'emailId' | 'attachments'> & { hasAttachments: boolean }
+/**
+ * An email as the delivery pipeline loads it: the record and its content, but not attachment contents.
+ * `hasContent` is false for an email stored without content (campaign mail, rendered from its campaign
+ * when it is built: src/modules/campaigns/render.ts); `contentError` says why such content could not be made.
+ */
+export type DeliveryEmail = EmailRow & Omit<EmailContentRow, 'emailId' | 'attachments'> & { hasAttachments: boolean; hasContent: boolean; contentError?: string }
 
 export async function insertEmails(store: Store, db: Db, rows: EmailRow[], contents: EmailContentRow[]): Promise<void> {
   const { emails: e, emailContents: c } = store.t
   if (store.dialect === 'sqlite') {
     insertRows(db, e, rows)
-    insertRows(db, c, contents)
+    if (contents.length) insertRows(db, c, contents)
     return
   }
   for (let i = 0; i < rows.length; i += 200) await db.insert(e).values(rows.slice(i, i + 200))
@@ -29,18 +33,23 @@ export async function loadForDelivery(store: Store, ids: string[]): Promise<Deli
   if (!ids.length) return []
   const { emails: e, emailContents: c } = store.t
   if (store.dialect === 'sqlite') {
-    const raw = sqliteConnection(store.db).query(`SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments
-      FROM emails e JOIN email_contents c ON c.email_id = e.id WHERE e.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Array<Record<string, unknown>>
+    const raw = sqliteConnection(store.db).query(`SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments,
+      (c.email_id IS NOT NULL) AS has_content
+      FROM emails e LEFT JOIN email_contents c ON c.email_id = e.id WHERE e.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Array<Record<string, unknown>>
     return raw.map((r) => ({
       ...fromRaw<EmailRow>(e, r), html: r.html as string | null, text: r.text as string | null,
-      headers: JSON.parse(r.headers as string) as Record<string, string>, hasAttachments: r.has_attachments === 1,
+      headers: r.headers ? JSON.parse(r.headers as string) as Record<string, string> : {},
+      hasAttachments: r.has_attachments === 1, hasContent: r.has_content === 1,
     }))
   }
   const rows = await store.db.select({
     email: e, html: c.html, text: c.text, headers: c.headers,
     hasAttachments: sql<number | boolean>`(${c.attachments} IS NOT NULL)`,
-  }).from(e).innerJoin(c, eq(c.emailId, e.id)).where(inArray(e.id, ids))
-  return rows.map((r) => ({ ...r.email, html: r.html, text: r.text, headers: r.headers, hasAttachments: Boolean(r.hasAttachments) }))
+    hasContent: sql<number | boolean>`(${c.emailId} IS NOT NULL)`,
+  }).from(e).leftJoin(c, eq(c.emailId, e.id)).where(inArray(e.id, ids))
+  return rows.map((r) => ({
+    ...r.email, html: r.html, text: r.text, headers: r.headers ?? {}, hasAttachments: Boolean(r.hasAttachments), hasContent: Boolean(r.hasContent),
+  }))
 }
 
 export async function loadAttachments(store: Store, id: string): Promise<StoredAttachment[]> {
@@ -121,4 +130,27 @@ export async function findEmail(store: Store, projectId: string, id: string): Pr
   const e = store.t.emails
   const [row] = await store.db.select().from(e).where(and(eq(e.projectId, projectId), eq(e.id, id))).limit(1)
   return row ?? null
+}
+
+/**
+ * Deletes the stored content (email_contents) of at most `limit` emails created before `before` that are
+ * no longer in the outbound queue; returns how many. Email ids are UUIDv7 (time-ordered), so candidates
+ * are read in key order below the first id of `before`, and each is checked against its email's
+ * created_at and the queue.
+ */
+export async function pruneContents(store: Store, before: Date, limit: number): Promise<number> {
+  const bound = uuidV7Floor(before)
+  const rows = await store.tx((db) => store.rows<{ id: string }>(sql`DELETE FROM email_contents WHERE email_id IN (
+      SELECT c.email_id FROM email_contents c JOIN emails e ON e.id = c.email_id
+      WHERE c.email_id < ${bound} AND e.created_at < ${store.dialect === 'pg' ? sql`${before.toISOString()}::timestamptz` : sql`${before.getTime()}`}
+        AND NOT EXISTS (SELECT 1 FROM outbound_queue q WHERE q.email_id = c.email_id)
+      ORDER BY c.email_id LIMIT ${limit}
+    ) RETURNING email_id AS id`, db))
+  return rows.length
+}
+
+/** The smallest UUIDv7 of a moment (its 48-bit millisecond prefix, the rest zero). */
+export function uuidV7Floor(at: Date): string {
+  const hex = Math.max(0, Math.floor(at.getTime())).toString(16).padStart(12, '0').slice(-12)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`
 }

@@ -57,6 +57,13 @@ export interface NewEmail {
   /** RFC 8058 one-click List-Unsubscribe (marketing and workflow mail). */
   listUnsubscribe: boolean
   priority?: number
+  /**
+   * No content is stored: the body is rendered from the campaign and the contact when the email is built
+   * for delivery (src/modules/campaigns/render.ts). `html` and `text` are then ignored.
+   */
+  renderAtDelivery?: boolean
+  /** When the outbound queue may send it (default now): a project's sending rate spreads campaign mail. */
+  runAt?: Date
 }
 
 /**
@@ -66,8 +73,9 @@ export interface NewEmail {
 export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<EmailRow[]> {
   const now = ctx.now
   const expiresAt = new Date(now.getTime() + MAX_QUEUE_LIFETIME_MS)
-  // Open and click tracking (projects.tracking_enabled): signed click links and the pixel go in here.
-  const tracking = items.length ? await trackingEnabled(ctx.store, ctx.projectId, db) : false
+  // Open and click tracking (projects.tracking_enabled): signed click links and the pixel go in here
+  // (content rendered at delivery gets them there).
+  const tracking = items.some((it) => !it.renderAtDelivery) ? await trackingEnabled(ctx.store, ctx.projectId, db) : false
   const rows: EmailRow[] = []
   const contents: EmailContentRow[] = []
   const queue: QueueRow[] = []
@@ -85,13 +93,15 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
       sentAt: null, deliveredAt: null, openedAt: null, clickedAt: null, bouncedAt: null, complainedAt: null, failedAt: null,
       createdAt: now, updatedAt: now,
     })
-    contents.push({
-      emailId: id, html: rewriteForTracking(ctx.deps, { emailId: id, html: it.html, trackingEnabled: tracking }), text: it.text,
-      headers: it.headers ?? {}, attachments: it.attachments?.length ? it.attachments : null,
-    })
+    if (!it.renderAtDelivery) {
+      contents.push({
+        emailId: id, html: rewriteForTracking(ctx.deps, { emailId: id, html: it.html, trackingEnabled: tracking }), text: it.text,
+        headers: it.headers ?? {}, attachments: it.attachments?.length ? it.attachments : null,
+      })
+    }
     queue.push({
       emailId: id, projectId: ctx.projectId, domain: domainOf(toAddress), priority: it.priority ?? PRIORITY.transactional,
-      runAt: now, attempts: 0, lockedBy: null, lockedUntil: null, lastError: null, expiresAt, createdAt: now,
+      runAt: it.runAt ?? now, attempts: 0, lockedBy: null, lockedUntil: null, lastError: null, expiresAt, createdAt: now,
     })
   }
   // Usage caps: counted with the emails, refused (429, nothing queued) over the project's monthly cap.

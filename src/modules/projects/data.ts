@@ -11,6 +11,8 @@ export const PROJECT_DATA_TABLES: readonly string[] = [
   'analytics_hourly',
   'email_stats',
   'campaign_stats',
+  'campaign_unsubscribes',
+  'send_pacing',
   'inbound_messages',
   'events',
   'contacts',

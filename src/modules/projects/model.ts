@@ -9,6 +9,10 @@ export type CreateProjectBody = typeof CreateProjectBody.static
 export const UpdateProjectBody = t.Object({
   name: t.Optional(ProjectName),
   trackingEnabled: t.Optional(t.Boolean({ description: 'Open and click tracking for mail of this project' })),
+  sendRatePerSecond: t.Optional(t.Union([t.Integer({ minimum: 1, maximum: 1_000_000 }), t.Null()], {
+    error: 'sendRatePerSecond must be an integer from 1 to 1000000, or null',
+    description: 'Campaign mail of this project goes out at most this many messages per second (transactional and workflow mail is not held back); null: the server default (MAILCTL_SEND_RATE_PER_SECOND, unset: no cap)',
+  })),
 })
 export type UpdateProjectBody = typeof UpdateProjectBody.static
 
@@ -20,6 +24,7 @@ const projectFields = {
   publicKey: t.String({ description: 'pk_ key: only for POST /v1/track (safe to embed in a web page)' }),
   disabled: t.Boolean({ description: 'A disabled project answers 403 PROJECT_DISABLED to API keys' }),
   trackingEnabled: t.Boolean(),
+  sendRatePerSecond: t.Union([t.Integer(), t.Null()], { description: 'The project\'s own campaign sending rate (messages per second); null: the server default' }),
   role: RoleName,
   createdAt: t.Date(),
   updatedAt: t.Date(),

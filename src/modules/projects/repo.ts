@@ -5,7 +5,7 @@ function columns(store: Store) {
   const { projects, members } = store.t
   return {
     id: projects.id, name: projects.name, publicKey: projects.publicKey, disabled: projects.disabled,
-    trackingEnabled: projects.trackingEnabled, role: members.role, createdAt: projects.createdAt, updatedAt: projects.updatedAt,
+    trackingEnabled: projects.trackingEnabled, settings: projects.settings, role: members.role, createdAt: projects.createdAt, updatedAt: projects.updatedAt,
   }
 }
 
@@ -66,6 +66,24 @@ export async function all(store: Store, db: Db) {
 export async function update(store: Store, db: Db, projectId: string, patch: { name?: string; trackingEnabled?: boolean }, now: Date): Promise<void> {
   const { projects } = store.t
   await db.update(projects).set({ ...patch, updatedAt: now }).where(eq(projects.id, projectId))
+}
+
+/** Sets (or, with null, removes) one key of the project's settings. */
+export async function setSetting(store: Store, db: Db, projectId: string, key: string, value: unknown, now: Date): Promise<void> {
+  const { projects } = store.t
+  const [row] = await db.select({ settings: projects.settings }).from(projects).where(eq(projects.id, projectId)).limit(1)
+  if (!row) return
+  const settings: Record<string, unknown> = { ...(row.settings ?? {}) }
+  if (value === null) delete settings[key]
+  else settings[key] = value
+  await db.update(projects).set({ settings, updatedAt: now }).where(eq(projects.id, projectId))
+}
+
+/** The project's settings (an empty object for an unknown project). */
+export async function settingsOf(store: Store, db: Db, projectId: string): Promise<Record<string, unknown>> {
+  const { projects } = store.t
+  const [row] = await db.select({ settings: projects.settings }).from(projects).where(eq(projects.id, projectId)).limit(1)
+  return row?.settings ?? {}
 }
 
 export async function remove(store: Store, db: Db, projectId: string): Promise<void> {

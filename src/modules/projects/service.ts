@@ -83,15 +83,29 @@ export async function listProjects(store: Store) {
 
 /* ---- The dashboard's view: a user's projects (/users/@me/projects, /projects/:id/setup-state) ---- */
 
+/** The key of a project's own campaign sending rate in its settings (messages per second). */
+export const SEND_RATE_SETTING = 'sendRatePerSecond'
+
+/** A project's own campaign sending rate (null: none set). */
+export function sendRateOf(settings: Record<string, unknown> | null | undefined): number | null {
+  const v = settings?.[SEND_RATE_SETTING]
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null
+}
+
+function toOut(row: NonNullable<Awaited<ReturnType<typeof repo.oneForUser>>>): ProjectOut {
+  const { settings, ...rest } = row
+  return { ...rest, sendRatePerSecond: sendRateOf(settings) } as ProjectOut
+}
+
 async function mine(deps: Deps, userId: string, projectId: string): Promise<ProjectOut> {
   const row = await repo.oneForUser(deps.store, deps.store.db, userId, projectId)
   if (!row) throw notFound('project')
-  return row as ProjectOut
+  return toOut(row)
 }
 
 /** The projects the user is a member of, oldest first. */
 export async function listMyProjects(deps: Deps, userId: string): Promise<ProjectOut[]> {
-  return (await repo.forUser(deps.store, deps.store.db, userId)) as ProjectOut[]
+  return (await repo.forUser(deps.store, deps.store.db, userId)).map(toOut)
 }
 
 /** Creates a project owned by the user; the only time (with regenerate-keys) the secret key is shown. */
@@ -100,7 +114,7 @@ export async function createMyProject(deps: Deps, userId: string, input: CreateP
   return { ...(await mine(deps, userId, created.id)), secretKey: created.secretKey }
 }
 
-/** PATCH: name and tracking (OWNER or ADMIN). */
+/** PATCH: name, tracking and the campaign sending rate (OWNER or ADMIN). */
 export async function updateMyProject(deps: Deps, userId: string, projectId: string, patch: UpdateProjectBody): Promise<ProjectOut> {
   await deps.store.tx(async (db) => {
     await requireAccess(deps, userId, projectId, 'settings', db)
@@ -108,6 +122,7 @@ export async function updateMyProject(deps: Deps, userId: string, projectId: str
     if (patch.name !== undefined) set.name = patch.name
     if (patch.trackingEnabled !== undefined) set.trackingEnabled = patch.trackingEnabled
     await repo.update(deps.store, db, projectId, set, new Date())
+    if (patch.sendRatePerSecond !== undefined) await repo.setSetting(deps.store, db, projectId, SEND_RATE_SETTING, patch.sendRatePerSecond, new Date())
   })
   return mine(deps, userId, projectId)
 }

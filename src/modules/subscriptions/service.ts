@@ -9,6 +9,8 @@ import { LINK_PATHS, verifyLinkToken } from '../../mail/links'
 import { domainOf } from '../../mail/mime'
 import { getContact, updateContact, type ContactOut } from '../contacts/service'
 import { getEmail } from '../emails/service'
+import { notifyEvents } from '../events/stream'
+import { unsubscribeThroughEmail } from '../campaigns/unsubscribes'
 import { findProject } from '../projects/service'
 import type { PageLinks, PageSender } from './pages'
 
@@ -75,9 +77,19 @@ export async function openLink(deps: Deps, token: string): Promise<LinkTarget | 
   }
 }
 
-/** Sets the contact's state; a no-op (and no event) when it already is in that state. */
+/**
+ * Sets the contact's state; a no-op (and no event) when it already is in that state. Unsubscribing
+ * through an email's link also records the unsubscribe on the email's campaign (counted once).
+ */
 export async function setSubscribed(target: LinkTarget, subscribed: boolean): Promise<ContactOut> {
   if (target.contact.subscribed === subscribed) return target.contact
+  if (!subscribed) {
+    const { ctx } = target
+    const done = await ctx.store.tx((db) => unsubscribeThroughEmail(ctx, db, { contactId: target.contact.id, emailId: target.emailId, source: 'link' }))
+    await notifyEvents(ctx, done.events)
+    target.contact = await getContact(ctx, target.contact.id)
+    return target.contact
+  }
   const contact = await updateContact(target.ctx, target.contact.id, { subscribed })
   target.contact = contact
   return contact

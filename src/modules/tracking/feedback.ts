@@ -115,6 +115,8 @@ export async function applyBounce(ctx: Ctx, db: Db, email: FeedbackEmail, r: Bou
     await repo.advanceEmail(store, db, email.projectId, email.id, {
       status: 'BOUNCED', bounceType: 'hard', bouncedAt: r.at, lastReply: (r.diagnostic ?? r.status ?? 'bounced').slice(0, 1000),
     }, ctx.now)
+    // Counted once per email: a soft bounce that expired (BOUNCED, soft) was counted already.
+    if (email.campaignId && !email.bouncedAt) await repo.bumpCampaign(store, db, email.projectId, email.campaignId, { bounced: 1 }, ctx.now)
     if (bounceSuppresses('hard', r.status, r.bounceKind)) {
       await suppress(ctx, db, { email: email.toAddress, reason: 'bounce', emailId: email.id, detail: r.diagnostic ?? r.status })
       suppressed = true
@@ -149,6 +151,7 @@ export async function applyComplaint(ctx: Ctx, db: Db, email: FeedbackEmail, r: 
   if (email.complainedAt) return NOTHING
   const { store } = ctx
   await repo.advanceEmail(store, db, email.projectId, email.id, { status: 'COMPLAINED', complainedAt: r.at }, ctx.now)
+  if (email.campaignId) await repo.bumpCampaign(store, db, email.projectId, email.campaignId, { complained: 1 }, ctx.now)
   await suppress(ctx, db, { email: email.toAddress, reason: 'complaint', emailId: email.id, detail: r.feedbackType ? `complaint (${r.feedbackType})` : 'complaint' })
   complaints().inc()
   const newEvents: NewEvent[] = [event(email, 'email.complaint', {
@@ -178,6 +181,7 @@ export interface DeliveryReport {
 export async function applyDelivery(ctx: Ctx, db: Db, email: FeedbackEmail, r: DeliveryReport): Promise<FeedbackResult> {
   if (email.deliveredAt) return NOTHING
   await repo.advanceEmail(ctx.store, db, email.projectId, email.id, { status: 'DELIVERED', deliveredAt: r.at }, ctx.now)
+  if (email.campaignId) await repo.bumpCampaign(ctx.store, db, email.projectId, email.campaignId, { delivered: 1 }, ctx.now)
   const events = await appendEvents(ctx, db, [event(email, 'email.delivery', {
     deliveredAt: r.at.toISOString(), host: r.host, reply: r.reply, smtpCode: smtpCodeOf(r.reply), recipient: r.recipient, source: r.source, ...r.extra,
   }, r.at)])

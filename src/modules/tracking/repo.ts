@@ -117,20 +117,26 @@ export async function countEngagement(store: Store, db: Db, email: Pick<Feedback
   return Number(open ? row.opens : row.clicks)
 }
 
-export interface CampaignDelta { opens?: number; uniqueOpens?: number; clicks?: number; uniqueClicks?: number }
+/** What to add to a campaign's counters (campaign_stats; absent fields add nothing). */
+export interface CampaignDelta {
+  opens?: number; uniqueOpens?: number; clicks?: number; uniqueClicks?: number
+  sent?: number; delivered?: number; bounced?: number; complained?: number; failed?: number; settled?: number; unsubscribed?: number
+}
 
-/** Adds to a campaign's open and click counters (the row is created on first use). */
+const COUNTERS = ['opens', 'uniqueOpens', 'clicks', 'uniqueClicks', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'settled', 'unsubscribed'] as const
+
+/**
+ * Adds to a campaign's counters (the row is created on first use), inside the transaction that records
+ * the fact counted: the caller counts a fact once per email (a first open, a final outcome...).
+ */
 export async function bumpCampaign(store: Store, db: Db, projectId: string, campaignId: string, d: CampaignDelta, now: Date): Promise<void> {
   const c = store.t.campaignStats
-  const v = { opens: d.opens ?? 0, uniqueOpens: d.uniqueOpens ?? 0, clicks: d.clicks ?? 0, uniqueClicks: d.uniqueClicks ?? 0 }
-  await db.insert(c).values({ projectId, campaignId, ...v, updatedAt: now }).onConflictDoUpdate({
-    target: [c.projectId, c.campaignId],
-    set: {
-      opens: sql`${c.opens} + ${v.opens}`, uniqueOpens: sql`${c.uniqueOpens} + ${v.uniqueOpens}`,
-      clicks: sql`${c.clicks} + ${v.clicks}`, uniqueClicks: sql`${c.uniqueClicks} + ${v.uniqueClicks}`,
-      updatedAt: now,
-    },
-  })
+  const given = COUNTERS.filter((k) => d[k])
+  if (!given.length) return
+  const v = Object.fromEntries(COUNTERS.map((k) => [k, d[k] ?? 0])) as Record<(typeof COUNTERS)[number], number>
+  const set: Record<string, unknown> = { updatedAt: now }
+  for (const k of given) set[k] = sql`${c[k]} + ${v[k]}`
+  await db.insert(c).values({ projectId, campaignId, ...v, updatedAt: now }).onConflictDoUpdate({ target: [c.projectId, c.campaignId], set })
 }
 
 export type EmailStatsRow = typeof import('../../db/schema').pgSchema.emailStats.$inferSelect

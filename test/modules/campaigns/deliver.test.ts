@@ -53,8 +53,8 @@ forEachStore('campaign delivery', (env) => {
       expect(raw).toContain(`Dear ${local}`)
       // The body places {{unsubscribeUrl}} itself: no footer is added.
       expect(raw).not.toContain('You receive this email')
-      // (The pipeline puts the https link only; the mailto form of issue 11 is not done yet.)
-      expect(raw).toMatch(/^List-Unsubscribe:\s+<http:\/\/localhost:3000\/unsubscribe\/[^>]+>/m)
+      // The one-click https link, then the mailto (counters.test.ts follows both).
+      expect(raw).toMatch(/^List-Unsubscribe:\s+<http:\/\/localhost:3000\/unsubscribe\/[^>]+>,\s+<mailto:u\+[^>]+\?subject=unsubscribe>/m)
       expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click\r?$/m)
     }
     const stats = await env.request('GET', `/campaigns/${c.body.data.id}/stats`, { key: p.secretKey })

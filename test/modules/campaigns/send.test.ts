@@ -7,6 +7,8 @@ import { addSuppression } from '../../../src/modules/suppressions/service'
 import { campaignSchedulerJob, campaignSendJob } from '../../../src/modules/campaigns/jobs'
 import { cancelCampaign } from '../../../src/modules/campaigns/service'
 import { withUnsubscribeFooter } from '../../../src/modules/campaigns/fanout'
+import { renderDeferred } from '../../../src/modules/campaigns/render'
+import { loadForDelivery } from '../../../src/modules/emails/repo'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { addDomain, campaignBody } from './fixture'
 
@@ -50,11 +52,20 @@ forEachStore('campaign sending', (env) => {
     return c.body.data.id as string
   }
 
+  /**
+   * The campaign's emails, with the HTML the pipeline renders for each when it builds it (campaign mail
+   * is stored without content: loadForDelivery finds none and renderDeferred makes it).
+   */
   async function emailsOf(campaignId: string) {
     const { emails, emailContents, outboundQueue } = env.store.t
-    return env.store.db.select({ to: emails.toAddress, subject: emails.subject, type: emails.type, sourceType: emails.sourceType, listUnsubscribe: emails.listUnsubscribe, html: emailContents.html, priority: outboundQueue.priority })
-      .from(emails).innerJoin(emailContents, eq(emailContents.emailId, emails.id)).leftJoin(outboundQueue, eq(outboundQueue.emailId, emails.id))
+    const rows = await env.store.db.select({ id: emails.id, to: emails.toAddress, subject: emails.subject, type: emails.type, sourceType: emails.sourceType, listUnsubscribe: emails.listUnsubscribe, stored: emailContents.emailId, priority: outboundQueue.priority })
+      .from(emails).leftJoin(emailContents, eq(emailContents.emailId, emails.id)).leftJoin(outboundQueue, eq(outboundQueue.emailId, emails.id))
       .where(eq(emails.campaignId, campaignId))
+    expect(rows.filter((r) => r.stored !== null)).toEqual([])
+    const loaded = await loadForDelivery(env.store, rows.map((r) => r.id))
+    await renderDeferred(env.deps, loaded)
+    const html = new Map(loaded.map((e) => [e.id, e.html]))
+    return rows.map((r) => ({ ...r, html: html.get(r.id) ?? null }))
   }
   const get = async (p: NewProject, id: string) => (await env.request('GET', `/campaigns/${id}`, { key: p.secretKey })).body
   const stats = async (p: NewProject, id: string) => (await env.request('GET', `/campaigns/${id}/stats`, { key: p.secretKey })).body
