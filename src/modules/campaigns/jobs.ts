@@ -1,8 +1,9 @@
 import { ctxFor, type Deps } from '../../deps'
+import { AppError } from '../../errors'
 import { defineJob, type AnyJob } from '../../jobs/queue'
 import { fanOut, type FanOutOptions } from './fanout'
 import * as repo from './repo'
-import { SCHEDULER_JOB, SEND_JOB, startSending } from './service'
+import { assertWithinCap, SCHEDULER_JOB, SEND_JOB, startSending } from './service'
 
 /**
  * Background work of the campaigns module:
@@ -10,6 +11,9 @@ import { SCHEDULER_JOB, SEND_JOB, startSending } from './service'
  *   retried by the job queue and resumes from the campaign's checkpoint;
  * - `campaigns.scheduler`: every few seconds, SCHEDULED campaigns whose time has come start sending. A time
  *   that passed while no worker ran is caught at the next run (the next boot).
+ * A campaign whose audience would pass the project's monthly campaigns cap does not start: a scheduled
+ * one goes back to DRAFT, and a fan-out that reaches the cap midway is CANCELLED (what was queued goes
+ * out); both are logged with the reason (the cap, the usage).
  */
 export const SCHEDULER_EVERY_MS = 5_000
 /** Campaigns started per scheduler run (the rest at the next run). */
@@ -29,13 +33,20 @@ export function campaignSendJob(opts: FanOutOptions = {}) {
     maxAttempts: 10,
     leaseMs: 5 * 60_000,
     async run({ deps, job, progress }, payload) {
-      const result = await fanOut(jobCtx(deps, job.projectId, SEND_JOB), payload.campaignId, {
+      const ctx = jobCtx(deps, job.projectId, SEND_JOB)
+      const result = await fanOut(ctx, payload.campaignId, {
         batchSize: opts.batchSize,
         sleep: opts.sleep,
         async afterBatch(b) {
           await progress(b.handled)
           await opts.afterBatch?.(b)
         },
+      }).catch(async (err) => {
+        if (!(err instanceof AppError) || err.code !== 'BILLING_LIMIT_EXCEEDED') throw err
+        const now = new Date()
+        await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, payload.campaignId, ['SENDING'], { status: 'CANCELLED', cancelledAt: now, finishedAt: now, updatedAt: now }))
+        deps.log.warn('campaign stopped at the monthly campaigns cap', { campaignId: payload.campaignId, projectId: ctx.projectId, reason: err.message })
+        return { status: 'CANCELLED', reason: err.message }
       })
       return { ...result }
     },
@@ -49,7 +60,17 @@ export const campaignSchedulerJob = defineJob({
     const due = await repo.dueScheduled(deps.store, new Date(), SCHEDULER_BATCH)
     let started = 0
     for (const c of due) {
-      if (await startSending(jobCtx(deps, c.projectId, SCHEDULER_JOB), c.id, ['SCHEDULED'])) started++
+      const ctx = jobCtx(deps, c.projectId, SCHEDULER_JOB)
+      try {
+        const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, c.id)
+        if (row) await assertWithinCap(ctx, row)
+      } catch (err) {
+        if (!(err instanceof AppError) || err.code !== 'BILLING_LIMIT_EXCEEDED') throw err
+        await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, c.id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
+        deps.log.warn('scheduled campaign not started: it would pass the monthly campaigns cap', { campaignId: c.id, projectId: c.projectId, reason: err.message })
+        continue
+      }
+      if (await startSending(ctx, c.id, ['SCHEDULED'])) started++
     }
     return { due: due.length, started }
   },

@@ -144,6 +144,16 @@ export async function audienceBatch(store: Store, db: Db, projectId: string, whe
     .where(and(...conds)).orderBy(asc(c.id)).limit(limit)
 }
 
+/** How many contacts the audience condition selects (subscribed ones only for MARKETING): the cap check before a start. */
+export async function audienceCount(store: Store, db: Db, projectId: string, where: SQL | null, subscribedOnly: boolean): Promise<number> {
+  const c = store.t.contacts
+  const conds: SQL[] = [eq(c.projectId, projectId)]
+  if (subscribedOnly) conds.push(eq(c.subscribed, true))
+  if (where) conds.push(where)
+  const [row] = await db.select({ n: count() }).from(c).where(and(...conds))
+  return Number(row?.n ?? 0)
+}
+
 /** One contact of the project by (lower-cased) email, for a test send. */
 export async function contactByEmail(store: Store, db: Db, projectId: string, email: string): Promise<AudienceContact | null> {
   const c = store.t.contacts

@@ -8,7 +8,8 @@ import { assertSenderAllowed } from '../domains/service'
 import { queueEmails } from '../emails/service'
 import { suppressedAmong } from '../suppressions/service'
 import { notifyQueued } from '../../mail/outbound'
-import { campaignEmail } from './fanout'
+import { checkCap } from '../billing/service'
+import { audienceWhere, campaignEmail } from './fanout'
 import {
   CAMPAIGN_STATUSES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
   type Campaign, type CampaignInput, type CampaignList, type CampaignStats, type CampaignStatus, type ListCampaignsQuery, type SendInput, type SendResult, type TestInput, type TestResult,
@@ -248,6 +249,18 @@ export async function startSending(ctx: Ctx, id: string, from: readonly Campaign
 }
 
 /**
+ * Refuses (429 BILLING_LIMIT_EXCEEDED, naming the cap and the usage) a campaign whose audience would pass
+ * the project's monthly campaigns cap, before it starts. The audience counted is the one the fan-out walks
+ * (subscribed contacts for MARKETING; suppressed addresses are not subtracted, so the check errs on the
+ * safe side).
+ */
+export async function assertWithinCap(ctx: Ctx, row: repo.CampaignRow): Promise<void> {
+  const where = await audienceWhere(ctx, row)
+  const n = await repo.audienceCount(ctx.store, ctx.store.db, ctx.projectId, where, row.type === 'MARKETING')
+  await checkCap(ctx, 'campaigns', n)
+}
+
+/**
  * POST /campaigns/:id/send. Only a DRAFT is sent (409 otherwise). `scheduledFor` absent, null or not in
  * the future: the fan-out starts now (SENDING); a future time: SCHEDULED until the scheduler starts it.
  * An unparseable value is a 400. The sender domain is checked again (403).
@@ -273,6 +286,7 @@ export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Prom
     const when = at
     row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['DRAFT'], { status: 'SCHEDULED', scheduledFor: when, updatedAt: new Date() }))
   } else {
+    await assertWithinCap(ctx, existing)
     row = await startSending(ctx, id, ['DRAFT'])
   }
   if (!row) {
