@@ -20,7 +20,8 @@ import { campaignFieldAndEventUsage, campaignsUsingSegment } from './modules/cam
 import { webhookDeliveriesConsumer } from './modules/hooks/consumer'
 import { registerTemplateUsageSource } from './modules/templates/usage'
 import { workflowTriggerConsumer, workflowWaitConsumer } from './modules/workflows/consumer'
-import { workflowFieldAndEventUsage, workflowStepsUsingTemplate } from './modules/workflows/usage'
+import { workflowFieldAndEventUsage, workflowStepsUsingTemplate, workflowUpcomingSource } from './modules/workflows/usage'
+import { registerUpcomingSource } from './modules/activity/upcoming'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
@@ -55,10 +56,11 @@ export function wireConsumers(): void {
     registerSegmentUser(campaignsUsingSegment),
     registerUsageProvider(segmentFieldAndEventUsage),
     registerUsageProvider(campaignFieldAndEventUsage),
-    // Workflows: triggers and waits on the event stream, template and field/event usage.
+    // Workflows: triggers and waits on the event stream, template and field/event usage, waits in /activity/upcoming.
     registerEventConsumer(workflowTriggerConsumer),
     registerEventConsumer(workflowWaitConsumer),
     registerUsageProvider(workflowFieldAndEventUsage),
+    registerUpcomingSource(workflowUpcomingSource),
     () => registerTemplateUsageSource('workflowSteps', null),
   ]
   registerTemplateUsageSource('workflowSteps', workflowStepsUsingTemplate)

@@ -268,3 +268,18 @@ export async function findContact(store: Store, db: Db, projectId: string, by: {
     .where(and(eq(c.projectId, projectId), cond)).limit(1)
   return row ?? null
 }
+
+/** The project's WAITING executions with a resume time, soonest first, with their workflow's name and step type (GET /activity/upcoming). */
+export async function upcomingWaits(store: Store, db: Db, projectId: string, limit: number) {
+  const { workflowExecutions: e, workflows: w, workflowSteps: s } = store.t
+  return db.select({ id: e.id, workflowId: e.workflowId, contactId: e.contactId, stepId: e.currentStepId, waitUntil: e.waitUntil, name: w.name, stepType: s.type })
+    .from(e).innerJoin(w, eq(w.id, e.workflowId)).leftJoin(s, eq(s.id, e.currentStepId))
+    .where(and(eq(e.projectId, projectId), eq(e.status, 'WAITING'), sql`${e.waitUntil} IS NOT NULL`))
+    .orderBy(asc(e.waitUntil), asc(e.id)).limit(limit)
+}
+
+export async function countUpcomingWaits(store: Store, db: Db, projectId: string): Promise<number> {
+  const e = store.t.workflowExecutions
+  const [row] = await db.select({ n: count() }).from(e).where(and(eq(e.projectId, projectId), eq(e.status, 'WAITING'), sql`${e.waitUntil} IS NOT NULL`))
+  return Number(row?.n ?? 0)
+}

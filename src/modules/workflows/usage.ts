@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
+import type { UpcomingSource } from '../activity/upcoming'
 import type { UsageProvider, UsageRef } from '../contacts/usage'
 import type { WorkflowStepUse } from '../templates/usage'
 import * as repo from './repo'
@@ -36,4 +37,17 @@ export const workflowFieldAndEventUsage: UsageProvider = {
     }
     return refs
   },
+}
+
+/** Waiting executions for GET /activity/upcoming: each resumes at its delay's end or its wait's timeout. */
+export const workflowUpcomingSource: UpcomingSource = {
+  kind: 'workflow',
+  async list(ctx, limit) {
+    const rows = await repo.upcomingWaits(ctx.store, ctx.store.db, ctx.projectId, limit)
+    return rows.flatMap((r) => r.waitUntil ? [{
+      id: r.id, at: r.waitUntil, title: r.name,
+      detail: { workflowId: r.workflowId, contactId: r.contactId, stepId: r.stepId, stepType: r.stepType },
+    }] : [])
+  },
+  count: (ctx) => repo.countUpcomingWaits(ctx.store, ctx.store.db, ctx.projectId),
 }

@@ -229,7 +229,11 @@ forEachStore('workflow engine', (env) => {
     const e = await c.call('POST', `/workflows/${wf.id}/executions`, { contactId: cid })
     await worker.drain()
     expect((await detail(wf.id, e.id)).status).toBe('WAITING')
+    // The wait shows in /activity/upcoming with its resume time, and leaves it once cancelled.
+    const upcoming = async () => ((await env.request('GET', '/activity/upcoming?limit=100', { key: p.secretKey })).body.data as Array<{ kind: string; id: string; title: string; detail: { stepType: string } }>).filter((x) => x.kind === 'workflow' && x.id === e.id)
+    expect(await upcoming()).toMatchObject([{ kind: 'workflow', id: e.id, title: 'Cancel', detail: { stepType: 'DELAY' } }])
     const cancelled = await c.call('DELETE', `/workflows/${wf.id}/executions/${e.id}`)
+    expect(await upcoming()).toHaveLength(0)
     expect(cancelled.steps.map((s: { stepType: string; status: string }) => `${s.stepType}:${s.status}`)).toEqual(['TRIGGER:COMPLETED', 'DELAY:SKIPPED'])
     t += 3_600_000
     await worker.drain()
