@@ -3,7 +3,6 @@ import { dirname, join } from 'node:path'
 import type { Command } from 'commander'
 import { ConfigError, isFullyQualified, redactUrl, type Config } from '../../src/config'
 import type { Store } from '../../src/db/client'
-import { uploadsCheck } from '../../src/modules/uploads/service'
 import { emit, settings } from '../shared'
 
 export interface Check { name: string; status: 'ok' | 'warn' | 'fail'; detail: string }
@@ -153,6 +152,8 @@ function checkOutbound(config: Config): Check {
 export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: Check[] }> {
   const checks: Check[] = [ok('config', 'settings parsed')]
   checks.push(checkDataDir(config))
+  // Imported here, not at the top: building the CLI program loads no library beyond commander (test/cli/startup.test.ts).
+  const { uploadsCheck } = await import('../../src/modules/uploads/service')
   checks.push(uploadsCheck(config))
   checks.push(...(await checkDatabase(config)))
   checks.push(await checkRedis(config))
