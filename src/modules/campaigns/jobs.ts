@@ -65,10 +65,14 @@ export const campaignSchedulerJob = defineJob({
         const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, c.id)
         if (row) await assertWithinCap(ctx, row)
       } catch (err) {
-        if (!(err instanceof AppError) || err.code !== 'BILLING_LIMIT_EXCEEDED') throw err
-        await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, c.id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
-        deps.log.warn('scheduled campaign not started: it would pass the monthly campaigns cap', { campaignId: c.id, projectId: c.projectId, reason: err.message })
-        continue
+        // Only the cap holds a campaign back here; any other fault of its audience is the fan-out's to
+        // report, as before, and never stops the other campaigns of this run.
+        if (err instanceof AppError && err.code === 'BILLING_LIMIT_EXCEEDED') {
+          await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, c.id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
+          deps.log.warn('scheduled campaign not started: it would pass the monthly campaigns cap', { campaignId: c.id, projectId: c.projectId, reason: err.message })
+          continue
+        }
+        deps.log.warn('scheduled campaign: the cap check failed, starting it anyway', { campaignId: c.id, projectId: c.projectId, error: String(err) })
       }
       if (await startSending(ctx, c.id, ['SCHEDULED'])) started++
     }
