@@ -28,7 +28,6 @@
  */
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
@@ -43,6 +42,7 @@ import { createDomain, verifyDomain } from '../src/modules/domains/service'
 import { createProject } from '../src/modules/projects/service'
 import { freshPgDatabase } from '../test/helpers/env'
 import { splitTxt, startTestDns } from '../test/helpers/dns'
+import { freePort, lines } from './_proc'
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 100_000)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
@@ -89,32 +89,7 @@ function statusKb(pid: number, field: string): number | null {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
-function lines(stream: ReadableStream<Uint8Array>, on: (rec: Record<string, unknown>) => void) {
-  const reader = stream.getReader()
-  const dec = new TextDecoder()
-  let buf = ''
-  return (async () => {
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) return
-      buf += dec.decode(value, { stream: true })
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const line = buf.slice(0, nl)
-        buf = buf.slice(nl + 1)
-        try { on(JSON.parse(line) as Record<string, unknown>) } catch { /* not JSON */ }
-      }
-    }
-  })()
-}
 
 /** RSA-2048 signatures per second with one signing process per core, all at once. */
 async function signatureCeiling(): Promise<number> {

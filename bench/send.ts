@@ -18,7 +18,6 @@
  * figures; asserts nothing. The ceiling for RSA-2048 signatures alone on 2 cores is ~2,800/s (docs/decisions.md, DKIM signer).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
@@ -29,6 +28,7 @@ import { createDomain, verifyDomain } from '../src/modules/domains/service'
 import { createProject } from '../src/modules/projects/service'
 import { freshPgDatabase } from '../test/helpers/env'
 import { splitTxt, startTestDns } from '../test/helpers/dns'
+import { freePort, lines } from './_proc'
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 20_000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
@@ -63,33 +63,7 @@ function threadSeconds(pid: number): Record<string, number> {
   return out
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
-/** Reads JSON lines from a child's stdout, calling `on` for each. */
-function lines(stream: ReadableStream<Uint8Array>, on: (rec: Record<string, unknown>) => void) {
-  const reader = stream.getReader()
-  const dec = new TextDecoder()
-  let buf = ''
-  return (async () => {
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) return
-      buf += dec.decode(value, { stream: true })
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const line = buf.slice(0, nl)
-        buf = buf.slice(nl + 1)
-        try { on(JSON.parse(line) as Record<string, unknown>) } catch { /* not JSON */ }
-      }
-    }
-  })()
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-send-'))
 const pg = process.env.BENCH_DATABASE_URL === 'pg' ? await freshPgDatabase() : null

@@ -34,28 +34,12 @@ import { startFromEvents } from '../src/modules/workflows/engine'
 import { addStep, addTransition, createWorkflow, updateWorkflow } from '../src/modules/workflows/service'
 import { freshPgDatabase } from '../test/helpers/env'
 import { splitTxt, startTestDns } from '../test/helpers/dns'
+import { lines } from './_proc'
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 10_000)
 const DELAY_SECONDS = Number(process.env.BENCH_DELAY_SECONDS ?? 60)
 const ROOT = join(import.meta.dir, '..')
 
-function lines(stream: ReadableStream<Uint8Array>, on: (rec: Record<string, unknown>) => void) {
-  const reader = stream.getReader()
-  const dec = new TextDecoder()
-  let buf = ''
-  return (async () => {
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) return
-      buf += dec.decode(value, { stream: true })
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const line = buf.slice(0, nl)
-        buf = buf.slice(nl + 1)
-        try { on(JSON.parse(line) as Record<string, unknown>) } catch { /* not JSON */ }
-      }
-    }
-  })()
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-wf-'))
 const pg = process.env.BENCH_DATABASE_URL === 'pg' ? await freshPgDatabase() : null
