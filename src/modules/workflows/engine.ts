@@ -130,6 +130,26 @@ async function loadGraph(ctx: Ctx, workflowId: string): Promise<Graph> {
   }
 }
 
+/**
+ * How a due wait ends (`exec` WAITING, its `waitUntil` come): a DELAY goes on to its next step, a
+ * WAIT_FOR_EVENT that timed out takes its `timeout` branch; no next step completes the execution. The
+ * step execution of the wait is completed with what happened.
+ */
+function waitEnd(graph: Graph, exec: repo.ExecutionRow, now: Date): { move: Move; stepExecutionId: string; step: Partial<repo.StepExecutionRow> } {
+  const step = exec.currentStepId ? graph.steps.get(exec.currentStepId) : undefined
+  const isDelay = step?.type === 'DELAY'
+  const dueAt = exec.waitUntil ?? now
+  const nextId = step ? graph.next(step.id, isDelay ? null : 'timeout') : null
+  return {
+    move: nextId ? { status: 'RUNNING', currentStepId: nextId } : { status: 'COMPLETED', currentStepId: null },
+    stepExecutionId: exec.waitStepExecutionId ?? '',
+    step: {
+      status: 'COMPLETED', finishedAt: now,
+      output: isDelay ? { dueAt: dueAt.toISOString(), ranAt: now.toISOString(), lateMs: now.getTime() - dueAt.getTime() } : { timedOut: true, timeoutAt: dueAt.toISOString() },
+    },
+  }
+}
+
 const label = (s: repo.StepRow) => `step "${s.name}" (${s.type})`
 
 /**
@@ -179,16 +199,9 @@ async function runFrom(ctx: Ctx, first: repo.ExecutionRow): Promise<{ status: st
       // A wait this run just began ends the run; a job that came early (another node's clock) is retried.
       if (steps > 1 || !exec.waitUntil || !exec.waitStepExecutionId) return { status: exec.status, steps: steps - 1 }
       if (exec.waitUntil.getTime() > now.getTime()) throw new Error(`execution ${exec.id} woken before its due time ${exec.waitUntil.toISOString()}`)
-      const isDelay = step?.type === 'DELAY'
-      const stepExecId = exec.waitStepExecutionId
-      const dueAt = exec.waitUntil
-      const nextId = step ? graph.next(step.id, isDelay ? null : 'timeout') : null
-      const move: Move = nextId ? { status: 'RUNNING', currentStepId: nextId } : { status: 'COMPLETED', currentStepId: null }
-      exec = await commit(ctx, exec, move, now, async (db) => {
-        await repo.updateStepExecution(store, db, ctx.projectId, stepExecId, {
-          status: 'COMPLETED', finishedAt: now,
-          output: isDelay ? { dueAt: dueAt.toISOString(), ranAt: now.toISOString(), lateMs: now.getTime() - dueAt.getTime() } : { timedOut: true, timeoutAt: dueAt.toISOString() },
-        })
+      const end = waitEnd(graph, exec, now)
+      exec = await commit(ctx, exec, end.move, now, async (db) => {
+        await repo.updateStepExecution(store, db, ctx.projectId, end.stepExecutionId, end.step)
       })
       continue
     }
@@ -378,13 +391,11 @@ export async function wakeDue(deps: Deps, ctxOf: (projectId: string) => Ctx, bud
   // (or the budget is spent: the job then ends and is queued again, and another node may take it).
   while (Date.now() - started < budgetMs) {
     const now = clock()
-    const due = [
-      ...await repo.dueWaiting(deps.store, now, WAKE_BATCH),
-      // RUNNING executions no run has moved for STALLED_MS: their job was lost (a run that failed after
-      // moving on, a crash between two commits of a run whose job was then retried as stale).
-      ...(round++ === 0 ? await repo.stalledRunning(deps.store, new Date(now.getTime() - STALLED_MS), WAKE_BATCH) : []),
-    ]
-    if (!due.length) {
+    const due = await repo.dueWaiting(deps.store, now, WAKE_BATCH)
+    // RUNNING executions no run has moved for STALLED_MS: their job was lost (a run that failed after
+    // moving on, a crash between two commits of a run whose job was then retried as stale).
+    const stalled = round++ === 0 ? await repo.stalledRunning(deps.store, new Date(now.getTime() - STALLED_MS), WAKE_BATCH) : []
+    if (!due.length && !stalled.length) {
       // The next wait ends within a second: wait for it here rather than for the next run of the job
       // (queued a second after this one ends, then claimed at the next poll), which would make it late.
       const next = await repo.nextDue(deps.store)
@@ -393,16 +404,56 @@ export async function wakeDue(deps: Deps, ctxOf: (projectId: string) => Ctx, bud
       await Bun.sleep(Math.max(1, inMs))
       continue
     }
-    await inPool(due, WAKE_CONCURRENCY, async (e) => {
+    const byProject = new Map<string, repo.ExecutionRow[]>()
+    for (const e of due) byProject.set(e.projectId, [...(byProject.get(e.projectId) ?? []), e])
+    for (const [projectId, execs] of byProject) {
+      try {
+        const ended = await endWaits(ctxOf(projectId), execs)
+        woken += ended.length
+        const at = clock().getTime()
+        for (const e of ended) lateMsMax = Math.max(lateMsMax, at - (e.waitUntil?.getTime() ?? at))
+      } catch (err) {
+        // They stay WAITING and due: the next round (or run) takes them again.
+        deps.log.warn('waking workflow executions failed', { projectId, executions: execs.length, ...errorFields(err) })
+        if (!stalled.length) await Bun.sleep(50)
+      }
+    }
+    await inPool(stalled, WAKE_CONCURRENCY, async (e) => {
       try {
         await runExecution(ctxOf(e.projectId), e.id, e.version)
         woken++
-        if (!e.waitUntil) return
-        lateMsMax = Math.max(lateMsMax, clock().getTime() - (e.waitUntil?.getTime() ?? now.getTime()))
       } catch (err) {
-        deps.log.warn('waking a workflow execution failed', { executionId: e.id, ...errorFields(err) })
+        deps.log.warn('resuming a stalled workflow execution failed', { executionId: e.id, ...errorFields(err) })
       }
     })
   }
   return { woken, lateMsMax }
+}
+
+/**
+ * Ends the due waits of one project's executions in ONE transaction (a DELAY, or a WAIT_FOR_EVENT that timed
+ * out: waitEnd), each written at the version read, and queues the runs of those that go on, one job per
+ * 100. Ending 10,000 delays due at once so costs 20 commits instead of one or more per execution, so they
+ * run at their due time; the steps after them are the run jobs' work, on every worker.
+ */
+async function endWaits(ctx: Ctx, execs: repo.ExecutionRow[]): Promise<repo.ExecutionRow[]> {
+  const graphs = new Map<string, Graph>()
+  for (const id of new Set(execs.map((e) => e.workflowId))) graphs.set(id, await loadGraph(ctx, id))
+  const now = clockOf(ctx.deps)()
+  return ctx.store.tx(async (db) => {
+    const ended: repo.ExecutionRow[] = []
+    const goOn: repo.ExecutionRow[] = []
+    for (const exec of execs) {
+      const graph = graphs.get(exec.workflowId)
+      if (!graph || !exec.waitStepExecutionId || !exec.waitUntil || exec.waitUntil.getTime() > now.getTime()) continue
+      const end = waitEnd(graph, exec, now)
+      const moved = await repo.updateExecutionAt(ctx.store, db, ctx.projectId, exec.id, exec.version, moveFields(exec, end.move, now))
+      if (!moved) continue
+      await repo.updateStepExecution(ctx.store, db, ctx.projectId, end.stepExecutionId, end.step)
+      ended.push(exec)
+      if (moved.status === 'RUNNING') goOn.push(moved)
+    }
+    for (let i = 0; i < goOn.length; i += 100) await enqueueRuns(ctx, db, goOn.slice(i, i + 100), now)
+    return ended
+  })
 }

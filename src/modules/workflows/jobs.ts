@@ -8,7 +8,8 @@ import { inPool, RUN_CONCURRENCY, RUN_JOB, runExecution, WAKE_JOB, wakeDue, type
  *   job per batch of a trigger's executions) and when an event resumes a wait. A crash mid-run leaves the
  *   job leased; the next holder resumes each execution from its last committed step.
  * - `workflows.wake`: every second, the WAITING executions whose DELAY is due or whose WAIT_FOR_EVENT timed
- *   out (the due index of workflow_executions) go on. A time that passed while no worker ran is caught at
+ *   out (the due index of workflow_executions) go on: their waits end in batches (engine.ts endWaits) that
+ *   queue `workflow.run` jobs for the steps after. A time that passed while no worker ran is caught at
  *   the next run (the next boot).
  */
 export const WAKE_EVERY_MS = 1000

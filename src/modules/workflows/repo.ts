@@ -208,9 +208,9 @@ export async function waitingFor(store: Store, db: Db, projectId: string, contac
 }
 
 /** WAITING executions of every project whose wait ends at or before `now` (the wake job), oldest first. */
-export async function dueWaiting(store: Store, now: Date, limit: number): Promise<Array<{ id: string; projectId: string; version: number; waitUntil: Date | null }>> {
+export async function dueWaiting(store: Store, now: Date, limit: number): Promise<ExecutionRow[]> {
   const { workflowExecutions: e } = store.t
-  return store.db.select({ id: e.id, projectId: e.projectId, version: e.version, waitUntil: e.waitUntil }).from(e)
+  return store.db.select().from(e)
     .where(and(eq(e.status, 'WAITING'), lte(e.waitUntil, now))).orderBy(asc(e.waitUntil)).limit(limit)
 }
 
