@@ -161,6 +161,8 @@ export class Worker {
   private retry: Timer | null = null
   /** Jobs running now: id -> kind (the shutdown's warning names them). */
   private current = new Map<string, string>()
+  /** Recurring jobs claimed or running now (each has its own slot: tickRecurring). */
+  private recurringRunning = new Set<string>()
   private readonly now: () => Date
 
   constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
@@ -198,8 +200,9 @@ export class Worker {
     this.unlisten = jobWakeups.on(wake)
     // With Redis, a job queued on another node wakes this worker at once instead of at its next poll.
     if (this.deps.redis) this.unsubscribe = await jobWakeups.subscribe(this.deps.redis, this.deps.log, AsyncResource.bind(() => this.remoteWake()))
-    this.timer = setInterval(() => this.tick(), this.opts.pollMs ?? 1000)
+    this.timer = setInterval(() => { this.tick(); this.tickRecurring() }, this.opts.pollMs ?? 1000)
     this.tick()
+    this.tickRecurring()
   }
 
   /**
@@ -254,13 +257,44 @@ export class Worker {
     // would wait for the next poll (its wake-up came while the running claim's snapshot could not see it).
     if (free <= 0) { this.wanted = true; return }
     this.wanted = false
-    const p: Promise<void> = this.claimAndRun(free).then(
+    this.track(this.claimAndRun(free, this.workNames()))
+  }
+
+  /**
+   * The recurring jobs (`everyMs`: the workflow wake-up, the campaign scheduler, rollups, sweeps) have a
+   * slot each of their own, claimed at every poll: a backlog of queued work (10,000 workflow runs, an
+   * import) that fills the worker's slots and is older than their next run would otherwise hold them back,
+   * and with them the due times they keep (a DELAY woken a minute late).
+   */
+  private tickRecurring() {
+    if (this.stopped) return
+    const names = this.recurringNames().filter((n) => !this.recurringRunning.has(n))
+    if (!names.length) return
+    for (const n of names) this.recurringRunning.add(n)
+    this.track(claim(this.deps.store, names, this.id, names.length, this.leaseMs(), this.now()).then(async (rows) => {
+      const claimed = new Set(rows.map((r) => r.name))
+      for (const n of names) if (!claimed.has(n)) this.recurringRunning.delete(n)
+      await Promise.all(rows.map(async (row) => {
+        try { await this.execute(row) } finally { this.recurringRunning.delete(row.name) }
+      }))
+    }, (err) => {
+      for (const n of names) this.recurringRunning.delete(n)
+      throw err
+    }))
+  }
+
+  private track(run: Promise<unknown>) {
+    const p: Promise<void> = run.then(
       () => undefined,
       (err) => this.deps.log.error('job claim failed', errorFields(err)),
     )
     this.inflight.add(p)
     p.finally(() => this.inflight.delete(p))
   }
+
+  private recurringNames(): string[] { return [...this.defs.values()].filter((d) => d.everyMs).map((d) => d.name) }
+  private workNames(): string[] { return [...this.defs.values()].filter((d) => !d.everyMs).map((d) => d.name) }
+  private leaseMs(): number { return Math.max(...[...this.defs.values()].map((d) => d.leaseMs ?? 60_000)) }
 
   /**
    * Claims and runs due jobs until none is left; returns how many ran. A worker not started joins its
@@ -272,7 +306,7 @@ export class Worker {
     try {
       let n = 0
       while (n < max) {
-        const batch = await this.claimAndRun(this.opts.concurrency ?? 4)
+        const batch = await this.claimAndRun(this.opts.concurrency ?? 4, [...this.defs.keys()])
         if (!batch) break
         n += batch
       }
@@ -282,12 +316,11 @@ export class Worker {
     }
   }
 
-  private async claimAndRun(limit: number): Promise<number> {
-    const lease = Math.max(...[...this.defs.values()].map((d) => d.leaseMs ?? 60_000))
+  private async claimAndRun(limit: number, names: string[]): Promise<number> {
     this.running += limit
     let rows: JobRow[] = []
     try {
-      rows = await claim(this.deps.store, [...this.defs.keys()], this.id, limit, lease, this.now())
+      rows = await claim(this.deps.store, names, this.id, limit, this.leaseMs(), this.now())
     } finally {
       this.running -= limit - rows.length
     }

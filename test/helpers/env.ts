@@ -151,8 +151,8 @@ export function forEachStore(title: string, body: (env: TestEnv) => void, overri
     const env = new TestEnv(kind, overrides)
     const run = kind === 'sqlite' || pgReachableSync()
     ;(run ? describe : describe.skip)(`${title} [${kind}]`, () => {
-      beforeAll(() => env.start())
-      afterAll(() => env.stop())
+      beforeAll(() => env.start(), 60_000)
+      afterAll(() => env.stop(), 60_000)
       body(env)
     })
   }

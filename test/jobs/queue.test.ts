@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
+import { eq, inArray } from 'drizzle-orm'
 import { hostname } from 'node:os'
 import { forEachStore } from '../helpers/env'
 import { Worker, claim, defineJob, enqueue, getJob, type EnqueueOptions, type JobContext } from '../../src/jobs/queue'
@@ -266,6 +266,28 @@ forEachStore('job queue', (env) => {
     const claimed = claims.flat().map((r) => r.id)
     expect(new Set(claimed).size).toBe(claimed.length)
     expect(claimed.sort()).toEqual((ids as string[]).sort())
+  })
+
+  test('a recurring job has a slot of its own: it runs while a backlog of older work fills every slot', async () => {
+    const busy = `busy-${rnd()}`
+    const tick = `tick-${rnd()}`
+    const g = gate()
+    let busyRuns = 0
+    let ticks = 0
+    const w = new Worker(env.deps, [
+      defineJob({ name: busy, async run() { busyRuns++; g.reach(); await g.opened } }),
+      defineJob({ name: tick, everyMs: 3_600_000, async run() { ticks++ } }),
+    ], { concurrency: 2, pollMs: 20 })
+    for (let i = 0; i < 5; i++) await queued(env.store, busy, { i })
+    await w.start()
+    await g.arrived
+    await until(() => ticks === 1, 'the recurring job to run beside the busy slots')
+    expect(busyRuns).toBe(2)
+    g.open()
+    await until(() => busyRuns === 5, 'the backlog to finish')
+    await w.stop()
+    const { jobs } = env.store.t
+    await env.store.tx((db) => db.delete(jobs).where(inArray(jobs.name, [busy, tick])))
   })
 
   test('a unique key allows one active job; a recurring job re-queues itself', async () => {
