@@ -98,6 +98,17 @@ forEachStore('image uploads in an S3 bucket', (env) => {
     expect(existsSync(join(env.config.dataDir, 'uploads'))).toBe(false)
   })
 
+  test('a large image comes back whole: the stream continues after its first chunk', async () => {
+    const big = Buffer.concat([PNG.subarray(0, 16), Buffer.from(Array.from({ length: 3 * 1024 * 1024 }, (_, i) => (i * 31) % 251))])
+    const res = await upload(form(big, 'big.png'))
+    expect(res.status).toBe(200)
+    const got = await get(res.body.url)
+    expect(got.status).toBe(200)
+    const back = Buffer.from(await got.arrayBuffer())
+    expect(back.length).toBe(big.length)
+    expect(back.equals(big)).toBe(true)
+  })
+
   test('an image the bucket no longer has is 404, like an unknown name; HTML renamed to .png never reaches the bucket', async () => {
     const res = await upload(form(PNG, 'a.png'))
     const name = new URL(res.body.url).pathname.replace('/uploads/', '')
