@@ -49,6 +49,13 @@ export interface Config {
   uploadMaxBytes: number
   /** Project security (src/modules/security): 7-day bounce and complaint rates (fractions) that warn and suspend, after minimumSent emails. */
   securityThresholds: SecurityThresholds
+  /** MAILCTL_S3_URL: the S3-compatible bucket that keeps uploads instead of the data dir (parseS3Url); null: the data dir. */
+  s3Url: string | null
+  /** Payment-provider billing (src/modules/billing/provider.ts): on when MAILCTL_BILLING_SECRET_KEY is set. */
+  billingProviderUrl: string
+  billingSecretKey: string | null
+  billingWebhookSecret: string | null
+  billingPriceId: string | null
 }
 
 export interface SecurityThresholds { bounceWarning: number; bounceSuspend: number; complaintWarning: number; complaintSuspend: number; minimumSent: number }
@@ -106,6 +113,11 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
   MAILCTL_SECURITY_THRESHOLDS: 'securityThresholds',
+  MAILCTL_S3_URL: 's3Url',
+  MAILCTL_BILLING_PROVIDER_URL: 'billingProviderUrl',
+  MAILCTL_BILLING_SECRET_KEY: 'billingSecretKey',
+  MAILCTL_BILLING_WEBHOOK_SECRET: 'billingWebhookSecret',
+  MAILCTL_BILLING_PRICE_ID: 'billingPriceId',
 }
 
 export class ConfigError extends Error {}
@@ -191,13 +203,62 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),
     securityThresholds: securityThresholds(raw.MAILCTL_SECURITY_THRESHOLDS),
+    s3Url: raw.MAILCTL_S3_URL ?? null,
+    billingProviderUrl: (raw.MAILCTL_BILLING_PROVIDER_URL ?? 'https://api.stripe.com').replace(/\/+$/, ''),
+    billingSecretKey: raw.MAILCTL_BILLING_SECRET_KEY ?? null,
+    billingWebhookSecret: raw.MAILCTL_BILLING_WEBHOOK_SECRET ?? null,
+    billingPriceId: raw.MAILCTL_BILLING_PRICE_ID ?? null,
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)
   if (merged.dkimKey !== null && !/^[A-Za-z0-9+/]{43}=$/.test(merged.dkimKey)) throw new ConfigError('MAILCTL_DKIM_KEY must be the base64 of 32 bytes (the content of a data dir\'s dkim.key)')
   const problem = databaseUrlProblem(merged.databaseUrl, { dataDir: merged.dataDir })
   if (problem) throw new ConfigError(problem)
+  if (merged.s3Url !== null) parseS3Url(merged.s3Url)
+  billingProblem(merged)
   return merged
+}
+
+/** Where MAILCTL_S3_URL points: `s3://key:secret@host[:port]/bucket[/prefix][?region=R&tls=false]`. */
+export interface S3Location { accessKeyId: string; secretAccessKey: string; endpoint: string; bucket: string; prefix: string; region: string }
+
+/**
+ * Parses MAILCTL_S3_URL. The endpoint is https://host[:port] unless `tls=false` asks for http (a MinIO on the
+ * same network, tests); the key and secret are URL-encoded (`/` in a secret is `%2F`); a path after the
+ * bucket is a key prefix; `region` defaults to `auto`. Throws a ConfigError naming the setting.
+ */
+export function parseS3Url(url: string): S3Location {
+  const bad = (why: string) => new ConfigError(`MAILCTL_S3_URL "${redactUrl(url)}": ${why} (expected s3://key:secret@host/bucket, optionally ?region=R&tls=false)`)
+  let u: URL
+  try { u = new URL(url) } catch { throw bad('not a URL') }
+  if (u.protocol !== 's3:') throw bad('the scheme must be s3://')
+  if (!u.username || !u.password) throw bad('the access key and secret are missing')
+  if (!u.hostname) throw bad('the host is missing')
+  const [bucket, ...rest] = u.pathname.replace(/^\/+/, '').split('/').filter(Boolean)
+  if (!bucket) throw bad('the bucket is missing')
+  const tls = u.searchParams.get('tls') ?? 'true'
+  if (!/^(true|false)$/.test(tls)) throw bad('tls must be true or false')
+  let accessKeyId: string
+  let secretAccessKey: string
+  try { accessKeyId = decodeURIComponent(u.username); secretAccessKey = decodeURIComponent(u.password) } catch { throw bad('the key or secret is not URL-encoded') }
+  return {
+    accessKeyId, secretAccessKey, bucket,
+    endpoint: `${tls === 'false' ? 'http' : 'https'}://${u.host}`,
+    prefix: rest.length ? `${rest.join('/')}/` : '',
+    region: u.searchParams.get('region') || 'auto',
+  }
+}
+
+/** Payment-provider billing is all or nothing: with a secret key, the webhook secret and the price are required. */
+function billingProblem(c: Config): void {
+  try { new URL(c.billingProviderUrl) } catch { throw new ConfigError(`MAILCTL_BILLING_PROVIDER_URL is not a URL: "${c.billingProviderUrl}"`) }
+  if (c.billingSecretKey === null) {
+    if (c.billingWebhookSecret !== null || c.billingPriceId !== null) throw new ConfigError('MAILCTL_BILLING_WEBHOOK_SECRET and MAILCTL_BILLING_PRICE_ID need MAILCTL_BILLING_SECRET_KEY (billing is off without it)')
+    return
+  }
+  for (const [name, v] of [['MAILCTL_BILLING_WEBHOOK_SECRET', c.billingWebhookSecret], ['MAILCTL_BILLING_PRICE_ID', c.billingPriceId]] as const) {
+    if (!v) throw new ConfigError(`${name} is required when MAILCTL_BILLING_SECRET_KEY is set (payment-provider billing)`)
+  }
 }
 
 /**

@@ -6,11 +6,14 @@ export type ErrorCode =
   | 'BAD_REQUEST' | 'UNAUTHORIZED' | 'INVALID_API_KEY' | 'FORBIDDEN' | 'PROJECT_DISABLED' | 'NOT_FOUND'
   | 'CONFLICT' | 'IDEMPOTENCY_KEY_REUSED' | 'PAYLOAD_TOO_LARGE' | 'VALIDATION_ERROR' | 'RATE_LIMIT_EXCEEDED'
   | 'BILLING_LIMIT_EXCEEDED' | 'INTERNAL_SERVER_ERROR'
+  /** A third party this server relies on (the payment provider, the uploads bucket) failed or did not answer. */
+  | 'BAD_GATEWAY'
 
 export const STATUS: Record<ErrorCode, number> = {
   BAD_REQUEST: 400, UNAUTHORIZED: 401, INVALID_API_KEY: 401, FORBIDDEN: 403, PROJECT_DISABLED: 403,
   NOT_FOUND: 404, CONFLICT: 409, IDEMPOTENCY_KEY_REUSED: 409, PAYLOAD_TOO_LARGE: 413, VALIDATION_ERROR: 422,
   RATE_LIMIT_EXCEEDED: 429, BILLING_LIMIT_EXCEEDED: 429, INTERNAL_SERVER_ERROR: 500,
+  BAD_GATEWAY: 502,
 }
 
 export interface FieldError { field: string; message: string; code: string; received?: unknown }

@@ -154,7 +154,7 @@ export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: 
   checks.push(checkDataDir(config))
   // Imported here, not at the top: building the CLI program loads no library beyond commander (test/cli/startup.test.ts).
   const { uploadsCheck } = await import('../../src/modules/uploads/service')
-  checks.push(uploadsCheck(config))
+  checks.push(await uploadsCheck(config))
   checks.push(...(await checkDatabase(config)))
   checks.push(await checkRedis(config))
   checks.push(await checkPort('http port', config.httpHost, config.httpPort))

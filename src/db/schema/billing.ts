@@ -47,5 +47,34 @@ export function billingTables(c: Cols) {
     createdAt: c.ts('created_at').notNull(),
   }, (t) => [c.index('uploads_project_idx').on(t.projectId, t.createdAt)])
 
-  return { billingLimits, usageCounters, projectSuspensions, uploads }
+  /**
+   * A project's customer and subscription at the payment provider (migration 0023_billing_provider;
+   * src/modules/billing/provider.ts), as its webhook reports them. `eventAt` is the creation time of the
+   * last provider event applied, so an older event delivered late changes nothing.
+   */
+  const billingSubscriptions = c.table('billing_subscriptions', {
+    projectId: c.text('project_id').primaryKey(),
+    customerId: c.text('customer_id'),
+    subscriptionId: c.text('subscription_id'),
+    /** The provider's subscription status: active, trialing, past_due, unpaid, canceled, incomplete, ... */
+    status: c.text('status').notNull(),
+    priceId: c.text('price_id'),
+    currentPeriodEnd: c.ts('current_period_end'),
+    cancelAtPeriodEnd: c.bool('cancel_at_period_end').notNull(),
+    lastInvoicePaidAt: c.ts('last_invoice_paid_at'),
+    eventAt: c.ts('event_at').notNull(),
+    updatedAt: c.ts('updated_at').notNull(),
+  }, (t) => [c.index('billing_subscriptions_customer_idx').on(t.customerId)])
+
+  /** Provider webhook events already handled, by the provider's event id: a redelivery changes nothing. */
+  const billingEvents = c.table('billing_events', {
+    id: c.text('id').primaryKey(),
+    type: c.text('type').notNull(),
+    projectId: c.text('project_id'),
+    /** applied | ignored (not about a project of this server, or a type not handled) */
+    outcome: c.text('outcome').notNull(),
+    receivedAt: c.ts('received_at').notNull(),
+  })
+
+  return { billingLimits, usageCounters, projectSuspensions, uploads, billingSubscriptions, billingEvents }
 }

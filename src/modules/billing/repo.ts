@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, lte, sql } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /** The only SQL of the billing module. Every function takes the project id. */
@@ -40,4 +40,62 @@ export async function charge(store: Store, db: Db, projectId: string, period: st
   const where = cap === null ? key : and(key, sql`${u.used} + ${n} <= ${cap}`)
   const [row] = await db.update(u).set({ used: sql`${u.used} + ${n}` }).where(where).returning({ used: u.used })
   return row ? Number(row.used) : null
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Payment-provider state (migration 0023_billing_provider)
+
+export type SubscriptionRow = typeof import('../../db/schema').pgSchema.billingSubscriptions.$inferSelect
+
+export async function subscription(store: Store, projectId: string, db?: Db): Promise<SubscriptionRow | null> {
+  const s = store.t.billingSubscriptions
+  const [row] = await (db ?? store.db).select().from(s).where(eq(s.projectId, projectId)).limit(1)
+  return row ?? null
+}
+
+/** The project whose provider customer this is, if any. */
+export async function projectOfCustomer(store: Store, db: Db, customerId: string): Promise<string | null> {
+  const s = store.t.billingSubscriptions
+  const [row] = await db.select({ projectId: s.projectId }).from(s).where(eq(s.customerId, customerId)).limit(1)
+  return row?.projectId ?? null
+}
+
+export async function projectExists(store: Store, db: Db, projectId: string): Promise<boolean> {
+  const p = store.t.projects
+  const [row] = await db.select({ id: p.id }).from(p).where(eq(p.id, projectId)).limit(1)
+  return Boolean(row)
+}
+
+/** Records a provider event id; false when it was already recorded (a redelivery or a replay). */
+export async function claimEvent(store: Store, db: Db, id: string, type: string, now: Date): Promise<boolean> {
+  const e = store.t.billingEvents
+  const rows = await db.insert(e).values({ id, type, projectId: null, outcome: 'pending', receivedAt: now }).onConflictDoNothing().returning({ id: e.id })
+  return rows.length > 0
+}
+
+export async function setEventOutcome(store: Store, db: Db, id: string, outcome: 'applied' | 'ignored', projectId: string | null): Promise<void> {
+  const e = store.t.billingEvents
+  await db.update(e).set({ outcome, projectId }).where(eq(e.id, id))
+}
+
+export interface SubscriptionState {
+  status?: string
+  priceId?: string | null
+  currentPeriodEnd?: Date | null
+  cancelAtPeriodEnd?: boolean
+  lastInvoicePaidAt?: Date
+}
+
+/**
+ * Applies one provider event to a project's row: the customer and subscription ids always (they only fill
+ * in), the state only when the event is not older than the last one applied (`event_at`), in one
+ * conditional UPDATE, so a late delivery of an older event never moves the state back.
+ */
+export async function applySubscription(store: Store, db: Db, projectId: string, ids: { customerId?: string | null; subscriptionId?: string | null }, state: SubscriptionState, eventAt: Date, now: Date): Promise<void> {
+  const s = store.t.billingSubscriptions
+  await db.insert(s).values({ projectId, status: 'incomplete', cancelAtPeriodEnd: false, eventAt: new Date(0), updatedAt: now }).onConflictDoNothing()
+  const idSet = { ...(ids.customerId ? { customerId: ids.customerId } : {}), ...(ids.subscriptionId ? { subscriptionId: ids.subscriptionId } : {}) }
+  if (Object.keys(idSet).length) await db.update(s).set({ ...idSet, updatedAt: now }).where(eq(s.projectId, projectId))
+  const defined = Object.fromEntries(Object.entries(state).filter(([, v]) => v !== undefined)) as SubscriptionState
+  await db.update(s).set({ ...defined, eventAt, updatedAt: now }).where(and(eq(s.projectId, projectId), lte(s.eventAt, eventAt)))
 }

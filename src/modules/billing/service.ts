@@ -2,6 +2,7 @@ import type { Db } from '../../db/client'
 import type { Ctx, Deps } from '../../deps'
 import { AppError, badRequest } from '../../errors'
 import { requireAccess } from '../members/access'
+import { subscriptionOf } from './payments'
 import * as repo from './repo'
 import { CATEGORIES, type Category, type Limits } from './repo'
 
@@ -102,21 +103,6 @@ export async function setLimits(deps: Deps, userId: string, projectId: string, b
 export async function consumption(deps: Deps, userId: string, projectId: string, now = new Date()) {
   await requireAccess(deps, userId, projectId, 'read')
   const period = periodOf(now)
-  const [used, caps] = await Promise.all([repo.usage(deps.store, projectId, period.key), repo.limits(deps.store, projectId)])
-  return { periodStart: period.start.toISOString(), periodEnd: period.end.toISOString(), ...used, limits: caps ?? NO_LIMITS }
-}
-
-/**
- * Checkout, billing portal, invoices and the provider's webhook: payment-provider billing is not offered
- * by this server (GET /config says `billing.enabled: false`), so these answer so, in the standard envelope.
- */
-export function billingDisabled(): never {
-  throw new AppError('NOT_FOUND', 'Billing through a payment provider is not enabled on this server; usage caps (billing-limits) and consumption work without it', {
-    suggestion: 'GET /config reports features.billing.enabled',
-  })
-}
-
-export async function providerEndpoint(deps: Deps, userId: string, projectId: string): Promise<never> {
-  await requireAccess(deps, userId, projectId, 'billing')
-  billingDisabled()
+  const [used, caps, subscription] = await Promise.all([repo.usage(deps.store, projectId, period.key), repo.limits(deps.store, projectId), subscriptionOf(deps, projectId)])
+  return { periodStart: period.start.toISOString(), periodEnd: period.end.toISOString(), ...used, limits: caps ?? NO_LIMITS, subscription }
 }

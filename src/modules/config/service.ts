@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps'
 import pkg from '../../../package.json'
 import type { PublicConfig } from './model'
+import { providerSettings } from '../billing/provider'
 
 /** GET /config: what a client or the dashboard needs to know about this server; no secrets. */
 export function publicConfig(deps: Deps): PublicConfig {
@@ -11,7 +12,7 @@ export function publicConfig(deps: Deps): PublicConfig {
     version: pkg.version,
     urls: { api: c.publicUrl, dashboard: c.publicUrl },
     features: {
-      billing: { enabled: false },
+      billing: { enabled: providerSettings(c) !== null },
       storage: { enabled: true },
       authProviders: { github: false, google: false },
       signup: { disabled: c.signupDisabled },

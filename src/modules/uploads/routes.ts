@@ -28,10 +28,10 @@ export function uploadsRoutes(deps: Deps) {
   const serve = new Elysia()
     .get('/uploads/:name', async ({ params }) => {
       const img = await service.readImage(deps, params.name)
-      return new Response(img.bytes, { headers: service.imageHeaders(img.contentType, img.bytes.byteLength) })
+      return new Response(img.body, { headers: service.imageHeaders(img.contentType, img.size) })
     }, {
       params: t.Object({ name: t.String() }),
-      detail: { tags, summary: 'An uploaded image (public)', description: 'Served with its type, X-Content-Type-Options: nosniff and a Content-Security-Policy that lets nothing run.' },
+      detail: { tags, summary: 'An uploaded image (public)', description: 'Served with its type, X-Content-Type-Options: nosniff and a Content-Security-Policy that lets nothing run; from the data dir, or streamed from the bucket of MAILCTL_S3_URL (502 BAD_GATEWAY when the bucket fails).' },
     })
   return new Elysia().use(upload).use(serve)
 }

@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { Config } from '../../config'
 import type { Ctx, Deps } from '../../deps'
 import { invalidField, notFound, tooLarge } from '../../errors'
 import * as repo from './repo'
+import { probeBucket, storageFor } from './storage'
 
 /**
  * Images for template bodies (POST /uploads/image), served publicly at /uploads/<name>. The type is decided
  * from the bytes (PNG, JPEG, GIF, WebP); anything else, SVG and HTML included, is refused whatever its
  * name or declared type. The file is kept under an unguessable random name in <data dir>/uploads (one node,
- * or a volume shared by every node: `mailctl doctor` says so on PostgreSQL), and served with its own type,
- * `nosniff` and a Content-Security-Policy that lets nothing run.
+ * or a volume shared by every node: `mailctl doctor` says so on PostgreSQL) or, with MAILCTL_S3_URL, in an
+ * S3-compatible bucket (./storage.ts), and served from either with its own type, `nosniff` and a
+ * Content-Security-Policy that lets nothing run.
  */
 
 export type ImageType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'
@@ -31,10 +31,6 @@ export function sniffImage(b: Uint8Array): ImageType | null {
   return null
 }
 
-export function uploadsDir(config: Config): string {
-  return join(config.dataDir, 'uploads')
-}
-
 export interface UploadedFile { name: string; size: number; type: string; arrayBuffer(): Promise<ArrayBuffer> }
 
 /** POST /uploads/image: checks, stores and answers the public URL. */
@@ -46,11 +42,8 @@ export async function uploadImage(ctx: Ctx, file: UploadedFile): Promise<{ url: 
   const type = sniffImage(bytes)
   if (!type) throw invalidField('file', 'file: only PNG, JPEG, GIF and WebP images are accepted (checked from the content, not the name); SVG and HTML are refused', 'unsupported_image', file.type || undefined)
   const name = `${randomBytes(24).toString('base64url')}.${EXT[type]}`
-  const dir = uploadsDir(ctx.deps.config)
-  await mkdir(dir, { recursive: true })
-  const tmp = join(dir, `.${name}.tmp`)
-  await writeFile(tmp, bytes, { mode: 0o644 })
-  await rename(tmp, join(dir, name))
+  // The image first, then its row: a failed write leaves no row pointing at nothing.
+  await storageFor(ctx.deps.config).put(name, bytes, type)
   await ctx.store.tx((db) => repo.insert(ctx.store, db, { name, projectId: ctx.projectId, contentType: type, size: bytes.length, createdAt: ctx.now }))
   return { url: `${ctx.deps.config.publicUrl.replace(/\/$/, '')}/uploads/${name}`, contentType: type, size: bytes.length }
 }
@@ -68,24 +61,33 @@ export function imageHeaders(type: string, size: number): Record<string, string>
   }
 }
 
-/** GET /uploads/:name (public): the bytes and their recorded type; 404 for anything else. */
-export async function readImage(deps: Deps, name: string): Promise<{ bytes: ArrayBuffer; contentType: string }> {
+/**
+ * GET /uploads/:name (public): the image as a stream (from the data dir or the bucket), its recorded type and
+ * size; 404 for anything else, 502 BAD_GATEWAY when the bucket fails.
+ */
+export async function readImage(deps: Deps, name: string): Promise<{ body: ReadableStream<Uint8Array>; contentType: string; size: number }> {
   if (!NAME_RE.test(name)) throw notFound('image')
   const row = await repo.byName(deps.store, name)
   if (!row) throw notFound('image')
-  try {
-    const file = await readFile(join(uploadsDir(deps.config), name))
-    return { bytes: file.buffer.slice(file.byteOffset, file.byteOffset + file.byteLength) as ArrayBuffer, contentType: row.contentType }
-  } catch {
-    throw notFound('image')
-  }
+  const body = await storageFor(deps.config).open(name)
+  if (!body) throw notFound('image')
+  return { body, contentType: row.contentType, size: row.size }
 }
 
-/** For `mailctl doctor`: where uploads are kept, and that several nodes need that place shared. */
-export function uploadsCheck(config: Config): { name: string; status: 'ok' | 'warn'; detail: string } {
-  const dir = uploadsDir(config)
-  if (config.databaseUrl.startsWith('postgres')) {
-    return { name: 'uploads', status: 'warn', detail: `images are kept in ${dir}: with several nodes this must be one volume shared by all of them (an S3-compatible bucket is not supported yet)` }
+/**
+ * For `mailctl doctor`: where uploads are kept. On PostgreSQL (several nodes may share the database) the
+ * data dir must be one volume shared by every node, or MAILCTL_S3_URL must name a bucket; a bucket that does
+ * not answer fails the check.
+ */
+export async function uploadsCheck(config: Config): Promise<{ name: string; status: 'ok' | 'warn' | 'fail'; detail: string }> {
+  const storage = storageFor(config)
+  if (storage.kind === 's3') {
+    const problem = await probeBucket(config)
+    if (problem) return { name: 'uploads', status: 'fail', detail: `images are kept in the ${storage.where}, which does not answer: ${problem}` }
+    return { name: 'uploads', status: 'ok', detail: `images are kept in the ${storage.where}, shared by every node` }
   }
-  return { name: 'uploads', status: 'ok', detail: `images are kept in ${dir}` }
+  if (config.databaseUrl.startsWith('postgres')) {
+    return { name: 'uploads', status: 'warn', detail: `images are kept in ${storage.where}: with several nodes, set MAILCTL_S3_URL to an S3-compatible bucket, or make this directory one volume shared by all of them` }
+  }
+  return { name: 'uploads', status: 'ok', detail: `images are kept in ${storage.where}` }
 }

@@ -114,5 +114,9 @@ forEachStore('usage caps and billing', (env) => {
     expect(hook.status).toBe(404)
     expect(hook.body.error.message).toContain('not enabled')
     expect((await env.request('GET', '/config')).body.features.billing).toEqual({ enabled: false })
+    expect((await consumption(owner)).body.subscription).toBeNull()
+    // A signed-looking delivery changes nothing either.
+    const signed = await env.request('POST', '/webhooks/incoming/stripe', { raw: '{"id":"evt_1"}', headers: { 'stripe-signature': `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}` } })
+    expect(signed.status).toBe(404)
   })
 })
