@@ -218,6 +218,7 @@ describe.skipIf(!available)('analytics, security and usage in Chromium', () => {
     await page.getByRole('button', { name: 'Save caps' }).click()
     await page.getByRole('alert').waitFor()
     expect(await page.getByLabel('Transactional cap').getAttribute('aria-invalid')).toBe('true')
+    await page.getByText('transactional: expected a whole number of emails, 0 or more, or null for no cap').waitFor()
     await shot(page, 'analytics-07-usage-error')
     await d.a11y('usage error')
     await page.getByLabel('Transactional cap').fill('20')

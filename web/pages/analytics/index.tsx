@@ -163,14 +163,14 @@ function Charts({ data }: { data: Timeseries }) {
         {groups.map((g, i) => (
           <section key={g.title} className="card" aria-labelledby={`an-chart-${i}`} style={i === 2 ? { gridColumn: '1 / -1' } : undefined}>
             <h2 id={`an-chart-${i}`}>{g.title} per {unit}</h2>
-            <TimeChart x={x} series={g.series} label={`${g.title} per ${unit}, ${data.data.length} ${unit}s; the figures are in the table below`} height={220} empty={g.empty} />
+            <TimeChart x={x} series={g.series} interval={data.interval} counts label={`${g.title} per ${unit}, ${data.data.length} ${unit}s; the figures are in the table below`} height={220} empty={g.empty} />
           </section>
         ))}
       </div>
       <div className="card">
         <details className="figures">
           <summary>The figures per {unit}, as a table</summary>
-          <div className="table-wrap"><table>
+          <div className="table-wrap"><table className="rows">
             <caption className="skip">Mail per {unit} in {data.timezone}</caption>
             <thead><tr><th scope="col">{unit === 'hour' ? 'Hour' : 'Day'}</th>{METRICS.map((m) => <th key={m} scope="col">{METRIC_LABEL[m]}</th>)}</tr></thead>
             <tbody>{data.data.map((b) => (

@@ -87,7 +87,7 @@ export function ProjectPulse({ project }: { project: Project }) {
         {month.data && (
           <section className="card" aria-labelledby="sent-30-h" style={{ marginTop: '1rem' }}>
             <div className="head" style={{ marginBottom: '.5rem' }}><h2 id="sent-30-h" style={{ margin: 0 }}>Sent per day, last 30 days</h2><Link href="/analytics">All analytics</Link></div>
-            <TimeChart x={x} series={sent} height={140} label={`Emails sent per day over the last 30 days; ${num(month.data.totals.sent)} in all`} empty="Nothing sent in the last 30 days." />
+            <TimeChart x={x} series={sent} interval="day" counts height={140} label={`Emails sent per day over the last 30 days; ${num(month.data.totals.sent)} in all`} empty="Nothing sent in the last 30 days." />
           </section>
         )}
         <div className="grid2" style={{ marginTop: '1rem' }}>

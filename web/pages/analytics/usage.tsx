@@ -42,7 +42,7 @@ export function UsagePage({ project }: { project: Project }) {
       <div className="card">
         <h2>This month: {monthOf(u.periodStart)}</h2>
         <p className="small muted">Emails counted from {new Date(u.periodStart).toUTCString().slice(5, 16)} to {new Date(new Date(u.periodEnd).getTime() - 1).toUTCString().slice(5, 16)} (UTC). Over a cap, new mail of that category is refused with 429 BILLING_LIMIT_EXCEEDED until the next month or a higher cap.</p>
-        <div className="table-wrap"><table>
+        <div className="table-wrap"><table className="rows">
           <thead><tr><th scope="col">Category</th><th scope="col">Used</th><th scope="col">Monthly cap</th><th scope="col" style={{ width: '40%' }}>Of the cap</th></tr></thead>
           <tbody>{CATEGORIES.map((c) => {
             const cap = u.limits[c]
