@@ -163,6 +163,31 @@ describe.skipIf(!available)('analytics, security and usage in Chromium', () => {
     await d.a11y('analytics custom range')
   })
 
+  test('analytics: the browser\'s time zone goes to the API, and the days are that zone\'s days', async () => {
+    const page = d.page
+    const cdp = await d.context.newCDPSession(page)
+    await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Tokyo' })
+    const asked: string[] = []
+    const seen = (r: { url(): string }) => { if (r.url().includes('/analytics/timeseries')) asked.push(r.url()) }
+    page.on('request', seen)
+    try {
+      await d.open('/analytics')
+      await page.getByText('Times in your time zone, Asia/Tokyo.').waitFor()
+      await page.getByRole('heading', { name: 'Sent and delivered per day' }).waitFor()
+      expect(asked.some((u) => new URL(u).searchParams.get('timezone') === 'Asia/Tokyo')).toBe(true)
+      // The first day of "Last 7 days" is the local midnight of 6 days ago in Tokyo, and its label is that date.
+      await page.getByText('The figures per day, as a table').click()
+      const first = await page.locator('details.figures tbody tr th').first().textContent()
+      const tokyoDay = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Asia/Tokyo', year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(Date.now() - 6 * 24 * H))
+      expect(first).toBe(tokyoDay)
+      expect(await tile('main', 'Sent').textContent()).toBe('14')
+    } finally {
+      page.off('request', seen)
+      await cdp.send('Emulation.setTimezoneOverride', { timezoneId: '' })
+      await cdp.detach()
+    }
+  })
+
   test('analytics: a project without mail shows the empty state, not blank charts', async () => {
     const page = d.page
     await page.goto(`${d.base}/app/p/${quietId}/analytics`)

@@ -114,7 +114,9 @@ export function AnalyticsPage({ project }: { project: Project }) {
       {d && empty && (
         <div className="card">
           <Empty title="No mail in this range">
-            <p>Nothing was sent, delivered, opened, clicked, bounced or complained between {new Date(d.from).toLocaleString()} and {new Date(d.to).toLocaleString()}.</p>
+            <p>Nothing was sent, delivered, opened, clicked, bounced or complained {d.interval === 'day'
+              ? `from ${new Date(d.from).toLocaleDateString()} to ${new Date(Date.parse(d.to) - 1).toLocaleDateString()}`
+              : `between ${new Date(d.from).toLocaleString()} and ${new Date(d.to).toLocaleString()}`}.</p>
             <p>Send with <code>POST /v1/send</code>, the SMTP relay or a campaign, or pick a longer range. New mail shows up here within a minute.</p>
           </Empty>
         </div>
