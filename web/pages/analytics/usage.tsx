@@ -56,7 +56,7 @@ export function UsagePage({ project }: { project: Project }) {
                 <td data-testid={`cap-${c}`}>{cap === null ? 'No cap' : num(cap)}</td>
                 <td>{cap === null ? <span className="small muted">Unlimited</span> : (
                   <>
-                    <Meter label={`${CATEGORY_LABEL[c].title} usage`} value={used} max={cap} valueText={`${num(used)} of ${num(cap)} emails`} tone={tone} />
+                    <Meter label={`${CATEGORY_LABEL[c].title} usage`} value={cap === 0 ? 1 : used} max={cap === 0 ? 1 : cap} valueText={`${num(used)} of ${num(cap)} emails`} tone={tone} />
                     <span className="small muted">{cap === 0 ? 'Blocked: the cap is 0' : `${Math.round(share * 100)}% · ${num(Math.max(0, cap - used))} left`}</span>
                   </>
                 )}</td>
