@@ -127,6 +127,8 @@ describe.skipIf(!available)('analytics, security and usage in Chromium', () => {
     expect(await top.locator('tbody tr').allTextContents()).toEqual(['Spring sale · sent3', 'Autumn news · sent2'])
     await page.getByLabel('Ranked by').selectOption('opened')
     await top.getByRole('columnheader', { name: 'Opens' }).waitFor()
+    // The previous ranking stays on screen until the new one arrives.
+    await page.waitForFunction(() => document.querySelector('[aria-labelledby="an-top-campaigns"] tbody tr td:last-child')?.textContent === '2')
     expect(await top.locator('tbody tr').allTextContents()).toEqual(['Spring sale · sent2', 'Autumn news · sent1'])
     const events = page.getByRole('region', { name: 'Top events' })
     await events.getByRole('cell', { name: 'signup' }).waitFor()
