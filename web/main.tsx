@@ -9,6 +9,7 @@ import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
 import { TemplateEditor, TemplatesPage } from './pages/templates'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
+import { AnalyticsPage, SecurityPage, UsagePage } from './pages/analytics'
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -100,6 +101,9 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/domains', label: 'Domains' },
   { path: '/contacts', label: 'Contacts' },
   { path: '/templates', label: 'Templates' },
+  { path: '/analytics', label: 'Analytics' },
+  { path: '/security', label: 'Security' },
+  { path: '/usage', label: 'Usage' },
   { path: '/settings', label: 'Settings', managers: true },
   { path: '/keys', label: 'API keys', managers: true },
   { path: '/members', label: 'Members' },
@@ -144,6 +148,9 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
             <Route path="/templates"><TemplatesPage project={project} /></Route>
             <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
+            <Route path="/analytics"><AnalyticsPage project={project} /></Route>
+            <Route path="/security"><SecurityPage project={project} /></Route>
+            <Route path="/usage"><UsagePage project={project} /></Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>

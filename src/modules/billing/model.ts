@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import { positiveIntQuery } from '../query'
 
-const cap = (what: string) => t.Union([t.Integer({ minimum: 0 }), t.Null()], { description: `Emails per calendar month (UTC) for ${what}; null: no cap` })
+const cap = (what: string) => t.Union([t.Integer({ minimum: 0 }), t.Null()], { description: `Emails per calendar month (UTC) for ${what}; null: no cap`, error: 'expected a whole number of emails, 0 or more, or null for no cap' })
 
 export const BillingLimits = t.Object({
   transactional: cap('POST /v1/send and the SMTP relay'),

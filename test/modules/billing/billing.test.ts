@@ -49,6 +49,9 @@ forEachStore('usage caps and billing', (env) => {
       const res = await limits(owner, body)
       expect(res.status).toBe(422)
       expect(res.body.error.code).toBe('VALIDATION_ERROR')
+      // The field and a message a person can act on (the dashboard shows it on the field), not TypeBox's "Expected union value".
+      const field = Object.keys(body)[0]
+      expect(res.body.error.errors[0]).toMatchObject({ field, message: `${field}: expected a whole number of emails, 0 or more, or null for no cap` })
     }
     expect((await limits(null)).status).toBe(401)
     expect((await consumption(null)).status).toBe(401)

@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { canManage, del, get, type Member, patch, post, type Project, type ProjectWithSecret, type Role, type SetupState, type User } from '../../api'
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { ProjectPulse } from '../analytics'
 
 /** The secret key, shown once: after creation or regeneration. */
 function SecretOnce({ secret }: { secret: string }) {
@@ -58,7 +59,9 @@ export function Overview({ project }: { project: Project }) {
     <div>
       <PageHead title={project.name} />
       {project.disabled && <div className="alert error" role="alert">This project is disabled: its API keys are refused and changes are not accepted.</div>}
-      <div className="card">
+      {/* The checklist leads while a first step is left; once all are done the project's figures come first. */}
+      {setup.data?.completed && <ProjectPulse project={project} />}
+      <div className="card" style={setup.data?.completed ? { marginTop: '1rem' } : undefined}>
         <h2>Getting started</h2>
         {setup.isPending && <Loading />}
         <ErrorBox error={setup.error} />
@@ -71,7 +74,8 @@ export function Overview({ project }: { project: Project }) {
           </>
         )}
       </div>
-      <div className="card small muted">Your role: {project.role} · created {formatDate(project.createdAt)} · id <code>{project.id}</code></div>
+      {setup.data && !setup.data.completed && <ProjectPulse project={project} />}
+      <div className="card small muted" style={{ marginTop: '1rem' }}>Your role: {project.role} · created {formatDate(project.createdAt)} · id <code>{project.id}</code></div>
     </div>
   )
 }

@@ -1,0 +1,247 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { type FormEvent, useMemo, useState } from 'react'
+import { Link } from 'wouter'
+import { get, type Project } from '../../api'
+import { type Series, TimeChart } from '../../components/chart'
+import { Empty, ErrorBox, Loading, PageHead } from '../../components/ui'
+import { browserZone, type Counts, METRIC_COLOR, METRIC_LABEL, METRICS, type Metric, num, pct, type Timeseries, timeseriesQuery, type TopCampaigns, type TopEvents } from './data'
+
+export { SecurityPage } from './security'
+export { UsagePage } from './usage'
+export { ProjectPulse } from './pulse'
+
+type Preset = '24h' | '7d' | '30d' | 'custom'
+interface Range { preset: Preset; interval: 'hour' | 'day'; from: string; to?: string }
+
+const DAY = 86_400_000
+const RANK = ['sent', 'delivered', 'opened', 'uniqueOpened', 'clicked', 'uniqueClicked', 'bounced', 'complained', 'unsubscribed'] as const
+const RANK_LABEL: Record<(typeof RANK)[number], string> = {
+  sent: 'Sent', delivered: 'Delivered', opened: 'Opens', uniqueOpened: 'Unique opens', clicked: 'Clicks', uniqueClicked: 'Unique clicks',
+  bounced: 'Bounces', complained: 'Complaints', unsubscribed: 'Unsubscribes',
+}
+
+/** Local midnight `daysAgo` days before today, as an instant. */
+function localMidnight(daysAgo: number, now = new Date()): Date {
+  return new Date(now.getFullYear(), now.getMonth(), now.getDate() - daysAgo)
+}
+/** A YYYY-MM-DD of an <input type="date"> as the local midnight that starts it. */
+function parseDay(value: string): Date | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
+  return m ? new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : null
+}
+const dayInput = (d: Date) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`
+
+function presetRange(preset: Exclude<Preset, 'custom'>, interval?: 'hour' | 'day'): Range {
+  const now = new Date()
+  if (preset === '24h') return { preset, interval: interval ?? 'hour', from: new Date(now.getTime() - DAY).toISOString() }
+  const days = preset === '7d' ? 7 : 30
+  const iv = interval ?? 'day'
+  // By day: whole local days, today included; by hour: the last 7 or 30 times 24 hours.
+  return { preset, interval: iv, from: (iv === 'day' ? localMidnight(days - 1, now) : new Date(now.getTime() - days * DAY)).toISOString() }
+}
+
+/**
+ * Analytics: sent, delivered, opened, clicked, bounced and complained per hour or day over a range, in the
+ * viewer's time zone (the API buckets the days in it), with the figures as a table for screen readers; the
+ * top campaigns by a chosen metric and the most frequent events over the same range.
+ */
+export function AnalyticsPage({ project }: { project: Project }) {
+  const zone = useMemo(browserZone, [])
+  const [range, setRange] = useState<Range>(() => presetRange('7d'))
+  const [customError, setCustomError] = useState('')
+  const series = useQuery({ ...timeseriesQuery(project.id, { interval: range.interval, from: range.from, to: range.to, timezone: zone }), placeholderData: keepPreviousData })
+
+  const choosePreset = (p: Preset) => {
+    setCustomError('')
+    if (p === 'custom') setRange((r) => ({ ...r, preset: 'custom', interval: 'day' }))
+    else setRange(presetRange(p))
+  }
+  const chooseInterval = (iv: 'hour' | 'day') => {
+    if (range.preset === 'custom') setRange((r) => ({ ...r, interval: iv }))
+    else setRange(presetRange(range.preset, iv))
+  }
+  const applyCustom = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault()
+    const f = new FormData(e.currentTarget)
+    const from = parseDay(String(f.get('from') ?? ''))
+    const to = parseDay(String(f.get('to') ?? ''))
+    if (!from || !to) return setCustomError('Choose both the first and the last day.')
+    if (to < from) return setCustomError('The last day must not be before the first day.')
+    setCustomError('')
+    const end = new Date(to.getFullYear(), to.getMonth(), to.getDate() + 1)
+    setRange({ preset: 'custom', interval: range.interval, from: from.toISOString(), to: end.toISOString() })
+  }
+
+  const d = series.data
+  const empty = d && METRICS.every((m) => d.totals[m] === 0)
+  return (
+    <div>
+      <PageHead title="Analytics" />
+      <div className="card">
+        <div className="row">
+          <div className="field"><span><label htmlFor="an-range">Range</label></span>
+            <select id="an-range" value={range.preset} onChange={(e) => choosePreset(e.target.value as Preset)}>
+              <option value="24h">Last 24 hours</option>
+              <option value="7d">Last 7 days</option>
+              <option value="30d">Last 30 days</option>
+              <option value="custom">Custom range…</option>
+            </select>
+          </div>
+          <div className="field"><span><label htmlFor="an-interval">Group by</label></span>
+            <select id="an-interval" value={range.interval} onChange={(e) => chooseInterval(e.target.value as 'hour' | 'day')}>
+              <option value="hour">Hour</option>
+              <option value="day">Day</option>
+            </select>
+          </div>
+          <button type="button" className="secondary" onClick={() => void series.refetch()} disabled={series.isFetching}>{series.isFetching ? 'Loading…' : 'Refresh'}</button>
+        </div>
+        {range.preset === 'custom' && (
+          <form className="row" onSubmit={applyCustom} noValidate style={{ marginTop: '.75rem' }}>
+            <div className="field"><span><label htmlFor="an-from">First day</label></span>
+              <input id="an-from" name="from" type="date" defaultValue={dayInput(new Date(range.from))} aria-invalid={customError ? true : undefined} aria-describedby={customError ? 'an-custom-err' : undefined} />
+            </div>
+            <div className="field"><span><label htmlFor="an-to">Last day</label></span>
+              <input id="an-to" name="to" type="date" defaultValue={dayInput(range.to ? new Date(new Date(range.to).getTime() - 1) : new Date())} aria-invalid={customError ? true : undefined} aria-describedby={customError ? 'an-custom-err' : undefined} />
+            </div>
+            <button type="submit">Show</button>
+            {customError && <span id="an-custom-err" className="err small" role="alert">{customError}</span>}
+          </form>
+        )}
+        <p className="small muted" style={{ marginBottom: 0 }}>Times in your time zone, {zone}. Grouping by hour covers at most 31 days; by day, 400.</p>
+      </div>
+      {series.isPending && <Loading />}
+      <ErrorBox error={series.error} />
+      {d && empty && (
+        <div className="card">
+          <Empty title="No mail in this range">
+            <p>Nothing was sent, delivered, opened, clicked, bounced or complained {d.interval === 'day'
+              ? `from ${new Date(d.from).toLocaleDateString()} to ${new Date(Date.parse(d.to) - 1).toLocaleDateString()}`
+              : `between ${new Date(d.from).toLocaleString()} and ${new Date(d.to).toLocaleString()}`}.</p>
+            <p>Send with <code>POST /v1/send</code>, the SMTP relay or a campaign, or pick a longer range. New mail shows up here within a minute.</p>
+          </Empty>
+        </div>
+      )}
+      {d && !empty && <Charts data={d} />}
+      {d && <div className="grid2"><TopCampaignsCard project={project} from={d.from} to={d.to} /><TopEventsCard project={project} from={d.from} to={d.to} /></div>}
+    </div>
+  )
+}
+
+function Totals({ totals }: { totals: Counts }) {
+  const rate = (m: Metric) => {
+    if (m === 'delivered') return totals.sent ? `${pct(totals.delivered / totals.sent)} of sent` : ''
+    if (m === 'opened') return totals.delivered ? `${pct(totals.uniqueOpened / totals.delivered)} unique` : ''
+    if (m === 'clicked') return totals.delivered ? `${pct(totals.uniqueClicked / totals.delivered)} unique` : ''
+    if (m === 'bounced' || m === 'complained') return totals.sent ? `${pct(totals[m] / totals.sent)} of sent` : ''
+    return ''
+  }
+  return (
+    <dl className="tiles">
+      {METRICS.map((m) => <div key={m}><dt>{METRIC_LABEL[m]}</dt><dd><span className="n">{num(totals[m])}</span>{rate(m) && <small>{rate(m)}</small>}</dd></div>)}
+    </dl>
+  )
+}
+
+const GROUPS: Array<{ title: string; metrics: Metric[]; empty: string }> = [
+  { title: 'Sent and delivered', metrics: ['sent', 'delivered'], empty: 'Nothing sent in this range.' },
+  { title: 'Opens and clicks', metrics: ['opened', 'clicked'], empty: 'No opens or clicks in this range (tracking may be off for this project).' },
+  { title: 'Bounces and complaints', metrics: ['bounced', 'complained'], empty: 'No bounces or complaints in this range.' },
+]
+
+function Charts({ data }: { data: Timeseries }) {
+  const x = useMemo(() => data.data.map((b) => Date.parse(b.start) / 1000), [data])
+  const groups = useMemo(() => GROUPS.map((g) => ({
+    ...g,
+    series: g.metrics.map((m): Series => ({ label: METRIC_LABEL[m], color: METRIC_COLOR[m], values: data.data.map((b) => b[m]) })),
+  })), [data])
+  const unit = data.interval === 'hour' ? 'hour' : 'day'
+  return (
+    <>
+      <div className="card">
+        <h2>Totals</h2>
+        <Totals totals={data.totals} />
+      </div>
+      <div className="grid2">
+        {groups.map((g, i) => (
+          <section key={g.title} className="card" aria-labelledby={`an-chart-${i}`} style={i === 2 ? { gridColumn: '1 / -1' } : undefined}>
+            <h2 id={`an-chart-${i}`}>{g.title} per {unit}</h2>
+            <TimeChart x={x} series={g.series} interval={data.interval} counts label={`${g.title} per ${unit}, ${data.data.length} ${unit}s; the figures are in the table below`} height={220} empty={g.empty} />
+          </section>
+        ))}
+      </div>
+      <div className="card">
+        <details className="figures">
+          <summary>The figures per {unit}, as a table</summary>
+          <div className="table-wrap"><table className="rows">
+            <caption className="skip">Mail per {unit} in {data.timezone}</caption>
+            <thead><tr><th scope="col">{unit === 'hour' ? 'Hour' : 'Day'}</th>{METRICS.map((m) => <th key={m} scope="col">{METRIC_LABEL[m]}</th>)}</tr></thead>
+            <tbody>{data.data.map((b) => (
+              <tr key={b.start}><th scope="row">{b.label}</th>{METRICS.map((m) => <td key={m}>{num(b[m])}</td>)}</tr>
+            ))}</tbody>
+            <tfoot><tr><th scope="row">Total</th>{METRICS.map((m) => <td key={m}><strong>{num(data.totals[m])}</strong></td>)}</tr></tfoot>
+          </table></div>
+        </details>
+      </div>
+    </>
+  )
+}
+
+function TopCampaignsCard({ project, from, to }: { project: Project; from: string; to: string }) {
+  const [metric, setMetric] = useState<(typeof RANK)[number]>('sent')
+  const q = new URLSearchParams({ metric, from, to, limit: '10' })
+  const top = useQuery({
+    queryKey: ['analytics', project.id, 'top-campaigns', metric, from, to],
+    queryFn: () => get<TopCampaigns>(`/analytics/top-campaigns?${q}`, project.id),
+    placeholderData: keepPreviousData,
+  })
+  return (
+    <section className="card" aria-labelledby="an-top-campaigns">
+      <div className="head" style={{ marginBottom: '.5rem' }}>
+        <h2 id="an-top-campaigns" style={{ margin: 0 }}>Top campaigns</h2>
+        <div className="field" style={{ marginBottom: 0 }}><span><label htmlFor="an-rank">Ranked by</label></span>
+          <select id="an-rank" value={metric} onChange={(e) => setMetric(e.target.value as (typeof RANK)[number])}>
+            {RANK.map((m) => <option key={m} value={m}>{RANK_LABEL[m]}</option>)}
+          </select>
+        </div>
+      </div>
+      {top.isPending && <Loading />}
+      <ErrorBox error={top.error} />
+      {top.data?.data.length === 0 && <Empty title="No campaign in this range">{metric === 'sent' ? 'Campaigns sent in this range are ranked here.' : `No campaign has any ${RANK_LABEL[metric].toLowerCase()} in this range.`}</Empty>}
+      {top.data && top.data.data.length > 0 && (
+        <div className="table-wrap"><table>
+          <thead><tr><th scope="col">Campaign</th><th scope="col">{RANK_LABEL[metric]}</th></tr></thead>
+          <tbody>{top.data.data.map((c) => (
+            <tr key={c.campaignId}>
+              <td>{c.name ?? <span className="muted">(deleted campaign)</span>}{c.status && <span className="small muted"> · {c.status.toLowerCase()}</span>}</td>
+              <td>{num(c.value)}</td>
+            </tr>
+          ))}</tbody>
+        </table></div>
+      )}
+    </section>
+  )
+}
+
+function TopEventsCard({ project, from, to }: { project: Project; from: string; to: string }) {
+  const q = new URLSearchParams({ from, to, limit: '10' })
+  const top = useQuery({
+    queryKey: ['analytics', project.id, 'top-events', from, to],
+    queryFn: () => get<TopEvents>(`/analytics/top-events?${q}`, project.id),
+    placeholderData: keepPreviousData,
+  })
+  return (
+    <section className="card" aria-labelledby="an-top-events">
+      <h2 id="an-top-events">Top events</h2>
+      {top.isPending && <Loading />}
+      <ErrorBox error={top.error} />
+      {top.data?.data.length === 0 && <Empty title="No events in this range">Track events with <code>POST /v1/track</code>; contact changes are counted too.</Empty>}
+      {top.data && top.data.data.length > 0 && (
+        <div className="table-wrap"><table>
+          <thead><tr><th scope="col">Event</th><th scope="col">Count</th></tr></thead>
+          <tbody>{top.data.data.map((e) => <tr key={e.name}><td><code>{e.name}</code></td><td>{num(e.count)}</td></tr>)}</tbody>
+        </table></div>
+      )}
+      <p className="small muted" style={{ marginBottom: 0 }}>See <Link href="/security">security</Link> for the bounce and complaint rates of the last 7 days.</p>
+    </section>
+  )
+}

@@ -1,0 +1,87 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { type FormEvent, useState } from 'react'
+import { call, canManage, get, type Project } from '../../api'
+import { ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
+import { Meter } from './meter'
+import { CATEGORIES, CATEGORY_LABEL, type Consumption, type Limits, num } from './data'
+
+const monthOf = (iso: string) => new Date(iso).toLocaleDateString(undefined, { month: 'long', year: 'numeric', timeZone: 'UTC' })
+
+/**
+ * Usage against the monthly caps (docs/decisions.md, Usage caps): what each category used this calendar
+ * month (UTC) against its cap, and for OWNER and ADMIN the caps' form (PUT billing-limits), with the API's
+ * errors on the fields. A MEMBER sees the same figures, read-only.
+ */
+export function UsagePage({ project }: { project: Project }) {
+  const qc = useQueryClient()
+  const key = ['billing-consumption', project.id]
+  const usage = useQuery({ queryKey: key, queryFn: () => get<Consumption>(`/users/@me/projects/${project.id}/billing-consumption`) })
+  const [formKey, setFormKey] = useState(0)
+  const save = useMutation({
+    mutationFn: (body: Limits) => call<Limits>('PUT', `/users/@me/projects/${project.id}/billing-limits`, { body }),
+    onSuccess: async () => { await qc.invalidateQueries({ queryKey: key }); setFormKey((k) => k + 1) },
+  })
+  const manage = canManage(project.role)
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault()
+    const f = new FormData(e.currentTarget)
+    const body = {} as Limits
+    for (const c of CATEGORIES) {
+      const v = String(f.get(c) ?? '').trim()
+      // Blank: no cap. Anything else goes as typed, and the API says what is wrong with it.
+      body[c] = v === '' ? null : Number(v)
+    }
+    save.mutate(body)
+  }
+  if (usage.isPending) return <><PageHead title="Usage" /><Loading /></>
+  if (usage.error) return <><PageHead title="Usage" /><ErrorBox error={usage.error} /></>
+  const u = usage.data
+  return (
+    <div>
+      <PageHead title="Usage" />
+      <div className="card">
+        <h2>This month: {monthOf(u.periodStart)}</h2>
+        <p className="small muted">Emails counted from {new Date(u.periodStart).toUTCString().slice(5, 16)} to {new Date(new Date(u.periodEnd).getTime() - 1).toUTCString().slice(5, 16)} (UTC). Over a cap, new mail of that category is refused with 429 BILLING_LIMIT_EXCEEDED until the next month or a higher cap.</p>
+        <div className="table-wrap"><table className="rows">
+          <thead><tr><th scope="col">Category</th><th scope="col">Used</th><th scope="col">Monthly cap</th><th scope="col" style={{ width: '40%' }}>Of the cap</th></tr></thead>
+          <tbody>{CATEGORIES.map((c) => {
+            const cap = u.limits[c]
+            const used = u[c]
+            const share = cap === null ? 0 : cap === 0 ? 1 : used / cap
+            const tone = cap === null ? 'ok' : share >= 1 ? 'danger' : share >= 0.8 ? 'warn' : 'ok'
+            return (
+              <tr key={c}>
+                <th scope="row">{CATEGORY_LABEL[c].title}<div className="small muted" style={{ textTransform: 'none', letterSpacing: 0, fontWeight: 400 }}>{CATEGORY_LABEL[c].hint}</div></th>
+                <td data-testid={`used-${c}`}>{num(used)}</td>
+                <td data-testid={`cap-${c}`}>{cap === null ? 'No cap' : num(cap)}</td>
+                <td>{cap === null ? <span className="small muted">Unlimited</span> : (
+                  <>
+                    <Meter label={`${CATEGORY_LABEL[c].title} usage`} value={cap === 0 ? 1 : used} max={cap === 0 ? 1 : cap} valueText={`${num(used)} of ${num(cap)} emails`} tone={tone} />
+                    <span className="small muted">{cap === 0 ? 'Blocked: the cap is 0' : `${Math.round(share * 100)}% · ${num(Math.max(0, cap - used))} left`}</span>
+                  </>
+                )}</td>
+              </tr>
+            )
+          })}</tbody>
+        </table></div>
+      </div>
+      {manage ? (
+        <form key={formKey} className="card" onSubmit={submit} noValidate>
+          <h2>Monthly caps</h2>
+          <p className="small muted">Emails per calendar month (UTC) for each category. Leave a field blank for no cap; 0 stops that category.</p>
+          <ErrorBox error={save.error} shown={[...CATEGORIES]} />
+          {save.isSuccess && <div className="alert ok" role="status">Caps saved.</div>}
+          <div className="row">
+            {CATEGORIES.map((c) => (
+              <Field key={c} label={`${CATEGORY_LABEL[c].title} cap`} name={c} type="number" inputMode="numeric" min={0} step={1}
+                defaultValue={u.limits[c] ?? ''} placeholder="No cap" error={fieldError(save.error, c)} />
+            ))}
+          </div>
+          <button type="submit" style={{ marginTop: '.85rem' }} disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save caps'}</button>
+        </form>
+      ) : (
+        <div className="card"><p style={{ margin: 0 }}>Your role ({project.role}) can see the caps but not change them. Ask an owner or admin of this project.</p></div>
+      )}
+    </div>
+  )
+}
