@@ -49,6 +49,15 @@ export interface Config {
   uploadMaxBytes: number
   /** Project security (src/modules/security): 7-day bounce and complaint rates (fractions) that warn and suspend, after minimumSent emails. */
   securityThresholds: SecurityThresholds
+  /** OAuth sign-in (src/modules/auth/oauth.ts): a provider is on when its client id and secret are both set. */
+  oauthGithubId: string | null
+  oauthGithubSecret: string | null
+  oauthGoogleId: string | null
+  oauthGoogleSecret: string | null
+  /** Base URL standing in for every GitHub endpoint (authorize, token, API), e.g. a fake provider in tests; null: GitHub's own. */
+  oauthGithubUrl: string | null
+  /** Base URL standing in for every Google endpoint (authorize, token, userinfo); null: Google's own. */
+  oauthGoogleUrl: string | null
 }
 
 export interface SecurityThresholds { bounceWarning: number; bounceSuspend: number; complaintWarning: number; complaintSuspend: number; minimumSent: number }
@@ -68,6 +77,15 @@ function securityThresholds(v: string | undefined): SecurityThresholds {
     out[k as keyof SecurityThresholds] = k === 'minimumSent' ? Math.trunc(n) : n / 100
   }
   return out
+}
+
+/** An http(s) base URL without its trailing slash, or null when unset. */
+function baseUrl(name: string, v: string | undefined): string | null {
+  if (!v) return null
+  let u: URL
+  try { u = new URL(v) } catch { throw new ConfigError(`${name} is not a URL: "${v}"`) }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must be an http:// or https:// URL, got "${v}"`)
+  return v.replace(/\/+$/, '')
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -106,6 +124,12 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
   MAILCTL_SECURITY_THRESHOLDS: 'securityThresholds',
+  MAILCTL_OAUTH_GITHUB_ID: 'oauthGithubId',
+  MAILCTL_OAUTH_GITHUB_SECRET: 'oauthGithubSecret',
+  MAILCTL_OAUTH_GOOGLE_ID: 'oauthGoogleId',
+  MAILCTL_OAUTH_GOOGLE_SECRET: 'oauthGoogleSecret',
+  MAILCTL_OAUTH_GITHUB_URL: 'oauthGithubUrl',
+  MAILCTL_OAUTH_GOOGLE_URL: 'oauthGoogleUrl',
 }
 
 export class ConfigError extends Error {}
@@ -191,6 +215,12 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),
     securityThresholds: securityThresholds(raw.MAILCTL_SECURITY_THRESHOLDS),
+    oauthGithubId: raw.MAILCTL_OAUTH_GITHUB_ID || null,
+    oauthGithubSecret: raw.MAILCTL_OAUTH_GITHUB_SECRET || null,
+    oauthGoogleId: raw.MAILCTL_OAUTH_GOOGLE_ID || null,
+    oauthGoogleSecret: raw.MAILCTL_OAUTH_GOOGLE_SECRET || null,
+    oauthGithubUrl: baseUrl('MAILCTL_OAUTH_GITHUB_URL', raw.MAILCTL_OAUTH_GITHUB_URL),
+    oauthGoogleUrl: baseUrl('MAILCTL_OAUTH_GOOGLE_URL', raw.MAILCTL_OAUTH_GOOGLE_URL),
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

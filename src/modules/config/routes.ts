@@ -7,6 +7,6 @@ import { publicConfig } from './service'
 export function configRoutes(deps: Deps) {
   return new Elysia().get('/config', () => publicConfig(deps), {
     response: { 200: PublicConfig },
-    detail: { tags: ['config'], summary: 'Public feature flags', description: 'No authentication. Billing is not part of a self-hosted server; storage (uploads) and OAuth providers are off until those features exist.' },
+    detail: { tags: ['config'], summary: 'Public feature flags', description: 'No authentication. Billing is not part of a self-hosted server; OAuth providers are on when their client id and secret are configured.' },
   })
 }
