@@ -129,3 +129,26 @@ async function googleProfile(fetcher: FetchLike, config: Config, token: string):
   const verified = info.email_verified === true || info.email_verified === 'true'
   return { id, email: verified ? str(info.email) : null, name: str(info.name) }
 }
+
+/**
+ * `mailctl doctor`: which providers are on and their callback URLs; a provider with only one of its id and
+ * secret set is a warning (it stays off), as is a callback on a public URL a provider cannot send people back to.
+ */
+export function oauthCheck(config: Config): { name: string; status: 'ok' | 'warn'; detail: string } {
+  const name = 'oauth sign-in'
+  const half = PROVIDERS.filter((p) => {
+    const [id, secret] = p === 'github' ? [config.oauthGithubId, config.oauthGithubSecret] : [config.oauthGoogleId, config.oauthGoogleSecret]
+    return Boolean(id) !== Boolean(secret)
+  })
+  if (half.length) {
+    const n = half.map((p) => `MAILCTL_OAUTH_${p.toUpperCase()}_ID and _SECRET`).join(', ')
+    return { name, status: 'warn', detail: `only one of ${n} is set: ${half.join(' and ')} sign-in stays off until both are` }
+  }
+  const on = PROVIDERS.filter((p) => credentials(config, p))
+  if (!on.length) return { name, status: 'ok', detail: 'off (email and password only)' }
+  const callbacks = on.map((p) => `${p}: ${config.publicUrl}/auth/oauth/${p}/callback`).join(', ')
+  if (/^(localhost|127\.|\[::1\])/.test(new URL(config.publicUrl).hostname)) {
+    return { name, status: 'warn', detail: `${callbacks}: MAILCTL_PUBLIC_URL is a local address, so the provider can only send this machine's own browser back` }
+  }
+  return { name, status: 'ok', detail: `on; register these callback URLs with the providers: ${callbacks}` }
+}

@@ -5,7 +5,7 @@ import { cookieFrom, ownedProject, uniqueEmail, verifiedUser } from '../../helpe
 import { startFakeProvider } from '../../helpers/oauth-provider'
 import { signJwt } from '../../../src/modules/auth/jwt'
 import { STATE_TTL_SECONDS, startSignIn } from '../../../src/modules/auth/oauth'
-import { endpoints, providersOn } from '../../../src/modules/auth/oauth-providers'
+import { endpoints, oauthCheck, providersOn } from '../../../src/modules/auth/oauth-providers'
 import { ConfigError, loadConfig } from '../../../src/config'
 
 /**
@@ -356,5 +356,15 @@ describe('OAuth settings', () => {
       expect(() => load({ [k]: v })).toThrow(ConfigError)
       expect(() => load({ [k]: v })).toThrow(k)
     }
+  })
+
+  test('doctor: off, half-configured (warn, naming the settings), on with the callback URLs to register', () => {
+    expect(oauthCheck(load({}))).toMatchObject({ status: 'ok', detail: 'off (email and password only)' })
+    const half = oauthCheck(load({ MAILCTL_OAUTH_GOOGLE_ID: 'only-the-id' }))
+    expect(half.status).toBe('warn')
+    expect(half.detail).toContain('MAILCTL_OAUTH_GOOGLE_ID and _SECRET')
+    const on = oauthCheck(load({ MAILCTL_OAUTH_GITHUB_ID: 'i', MAILCTL_OAUTH_GITHUB_SECRET: 's', MAILCTL_PUBLIC_URL: 'https://mail.example.com' }))
+    expect(on).toMatchObject({ status: 'ok', detail: 'on; register these callback URLs with the providers: github: https://mail.example.com/auth/oauth/github/callback' })
+    expect(oauthCheck(load({ MAILCTL_OAUTH_GITHUB_ID: 'i', MAILCTL_OAUTH_GITHUB_SECRET: 's' })).status).toBe('warn')
   })
 })
