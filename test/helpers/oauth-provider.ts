@@ -23,8 +23,11 @@ export interface FakeProvider {
   clientSecret: string
   /** The account the next authorize request signs in as. */
   account: FakeAccount
-  /** deny: authorize answers error=access_denied; tokenError: the token endpoint refuses every code; userError: the user endpoints answer 500. */
-  mode: 'ok' | 'deny' | 'tokenError' | 'userError'
+  /**
+   * deny: authorize answers error=access_denied; tokenError: the token endpoint refuses every code;
+   * userError: the user endpoints answer 500; hang: the token endpoint does not answer until the client gives up.
+   */
+  mode: 'ok' | 'deny' | 'tokenError' | 'userError' | 'hang'
   /** Every request: method, path and (for the token endpoint) the form. */
   seen: Array<{ method: string; path: string; query: Record<string, string>; form?: Record<string, string>; authorization?: string | null }>
   stop(): void
@@ -69,6 +72,8 @@ export function startFakeProvider(opts: { clientId?: string; clientSecret?: stri
       if (req.method === 'POST' && (u.pathname === '/login/oauth/access_token' || u.pathname === '/token')) {
         const form = Object.fromEntries(new URLSearchParams(await req.text()))
         entry.form = form
+        // Hangs until the client gives up (or 5 s pass), then answers into the void.
+        if (fake.mode === 'hang') await new Promise((r) => { req.signal.addEventListener('abort', r); setTimeout(r, 5000) })
         const github = u.pathname === '/login/oauth/access_token'
         const refuse = (error: string) => (github ? json({ error }) : json({ error }, 400))
         if (form.client_id !== fake.clientId || form.client_secret !== fake.clientSecret) return refuse('incorrect_client_credentials')

@@ -10,8 +10,11 @@ import type { FetchLike } from '../../deps'
 export type ProviderName = 'github' | 'google'
 export const PROVIDERS: readonly ProviderName[] = ['github', 'google']
 
-/** One answer of a provider must come within this time; a slower provider is reported as unreachable. */
-export const PROVIDER_TIMEOUT_MS = 10_000
+/**
+ * One answer of a provider must come within `timeoutMs` (10 s); a slower provider is reported as failing.
+ * An object, not a constant, so a test can shorten the wait instead of sitting through it.
+ */
+export const providerLimits = { timeoutMs: 10_000 }
 
 export interface ProviderEndpoints { authorize: string; token: string; scope: string; label: string }
 
@@ -62,14 +65,14 @@ export function endpoints(config: Config, p: ProviderName): ProviderEndpoints {
 const githubApi = (config: Config) => config.oauthGithubUrl ?? 'https://api.github.com'
 const googleUserinfo = (config: Config) => `${config.oauthGoogleUrl ?? 'https://openidconnect.googleapis.com'}/v1/userinfo`
 
-/** A JSON answer of the provider within PROVIDER_TIMEOUT_MS; any failure is a ProviderFailure naming what failed. */
+/** A JSON answer of the provider within providerLimits.timeoutMs; any failure is a ProviderFailure naming what failed. */
 async function providerJson(fetcher: FetchLike, what: string, url: string, init: RequestInit): Promise<{ status: number; body: unknown }> {
   let res: Response
   try {
-    res = await fetcher(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) })
+    res = await fetcher(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(providerLimits.timeoutMs) })
   } catch (err) {
     const timedOut = (err as Error)?.name === 'TimeoutError'
-    throw new ProviderFailure('provider_error', `${what}: ${timedOut ? `no answer within ${PROVIDER_TIMEOUT_MS} ms` : `unreachable (${(err as Error)?.message ?? err})`}`)
+    throw new ProviderFailure('provider_error', `${what}: ${timedOut ? `no answer within ${providerLimits.timeoutMs} ms` : `unreachable (${(err as Error)?.message ?? err})`}`)
   }
   const text = await res.text().catch(() => '')
   let body: unknown = null

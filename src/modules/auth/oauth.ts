@@ -25,7 +25,10 @@ export const STATE_TTL_SECONDS = 600
  * Why a sign-in failed: the code goes to the dashboard as /app/?oauth_error=<code>, and the dashboard shows
  * its own fixed message for it (never text from the URL).
  */
-export type OAuthErrorCode = 'access_denied' | 'invalid_state' | 'unverified_email' | 'provider_error' | 'signup_disabled' | 'try_again' | 'server_error'
+export type OAuthErrorCode = 'access_denied' | 'invalid_state' | 'unverified_email' | 'provider_error' | 'signup_disabled' | 'try_again' | 'rate_limited' | 'server_error'
+
+/** Callbacks per client IP (each may cost calls to the provider), counted like login attempts (deps.limiter). */
+export const CALLBACKS_PER_IP = { limit: 30, windowMs: 15 * 60_000 } as const
 
 export class OAuthFailure extends Error {
   constructor(readonly code: OAuthErrorCode, message: string) { super(message) }
@@ -81,8 +84,12 @@ export interface CallbackQuery { code?: string; state?: string; error?: string }
  * GET /auth/oauth/:provider/callback: the session token of the user the provider account signs in as.
  * Throws OAuthFailure for everything the visitor should be told about (the route redirects with its code).
  */
-export async function finishSignIn(deps: Deps, p: ProviderName, q: CallbackQuery, cookieNonce: string | null): Promise<{ token: string; userId: string; created: boolean }> {
+export async function finishSignIn(deps: Deps, p: ProviderName, q: CallbackQuery, cookieNonce: string | null, meta: { ip: string | null } = { ip: null }): Promise<{ token: string; userId: string; created: boolean }> {
   const now = new Date()
+  if (meta.ip) {
+    const r = await deps.limiter.hit(`auth:oauth:ip:${meta.ip}`, CALLBACKS_PER_IP.limit, CALLBACKS_PER_IP.windowMs)
+    if (!r.allowed) throw new OAuthFailure('rate_limited', `${p}: too many sign-ins from ${meta.ip}; retry in ${r.resetSeconds} seconds`)
+  }
   // The provider's own refusal (the user pressed "Cancel") comes without a code; the state is still checked
   // first, so a forged link cannot make the page show anything.
   checkState(deps, p, q.state, cookieNonce, now.getTime())

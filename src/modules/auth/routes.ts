@@ -81,12 +81,12 @@ export function authRoutes(deps: Deps) {
       params: OAuthProviderParams,
       detail: detail('Start an OAuth sign-in', 'Redirects (302) to the provider\'s authorize page with a signed state valid 10 minutes, bound to this browser by the mailctl_oauth cookie. 404 NOT_FOUND for an unknown or unconfigured provider.'),
     })
-    .get('/oauth/:provider/callback', async ({ params, query, request, set }) => {
+    .get('/oauth/:provider/callback', async ({ params, query, request, server, set }) => {
       const p = oauth.configuredProvider(deps, params.provider)
       const cookies = [oauthStateCookie(deps, '', 0)]
       let location = '/app/'
       try {
-        const s = await oauth.finishSignIn(deps, p, query, cookieValue(request, oauth.STATE_COOKIE))
+        const s = await oauth.finishSignIn(deps, p, query, cookieValue(request, oauth.STATE_COOKIE), { ip: clientIp(server, request) })
         cookies.push(sessionCookie(deps, s.token))
       } catch (err) {
         const code = err instanceof oauth.OAuthFailure ? err.code : 'server_error'
@@ -102,7 +102,7 @@ export function authRoutes(deps: Deps) {
     }, {
       params: OAuthProviderParams,
       query: OAuthCallbackQuery,
-      detail: detail('Finish an OAuth sign-in', 'Where the provider sends the browser back. Checks the state against the mailctl_oauth cookie, exchanges the code, reads the verified email, links the provider account to the user with that email (or creates one, unless sign-up is disabled), sets the session cookie and redirects to /app/. A failure redirects to /app/?oauth_error=<code>&provider=<provider> with a code among access_denied, invalid_state, unverified_email, provider_error, signup_disabled, try_again, server_error.'),
+      detail: detail('Finish an OAuth sign-in', 'Where the provider sends the browser back. Checks the state against the mailctl_oauth cookie, exchanges the code, reads the verified email, links the provider account to the user with that email (or creates one, unless sign-up is disabled), sets the session cookie and redirects to /app/. A failure redirects to /app/?oauth_error=<code>&provider=<provider> with a code among access_denied, invalid_state, unverified_email, provider_error, signup_disabled, try_again, rate_limited (more than 30 callbacks from one IP in 15 minutes), server_error.'),
     })
     .post('/verify-email', ({ body }) => service.verifyEmail(deps, body.token), {
       body: TokenBody, response: { 200: UserOut },

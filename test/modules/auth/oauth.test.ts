@@ -4,8 +4,8 @@ import { forEachStore, type TestEnv } from '../../helpers/env'
 import { cookieFrom, ownedProject, uniqueEmail, verifiedUser } from '../../helpers/accounts'
 import { startFakeProvider } from '../../helpers/oauth-provider'
 import { signJwt } from '../../../src/modules/auth/jwt'
-import { STATE_TTL_SECONDS, startSignIn } from '../../../src/modules/auth/oauth'
-import { endpoints, oauthCheck, providersOn } from '../../../src/modules/auth/oauth-providers'
+import { CALLBACKS_PER_IP, finishSignIn, OAuthFailure, STATE_TTL_SECONDS, startSignIn } from '../../../src/modules/auth/oauth'
+import { endpoints, oauthCheck, providerLimits, providersOn } from '../../../src/modules/auth/oauth-providers'
 import { ConfigError, loadConfig } from '../../../src/config'
 
 /**
@@ -226,6 +226,17 @@ forEachStore('oauth: sign-in round trips', (env) => {
     } finally { google.mode = 'ok' }
     expect(await userByEmail(env, github.account.email)).toBeUndefined()
 
+    // A provider that does not answer in time (the limit shortened for the test: it is 10 s).
+    github.mode = 'hang'
+    const limit = providerLimits.timeoutMs
+    providerLimits.timeoutMs = 300
+    try {
+      expectRefused(await signIn(env, 'github'), 'provider_error')
+    } finally {
+      github.mode = 'ok'
+      providerLimits.timeoutMs = limit
+    }
+
     // Unreachable: the token endpoint's port is closed (the authorize step still goes to the fake).
     const start = await env.request('GET', '/auth/oauth/github')
     const atProvider = await fetch(start.headers.get('location') ?? '', { redirect: 'manual' })
@@ -290,6 +301,16 @@ forEachStore('oauth: the state', (env) => {
     expect((await env.request('GET', '/users/@me', { cookie: `mailctl_session=${state}` })).status).toBe(401)
     expect(claims(state).exp - claims(state).iat).toBe(STATE_TTL_SECONDS)
   })
+
+  test('callbacks are throttled per client IP: past the budget, rate_limited before anything else', async () => {
+    const ip = `198.51.100.${Math.floor(Math.random() * 250)}`
+    const codeOf = (p: Promise<unknown>) => p.then(() => 'signed in', (e) => (e instanceof OAuthFailure ? e.code : String(e)))
+    for (let i = 0; i < CALLBACKS_PER_IP.limit; i++) expect(await codeOf(finishSignIn(env.deps, 'github', { code: 'c', state: 's' }, 'n', { ip }))).toBe('invalid_state')
+    expect(await codeOf(finishSignIn(env.deps, 'github', { code: 'c', state: 's' }, 'n', { ip }))).toBe('rate_limited')
+    // Another address is not affected.
+    expect(await codeOf(finishSignIn(env.deps, 'github', { code: 'c', state: 's' }, 'n', { ip: '192.0.2.1' }))).toBe('invalid_state')
+  })
+
 }, configured)
 
 forEachStore('oauth: providers off, unknown and refused', (env) => {

@@ -34,6 +34,7 @@ function oauthErrorMessage(code: string, provider: string | null): string {
     case 'provider_error': return `${p} could not be reached or did not accept the sign-in. Try again in a moment.`
     case 'signup_disabled': return `No account on this server uses the email address of that ${p} account, and sign-up is turned off. Ask an administrator to create your account, then sign in with ${p}.`
     case 'try_again': return 'The sign-in was interrupted by another one for the same account. Try again.'
+    case 'rate_limited': return 'Too many sign-ins from your network in the last few minutes. Wait a quarter of an hour, then try again.'
     default: return `Sign-in with ${p} failed because of a problem on this server. Try again; if it keeps happening, tell its administrator.`
   }
 }
