@@ -56,6 +56,15 @@ export interface Config {
   billingSecretKey: string | null
   billingWebhookSecret: string | null
   billingPriceId: string | null
+  /** OAuth sign-in (src/modules/auth/oauth.ts): a provider is on when its client id and secret are both set. */
+  oauthGithubId: string | null
+  oauthGithubSecret: string | null
+  oauthGoogleId: string | null
+  oauthGoogleSecret: string | null
+  /** Base URL standing in for every GitHub endpoint (authorize, token, API), e.g. a fake provider in tests; null: GitHub's own. */
+  oauthGithubUrl: string | null
+  /** Base URL standing in for every Google endpoint (authorize, token, userinfo); null: Google's own. */
+  oauthGoogleUrl: string | null
 }
 
 export interface SecurityThresholds { bounceWarning: number; bounceSuspend: number; complaintWarning: number; complaintSuspend: number; minimumSent: number }
@@ -75,6 +84,15 @@ function securityThresholds(v: string | undefined): SecurityThresholds {
     out[k as keyof SecurityThresholds] = k === 'minimumSent' ? Math.trunc(n) : n / 100
   }
   return out
+}
+
+/** An http(s) base URL without its trailing slash, or null when unset. */
+function baseUrl(name: string, v: string | undefined): string | null {
+  if (!v) return null
+  let u: URL
+  try { u = new URL(v) } catch { throw new ConfigError(`${name} is not a URL: "${v}"`) }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must be an http:// or https:// URL, got "${v}"`)
+  return v.replace(/\/+$/, '')
 }
 
 /** The implicit-TLS submission port when MAILCTL_SMTP_SECURE_PORT is unset (RFC 8314 "submissions"). */
@@ -118,6 +136,12 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_BILLING_SECRET_KEY: 'billingSecretKey',
   MAILCTL_BILLING_WEBHOOK_SECRET: 'billingWebhookSecret',
   MAILCTL_BILLING_PRICE_ID: 'billingPriceId',
+  MAILCTL_OAUTH_GITHUB_ID: 'oauthGithubId',
+  MAILCTL_OAUTH_GITHUB_SECRET: 'oauthGithubSecret',
+  MAILCTL_OAUTH_GOOGLE_ID: 'oauthGoogleId',
+  MAILCTL_OAUTH_GOOGLE_SECRET: 'oauthGoogleSecret',
+  MAILCTL_OAUTH_GITHUB_URL: 'oauthGithubUrl',
+  MAILCTL_OAUTH_GOOGLE_URL: 'oauthGoogleUrl',
 }
 
 export class ConfigError extends Error {}
@@ -208,6 +232,12 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     billingSecretKey: raw.MAILCTL_BILLING_SECRET_KEY ?? null,
     billingWebhookSecret: raw.MAILCTL_BILLING_WEBHOOK_SECRET ?? null,
     billingPriceId: raw.MAILCTL_BILLING_PRICE_ID ?? null,
+    oauthGithubId: raw.MAILCTL_OAUTH_GITHUB_ID || null,
+    oauthGithubSecret: raw.MAILCTL_OAUTH_GITHUB_SECRET || null,
+    oauthGoogleId: raw.MAILCTL_OAUTH_GOOGLE_ID || null,
+    oauthGoogleSecret: raw.MAILCTL_OAUTH_GOOGLE_SECRET || null,
+    oauthGithubUrl: baseUrl('MAILCTL_OAUTH_GITHUB_URL', raw.MAILCTL_OAUTH_GITHUB_URL),
+    oauthGoogleUrl: baseUrl('MAILCTL_OAUTH_GOOGLE_URL', raw.MAILCTL_OAUTH_GOOGLE_URL),
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

@@ -161,6 +161,7 @@ export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: 
   checks.push(await checkPort('smtp inbound port', '0.0.0.0', config.smtpInboundPort))
   checks.push(await checkPort('smtp relay port', '0.0.0.0', config.smtpRelayPort))
   checks.push(checkPublicUrl(config))
+  checks.push((await import('../../src/modules/auth/oauth-providers')).oauthCheck(config))
   checks.push(checkOutbound(config))
   checks.push(...(await checkHostname(config)))
   return { ok: checks.every((c) => c.status !== 'fail'), checks }

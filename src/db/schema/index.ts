@@ -15,6 +15,7 @@ import { outboxTables } from './outbox'
 import { workflowTables } from './workflows'
 import { analyticsTables } from './analytics'
 import { billingTables } from './billing'
+import { oauthTables } from './oauth'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -35,6 +36,7 @@ export function buildSchema(c: Cols) {
     ...workflowTables(c),
     ...analyticsTables(c),
     ...billingTables(c),
+    ...oauthTables(c),
   }
 }
 

@@ -28,6 +28,15 @@ export const FirstRun = t.Object({
 }, { description: 'Whether this server has any user account yet' })
 
 export const OAuthConfig = t.Object({
-  github: t.Boolean({ description: 'GitHub login is configured (not supported by this server: always false)' }),
-  google: t.Boolean({ description: 'Google login is configured (not supported by this server: always false)' }),
-}, { description: 'OAuth providers: mailctl authenticates with email and password only' })
+  github: t.Boolean({ description: 'Sign-in with GitHub is on (MAILCTL_OAUTH_GITHUB_ID and _SECRET are set)' }),
+  google: t.Boolean({ description: 'Sign-in with Google is on (MAILCTL_OAUTH_GOOGLE_ID and _SECRET are set)' }),
+}, { description: 'The OAuth providers the dashboard offers for sign-in' })
+
+export const OAuthProviderParams = t.Object({ provider: t.String({ description: 'github or google' }) })
+
+/** What a provider sends back (RFC 6749 4.1.2); other parameters (error_description, scope, ...) are ignored. */
+export const OAuthCallbackQuery = t.Object({
+  code: t.Optional(t.String({ maxLength: 2048 })),
+  state: t.Optional(t.String({ maxLength: 2048 })),
+  error: t.Optional(t.String({ maxLength: 200 })),
+})

@@ -143,12 +143,7 @@ export async function resetPassword(deps: Deps, token: string, password: string)
   return { success: true, message: 'Password changed; log in again with the new password' }
 }
 
-/** GET /auth/oauth-config: mailctl has no OAuth login; both providers are reported off. */
 /** GET /auth/first-run: true until the first account exists (the dashboard then explains `mailctl user create`). */
 export async function firstRun(deps: Deps): Promise<{ firstRun: boolean }> {
   return { firstRun: !(await users.anyUser(deps.store, deps.store.db)) }
-}
-
-export function oauthConfig(): { github: boolean; google: boolean } {
-  return { github: false, google: false }
 }

@@ -2,6 +2,7 @@ import type { Deps } from '../../deps'
 import pkg from '../../../package.json'
 import type { PublicConfig } from './model'
 import { providerSettings } from '../billing/provider'
+import { providersOn } from '../auth/oauth-providers'
 
 /** GET /config: what a client or the dashboard needs to know about this server; no secrets. */
 export function publicConfig(deps: Deps): PublicConfig {
@@ -14,7 +15,7 @@ export function publicConfig(deps: Deps): PublicConfig {
     features: {
       billing: { enabled: providerSettings(c) !== null },
       storage: { enabled: true },
-      authProviders: { github: false, google: false },
+      authProviders: providersOn(c),
       signup: { disabled: c.signupDisabled },
       smtp: {
         enabled: relay,

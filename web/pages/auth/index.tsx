@@ -18,6 +18,49 @@ function AuthCard({ title, children }: { title: string; children: ReactNode }) {
   )
 }
 
+type OAuthProvider = 'github' | 'google'
+const PROVIDER_LABEL: Record<OAuthProvider, string> = { github: 'GitHub', google: 'Google' }
+
+/**
+ * What the OAuth callback's `?oauth_error=<code>&provider=<name>` means. The messages are the dashboard's
+ * own: the URL only picks one, so a crafted link cannot put words on this page.
+ */
+function oauthErrorMessage(code: string, provider: string | null): string {
+  const p = provider === 'github' || provider === 'google' ? PROVIDER_LABEL[provider] : 'the provider'
+  switch (code) {
+    case 'access_denied': return `Sign-in with ${p} was cancelled. Nothing was changed.`
+    case 'invalid_state': return 'That sign-in expired or was started in another browser or tab. Start it again from this page.'
+    case 'unverified_email': return `${p} did not confirm an email address for that account. Verify your primary email address at ${p}, then try again.`
+    case 'provider_error': return `${p} could not be reached or did not accept the sign-in. Try again in a moment.`
+    case 'signup_disabled': return `No account on this server uses the email address of that ${p} account, and sign-up is turned off. Ask an administrator to create your account, then sign in with ${p}.`
+    case 'try_again': return 'The sign-in was interrupted by another one for the same account. Try again.'
+    case 'rate_limited': return 'Too many sign-ins from your network in the last few minutes. Wait a quarter of an hour, then try again.'
+    default: return `Sign-in with ${p} failed because of a problem on this server. Try again; if it keeps happening, tell its administrator.`
+  }
+}
+
+/** What went wrong on the way back from the provider (/app/?oauth_error=<code>&provider=<name>), if anything. */
+function OAuthError() {
+  const search = new URLSearchParams(useSearch())
+  const error = search.get('oauth_error')
+  if (!error) return null
+  return <div className="alert error" role="alert">{oauthErrorMessage(error, search.get('provider'))}</div>
+}
+
+/** "Sign in with GitHub / Google" for the providers this server has on (GET /auth/oauth-config). */
+function OAuthButtons() {
+  const providers = useQuery({ queryKey: ['oauth-config'], queryFn: () => get<Record<OAuthProvider, boolean>>('/auth/oauth-config') })
+  const on = (Object.keys(PROVIDER_LABEL) as OAuthProvider[]).filter((p) => providers.data?.[p])
+  if (on.length === 0) return null
+  return (
+    <div className="oauth">
+      <p className="or muted small"><span>or</span></p>
+      {/* Plain links, not the router's: the sign-in leaves the app for the server, then the provider. */}
+      {on.map((p) => <a key={p} className="button secondary" href={`/auth/oauth/${p}`}>Sign in with {PROVIDER_LABEL[p]}</a>)}
+    </div>
+  )
+}
+
 const formValues = (e: FormEvent<HTMLFormElement>) => Object.fromEntries(new FormData(e.currentTarget)) as Record<string, string>
 
 /** The screens of a visitor without a session; any other path shows sign-in. */
@@ -51,6 +94,7 @@ export function SignIn() {
   if (firstRun.data?.firstRun) return <FirstRun />
   return (
     <AuthCard title="Sign in">
+      <OAuthError />
       <form onSubmit={(e) => { e.preventDefault(); login.mutate(formValues(e)) }} noValidate>
         <ErrorBox error={login.error} shown={['email', 'password']} />
         <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(login.error, 'email')} />
@@ -60,6 +104,7 @@ export function SignIn() {
           <Link href="/forgot-password">Forgot your password?</Link>
         </div>
       </form>
+      <OAuthButtons />
       {config.data && !config.data.features.signup.disabled && <p className="small">No account yet? <Link href="/signup">Sign up</Link></p>}
     </AuthCard>
   )
@@ -70,6 +115,7 @@ export function FirstRun() {
   const qc = useQueryClient()
   return (
     <AuthCard title="Welcome to mailctl">
+      <OAuthError />
       <p>This server has no accounts yet. Create the first one on the machine that runs mailctl:</p>
       <pre className="code">mailctl user create --email you@example.com</pre>
       <p className="muted small">It asks for a password (or takes <code>--password</code>). Then sign in here with that address; you can create projects and invite your team from the dashboard.</p>
