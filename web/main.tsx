@@ -8,6 +8,7 @@ import { SignedOut, VerifyEmail } from './pages/auth'
 import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
 import { TemplateEditor, TemplatesPage } from './pages/templates'
+import { CampaignPage, CampaignStatsPage, CampaignsPage, NewCampaign } from './pages/campaigns'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 
 const queryClient = new QueryClient({
@@ -100,6 +101,7 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/domains', label: 'Domains' },
   { path: '/contacts', label: 'Contacts' },
   { path: '/templates', label: 'Templates' },
+  { path: '/campaigns', label: 'Campaigns' },
   { path: '/settings', label: 'Settings', managers: true },
   { path: '/keys', label: 'API keys', managers: true },
   { path: '/members', label: 'Members' },
@@ -144,6 +146,10 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
             <Route path="/templates"><TemplatesPage project={project} /></Route>
             <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
+            <Route path="/campaigns"><CampaignsPage project={project} /></Route>
+            <Route path="/campaigns/new"><NewCampaign project={project} /></Route>
+            <Route path="/campaigns/:id/stats">{(p) => <CampaignStatsPage project={project} id={p.id} />}</Route>
+            <Route path="/campaigns/:id">{(p) => <CampaignPage key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>
