@@ -91,7 +91,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
       <div className="card">
         <h2>Content</h2>
         <div className="row">
-          <Field label="Name" value={name} onChange={(e) => setName(e.target.value)} hint="Only you see it" error={fieldError(save.error, 'name')} />
+          <Field label="Name" value={name} onChange={(e) => setName(e.target.value)} error={fieldError(save.error, 'name')} />
           {(templates.data?.data.length ?? 0) > 0 && (
             <div className="field">
               <span><label htmlFor={`${id}-tpl`}>Start from a template</label></span>

@@ -88,7 +88,8 @@ const HOUR = 3_600_000
 function rangeOf(c: Campaign): { from: string; interval: 'hour' | 'day' } {
   // No email of the campaign is older than the campaign.
   const since = new Date(c.createdAt).getTime()
-  if (Date.now() - since <= 3 * 24 * HOUR) return { from: new Date(Math.floor(since / HOUR) * HOUR).toISOString(), interval: 'hour' }
+  // At least the last 12 hours, so that a campaign of this hour is a line and not one lone point.
+  if (Date.now() - since <= 3 * 24 * HOUR) return { from: new Date(Math.floor(Math.min(since, Date.now() - 12 * HOUR) / HOUR) * HOUR).toISOString(), interval: 'hour' }
   return { from: new Date(Math.max(since, Date.now() - 399 * 24 * HOUR)).toISOString(), interval: 'day' }
 }
 
