@@ -209,12 +209,13 @@ export function useAudienceCount(project: Project, audience: Audience, enabled =
 
 function AudienceSize({ project, audience }: { project: Project; audience: Audience }) {
   const count = useAudienceCount(project, audience)
-  const n = count.data
+  // The count of the audience as it was a moment ago is not shown for one that cannot be counted yet.
+  const n = countable(audience) ? count.data : undefined
   return (
     <div className="audience-size" aria-live="polite">
       {!countable(audience) && <p className="muted small">Complete the audience to see how many contacts it reaches.</p>}
       {countable(audience) && count.isPending && <p className="muted small">Counting…</p>}
-      {count.error ? <p className="err small">The audience cannot be counted yet: {(count.error as Error).message}</p> : null}
+      {count.error && countable(audience) ? <p className="err small">The audience cannot be counted yet: {(count.error as Error).message}</p> : null}
       {n && (
         <p data-testid="audience-count">
           <strong>{n.recipients.toLocaleString()}</strong> recipient{n.recipients === 1 ? '' : 's'} now

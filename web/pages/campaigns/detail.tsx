@@ -73,7 +73,7 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
       )}
       {k.status === 'SENDING' && <LiveView project={project} campaign={k} />}
       {(k.status === 'DRAFT' || k.status === 'SCHEDULED' || k.status === 'SENDING') && <TestSend project={project} id={id} />}
-      {(k.status === 'DRAFT' || k.status === 'SCHEDULED') && <CampaignForm key={k.updatedAt} project={project} campaign={k} />}
+      {(k.status === 'DRAFT' || k.status === 'SCHEDULED') && <CampaignForm key={k.id} project={project} campaign={k} />}
       {(k.status === 'SENT' || k.status === 'CANCELLED') && <CampaignResults project={project} campaign={k} />}
     </div>
   )
