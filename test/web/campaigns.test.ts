@@ -8,6 +8,7 @@ import { campaignSendJob } from '../../src/modules/campaigns/jobs'
 import { mxTo, pipelineFor } from '../modules/emails/fixture'
 import { chromiumAvailable, shot } from './browser'
 import { dashboardSuite } from './fixture'
+import { zonedToUtc } from '../../web/pages/campaigns/schedule'
 
 setDefaultTimeout(120_000)
 
@@ -24,6 +25,19 @@ mxTo(dns, 'dest.test')
 
 /** A sunk message's body with quoted-printable soft breaks and `=3D` undone (enough to find its URLs). */
 const unfold = (raw: Buffer) => raw.toString('utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '=')
+
+test('scheduling: a wall-clock time in a zone becomes the right UTC instant, across summer time and half-hour zones', () => {
+  const at = (date: string, time: string, zone: string) => zonedToUtc(date, time, zone)?.toISOString() ?? null
+  expect(at('2027-01-15', '09:00', 'Europe/Paris')).toBe('2027-01-15T08:00:00.000Z')
+  expect(at('2027-07-15', '09:00', 'Europe/Paris')).toBe('2027-07-15T07:00:00.000Z')
+  // New York moves to summer time at 02:00 on 2027-03-14: 03:30 is then UTC-4.
+  expect(at('2027-03-14', '03:30', 'America/New_York')).toBe('2027-03-14T07:30:00.000Z')
+  expect(at('2027-03-13', '03:30', 'America/New_York')).toBe('2027-03-13T08:30:00.000Z')
+  expect(at('2027-05-01', '10:00', 'Asia/Kolkata')).toBe('2027-05-01T04:30:00.000Z')
+  expect(at('2027-05-01', '10:00', 'UTC')).toBe('2027-05-01T10:00:00.000Z')
+  expect(at('2027-05-01', '', 'UTC')).toBeNull()
+  expect(at('tomorrow', '10:00', 'UTC')).toBeNull()
+})
 
 describe.skipIf(!available)('campaign pages in Chromium', () => {
   const d = dashboardSuite({ dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct' })

@@ -119,16 +119,18 @@ function LiveView({ project, campaign }: { project: Project; campaign: Campaign 
   const [rate, setRate] = useState<number | null>(null)
   const s = stats.data
   const out = s ? s.sent + s.bounced + s.failed : 0
+  const at = stats.dataUpdatedAt
+  // One sample per answer (also when the counts did not change: the rate then falls).
   useEffect(() => {
-    if (!s) return
-    const now = Date.now()
+    if (!at) return
+    const now = at
     const list = samples.current
     list.push({ t: now, out })
     // The rate over the last 10 seconds of samples.
     while (list.length > 2 && now - list[0].t > 10_000) list.shift()
     const first = list[0]
     setRate(now - first.t >= 1_000 ? ((out - first.out) * 1000) / (now - first.t) : null)
-  }, [s, out])
+  }, [at, out])
   const total = audience.data?.matching
   return (
     <section className="card" aria-labelledby="live-h">
