@@ -197,6 +197,20 @@ describe.skipIf(!available)('campaign pages in Chromium', () => {
     await shot(page, 'campaigns-09-duplicate')
   })
 
+  test('the composer starts from a template: its subject, body and sender fill the form', async () => {
+    const { page } = d
+    const t = await d.api('POST', '/templates', { name: 'Monthly news', subject: 'News for {{name}}', body: '<h2>This month</h2><p>Hi {{name}}</p>', from: 'letters@shop.test', fromName: 'Shop letters' })
+    expect(t.status).toBeLessThan(300)
+    await d.open('/campaigns/new')
+    await page.getByLabel('Start from a template').selectOption({ label: 'Monthly news' })
+    expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('News for {{name}}')
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('Monthly news')
+    expect(await page.getByLabel('Sender address').inputValue()).toBe('letters')
+    expect(await page.getByLabel('Sender name').inputValue()).toBe('Shop letters')
+    expect(await page.frameLocator('iframe[title="Preview of the email"]').locator('h2').textContent()).toBe('This month')
+    expect(await page.getByLabel('HTML source').inputValue()).toBe('<h2>This month</h2><p>Hi {{name}}</p>')
+  })
+
   test('the list filters by status and searches', async () => {
     const { page } = d
     await d.open('/campaigns')
