@@ -124,7 +124,15 @@ describe.skipIf(!available)('campaign pages in Chromium', () => {
     await shot(page, 'campaigns-05-sending')
     await d.a11y('campaigns: sending')
 
-    await new Worker(d.env.deps, [campaignSendJob()]).drain()
+    // The fan-out in batches of 2, held after its first batch: the page shows the progress so far.
+    let release = () => {}
+    const gate = new Promise<void>((resolve) => { release = resolve })
+    const fanOut = new Worker(d.env.deps, [campaignSendJob({ batchSize: 2, afterBatch: async (b) => { if (b.index === 1) await gate } })]).drain()
+    await page.getByText('Audience handled: 2 of 5').waitFor()
+    await page.getByText('Mail out: 0 of 2 queued').waitFor()
+    await shot(page, 'campaigns-05b-sending-progress')
+    release()
+    await fanOut
     await pipelineFor(d.env).drain()
     const mine = () => sink.received.filter((m) => m.to.some((t) => ['ann@dest.test', 'bob@dest.test', 'cat@dest.test'].includes(t)))
     await until(() => mine().length === 3, 60_000, 'the three campaign messages in the sink', 50)
