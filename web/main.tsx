@@ -8,6 +8,7 @@ import { SignedOut, VerifyEmail } from './pages/auth'
 import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
 import { TemplateEditor, TemplatesPage } from './pages/templates'
+import { CampaignPage, CampaignStatsPage, CampaignsPage, NewCampaign } from './pages/campaigns'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 import { AnalyticsPage, SecurityPage, UsagePage } from './pages/analytics'
 
@@ -101,6 +102,7 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/domains', label: 'Domains' },
   { path: '/contacts', label: 'Contacts' },
   { path: '/templates', label: 'Templates' },
+  { path: '/campaigns', label: 'Campaigns' },
   { path: '/analytics', label: 'Analytics' },
   { path: '/security', label: 'Security' },
   { path: '/usage', label: 'Usage' },
@@ -148,6 +150,10 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
             <Route path="/templates"><TemplatesPage project={project} /></Route>
             <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
+            <Route path="/campaigns"><CampaignsPage project={project} /></Route>
+            <Route path="/campaigns/new"><NewCampaign project={project} /></Route>
+            <Route path="/campaigns/:id/stats">{(p) => <CampaignStatsPage project={project} id={p.id} />}</Route>
+            <Route path="/campaigns/:id">{(p) => <CampaignPage key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/analytics"><AnalyticsPage project={project} /></Route>
             <Route path="/security"><SecurityPage project={project} /></Route>
             <Route path="/usage"><UsagePage project={project} /></Route>

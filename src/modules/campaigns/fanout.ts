@@ -75,7 +75,7 @@ export function campaignEmail(
 }
 
 /** The audience as a condition over `contacts` (null: every contact of the project). */
-export async function audienceWhere(ctx: Ctx, row: repo.CampaignRow): Promise<SQL | null> {
+export async function audienceWhere(ctx: Ctx, row: Pick<repo.CampaignRow, 'audienceType' | 'segmentId' | 'audienceCondition'>): Promise<SQL | null> {
   let tree: FilterTree | null = null
   if (row.audienceType === 'SEGMENT') {
     // A segment, DYNAMIC (its condition) or STATIC (its member list), through the engine's segment predicate.

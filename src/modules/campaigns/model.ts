@@ -150,3 +150,34 @@ export const TestResult = t.Object({
   message: t.String(),
 })
 export type TestResult = Static<typeof TestResult>
+
+/** POST /campaigns/audience/count: an audience, saved or not yet (the composer's live count). */
+export const AudienceBody = t.Object({
+  type: t.Optional(TypeField),
+  audienceType: AudienceField,
+  segmentId: OptSegmentId,
+  audienceCondition: t.Optional(Condition),
+})
+export type AudienceInput = Static<typeof AudienceBody>
+
+export const AudienceCount = t.Object({
+  matching: t.Integer({ description: 'Contacts the audience selects' }),
+  recipients: t.Integer({ description: 'Of those, the ones a send now would mail: matching minus the two skipped counts' }),
+  skippedUnsubscribed: t.Integer({ description: 'MARKETING: matching contacts not subscribed (0 for other types)' }),
+  skippedSuppressed: t.Integer({ description: 'Matching contacts (subscribed ones for MARKETING) whose address is on the suppression list' }),
+})
+export type AudienceCount = Static<typeof AudienceCount>
+
+export const LinksQuery = t.Object({
+  limit: positiveIntQuery('limit', '1 to 100, default 10; larger values are clamped to 100'),
+})
+
+export const CampaignLinks = t.Object({
+  campaignId: t.String(),
+  data: t.Array(t.Object({
+    url: t.String({ description: 'The link as written in the campaign (after rendering)' }),
+    clicks: t.Integer({ description: 'Every tracked click on it' }),
+    uniqueClicks: t.Integer({ description: 'Emails with at least one click on it' }),
+  })),
+})
+export type CampaignLinks = Static<typeof CampaignLinks>

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt, gte, inArray, isNotNull, isNull, lte, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /** The only SQL of the campaigns module. Every function that reads tenant data takes the project id. */
@@ -191,4 +191,42 @@ export async function reservePacing(store: Store, db: Db, projectId: string, spa
   const [row] = await db.insert(p).values({ projectId, nextAt: new Date(now.getTime() + span) })
     .onConflictDoUpdate({ target: p.projectId, set: { nextAt: next } }).returning({ nextAt: p.nextAt })
   return new Date(new Date(row.nextAt).getTime() - span)
+}
+
+/**
+ * The audience counted the way the fan-out walks it, in one statement: contacts matching `where`, the
+ * ones not subscribed (counted only when `marketing`: the fan-out skips them) and, among those it would
+ * mail, the ones whose address is suppressed.
+ */
+export async function audienceBreakdown(store: Store, db: Db, projectId: string, where: SQL | null, marketing: boolean): Promise<{ matching: number; unsubscribed: number; suppressed: number }> {
+  const { contacts: c, suppressions: s } = store.t
+  const conds: SQL[] = [eq(c.projectId, projectId)]
+  if (where) conds.push(where)
+  const isSuppressed = sql`EXISTS (SELECT 1 FROM ${s} WHERE ${s.projectId} = ${c.projectId} AND ${s.email} = ${c.email})`
+  const unsub = marketing ? sql`CASE WHEN ${eq(c.subscribed, false)} THEN 1 ELSE 0 END` : sql`0`
+  const supp = marketing
+    ? sql`CASE WHEN ${eq(c.subscribed, true)} AND ${isSuppressed} THEN 1 ELSE 0 END`
+    : sql`CASE WHEN ${isSuppressed} THEN 1 ELSE 0 END`
+  const [row] = await db.select({
+    matching: count(),
+    unsubscribed: sql<number | string | null>`sum(${unsub})`,
+    suppressed: sql<number | string | null>`sum(${supp})`,
+  }).from(c).where(and(...conds))
+  return { matching: Number(row?.matching ?? 0), unsubscribed: Number(row?.unsubscribed ?? 0), suppressed: Number(row?.suppressed ?? 0) }
+}
+
+/**
+ * The links clicked in the campaign's emails, most clicked first: every click (the email.click events,
+ * their `link`) and the emails with at least one click on it. Clicks are read from the project's click
+ * events since the campaign was created (none can be older), joined to the campaign's emails.
+ */
+export async function topLinks(store: Store, db: Db, projectId: string, campaignId: string, since: Date, limit: number): Promise<Array<{ url: string; clicks: number; uniqueClicks: number }>> {
+  const { events: e, emails: m } = store.t
+  const url = store.dialect === 'pg' ? sql<string>`(${e.data}->>'link')` : sql<string>`json_extract(${e.data}, '$.link')`
+  const clicks = sql<number | string>`count(*)`
+  const rows = await db.select({ url, clicks, uniqueClicks: sql<number | string>`count(DISTINCT ${e.emailId})` })
+    .from(e).innerJoin(m, eq(m.id, e.emailId))
+    .where(and(eq(e.projectId, projectId), eq(e.name, 'email.click'), gte(e.createdAt, since), eq(m.projectId, projectId), eq(m.campaignId, campaignId)))
+    .groupBy(url).orderBy(desc(clicks), asc(url)).limit(limit)
+  return rows.filter((r) => typeof r.url === 'string' && r.url !== '').map((r) => ({ url: r.url, clicks: Number(r.clicks), uniqueClicks: Number(r.uniqueClicks) }))
 }

@@ -23,6 +23,10 @@ export function campaignsRoutes(deps: Deps) {
       apiKey: 'secret', body: m.CampaignBody, response: { 200: m.CreateResult },
       detail: { tags, summary: 'Create a campaign', description: `\`{success: true, data}\` with the campaign, status DRAFT. \`type\` defaults to MARKETING. ${AUDIENCE}` },
     })
+    .post('/audience/count', ({ ctx, body }) => service.countAudience(ctx, body), {
+      apiKey: 'secret', body: m.AudienceBody, response: { 200: m.AudienceCount },
+      detail: { tags, summary: 'Count an audience before sending (writes nothing)', description: 'The contacts an audience selects now, and how many a send would skip as not subscribed (MARKETING, the default `type`) or suppressed. The audience rules are those of POST /campaigns (422 VALIDATION_ERROR naming the field).' },
+    })
     .get('', ({ ctx, query }) => service.listCampaigns(ctx, query), {
       apiKey: 'secret', query: m.ListCampaignsQuery, response: { 200: m.CampaignList },
       detail: { tags, summary: 'List campaigns (offset list)', description: `Pages of at most ${m.MAX_PAGE_SIZE}; an unknown \`status\` answers 400.` },
@@ -54,6 +58,10 @@ export function campaignsRoutes(deps: Deps) {
     .get('/:id/stats', ({ ctx, params }) => service.campaignStats(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.CampaignStats },
       detail: { tags, summary: 'Send, delivery, open, click and bounce counts of a campaign, and the skipped contacts' },
+    })
+    .get('/:id/links', ({ ctx, params, query }) => service.campaignLinks(ctx, params.id, query), {
+      apiKey: 'secret', params: m.IdParams, query: m.LinksQuery, response: { 200: m.CampaignLinks },
+      detail: { tags, summary: 'The links clicked in a campaign\'s emails, most clicked first', description: 'Each link with its clicks and its unique clicks (emails with at least one click on it); test emails are not counted.' },
     })
     .post('/:id/test', ({ ctx, params, body }) => service.testCampaign(ctx, params.id, body), {
       apiKey: 'secret', params: m.IdParams, body: m.TestBody, response: { 200: m.TestResult },

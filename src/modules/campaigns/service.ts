@@ -12,7 +12,7 @@ import { checkCap } from '../billing/service'
 import { audienceWhere, campaignEmail } from './fanout'
 import {
   CAMPAIGN_STATUSES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
-  type Campaign, type CampaignInput, type CampaignList, type CampaignStats, type CampaignStatus, type ListCampaignsQuery, type SendInput, type SendResult, type TestInput, type TestResult,
+  type AudienceCount, type AudienceInput, type Campaign, type CampaignInput, type CampaignLinks, type CampaignList, type CampaignStats, type CampaignStatus, type ListCampaignsQuery, type SendInput, type SendResult, type TestInput, type TestResult,
 } from './model'
 import * as repo from './repo'
 
@@ -87,7 +87,7 @@ const normEmail = (e: string) => e.trim().toLowerCase()
  * The audience rules: SEGMENT needs a segment of this project, FILTERED a tree the filter engine accepts
  * (422 naming the bad filter), ALL neither (a segmentId or condition sent with another type is dropped).
  */
-async function checkAudience(ctx: Ctx, input: CampaignInput): Promise<{ segmentId: string | null; audienceCondition: FilterTree | null }> {
+async function checkAudience(ctx: Ctx, input: Pick<CampaignInput, 'audienceType' | 'segmentId' | 'audienceCondition'>): Promise<{ segmentId: string | null; audienceCondition: FilterTree | null }> {
   if (input.audienceType === 'SEGMENT') {
     if (!input.segmentId) throw invalidField('segmentId', 'segmentId: required when audienceType is SEGMENT', 'required')
     const [seg] = await loadSegments(ctx.store, ctx.projectId, [input.segmentId])
@@ -322,4 +322,25 @@ export async function testCampaign(ctx: Ctx, id: string, input: TestInput): Prom
   })
   notifyQueued(ctx.deps)
   return { success: true, data: { id: queued.id ?? '', email }, message: `Test email queued for ${email}` }
+}
+
+/**
+ * POST /campaigns/audience/count: how many contacts an audience (of a campaign saved or not) selects now,
+ * and how many of them a send would skip, counted as the fan-out counts them: not subscribed (MARKETING
+ * only, `type` defaulting to MARKETING), then suppressed. The audience rules are the ones of create (422).
+ * It writes nothing.
+ */
+export async function countAudience(ctx: Ctx, input: AudienceInput): Promise<AudienceCount> {
+  const audience = await checkAudience(ctx, input)
+  const where = await audienceWhere(ctx, { audienceType: input.audienceType, ...audience })
+  const marketing = (input.type ?? 'MARKETING') === 'MARKETING'
+  const n = await repo.audienceBreakdown(ctx.store, ctx.store.db, ctx.projectId, where, marketing)
+  return { matching: n.matching, recipients: Math.max(0, n.matching - n.unsubscribed - n.suppressed), skippedUnsubscribed: n.unsubscribed, skippedSuppressed: n.suppressed }
+}
+
+/** GET /campaigns/:id/links: the links clicked in the campaign's emails, most clicked first (404 for another project's id). */
+export async function campaignLinks(ctx: Ctx, id: string, q: { limit?: number }): Promise<CampaignLinks> {
+  const row = await load(ctx, id)
+  const limit = Math.max(1, Math.min(100, Math.trunc(q.limit ?? 10)))
+  return { campaignId: id, data: await repo.topLinks(ctx.store, ctx.store.db, ctx.projectId, id, row.createdAt, limit) }
 }

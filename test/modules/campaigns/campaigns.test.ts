@@ -340,8 +340,8 @@ forEachStore('campaigns API', (env) => {
     const routes = Object.entries(doc.paths).filter(([path]) => path.startsWith('/campaigns'))
       .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{id\}/, ':id')}`)).sort()
     expect(routes).toEqual([
-      'DELETE /campaigns/:id', 'GET /campaigns', 'GET /campaigns/:id', 'GET /campaigns/:id/stats', 'POST /campaigns',
-      'POST /campaigns/:id/cancel', 'POST /campaigns/:id/duplicate', 'POST /campaigns/:id/send', 'POST /campaigns/:id/test', 'PUT /campaigns/:id',
+      'DELETE /campaigns/:id', 'GET /campaigns', 'GET /campaigns/:id', 'GET /campaigns/:id/links', 'GET /campaigns/:id/stats', 'POST /campaigns',
+      'POST /campaigns/:id/cancel', 'POST /campaigns/:id/duplicate', 'POST /campaigns/:id/send', 'POST /campaigns/:id/test', 'POST /campaigns/audience/count', 'PUT /campaigns/:id',
     ])
   })
 

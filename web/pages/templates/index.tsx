@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { type FormEvent, useId, useMemo, useState } from 'react'
+import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { del, get, patch, post, type Project } from '../../api'
+import { HtmlEditor } from '../../components/html-editor'
 import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 
 interface Template {
@@ -64,28 +65,6 @@ export function TemplatesPage({ project }: { project: Project }) {
   )
 }
 
-/** The variables a template uses: `{{name}}`, `{{data.plan}}`, `{{name | default}}`-like forms, helpers left out. */
-function variablesOf(text: string): string[] {
-  const out = new Set<string>()
-  for (const m of text.matchAll(/\{\{\{?\s*([A-Za-z_][\w.]*)[^}]*\}\}\}?/g)) {
-    if (!['if', 'else', 'each', 'unless', 'with'].includes(m[1])) out.add(m[1])
-  }
-  return [...out]
-}
-
-/** An approximate preview: variables replaced from the sample data, HTML-escaped as Handlebars does. */
-function preview(html: string, sample: Record<string, unknown>): string {
-  const esc = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-  const lookup = (path: string): string => {
-    let v: unknown = sample
-    for (const k of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined
-    return v === undefined || v === null ? '' : String(v)
-  }
-  return html
-    .replace(/\{\{\{\s*([\w.]+)\s*\}\}\}/g, (_, k) => lookup(k))
-    .replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_, k) => esc(lookup(k)))
-}
-
 export function TemplateEditor({ project, id }: { project: Project; id: string }) {
   const tpl = useQuery({ queryKey: ['template', project.id, id], queryFn: () => get<Template>(`/templates/${id}`, project.id) })
   if (tpl.isPending) return <Loading />
@@ -98,11 +77,6 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
   const [, navigate] = useLocation()
   const [body, setBody] = useState(tpl.body)
   const [subject, setSubject] = useState(tpl.subject)
-  const [sampleText, setSampleText] = useState('{\n  "name": "Ada",\n  "email": "ada@example.com"\n}')
-  const bodyId = useId()
-  const sampleId = useId()
-  const sample = useMemo(() => { try { return JSON.parse(sampleText) as Record<string, unknown> } catch { return null } }, [sampleText])
-  const vars = useMemo(() => variablesOf(`${subject}\n${body}`), [subject, body])
   const save = useMutation({
     mutationFn: (b: Record<string, unknown>) => patch<Template>(`/templates/${tpl.id}`, b, project.id),
     onSuccess: (t) => { qc.setQueryData(['template', project.id, tpl.id], t); qc.invalidateQueries({ queryKey: ['templates', project.id] }) },
@@ -136,29 +110,7 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
           <Field label="From" name="from" type="email" defaultValue={tpl.from} error={fieldError(save.error, 'from')} />
         </div>
         <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
-        <div className="editor">
-          <div className="field">
-            <span><label htmlFor={bodyId}>HTML source</label></span>
-            <textarea id={bodyId} className="mono" rows={18} value={body} onChange={(e) => setBody(e.target.value)} aria-invalid={fieldError(save.error, 'body') ? true : undefined} />
-            {fieldError(save.error, 'body') && <span className="err">{fieldError(save.error, 'body')}</span>}
-          </div>
-          <div className="field">
-            <span>Preview</span>
-            {/* sandbox without allow-scripts: the template's HTML cannot run code or reach the dashboard */}
-            <iframe title="Preview of the email" sandbox="" srcDoc={sample ? preview(body, sample) : body} className="preview" />
-          </div>
-        </div>
-        <div className="row">
-          <div className="field" style={{ flex: '1 1 260px' }}>
-            <span><label htmlFor={sampleId}>Sample contact data (JSON)</label></span>
-            <textarea id={sampleId} className="mono" rows={5} value={sampleText} onChange={(e) => setSampleText(e.target.value)} aria-invalid={sample ? undefined : true} />
-            {!sample && <span className="err">Not valid JSON: the preview shows the variables as they are.</span>}
-          </div>
-          <div className="field" style={{ flex: '1 1 260px' }}>
-            <span>Variables used</span>
-            {vars.length === 0 ? <span className="muted small">None</span> : <ul className="small">{vars.map((v) => <li key={v}><code>{v}</code>{sample && !(v.split('.')[0] in sample) && <span className="muted"> (not in the sample)</span>}</li>)}</ul>}
-          </div>
-        </div>
+        <HtmlEditor subject={subject} body={body} onBody={setBody} error={fieldError(save.error, 'body')} />
         <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
       </form>
     </div>

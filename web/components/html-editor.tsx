@@ -1,0 +1,62 @@
+import { useId, useMemo, useState } from 'react'
+
+/** The variables a template uses: `{{name}}`, `{{data.plan}}`, `{{name | default}}`-like forms, helpers left out. */
+export function variablesOf(text: string): string[] {
+  const out = new Set<string>()
+  for (const m of text.matchAll(/\{\{\{?\s*([A-Za-z_][\w.]*)[^}]*\}\}\}?/g)) {
+    if (!['if', 'else', 'each', 'unless', 'with'].includes(m[1])) out.add(m[1])
+  }
+  return [...out]
+}
+
+/** An approximate preview: variables replaced from the sample data, HTML-escaped as Handlebars does. */
+export function preview(html: string, sample: Record<string, unknown>): string {
+  const esc = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+  const lookup = (path: string): string => {
+    let v: unknown = sample
+    for (const k of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined
+    return v === undefined || v === null ? '' : String(v)
+  }
+  return html
+    .replace(/\{\{\{\s*([\w.]+)\s*\}\}\}/g, (_, k) => lookup(k))
+    .replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_, k) => esc(lookup(k)))
+}
+
+/**
+ * The HTML source of an email next to its live preview (a sandboxed iframe), with sample contact data for
+ * the variables and the list of variables used (templates and campaigns).
+ */
+export function HtmlEditor({ subject, body, onBody, error }: { subject: string; body: string; onBody: (body: string) => void; error?: string }) {
+  const [sampleText, setSampleText] = useState('{\n  "name": "Ada",\n  "email": "ada@example.com"\n}')
+  const bodyId = useId()
+  const sampleId = useId()
+  const sample = useMemo(() => { try { return JSON.parse(sampleText) as Record<string, unknown> } catch { return null } }, [sampleText])
+  const vars = useMemo(() => variablesOf(`${subject}\n${body}`), [subject, body])
+  return (
+    <>
+      <div className="editor">
+        <div className="field">
+          <span><label htmlFor={bodyId}>HTML source</label></span>
+          <textarea id={bodyId} className="mono" rows={18} value={body} onChange={(e) => onBody(e.target.value)} aria-invalid={error ? true : undefined} aria-describedby={error ? `${bodyId}-err` : undefined} />
+          {error && <span id={`${bodyId}-err`} className="err">{error}</span>}
+        </div>
+        <div className="field">
+          <span>Preview</span>
+          {/* sandbox without allow-scripts: the template's HTML cannot run code or reach the dashboard */}
+          <iframe title="Preview of the email" sandbox="" srcDoc={sample ? preview(body, sample) : body} className="preview" />
+        </div>
+      </div>
+      <div className="row">
+        <div className="field" style={{ flex: '1 1 260px' }}>
+          <span><label htmlFor={sampleId}>Sample contact data (JSON)</label></span>
+          <textarea id={sampleId} className="mono" rows={5} value={sampleText} onChange={(e) => setSampleText(e.target.value)} aria-invalid={sample ? undefined : true} />
+          {!sample && <span className="err">Not valid JSON: the preview shows the variables as they are.</span>}
+        </div>
+        <div className="field" style={{ flex: '1 1 260px' }}>
+          <span>Variables used</span>
+          {vars.length === 0 ? <span className="muted small">None</span> : <ul className="small">{vars.map((v) => <li key={v}><code>{v}</code>{sample && !(v.split('.')[0] in sample) && <span className="muted"> (not in the sample)</span>}</li>)}</ul>}
+        </div>
+      </div>
+    </>
+  )
+}

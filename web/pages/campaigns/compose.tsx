@@ -1,0 +1,140 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { type FormEvent, useId, useState } from 'react'
+import { Link, useLocation } from 'wouter'
+import { call, type Domain, get, post, type Project } from '../../api'
+import { HtmlEditor } from '../../components/html-editor'
+import { ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
+import { AudiencePicker } from './audience'
+import type { Audience, Campaign, CampaignInput } from './types'
+
+interface Template { id: string; name: string; subject: string; body: string; from: string; fromName: string | null; replyTo: string | null; type: string }
+
+const STARTER = '<h1>Hello {{name}},</h1>\n<p>Write your message here.</p>\n<p><a href="https://example.com">Read more</a></p>\n<p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>'
+
+/** The fields the form highlights with the API's own message. */
+const SHOWN = ['name', 'subject', 'from', 'fromName', 'replyTo', 'body', 'segmentId', 'audienceCondition', 'type']
+
+export function NewCampaign({ project }: { project: Project }) {
+  return (
+    <div>
+      <PageHead title="New campaign" />
+      <p className="small muted"><Link href="/campaigns">← All campaigns</Link></p>
+      <CampaignForm project={project} />
+    </div>
+  )
+}
+
+/**
+ * The composer: content (from scratch or a template), the sender on a verified domain, and the audience.
+ * Without `campaign` it creates a DRAFT and opens it; with one it replaces it (DRAFT or SCHEDULED).
+ */
+export function CampaignForm({ project, campaign }: { project: Project; campaign?: Campaign }) {
+  const qc = useQueryClient()
+  const [, navigate] = useLocation()
+  const id = useId()
+  const domains = useQuery({ queryKey: ['domains', project.id], queryFn: () => get<Domain[]>(`/domains/project/${project.id}`, project.id) })
+  const templates = useQuery({ queryKey: ['templates', project.id, 'all'], queryFn: () => get<{ data: Template[] }>('/templates?pageSize=100&sort=name&dir=asc', project.id) })
+  const [name, setName] = useState(campaign?.name ?? '')
+  const [subject, setSubject] = useState(campaign?.subject ?? '')
+  const [body, setBody] = useState(campaign?.body ?? STARTER)
+  const [local, setLocal] = useState(campaign ? campaign.from.split('@')[0] : 'hello')
+  const [domain, setDomain] = useState(campaign ? campaign.from.split('@')[1] ?? '' : '')
+  const [fromName, setFromName] = useState(campaign?.fromName ?? '')
+  const [replyTo, setReplyTo] = useState(campaign?.replyTo ?? '')
+  const [audience, setAudience] = useState<Audience>({
+    type: campaign?.type ?? 'MARKETING', audienceType: campaign?.audienceType ?? 'ALL',
+    segmentId: campaign?.segmentId ?? null, audienceCondition: campaign?.audienceCondition ?? null,
+  })
+  const verified = (domains.data ?? []).filter((d) => d.verified)
+  const chosen = domain || verified[0]?.domain || ''
+  const save = useMutation({
+    mutationFn: (input: CampaignInput) => campaign
+      ? call<Campaign>('PUT', `/campaigns/${campaign.id}`, { body: input, project: project.id })
+      : post<{ data: Campaign }>('/campaigns', input, project.id).then((r) => r.data),
+    onSuccess: async (c) => {
+      qc.setQueryData(['campaign', project.id, c.id], c)
+      await qc.invalidateQueries({ queryKey: ['campaigns', project.id] })
+      if (!campaign) navigate(`/campaigns/${c.id}`)
+    },
+  })
+  const applyTemplate = (tid: string) => {
+    const t = templates.data?.data.find((x) => x.id === tid)
+    if (!t) return
+    setSubject(t.subject)
+    setBody(t.body)
+    if (!name) setName(t.name)
+    const [l, d] = t.from.split('@')
+    if (verified.some((v) => v.domain === d)) { setLocal(l); setDomain(d) }
+    if (t.fromName) setFromName(t.fromName)
+    if (t.replyTo) setReplyTo(t.replyTo)
+  }
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    save.mutate({
+      name: name.trim(), subject, body, from: `${local.trim()}@${chosen}`, fromName: fromName.trim() || null, replyTo: replyTo.trim() || null,
+      type: audience.type, audienceType: audience.audienceType,
+      segmentId: audience.audienceType === 'SEGMENT' ? audience.segmentId : null,
+      ...(audience.audienceType === 'FILTERED' ? { audienceCondition: audience.audienceCondition } : {}),
+    })
+  }
+  if (domains.isPending) return <Loading />
+  const fromError = fieldError(save.error, 'from')
+  return (
+    <form onSubmit={submit} noValidate aria-label={campaign ? 'Edit the campaign' : 'New campaign'}>
+      <ErrorBox error={domains.error ?? save.error} shown={SHOWN} />
+      {save.isSuccess && campaign && <div className="alert ok" role="status">Saved.</div>}
+      {verified.length === 0 && (
+        <div className="alert warn" role="alert">
+          A campaign is sent from a verified domain, and this project has none yet. <Link href="/domains">Add and verify a domain</Link> first.
+        </div>
+      )}
+      <div className="card">
+        <h2>Content</h2>
+        <div className="row">
+          <Field label="Name" value={name} onChange={(e) => setName(e.target.value)} error={fieldError(save.error, 'name')} />
+          {(templates.data?.data.length ?? 0) > 0 && (
+            <div className="field">
+              <span><label htmlFor={`${id}-tpl`}>Start from a template</label></span>
+              <select id={`${id}-tpl`} value="" onChange={(e) => applyTemplate(e.target.value)}>
+                <option value="">Choose a template…</option>
+                {templates.data?.data.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+              </select>
+            </div>
+          )}
+          <div className="field">
+            <span><label htmlFor={`${id}-type`}>Type</label></span>
+            <select id={`${id}-type`} value={audience.type} onChange={(e) => setAudience({ ...audience, type: e.target.value })}>
+              <option value="MARKETING">Marketing (subscribed contacts only)</option>
+              <option value="TRANSACTIONAL">Transactional</option>
+              <option value="HEADLESS">Headless</option>
+            </select>
+          </div>
+        </div>
+        <div className="row">
+          <div className="field">
+            <span><label htmlFor={`${id}-local`}>Sender address</label></span>
+            <span className="sender">
+              <input id={`${id}-local`} value={local} onChange={(e) => setLocal(e.target.value)} aria-invalid={fromError ? true : undefined}
+                aria-describedby={fromError ? `${id}-from-err` : undefined} autoComplete="off" />
+              <span aria-hidden="true">@</span>
+              <select aria-label="Sender domain" value={chosen} onChange={(e) => setDomain(e.target.value)}>
+                {chosen && !verified.some((d) => d.domain === chosen) && <option value={chosen}>{chosen} (not verified)</option>}
+                {verified.map((d) => <option key={d.id} value={d.domain}>{d.domain}</option>)}
+              </select>
+            </span>
+            {fromError && <span id={`${id}-from-err`} className="err">{fromError}</span>}
+          </div>
+          <Field label="Sender name" value={fromName} onChange={(e) => setFromName(e.target.value)} placeholder="Acme" error={fieldError(save.error, 'fromName')} />
+          <Field label="Reply-to" type="email" value={replyTo} onChange={(e) => setReplyTo(e.target.value)} placeholder="optional" error={fieldError(save.error, 'replyTo')} />
+        </div>
+        <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
+        <HtmlEditor subject={subject} body={body} onBody={setBody} error={fieldError(save.error, 'body')} />
+      </div>
+      <AudiencePicker project={project} value={audience} onChange={setAudience} error={save.error} />
+      <div className="row">
+        <button type="submit" disabled={save.isPending || verified.length === 0}>{save.isPending ? 'Saving…' : campaign ? 'Save changes' : 'Save draft'}</button>
+        {!campaign && <span className="muted small">You send or schedule it on the next page.</span>}
+      </div>
+    </form>
+  )
+}

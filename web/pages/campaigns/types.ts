@@ -1,0 +1,45 @@
+/** The campaign shapes the dashboard reads (API.md, Campaign; src/modules/campaigns/model.ts). */
+
+export const STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'] as const
+export type Status = (typeof STATUSES)[number]
+
+export interface FilterRow { field: string; operator: string; value?: unknown; unit?: string }
+export interface FilterTree { logic?: string; groups: Array<{ filters?: FilterRow[]; conditions?: FilterTree }> }
+
+export interface Campaign {
+  id: string; name: string; description: string | null; subject: string; body: string; from: string
+  fromName: string | null; replyTo: string | null; type: string; status: Status
+  audienceType: 'ALL' | 'SEGMENT' | 'FILTERED'; audienceCondition: FilterTree | null; segmentId: string | null
+  scheduledFor: string | null; totalRecipients: number; sentCount: number; deliveredCount: number; openedCount: number
+  clickedCount: number; bouncedCount: number; complainedCount: number; unsubscribedCount: number
+  skippedUnsubscribed: number; skippedSuppressed: number; sentAt: string | null; createdAt: string; updatedAt: string
+}
+export interface CampaignList { data: Campaign[]; page: number; pageSize: number; total: number; totalPages: number }
+
+export interface CampaignStats {
+  campaignId: string; status: Status; totalRecipients: number; queued: number; pending: number; sent: number
+  delivered: number; opened: number; clicked: number; bounced: number; complained: number; failed: number
+  unsubscribed: number; skippedUnsubscribed: number; skippedSuppressed: number
+}
+
+export interface AudienceCount { matching: number; recipients: number; skippedUnsubscribed: number; skippedSuppressed: number }
+export interface Audience { type: string; audienceType: Campaign['audienceType']; segmentId: string | null; audienceCondition: FilterTree | null }
+
+export interface LinkStat { url: string; clicks: number; uniqueClicks: number }
+
+export interface Segment { id: string; name: string; type: string; memberCount: number }
+export interface FieldInfo { field: string; label: string; kind: string; types?: string[]; operators: string[] }
+
+export interface TimePoint {
+  start: string; label: string; sent: number; delivered: number; opened: number; uniqueOpened: number; clicked: number
+  uniqueClicked: number; bounced: number; complained: number; unsubscribed: number
+}
+export interface Timeseries { interval: string; timezone: string; from: string; to: string; data: TimePoint[] }
+
+/** The body the API takes for create and replace. */
+export interface CampaignInput {
+  name: string; subject: string; body: string; from: string; fromName: string | null; replyTo: string | null
+  type: string; audienceType: Campaign['audienceType']; segmentId: string | null; audienceCondition?: FilterTree | null
+}
+
+export const statusBadge = (s: string) => (s === 'SENT' ? 'ok' : s === 'CANCELLED' ? 'failed' : s === 'DRAFT' ? '' : 'pending')
