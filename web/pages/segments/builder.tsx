@@ -14,7 +14,7 @@ export type Kind = 'email' | 'subscribed' | 'date' | 'data' | 'event' | 'emailAc
 /** One entry of GET /workflows/fields (`contact`): the field catalogue of the filter engine. */
 export interface FieldInfo { field: string; label: string; kind: Kind; types?: string[]; operators: string[] }
 
-type VType = 'text' | 'number' | 'boolean' | 'date'
+export type VType = 'text' | 'number' | 'boolean' | 'date'
 export interface Row { id: number; field: string; operator: string; raw: string; unit: string; vtype: VType; custom: boolean }
 export interface Group { id: number; filters: Row[]; conditions: Tree | null }
 export interface Tree { id: number; logic: 'AND' | 'OR'; groups: Group[] }
@@ -128,7 +128,7 @@ export function toApi(t: Tree): ApiTree {
 }
 
 /** The value types a data field's operator takes. */
-function valueTypes(op: string): VType[] {
+export function valueTypes(op: string): VType[] {
   if (op === 'contains' || op === 'notContains') return ['text']
   if (op.startsWith('greaterThan') || op.startsWith('lessThan')) return ['number', 'date']
   return ['text', 'number', 'boolean', 'date']
