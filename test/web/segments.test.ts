@@ -115,6 +115,19 @@ describe.skipIf(!available)('segments in Chromium', () => {
     await label('Group 1, condition 2: how many').fill('7')
     await label('Group 1, condition 2: unit').selectOption('days')
     await liveCount('2 contacts match now')
+    // A date field with units: created within the last hour (everyone), then more than a day ago (nobody).
+    await button('Add condition to group 1').click()
+    await label('Group 1, condition 3: field').selectOption('createdAt')
+    expect(await label('Group 1, condition 3: operator').inputValue()).toBe('within')
+    await liveCount('Fix the highlighted conditions')
+    await label('Group 1, condition 3: how many').fill('1')
+    await label('Group 1, condition 3: unit').selectOption('hours')
+    await liveCount('2 contacts match now')
+    await label('Group 1, condition 3: operator').selectOption('olderThan')
+    await label('Group 1, condition 3: unit').selectOption('days')
+    await liveCount('0 contacts match now')
+    await button('Remove group 1, condition 3').click()
+    await liveCount('2 contacts match now')
 
     // A number comparison with a word: the API's 422 names condition.groups.0.conditions.groups.0.filters.0.value.
     await label('Group 1, nested group 1, condition 1: operator').selectOption('greaterThan')
@@ -135,6 +148,9 @@ describe.skipIf(!available)('segments in Chromium', () => {
 
     await label('Group 1, nested group 1, condition 1: operator').selectOption('equals')
     await liveCount('2 contacts match now')
+    // Fixed: the highlight and the save's message go.
+    expect(await label('Group 1, nested group 1, condition 1: value').getAttribute('aria-invalid')).toBeNull()
+    expect(await d.page.getByText('Check the highlighted field').count()).toBe(0)
     await button('Save').click()
     await d.page.getByText('Saved.').waitFor()
     const saved = (await byKey('GET', `/segments/${engagedId}`)).body

@@ -87,7 +87,10 @@ function LiveCount({ count }: { count: ReturnType<typeof useLiveCount> }) {
   )
 }
 
-/** The condition editor with its live count; `error`: the save's error (its field paths highlight conditions). */
+/**
+ * The condition editor with its live count; `error`: the save's error (its field paths highlight conditions).
+ * The pages drop a save's error when the tree changes, so the live count's 422 then shows the paths.
+ */
 function ConditionEditor({ project, tree, setTree, error, segmentId }: { project: Project; tree: Tree; setTree: (t: Tree) => void; error: unknown; segmentId?: string }) {
   const { fields, ready, error: fieldsError } = useFields(project)
   const apiTree = useMemo(() => toApi(tree), [tree])
@@ -142,7 +145,7 @@ export function NewSegment({ project }: { project: Project }) {
           <label><input type="radio" name="type" value="STATIC" checked={type === 'STATIC'} onChange={() => setType('STATIC')} /> Static: a list of contacts you add and remove by email</label>
         </fieldset>
         <div className="check"><input id="new-track" name="track" type="checkbox" /><label htmlFor="new-track">Track membership: emit <code>segment.&lt;slug&gt;.entry</code> and <code>.exit</code> events as contacts join and leave (they can start workflows)</label></div>
-        {type === 'DYNAMIC' && <ConditionEditor project={project} tree={tree} setTree={setTree} error={create.error} />}
+        {type === 'DYNAMIC' && <ConditionEditor project={project} tree={tree} setTree={(t) => { setTree(t); if (create.isError) create.reset() }} error={create.error} />}
         {type === 'STATIC' && <p className="muted">After creating it, add contacts to it by email on its page.</p>}
         <button type="submit" disabled={create.isPending}>{create.isPending ? 'Creating…' : 'Create segment'}</button>
       </form>
@@ -224,7 +227,7 @@ function SegmentView({ project, seg }: { project: Project; seg: Segment }) {
           <Field label="Name" name="name" defaultValue={seg.name} maxLength={100} error={fieldError(save.error, 'name')} />
           <Field label="Description" name="description" defaultValue={seg.description ?? ''} maxLength={500} error={fieldError(save.error, 'description')} />
         </div>
-        {seg.type === 'DYNAMIC' && (tree ? <ConditionEditor project={project} tree={tree} setTree={setTree} error={save.error} segmentId={seg.id} /> : <Loading label="Loading the fields…" />)}
+        {seg.type === 'DYNAMIC' && (tree ? <ConditionEditor project={project} tree={tree} setTree={(t) => { setTree(t); if (save.isError || save.isSuccess) save.reset() }} error={save.error} segmentId={seg.id} /> : <Loading label="Loading the fields…" />)}
         <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
       </form>
       <Members project={project} seg={seg} />
