@@ -7,7 +7,11 @@
  *
  * The first navigation (a cold browser profile and the server bundling the page on its first request)
  * is printed apart from the next five, each a fresh page in the same browser (HTTP cache warm, as for a
- * person coming back), then the bundle size.
+ * person coming back), then the bundle size. The page shows the rows first and the total when its count
+ * arrives (GET /contacts?total=false, then the count apart): both times are printed. They are taken in
+ * the page (performance.now() from the navigation's start, when a MutationObserver first sees the 50th row
+ * and the total), because this process also runs the server: a synchronous SQLite count in it holds up
+ * playwright's messages, so a clock here would stop when the count ends, not when the rows appear.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -50,35 +54,53 @@ try {
   await browser.context.addCookies([{ name: 'mailctl_session', value: token, url: origin }])
 
   const url = `${origin}/app/p/${project.id}/contacts`
+  await browser.context.addInitScript(() => {
+    const w = window as unknown as { rowsAt?: number; totalAt?: number }
+    new MutationObserver(() => {
+      if (w.rowsAt === undefined && document.querySelector('tbody tr:nth-child(50)')) w.rowsAt = performance.now()
+      if (w.totalAt === undefined && /^[\d,]+ contacts/.test(document.querySelector('p[aria-live]')?.textContent ?? '')) w.totalAt = performance.now()
+    }).observe(document, { childList: true, subtree: true, characterData: true })
+  })
   const visit = async () => {
     const page = await browser.context.newPage()
-    const t = performance.now()
     await page.goto(url)
     await page.locator('tbody tr:nth-child(50)').waitFor()
-    const ms = performance.now() - t
     const rows = await page.locator('tbody tr').count()
     const total = await page.getByText(/ contacts$/).textContent()
+    const at = await page.evaluate(() => {
+      const w = window as unknown as { rowsAt: number; totalAt: number }
+      return { rowsAt: w.rowsAt, totalAt: w.totalAt }
+    })
+    const [ms, totalMs] = [at.rowsAt, at.totalAt]
     if (process.env.BENCH_TRACE) {
       const entries = await page.evaluate(() => (performance.getEntriesByType('resource') as PerformanceResourceTiming[]).map((e) => `${e.name.replace(location.origin, '')} start ${e.startTime.toFixed(0)} end ${e.responseEnd.toFixed(0)}`))
       console.log(entries.join('\n'))
     }
     await page.close()
-    return { ms, rows, total }
+    return { ms, rows, total, totalMs }
   }
   const cold = await visit()
-  console.log(`contacts page, first navigation (server bundles /app/, cold profile): ${cold.ms.toFixed(0)} ms to ${cold.rows} rows (${cold.total})`)
+  console.log(`contacts page, first navigation (server bundles /app/, cold profile): ${cold.ms.toFixed(0)} ms to ${cold.rows} rows, ${cold.totalMs.toFixed(0)} ms to the total (${cold.total})`)
   const times: number[] = []
-  for (let i = 0; i < 5; i++) times.push((await visit()).ms)
-  times.sort((a, b) => a - b)
-  console.log(`contacts page, next 5 navigations: median ${times[2].toFixed(0)} ms, worst ${times[4].toFixed(0)} ms to 50 rows (target < 1000 ms)`)
-  const api: number[] = []
+  const totals: number[] = []
   for (let i = 0; i < 5; i++) {
-    const t = performance.now()
-    await fetch(`${origin}/contacts?limit=50`, { headers: { cookie: `mailctl_session=${token}`, 'x-project-id': project.id } }).then((r) => r.arrayBuffer())
-    api.push(performance.now() - t)
+    const v = await visit()
+    times.push(v.ms)
+    totals.push(v.totalMs)
   }
-  api.sort((a, b) => a - b)
-  console.log(`  of which GET /contacts?limit=50 (first page with the total): median ${api[2].toFixed(0)} ms`)
+  times.sort((a, b) => a - b)
+  totals.sort((a, b) => a - b)
+  console.log(`contacts page, next 5 navigations: median ${times[2].toFixed(0)} ms, worst ${times[4].toFixed(0)} ms to 50 rows (target < 1000 ms); the total shown after median ${totals[2].toFixed(0)} ms`)
+  for (const [query, what] of [['limit=50&total=false', 'the rows the page shows first'], ['limit=50', 'first page with the total']]) {
+    const api: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const t = performance.now()
+      await fetch(`${origin}/contacts?${query}`, { headers: { cookie: `mailctl_session=${token}`, 'x-project-id': project.id } }).then((r) => r.arrayBuffer())
+      api.push(performance.now() - t)
+    }
+    api.sort((a, b) => a - b)
+    console.log(`  GET /contacts?${query} (${what}): median ${api[2].toFixed(0)} ms`)
+  }
   const size = await measureWebBundle()
   console.log(`dashboard first load: ${(size.gzip / 1024).toFixed(1)} KB gzip of JS+CSS (${(size.raw / 1024).toFixed(1)} KB raw)`)
   await app.stop()

@@ -7,6 +7,7 @@ import { ErrorBox, Loading } from './components/ui'
 import { SignedOut, VerifyEmail } from './pages/auth'
 import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
+import { NewSegment, SegmentDetail, SegmentsPage } from './pages/segments'
 import { TemplateEditor, TemplatesPage } from './pages/templates'
 import { CampaignPage, CampaignStatsPage, CampaignsPage, NewCampaign } from './pages/campaigns'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
@@ -101,6 +102,7 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/', label: 'Overview' },
   { path: '/domains', label: 'Domains' },
   { path: '/contacts', label: 'Contacts' },
+  { path: '/segments', label: 'Segments' },
   { path: '/templates', label: 'Templates' },
   { path: '/campaigns', label: 'Campaigns' },
   { path: '/analytics', label: 'Analytics' },
@@ -148,6 +150,9 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/domains/:id">{(p) => <DomainDetail project={project} id={p.id} />}</Route>
             <Route path="/contacts"><ContactsPage project={project} /></Route>
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
+            <Route path="/segments"><SegmentsPage project={project} /></Route>
+            <Route path="/segments/new"><NewSegment project={project} /></Route>
+            <Route path="/segments/:id">{(p) => <SegmentDetail project={project} id={p.id} />}</Route>
             <Route path="/templates"><TemplatesPage project={project} /></Route>
             <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
             <Route path="/campaigns"><CampaignsPage project={project} /></Route>

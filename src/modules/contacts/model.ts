@@ -40,6 +40,7 @@ export const ListContactsQuery = t.Object({
   subscribed: t.Optional(t.BooleanString({ description: 'true or false; omitted returns both states' })),
   sort: t.Optional(t.String({ description: 'createdAt (default) or email; anything else falls back to createdAt' })),
   dir: t.Optional(t.String({ description: 'desc (default) or asc; anything else falls back to desc' })),
+  total: t.Optional(t.BooleanString({ description: 'false: the first page without its count (total 0, as on later pages), for a client that shows the rows at once and asks the count apart (the dashboard); default true' })),
 })
 export type ListContactsQuery = Static<typeof ListContactsQuery>
 

@@ -31,7 +31,7 @@ export function contactsRoutes(deps: Deps) {
     .onTransform(prepareBody)
     .get('', ({ ctx, query }) => service.listContacts(ctx, query), {
       apiKey: 'secret', query: m.ListContactsQuery, response: { 200: m.ContactList },
-      detail: { tags, summary: 'List contacts (cursor list)', description: 'Keyset pages: the opaque cursor carries the sort key of the last row, so contacts inserted while paging never shift the pages not yet read. `subscribed=true|false` filters by state; `total` is computed on the first page only.' },
+      detail: { tags, summary: 'List contacts (cursor list)', description: 'Keyset pages: the opaque cursor carries the sort key of the last row, so contacts inserted while paging never shift the pages not yet read. `subscribed=true|false` filters by state; `total` is computed on the first page only, and not at all with `total=false` (0 then).' },
     })
     .post('', async ({ ctx, body, set }) => {
       const contact = await service.createContact(ctx, body)

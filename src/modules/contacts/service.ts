@@ -255,7 +255,7 @@ export function clampLimit(limit: number | undefined, def = DEFAULT_PAGE, max = 
 /**
  * GET /contacts: keyset pages in (createdAt, id) or (email) order. The cursor carries the sort, the
  * direction and the last row's key, so a page never depends on rows inserted since. `total` is counted
- * on the first page only (docs/decisions.md, Lists and pages).
+ * on the first page only (docs/decisions.md, Lists and pages), unless the client says `total=false`.
  */
 export async function listContacts(ctx: Ctx, q: ListContactsQuery) {
   const limit = clampLimit(q.limit)
@@ -266,7 +266,7 @@ export async function listContacts(ctx: Ctx, q: ListContactsQuery) {
   const plan = await listRepo.planSearch(ctx.store, filter)
   const [rows, total] = await Promise.all([
     listRepo.listPage(ctx.store, ctx.projectId, filter, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null, plan),
-    cur ? Promise.resolve(0) : listRepo.countMatching(ctx.store, ctx.projectId, filter, plan),
+    cur || q.total === false ? Promise.resolve(0) : listRepo.countMatching(ctx.store, ctx.projectId, filter, plan),
   ])
   const hasMore = rows.length > limit
   const page = hasMore ? rows.slice(0, limit) : rows

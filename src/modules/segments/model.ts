@@ -58,6 +58,18 @@ export type SegmentOut = Static<typeof Segment>
 
 export const IdParams = t.Object({ id: t.String() })
 
+export const PreviewBody = t.Object({
+  /** Validated by the service, like the condition of POST /segments (flat 400 when it is not an object, 422 with paths when it is bad). */
+  condition: Condition,
+  segmentId: t.Optional(t.String({ maxLength: 64, description: 'The segment being edited: a reference back to it is a cycle, as on PATCH /segments/:id' })),
+})
+export type PreviewBody = Static<typeof PreviewBody>
+
+export const PreviewResult = t.Object({
+  count: t.Integer({ description: 'Contacts of the project the condition matches now' }),
+  countedAt: t.String({ format: 'date-time' }),
+})
+
 export const ContactsQuery = t.Object({
   page: positiveIntQuery('page', '1 to 1000000, default 1', 1_000_000),
   pageSize: positiveIntQuery('pageSize', '1 up, default 20; larger values are clamped to 100'),

@@ -32,6 +32,13 @@ export function segmentsRoutes(deps: Deps) {
       apiKey: 'secret', response: { 200: t.Array(m.Segment) },
       detail: { tags, summary: 'List segments', description: 'Every segment of the project, newest first; a bare array, no pagination.' },
     })
+    .post('/preview', ({ ctx, body }) => service.previewSegment(ctx, body), {
+      apiKey: 'secret', body: m.PreviewBody, response: { 200: m.PreviewResult, 400: m.ErrorBody },
+      detail: {
+        tags, summary: 'Count the contacts a condition matches, without saving anything',
+        description: `Read-only: the live count of a filter tree while it is edited (the dashboard's segment builder). \`condition\` is validated as on POST /segments: 400 \`{error}\` when it is not an object, 422 VALIDATION_ERROR with the path of each bad part (\`condition.groups.0.filters.1.value\`). \`segmentId\` names the segment being edited (404 when it is not one of the project's), so that a reference back to it is refused as a cycle. ${m.CONDITION_DOC}`,
+      },
+    })
     .get('/:id', ({ ctx, params }) => service.getSegment(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.Segment },
       detail: { tags, summary: 'Get a segment with its cached memberCount' },

@@ -9,7 +9,7 @@ import { toContact, upsertContact } from '../contacts/service'
 import type { UsageProvider, UsageRef } from '../contacts/usage'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import { recordOutbox } from '../events/outbox'
-import type { AddMembersBody, CreateSegmentBody, SegmentOut, UpdateSegmentBody } from './model'
+import type { AddMembersBody, CreateSegmentBody, PreviewBody, SegmentOut, UpdateSegmentBody } from './model'
 import * as repo from './repo'
 import type { SegmentRow } from './repo'
 import { segmentUsers, type SegmentUser } from './usage'
@@ -76,7 +76,7 @@ async function countOf(ctx: Ctx, seg: SegmentRow): Promise<number> {
 }
 
 /** Validates a DYNAMIC condition: the flat 400 of the contract (docs/decisions.md, Segments) when it is not an object, a 422 with paths when it is bad. */
-async function checkCondition(ctx: Ctx, raw: unknown, selfSegmentId: string): Promise<{ tree: FilterTree; prepared: PreparedFilter }> {
+async function checkCondition(ctx: Ctx, raw: unknown, selfSegmentId?: string): Promise<{ tree: FilterTree; prepared: PreparedFilter }> {
   if (!isPlainObject(raw)) throw flatError(CONDITION_REQUIRED)
   const prepared = await prepareFilter(ctx, raw, { path: 'condition', selfSegmentId })
   return { tree: cleanTree(raw), prepared }
@@ -112,6 +112,14 @@ export async function createSegment(ctx: Ctx, body: CreateSegmentBody): Promise<
     throw conflict('Another segment was created with the same name at the same time; retry')
   })
   return toSegment(row)
+}
+
+/** POST /segments/preview: how many contacts a condition matches now; nothing is written. */
+export async function previewSegment(ctx: Ctx, body: PreviewBody): Promise<{ count: number; countedAt: string }> {
+  if (body.segmentId !== undefined) await load(ctx, body.segmentId)
+  const { prepared } = await checkCondition(ctx, body.condition, body.segmentId)
+  const count = await countMatching(ctx, prepared)
+  return { count, countedAt: new Date().toISOString() }
 }
 
 /** GET /segments: every segment of the project, newest first. */

@@ -89,6 +89,21 @@ forEachStore('GET /contacts', (env) => {
     expect((await env.request('GET', '/contacts?subscribed=maybe', { key: p.secretKey })).status).toBe(400)
   })
 
+  test('total=false: the same first page without its count (the dashboard asks the count apart); a bad value is 400', async () => {
+    const p = await env.project()
+    await seed(env, p.id, Array.from({ length: 7 }, (_, i) => `t${i}@example.com`))
+    const counted = await env.request('GET', '/contacts?limit=5&subscribed=true', { key: p.secretKey })
+    const fast = await env.request('GET', '/contacts?limit=5&subscribed=true&total=false', { key: p.secretKey })
+    expect(fast.status).toBe(200)
+    expect(counted.body.total).toBe(4)
+    expect(fast.body).toEqual({ ...counted.body, total: 0 })
+    expect((await env.request('GET', '/contacts?search=t1&total=false', { key: p.secretKey })).body).toMatchObject({ total: 0, data: [{ email: 't1@example.com' }] })
+    expect((await env.request('GET', '/contacts?total=true', { key: p.secretKey })).body.total).toBe(7)
+    const bad = await env.request('GET', '/contacts?total=maybe', { key: p.secretKey })
+    expect(bad.status).toBe(400)
+    expect((await env.request('GET', '/contacts?total=false', { key: null })).status).toBe(401)
+  })
+
   test('a bad cursor is 400 BAD_REQUEST', async () => {
     const p = await env.project()
     const r = await env.request('GET', '/contacts?cursor=garbage', { key: p.secretKey })

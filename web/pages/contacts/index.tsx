@@ -12,10 +12,23 @@ export function contactsQuery(projectId: string, search: string, subscribed: str
   const params = new URLSearchParams({ limit: String(PAGE) })
   if (search) params.set('search', search)
   if (subscribed) params.set('subscribed', subscribed)
+  // The rows come without the count (total=false): on a large project the count costs more than the page.
   if (cursor) params.set('cursor', cursor)
+  else params.set('total', 'false')
   return {
     queryKey: ['contacts', projectId, search, subscribed, cursor] as const,
     queryFn: () => get<ContactPage>(`/contacts?${params}`, projectId),
+  }
+}
+
+/** The count of the list, asked once the first rows are shown (a first page of one row carries it). */
+export function contactsTotalQuery(projectId: string, search: string, subscribed: string) {
+  const params = new URLSearchParams({ limit: '1' })
+  if (search) params.set('search', search)
+  if (subscribed) params.set('subscribed', subscribed)
+  return {
+    queryKey: ['contacts', projectId, search, subscribed, 'total'] as const,
+    queryFn: () => get<ContactPage>(`/contacts?${params}`, projectId).then((r) => r.total),
   }
 }
 
@@ -34,8 +47,9 @@ export function ContactsPage({ project }: { project: Project }) {
   }, [typed])
   const cursor = cursors[cursors.length - 1]
   const page = useQuery({ ...contactsQuery(project.id, search, subscribed, cursor), placeholderData: keepPreviousData })
-  const firstTotal = useQuery({ ...contactsQuery(project.id, search, subscribed, null), enabled: cursor !== null })
-  const total = cursor === null ? page.data?.total : firstTotal.data?.total
+  // Asked after the rows: SQLite answers one request at a time, and the rows should not wait for the count.
+  const totalQuery = useQuery({ ...contactsTotalQuery(project.id, search, subscribed), enabled: page.isSuccess && !page.isPlaceholderData })
+  const total = totalQuery.data
   const create = useMutation({
     mutationFn: (body: { email: string; subscribed: boolean }) => post<Contact>('/contacts', body, project.id),
     onSuccess: async () => { setAdding(false); await qc.invalidateQueries({ queryKey: ['contacts', project.id] }) },
@@ -82,7 +96,7 @@ export function ContactsPage({ project }: { project: Project }) {
           : <Empty title="No contacts yet">Add one above, send them with <code>POST /contacts</code>, or track an event for a new address.</Empty>)}
         {rows.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{total !== undefined ? `${total.toLocaleString()} contact${total === 1 ? '' : 's'}` : ''}{page.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{total !== undefined ? `${total.toLocaleString()} contact${total === 1 ? '' : 's'}` : 'Counting…'}{page.isFetching && ' · loading…'}</p>
             <div className="table-wrap"><table>
               <thead><tr><th scope="col">Email</th><th scope="col">Subscription</th><th scope="col">Created</th></tr></thead>
               <tbody>{rows.map((c) => (
