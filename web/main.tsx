@@ -9,6 +9,8 @@ import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
 import { TemplateEditor, TemplatesPage } from './pages/templates'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
+import { ActivityPage, EmailDetail, SuppressionsPage } from './pages/mail'
+import { ToolsPage } from './pages/tools'
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -100,6 +102,9 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/domains', label: 'Domains' },
   { path: '/contacts', label: 'Contacts' },
   { path: '/templates', label: 'Templates' },
+  { path: '/activity', label: 'Activity' },
+  { path: '/suppressions', label: 'Suppressions' },
+  { path: '/tools', label: 'Tools' },
   { path: '/settings', label: 'Settings', managers: true },
   { path: '/keys', label: 'API keys', managers: true },
   { path: '/members', label: 'Members' },
@@ -144,6 +149,10 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
             <Route path="/templates"><TemplatesPage project={project} /></Route>
             <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
+            <Route path="/activity"><ActivityPage project={project} /></Route>
+            <Route path="/emails/:id">{(p) => <EmailDetail project={project} id={p.id} />}</Route>
+            <Route path="/suppressions"><SuppressionsPage project={project} /></Route>
+            <Route path="/tools"><ToolsPage project={project} /></Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>
