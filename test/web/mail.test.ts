@@ -78,6 +78,10 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     await d.a11y('email detail')
     await p.setViewportSize({ width: 390, height: 844 })
     await shot(p, 'mail-05-email-detail-phone')
+    await d.a11y('email detail, phone width')
+    await d.open('/activity')
+    await p.getByRole('link', { name: 'Hello from the dashboard test' }).first().waitFor()
+    await shot(p, 'mail-05b-activity-phone')
     await p.setViewportSize({ width: 1366, height: 768 })
   })
 
@@ -94,7 +98,7 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     await expectAll(rows, (t) => t.includes('Delivered'))
     // Contact: Bob's mail only.
     await p.getByLabel('Type').selectOption('')
-    await p.getByLabel('Contact').fill('bob@plain.test')
+    await p.getByLabel('Contact (email or id)').fill('bob@plain.test')
     await p.getByRole('button', { name: 'Apply' }).click()
     await p.getByRole('link', { name: 'Second message' }).first().waitFor()
     await p.getByRole('link', { name: 'Hello from the dashboard test' }).waitFor({ state: 'detached' })

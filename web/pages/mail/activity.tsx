@@ -56,7 +56,7 @@ export function ActivityPage({ project }: { project: Project }) {
     <div>
       <PageHead title="Activity" />
       <form className="card" onSubmit={applyContact} aria-label="Filters">
-        <div className="row">
+        <div className="row" style={{ alignItems: 'flex-start', marginBottom: '.85rem' }}>
           <div className="field"><span><label htmlFor="f-type">Type</label></span>
             <select id="f-type" value={filters.type} onChange={(e) => set({ type: e.target.value })}>
               <option value="">All types</option>
@@ -74,7 +74,7 @@ export function ActivityPage({ project }: { project: Project }) {
           <Field label="To day" type="date" value={filters.to} min={filters.from || undefined} onChange={(e) => set({ to: e.target.value })} error={fieldError(feed.error, 'to')} />
         </div>
         <div className="row">
-          <Field label="Contact" hint="An email address or a contact id; press Enter to apply" value={contactTyped} placeholder="ada@example.com"
+          <Field label="Contact (email or id)" value={contactTyped} placeholder="ada@example.com"
             onChange={(e) => setContactTyped(e.target.value)} onBlur={() => set({ contact: contactTyped.trim() })} error={fieldError(feed.error, 'contact')} />
           <button type="submit" className="secondary">Apply</button>
           {filtered && <button type="button" className="secondary" onClick={() => { setFilters({ type: '', contact: '', campaignId: '', from: '', to: '' }); setContactTyped('') }}>Clear filters</button>}
@@ -89,7 +89,7 @@ export function ActivityPage({ project }: { project: Project }) {
         {items.length > 0 && (
           <>
             <p className="small muted" aria-live="polite">{total !== undefined && `${total.toLocaleString()} item${total === 1 ? '' : 's'}`}{feed.isFetching && ' · loading…'}</p>
-            <div className="table-wrap"><table>
+            <div className="table-wrap"><table className="stacked">
               <thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Details</th><th scope="col">Contact</th></tr></thead>
               <tbody>{items.map((i) => <FeedRow key={`${i.kind}-${i.id}`} item={i} />)}</tbody>
             </table></div>

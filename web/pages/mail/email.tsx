@@ -81,15 +81,14 @@ export function EmailDetail({ project, id }: { project: Project; id: string }) {
         <ErrorBox error={attempts.error} />
         {attempts.data && attempts.data.data.length === 0 && <Empty title="No delivery attempt yet">The email is queued; the first attempt is made within seconds while the server runs.</Empty>}
         {attempts.data && attempts.data.data.length > 0 && (
-          <div className="table-wrap"><table>
-            <thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Server</th><th scope="col">SMTP reply</th></tr></thead>
+          <div className="table-wrap"><table className="stacked">
+            <thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">SMTP reply and server</th></tr></thead>
             <tbody>{attempts.data.data.map((a) => (
               <tr key={a.attempt}>
                 <td>{a.attempt}</td>
                 <td>{formatDate(a.at)}{a.nextAttemptAt && <div className="small muted">retry {formatDate(a.nextAttemptAt)}</div>}</td>
                 <td><Badge status={OUTCOME[a.outcome]?.tone ?? ''}>{OUTCOME[a.outcome]?.label ?? a.outcome}</Badge></td>
-                <td className="value"><code>{a.host ?? '—'}</code></td>
-                <td className="value"><code>{a.reply ?? '—'}</code></td>
+                <td className="reply"><code>{a.reply ?? '—'}</code>{a.host && <div className="small muted">from <code>{a.host}</code></div>}</td>
               </tr>
             ))}</tbody>
           </table></div>
@@ -106,7 +105,7 @@ export function EmailDetail({ project, id }: { project: Project; id: string }) {
         {(opens.length > 0 || clicks.length > 0) && (
           <>
             <p className="small muted">{opens.length} open{opens.length === 1 ? '' : 's'} · {clicks.length} click{clicks.length === 1 ? '' : 's'}</p>
-            <div className="table-wrap"><table>
+            <div className="table-wrap"><table className="stacked">
               <thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Link</th></tr></thead>
               <tbody>{[...opens, ...clicks].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt)).map((v) => (
                 <tr key={v.id}>

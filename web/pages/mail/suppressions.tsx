@@ -87,7 +87,7 @@ export function SuppressionsPage({ project }: { project: Project }) {
         {rows.length > 0 && (
           <>
             <p className="small muted" aria-live="polite">{cursor === null && page.data ? `${page.data.total.toLocaleString()} address${page.data.total === 1 ? '' : 'es'}` : ''}{page.isFetching && ' · loading…'}</p>
-            <div className="table-wrap"><table>
+            <div className="table-wrap"><table className="stacked">
               <thead><tr><th scope="col">Address</th><th scope="col">Reason</th><th scope="col">Detail</th><th scope="col">Since</th><th scope="col"><span className="sr-only">Actions</span></th></tr></thead>
               <tbody>{rows.map((s) => (
                 <tr key={s.email}>

@@ -12,16 +12,19 @@ interface SendResult {
   data: { emails: Array<{ contact: { id: string; email: string }; email?: string; status: string; reason?: string }>; timestamp: string }
 }
 
-/** The flags of a verify result in a person's words; `good`: the answer that speaks for the address. */
-const FLAGS: Array<{ key: keyof VerifyResult; label: string; good: boolean }> = [
-  { key: 'domainExists', label: 'Domain exists', good: true },
-  { key: 'hasMxRecords', label: 'Accepts mail (MX records)', good: true },
-  { key: 'hasWebsite', label: 'Has a website', good: true },
-  { key: 'isDisposable', label: 'Disposable address', good: false },
-  { key: 'isTypo', label: 'Looks like a typo', good: false },
-  { key: 'isAlias', label: 'Alias or role address', good: false },
-  { key: 'isPlusAddressed', label: 'Plus-addressed (+tag)', good: false },
-  { key: 'isPersonalEmail', label: 'Free personal mailbox', good: true },
+/**
+ * The flags of a verify result in a person's words, with the badge each answer gets: ok (speaks for the
+ * address), failed (a reason not to send), pending (worth a look), '' (neither).
+ */
+const FLAGS: Array<{ key: keyof VerifyResult; label: string; yes: string; no: string }> = [
+  { key: 'domainExists', label: 'Domain exists', yes: 'ok', no: 'failed' },
+  { key: 'hasMxRecords', label: 'Accepts mail (MX records)', yes: 'ok', no: 'failed' },
+  { key: 'hasWebsite', label: 'Has a website', yes: 'ok', no: 'pending' },
+  { key: 'isDisposable', label: 'Disposable address', yes: 'failed', no: 'ok' },
+  { key: 'isTypo', label: 'Looks like a typo', yes: 'failed', no: 'ok' },
+  { key: 'isAlias', label: 'Alias or role address', yes: 'pending', no: 'ok' },
+  { key: 'isPlusAddressed', label: 'Plus-addressed (+tag)', yes: 'pending', no: '' },
+  { key: 'isPersonalEmail', label: 'Free personal mailbox', yes: '', no: '' },
 ]
 
 export function ToolsPage({ project }: { project: Project }) {
@@ -65,7 +68,7 @@ function VerifyTool({ project }: { project: Project }) {
               return (
                 <div key={f.key}>
                   <dt>{f.label}</dt>
-                  <dd><Badge status={v === f.good ? 'ok' : f.good ? 'failed' : 'pending'}>{v ? 'Yes' : 'No'}</Badge></dd>
+                  <dd><Badge status={v ? f.yes : f.no}>{v ? 'Yes' : 'No'}</Badge></dd>
                 </div>
               )
             })}
