@@ -3,6 +3,8 @@ import { startTestDns } from '../helpers/dns'
 import { insertTestDomain } from '../helpers/domains'
 import { byDomain, startSink, tempFailThenAccept } from '../helpers/smtp'
 import { mxTo, pipelineFor } from '../modules/emails/fixture'
+import { decode as decodeQp } from 'libqp'
+import { must } from '../helpers/must'
 import { chromiumAvailable, shot } from './browser'
 import { dashboardSuite } from './fixture'
 
@@ -25,6 +27,8 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
 
   beforeAll(async () => {
     await insertTestDomain(d.env, d.projectId, SENDER, { verified: true })
+    const tracking = await d.api('PATCH', `/users/@me/projects/${d.projectId}`, { trackingEnabled: true })
+    expect(tracking.status).toBe(200)
     pipelineFor(d.env).start()
   })
 
@@ -42,6 +46,7 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     await shot(p, 'mail-01-tools-send-error')
     await p.getByLabel('To', { exact: true }).fill('ada@grey.test')
     await p.getByLabel('From name (optional)').fill('Acme')
+    await p.getByLabel('Body (HTML)').fill('<p>Hello Ada, the <a href="https://docs.example.com/start">docs</a> are ready.</p>')
     await p.getByRole('button', { name: 'Send test' }).click()
     await p.getByText('Queued for ada@grey.test').waitFor()
     expect(await p.getByLabel('To', { exact: true }).getAttribute('aria-invalid')).toBeNull()
@@ -73,7 +78,19 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     expect(headers).toContain('Subject: Hello from the dashboard test')
     expect(headers).toContain(`From: Acme <hello@${SENDER}>`)
     expect(headers).toContain('To: ada@grey.test')
-    expect(sink.received.filter((m) => m.raw.toString('utf8').includes('Hello from the dashboard test'))).toHaveLength(1)
+    const got = sink.received.filter((m) => m.raw.toString('utf8').includes('Hello from the dashboard test'))
+    expect(got).toHaveLength(1)
+    // The recipient opens it and follows the link: the tracked pixel and redirect of the delivered HTML.
+    const html = decodeQp(got[0].raw.toString('latin1')).toString('utf8')
+    const pixel = must(/"(https?:\/\/[^"]*\/t\/o\/[^"]+)"/.exec(html), 'the open pixel')[1]
+    const click = must(/href="(https?:\/\/[^"]*\/t\/c\/[^"]+)"/.exec(html), 'the tracked link')[1]
+    const local = (u: string) => `${d.base}${new URL(u.replace(/&amp;/g, '&')).pathname}${new URL(u.replace(/&amp;/g, '&')).search}`
+    expect((await fetch(local(pixel))).status).toBe(200)
+    const hop = await fetch(local(click), { redirect: 'manual' })
+    expect(hop.headers.get('location')).toBe('https://docs.example.com/start')
+    await p.reload()
+    await p.getByText('1 open · 1 click').waitFor()
+    expect(await p.locator('.card').filter({ hasText: 'Opens and clicks' }).textContent()).toContain('https://docs.example.com/start')
     await shot(p, 'mail-04-email-detail')
     await d.a11y('email detail')
     await p.setViewportSize({ width: 390, height: 844 })
