@@ -193,6 +193,22 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     await p.getByRole('cell', { name: 'carol@plain.test' }).waitFor({ state: 'detached' })
     expect((await d.api('GET', '/suppressions/carol%40plain.test')).status).toBe(404)
   })
+
+  test('"Load more" follows the cursor until the end of the feed', async () => {
+    const many = await d.api('POST', '/v1/send', { from: `hello@${SENDER}`, to: Array.from({ length: 30 }, (_, i) => `reader${i}@plain.test`), subject: 'Newsletter {{n}}', body: '<p>n</p>' })
+    expect(many.status).toBe(200)
+    await d.open('/activity?type=email')
+    const p = page()
+    const rows = p.locator('tbody tr')
+    await p.getByRole('button', { name: 'Load more' }).waitFor()
+    expect(await rows.count()).toBe(25)
+    const total = Number(/([\d,]+) items?/.exec((await p.getByText(/ items?$/).textContent()) ?? '')?.[1].replace(/,/g, ''))
+    expect(total).toBeGreaterThan(25)
+    await p.getByRole('button', { name: 'Load more' }).click()
+    await p.getByText('End of the feed').waitFor()
+    expect(await rows.count()).toBe(total)
+    await shot(p, 'mail-13-activity-load-more')
+  })
 })
 
 /** Every row's text satisfies `ok` (waits for the table to settle on the new filter first). */
