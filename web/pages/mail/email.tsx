@@ -85,7 +85,7 @@ export function EmailDetail({ project, id }: { project: Project; id: string }) {
             <thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">SMTP reply and server</th></tr></thead>
             <tbody>{attempts.data.data.map((a) => (
               <tr key={a.attempt}>
-                <td>{a.attempt}</td>
+                <td data-label="Attempt ">{a.attempt}</td>
                 <td>{formatDate(a.at)}{a.nextAttemptAt && <div className="small muted">retry {formatDate(a.nextAttemptAt)}</div>}</td>
                 <td><Badge status={OUTCOME[a.outcome]?.tone ?? ''}>{OUTCOME[a.outcome]?.label ?? a.outcome}</Badge></td>
                 <td className="reply"><code>{a.reply ?? '—'}</code>{a.host && <div className="small muted">from <code>{a.host}</code></div>}</td>
