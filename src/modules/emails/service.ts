@@ -390,7 +390,10 @@ function headerFields(raw: string): EmailHeaders['fields'] {
   const out: EmailHeaders['fields'] = []
   for (const line of raw.split(/\r?\n/)) {
     if (!line) continue
-    if (/^[ \t]/.test(line) && out.length) out[out.length - 1].value += ` ${line.trim()}`
+    if (/^[ \t]/.test(line) && out.length) {
+      const f = out[out.length - 1]
+      f.value = f.value ? `${f.value} ${line.trim()}` : line.trim()
+    }
     else {
       const i = line.indexOf(':')
       if (i > 0) out.push({ name: line.slice(0, i), value: line.slice(i + 1).trim() })

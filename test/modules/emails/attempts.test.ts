@@ -3,6 +3,8 @@ import { forEachStore } from '../../helpers/env'
 import { byDomain, rejectRecipients, startSink, tempFailThenAccept } from '../../helpers/smtp'
 import { memberOf, ownedProject, verifiedUser, type TestUser } from '../../helpers/accounts'
 import * as emailsRepo from '../../../src/modules/emails/repo'
+import { Worker } from '../../../src/jobs/queue'
+import { campaignSendJob } from '../../../src/modules/campaigns/jobs'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns, verifiedDomain } from './fixture'
 
@@ -113,6 +115,31 @@ forEachStore('GET /emails/:id/attempts and /headers', (env) => {
     expect(head).toContain('X-Order: A-17')
     expect(head).toContain('Subject: Your invoice')
     expect(head).toContain('DKIM-Signature:')
+  })
+
+  test('headers of campaign mail (stored without content): rendered as at delivery, with the one-click unsubscribe headers', async () => {
+    const q = await projectWithDomain(env, dns, `att-camp-${rnd()}.test`)
+    const to = `reader.${rnd()}@dest.test`
+    expect((await env.request('POST', '/contacts', { key: q.secretKey, body: { email: to, subscribed: true, data: { firstName: 'Ada' } } })).status).toBeLessThan(300)
+    const c = await env.request('POST', '/campaigns', { key: q.secretKey, body: { name: 'News', subject: 'News for {{firstName}}', body: '<p>Hi {{firstName}}</p>', from: q.from, audienceType: 'ALL' } })
+    expect(c.status).toBe(200)
+    expect((await env.request('POST', `/campaigns/${c.body.data.id}/send`, { key: q.secretKey, body: {} })).status).toBe(200)
+    await new Worker(env.deps, [campaignSendJob({ batchSize: 10 })]).drain()
+    const feed = await env.request('GET', `/activity?type=email&campaignId=${c.body.data.id}`, { key: q.secretKey })
+    expect(feed.body.data).toHaveLength(1)
+    const id = feed.body.data[0].id as string
+    const res = await env.request('GET', `/emails/${id}/headers`, { key: q.secretKey })
+    expect(res.status).toBe(200)
+    const field = (name: string) => (res.body.fields as Array<{ name: string; value: string }>).find((f) => f.name.toLowerCase() === name.toLowerCase())?.value
+    expect(field('Subject')).toBe('News for Ada')
+    expect(field('List-Unsubscribe-Post')).toBe('List-Unsubscribe=One-Click')
+    expect(field('List-Unsubscribe')).toMatch(/^<http:\/\/localhost:3000\/unsubscribe\/[^>]+>, <mailto:/)
+    expect(field('Feedback-ID')).toBe(`${c.body.data.id}:${q.id}:mailctl`)
+    expect(field('Content-Type')).toContain('multipart/alternative')
+    await pipelineFor(env).drain()
+    const [got] = sink.byMessageId(field('Message-ID') ?? '')
+    const head = got.raw.toString('utf8').split('\r\n\r\n')[0].replace(/\r\n[ \t]+/g, ' ')
+    expect(head).toContain(`List-Unsubscribe: ${field('List-Unsubscribe')}`)
   })
 
   test('errors: an unknown id is 404 NOT_FOUND; a route that does not exist is 404', async () => {
