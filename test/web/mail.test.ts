@@ -5,6 +5,8 @@ import { byDomain, startSink, tempFailThenAccept } from '../helpers/smtp'
 import { mxTo, pipelineFor } from '../modules/emails/fixture'
 import { decode as decodeQp } from 'libqp'
 import { must } from '../helpers/must'
+import { Worker } from '../../src/jobs/queue'
+import { campaignSendJob } from '../../src/modules/campaigns/jobs'
 import { chromiumAvailable, shot } from './browser'
 import { dashboardSuite } from './fixture'
 
@@ -194,6 +196,22 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     expect((await d.api('GET', '/suppressions/carol%40plain.test')).status).toBe(404)
   })
 
+  test('the campaign filter shows only that campaign\'s mail', async () => {
+    expect((await d.api('POST', '/contacts', { email: 'dora@plain.test', subscribed: true })).status).toBeLessThan(300)
+    const c = await d.api('POST', '/campaigns', { name: 'Spring news', subject: 'Spring is here', body: '<p>Spring</p>', from: `hello@${SENDER}`, audienceType: 'ALL' })
+    expect(c.status).toBe(200)
+    expect((await d.api('POST', `/campaigns/${c.body.data.id}/send`, {})).status).toBe(200)
+    await new Worker(d.env.deps, [campaignSendJob({ batchSize: 10 })]).drain()
+    await d.open('/activity')
+    const p = page()
+    await p.getByRole('link', { name: 'Spring is here' }).first().waitFor()
+    await p.getByLabel('Campaign').selectOption({ label: 'Spring news' })
+    await p.getByRole('link', { name: 'Second message' }).waitFor({ state: 'detached' })
+    await expectAll(p.locator('tbody tr'), (t) => t.includes('Spring is here') && t.includes('dora@plain.test'))
+    await shot(p, 'mail-13-activity-campaign')
+    await d.a11y('activity by campaign')
+  })
+
   test('"Load more" follows the cursor until the end of the feed', async () => {
     const many = await d.api('POST', '/v1/send', { from: `hello@${SENDER}`, to: Array.from({ length: 30 }, (_, i) => `reader${i}@plain.test`), subject: 'Newsletter {{n}}', body: '<p>n</p>' })
     expect(many.status).toBe(200)
@@ -207,7 +225,7 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     await p.getByRole('button', { name: 'Load more' }).click()
     await p.getByText('End of the feed').waitFor()
     expect(await rows.count()).toBe(total)
-    await shot(p, 'mail-13-activity-load-more')
+    await shot(p, 'mail-14-activity-load-more')
   })
 })
 
