@@ -12,6 +12,8 @@ import { TemplateEditor, TemplatesPage } from './pages/templates'
 import { CampaignPage, CampaignStatsPage, CampaignsPage, NewCampaign } from './pages/campaigns'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 import { AnalyticsPage, SecurityPage, UsagePage } from './pages/analytics'
+import { ActivityPage, EmailDetail, SuppressionsPage } from './pages/mail'
+import { ToolsPage } from './pages/tools'
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -105,9 +107,12 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/segments', label: 'Segments' },
   { path: '/templates', label: 'Templates' },
   { path: '/campaigns', label: 'Campaigns' },
+  { path: '/activity', label: 'Activity' },
+  { path: '/suppressions', label: 'Suppressions' },
   { path: '/analytics', label: 'Analytics' },
   { path: '/security', label: 'Security' },
   { path: '/usage', label: 'Usage' },
+  { path: '/tools', label: 'Tools' },
   { path: '/settings', label: 'Settings', managers: true },
   { path: '/keys', label: 'API keys', managers: true },
   { path: '/members', label: 'Members' },
@@ -162,6 +167,10 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/analytics"><AnalyticsPage project={project} /></Route>
             <Route path="/security"><SecurityPage project={project} /></Route>
             <Route path="/usage"><UsagePage project={project} /></Route>
+            <Route path="/activity"><ActivityPage project={project} /></Route>
+            <Route path="/emails/:id">{(p) => <EmailDetail project={project} id={p.id} />}</Route>
+            <Route path="/suppressions"><SuppressionsPage project={project} /></Route>
+            <Route path="/tools"><ToolsPage project={project} /></Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>

@@ -80,7 +80,7 @@ forEachStore('outbound delivery', (env) => {
   }
   const eventsOf = async (id: string) => {
     const { events } = env.store.t
-    return env.store.db.select().from(events).where(eq(events.emailId, id))
+    return env.store.db.select().from(events).where(eq(events.emailId, id)).orderBy(events.createdAt, events.id)
   }
   const queueRow = async (id: string) => {
     const { outboundQueue } = env.store.t
@@ -173,7 +173,13 @@ forEachStore('outbound delivery', (env) => {
     expect(main.attempts.filter((a) => a.key === mid(id))).toHaveLength(2)
     const row = await email(id)
     expect(row.attempts).toBe(3)
-    expect((await eventsOf(id)).map((e) => e.name).sort()).toEqual(['email.delivery', 'email.sent'])
+    // Every attempt leaves its SMTP reply: an email.deferred per deferral, then the final outcome's events.
+    const evs = await eventsOf(id)
+    expect(evs.map((e) => e.name).sort()).toEqual(['email.deferred', 'email.deferred', 'email.delivery', 'email.sent'])
+    const deferred = evs.filter((e) => e.name === 'email.deferred').map((e) => e.data)
+    expect(deferred.map((d) => d.attempt)).toEqual([1, 2])
+    for (const d of deferred) expect(d).toMatchObject({ smtpCode: 451, enhancedCode: '4.7.1', emailId: id })
+    expect(must(evs.find((e) => e.name === 'email.delivery'), 'email.delivery').data).toMatchObject({ attempt: 3, smtpCode: 250 })
   })
 
   test('550 at RCPT: hard bounce with the SMTP reply, the address suppressed, no retry, subscription untouched', async () => {
@@ -230,13 +236,15 @@ forEachStore('outbound delivery', (env) => {
     expect(stats.deferred).toBeGreaterThanOrEqual(1)
     expect(stats.nextRetryAt).toBeInstanceOf(Date)
     expect((await deferredEntries(env.store, 100)).map((d) => d.emailId)).toContain(id)
-    expect((await eventsOf(id)).map((e) => e.name)).toEqual([])
+    // The deferral is an event of its own, with the reply and the time of the next attempt.
+    const [deferral] = await eventsOf(id)
+    expect(deferral).toMatchObject({ name: 'email.deferred', data: { attempt: 1, smtpCode: 451, throttled: false, nextAttemptAt: must(q, 'the queue row').runAt.toISOString() } })
     // Once the retry period is over, the next failure gives up: a soft bounce, no suppression.
     const { outboundQueue } = env.store.t
     await env.store.tx((db) => db.update(outboundQueue).set({ runAt: new Date(Date.now() - 1000), expiresAt: new Date(Date.now() - 1000) }).where(eq(outboundQueue.emailId, id)))
     await pipelineFor(env).drain()
     expect(await email(id)).toMatchObject({ status: 'BOUNCED', bounceType: 'soft', attempts: 2 })
-    expect((await eventsOf(id)).map((e) => [e.name, e.data.bounceType, e.data.suppressed])).toEqual([['email.bounce', 'soft', false]])
+    expect((await eventsOf(id)).map((e) => [e.name, e.data.bounceType, e.data.suppressed])).toEqual([['email.deferred', undefined, undefined], ['email.bounce', 'soft', false]])
     expect(await queueRow(id)).toBeNull()
   })
 

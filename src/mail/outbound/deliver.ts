@@ -441,27 +441,8 @@ export class OutboundPipeline {
     return value
   }
 
-  private async message(email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
-    const attachments = email.hasAttachments ? await emailsRepo.loadAttachments(this.deps.store, email.id) : []
-    return {
-      messageId: email.messageId,
-      date: email.createdAt.getTime(),
-      from: { name: email.fromName, address: email.fromAddress },
-      to: { name: email.toName, address: email.toAddress },
-      replyTo: email.replyTo,
-      subject: email.subject,
-      html: email.html,
-      text: email.text,
-      headers: email.headers,
-      attachments: attachments.filter((a) => a.content !== null).map((a) => ({
-        filename: a.filename, content: a.content as string, contentType: a.contentType, disposition: a.disposition,
-        ...(a.contentId ? { contentId: a.contentId } : {}),
-      })),
-      listUnsubscribe: email.listUnsubscribe && email.contactId
-        ? listUnsubscribeHeaders(this.deps, { projectId: email.projectId, contactId: email.contactId, emailId: email.id }, unsubscribeAddress(this.deps, email.id, returnPathDomain))
-        : null,
-      feedbackId: `${email.campaignId ?? email.sourceType}:${email.projectId}:mailctl`,
-    }
+  private message(email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
+    return outboundMessage(this.deps, email, returnPathDomain)
   }
 
   private async process(row: QueueRow, email: DeliveryEmail): Promise<void> {
@@ -499,5 +480,32 @@ export class OutboundPipeline {
       this.log.warn('delivery attempt failed', { emailId: email.id, ...errorFields(err) })
       await settle({ kind: 'deferred', reply: parseReply(`451 4.3.0 ${err instanceof Error ? err.message : String(err)}`), host: null, throttle: false })
     }
+  }
+}
+
+/**
+ * The message of an email as the pipeline builds it (before DKIM signing); also used by GET /emails/:id/headers
+ * to show the headers an email went out with.
+ */
+export async function outboundMessage(deps: Deps, email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
+  const attachments = email.hasAttachments ? await emailsRepo.loadAttachments(deps.store, email.id) : []
+  return {
+    messageId: email.messageId,
+    date: email.createdAt.getTime(),
+    from: { name: email.fromName, address: email.fromAddress },
+    to: { name: email.toName, address: email.toAddress },
+    replyTo: email.replyTo,
+    subject: email.subject,
+    html: email.html,
+    text: email.text,
+    headers: email.headers,
+    attachments: attachments.filter((a) => a.content !== null).map((a) => ({
+      filename: a.filename, content: a.content as string, contentType: a.contentType, disposition: a.disposition,
+      ...(a.contentId ? { contentId: a.contentId } : {}),
+    })),
+    listUnsubscribe: email.listUnsubscribe && email.contactId
+      ? listUnsubscribeHeaders(deps, { projectId: email.projectId, contactId: email.contactId, emailId: email.id }, unsubscribeAddress(deps, email.id, returnPathDomain))
+      : null,
+    feedbackId: `${email.campaignId ?? email.sourceType}:${email.projectId}:mailctl`,
   }
 }

@@ -6,7 +6,8 @@
  *
  * Per outcome, in one transaction: the email's forward-only status and facts, the queue row (deleted on a
  * final outcome, rescheduled on a deferral, only by its lease holder), suppression on a hard bounce,
- * captured mail, the campaign's counters, and the email.* events (appendEvents, then notifyEvents after commit).
+ * captured mail, the campaign's counters, and the email.* events (appendEvents, then notifyEvents after commit):
+ * email.deferred for each deferral, and the final outcome's events, each with the attempt's number.
  */
 import type { Db } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
@@ -200,7 +201,14 @@ export class OutcomeRecorder {
       for (const { o, reply, runAt } of deferrals) {
         writes.push((async () => {
           const mine = await rescheduleRow(store, db, { emailId: o.queue.emailId, workerId: this.opts.workerId, runAt, attempts: o.queue.attempts + 1, lastError: reply.text.slice(0, 1000) })
-          if (mine) await emailsRepo.recordDeferral(store, db, o.email.id, o.queue.attempts + 1, reply.text.slice(0, 1000), now)
+          if (!mine) return
+          await emailsRepo.recordDeferral(store, db, o.email.id, o.queue.attempts + 1, reply.text.slice(0, 1000), now)
+          // Each attempt's SMTP reply stays readable (GET /emails/:id/attempts), not only the last one.
+          const d = o.delivery as Extract<Delivery, { kind: 'deferred' }>
+          emit(o, {
+            contactId: o.email.contactId, name: 'email.deferred', emailId: o.email.id, createdAt: o.at,
+            data: { ...eventBase(o.email), attempt: o.queue.attempts + 1, ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString() },
+          })
         })())
       }
       await Promise.all(writes)
@@ -225,7 +233,7 @@ export class OutcomeRecorder {
     const attempts = o.queue.attempts + 1
     const drop = e.hasAttachments
     const at = o.at
-    const ev = (name: string, data: Record<string, unknown>) => emit(o, { contactId: e.contactId, name, emailId: e.id, data: { ...base, ...data }, createdAt: at })
+    const ev = (name: string, data: Record<string, unknown>) => emit(o, { contactId: e.contactId, name, emailId: e.id, data: { ...base, attempt: attempts, ...data }, createdAt: at })
     // A bounce or delivery already recorded for the email (by a report that came first) is not counted again.
     const bounced = e.bouncedAt ? 0 : 1
     if (expiredReply) {
@@ -242,7 +250,7 @@ export class OutcomeRecorder {
           status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
           lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop,
         }, now)
-        ev('email.sent', { sentAt: at.toISOString(), host: d.host })
+        ev('email.sent', { sentAt: at.toISOString(), host: d.host, ...replyFields(d.reply) })
         if (d.final) ev('email.delivery', { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure })
         return
       }

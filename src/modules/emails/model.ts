@@ -95,3 +95,28 @@ export const EmailRecord = t.Object({
 export type EmailRecord = Static<typeof EmailRecord>
 
 export const IdParams = t.Object({ id: t.String() })
+
+export const EmailAttempt = t.Object({
+  attempt: t.Integer({ description: 'The attempt\'s number, from 1' }),
+  at: t.String({ format: 'date-time' }),
+  outcome: t.UnionEnum(['deferred', 'accepted', 'captured', 'bounced', 'failed'], { description: 'deferred: a temporary refusal (tried again later); accepted: a server answered 250; captured: stored by MAILCTL_OUTBOUND=capture; bounced: refused for good; failed: it could not be sent for a reason on our side' }),
+  host: t.Union([t.String(), t.Null()], { description: 'The server that answered' }),
+  reply: t.Union([t.String(), t.Null()], { description: 'Its SMTP reply (or, for failed, the reason)' }),
+  smtpCode: t.Union([t.Integer(), t.Null()]),
+  enhancedCode: t.Union([t.String(), t.Null()]),
+  nextAttemptAt: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Deferrals: when it was to be tried again' }),
+})
+
+export const EmailAttempts = t.Object({
+  data: t.Array(EmailAttempt, { description: 'Oldest first' }),
+  attempts: t.Integer({ description: 'Delivery attempts the email has had (its record\'s `attempts`)' }),
+  complete: t.Boolean({ description: 'Every attempt is listed with its own reply. False for mail whose earlier attempts were made before mailctl kept them (only the last reply was kept then)' }),
+})
+export type EmailAttempts = Static<typeof EmailAttempts>
+
+export const EmailHeaders = t.Object({
+  raw: t.String({ description: 'The header section, one line per header (folded lines as built)' }),
+  fields: t.Array(t.Object({ name: t.String(), value: t.String() }), { description: 'The same headers, unfolded, in order' }),
+  note: t.String({ description: 'How the headers were obtained' }),
+})
+export type EmailHeaders = Static<typeof EmailHeaders>

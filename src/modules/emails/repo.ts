@@ -1,5 +1,5 @@
 import type { SQLQueryBindings } from 'bun:sqlite'
-import { and, eq, inArray, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
@@ -130,6 +130,14 @@ export async function findEmail(store: Store, projectId: string, id: string): Pr
   const e = store.t.emails
   const [row] = await store.db.select().from(e).where(and(eq(e.projectId, projectId), eq(e.id, id))).limit(1)
   return row ?? null
+}
+
+/** The events of one email with these names, oldest first (its delivery attempts: GET /emails/:id/attempts). */
+export async function emailEvents(store: Store, projectId: string, emailId: string, names: readonly string[]): Promise<Array<{ id: string; name: string; data: Record<string, unknown>; createdAt: Date }>> {
+  const v = store.t.events
+  return store.db.select({ id: v.id, name: v.name, data: v.data, createdAt: v.createdAt }).from(v)
+    .where(and(eq(v.emailId, emailId), eq(v.projectId, projectId), inArray(v.name, [...names])))
+    .orderBy(asc(v.createdAt), asc(v.id))
 }
 
 /**

@@ -2,12 +2,12 @@ import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import { invalidField } from '../../errors'
 import { authPlugin } from '../../http/auth'
-import { EmailRecord, IdParams, SendBody, SendResult } from './model'
+import { EmailAttempts, EmailHeaders, EmailRecord, IdParams, SendBody, SendResult } from './model'
 import * as service from './service'
 
 const secret = [{ secretKey: [] }]
 
-/** POST /v1/send and GET /emails/:id (secret key). The activity feed lists emails: src/modules/activity. */
+/** POST /v1/send, GET /emails/:id, /emails/:id/attempts and /emails/:id/headers (secret key). The activity feed lists emails: src/modules/activity. */
 export function emailsRoutes(deps: Deps) {
   const send = new Elysia({ prefix: '/v1' }).use(authPlugin(deps))
     .post('/send', ({ ctx, body, headers }) => service.sendEmails(ctx, body, headers['idempotency-key']), {
@@ -39,6 +39,20 @@ export function emailsRoutes(deps: Deps) {
     .get('/emails/:id', ({ ctx, params }) => service.getEmail(ctx, params.id), {
       apiKey: 'secret', params: IdParams, response: { 200: EmailRecord },
       detail: { tags: ['send'], summary: 'One email: its delivery status and last SMTP reply', security: secret },
+    })
+    .get('/emails/:id/attempts', ({ ctx, params }) => service.getEmailAttempts(ctx, params.id), {
+      apiKey: 'secret', params: IdParams, response: { 200: EmailAttempts },
+      detail: {
+        tags: ['send'], summary: 'The delivery attempts of one email, each with its SMTP reply', security: secret,
+        description: 'Oldest first: each deferral (a 4xx answer, a connection that failed) and the final outcome (accepted, bounced, failed), with the server that answered and its reply. Opens, clicks and later bounce reports: GET /activity?emailId=.',
+      },
+    })
+    .get('/emails/:id/headers', ({ ctx, params }) => service.getEmailHeaders(ctx, params.id), {
+      apiKey: 'secret', params: IdParams, response: { 200: EmailHeaders },
+      detail: {
+        tags: ['send'], summary: 'The headers of one email as it is sent', security: secret,
+        description: 'Rebuilt from the stored email the way the delivery pipeline builds it (the message itself is not kept): From, To, Subject, Date, Message-ID, List-Unsubscribe, Feedback-ID, custom headers and the MIME headers. The DKIM-Signature added at delivery is not part of it.',
+      },
     })
 
   return new Elysia().use(send).use(records)

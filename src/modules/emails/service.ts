@@ -4,15 +4,16 @@ import type { StoredAttachment } from '../../db/schema/sending'
 import type { Ctx } from '../../deps'
 import { invalidField, notFound, tooLarge, validation, type FieldError } from '../../errors'
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
-import { domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
-import { MAX_MESSAGE_BYTES } from '../../mail/outbound/deliver'
+import { composeMessage, domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
+import { MAX_MESSAGE_BYTES, outboundMessage } from '../../mail/outbound/deliver'
 import { notifyQueued } from '../../mail/outbound'
 import { insertQueueRows, type QueueRow } from '../../mail/outbound/queue'
 import { MAX_QUEUE_LIFETIME_MS } from '../../mail/outbound/replies'
 import { renderEmail, templateVariables, validateTemplateSource } from '../../mail/render'
 import { checkDataLimits } from '../contacts/data'
 import { upsertContact } from '../contacts/service'
-import { assertSenderAllowed } from '../domains/service'
+import { assertSenderAllowed, signingKeyFor } from '../domains/service'
+import { renderDeferred } from '../campaigns/render'
 import { groupCommit } from '../../db/group-commit'
 import { notifyEvents, type EventRow } from '../events/stream'
 import { categoryOf, chargeUsage, type Category } from '../billing/service'
@@ -22,7 +23,7 @@ import { getTemplate } from '../templates/service'
 import { trackingEnabled } from '../tracking/service'
 import { rewriteForTracking } from '../tracking/rewrite'
 import type { Template } from '../templates/model'
-import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type EmailRecord, type SendBody } from './model'
+import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type EmailAttempts, type EmailHeaders, type EmailRecord, type SendBody } from './model'
 import * as repo from './repo'
 import type { EmailContentRow, EmailRow } from './repo'
 
@@ -330,4 +331,103 @@ export async function getEmail(ctx: Ctx, id: string): Promise<EmailRecord> {
   const row = await repo.findEmail(ctx.store, ctx.projectId, id)
   if (!row) throw notFound('email')
   return toEmailRecord(row)
+}
+
+/** The events of the delivery pipeline that record an attempt (src/mail/outbound/recorder.ts), by precedence. */
+const ATTEMPT_EVENTS = ['email.delivery', 'email.sent', 'email.bounce', 'email.failed', 'email.deferred'] as const
+type Attempt = EmailAttempts['data'][number]
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
+
+function outcomeOf(name: string, data: Record<string, unknown>): Attempt['outcome'] {
+  if (name === 'email.deferred') return 'deferred'
+  if (name === 'email.bounce') return 'bounced'
+  if (name === 'email.failed') return 'failed'
+  return data.host === 'capture' ? 'captured' : 'accepted'
+}
+
+/**
+ * GET /emails/:id/attempts: every delivery attempt with its SMTP reply, from the events the recorder
+ * appends (email.deferred per deferral; the final outcome's events carry the attempt's number). Mail
+ * whose attempts came before those events existed shows its last reply (the record's) as its last attempt.
+ */
+export async function getEmailAttempts(ctx: Ctx, id: string): Promise<EmailAttempts> {
+  const row = await repo.findEmail(ctx.store, ctx.projectId, id)
+  if (!row) throw notFound('email')
+  const events = await repo.emailEvents(ctx.store, ctx.projectId, id, ATTEMPT_EVENTS)
+  const byAttempt = new Map<number, { rank: number; attempt: Attempt }>()
+  for (const e of events) {
+    const n = e.data.attempt
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) continue
+    const rank = ATTEMPT_EVENTS.indexOf(e.name as (typeof ATTEMPT_EVENTS)[number])
+    const seen = byAttempt.get(n)
+    if (seen && seen.rank <= rank) continue
+    byAttempt.set(n, {
+      rank,
+      attempt: {
+        attempt: n, at: e.createdAt.toISOString(), outcome: outcomeOf(e.name, e.data), host: str(e.data.host),
+        reply: str(e.data.reply) ?? str(e.data.reason), smtpCode: typeof e.data.smtpCode === 'number' ? e.data.smtpCode : null,
+        enhancedCode: str(e.data.enhancedCode), nextAttemptAt: str(e.data.nextAttemptAt),
+      },
+    })
+  }
+  const data = [...byAttempt.values()].map((v) => v.attempt).sort((a, b) => a.attempt - b.attempt)
+  const last = data.length ? data[data.length - 1].attempt : 0
+  if (row.attempts > last && row.lastReply) {
+    const code = /^([2-5]\d\d)[ -]/.exec(row.lastReply)
+    const outcome: Attempt['outcome'] = row.status === 'PENDING' || row.status === 'SENDING' ? 'deferred'
+      : row.status === 'FAILED' ? 'failed' : row.bounceType === 'hard' || (row.status === 'BOUNCED' && !row.sentAt) ? 'bounced' : 'accepted'
+    data.push({
+      attempt: row.attempts, at: (row.failedAt ?? row.bouncedAt ?? row.sentAt ?? row.updatedAt).toISOString(), outcome,
+      host: row.deliveredTo, reply: row.lastReply, smtpCode: code ? Number(code[1]) : null, enhancedCode: null, nextAttemptAt: null,
+    })
+  }
+  return { data, attempts: row.attempts, complete: data.length === row.attempts }
+}
+
+/** Unfolds a header section into its fields. */
+function headerFields(raw: string): EmailHeaders['fields'] {
+  const out: EmailHeaders['fields'] = []
+  for (const line of raw.split(/\r?\n/)) {
+    if (!line) continue
+    if (/^[ \t]/.test(line) && out.length) {
+      const f = out[out.length - 1]
+      f.value = f.value ? `${f.value} ${line.trim()}` : line.trim()
+    }
+    else {
+      const i = line.indexOf(':')
+      if (i > 0) out.push({ name: line.slice(0, i), value: line.slice(i + 1).trim() })
+    }
+  }
+  return out
+}
+
+/**
+ * GET /emails/:id/headers: the header section of the email as the delivery pipeline builds it, rebuilt
+ * from the stored record and content (the message itself is not kept). The DKIM-Signature, added when the
+ * message is signed at delivery, and the receiving servers' own headers are not part of it; the MIME
+ * boundary is drawn anew.
+ */
+export async function getEmailHeaders(ctx: Ctx, id: string): Promise<EmailHeaders> {
+  const row = await repo.findEmail(ctx.store, ctx.projectId, id)
+  if (!row) throw notFound('email')
+  const [email] = await repo.loadForDelivery(ctx.store, [id])
+  if (!email) throw notFound('email')
+  const pruned = !email.hasContent && !email.campaignId
+  if (!email.hasContent && email.campaignId) await renderDeferred(ctx.deps, [email])
+  const vd = await signingKeyFor(ctx, domainOf(email.fromAddress))
+  const message = await outboundMessage(ctx.deps, { ...email, hasAttachments: false }, vd?.returnPathDomain ?? domainOf(email.fromAddress))
+  if (email.hasAttachments) {
+    // Contents are dropped once the email is final; the structure (and so Content-Type) is the same.
+    message.attachments = (await repo.loadAttachments(ctx.store, id)).map((a) => ({
+      filename: a.filename, content: a.content ?? '', contentType: a.contentType, disposition: a.disposition, ...(a.contentId ? { contentId: a.contentId } : {}),
+    }))
+  }
+  const buf = await composeMessage(message)
+  const end = buf.indexOf('\r\n\r\n')
+  const raw = buf.subarray(0, end < 0 ? buf.length : end).toString('utf8')
+  const notes = ['Rebuilt from the stored email as the delivery pipeline builds it; the DKIM-Signature added at delivery is not kept, and the MIME boundary is drawn anew.']
+  if (pruned) notes.push('The content of this email is no longer stored, so the headers of its body parts may differ.')
+  if (!vd) notes.push('Its sender domain is no longer verified: List-Unsubscribe addresses use the sender\'s domain.')
+  return { raw: raw.replace(/\r\n/g, '\n'), fields: headerFields(raw), note: notes.join(' ') }
 }

@@ -67,7 +67,7 @@ export function ContactDetail({ project, id }: { project: Project; id: string })
         <ConfirmButton label="Delete contact" confirm="Delete this contact and its events?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
       </PageHead>
       <ErrorBox error={remove.error ?? toggle.error} />
-      <p className="small muted"><Link href="/contacts">← All contacts</Link> · created {formatDate(c.createdAt)} · updated {formatDate(c.updatedAt)}</p>
+      <p className="small muted"><Link href="/contacts">← All contacts</Link> · <Link href={`/activity?contact=${encodeURIComponent(c.email)}`}>Its activity</Link> · created {formatDate(c.createdAt)} · updated {formatDate(c.updatedAt)}</p>
       <EditContact key={c.updatedAt} contact={c} save={update} />
       <div className="card">
         <h2>Timeline</h2>
@@ -78,7 +78,7 @@ export function ContactDetail({ project, id }: { project: Project; id: string })
           <div className="table-wrap"><table>
             <thead><tr><th scope="col">Event</th><th scope="col">When</th><th scope="col">Data</th></tr></thead>
             <tbody>{events.data.data.map((e) => (
-              <tr key={e.id}><td><code>{e.name}</code></td><td>{formatDate(e.createdAt)}</td><td className="value"><code>{Object.keys(e.data).length ? JSON.stringify(e.data) : ''}</code></td></tr>
+              <tr key={e.id}><td>{typeof e.data.emailId === 'string' ? <Link href={`/emails/${e.data.emailId}`}><code>{e.name}</code></Link> : <code>{e.name}</code>}</td><td>{formatDate(e.createdAt)}</td><td className="value"><code>{Object.keys(e.data).length ? JSON.stringify(e.data) : ''}</code></td></tr>
             ))}</tbody>
           </table></div>
         )}

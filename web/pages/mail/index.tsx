@@ -1,0 +1,3 @@
+export { ActivityPage } from './activity'
+export { EmailDetail } from './email'
+export { SuppressionsPage } from './suppressions'
