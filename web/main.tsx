@@ -8,6 +8,7 @@ import { SignedOut, VerifyEmail } from './pages/auth'
 import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
 import { DomainDetail, DomainsPage } from './pages/domains'
 import { TemplateEditor, TemplatesPage } from './pages/templates'
+import { WorkflowEditor, WorkflowExecutions, WorkflowsPage } from './pages/workflows'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 
 const queryClient = new QueryClient({
@@ -100,6 +101,7 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/domains', label: 'Domains' },
   { path: '/contacts', label: 'Contacts' },
   { path: '/templates', label: 'Templates' },
+  { path: '/workflows', label: 'Workflows' },
   { path: '/settings', label: 'Settings', managers: true },
   { path: '/keys', label: 'API keys', managers: true },
   { path: '/members', label: 'Members' },
@@ -144,6 +146,9 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
             <Route path="/templates"><TemplatesPage project={project} /></Route>
             <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
+            <Route path="/workflows"><WorkflowsPage project={project} /></Route>
+            <Route path="/workflows/:id">{(p) => <WorkflowEditor key={p.id} project={project} id={p.id} />}</Route>
+            <Route path="/workflows/:id/executions">{(p) => <WorkflowExecutions key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>
