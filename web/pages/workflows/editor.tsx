@@ -1,12 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import {
-  applyNodeChanges, Background, type Connection, Controls, type Edge, MarkerType, type NodeChange, ReactFlow,
+  applyNodeChanges, Background, type OnSelectionChangeParams, type Connection, Controls, type Edge, MarkerType, type NodeChange, ReactFlow,
   ReactFlowProvider, useReactFlow,
 } from '@xyflow/react'
 import '@xyflow/react/dist/style.css'
 import { type DragEvent, type FormEvent, useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { Link } from 'wouter'
-import { ApiError, del, get, patch, post, type Project } from '../../api'
+import { del, get, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
 import { type ConditionField, FormFault, StepFields, toConfig, toValues, type Values } from './forms'
 import {
@@ -38,6 +38,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   const [faultError, setFaultError] = useState<unknown>(null)
   const [actionError, setActionError] = useState<unknown>(null)
   const draftSeq = useRef(0)
+  const [fitAtStart] = useState(wf.steps.length > 1)
   const templates = useQuery({ queryKey: ['templates', project.id, 'all'], queryFn: () => get<{ data: TemplateRow[] }>('/templates?pageSize=100', project.id) })
   const fields = useQuery({ queryKey: ['workflow-fields', project.id], queryFn: () => get<{ contact: ConditionField[]; event: ConditionField[] }>('/workflows/fields', project.id) })
   const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
@@ -73,6 +74,11 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   const onNodesChange = useCallback((changes: NodeChange<StepNode>[]) => {
     // Removals go through onNodesDelete (the API first); the rest (moves, selection, sizes) is local.
     setNodes((ns) => applyNodeChanges(changes.filter((c) => c.type !== 'remove'), ns))
+  }, [])
+
+  // React Flow calls it on every change of its selection; it must keep its identity (its docs).
+  const onSelectionChange = useCallback(({ nodes: ns, edges: es }: OnSelectionChangeParams) => {
+    if (ns.length + es.length <= 1) setSelId(ns[0]?.id ?? es[0]?.id ?? null)
   }, [])
 
   const addDraft = (type: string, position: { x: number; y: number }) => {
@@ -178,12 +184,13 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
           <ReactFlow<StepNode, Edge>
             nodes={nodes} edges={edges} nodeTypes={nodeTypes} onNodesChange={onNodesChange}
             onNodeDragStop={(_, n) => savePosition(n.id, n.position)}
-            onSelectionChange={({ nodes: ns, edges: es }) => { const id = ns[0]?.id ?? es[0]?.id ?? null; if (id !== selId && (ns.length + es.length <= 1)) setSelId(id) }}
+            onSelectionChange={onSelectionChange}
             onConnect={connect}
             isValidConnection={(c) => c.source !== c.target && byId.get(c.target)?.type !== 'TRIGGER'}
             onNodesDelete={(ns) => { for (const n of ns) removeStep(n.id) }}
             onEdgesDelete={(es) => { for (const e of es) removeTransition(e.id) }}
-            fitView fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2}
+            // A new workflow (its trigger alone) starts at the top of the canvas, with room below to draw.
+            fitView={fitAtStart} defaultViewport={{ x: 160, y: 40, zoom: 1 }} fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2}
           >
             <Background />
             <Controls aria-label="Zoom and fit" />
@@ -193,8 +200,13 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
           {selStep
             ? <StepPanel key={selStep.id} project={project} wf={wf} step={selStep} steps={wf.steps} faults={faults.byStep.get(selStep.id)}
                 templates={templates.data?.data ?? []} fields={[...(fields.data?.contact ?? []), ...(fields.data?.event ?? [])]}
-                onSaved={(s, wasDraft) => { if (wasDraft) { setDrafts((d) => d.filter((x) => x.id !== wasDraft)); setSelId(s.id) } refresh() }}
-                onDelete={() => removeStep(selStep.id)} onFault={fail} />
+                onSaved={(s, wasDraft) => {
+                  // The saved step replaces its draft at once (still selected), before the refetch.
+                  qc.setQueryData<Workflow>(['workflow', project.id, wf.id], (w) => w && { ...w, steps: wasDraft ? [...w.steps, s] : w.steps.map((x) => (x.id === s.id ? s : x)) })
+                  if (wasDraft) { setDrafts((d) => d.filter((x) => x.id !== wasDraft)); setSelId(s.id) }
+                  refresh()
+                }}
+                onDelete={() => removeStep(selStep.id)} onFault={(err) => { if (faultsByStep(err).byStep.size) setFaultError(err) }} />
             : selEdge
               ? <div className="card">
                   <h2>Connection</h2>
@@ -316,7 +328,7 @@ function Ways({ project, wf, step, steps, branches, onFault, onDone }: {
       if (to) await post(`/workflows/${wf.id}/transitions`, { fromStepId: step.id, toStepId: to, ...(branch ? { branch } : {}) }, project.id)
     } catch (err) {
       setError(err)
-      if (err instanceof ApiError) onFault(err)
+      onFault(err)
     }
     onDone()
   }

@@ -161,13 +161,14 @@ function PathGraph({ wf, e }: { wf: Workflow; e: Execution }) {
     ariaLabel: `${taken.has(t.id) ? 'Taken' : 'Not taken'}: from “${wf.steps.find((s) => s.id === t.fromStepId)?.name}” to “${wf.steps.find((s) => s.id === t.toStepId)?.name}”`,
   }))
   return (
-    <div className="wf-canvas wf-path" role="img" aria-label={`The execution’s path: ${runs.map((r) => `${wf.steps.find((s) => s.id === r.stepId)?.name ?? r.stepType} ${r.status.toLowerCase()}`).join(', then ')}`}>
+    <figure className="wf-canvas wf-path">
+      <figcaption className="sr-only">The execution’s path: {runs.map((r) => `${wf.steps.find((s) => s.id === r.stepId)?.name ?? r.stepType} ${r.status.toLowerCase()}`).join(', then ')}</figcaption>
       <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} nodesDraggable={false} nodesConnectable={false} elementsSelectable={false}
         nodesFocusable={false} edgesFocusable={false} fitView fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2} proOptions={{ hideAttribution: false }}>
         <Background />
         <Controls showInteractive={false} aria-label="Zoom and fit" />
       </ReactFlow>
-    </div>
+    </figure>
   )
 }
 

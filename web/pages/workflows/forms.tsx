@@ -70,7 +70,7 @@ export function toConfig(type: string, v: Values): Record<string, unknown> {
       const out: Record<string, unknown> = { field: v.field.trim(), operator: v.operator }
       if (!NO_VALUE.includes(v.operator)) {
         const raw = v.value.trim()
-        if (v.field === 'subscribed') out.value = raw === 'true'
+        if (v.field === 'subscribed') out.value = (raw || 'true') === 'true'
         else if (!TEXTUAL.includes(v.operator) && /^-?\d+(\.\d+)?$/.test(raw)) out.value = Number(raw)
         else out.value = v.value
       }

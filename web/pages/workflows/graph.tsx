@@ -109,18 +109,18 @@ export function StepNodeView({ data }: NodeProps<StepNode>) {
   const cls = ['wf-node', `t-${step.type.toLowerCase()}`, faults?.length ? 'fault' : '', status ? `run-${status.toLowerCase()}` : '', draft ? 'draft' : ''].filter(Boolean).join(' ')
   return (
     <div className={cls}>
-      {step.type !== 'TRIGGER' && <Handle type="target" position={Position.Top} aria-label={`Into ${step.name}`} />}
+      {step.type !== 'TRIGGER' && <Handle type="target" position={Position.Top} />}
       <div className="wf-type">{TYPE_LABEL[step.type] ?? step.type}{draft && ' · not saved'}{status && <span className="wf-status"> · {status}</span>}</div>
       <div className="wf-name">{step.name}</div>
       {data.text && <div className="wf-text">{data.text}</div>}
       {faults?.length ? <div className="wf-fault" role="note">⚠ {faults.length === 1 ? faults[0].replace(/^step "[^"]*" \([A-Z_]+\): /, '') : `${faults.length} problems`}</div> : null}
-      {outs === null && <Handle type="source" position={Position.Bottom} aria-label={`Out of ${step.name}`} />}
+      {outs === null && <Handle type="source" position={Position.Bottom} />}
       {outs && outs.length > 0 && (
         <div className="wf-branches">
           {outs.map((b, i) => (
             <span key={b} className={`wf-branch b-${b}`} style={{ left: `${((i + 1) * 100) / (outs.length + 1)}%` }}>
               {b}
-              <Handle type="source" id={b} position={Position.Bottom} aria-label={`${step.name}: ${b}`} style={{ left: '50%' }} />
+              <Handle type="source" id={b} position={Position.Bottom} style={{ left: '50%' }} />
             </span>
           ))}
         </div>
