@@ -113,7 +113,7 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
         {e.waitingFor && ` · waiting${e.waitingFor.eventName ? ` for “${e.waitingFor.eventName}”` : ''}${e.waitingFor.until ? ` until ${formatDate(e.waitingFor.until)}` : ''}`}
       </p>
       {e.error && <div className="alert error">{e.error}</div>}
-      <ReactFlowProvider><PathGraph wf={wf} e={e} /></ReactFlowProvider>
+      <ReactFlowProvider><PathGraph projectId={project.id} wf={wf} e={e} /></ReactFlowProvider>
       <div className="table-wrap"><table>
         <caption className="sr-only">Steps this execution ran, in order</caption>
         <thead><tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">Output or error</th><th scope="col">Started</th><th scope="col">Finished</th></tr></thead>
@@ -136,9 +136,10 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
  * transitions it took drawn bold: a transition counts as taken when its two steps ran one after the other
  * (and, out of a branching step, when its branch is the one the output names).
  */
-function PathGraph({ wf, e }: { wf: Workflow; e: Execution }) {
+function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: Execution }) {
   const runs = e.steps ?? []
-  const tplNames = useMemo(() => new Map<string, string>(), [])
+  const templates = useQuery({ queryKey: ['templates', projectId, 'all'], queryFn: () => get<{ data: Array<{ id: string; name: string }> }>('/templates?pageSize=100', projectId) })
+  const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
   const statusOf = new Map(runs.map((r) => [r.stepId, r.status]))
   const taken = new Set<string>()
   for (let i = 0; i + 1 < runs.length; i++) {

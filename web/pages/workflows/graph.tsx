@@ -65,7 +65,7 @@ export function summary(type: string, c: Record<string, unknown>, templates: Map
     case 'TRIGGER': return `On event “${String(c.eventName ?? '')}”`
     case 'SEND_EMAIL': {
       const r = c.recipient as { type?: string; email?: string } | undefined
-      const tpl = templates.get(String(c.templateId)) ?? 'a template'
+      const tpl = c.templateId ? templates.get(String(c.templateId)) ?? 'Template' : 'No template chosen yet'
       return `${tpl}${r?.type === 'CUSTOM' ? ` to ${r.email}` : ''}`
     }
     case 'DELAY': return `Wait ${plural(Number(c.amount), String(c.unit ?? 'day').replace(/s$/, ''))}`
