@@ -22,7 +22,10 @@ export function WorkflowExecutions({ project, id }: { project: Project; id: stri
     queryFn: ({ pageParam }) => get<ExecutionList>(`/workflows/${id}/executions?limit=25${status ? `&status=${status}` : ''}${pageParam ? `&cursor=${encodeURIComponent(pageParam)}` : ''}`, project.id),
     getNextPageParam: (last) => (last.hasMore ? last.cursor : undefined),
   })
-  const invalidate = () => qc.invalidateQueries({ queryKey: ['executions', project.id, id] })
+  const invalidate = () => Promise.all([
+    qc.invalidateQueries({ queryKey: ['executions', project.id, id] }),
+    qc.invalidateQueries({ queryKey: ['execution', project.id, id] }),
+  ])
   const cancelAll = useMutation({ mutationFn: () => post<{ cancelled: number }>(`/workflows/${id}/executions/cancel-all`, {}, project.id), onSuccess: invalidate })
   const rows = list.data?.pages.flatMap((p) => p.data) ?? []
   const total = list.data?.pages[0]?.total
@@ -87,6 +90,8 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
   const ex = useQuery({
     queryKey: ['execution', project.id, wf.id, executionId],
     queryFn: () => get<Execution>(`/workflows/${wf.id}/executions/${executionId}`, project.id),
+    // A running execution moves on within moments; a waiting one when its event comes or its time is up.
+    refetchInterval: (q) => (q.state.data?.status === 'RUNNING' ? 1000 : q.state.data?.status === 'WAITING' ? 10_000 : false),
   })
   const cancel = useMutation({
     mutationFn: () => del<Execution>(`/workflows/${wf.id}/executions/${executionId}`, project.id),
@@ -117,7 +122,8 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
       <div className="table-wrap"><table>
         <caption className="sr-only">Steps this execution ran, in order</caption>
         <thead><tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">Output or error</th><th scope="col">Started</th><th scope="col">Finished</th></tr></thead>
-        <tbody>{runs.map((r) => (
+        <tbody>{runs.length === 0 && <tr><td colSpan={5} className="muted">No step has run yet: the job worker picks the execution up within moments.</td></tr>}
+          {runs.map((r) => (
           <tr key={r.id}>
             <td>{name(r.stepId)} <span className="small muted">{TYPE_LABEL[r.stepType] ?? r.stepType}</span></td>
             <td><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{r.status}</Badge></td>
