@@ -57,7 +57,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
     const f = faults.byStep.get(s.id)
     return {
       id: s.id, type: 'step', position: s.position, selected: s.id === selId, deletable: s.type !== 'TRIGGER',
-      data: { step: s, draft, faults: f, text: summary(s.type, s.config, tplNames) },
+      data: { step: s, draft, faults: f, text: draft ? 'Set it up in the panel' : summary(s.type, s.config, tplNames) },
       ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”${draft ? ', not saved' : ''}${f ? `, ${f.length} problem${f.length > 1 ? 's' : ''}` : ''}`,
       className: `step-${s.type.toLowerCase()}`,
     }
@@ -158,7 +158,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
       {enable.error && (
         <div className="alert error" role="alert">
           {faultCount
-            ? <>The workflow cannot be enabled: {faultCount === 1 ? 'a step needs' : `${faultCount} steps need`} attention (highlighted in red). Select a step to see what is wrong.</>
+            ? <>The workflow cannot be enabled: {faultCount === 1 ? 'a step needs' : `${faultCount} steps need`} attention (highlighted in red). Select a step to see what is wrong; after fixing, press Enable again to check.</>
             : enable.error.message}
           {faults.other.length > 0 && <ul>{faults.other.map((f) => <li key={f.field + f.message}>{f.message}</li>)}</ul>}
         </div>

@@ -42,7 +42,7 @@ export function WorkflowExecutions({ project, id }: { project: Project; id: stri
       {cancelAll.data && <div className="alert ok" role="status">{cancelAll.data.cancelled} execution{cancelAll.data.cancelled === 1 ? '' : 's'} cancelled.</div>}
       <TestRun project={project} wf={wf.data} onStarted={(e) => { invalidate(); setOpen(e.id) }} />
       <div className="card">
-        <div className="row">
+        <div className="row wf-filter">
           <div className="field"><span><label htmlFor="ex-status">Status</label></span>
             <select id="ex-status" value={status} onChange={(e) => setStatus(e.target.value)}>
               <option value="">All</option>

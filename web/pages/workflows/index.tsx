@@ -44,7 +44,7 @@ export function WorkflowsPage({ project }: { project: Project }) {
         </form>
       )}
       <div className="card">
-        <div className="row">
+        <div className="row wf-filter">
           <div className="field"><span><label htmlFor="wf-enabled">Status</label></span>
             <select id="wf-enabled" value={enabled} onChange={(e) => { setEnabled(e.target.value); setPage(1) }}>
               <option value="">All</option><option value="true">Enabled</option><option value="false">Disabled</option>
