@@ -10,6 +10,7 @@ import { DomainDetail, DomainsPage } from './pages/domains'
 import { NewSegment, SegmentDetail, SegmentsPage } from './pages/segments'
 import { TemplateEditor, TemplatesPage } from './pages/templates'
 import { CampaignPage, CampaignStatsPage, CampaignsPage, NewCampaign } from './pages/campaigns'
+import { WorkflowEditor, WorkflowExecutions, WorkflowsPage } from './pages/workflows'
 import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
 import { AnalyticsPage, SecurityPage, UsagePage } from './pages/analytics'
 import { ActivityPage, EmailDetail, SuppressionsPage } from './pages/mail'
@@ -107,6 +108,7 @@ const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
   { path: '/segments', label: 'Segments' },
   { path: '/templates', label: 'Templates' },
   { path: '/campaigns', label: 'Campaigns' },
+  { path: '/workflows', label: 'Workflows' },
   { path: '/activity', label: 'Activity' },
   { path: '/suppressions', label: 'Suppressions' },
   { path: '/analytics', label: 'Analytics' },
@@ -171,6 +173,9 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/emails/:id">{(p) => <EmailDetail project={project} id={p.id} />}</Route>
             <Route path="/suppressions"><SuppressionsPage project={project} /></Route>
             <Route path="/tools"><ToolsPage project={project} /></Route>
+            <Route path="/workflows"><WorkflowsPage project={project} /></Route>
+            <Route path="/workflows/:id">{(p) => <WorkflowEditor key={p.id} project={project} id={p.id} />}</Route>
+            <Route path="/workflows/:id/executions">{(p) => <WorkflowExecutions key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>

@@ -1,0 +1,227 @@
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { Background, Controls, type Edge, MarkerType, ReactFlow, ReactFlowProvider } from '@xyflow/react'
+import '@xyflow/react/dist/style.css'
+import { type FormEvent, useEffect, useId, useMemo, useState } from 'react'
+import { Link } from 'wouter'
+import { type Contact, type ContactPage, del, get, post, type Project } from '../../api'
+import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { workflowQuery } from './editor'
+import { EXECUTION_STATUSES, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, TYPE_LABEL, type Workflow } from './graph'
+
+const TONE: Record<string, string> = { COMPLETED: 'ok', EXITED: 'ok', RUNNING: 'pending', WAITING: 'pending', FAILED: 'failed', CANCELLED: 'cancelled' }
+
+/** A workflow's executions by status, one execution's path through the graph with each step's output, and a test run. */
+export function WorkflowExecutions({ project, id }: { project: Project; id: string }) {
+  const wf = useQuery(workflowQuery(project.id, id))
+  const qc = useQueryClient()
+  const [status, setStatus] = useState('')
+  const [open, setOpen] = useState<string | null>(null)
+  const list = useInfiniteQuery({
+    queryKey: ['executions', project.id, id, status],
+    initialPageParam: '',
+    queryFn: ({ pageParam }) => get<ExecutionList>(`/workflows/${id}/executions?limit=25${status ? `&status=${status}` : ''}${pageParam ? `&cursor=${encodeURIComponent(pageParam)}` : ''}`, project.id),
+    getNextPageParam: (last) => (last.hasMore ? last.cursor : undefined),
+  })
+  const invalidate = () => Promise.all([
+    qc.invalidateQueries({ queryKey: ['executions', project.id, id] }),
+    qc.invalidateQueries({ queryKey: ['execution', project.id, id] }),
+  ])
+  const cancelAll = useMutation({ mutationFn: () => post<{ cancelled: number }>(`/workflows/${id}/executions/cancel-all`, {}, project.id), onSuccess: invalidate })
+  const rows = list.data?.pages.flatMap((p) => p.data) ?? []
+  const total = list.data?.pages[0]?.total
+  if (wf.isPending) return <Loading />
+  if (wf.error) return <><ErrorBox error={wf.error} /><Link href="/workflows">All workflows</Link></>
+  return (
+    <div>
+      <PageHead title={`${wf.data.name}: executions`}>
+        <Link className="button secondary" href={`/workflows/${id}`}>Edit the graph</Link>
+        <ConfirmButton label="Cancel all" confirm="Cancel every running or waiting execution?" onConfirm={() => cancelAll.mutate()} busy={cancelAll.isPending} />
+      </PageHead>
+      <p className="small muted"><Link href="/workflows">← All workflows</Link> · {wf.data.enabled ? 'enabled' : 'disabled'} · starts on “{wf.data.triggerConfig.eventName}”</p>
+      <ErrorBox error={cancelAll.error} />
+      {cancelAll.data && <div className="alert ok" role="status">{cancelAll.data.cancelled} execution{cancelAll.data.cancelled === 1 ? '' : 's'} cancelled.</div>}
+      <TestRun project={project} wf={wf.data} onStarted={(e) => { invalidate(); setOpen(e.id) }} />
+      <div className="card">
+        <div className="row wf-filter">
+          <div className="field"><span><label htmlFor="ex-status">Status</label></span>
+            <select id="ex-status" value={status} onChange={(e) => setStatus(e.target.value)}>
+              <option value="">All</option>
+              {EXECUTION_STATUSES.map((s) => <option key={s} value={s}>{s.toLowerCase()}</option>)}
+            </select>
+          </div>
+          <button type="button" className="secondary" onClick={invalidate}>Refresh</button>
+        </div>
+        {list.isPending && <Loading />}
+        <ErrorBox error={list.error} />
+        {list.data && rows.length === 0 && (status
+          ? <Empty title={`No ${status.toLowerCase()} executions`}>Choose another status.</Empty>
+          : <Empty title="No executions yet">{wf.data.enabled ? `Track the event “${wf.data.triggerConfig.eventName}” for a contact, or start a test run above.` : 'Enable the workflow, or start a test run above.'}</Empty>)}
+        {rows.length > 0 && (
+          <>
+            <p className="small muted">{total !== undefined && `${total} execution${total === 1 ? '' : 's'}`}</p>
+            <div className="table-wrap"><table>
+              <thead><tr><th scope="col">Contact</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Now at</th><th scope="col"><span className="sr-only">Actions</span></th></tr></thead>
+              <tbody>{rows.map((e) => (
+                <tr key={e.id} aria-selected={open === e.id ? true : undefined} className={open === e.id ? 'current' : undefined}>
+                  <td><ContactName project={project} id={e.contactId} /></td>
+                  <td><Badge status={TONE[e.status] ?? ''}>{e.status}</Badge>{e.exitReason && <span className="small muted"> {e.exitReason}</span>}</td>
+                  <td>{formatDate(e.startedAt)}</td>
+                  <td>{e.currentStepId ? wf.data.steps.find((s) => s.id === e.currentStepId)?.name ?? '—' : '—'}{e.waitingFor?.eventName && <span className="small muted"> (waits for “{e.waitingFor.eventName}”)</span>}</td>
+                  <td><button type="button" className="secondary small" onClick={() => setOpen(open === e.id ? null : e.id)} aria-expanded={open === e.id}>{open === e.id ? 'Hide path' : 'Show path'}</button></td>
+                </tr>
+              ))}</tbody>
+            </table></div>
+            {list.hasNextPage && <button type="button" className="secondary" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>Load more</button>}
+          </>
+        )}
+      </div>
+      {open && <ExecutionView key={open} project={project} wf={wf.data} executionId={open} onChanged={invalidate} />}
+    </div>
+  )
+}
+
+function ContactName({ project, id }: { project: Project; id: string }) {
+  const c = useQuery({ queryKey: ['contact', project.id, id], queryFn: () => get<Contact>(`/contacts/${id}`, project.id), staleTime: 300_000 })
+  return <Link href={`/contacts/${id}`}>{c.data?.email ?? id}</Link>
+}
+
+/** One execution: the graph with the steps it reached and the ways it took, and every step's output or error. */
+function ExecutionView({ project, wf, executionId, onChanged }: { project: Project; wf: Workflow; executionId: string; onChanged: () => void }) {
+  const ex = useQuery({
+    queryKey: ['execution', project.id, wf.id, executionId],
+    queryFn: () => get<Execution>(`/workflows/${wf.id}/executions/${executionId}`, project.id),
+    // A running execution moves on within moments; a waiting one when its event comes or its time is up.
+    refetchInterval: (q) => (q.state.data?.status === 'RUNNING' ? 1000 : q.state.data?.status === 'WAITING' ? 10_000 : false),
+  })
+  const cancel = useMutation({
+    mutationFn: () => del<Execution>(`/workflows/${wf.id}/executions/${executionId}`, project.id),
+    onSuccess: () => { ex.refetch(); onChanged() },
+  })
+  if (ex.isPending) return <div className="card"><Loading /></div>
+  if (ex.error) return <div className="card"><ErrorBox error={ex.error} /></div>
+  const e = ex.data
+  const runs = e.steps ?? []
+  const name = (stepId: string) => wf.steps.find((s) => s.id === stepId)?.name ?? 'a deleted step'
+  return (
+    <section className="card" aria-labelledby="ex-h">
+      <div className="head">
+        <h2 id="ex-h">Execution <Badge status={TONE[e.status] ?? ''}>{e.status}</Badge></h2>
+        <div className="row">
+          {(e.status === 'RUNNING' || e.status === 'WAITING') && <button type="button" className="danger" onClick={() => cancel.mutate()} disabled={cancel.isPending}>Cancel this execution</button>}
+          <button type="button" className="secondary" onClick={() => ex.refetch()}>Refresh</button>
+        </div>
+      </div>
+      <ErrorBox error={cancel.error} />
+      <p className="small muted">
+        <ContactName project={project} id={e.contactId} /> · started {formatDate(e.startedAt)}{e.finishedAt && ` · ended ${formatDate(e.finishedAt)}`}
+        {e.exitReason && ` · exit reason: ${e.exitReason}`}
+        {e.waitingFor && ` · waiting${e.waitingFor.eventName ? ` for “${e.waitingFor.eventName}”` : ''}${e.waitingFor.until ? ` until ${formatDate(e.waitingFor.until)}` : ''}`}
+      </p>
+      {e.error && <div className="alert error">{e.error}</div>}
+      <ReactFlowProvider><PathGraph projectId={project.id} wf={wf} e={e} /></ReactFlowProvider>
+      <div className="table-wrap"><table>
+        <caption className="sr-only">Steps this execution ran, in order</caption>
+        <thead><tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">Output or error</th><th scope="col">Started</th><th scope="col">Finished</th></tr></thead>
+        <tbody>{runs.length === 0 && <tr><td colSpan={5} className="muted">No step has run yet: the job worker picks the execution up within moments.</td></tr>}
+          {runs.map((r) => (
+          <tr key={r.id}>
+            <td>{name(r.stepId)} <span className="small muted">{TYPE_LABEL[r.stepType] ?? r.stepType}</span></td>
+            <td><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{r.status}</Badge></td>
+            <td>{r.error ? <span className="err">{r.error}</span> : r.output ? <code className="wf-output">{JSON.stringify(r.output)}</code> : <span className="muted">—</span>}{r.dueAt && r.status !== 'COMPLETED' && <div className="small muted">due {formatDate(r.dueAt)}</div>}</td>
+            <td>{formatDate(r.startedAt)}</td>
+            <td>{formatDate(r.finishedAt)}</td>
+          </tr>
+        ))}</tbody>
+      </table></div>
+    </section>
+  )
+}
+
+/**
+ * The workflow's graph, read-only, with the steps the execution reached coloured by their status and the
+ * transitions it took drawn bold: a transition counts as taken when its two steps ran one after the other
+ * (and, out of a branching step, when its branch is the one the output names).
+ */
+function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: Execution }) {
+  const runs = e.steps ?? []
+  const templates = useQuery({ queryKey: ['templates', projectId, 'all'], queryFn: () => get<{ data: Array<{ id: string; name: string }> }>('/templates?pageSize=100', projectId) })
+  const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
+  const statusOf = new Map(runs.map((r) => [r.stepId, r.status]))
+  const taken = new Set<string>()
+  for (let i = 0; i + 1 < runs.length; i++) {
+    const from = runs[i]
+    const cands = wf.transitions.filter((t) => t.fromStepId === from.stepId && t.toStepId === runs[i + 1].stepId)
+    const branch = from.output && typeof from.output.result === 'boolean' ? (from.output.result ? 'yes' : 'no') : from.output?.timedOut ? 'timeout' : from.stepType === 'WAIT_FOR_EVENT' ? 'event' : null
+    const t = cands.find((c) => c.branch === branch) ?? cands[0]
+    if (t) taken.add(t.id)
+  }
+  const nodes: StepNode[] = wf.steps.map((s) => ({
+    id: s.id, type: 'step', position: s.position, draggable: false, connectable: false, selectable: false,
+    data: { step: s, text: summary(s.type, s.config, tplNames), status: statusOf.get(s.id) },
+    ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”: ${statusOf.get(s.id) ? statusOf.get(s.id)?.toLowerCase() : 'not reached'}`,
+    className: statusOf.has(s.id) ? 'visited' : 'unvisited',
+  }))
+  const edges: Edge[] = wf.transitions.map((t) => ({
+    id: t.id, source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? null, label: t.branch ?? undefined,
+    className: `${taken.has(t.id) ? 'taken' : 'not-taken'}${t.branch ? ` b-${t.branch}` : ''}`, animated: taken.has(t.id) && e.status === 'WAITING' && runs[runs.length - 1]?.stepId === t.toStepId,
+    markerEnd: { type: MarkerType.ArrowClosed }, focusable: false, selectable: false,
+    ariaLabel: `${taken.has(t.id) ? 'Taken' : 'Not taken'}: from “${wf.steps.find((s) => s.id === t.fromStepId)?.name}” to “${wf.steps.find((s) => s.id === t.toStepId)?.name}”`,
+  }))
+  return (
+    <figure className="wf-canvas wf-path">
+      <figcaption className="sr-only">The execution’s path: {runs.map((r) => `${wf.steps.find((s) => s.id === r.stepId)?.name ?? r.stepType} ${r.status.toLowerCase()}`).join(', then ')}</figcaption>
+      <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} nodesDraggable={false} nodesConnectable={false} elementsSelectable={false}
+        nodesFocusable={false} edgesFocusable={false} fitView fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2} proOptions={{ hideAttribution: false }}>
+        <Background />
+        <Controls showInteractive={false} aria-label="Zoom and fit" />
+      </ReactFlow>
+    </figure>
+  )
+}
+
+/** Starts an execution for a chosen contact (POST /workflows/:id/executions), enabled or not. */
+function TestRun({ project, wf, onStarted }: { project: Project; wf: Workflow; onStarted: (e: Execution) => void }) {
+  const [email, setEmail] = useState('')
+  const [search, setSearch] = useState('')
+  const listId = useId()
+  const ctxId = useId()
+  const [ctxText, setCtxText] = useState('')
+  const [ctxError, setCtxError] = useState<string | null>(null)
+  useEffect(() => { const t = setTimeout(() => setSearch(email.trim()), 250); return () => clearTimeout(t) }, [email])
+  const found = useQuery({
+    queryKey: ['contacts', project.id, 'pick', search],
+    queryFn: () => get<ContactPage>(`/contacts?limit=10&search=${encodeURIComponent(search)}`, project.id),
+    enabled: search.length >= 2,
+  })
+  const start = useMutation({
+    mutationFn: (body: Record<string, unknown>) => post<Execution>(`/workflows/${wf.id}/executions`, body, project.id),
+    onSuccess: onStarted,
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    setCtxError(null)
+    let context: unknown
+    if (ctxText.trim()) {
+      try { context = JSON.parse(ctxText) } catch { setCtxError('Not valid JSON'); return }
+    }
+    start.mutate({ email: email.trim(), ...(context !== undefined ? { context } : {}) })
+  }
+  return (
+    <form className="card" onSubmit={submit} noValidate>
+      <h2>Test run</h2>
+      <p className="small muted">Runs the workflow now for one contact, enabled or not (the graph must be valid). Its emails are really sent.</p>
+      <ErrorBox error={start.error} shown={['email', 'contactId', 'context']} />
+      {start.data && <div className="alert ok" role="status">Started: its path is shown below.</div>}
+      <div className="row">
+        <Field label="Contact email" type="email" value={email} onChange={(e) => setEmail(e.target.value)} list={listId} placeholder="ada@example.com" autoComplete="off"
+          error={fieldError(start.error, 'email') ?? fieldError(start.error, 'contactId') ?? (start.error && 'status' in start.error && start.error.status === 404 ? 'No contact with this email' : undefined)} />
+        <datalist id={listId}>{(found.data?.data ?? []).map((c) => <option key={c.id} value={c.email} />)}</datalist>
+        <div className="field"><span><label htmlFor={ctxId}>Context (JSON, optional)</label></span>
+          <input id={ctxId} className="mono" value={ctxText} onChange={(e) => setCtxText(e.target.value)} placeholder='{"plan": "pro"}' aria-invalid={ctxError || fieldError(start.error, 'context') ? true : undefined} />
+          {(ctxError || fieldError(start.error, 'context')) && <span className="err">{ctxError ?? fieldError(start.error, 'context')}</span>}
+        </div>
+        <button type="submit" disabled={start.isPending}>Start test run</button>
+      </div>
+    </form>
+  )
+}

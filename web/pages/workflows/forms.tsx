@@ -1,0 +1,192 @@
+import { useId } from 'react'
+import { Field } from '../../components/ui'
+import { DURATION_UNITS } from './graph'
+
+/**
+ * The side panel's form for each step type's configuration (the configs of src/modules/workflows/validate.ts).
+ * The form holds strings; `toConfig` turns them into the config the API takes, or names the field that is
+ * not right before anything is sent. The API's own field errors (`config.<key>`) come in through `errorOf`.
+ */
+export type Values = Record<string, string>
+
+export interface ConditionField { field: string; label: string; kind: string; operators: string[] }
+
+const json = (v: unknown) => (v === undefined ? '' : JSON.stringify(v, null, 2))
+
+/** The form's strings for a step's config. */
+export function toValues(type: string, c: Record<string, unknown>): Values {
+  switch (type) {
+    case 'SEND_EMAIL': {
+      const r = (c.recipient ?? {}) as { type?: string; email?: string }
+      return { templateId: String(c.templateId ?? ''), recipient: r.type === 'CUSTOM' ? 'CUSTOM' : 'CONTACT', email: r.email ?? '' }
+    }
+    case 'DELAY': return { amount: c.amount === undefined ? '1' : String(c.amount), unit: String(c.unit ?? 'days') }
+    case 'WAIT_FOR_EVENT': {
+      const t = typeof c.timeout === 'number' ? c.timeout : 0
+      const [unit, s] = DURATION_UNITS.find(([, s]) => t > 0 && t % s === 0) ?? ['days', 86_400]
+      return { eventName: String(c.eventName ?? ''), timeout: t ? String(t / s) : '', timeoutUnit: t && t % 60 !== 0 ? 'seconds' : unit }
+    }
+    case 'CONDITION': return {
+      field: String(c.field ?? ''), operator: String(c.operator ?? ''),
+      value: c.value === undefined || c.value === null ? '' : typeof c.value === 'string' ? c.value : JSON.stringify(c.value),
+      unit: c.unit ? String(c.unit) : '',
+    }
+    case 'WEBHOOK': return { url: String(c.url ?? ''), method: String(c.method ?? 'POST'), headers: json(c.headers), body: json(c.body) }
+    case 'UPDATE_CONTACT': return { data: json(c.data), subscribed: c.subscribed === true ? 'true' : c.subscribed === false ? 'false' : '' }
+    case 'EXIT': return { reason: String(c.reason ?? '') }
+    default: return {}
+  }
+}
+
+export class FormFault extends Error {
+  constructor(readonly field: string, message: string) { super(message) }
+}
+
+const NO_VALUE = ['exists', 'notExists', 'triggered', 'notTriggered', 'memberOfSegment', 'notMemberOfSegment']
+const WINDOWED = ['within', 'olderThan', 'triggeredWithin', 'notTriggeredWithin']
+const TEXTUAL = ['equals', 'notEquals', 'contains', 'notContains']
+
+function parseJson(field: string, text: string, what: string): unknown {
+  if (!text.trim()) return undefined
+  try { return JSON.parse(text) } catch { throw new FormFault(field, `${what} is not valid JSON`) }
+}
+
+/** The config the API takes, from the form's strings (FormFault naming the field when one cannot be read). */
+export function toConfig(type: string, v: Values): Record<string, unknown> {
+  switch (type) {
+    case 'SEND_EMAIL':
+      return { templateId: v.templateId, recipient: v.recipient === 'CUSTOM' ? { type: 'CUSTOM', email: v.email.trim() } : { type: 'CONTACT' } }
+    case 'DELAY': return { amount: Number(v.amount), unit: v.unit }
+    case 'WAIT_FOR_EVENT': {
+      const out: Record<string, unknown> = { eventName: v.eventName }
+      if (v.timeout.trim()) {
+        const n = Number(v.timeout)
+        if (!Number.isInteger(n) || n < 1) throw new FormFault('config.timeout', 'The timeout is a whole number of 1 or more')
+        out.timeout = n * (DURATION_UNITS.find(([u]) => u === v.timeoutUnit)?.[1] ?? 1)
+      }
+      return out
+    }
+    case 'CONDITION': {
+      const out: Record<string, unknown> = { field: v.field.trim(), operator: v.operator }
+      if (!NO_VALUE.includes(v.operator)) {
+        const raw = v.value.trim()
+        if (v.field === 'subscribed') out.value = (raw || 'true') === 'true'
+        else if (!TEXTUAL.includes(v.operator) && /^-?\d+(\.\d+)?$/.test(raw)) out.value = Number(raw)
+        else out.value = v.value
+      }
+      if (WINDOWED.includes(v.operator) && v.unit) out.unit = v.unit
+      return out
+    }
+    case 'WEBHOOK': {
+      const out: Record<string, unknown> = { url: v.url.trim(), method: v.method }
+      const headers = parseJson('config.headers', v.headers, 'Headers')
+      if (headers !== undefined) out.headers = headers
+      const body = parseJson('config.body', v.body, 'The body')
+      if (body !== undefined) out.body = body
+      return out
+    }
+    case 'UPDATE_CONTACT': {
+      const out: Record<string, unknown> = {}
+      const data = parseJson('config.data', v.data, 'Data')
+      if (data !== undefined) out.data = data
+      if (v.subscribed) out.subscribed = v.subscribed === 'true'
+      return out
+    }
+    case 'EXIT': return v.reason.trim() ? { reason: v.reason.trim() } : {}
+    default: return {}
+  }
+}
+
+function Select({ label, value, onChange, options, error, hint }: {
+  label: string; value: string; onChange: (v: string) => void; options: Array<[string, string]>; error?: string; hint?: string
+}) {
+  const id = useId()
+  return (
+    <div className="field">
+      <span><label htmlFor={id}>{label}</label></span>
+      <select id={id} value={value} onChange={(e) => onChange(e.target.value)} aria-invalid={error ? true : undefined} aria-describedby={error ? `${id}-err` : hint ? `${id}-hint` : undefined}>
+        {options.map(([v, l]) => <option key={v} value={v}>{l}</option>)}
+      </select>
+      {hint && <span id={`${id}-hint`} className="hint">{hint}</span>}
+      {error && <span id={`${id}-err`} className="err">{error}</span>}
+    </div>
+  )
+}
+
+function TextArea({ label, value, onChange, error, hint, rows = 4 }: { label: string; value: string; onChange: (v: string) => void; error?: string; hint?: string; rows?: number }) {
+  const id = useId()
+  return (
+    <div className="field">
+      <span><label htmlFor={id}>{label}</label></span>
+      <textarea id={id} className="mono" rows={rows} value={value} onChange={(e) => onChange(e.target.value)} aria-invalid={error ? true : undefined} aria-describedby={error ? `${id}-err` : hint ? `${id}-hint` : undefined} />
+      {hint && <span id={`${id}-hint`} className="hint">{hint}</span>}
+      {error && <span id={`${id}-err`} className="err">{error}</span>}
+    </div>
+  )
+}
+
+/** The fields of one step type. `errorOf('config.templateId')`: the message the API or the form gave that field. */
+export function StepFields({ type, v, set, errorOf, templates, fields }: {
+  type: string; v: Values; set: (k: string, value: string) => void; errorOf: (field: string) => string | undefined
+  templates: Array<{ id: string; name: string; type: string }>; fields: ConditionField[]
+}) {
+  switch (type) {
+    case 'SEND_EMAIL':
+      return <>
+        <Select label="Template" value={v.templateId} onChange={(x) => set('templateId', x)} error={errorOf('config.templateId')}
+          hint={templates.length ? 'MARKETING templates go only to subscribed contacts' : 'No templates yet: create one under Templates first'}
+          options={[['', 'Choose a template…'], ...templates.map((t): [string, string] => [t.id, `${t.name} (${t.type.toLowerCase()})`])]} />
+        <Select label="Recipient" value={v.recipient} onChange={(x) => set('recipient', x)} error={errorOf('config.recipient')}
+          options={[['CONTACT', 'The contact'], ['CUSTOM', 'Another address']]} />
+        {v.recipient === 'CUSTOM' && <Field label="Recipient email" type="email" value={v.email} onChange={(e) => set('email', e.target.value)} error={errorOf('config.recipient.email')} />}
+      </>
+    case 'DELAY':
+      return <div className="row">
+        <Field label="Wait for" type="number" min={1} value={v.amount} onChange={(e) => set('amount', e.target.value)} error={errorOf('config.amount')} />
+        <Select label="Unit" value={v.unit} onChange={(x) => set('unit', x)} error={errorOf('config.unit')} options={[['minutes', 'minutes'], ['hours', 'hours'], ['days', 'days']]} />
+      </div>
+    case 'WAIT_FOR_EVENT':
+      return <>
+        <Field label="Event name" value={v.eventName} onChange={(e) => set('eventName', e.target.value)} placeholder="purchase" hint="A tracked event of the same contact resumes the execution on the “event” branch" error={errorOf('config.eventName')} />
+        <div className="row">
+          <Field label="Timeout (optional)" type="number" min={1} value={v.timeout} onChange={(e) => set('timeout', e.target.value)} hint="Then it goes on the “timeout” branch" error={errorOf('config.timeout')} />
+          <Select label="Timeout unit" value={v.timeoutUnit} onChange={(x) => set('timeoutUnit', x)} options={[['minutes', 'minutes'], ['hours', 'hours'], ['days', 'days'], ['seconds', 'seconds']]} />
+        </div>
+      </>
+    case 'CONDITION': {
+      const known = fields.find((f) => f.field === v.field)
+      const ops = known?.operators ?? (v.field.startsWith('context.') ? ['equals', 'notEquals', 'contains', 'notContains', 'greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual', 'exists', 'notExists'] : [])
+      const listId = `${type}-fields`
+      return <>
+        <Field label="Field" value={v.field} onChange={(e) => set('field', e.target.value)} list={listId} placeholder="data.plan or context.event.data.amount"
+          hint="A contact field (email, subscribed, data.<key>, event.<name>…) or context.<path> of the execution" error={errorOf('config.field')} />
+        <datalist id={listId}>{fields.map((f) => <option key={f.field} value={f.field}>{f.label}</option>)}</datalist>
+        {ops.length > 0
+          ? <Select label="Operator" value={v.operator} onChange={(x) => set('operator', x)} error={errorOf('config.operator')} options={[['', 'Choose…'], ...ops.map((o): [string, string] => [o, o])]} />
+          : <Field label="Operator" value={v.operator} onChange={(e) => set('operator', e.target.value)} placeholder="equals" error={errorOf('config.operator')} />}
+        {!NO_VALUE.includes(v.operator) && (v.field === 'subscribed'
+          ? <Select label="Value" value={v.value || 'true'} onChange={(x) => set('value', x)} options={[['true', 'true'], ['false', 'false']]} error={errorOf('config.value')} />
+          : <Field label="Value" value={v.value} onChange={(e) => set('value', e.target.value)} error={errorOf('config.value')} hint={WINDOWED.includes(v.operator) ? 'A number of units' : undefined} />)}
+        {WINDOWED.includes(v.operator) && <Select label="Unit" value={v.unit || 'days'} onChange={(x) => set('unit', x)} error={errorOf('config.unit')} options={[['minutes', 'minutes'], ['hours', 'hours'], ['days', 'days']]} />}
+        <p className="small muted">The “yes” way out is taken when the contact matches, “no” otherwise.</p>
+      </>
+    }
+    case 'WEBHOOK':
+      return <>
+        <Field label="URL" type="url" value={v.url} onChange={(e) => set('url', e.target.value)} placeholder="https://example.com/hook" error={errorOf('config.url')} />
+        <Select label="Method" value={v.method} onChange={(x) => set('method', x)} error={errorOf('config.method')} options={['POST', 'GET', 'PUT', 'PATCH', 'DELETE'].map((m): [string, string] => [m, m])} />
+        <TextArea label="Headers (JSON, optional)" value={v.headers} onChange={(x) => set('headers', x)} error={errorOf('config.headers')} rows={3} hint='{"Authorization": "Bearer …"}' />
+        <TextArea label="Body (JSON, optional)" value={v.body} onChange={(x) => set('body', x)} error={errorOf('config.body')} hint="Without one it posts the workflow, execution, step, contact and context" />
+      </>
+    case 'UPDATE_CONTACT':
+      return <>
+        <TextArea label="Contact data to set (JSON)" value={v.data} onChange={(x) => set('data', x)} error={errorOf('config.data') ?? errorOf('config')} hint='{"plan": "pro"}: merged into the contact’s data' />
+        <Select label="Subscription" value={v.subscribed} onChange={(x) => set('subscribed', x)} error={errorOf('config.subscribed')}
+          options={[['', 'Leave as it is'], ['true', 'Subscribe'], ['false', 'Unsubscribe']]} />
+      </>
+    case 'EXIT':
+      return <Field label="Reason (optional)" value={v.reason} onChange={(e) => set('reason', e.target.value)} placeholder="purchased" hint="Kept on the execution as its exit reason" error={errorOf('config.reason')} />
+    default:
+      return null
+  }
+}
