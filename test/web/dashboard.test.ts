@@ -210,6 +210,8 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Duplicate' }).click()
     await page.getByRole('heading', { name: 'Welcome (copy)' }).waitFor()
     await page.getByRole('link', { name: '← All templates' }).click()
+    // The list may first show its cached page (one row) while it is fetched again after the duplicate.
+    await page.locator('tbody tr').nth(1).waitFor()
     expect(await page.locator('tbody tr').count()).toBe(2)
     await shot(page, '11d-templates')
   })

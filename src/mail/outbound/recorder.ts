@@ -250,7 +250,9 @@ export class OutcomeRecorder {
           status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
           lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop,
         }, now)
-        ev('email.sent', { sentAt: at.toISOString(), host: d.host, ...replyFields(d.reply) })
+        // The accepting server's reply is stored once: on email.delivery when the hop was final (direct MX
+        // delivery), else on email.sent (a smart host took it); GET /emails/:id/attempts reads either.
+        ev('email.sent', { sentAt: at.toISOString(), host: d.host, ...(d.final ? {} : replyFields(d.reply)) })
         if (d.final) ev('email.delivery', { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure })
         return
       }
