@@ -4,7 +4,10 @@ import type { EmailRow } from '../emails/repo'
 
 /**
  * The SQL of the activity feed: keyset reads of `emails` (the sends) and `events` (joined with
- * `contacts`), both newest first on (created_at, id), merged by the service; and the counts of stats.
+ * `contacts`), both newest first on (created_at, id), merged by the service; and its counts, from the
+ * counters of migration 0024 (`activity_counts`, kept by triggers) plus, at the edges of a window, the
+ * rows of less than an hour. Every read walks an index in (created_at, id) order and stops after a page
+ * (docs/architecture.md, Activity).
  */
 
 export interface After { at: number; id: string }
@@ -24,6 +27,9 @@ export interface EventItemRow {
   createdAt: Date
 }
 
+/** events.campaign_id (migration 0024): set by a trigger, not mapped in the drizzle table. */
+const eventCampaign = sql.raw('"events"."campaign_id"')
+
 function emailConds(store: Store, projectId: string, f: EmailFilter): SQL[] {
   const e = store.t.emails
   const out: SQL[] = [eq(e.projectId, projectId)]
@@ -41,10 +47,7 @@ function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
   const out: SQL[] = [eq(e.projectId, projectId), f.types.length === 1 ? eq(e.name, f.types[0]) : inArray(e.name, [...f.types])]
   if (f.contactId) out.push(eq(e.contactId, f.contactId))
   if (f.emailId) out.push(eq(e.emailId, f.emailId))
-  if (f.campaignId) {
-    const m = store.t.emails
-    out.push(inArray(e.emailId, store.db.select({ id: m.id }).from(m).where(and(eq(m.projectId, projectId), eq(m.campaignId, f.campaignId)))))
-  }
+  if (f.campaignId) out.push(sql`${eventCampaign} = ${f.campaignId}`)
   if (f.since) out.push(gte(e.createdAt, f.since))
   if (f.until) out.push(lt(e.createdAt, f.until))
   return out
@@ -71,7 +74,7 @@ export async function emailPage(store: Store, projectId: string, f: EmailFilter,
   }).from(e).leftJoin(s, eq(s.emailId, e.id)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
 }
 
-export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
+async function eventPageOf(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
   const { events: e, contacts: c } = store.t
   const where = eventConds(store, projectId, f)
   if (after) where.push(olderThan(store, e.createdAt, e.id, after))
@@ -80,29 +83,81 @@ export async function eventPage(store: Store, projectId: string, f: EventFilter,
   }).from(e).leftJoin(c, eq(c.id, e.contactId)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
 }
 
-export async function countEmails(store: Store, projectId: string, f: EmailFilter): Promise<number> {
-  const [row] = await store.db.select({ n: count() }).from(store.t.emails).where(and(...emailConds(store, projectId, f)))
-  return Number(row?.n ?? 0)
+/**
+ * The newest `limit` events after the cursor. By one email or one contact (few rows): one read of that
+ * index. Otherwise one read per event type, each walking (project, type, created_at, id) or (campaign,
+ * type, created_at, id) and stopping after `limit` rows, merged here: an index read in time order cannot
+ * take several types at once, and a read of the time index that skips the other types would cross
+ * millions of rows to find a rare type.
+ */
+export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
+  if (f.emailId || f.contactId || f.types.length === 1) return eventPageOf(store, projectId, f, limit, after)
+  const pages = await Promise.all(f.types.map((t) => eventPageOf(store, projectId, { ...f, types: [t] }, limit, after)))
+  return pages.flat().sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit)
 }
 
-export async function countEvents(store: Store, projectId: string, f: EventFilter): Promise<number> {
-  const [row] = await store.db.select({ n: count() }).from(store.t.events).where(and(...eventConds(store, projectId, f)))
-  return Number(row?.n ?? 0)
-}
-
-/** Distinct event names present among `names`, with counts and the last time each was seen. */
-export async function eventTypesPresent(store: Store, projectId: string, names: readonly string[]): Promise<Array<{ name: string; n: number; last: Date }>> {
-  const e = store.t.events
-  const rows = await store.db.select({ name: e.name, n: count(), last: sql<Date>`max(${e.createdAt})`.mapWith(e.createdAt) }).from(e)
-    .where(and(eq(e.projectId, projectId), inArray(e.name, [...names]))).groupBy(e.name)
-  return rows.map((r) => ({ name: r.name, n: Number(r.n), last: r.last }))
-}
-
-/** The number of emails of the project and when the last was queued. */
-export async function emailsPresent(store: Store, projectId: string): Promise<{ n: number; last: Date | null }> {
+/** How many emails match, counting at most `cap` (an index read that stops there). */
+export async function countEmailsUpTo(store: Store, projectId: string, f: EmailFilter, cap: number): Promise<number> {
   const e = store.t.emails
-  const [row] = await store.db.select({ n: count(), last: sql<Date | null>`max(${e.createdAt})`.mapWith(e.createdAt) }).from(e).where(eq(e.projectId, projectId))
-  return { n: Number(row?.n ?? 0), last: row && Number(row.n) > 0 ? row.last : null }
+  const inner = store.db.select({ one: sql`1`.as('one') }).from(e).where(and(...emailConds(store, projectId, f))).limit(cap).as('m')
+  const [row] = await store.db.select({ n: count() }).from(inner)
+  return Number(row?.n ?? 0)
+}
+
+/** How many events match, counting at most `cap`. */
+export async function countEventsUpTo(store: Store, projectId: string, f: EventFilter, cap: number): Promise<number> {
+  const e = store.t.events
+  const inner = store.db.select({ one: sql`1`.as('one') }).from(e).where(and(...eventConds(store, projectId, f))).limit(cap).as('m')
+  const [row] = await store.db.select({ n: count() }).from(inner)
+  return Number(row?.n ?? 0)
+}
+
+/**
+ * The counters (activity_counts) of `kinds` ('email' or an event type) over the whole hours in [fromHour,
+ * toHour) (epoch ms; either open), summed over their slots.
+ */
+export async function countedKinds(store: Store, projectId: string, kinds: readonly string[], fromHour?: number, toHour?: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  if (!kinds.length) return out
+  const range = sql.join([
+    ...(fromHour === undefined ? [] : [sql` AND hour >= ${fromHour}`]),
+    ...(toHour === undefined ? [] : [sql` AND hour < ${toHour}`]),
+  ])
+  const rows = await store.rows<{ kind: string; n: number | string }>(sql`SELECT kind, sum(n) AS n FROM activity_counts
+    WHERE project_id = ${projectId} AND kind IN (${sql.join(kinds.map((k) => sql`${k}`), sql`, `)})${range} GROUP BY kind`)
+  for (const r of rows) out.set(r.kind, Number(r.n))
+  return out
+}
+
+/** Emails queued in [since, until) counted from their rows (the edges of a window: less than an hour). */
+export async function countEmailsIn(store: Store, projectId: string, since: Date, until: Date): Promise<number> {
+  const e = store.t.emails
+  const [row] = await store.db.select({ n: count() }).from(e).where(and(eq(e.projectId, projectId), gte(e.createdAt, since), lt(e.createdAt, until)))
+  return Number(row?.n ?? 0)
+}
+
+/** Events of these types in [since, until), per type, counted from their rows (one range of the type index each). */
+export async function countEventsIn(store: Store, projectId: string, types: readonly string[], since: Date, until: Date): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  if (!types.length) return out
+  const e = store.t.events
+  const rows = await store.db.select({ name: e.name, n: count() }).from(e)
+    .where(and(eq(e.projectId, projectId), inArray(e.name, [...types]), gte(e.createdAt, since), lt(e.createdAt, until))).groupBy(e.name)
+  for (const r of rows) out.set(r.name, Number(r.n))
+  return out
+}
+
+/** When the last item of each kind was created: one step down an index each ('email': the project's emails). */
+export async function lastSeen(store: Store, projectId: string, kinds: readonly string[]): Promise<Map<string, Date>> {
+  const { emails: m, events: e } = store.t
+  const out = new Map<string, Date>()
+  await Promise.all(kinds.map(async (kind) => {
+    const [row] = kind === 'email'
+      ? await store.db.select({ at: m.createdAt }).from(m).where(eq(m.projectId, projectId)).orderBy(desc(m.createdAt)).limit(1)
+      : await store.db.select({ at: e.createdAt }).from(e).where(and(eq(e.projectId, projectId), eq(e.name, kind))).orderBy(desc(e.createdAt)).limit(1)
+    if (row) out.set(kind, row.at)
+  }))
+  return out
 }
 
 /** A contact of the project by id or by (lower-cased) email address; null when there is none. */
