@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gt, gte, inArray, lt, sql, type AnyColumn, type SQL } from 'drizzle-orm'
-import type { Store } from '../../db/client'
+import type { Db, Store } from '../../db/client'
+import { EVENT_TYPES } from './model'
 import type { EmailRow } from '../emails/repo'
 
 /**
@@ -30,13 +31,24 @@ export interface EventItemRow {
 /** events.campaign_id (migration 0024): set by a trigger, not mapped in the drizzle table. */
 const eventCampaign = sql.raw('"events"."campaign_id"')
 
+/**
+ * A column whose terms must not choose the index (SQLite: unary +, which its planner reads as "no index
+ * for this term"): the feed anchors a read on its most selective filter (one email, then one contact,
+ * then one campaign), and without statistics SQLite would rather take the (project, type) index, walking
+ * every event of a type to find one contact's. PostgreSQL's planner has its statistics: left as is.
+ */
+function unindexed(store: Store, column: AnyColumn, anchored: boolean): SQL {
+  return anchored && store.dialect === 'sqlite' ? sql`+${column}` : sql`${column}`
+}
+
 function emailConds(store: Store, projectId: string, f: EmailFilter): SQL[] {
   const e = store.t.emails
-  const out: SQL[] = [eq(e.projectId, projectId)]
-  if (f.status) out.push(eq(e.status, f.status))
+  const anchored = Boolean(f.emailId || f.contactId || f.campaignId)
+  const out: SQL[] = [eq(unindexed(store, e.projectId, anchored), projectId)]
+  if (f.status) out.push(eq(unindexed(store, e.status, anchored), f.status))
   if (f.contactId) out.push(eq(e.contactId, f.contactId))
   if (f.emailId) out.push(eq(e.id, f.emailId))
-  if (f.campaignId) out.push(eq(e.campaignId, f.campaignId))
+  if (f.campaignId) out.push(eq(unindexed(store, e.campaignId, Boolean(f.emailId || f.contactId)), f.campaignId))
   if (f.since) out.push(gte(e.createdAt, f.since))
   if (f.until) out.push(lt(e.createdAt, f.until))
   return out
@@ -44,10 +56,12 @@ function emailConds(store: Store, projectId: string, f: EmailFilter): SQL[] {
 
 function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
   const e = store.t.events
-  const out: SQL[] = [eq(e.projectId, projectId), f.types.length === 1 ? eq(e.name, f.types[0]) : inArray(e.name, [...f.types])]
-  if (f.contactId) out.push(eq(e.contactId, f.contactId))
+  const anchored = Boolean(f.emailId || f.contactId || f.campaignId)
+  const name = unindexed(store, e.name, Boolean(f.emailId || f.contactId))
+  const out: SQL[] = [eq(unindexed(store, e.projectId, anchored), projectId), f.types.length === 1 ? eq(name, f.types[0]) : inArray(name, [...f.types])]
+  if (f.contactId) out.push(eq(unindexed(store, e.contactId, Boolean(f.emailId)), f.contactId))
   if (f.emailId) out.push(eq(e.emailId, f.emailId))
-  if (f.campaignId) out.push(sql`${eventCampaign} = ${f.campaignId}`)
+  if (f.campaignId) out.push(sql`${Boolean(f.emailId || f.contactId) && store.dialect === 'sqlite' ? sql`+` : sql``}${eventCampaign} = ${f.campaignId}`)
   if (f.since) out.push(gte(e.createdAt, f.since))
   if (f.until) out.push(lt(e.createdAt, f.until))
   return out
@@ -60,6 +74,11 @@ function olderThan(store: Store, createdAt: AnyColumn, id: AnyColumn, after: Aft
 }
 
 export async function emailPage(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null): Promise<EmailItemRow[]> {
+  return emailPageQuery(store, projectId, f, limit, after)
+}
+
+/** The query of emailPage (bench/analytics.ts --plans explains it). */
+export function emailPageQuery(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null) {
   const { emails: e, emailStats: s } = store.t
   const where = emailConds(store, projectId, f)
   if (after) where.push(olderThan(store, e.createdAt, e.id, after))
@@ -74,7 +93,7 @@ export async function emailPage(store: Store, projectId: string, f: EmailFilter,
   }).from(e).leftJoin(s, eq(s.emailId, e.id)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
 }
 
-async function eventPageOf(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
+function eventPageQuery(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null) {
   const { events: e, contacts: c } = store.t
   const where = eventConds(store, projectId, f)
   if (after) where.push(olderThan(store, e.createdAt, e.id, after))
@@ -91,25 +110,38 @@ async function eventPageOf(store: Store, projectId: string, f: EventFilter, limi
  * millions of rows to find a rare type.
  */
 export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
-  if (f.emailId || f.contactId || f.types.length === 1) return eventPageOf(store, projectId, f, limit, after)
-  const pages = await Promise.all(f.types.map((t) => eventPageOf(store, projectId, { ...f, types: [t] }, limit, after)))
+  const pages: EventItemRow[][] = await Promise.all(eventPageQueries(store, projectId, f, limit, after))
   return pages.flat().sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit)
+}
+
+/** The queries of eventPage: one, or one per type. */
+export function eventPageQueries(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null) {
+  if (f.emailId || f.contactId || f.types.length === 1) return [eventPageQuery(store, projectId, f, limit, after)]
+  return f.types.map((t) => eventPageQuery(store, projectId, { ...f, types: [t] }, limit, after))
 }
 
 /** How many emails match, counting at most `cap` (an index read that stops there). */
 export async function countEmailsUpTo(store: Store, projectId: string, f: EmailFilter, cap: number): Promise<number> {
+  const [row] = await countEmailsUpToQuery(store, projectId, f, cap)
+  return Number(row?.n ?? 0)
+}
+
+export function countEmailsUpToQuery(store: Store, projectId: string, f: EmailFilter, cap: number) {
   const e = store.t.emails
   const inner = store.db.select({ one: sql`1`.as('one') }).from(e).where(and(...emailConds(store, projectId, f))).limit(cap).as('m')
-  const [row] = await store.db.select({ n: count() }).from(inner)
-  return Number(row?.n ?? 0)
+  return store.db.select({ n: count() }).from(inner)
 }
 
 /** How many events match, counting at most `cap`. */
 export async function countEventsUpTo(store: Store, projectId: string, f: EventFilter, cap: number): Promise<number> {
+  const [row] = await countEventsUpToQuery(store, projectId, f, cap)
+  return Number(row?.n ?? 0)
+}
+
+export function countEventsUpToQuery(store: Store, projectId: string, f: EventFilter, cap: number) {
   const e = store.t.events
   const inner = store.db.select({ one: sql`1`.as('one') }).from(e).where(and(...eventConds(store, projectId, f))).limit(cap).as('m')
-  const [row] = await store.db.select({ n: count() }).from(inner)
-  return Number(row?.n ?? 0)
+  return store.db.select({ n: count() }).from(inner)
 }
 
 /**
@@ -131,20 +163,27 @@ export async function countedKinds(store: Store, projectId: string, kinds: reado
 
 /** Emails queued in [since, until) counted from their rows (the edges of a window: less than an hour). */
 export async function countEmailsIn(store: Store, projectId: string, since: Date, until: Date): Promise<number> {
-  const e = store.t.emails
-  const [row] = await store.db.select({ n: count() }).from(e).where(and(eq(e.projectId, projectId), gte(e.createdAt, since), lt(e.createdAt, until)))
+  const [row] = await countEmailsInQuery(store, projectId, since, until)
   return Number(row?.n ?? 0)
+}
+
+export function countEmailsInQuery(store: Store, projectId: string, since: Date, until: Date) {
+  const e = store.t.emails
+  return store.db.select({ n: count() }).from(e).where(and(eq(e.projectId, projectId), gte(e.createdAt, since), lt(e.createdAt, until)))
 }
 
 /** Events of these types in [since, until), per type, counted from their rows (one range of the type index each). */
 export async function countEventsIn(store: Store, projectId: string, types: readonly string[], since: Date, until: Date): Promise<Map<string, number>> {
   const out = new Map<string, number>()
   if (!types.length) return out
-  const e = store.t.events
-  const rows = await store.db.select({ name: e.name, n: count() }).from(e)
-    .where(and(eq(e.projectId, projectId), inArray(e.name, [...types]), gte(e.createdAt, since), lt(e.createdAt, until))).groupBy(e.name)
-  for (const r of rows) out.set(r.name, Number(r.n))
+  for (const r of await countEventsInQuery(store, projectId, types, since, until)) out.set(r.name, Number(r.n))
   return out
+}
+
+export function countEventsInQuery(store: Store, projectId: string, types: readonly string[], since: Date, until: Date) {
+  const e = store.t.events
+  return store.db.select({ name: e.name, n: count() }).from(e)
+    .where(and(eq(e.projectId, projectId), inArray(e.name, [...types]), gte(e.createdAt, since), lt(e.createdAt, until))).groupBy(e.name)
 }
 
 /** When the last item of each kind was created: one step down an index each ('email': the project's emails). */
@@ -201,4 +240,18 @@ export async function countDeferredEmails(store: Store, projectId: string): Prom
   const q = store.t.outboundQueue
   const [row] = await store.db.select({ n: count() }).from(q).where(and(eq(q.projectId, projectId), gt(q.attempts, 0)))
   return Number(row?.n ?? 0)
+}
+
+/**
+ * Counts activity_counts again from the rows, for every project (what migration 0024 did once): after a
+ * bulk load that bypassed the triggers (bench/analytics.ts), or to check the counters against the rows.
+ */
+export async function recountActivity(store: Store, db: Db): Promise<void> {
+  const hour = store.dialect === 'pg' ? 'activity_hour(created_at)' : 'created_at / 3600000 * 3600000'
+  const kinds = EVENT_TYPES.map((t) => `'${t}'`).join(', ')
+  await store.exec(sql`DELETE FROM activity_counts`, db)
+  await store.exec(sql.raw(`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
+    SELECT project_id, 'email', ${hour}, 0, count(*) FROM emails GROUP BY project_id, ${hour}`), db)
+  await store.exec(sql.raw(`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
+    SELECT project_id, name, ${hour}, 0, count(*) FROM events WHERE name IN (${kinds}) GROUP BY project_id, name, ${hour}`), db)
 }
