@@ -69,19 +69,26 @@ BEGIN
   RETURN NULL;
 END $$;
 -- Moves between projects, kinds or hours: rare (nothing does it today), so once per row, filtered by WHEN.
-CREATE FUNCTION activity_counts_move() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  old_kind TEXT := CASE WHEN TG_TABLE_NAME = 'emails' THEN 'email' WHEN activity_kind(OLD.name) THEN OLD.name END;
-  new_kind TEXT := CASE WHEN TG_TABLE_NAME = 'emails' THEN 'email' WHEN activity_kind(NEW.name) THEN NEW.name END;
+CREATE FUNCTION activity_counts_move(p_old TEXT, k_old TEXT, at_old TIMESTAMPTZ, p_new TEXT, k_new TEXT, at_new TIMESTAMPTZ) RETURNS VOID LANGUAGE plpgsql AS $$
 BEGIN
-  IF old_kind IS NOT NULL THEN
-    INSERT INTO activity_counts AS c (project_id, kind, hour, slot, n) VALUES (OLD.project_id, old_kind, activity_hour(OLD.created_at), activity_slot(), -1)
+  IF k_old IS NOT NULL THEN
+    INSERT INTO activity_counts AS c (project_id, kind, hour, slot, n) VALUES (p_old, k_old, activity_hour(at_old), activity_slot(), -1)
       ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = c.n - 1;
   END IF;
-  IF new_kind IS NOT NULL THEN
-    INSERT INTO activity_counts AS c (project_id, kind, hour, slot, n) VALUES (NEW.project_id, new_kind, activity_hour(NEW.created_at), activity_slot(), 1)
+  IF k_new IS NOT NULL THEN
+    INSERT INTO activity_counts AS c (project_id, kind, hour, slot, n) VALUES (p_new, k_new, activity_hour(at_new), activity_slot(), 1)
       ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = c.n + 1;
   END IF;
+END $$;
+CREATE FUNCTION activity_counts_emails_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM activity_counts_move(OLD.project_id, 'email', OLD.created_at, NEW.project_id, 'email', NEW.created_at);
+  RETURN NULL;
+END $$;
+CREATE FUNCTION activity_counts_events_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM activity_counts_move(OLD.project_id, CASE WHEN activity_kind(OLD.name) THEN OLD.name END, OLD.created_at,
+    NEW.project_id, CASE WHEN activity_kind(NEW.name) THEN NEW.name END, NEW.created_at);
   RETURN NULL;
 END $$;
 CREATE FUNCTION activity_counts_project_delete() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -94,12 +101,12 @@ CREATE TRIGGER activity_counts_emails_ai AFTER INSERT ON emails REFERENCING NEW 
 CREATE TRIGGER activity_counts_emails_ad AFTER DELETE ON emails REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION activity_counts_emails_delete();
 CREATE TRIGGER activity_counts_emails_au AFTER UPDATE OF project_id, created_at ON emails FOR EACH ROW
   WHEN (OLD.project_id IS DISTINCT FROM NEW.project_id OR activity_hour(OLD.created_at) IS DISTINCT FROM activity_hour(NEW.created_at))
-  EXECUTE FUNCTION activity_counts_move();
+  EXECUTE FUNCTION activity_counts_emails_update();
 CREATE TRIGGER activity_counts_events_ai AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION activity_counts_events_insert();
 CREATE TRIGGER activity_counts_events_ad AFTER DELETE ON events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION activity_counts_events_delete();
 CREATE TRIGGER activity_counts_events_au AFTER UPDATE OF project_id, name, created_at ON events FOR EACH ROW
   WHEN (OLD.project_id IS DISTINCT FROM NEW.project_id OR OLD.name IS DISTINCT FROM NEW.name OR activity_hour(OLD.created_at) IS DISTINCT FROM activity_hour(NEW.created_at))
-  EXECUTE FUNCTION activity_counts_move();
+  EXECUTE FUNCTION activity_counts_events_update();
 CREATE TRIGGER activity_counts_projects_ad AFTER DELETE ON projects FOR EACH ROW EXECUTE FUNCTION activity_counts_project_delete();
 
 -- Every filter of the feed walks an index in (created_at, id) order, newest first, and stops after a page:
