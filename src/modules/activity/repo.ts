@@ -67,6 +67,16 @@ function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
   return out
 }
 
+/**
+ * One upper bound of a page, the tighter of `until` and the cursor (either implies the other): given both,
+ * the stores start the index walk at one of them and filter on the other, and PostgreSQL may start at the
+ * looser one, crossing every row between them.
+ */
+function upperBound<F extends { until?: Date }>(f: F, after: After | null): [F, After | null] {
+  if (!after || !f.until) return [f, after]
+  return after.at < f.until.getTime() ? [{ ...f, until: undefined }, after] : [f, null]
+}
+
 /** Rows strictly before the cursor in (created_at, id) order: a row-value comparison, so both stores walk the index. */
 function olderThan(store: Store, createdAt: AnyColumn, id: AnyColumn, after: After): SQL {
   const at = store.dialect === 'pg' ? new Date(after.at).toISOString() : after.at
@@ -80,8 +90,9 @@ export async function emailPage(store: Store, projectId: string, f: EmailFilter,
 /** The query of emailPage (bench/analytics.ts --plans explains it). */
 export function emailPageQuery(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null) {
   const { emails: e, emailStats: s } = store.t
-  const where = emailConds(store, projectId, f)
-  if (after) where.push(olderThan(store, e.createdAt, e.id, after))
+  const [g, from] = upperBound(f, after)
+  const where = emailConds(store, projectId, g)
+  if (from) where.push(olderThan(store, e.createdAt, e.id, from))
   return store.db.select({
     id: e.id, projectId: e.projectId, contactId: e.contactId, templateId: e.templateId, campaignId: e.campaignId,
     sourceType: e.sourceType, sourceId: e.sourceId, type: e.type, domainId: e.domainId, messageId: e.messageId,
@@ -95,8 +106,9 @@ export function emailPageQuery(store: Store, projectId: string, f: EmailFilter, 
 
 function eventPageQuery(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null) {
   const { events: e, contacts: c } = store.t
-  const where = eventConds(store, projectId, f)
-  if (after) where.push(olderThan(store, e.createdAt, e.id, after))
+  const [g, from] = upperBound(f, after)
+  const where = eventConds(store, projectId, g)
+  if (from) where.push(olderThan(store, e.createdAt, e.id, from))
   return store.db.select({
     id: e.id, name: e.name, contactId: e.contactId, contactEmail: c.email, emailId: e.emailId, data: e.data, createdAt: e.createdAt,
   }).from(e).leftJoin(c, eq(c.id, e.contactId)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
