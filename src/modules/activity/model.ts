@@ -35,7 +35,7 @@ export const ActivityList = t.Object({
   data: t.Array(t.Union([EmailItem, EventItem])),
   cursor: t.Union([t.String(), t.Null()], { description: 'Pass as `cursor` for the next page; null on the last page' }),
   hasMore: t.Boolean(),
-  total: t.Integer({ description: 'Computed on the first page only (0 on later pages)' }),
+  total: t.Integer({ description: 'Computed on the first page only (0 on later pages). Exact when only type and from/to filter; with contact, contactId, campaignId, emailId or status, counted up to 10,000 emails and 10,000 events (a larger set answers that lower bound)' }),
 })
 
 export const ListActivityQuery = t.Object({

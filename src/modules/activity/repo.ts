@@ -1,10 +1,14 @@
 import { and, asc, count, desc, eq, gt, gte, inArray, lt, sql, type AnyColumn, type SQL } from 'drizzle-orm'
-import type { Store } from '../../db/client'
+import type { Db, Store } from '../../db/client'
+import { EVENT_TYPES } from './model'
 import type { EmailRow } from '../emails/repo'
 
 /**
  * The SQL of the activity feed: keyset reads of `emails` (the sends) and `events` (joined with
- * `contacts`), both newest first on (created_at, id), merged by the service; and the counts of stats.
+ * `contacts`), both newest first on (created_at, id), merged by the service; and its counts, from the
+ * counters of migration 0024 (`activity_counts`, kept by triggers) plus, at the edges of a window, the
+ * rows of less than an hour. Every read walks an index in (created_at, id) order and stops after a page
+ * (docs/architecture.md, Activity).
  */
 
 export interface After { at: number; id: string }
@@ -24,13 +28,27 @@ export interface EventItemRow {
   createdAt: Date
 }
 
+/** events.campaign_id (migration 0024): set by a trigger, not mapped in the drizzle table. */
+const eventCampaign = sql.raw('"events"."campaign_id"')
+
+/**
+ * A column whose terms must not choose the index (SQLite: unary +, which its planner reads as "no index
+ * for this term"): the feed anchors a read on its most selective filter (one email, then one contact,
+ * then one campaign), and without statistics SQLite would rather take the (project, type) index, walking
+ * every event of a type to find one contact's. PostgreSQL's planner has its statistics: left as is.
+ */
+function unindexed(store: Store, column: AnyColumn, anchored: boolean): SQL {
+  return anchored && store.dialect === 'sqlite' ? sql`+${column}` : sql`${column}`
+}
+
 function emailConds(store: Store, projectId: string, f: EmailFilter): SQL[] {
   const e = store.t.emails
-  const out: SQL[] = [eq(e.projectId, projectId)]
-  if (f.status) out.push(eq(e.status, f.status))
+  const anchored = Boolean(f.emailId || f.contactId || f.campaignId)
+  const out: SQL[] = [eq(unindexed(store, e.projectId, anchored), projectId)]
+  if (f.status) out.push(eq(unindexed(store, e.status, anchored), f.status))
   if (f.contactId) out.push(eq(e.contactId, f.contactId))
   if (f.emailId) out.push(eq(e.id, f.emailId))
-  if (f.campaignId) out.push(eq(e.campaignId, f.campaignId))
+  if (f.campaignId) out.push(eq(unindexed(store, e.campaignId, Boolean(f.emailId || f.contactId)), f.campaignId))
   if (f.since) out.push(gte(e.createdAt, f.since))
   if (f.until) out.push(lt(e.createdAt, f.until))
   return out
@@ -38,16 +56,25 @@ function emailConds(store: Store, projectId: string, f: EmailFilter): SQL[] {
 
 function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
   const e = store.t.events
-  const out: SQL[] = [eq(e.projectId, projectId), f.types.length === 1 ? eq(e.name, f.types[0]) : inArray(e.name, [...f.types])]
-  if (f.contactId) out.push(eq(e.contactId, f.contactId))
+  const anchored = Boolean(f.emailId || f.contactId || f.campaignId)
+  const name = unindexed(store, e.name, Boolean(f.emailId || f.contactId))
+  const out: SQL[] = [eq(unindexed(store, e.projectId, anchored), projectId), f.types.length === 1 ? eq(name, f.types[0]) : inArray(name, [...f.types])]
+  if (f.contactId) out.push(eq(unindexed(store, e.contactId, Boolean(f.emailId)), f.contactId))
   if (f.emailId) out.push(eq(e.emailId, f.emailId))
-  if (f.campaignId) {
-    const m = store.t.emails
-    out.push(inArray(e.emailId, store.db.select({ id: m.id }).from(m).where(and(eq(m.projectId, projectId), eq(m.campaignId, f.campaignId)))))
-  }
+  if (f.campaignId) out.push(sql`${Boolean(f.emailId || f.contactId) && store.dialect === 'sqlite' ? sql`+` : sql``}${eventCampaign} = ${f.campaignId}`)
   if (f.since) out.push(gte(e.createdAt, f.since))
   if (f.until) out.push(lt(e.createdAt, f.until))
   return out
+}
+
+/**
+ * One upper bound of a page, the tighter of `until` and the cursor (either implies the other): given both,
+ * the stores start the index walk at one of them and filter on the other, and PostgreSQL may start at the
+ * looser one, crossing every row between them.
+ */
+function upperBound<F extends { until?: Date }>(f: F, after: After | null): [F, After | null] {
+  if (!after || !f.until) return [f, after]
+  return after.at < f.until.getTime() ? [{ ...f, until: undefined }, after] : [f, null]
 }
 
 /** Rows strictly before the cursor in (created_at, id) order: a row-value comparison, so both stores walk the index. */
@@ -57,9 +84,15 @@ function olderThan(store: Store, createdAt: AnyColumn, id: AnyColumn, after: Aft
 }
 
 export async function emailPage(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null): Promise<EmailItemRow[]> {
+  return emailPageQuery(store, projectId, f, limit, after)
+}
+
+/** The query of emailPage (bench/analytics.ts --plans explains it). */
+export function emailPageQuery(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null) {
   const { emails: e, emailStats: s } = store.t
-  const where = emailConds(store, projectId, f)
-  if (after) where.push(olderThan(store, e.createdAt, e.id, after))
+  const [g, from] = upperBound(f, after)
+  const where = emailConds(store, projectId, g)
+  if (from) where.push(olderThan(store, e.createdAt, e.id, from))
   return store.db.select({
     id: e.id, projectId: e.projectId, contactId: e.contactId, templateId: e.templateId, campaignId: e.campaignId,
     sourceType: e.sourceType, sourceId: e.sourceId, type: e.type, domainId: e.domainId, messageId: e.messageId,
@@ -71,38 +104,111 @@ export async function emailPage(store: Store, projectId: string, f: EmailFilter,
   }).from(e).leftJoin(s, eq(s.emailId, e.id)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
 }
 
-export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
+function eventPageQuery(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null) {
   const { events: e, contacts: c } = store.t
-  const where = eventConds(store, projectId, f)
-  if (after) where.push(olderThan(store, e.createdAt, e.id, after))
+  const [g, from] = upperBound(f, after)
+  const where = eventConds(store, projectId, g)
+  if (from) where.push(olderThan(store, e.createdAt, e.id, from))
   return store.db.select({
     id: e.id, name: e.name, contactId: e.contactId, contactEmail: c.email, emailId: e.emailId, data: e.data, createdAt: e.createdAt,
   }).from(e).leftJoin(c, eq(c.id, e.contactId)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
 }
 
-export async function countEmails(store: Store, projectId: string, f: EmailFilter): Promise<number> {
-  const [row] = await store.db.select({ n: count() }).from(store.t.emails).where(and(...emailConds(store, projectId, f)))
+/**
+ * The newest `limit` events after the cursor. By one email or one contact (few rows): one read of that
+ * index. Otherwise one read per event type, each walking (project, type, created_at, id) or (campaign,
+ * type, created_at, id) and stopping after `limit` rows, merged here: an index read in time order cannot
+ * take several types at once, and a read of the time index that skips the other types would cross
+ * millions of rows to find a rare type.
+ */
+export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
+  const pages: EventItemRow[][] = await Promise.all(eventPageQueries(store, projectId, f, limit, after))
+  return pages.flat().sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit)
+}
+
+/** The queries of eventPage: one, or one per type. */
+export function eventPageQueries(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null) {
+  if (f.emailId || f.contactId || f.types.length === 1) return [eventPageQuery(store, projectId, f, limit, after)]
+  return f.types.map((t) => eventPageQuery(store, projectId, { ...f, types: [t] }, limit, after))
+}
+
+/** How many emails match, counting at most `cap` (an index read that stops there). */
+export async function countEmailsUpTo(store: Store, projectId: string, f: EmailFilter, cap: number): Promise<number> {
+  const [row] = await countEmailsUpToQuery(store, projectId, f, cap)
   return Number(row?.n ?? 0)
 }
 
-export async function countEvents(store: Store, projectId: string, f: EventFilter): Promise<number> {
-  const [row] = await store.db.select({ n: count() }).from(store.t.events).where(and(...eventConds(store, projectId, f)))
-  return Number(row?.n ?? 0)
-}
-
-/** Distinct event names present among `names`, with counts and the last time each was seen. */
-export async function eventTypesPresent(store: Store, projectId: string, names: readonly string[]): Promise<Array<{ name: string; n: number; last: Date }>> {
-  const e = store.t.events
-  const rows = await store.db.select({ name: e.name, n: count(), last: sql<Date>`max(${e.createdAt})`.mapWith(e.createdAt) }).from(e)
-    .where(and(eq(e.projectId, projectId), inArray(e.name, [...names]))).groupBy(e.name)
-  return rows.map((r) => ({ name: r.name, n: Number(r.n), last: r.last }))
-}
-
-/** The number of emails of the project and when the last was queued. */
-export async function emailsPresent(store: Store, projectId: string): Promise<{ n: number; last: Date | null }> {
+export function countEmailsUpToQuery(store: Store, projectId: string, f: EmailFilter, cap: number) {
   const e = store.t.emails
-  const [row] = await store.db.select({ n: count(), last: sql<Date | null>`max(${e.createdAt})`.mapWith(e.createdAt) }).from(e).where(eq(e.projectId, projectId))
-  return { n: Number(row?.n ?? 0), last: row && Number(row.n) > 0 ? row.last : null }
+  const inner = store.db.select({ one: sql`1`.as('one') }).from(e).where(and(...emailConds(store, projectId, f))).limit(cap).as('m')
+  return store.db.select({ n: count() }).from(inner)
+}
+
+/** How many events match, counting at most `cap`. */
+export async function countEventsUpTo(store: Store, projectId: string, f: EventFilter, cap: number): Promise<number> {
+  const [row] = await countEventsUpToQuery(store, projectId, f, cap)
+  return Number(row?.n ?? 0)
+}
+
+export function countEventsUpToQuery(store: Store, projectId: string, f: EventFilter, cap: number) {
+  const e = store.t.events
+  const inner = store.db.select({ one: sql`1`.as('one') }).from(e).where(and(...eventConds(store, projectId, f))).limit(cap).as('m')
+  return store.db.select({ n: count() }).from(inner)
+}
+
+/**
+ * The counters (activity_counts) of `kinds` ('email' or an event type) over the whole hours in [fromHour,
+ * toHour) (epoch ms; either open), summed over their slots.
+ */
+export async function countedKinds(store: Store, projectId: string, kinds: readonly string[], fromHour?: number, toHour?: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  if (!kinds.length) return out
+  const range = sql.join([
+    ...(fromHour === undefined ? [] : [sql` AND hour >= ${fromHour}`]),
+    ...(toHour === undefined ? [] : [sql` AND hour < ${toHour}`]),
+  ])
+  const rows = await store.rows<{ kind: string; n: number | string }>(sql`SELECT kind, sum(n) AS n FROM activity_counts
+    WHERE project_id = ${projectId} AND kind IN (${sql.join(kinds.map((k) => sql`${k}`), sql`, `)})${range} GROUP BY kind`)
+  for (const r of rows) out.set(r.kind, Number(r.n))
+  return out
+}
+
+/** Emails queued in [since, until) counted from their rows (the edges of a window: less than an hour). */
+export async function countEmailsIn(store: Store, projectId: string, since: Date, until: Date): Promise<number> {
+  const [row] = await countEmailsInQuery(store, projectId, since, until)
+  return Number(row?.n ?? 0)
+}
+
+export function countEmailsInQuery(store: Store, projectId: string, since: Date, until: Date) {
+  const e = store.t.emails
+  return store.db.select({ n: count() }).from(e).where(and(eq(e.projectId, projectId), gte(e.createdAt, since), lt(e.createdAt, until)))
+}
+
+/** Events of these types in [since, until), per type, counted from their rows (one range of the type index each). */
+export async function countEventsIn(store: Store, projectId: string, types: readonly string[], since: Date, until: Date): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  if (!types.length) return out
+  for (const r of await countEventsInQuery(store, projectId, types, since, until)) out.set(r.name, Number(r.n))
+  return out
+}
+
+export function countEventsInQuery(store: Store, projectId: string, types: readonly string[], since: Date, until: Date) {
+  const e = store.t.events
+  return store.db.select({ name: e.name, n: count() }).from(e)
+    .where(and(eq(e.projectId, projectId), inArray(e.name, [...types]), gte(e.createdAt, since), lt(e.createdAt, until))).groupBy(e.name)
+}
+
+/** When the last item of each kind was created: one step down an index each ('email': the project's emails). */
+export async function lastSeen(store: Store, projectId: string, kinds: readonly string[]): Promise<Map<string, Date>> {
+  const { emails: m, events: e } = store.t
+  const out = new Map<string, Date>()
+  await Promise.all(kinds.map(async (kind) => {
+    const [row] = kind === 'email'
+      ? await store.db.select({ at: m.createdAt }).from(m).where(eq(m.projectId, projectId)).orderBy(desc(m.createdAt)).limit(1)
+      : await store.db.select({ at: e.createdAt }).from(e).where(and(eq(e.projectId, projectId), eq(e.name, kind))).orderBy(desc(e.createdAt)).limit(1)
+    if (row) out.set(kind, row.at)
+  }))
+  return out
 }
 
 /** A contact of the project by id or by (lower-cased) email address; null when there is none. */
@@ -146,4 +252,18 @@ export async function countDeferredEmails(store: Store, projectId: string): Prom
   const q = store.t.outboundQueue
   const [row] = await store.db.select({ n: count() }).from(q).where(and(eq(q.projectId, projectId), gt(q.attempts, 0)))
   return Number(row?.n ?? 0)
+}
+
+/**
+ * Counts activity_counts again from the rows, for every project (what migration 0024 did once): after a
+ * bulk load that bypassed the triggers (bench/analytics.ts), or to check the counters against the rows.
+ */
+export async function recountActivity(store: Store, db: Db): Promise<void> {
+  const hour = store.dialect === 'pg' ? 'activity_hour(created_at)' : 'created_at / 3600000 * 3600000'
+  const kinds = EVENT_TYPES.map((t) => `'${t}'`).join(', ')
+  await store.exec(sql`DELETE FROM activity_counts`, db)
+  await store.exec(sql.raw(`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
+    SELECT project_id, 'email', ${hour}, 0, count(*) FROM emails GROUP BY project_id, ${hour}`), db)
+  await store.exec(sql.raw(`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
+    SELECT project_id, name, ${hour}, 0, count(*) FROM events WHERE name IN (${kinds}) GROUP BY project_id, name, ${hour}`), db)
 }

@@ -65,10 +65,7 @@ export async function listActivity(ctx: Ctx, q: ListActivityQuery) {
   const [emails, events, total] = await Promise.all([
     sel.emails ? repo.emailPage(ctx.store, ctx.projectId, emailF, limit + 1, after) : Promise.resolve([]),
     sel.events.length ? repo.eventPage(ctx.store, ctx.projectId, eventF, limit + 1, after) : Promise.resolve([]),
-    after ? Promise.resolve(0) : Promise.all([
-      sel.emails ? repo.countEmails(ctx.store, ctx.projectId, emailF) : 0,
-      sel.events.length ? repo.countEvents(ctx.store, ctx.projectId, eventF) : 0,
-    ]).then(([a, b]) => a + b),
+    after ? Promise.resolve(0) : feedTotal(ctx, sel, emailF, eventF),
   ])
   const items: Item[] = [
     ...emails.map((r) => ({ at: r.createdAt.getTime(), id: r.id, out: emailItem(r) })),
@@ -79,6 +76,68 @@ export async function listActivity(ctx: Ctx, q: ListActivityQuery) {
   const page = items.slice(0, limit)
   const last = page[page.length - 1]
   return { data: page.map((i) => i.out), cursor: hasMore && last ? encodeTimeCursor({ at: last.at, id: last.id }) : null, hasMore, total }
+}
+
+/** Totals of a filter by contact, campaign, email or status are counted from the rows, up to this many. */
+export const TOTAL_CAP = 10_000
+
+/**
+ * The first page's total. By type and date range only: exact, from the counters (windowCounts). By
+ * contact, campaign, email or status (which the counters do not split): counted from the rows along the
+ * filter's index, at most TOTAL_CAP per kind of item, so a larger set answers a lower bound
+ * (docs/decisions.md, Activity totals).
+ */
+async function feedTotal(ctx: Ctx, sel: { emails: boolean; events: readonly string[] }, emailF: repo.EmailFilter, eventF: repo.EventFilter): Promise<number> {
+  if (emailF.contactId || emailF.campaignId || emailF.emailId || emailF.status) {
+    const [a, b] = await Promise.all([
+      sel.emails ? repo.countEmailsUpTo(ctx.store, ctx.projectId, emailF, TOTAL_CAP) : 0,
+      sel.events.length ? repo.countEventsUpTo(ctx.store, ctx.projectId, eventF, TOTAL_CAP) : 0,
+    ])
+    return a + b
+  }
+  const counts = await windowCounts(ctx, [...(sel.emails ? ['email'] : []), ...sel.events], emailF.since, emailF.until)
+  let n = 0
+  for (const v of counts.values()) n += v
+  return n
+}
+
+const HOUR_MS = 3_600_000
+const floorHour = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS
+const ceilHour = (ms: number) => Math.ceil(ms / HOUR_MS) * HOUR_MS
+
+/**
+ * Exact counts of feed items per kind ('email' or an event type) created in [since, until) (either
+ * open): the counters of the whole hours inside, plus the rows of the partial hours at either edge
+ * (less than an hour each, counted along the (project, created_at) and (project, type, created_at)
+ * indexes).
+ */
+export async function windowCounts(ctx: Ctx, kinds: readonly string[], since?: Date, until?: Date): Promise<Map<string, number>> {
+  const out = new Map<string, number>(kinds.map((k) => [k, 0]))
+  if (!kinds.length || (since && until && since >= until)) return out
+  const types = kinds.filter((k) => k !== 'email')
+  const withEmails = kinds.includes('email')
+  const add = (m: Map<string, number>) => { for (const [k, v] of m) out.set(k, (out.get(k) ?? 0) + v) }
+  const live = async (a: Date, b: Date) => {
+    const [emails, events] = await Promise.all([
+      withEmails ? repo.countEmailsIn(ctx.store, ctx.projectId, a, b) : 0,
+      repo.countEventsIn(ctx.store, ctx.projectId, types, a, b),
+    ])
+    if (withEmails) events.set('email', emails)
+    return events
+  }
+  const inFrom = since ? ceilHour(since.getTime()) : undefined
+  const inTo = until ? floorHour(until.getTime()) : undefined
+  if (since && until && inFrom !== undefined && inTo !== undefined && inFrom >= inTo) {
+    add(await live(since, until))
+    return out
+  }
+  const parts = await Promise.all([
+    repo.countedKinds(ctx.store, ctx.projectId, kinds, inFrom, inTo),
+    since && inFrom !== undefined && since.getTime() < inFrom ? live(since, new Date(inFrom)) : new Map<string, number>(),
+    until && inTo !== undefined && inTo < until.getTime() ? live(new Date(inTo), until) : new Map<string, number>(),
+  ])
+  for (const m of parts) add(m)
+  return out
 }
 
 /** An optional date-time query parameter; unparseable -> 400 naming it. */
@@ -102,7 +161,7 @@ export async function activityStats(ctx: Ctx, q: { days?: number }) {
   const since = new Date(ctx.now.getTime() - days * 86_400_000)
   const [c, emails] = await Promise.all([
     metricTotals(ctx, since, ctx.now, STAT_METRICS),
-    repo.countEmails(ctx.store, ctx.projectId, { since }),
+    windowCounts(ctx, ['email'], since).then((m) => m.get('email') ?? 0),
   ])
   const sent = c.sent
   const hard = c.hard_bounced
@@ -118,14 +177,18 @@ export async function activityStats(ctx: Ctx, q: { days?: number }) {
   }
 }
 
-/** GET /activity/types: the activity types present in the project, most frequent first. */
+/**
+ * GET /activity/types: the activity types present in the project, most frequent first: counts from the
+ * counters, the last time of each from the top of its index.
+ */
 export async function activityTypes(ctx: Ctx) {
-  const [events, emails] = await Promise.all([
-    repo.eventTypesPresent(ctx.store, ctx.projectId, EVENT_TYPES),
-    repo.emailsPresent(ctx.store, ctx.projectId),
-  ])
-  const rows = events.map((r) => ({ type: r.name, count: r.n, last: r.last }))
-  if (emails.n && emails.last) rows.push({ type: 'email', count: emails.n, last: emails.last })
+  const counts = await repo.countedKinds(ctx.store, ctx.projectId, ACTIVITY_TYPES)
+  const present = ACTIVITY_TYPES.filter((k) => (counts.get(k) ?? 0) > 0)
+  const last = await repo.lastSeen(ctx.store, ctx.projectId, present)
+  const rows = present.flatMap((type) => {
+    const at = last.get(type)
+    return at ? [{ type, count: counts.get(type) ?? 0, last: at }] : []
+  })
   rows.sort((a, b) => b.count - a.count || a.type.localeCompare(b.type))
   return { data: rows.map((r) => ({ type: r.type, count: r.count, lastSeenAt: r.last.toISOString() })) }
 }
@@ -134,11 +197,9 @@ export async function activityTypes(ctx: Ctx) {
 export async function recentCount(ctx: Ctx, q: { minutes?: number }) {
   const minutes = Math.max(1, Math.min(10_080, Math.trunc(Number(q.minutes ?? 60)) || 60))
   const since = new Date(ctx.now.getTime() - minutes * 60_000)
-  const [a, b] = await Promise.all([
-    repo.countEmails(ctx.store, ctx.projectId, { since }),
-    repo.countEvents(ctx.store, ctx.projectId, { types: EVENT_TYPES, since }),
-  ])
-  return { count: a + b, minutes, since: since.toISOString() }
+  let n = 0
+  for (const v of (await windowCounts(ctx, ACTIVITY_TYPES, since)).values()) n += v
+  return { count: n, minutes, since: since.toISOString() }
 }
 
 /**

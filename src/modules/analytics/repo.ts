@@ -124,6 +124,16 @@ export async function hourly(store: Store, projectId: string, campaignId: string
   return rows.map((r) => ({ campaignId, hour: Number(r.hour), metric: r.metric, value: Number(r.value) }))
 }
 
+/** Sums of the metrics of the project's totals (campaign '') or of one campaign over hours in [from, to). */
+export async function hourlySums(store: Store, projectId: string, campaignId: string, from: Date, to: Date, metrics: readonly string[]): Promise<Array<{ metric: string; value: number }>> {
+  if (to <= from || !metrics.length) return []
+  const a = store.t.analyticsHourly
+  const rows = await store.db.select({ metric: a.metric, value: sql<number>`sum(${a.value})` }).from(a)
+    .where(and(eq(a.projectId, projectId), eq(a.campaignId, campaignId), inArray(a.metric, [...metrics]), gte(a.hour, from), lt(a.hour, to)))
+    .groupBy(a.metric)
+  return rows.map((r) => ({ metric: r.metric, value: Number(r.value) }))
+}
+
 /** Sum of one metric per campaign (not the totals) over hours in [from, to), largest first. */
 export async function topCampaigns(store: Store, projectId: string, metric: string, from: Date, to: Date, limit: number): Promise<Array<{ campaignId: string; value: number }>> {
   if (to <= from) return []
