@@ -274,7 +274,8 @@ forEachStore('outbound delivery', (env) => {
       await until(async () => (await Promise.all(healthy.map((id) => email(id)))).every((r) => r.status === 'DELIVERED'), 20_000, 'healthy deliveries recorded')
       // The stalled messages are all still queued, none delivered; only the destination's share reached it.
       expect(stalled.received).toEqual([])
-      expect(stalled.stalled).toBeGreaterThan(0)
+      // The healthy mail may all be through before a connection to the stalled host reaches RCPT TO.
+      await until(() => stalled.stalled > 0, 20_000, 'a delivery to the stalled destination to hang at RCPT TO')
       expect(stalled.stalled).toBeLessThanOrEqual(10)
       // Its backlog is not claimed again and again: its share (10, half the slots) and one batch held.
       expect(pl.stats.claimed).toBeLessThanOrEqual(healthy.length + 20)
