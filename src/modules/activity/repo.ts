@@ -61,7 +61,7 @@ function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
   const out: SQL[] = [eq(unindexed(store, e.projectId, anchored), projectId), f.types.length === 1 ? eq(name, f.types[0]) : inArray(name, [...f.types])]
   if (f.contactId) out.push(eq(unindexed(store, e.contactId, Boolean(f.emailId)), f.contactId))
   if (f.emailId) out.push(eq(e.emailId, f.emailId))
-  if (f.campaignId) out.push(sql`${Boolean(f.emailId || f.contactId) && store.dialect === 'sqlite' ? sql`+` : sql``}${eventCampaign} = ${f.campaignId}`)
+  if (f.campaignId) out.push(sql`${(f.emailId || f.contactId) && store.dialect === 'sqlite' ? sql`+` : sql``}${eventCampaign} = ${f.campaignId}`)
   if (f.since) out.push(gte(e.createdAt, f.since))
   if (f.until) out.push(lt(e.createdAt, f.until))
   return out
