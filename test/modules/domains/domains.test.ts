@@ -2,7 +2,7 @@ import { afterAll, beforeEach, expect, test } from 'bun:test'
 import { createPublicKey, createSign, createVerify, generateKeyPairSync } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { eq } from 'drizzle-orm'
+import { asc, eq } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { splitTxt, startTestDns } from '../../helpers/dns'
 import { ctxFor } from '../../../src/deps'
@@ -346,7 +346,7 @@ forEachStore('domains', (env: TestEnv) => {
     const [row2] = await env.store.db.select().from(domains).where(eq(domains.id, created.id))
     expect(row2.verified).toBe(false)
     expect(row2.checks.DKIM.status).toBe('failed')
-    const evs = await env.store.db.select().from(events).where(eq(events.projectId, p.id))
+    const evs = await env.store.db.select().from(events).where(eq(events.projectId, p.id)).orderBy(asc(events.createdAt), asc(events.id))
     expect(evs.map((e) => e.name)).toEqual(['domain.verified', 'domain.unverified'])
     expect(evs[1]).toMatchObject({ contactId: null, data: { domainId: created.id, domain: created.domain, reason: expect.stringContaining('missing') } })
     const err = await assertSenderAllowed(ctxFor(env.deps, p.id, { kind: 'cli' }), `a@${created.domain}`).then(() => null, (e) => e)
