@@ -200,6 +200,8 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     expect(await path.locator('.react-flow__node.visited').count()).toBe(5)
     expect(await path.locator('.react-flow__node.unvisited').count()).toBe(1)
     expect(await path.locator('.react-flow__node.unvisited').getAttribute('aria-label')).toContain('Not matched')
+    // React Flow draws the edges once the nodes are measured, a moment after them.
+    await path.locator('.react-flow__edge.taken').nth(3).waitFor()
     expect(await path.locator('.react-flow__edge.taken').count()).toBe(4)
     const rows = d.page.locator('section[aria-labelledby="ex-h"] tbody tr')
     expect(await rows.count()).toBe(5)

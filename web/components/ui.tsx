@@ -97,3 +97,19 @@ export function formatDate(iso: string | null | undefined): string {
   const d = new Date(iso)
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString()
 }
+
+/**
+ * Previous / Next under a list: `where` says the page ("Page 2 of 7"); Next waits while a page is fetched,
+ * so a double click does not skip one.
+ */
+export function Pager({ label = 'Pages', where, hasPrev, hasNext, busy, onPrev, onNext }: {
+  label?: string; where: string; hasPrev: boolean; hasNext: boolean; busy?: boolean; onPrev: () => void; onNext: () => void
+}) {
+  return (
+    <nav className="pager" aria-label={label}>
+      <button type="button" className="secondary" disabled={!hasPrev} onClick={onPrev}>Previous</button>
+      <span className="small muted">{where}</span>
+      <button type="button" className="secondary" disabled={!hasNext || busy} onClick={onNext}>Next</button>
+    </nav>
+  )
+}

@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { get, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, Field, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, Empty, ErrorBox, Field, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 import { type CampaignList, STATUSES, statusBadge } from './types'
 
 const PAGE = 25
@@ -68,11 +68,8 @@ export function CampaignsPage({ project }: { project: Project }) {
                 </tr>
               ))}</tbody>
             </table></div>
-            <nav className="pager" aria-label="Pages">
-              <button type="button" className="secondary" disabled={page <= 1} onClick={() => setPage((p) => p - 1)}>Previous</button>
-              <span className="small muted">Page {page} of {Math.max(1, list.data?.totalPages ?? 1)}</span>
-              <button type="button" className="secondary" disabled={page >= (list.data?.totalPages ?? 1)} onClick={() => setPage((p) => p + 1)}>Next</button>
-            </nav>
+            <Pager where={`Page ${page} of ${Math.max(1, list.data?.totalPages ?? 1)}`} hasPrev={page > 1} hasNext={page < (list.data?.totalPages ?? 1)}
+              onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}
       </div>

@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { type Contact, type ContactPage, get, type Project, post } from '../../api'
 import { ImportContacts } from './import'
-import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 
 const PAGE = 50
 
@@ -107,11 +107,8 @@ export function ContactsPage({ project }: { project: Project }) {
                 </tr>
               ))}</tbody>
             </table></div>
-            <nav className="pager" aria-label="Pages">
-              <button type="button" className="secondary" disabled={cursors.length === 1} onClick={() => setCursors((c) => c.slice(0, -1))}>Previous</button>
-              <span className="small muted">Page {cursors.length}</span>
-              <button type="button" className="secondary" disabled={!page.data?.hasMore || page.isFetching} onClick={() => { const next = page.data?.cursor; if (next) setCursors((c) => [...c, next]) }}>Next</button>
-            </nav>
+            <Pager where={`Page ${cursors.length}`} hasPrev={cursors.length > 1} hasNext={!!page.data?.hasMore} busy={page.isFetching}
+              onPrev={() => setCursors((c) => c.slice(0, -1))} onNext={() => { const next = page.data?.cursor; if (next) setCursors((c) => [...c, next]) }} />
           </>
         )}
       </div>

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, post, type Project } from '../../api'
-import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 import type { Suppression, SuppressionPage } from './types'
 
 const PAGE = 50
@@ -99,11 +99,8 @@ export function SuppressionsPage({ project }: { project: Project }) {
                 </tr>
               ))}</tbody>
             </table></div>
-            <nav className="pager" aria-label="Pages">
-              <button type="button" className="secondary" disabled={cursors.length === 1} onClick={() => setCursors((c) => c.slice(0, -1))}>Previous</button>
-              <span className="small muted">Page {cursors.length}</span>
-              <button type="button" className="secondary" disabled={!page.data?.hasMore || page.isFetching} onClick={() => { const next = page.data?.cursor; if (next) setCursors((c) => [...c, next]) }}>Next</button>
-            </nav>
+            <Pager where={`Page ${cursors.length}`} hasPrev={cursors.length > 1} hasNext={!!page.data?.hasMore} busy={page.isFetching}
+              onPrev={() => setCursors((c) => c.slice(0, -1))} onNext={() => { const next = page.data?.cursor; if (next) setCursors((c) => [...c, next]) }} />
           </>
         )}
       </div>

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useId, useState } from 'react'
 import { Link } from 'wouter'
 import { type Contact, call, get, post, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, formatDate, Loading } from '../../components/ui'
+import { Badge, Empty, ErrorBox, formatDate, Loading, Pager } from '../../components/ui'
 import type { Segment } from '.'
 
 interface MemberPage { data: Contact[]; page: number; pageSize: number; total: number; totalPages: number }
@@ -58,11 +58,8 @@ export function Members({ project, seg }: { project: Project; seg: Segment }) {
                 </tr>
               ))}</tbody>
             </table></div>
-            <nav className="pager" aria-label="Pages of members">
-              <button type="button" className="secondary" disabled={page <= 1} onClick={() => setPage((p) => p - 1)}>Previous</button>
-              <span className="small muted">Page {data.page} of {Math.max(1, data.totalPages)}</span>
-              <button type="button" className="secondary" disabled={page >= data.totalPages || list.isFetching} onClick={() => setPage((p) => p + 1)}>Next</button>
-            </nav>
+            <Pager label="Pages of members" where={`Page ${data.page} of ${Math.max(1, data.totalPages)}`} hasPrev={page > 1} hasNext={page < data.totalPages}
+              busy={list.isFetching} onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}
       </section>

@@ -3,7 +3,7 @@ import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { del, get, patch, post, type Project } from '../../api'
 import { HtmlEditor } from '../../components/html-editor'
-import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 
 interface Template {
   id: string; name: string; description: string | null; subject: string; body: string; from: string
@@ -53,11 +53,8 @@ export function TemplatesPage({ project }: { project: Project }) {
                 <tr key={t.id}><td><Link href={`/templates/${t.id}`}>{t.name}</Link></td><td>{t.subject}</td><td>{t.type}</td><td>{formatDate(t.updatedAt)}</td></tr>
               ))}</tbody>
             </table></div>
-            <nav className="pager" aria-label="Pages">
-              <button type="button" className="secondary" disabled={page <= 1} onClick={() => setPage((p) => p - 1)}>Previous</button>
-              <span className="small muted">Page {page} of {list.data.totalPages}</span>
-              <button type="button" className="secondary" disabled={page >= list.data.totalPages} onClick={() => setPage((p) => p + 1)}>Next</button>
-            </nav>
+            <Pager where={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages}
+              onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}
       </div>

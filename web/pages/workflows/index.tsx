@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { get, post, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 import type { ExecutionList, Workflow, WorkflowList } from './graph'
 import './workflows.css'
 
@@ -72,11 +72,8 @@ export function WorkflowsPage({ project }: { project: Project }) {
                 </tr>
               ))}</tbody>
             </table></div>
-            <nav className="pager" aria-label="Pages">
-              <button type="button" className="secondary" disabled={page <= 1} onClick={() => setPage((p) => p - 1)}>Previous</button>
-              <span className="small muted">Page {page} of {list.data.totalPages}</span>
-              <button type="button" className="secondary" disabled={page >= list.data.totalPages} onClick={() => setPage((p) => p + 1)}>Next</button>
-            </nav>
+            <Pager where={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages}
+              onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}
       </div>
