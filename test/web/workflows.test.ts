@@ -112,11 +112,13 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     await d.page.getByLabel('Step name').fill('Subscribed?')
     await addStep()
 
-    await dropStep('Exit', 150, 505)
+    // The exits well below the CONDITION: once enabling has listed its problems the node grows, and its
+    // yes/no handles must stay clear of the exits' target handles for the mouse to draw the connection.
+    await dropStep('Exit', 150, 528)
     await d.page.getByLabel('Step name').fill('Matched')
     await d.page.getByLabel('Reason (optional)').fill('matched')
     await addStep()
-    await dropStep('Exit', 400, 505)
+    await dropStep('Exit', 420, 528)
     await d.page.getByLabel('Step name').fill('Not matched')
     await addStep()
 
