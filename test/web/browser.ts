@@ -54,3 +54,14 @@ export async function axeSerious(page: Page): Promise<string[]> {
       .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`))
   })
 }
+
+/**
+ * Waits until the email preview (the editors' iframe "Preview of the email") renders `html`, and returns
+ * its sandbox attribute. Read from the iframe's srcdoc in the page's DOM: reaching inside the opaque,
+ * sandboxed frame from playwright sometimes waits forever on a frame that the last srcdoc change replaced.
+ */
+export async function previewShows(page: Page, html: string): Promise<string | null> {
+  const selector = 'iframe[title="Preview of the email"]'
+  await page.waitForFunction(([sel, want]) => document.querySelector(sel)?.getAttribute('srcdoc')?.includes(want) ?? false, [selector, html] as const)
+  return page.locator(selector).getAttribute('sandbox')
+}
