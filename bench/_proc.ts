@@ -1,4 +1,7 @@
 import { createServer } from 'node:net'
+import type { Ctx } from '../src/deps'
+import { createDomain, verifyDomain } from '../src/modules/domains/service'
+import { splitTxt, type TestDns } from '../test/helpers/dns'
 
 /** Helpers of the benches that drive child processes (send, campaign, workflows). */
 
@@ -29,4 +32,17 @@ export function lines(stream: ReadableStream<Uint8Array>, on: (rec: Record<strin
       }
     }
   })()
+}
+
+/**
+ * The benches' sending domain `bench-sender.test` for `ctx`'s project, its records published on the loopback
+ * DNS server and verified (DKIM on for every message the bench sends).
+ */
+export async function verifiedBenchDomain(ctx: Ctx, dns: TestDns): Promise<void> {
+  const domain = await createDomain(ctx, { projectId: ctx.projectId, domain: 'bench-sender.test' })
+  for (const r of domain.records) {
+    if (r.type === 'TXT') dns.add(r.name, { type: 'TXT', data: splitTxt(r.value) })
+    else dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 })
+  }
+  if (!(await verifyDomain(ctx, domain.id)).verified) throw new Error('bench domain did not verify')
 }

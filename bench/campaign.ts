@@ -38,11 +38,10 @@ import { ctxFor } from '../src/deps'
 import { closeDeps, createDeps } from '../src/main'
 import { createLogger } from '../src/log'
 import { createCampaign } from '../src/modules/campaigns/service'
-import { createDomain, verifyDomain } from '../src/modules/domains/service'
 import { createProject } from '../src/modules/projects/service'
 import { freshPgDatabase } from '../test/helpers/env'
-import { splitTxt, startTestDns } from '../test/helpers/dns'
-import { freePort, lines } from './_proc'
+import { startTestDns } from '../test/helpers/dns'
+import { freePort, lines, verifiedBenchDomain } from './_proc'
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 100_000)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
@@ -169,12 +168,7 @@ try {
   const deps = await createDeps(config, { log: createLogger('warn') })
   const project = await createProject(deps.store, { name: 'bench' })
   const ctx = ctxFor(deps, project.id, { kind: 'cli' })
-  const domain = await createDomain(ctx, { projectId: project.id, domain: 'bench-sender.test' })
-  for (const r of domain.records) {
-    if (r.type === 'TXT') dns.add(r.name, { type: 'TXT', data: splitTxt(r.value) })
-    else dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 })
-  }
-  if (!(await verifyDomain(ctx, domain.id)).verified) throw new Error('bench domain did not verify')
+  await verifiedBenchDomain(ctx, dns)
   const t0Load = performance.now()
   // Contact ids sort in the order of i (the fan-out walks them by id).
   const idOf = (expr: string) => deps.store.dialect === 'pg'

@@ -24,11 +24,10 @@ import { loadConfig } from '../src/config'
 import { ctxFor } from '../src/deps'
 import { closeDeps, createDeps } from '../src/main'
 import { createLogger } from '../src/log'
-import { createDomain, verifyDomain } from '../src/modules/domains/service'
 import { createProject } from '../src/modules/projects/service'
 import { freshPgDatabase } from '../test/helpers/env'
-import { splitTxt, startTestDns } from '../test/helpers/dns'
-import { freePort, lines } from './_proc'
+import { startTestDns } from '../test/helpers/dns'
+import { freePort, lines, verifiedBenchDomain } from './_proc'
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 20_000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
@@ -114,12 +113,7 @@ try {
   const deps = await createDeps(config, { log: createLogger('warn') })
   const project = await createProject(deps.store, { name: 'bench' })
   const ctx = ctxFor(deps, project.id, { kind: 'cli' })
-  const domain = await createDomain(ctx, { projectId: project.id, domain: 'bench-sender.test' })
-  for (const r of domain.records) {
-    if (r.type === 'TXT') dns.add(r.name, { type: 'TXT', data: splitTxt(r.value) })
-    else dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 })
-  }
-  if (!(await verifyDomain(ctx, domain.id)).verified) throw new Error('bench domain did not verify')
+  await verifiedBenchDomain(ctx, dns)
   await closeDeps(deps)
 
   const bunArgs = (process.env.BENCH_BUN_ARGS ?? '').split(' ').filter(Boolean) // e.g. --cpu-prof-md --cpu-prof-dir=/tmp/p

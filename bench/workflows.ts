@@ -26,15 +26,14 @@ import { ctxFor } from '../src/deps'
 import { closeDeps, createDeps } from '../src/main'
 import { createLogger } from '../src/log'
 import { upsertMany } from '../src/modules/contacts/service'
-import { createDomain, verifyDomain } from '../src/modules/domains/service'
 import { appendEvents } from '../src/modules/events/stream'
 import { createProject } from '../src/modules/projects/service'
 import { createTemplate } from '../src/modules/templates/service'
 import { startFromEvents } from '../src/modules/workflows/engine'
 import { addStep, addTransition, createWorkflow, updateWorkflow } from '../src/modules/workflows/service'
 import { freshPgDatabase } from '../test/helpers/env'
-import { splitTxt, startTestDns } from '../test/helpers/dns'
-import { lines } from './_proc'
+import { startTestDns } from '../test/helpers/dns'
+import { lines, verifiedBenchDomain } from './_proc'
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 10_000)
 const DELAY_SECONDS = Number(process.env.BENCH_DELAY_SECONDS ?? 60)
@@ -73,12 +72,7 @@ try {
   cleanups.unshift(() => closeDeps(deps))
   const project = await createProject(deps.store, { name: 'bench' })
   const ctx = ctxFor(deps, project.id, { kind: 'cli' })
-  const domain = await createDomain(ctx, { projectId: project.id, domain: 'bench-sender.test' })
-  for (const r of domain.records) {
-    if (r.type === 'TXT') dns.add(r.name, { type: 'TXT', data: splitTxt(r.value) })
-    else dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 })
-  }
-  if (!(await verifyDomain(ctx, domain.id)).verified) throw new Error('bench domain did not verify')
+  await verifiedBenchDomain(ctx, dns)
 
   // The workflow: SEND_EMAIL first -> DELAY -> SEND_EMAIL second.
   const html = `<html><body><h1>Hello {{name}}</h1>${'<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor.</p>'.repeat(20)}</body></html>`
