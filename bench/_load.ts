@@ -103,7 +103,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
 
 /** Starts a bench child process and waits for its first JSON line on stderr. */
 export async function startChild<T>(script: string, args: string[], env: Record<string, string | undefined> = {}): Promise<{ proc: ReturnType<typeof Bun.spawn>; info: T; stderrTail(): string }> {
-  const proc = Bun.spawn([process.execPath, script, ...args], { env: { ...process.env, ...env }, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' })
+  const bunArgs = (process.env.BENCH_BUN_ARGS ?? '').split(' ').filter(Boolean)
+  const proc = Bun.spawn([process.execPath, ...bunArgs, script, ...args], { env: { ...process.env, ...env }, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' })
   const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader()
   let text = ''
   while (!text.includes('\n')) {

@@ -34,6 +34,7 @@ for (let i = 0; i < seed; i += 1000) {
   await deps.store.tx((db) => upsertMany(ctx, db, inputs, { defaultSubscribed: true }))
 }
 if (process.env.BENCH_WAL_CKPT) await deps.store.tx(async (db) => { (db as unknown as { $client: { run(q: string): void } }).$client.run(`PRAGMA wal_autocheckpoint = ${Number(process.env.BENCH_WAL_CKPT)}`) })
+if (process.env.BENCH_SQL) await deps.store.script(process.env.BENCH_SQL)
 if (process.env.BENCH_DRAIN === '1') await (await import('../src/modules/events/outbox')).startOutbox(deps)
 const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
 process.stderr.write(`${JSON.stringify({ port: portOf(app), publicKey: project.publicKey, secretKey: project.secretKey, synchronous: config.sqliteSynchronous })}\n`)

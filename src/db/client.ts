@@ -34,11 +34,23 @@ export type Dialect = 'sqlite' | 'pg'
 /** The query-builder type repositories use; at run time it is the active store's drizzle instance. */
 export type Db = PgDatabase<PostgresJsQueryResultHKT, Record<string, never>>
 
+export interface TxOptions {
+  /**
+   * false: the commit returns before it reaches the disk (SQLite: synchronous=NORMAL for this transaction,
+   * no fsync of the WAL; PostgreSQL: synchronous_commit off). It stays atomic and ordered: a crash may
+   * lose it, and only with the transactions committed after it that were not durable either; the next
+   * durable commit makes it durable too. Only for bookkeeping that is safe to redo, such as a lease
+   * taken or released (a lost claim is claimed again). Ignored when joining an outer transaction.
+   */
+  durable?: boolean
+}
+
 /**
  * One handle over either store. Dialect differences live here and in columns.ts:
  * - `db` reads (on SQLite a read-only connection, so a write outside `tx` fails loudly);
  * - `tx(fn)` runs fn atomically and durably (SQLite: one writer connection behind an async mutex,
- *   BEGIN IMMEDIATE; PostgreSQL: a pooled transaction). Nested calls join the outer transaction;
+ *   BEGIN IMMEDIATE; PostgreSQL: a pooled transaction). Nested calls join the outer transaction.
+ *   `tx(fn, { durable: false })` is atomic but its commit does not wait for the disk (TxOptions);
  * - `rows(sql)` / `exec(sql)` run raw SQL on either.
  */
 export interface Store {
@@ -46,7 +58,7 @@ export interface Store {
   url: string
   db: Db
   t: Schema
-  tx<T>(fn: (db: Db) => Promise<T>): Promise<T>
+  tx<T>(fn: (db: Db) => Promise<T>, opts?: TxOptions): Promise<T>
   rows<T = Record<string, unknown>>(query: SQL, db?: Db): Promise<T[]>
   exec(query: SQL, db?: Db): Promise<void>
   /** Runs a multi-statement SQL script outside any transaction. */
@@ -246,11 +258,14 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
     url,
     db: readDb,
     t: sqliteSchema,
-    async tx(fn) {
+    async tx(fn, opts) {
       const outer = current.getStore()
       if (outer) return fn(outer)
       const release = await mutex.lock()
+      // The safety level cannot change inside a transaction: it is set before BEGIN and put back after.
+      const lazy = opts?.durable === false && synchronous === 'FULL'
       try {
+        if (lazy) writer.run('PRAGMA synchronous = NORMAL')
         await beginWrite()
         try {
           const result = await current.run(writeDb, async () => {
@@ -267,6 +282,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
         }
       } finally {
         txStates = undefined
+        if (lazy) writer.run('PRAGMA synchronous = FULL')
         release()
       }
     },
@@ -350,10 +366,11 @@ function openPg(url: string): Store {
     url,
     db,
     t: pgSchema,
-    async tx(fn) {
+    async tx(fn, opts) {
       const outer = current.getStore()
       if (outer) return fn(outer)
       return db.transaction((tx) => current.run(tx, async () => {
+        if (opts?.durable === false) await tx.execute(sql`SET LOCAL synchronous_commit = off`)
         const r = await fn(tx)
         await flushTxStates(txStates.get(tx))
         return r

@@ -86,7 +86,7 @@ export async function renew<T extends PgTable>(
   let n = 0
   for (let i = 0; i < keys.length; i += CHUNK) {
     const rows = await store.tx((db) => db.update(t.table).set({ ...also, ...t.renewed(until) })
-      .where(heldBy(t, holder, keys.slice(i, i + CHUNK))).returning({ key: t.key }))
+      .where(heldBy(t, holder, keys.slice(i, i + CHUNK))).returning({ key: t.key }), { durable: false })
     n += rows.length
   }
   return n

@@ -127,7 +127,8 @@ export async function claim(store: Store, names: string[], workerId: string, lim
       status: 'running', lockedBy: workerId, lockedUntil: leaseEnd(now, leaseMs),
       attempts: sql`${jobs.attempts} + 1`, updatedAt: now,
     }).where(inArray(jobs.id, store.dialect === 'pg' ? due.for('update', { skipLocked: true }) : due)).returning()
-  })
+    // Lost in a crash, a claim is only a due job claimed again (jobs run at least once).
+  }, { durable: false })
 }
 
 export interface WorkerOptions {

@@ -85,7 +85,9 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
         .where(and(inArray(e.id, rows.map((r) => r.emailId)), eq(e.status, 'PENDING')))
     }
     return rows
-  })
+    // A claim lost in a crash leaves the rows due and the emails PENDING, as an expired lease does: it
+    // does not wait for the disk (the outcome's commit, which does, makes it durable with it).
+  }, { durable: false })
 }
 
 /**

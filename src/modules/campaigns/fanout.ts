@@ -145,7 +145,10 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
       }
       await queueEmails(ctx, db, queue)
       return { queued: queue.length, suppressed, until }
-    })
+      // The batch and its checkpoint do not wait for the disk: lost together in a crash of the machine,
+      // they are queued again from the checkpoint before. None of its mail can have been recorded as
+      // sent meanwhile (an outcome's commit waits for the disk, and with it everything committed before).
+    }, { durable: false })
     if (!step) {
       out.status = (await repo.findById(store, store.db, ctx.projectId, campaignId))?.status ?? 'MISSING'
       return out

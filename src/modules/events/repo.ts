@@ -157,7 +157,8 @@ export async function claimOutbox(store: Store, holder: string, now: Date, until
       if (rows.length) return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     }
     return []
-  })
+    // A lease lost in a crash is only a row claimed again: the claim does not wait for the disk.
+  }, { durable: false })
 }
 
 /** The events of `projectId` among `ids` (those deleted since are missing), oldest first. */
@@ -221,7 +222,8 @@ export async function finishOutbox(store: Store, holder: string, outcomes: Outbo
       if (final) givenUp++
       else retried++
     }
-  })
+    // Lost in a crash, a settlement is redone: the events are delivered again (consumers are idempotent).
+  }, { durable: false })
   return { retried, givenUp }
 }
 
