@@ -1,6 +1,7 @@
 import { t, type Static } from 'elysia'
 import { positiveIntQuery } from '../query'
 import { EmailRecord } from '../emails/model'
+import { COUNTED_EVENT_TYPES } from '../events/counted'
 
 /**
  * The activity feed (GET /activity): what happened to the project's mail and audience, newest first.
@@ -10,9 +11,7 @@ import { EmailRecord } from '../emails/model'
  * - `event`: what came back or changed: opens, clicks, bounces, complaints, inbound mail
  *   (email.received), subscription changes.
  */
-export const EVENT_TYPES = [
-  'email.delivery', 'email.open', 'email.click', 'email.bounce', 'email.complaint', 'email.received', 'contact.subscribed', 'contact.unsubscribed',
-] as const
+export const EVENT_TYPES = COUNTED_EVENT_TYPES
 export const ACTIVITY_TYPES = ['email', ...EVENT_TYPES] as const
 export type ActivityType = (typeof ACTIVITY_TYPES)[number]
 
