@@ -17,6 +17,7 @@ import { hostname } from 'node:os'
 import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
 import { returnPathDomain } from '../../src/modules/domains/service'
 import { must } from '../helpers/must'
+import { hydrateEmailEvents } from '../../src/modules/events/repo'
 
 /**
  * Delivery through real SMTP sinks found through a real DNS server on loopback: what arrives (DKIM,
@@ -78,9 +79,11 @@ forEachStore('outbound delivery', (env) => {
     const { emails } = env.store.t
     return (await env.store.db.select().from(emails).where(eq(emails.id, id)))[0]
   }
+  /** The events of an email, oldest first, with their data as every reader sees it (the email's base put back). */
   const eventsOf = async (id: string) => {
     const { events } = env.store.t
-    return env.store.db.select().from(events).where(eq(events.emailId, id)).orderBy(events.createdAt, events.id)
+    const rows = await env.store.db.select().from(events).where(eq(events.emailId, id)).orderBy(events.createdAt, events.id)
+    return rows.length ? hydrateEmailEvents(env.store, rows[0].projectId, rows) : rows
   }
   const queueRow = async (id: string) => {
     const { outboundQueue } = env.store.t

@@ -60,7 +60,6 @@ export function sendingTables(c: Cols) {
   }, (t) => [
     c.index('emails_project_created_idx').on(t.projectId, t.createdAt, t.id),
     c.index('emails_contact_idx').on(t.contactId, t.createdAt, t.id),
-    c.index('emails_campaign_idx').on(t.campaignId, t.status),
     c.index('emails_campaign_created_idx').on(t.campaignId, t.createdAt, t.id),
     c.index('emails_project_status_created_idx').on(t.projectId, t.status, t.createdAt, t.id),
     c.index('emails_message_id_idx').on(t.messageId),

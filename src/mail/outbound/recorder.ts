@@ -13,6 +13,7 @@ import type { Db } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { bounces, deliveries, domainLabel } from '../../metrics'
+import { emailBase } from '../../modules/events/email-base'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../../modules/events/stream'
 import * as emailsRepo from '../../modules/emails/repo'
 import type { DeliveryEmail } from '../../modules/emails/repo'
@@ -50,14 +51,6 @@ interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): voi
 
 /** Outcomes that end a gathering window at once: connections wait on their outcome, so do not hold many. */
 const MAX_GATHER = 64
-
-/** The data every email.* event carries (docs/decisions.md, Events the service emits). */
-function eventBase(e: DeliveryEmail): Record<string, unknown> {
-  return {
-    emailId: e.id, messageId: e.messageId, subject: e.subject, from: e.fromAddress, to: e.toAddress,
-    templateId: e.templateId, campaignId: e.campaignId, sourceType: e.sourceType,
-  }
-}
 
 function replyFields(r: SmtpReply) {
   return { reply: r.text, smtpCode: r.code || null, enhancedCode: r.enhanced }
@@ -205,9 +198,10 @@ export class OutcomeRecorder {
           await emailsRepo.recordDeferral(store, db, o.email.id, o.queue.attempts + 1, reply.text.slice(0, 1000), now)
           // Each attempt's SMTP reply stays readable (GET /emails/:id/attempts), not only the last one.
           const d = o.delivery as Extract<Delivery, { kind: 'deferred' }>
+          const base = emailBase(o.email)
           emit(o, {
-            contactId: o.email.contactId, name: 'email.deferred', emailId: o.email.id, createdAt: o.at,
-            data: { ...eventBase(o.email), attempt: o.queue.attempts + 1, ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString() },
+            contactId: o.email.contactId, name: 'email.deferred', emailId: o.email.id, createdAt: o.at, base,
+            data: { ...base, attempt: o.queue.attempts + 1, ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString() },
           })
         })())
       }
@@ -229,11 +223,11 @@ export class OutcomeRecorder {
   ): Promise<void> {
     const { store } = this.deps
     const e = o.email
-    const base = eventBase(e)
+    const base = emailBase(e)
     const attempts = o.queue.attempts + 1
     const drop = e.hasAttachments
     const at = o.at
-    const ev = (name: string, data: Record<string, unknown>) => emit(o, { contactId: e.contactId, name, emailId: e.id, data: { ...base, attempt: attempts, ...data }, createdAt: at })
+    const ev = (name: string, data: Record<string, unknown>) => emit(o, { contactId: e.contactId, name, emailId: e.id, data: { ...base, attempt: attempts, ...data }, createdAt: at, base })
     // A bounce or delivery already recorded for the email (by a report that came first) is not counted again.
     const bounced = e.bouncedAt ? 0 : 1
     if (expiredReply) {

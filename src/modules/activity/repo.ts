@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, gt, gte, inArray, lt, sql, type AnyColumn, t
 import type { Db, Store } from '../../db/client'
 import { EVENT_TYPES } from './model'
 import type { EmailRow } from '../emails/repo'
+import { hydrateEmailEvents } from '../events/repo'
 
 /**
  * The SQL of the activity feed: keyset reads of `emails` (the sends) and `events` (joined with
@@ -119,11 +120,12 @@ function eventPageQuery(store: Store, projectId: string, f: EventFilter, limit: 
  * index. Otherwise one read per event type, each walking (project, type, created_at, id) or (campaign,
  * type, created_at, id) and stopping after `limit` rows, merged here: an index read in time order cannot
  * take several types at once, and a read of the time index that skips the other types would cross
- * millions of rows to find a rare type.
+ * millions of rows to find a rare type. Email events come with their email's base (events/email-base.ts).
  */
 export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
   const pages: EventItemRow[][] = await Promise.all(eventPageQueries(store, projectId, f, limit, after))
-  return pages.flat().sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit)
+  const page = pages.flat().sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit)
+  return hydrateEmailEvents(store, projectId, page)
 }
 
 /** The queries of eventPage: one, or one per type. */

@@ -3,6 +3,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
+import { hydrateEmailEvents } from '../events/repo'
 import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './status'
 
 /** The only SQL on `emails` and `email_contents`. Every function that serves a request takes the project id. */
@@ -132,12 +133,16 @@ export async function findEmail(store: Store, projectId: string, id: string): Pr
   return row ?? null
 }
 
-/** The events of one email with these names, oldest first (its delivery attempts: GET /emails/:id/attempts). */
-export async function emailEvents(store: Store, projectId: string, emailId: string, names: readonly string[]): Promise<Array<{ id: string; name: string; data: Record<string, unknown>; createdAt: Date }>> {
+/**
+ * The events of one email with these names, oldest first (its delivery attempts: GET /emails/:id/attempts),
+ * with their full data (the email's base put back: events/email-base.ts).
+ */
+export async function emailEvents(store: Store, projectId: string, emailId: string, names: readonly string[]): Promise<Array<{ id: string; name: string; emailId: string | null; data: Record<string, unknown>; createdAt: Date }>> {
   const v = store.t.events
-  return store.db.select({ id: v.id, name: v.name, data: v.data, createdAt: v.createdAt }).from(v)
+  const rows = await store.db.select({ id: v.id, name: v.name, emailId: v.emailId, data: v.data, createdAt: v.createdAt }).from(v)
     .where(and(eq(v.emailId, emailId), eq(v.projectId, projectId), inArray(v.name, [...names])))
     .orderBy(asc(v.createdAt), asc(v.id))
+  return hydrateEmailEvents(store, projectId, rows)
 }
 
 /**

@@ -1,6 +1,7 @@
 import { and, asc, count, countDistinct, desc, eq, gte, inArray, isNull, lt, lte, max, or, sql, type SQL } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { activityHour, isCountedEvent } from './counted'
+import { carriesBase, emailBase, lacksBase, withBase, type EmailBase } from './email-base'
 import type { EventRow } from './stream'
 
 /** The only SQL of the events module. Every function takes the project id. */
@@ -44,6 +45,51 @@ function addActivityCount(db: Db, projectId: string, kind: string, hour: number,
     ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = n + excluded.n`).run(projectId, kind, hour, n)
 }
 
+// ---------------------------------------------------------------------------------------------------
+// The email's base of email.* events (email-base.ts): stored on the email's row, put back on every read.
+
+/**
+ * The base of each of these emails of `projectId`: one statement per 500 ids, the ids as one JSON
+ * parameter (as eventsByIds: 500 bound parameters cost more to parse and plan than the look-ups), each
+ * email found by its primary key.
+ */
+export async function emailBases(store: Store, projectId: string, ids: string[]): Promise<Map<string, EmailBase>> {
+  const out = new Map<string, EmailBase>()
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = JSON.stringify(ids.slice(i, i + 500))
+    // SQLite: unary + keeps the planner off the project's index (it would walk every email of the project).
+    const among = store.dialect === 'pg'
+      ? sql`project_id = ${projectId} AND id = ANY (ARRAY(SELECT jsonb_array_elements_text(${chunk}::jsonb)))`
+      : sql`+project_id = ${projectId} AND id IN (SELECT value FROM json_each(${chunk}))`
+    const rows = await store.rows<{ id: string; message_id: string; subject: string; from_address: string; to_address: string; template_id: string | null; campaign_id: string | null; source_type: string }>(sql`
+      SELECT id, message_id, subject, from_address, to_address, template_id, campaign_id, source_type FROM emails WHERE ${among}`)
+    for (const r of rows) {
+      out.set(r.id, emailBase({
+        id: r.id, messageId: r.message_id, subject: r.subject, fromAddress: r.from_address, toAddress: r.to_address,
+        templateId: r.template_id, campaignId: r.campaign_id, sourceType: r.source_type,
+      }))
+    }
+  }
+  return out
+}
+
+/**
+ * Puts the email's base back into the data of `rows` (events of `projectId`) that were stored without it,
+ * in place, with one look-up of their emails; returns `rows`. Rows stored with it (before migration 0025)
+ * cost nothing. Every read of events that returns or uses their data goes through here.
+ */
+export async function hydrateEmailEvents<R extends { name: string; emailId: string | null; data: Record<string, unknown> | null }>(store: Store, projectId: string, rows: R[]): Promise<R[]> {
+  const ids = new Set<string>()
+  for (const r of rows) if (carriesBase(r) && lacksBase(r.data ?? {})) ids.add(r.emailId as string)
+  if (!ids.size) return rows
+  const bases = await emailBases(store, projectId, [...ids])
+  for (const r of rows) {
+    const base = carriesBase(r) ? bases.get(r.emailId as string) : undefined
+    if (base) r.data = withBase(r.data ?? {}, base)
+  }
+  return rows
+}
+
 export interface EventFilter { name?: string; contactId?: string }
 export interface After { at: number; id: string }
 
@@ -68,7 +114,7 @@ export async function listPage(store: Store, projectId: string, f: EventFilter, 
     id: e.id, projectId: e.projectId, contactId: e.contactId, name: e.name, data: e.data, emailId: e.emailId,
     createdAt: e.createdAt, contactEmail: c.email,
   }).from(e).leftJoin(c, eq(c.id, e.contactId)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
-  return rows
+  return hydrateEmailEvents(store, projectId, rows)
 }
 
 export async function countEvents(store: Store, projectId: string, f: EventFilter = {}, since?: Date): Promise<number> {
@@ -186,7 +232,7 @@ export async function claimOutbox(store: Store, holder: string, now: Date, until
   }, { durable: false })
 }
 
-/** The events of `projectId` among `ids` (those deleted since are missing), oldest first. */
+/** The events of `projectId` among `ids` (those deleted since are missing), oldest first, with their full data. */
 export async function eventsByIds(store: Store, projectId: string, ids: string[]): Promise<EventRow[]> {
   const e = store.t.events
   const out: EventRow[] = []
@@ -203,7 +249,8 @@ export async function eventsByIds(store: Store, projectId: string, ids: string[]
       FROM json_each(${JSON.stringify(chunk)}) AS j CROSS JOIN events ON events.id = j.value WHERE events.project_id = ${projectId}`)
     for (const r of rows) out.push({ id: r.id, projectId, contactId: r.contact_id, name: r.name, data: JSON.parse(r.data), emailId: r.email_id, createdAt: new Date(r.created_at) })
   }
-  return out.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  out.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return hydrateEmailEvents(store, projectId, out)
 }
 
 /** What became of a claimed row: delivered to all it owed (deleted), or owed again to some consumers. */

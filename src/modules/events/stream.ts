@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
+import { carriesBase, storedData, type EmailBase } from './email-base'
 import { recordOutbox, wakeOutbox } from './outbox'
 import * as repo from './repo'
 
@@ -15,6 +16,11 @@ export interface NewEvent {
   data?: Record<string, unknown>
   emailId?: string | null
   createdAt?: Date
+  /**
+   * The base of the email an email.* event is about (`data` starts with it): stored on the email's row,
+   * it is left out of the stored data and put back when events are read (email-base.ts).
+   */
+  base?: EmailBase
 }
 
 export type EventRow = typeof import('../../db/schema').pgSchema.events.$inferSelect
@@ -29,13 +35,17 @@ export function eventRow(projectId: string, now: Date, e: NewEvent, id: string =
 
 /**
  * Appends events inside the caller's transaction `db` (so they commit with the change that caused them),
- * with the outbox row that owes them to the consumers, and returns the rows. Call `notifyEvents` after the
- * transaction commits.
+ * with the outbox row that owes them to the consumers, and returns the rows (with their full data: an
+ * email event's base is stored on the email's row only). Call `notifyEvents` after the transaction commits.
  */
 export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>, db: Db, events: NewEvent[]): Promise<EventRow[]> {
   if (!events.length) return []
   const rows = events.map((e) => eventRow(ctx.projectId, ctx.now, e))
-  await repo.insertEvents(ctx.store, db, rows)
+  await repo.insertEvents(ctx.store, db, rows.map((r, i) => {
+    const base = events[i].base
+    // Only where the readers put it back: an email.* event of the base's email (carriesBase).
+    return base && carriesBase(r) && r.emailId === base.emailId ? { ...r, data: storedData(r.data, base) } : r
+  }))
   recordOutbox(ctx.store, db, ctx.projectId, rows.map((r) => r.id))
   return rows
 }

@@ -6,11 +6,12 @@
  * own bookkeeping (the inbound message, the notification receipt) commits with it.
  *
  * Event data (docs/decisions.md, Events the service emits): {emailId, messageId, subject, from, to, templateId, campaignId, sourceType}
- * plus the facts of the report.
+ * plus the facts of the report; the base is stored on the email's row only (events/email-base.ts).
  */
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { bounces, complaints } from '../../metrics'
+import { emailBase } from '../events/email-base'
 import { appendEvents, type EventRow, type NewEvent } from '../events/stream'
 import * as contactsRepo from '../contacts/repo/contact'
 import { subscriptionEvent } from '../contacts/service'
@@ -36,15 +37,9 @@ export function emailsByMessageId(ctx: Pick<Ctx, 'store'>, db: Db, messageId: st
 /** Where a report came from: the inbound SMTP receiver (DSN, ARF) or a provider webhook. */
 export type FeedbackSource = 'dsn' | 'arf' | 'ses'
 
-export function eventBase(e: FeedbackEmail): Record<string, unknown> {
-  return {
-    emailId: e.id, messageId: e.messageId, subject: e.subject, from: e.fromAddress, to: e.toAddress,
-    templateId: e.templateId, campaignId: e.campaignId, sourceType: e.sourceType,
-  }
-}
-
 function event(e: FeedbackEmail, name: string, data: Record<string, unknown>, at: Date): NewEvent {
-  return { contactId: e.contactId, name, emailId: e.id, data: { ...eventBase(e), ...data }, createdAt: at }
+  const base = emailBase(e)
+  return { contactId: e.contactId, name, emailId: e.id, data: { ...base, ...data }, createdAt: at, base }
 }
 
 /**

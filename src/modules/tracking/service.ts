@@ -9,8 +9,8 @@
 import type { Db, Store } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
 import { isTrackableUrl, verifyLinkToken } from '../../mail/links'
+import { emailBase } from '../events/email-base'
 import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
-import { eventBase } from './feedback'
 import * as repo from './repo'
 
 export interface EngagementMeta {
@@ -45,11 +45,12 @@ async function record(deps: Deps, emailId: string, kind: repo.Engagement, meta: 
         ? { opens: 1, uniqueOpens: isFirst ? 1 : 0 }
         : { clicks: 1, uniqueClicks: isFirst ? 1 : 0 }, at)
     }
+    const base = emailBase(email)
     const data: Record<string, unknown> = kind === 'open'
-      ? { ...eventBase(email), openedAt: at.toISOString(), isFirstOpen: isFirst }
-      : { ...eventBase(email), link, clickedAt: at.toISOString(), isFirstClick: isFirst }
+      ? { ...base, openedAt: at.toISOString(), isFirstOpen: isFirst }
+      : { ...base, link, clickedAt: at.toISOString(), isFirstClick: isFirst }
     if (meta.userAgent) data.userAgent = meta.userAgent.slice(0, 500)
-    const events: EventRow[] = await appendEvents(ctx, db, [{ contactId: email.contactId, name: kind === 'open' ? 'email.open' : 'email.click', emailId: email.id, data, createdAt: at }])
+    const events: EventRow[] = await appendEvents(ctx, db, [{ contactId: email.contactId, name: kind === 'open' ? 'email.open' : 'email.click', emailId: email.id, data, createdAt: at, base }])
     return { ctx, events, count, isFirst }
   })
   if (!out) return MISSING

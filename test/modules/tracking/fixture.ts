@@ -7,6 +7,7 @@ import { ctxFor } from '../../../src/deps'
 import { upsertContact } from '../../../src/modules/contacts/service'
 import { queueEmails } from '../../../src/modules/emails/service'
 import type { EmailRow } from '../../../src/modules/emails/repo'
+import { hydrateEmailEvents } from '../../../src/modules/events/repo'
 import type { TestEnv } from '../../helpers/env'
 
 export const rnd = () => Math.random().toString(36).slice(2, 8)
@@ -46,9 +47,11 @@ export async function emailRow(env: TestEnv, id: string): Promise<EmailRow & { h
   return { ...row.email, html: row.html, text: row.text }
 }
 
+/** The events of an email, oldest first, with their data as every reader sees it (the email's base put back). */
 export async function eventsOf(env: TestEnv, emailId: string, name?: string) {
   const e = env.store.t.events
   const rows = await env.store.db.select().from(e).where(eq(e.emailId, emailId)).orderBy(e.createdAt, e.id)
+  if (rows.length) await hydrateEmailEvents(env.store, rows[0].projectId, rows)
   return name ? rows.filter((r) => r.name === name) : rows
 }
 
