@@ -78,8 +78,9 @@ let publishScheduled = false
  * Events were committed (called by notifyEvents): wakes this process's drainer and, through Redis, the
  * other nodes' (one publish per turn of the event loop, however many commits it had).
  */
-export function wakeOutbox(deps: Deps): void {
+export function wakeOutbox(deps: Deps, rows: readonly EventRow[] = []): void {
   told.set(deps.store, deps)
+  recentOf.get(deps.store)?.add(rows)
   outboxWakeups.notify()
   if (!deps.redis || publishScheduled) return
   publishScheduled = true
@@ -90,6 +91,52 @@ export function wakeOutbox(deps: Deps): void {
 }
 
 // ---- draining ---------------------------------------------------------------------------------------
+
+/** Events kept for the drainer of this process, at most (about 10 MB). */
+const RECENT_MAX = 20_000
+
+/**
+ * The events this process committed and announced (notifyEvents), kept by id while a drainer of this
+ * process runs on their store, so that it hands them to the consumers without reading them back: on
+ * SQLite that read was the drainer's largest cost on the event loop. Only an accelerator: an event is
+ * taken once (a consumer's retry reads it from the database), and what is not here (another node's, one
+ * announced before a restart, one pushed out when the drainer lags) is read from the database as before.
+ * One consequence: an event deleted in the few milliseconds between its commit and its delivery may
+ * still reach the consumers once (it did happen).
+ */
+class RecentEvents {
+  private byId = new Map<string, EventRow>()
+
+  add(rows: readonly EventRow[]): void {
+    for (const r of rows) this.byId.set(r.id, r)
+    // Oldest first out (a Map iterates in insertion order).
+    if (this.byId.size > RECENT_MAX) {
+      for (const id of this.byId.keys()) {
+        this.byId.delete(id)
+        if (this.byId.size <= RECENT_MAX) break
+      }
+    }
+  }
+
+  /** Takes the events of `projectId` among `ids`; returns them and the ids that were not here. */
+  take(projectId: string, ids: readonly string[]): { found: EventRow[]; missing: string[] } {
+    const found: EventRow[] = []
+    const missing: string[] = []
+    for (const id of ids) {
+      const e = this.byId.get(id)
+      if (e && e.projectId === projectId) {
+        this.byId.delete(id)
+        found.push(e)
+      } else {
+        missing.push(id)
+      }
+    }
+    return { found, missing }
+  }
+}
+
+/** The recent events of each store that a started drainer of this process delivers. */
+const recentOf = new WeakMap<Store, RecentEvents>()
 
 /** The leases of `event_outbox`: a released row is due now, for any drainer. */
 export function outboxLeases(store: Store): LeasedTable<Store['t']['eventOutbox']> {
@@ -153,6 +200,11 @@ export class Outbox {
       if (released) this.deps.log.info('released the outbox leases of a dead node', { rows: released })
     } catch (err) {
       this.deps.log.warn('releasing dead outbox leases failed', errorFields(err))
+    }
+    if (!recentOf.has(this.deps.store)) {
+      const store = this.deps.store
+      recentOf.set(store, new RecentEvents())
+      this.offs.push(() => recentOf.delete(store))
     }
     this.offs.push(outboxWakeups.on(() => this.wake()))
     if (this.deps.redis) this.offs.push(await outboxWakeups.subscribe(this.deps.redis, this.deps.log, () => this.wake()))
@@ -245,7 +297,11 @@ export class Outbox {
     }, renewAfterMs(LEASE_MS))
     heartbeat.unref?.()
     try {
-      const events = await repo.eventsByIds(store, projectId, [...new Set(rows.flatMap((r) => r.eventIds))])
+      const wanted = [...new Set(rows.flatMap((r) => r.eventIds))]
+      const recent = recentOf.get(store)?.take(projectId, wanted) ?? { found: [], missing: wanted }
+      const events = recent.missing.length
+        ? repo.byTime([...recent.found, ...await repo.eventsByIds(store, projectId, recent.missing)])
+        : repo.byTime(recent.found)
       const byId = new Map(events.map((e) => [e.id, e]))
       const consumers = this.consumers()
       const known = new Set(consumers.map((c) => c.name))

@@ -249,8 +249,12 @@ export async function eventsByIds(store: Store, projectId: string, ids: string[]
       FROM json_each(${JSON.stringify(chunk)}) AS j CROSS JOIN events ON events.id = j.value WHERE events.project_id = ${projectId}`)
     for (const r of rows) out.push({ id: r.id, projectId, contactId: r.contact_id, name: r.name, data: JSON.parse(r.data), emailId: r.email_id, createdAt: new Date(r.created_at) })
   }
-  out.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  return hydrateEmailEvents(store, projectId, out)
+  return hydrateEmailEvents(store, projectId, byTime(out))
+}
+
+/** Sorts events oldest first (created_at, then id), in place. */
+export function byTime<R extends { id: string; createdAt: Date }>(rows: R[]): R[] {
+  return rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }
 
 /** What became of a claimed row: delivered to all it owed (deleted), or owed again to some consumers. */

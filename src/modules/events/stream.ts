@@ -56,5 +56,5 @@ export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>
  */
 export async function notifyEvents(ctx: Ctx, rows: EventRow[]): Promise<void> {
   if (!rows.length) return
-  wakeOutbox(ctx.deps)
+  wakeOutbox(ctx.deps, rows)
 }

@@ -5,7 +5,7 @@ import { openStore } from '../../../src/db/client'
 import { ctxFor, type Ctx, type Deps } from '../../../src/deps'
 import { registerEventConsumer, settleEvents, type EventConsumer } from '../../../src/modules/events/consumers'
 import { MAX_ATTEMPTS, Outbox, outboxBackoffMs } from '../../../src/modules/events/outbox'
-import { appendEvents, type EventRow } from '../../../src/modules/events/stream'
+import { appendEvents, notifyEvents, type EventRow } from '../../../src/modules/events/stream'
 
 /** A consumer that records what it gets (of the given projects: other tests' rows pass through too). */
 function recorder(name: string, projects: string[], fail: () => boolean = () => false) {
@@ -106,6 +106,42 @@ forEachStore('the events outbox', (env) => {
     expect(good.got.length).toBe(3)
     expect(await outboxRows(env, p.id)).toEqual([])
   })
+
+  test('a started drainer hands over the events this process announced as they were, without reading them back, once: a retry reads them from the database', async () => {
+    const p = await env.project()
+    // The drainer's clock is a second ahead: the rows committed meanwhile are due at once.
+    let t = Date.now() + 1000
+    const calls: EventRow[][] = []
+    const c: EventConsumer = {
+      name: 'test.recent',
+      async handle(_ctx, events) {
+        const mine = events.filter((e) => e.projectId === p.id)
+        if (!mine.length) return
+        calls.push(mine)
+        if (calls.length === 1) throw new Error('down once')
+      },
+    }
+    const outbox = new Outbox(env.deps, { now: () => new Date(t), consumers: () => [c], pollMs: 20 })
+    await outbox.start()
+    try {
+      const ctx = ctxOf(p.id)
+      const rows = await commit(ctx, ['x', 'y'])
+      await notifyEvents(ctx, rows)
+      for (let i = 0; i < 1000 && calls.length < 1; i++) await Bun.sleep(10)
+      // The very objects appendEvents returned: no read of the events table.
+      expect(calls[0]).toHaveLength(2)
+      expect(calls[0][0]).toBe(rows[0])
+      expect(calls[0][1]).toBe(rows[1])
+      // The consumer failed: its retry, once due, gets the events from the database (equal, not the same).
+      t += outboxBackoffMs(1)
+      for (let i = 0; i < 1000 && calls.length < 2; i++) await Bun.sleep(10)
+      expect(calls[1]).toEqual(rows)
+      expect(calls[1][0]).not.toBe(rows[0])
+    } finally {
+      await outbox.stop()
+    }
+    expect(await outboxRows(env, p.id)).toEqual([])
+  }, 30_000)
 
   test('a consumer that keeps failing is given up after MAX_ATTEMPTS: its row stays, marked, and is no longer claimed', async () => {
     const p = await env.project()
