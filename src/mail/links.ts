@@ -43,19 +43,25 @@ const KIND_BYTE: Record<LinkKind, number> = { contact: 1, open: 2, click: 3 }
 const CONTACT_WITH_EMAIL = 4 // kind byte of a contact token that also carries an email id
 const MAX_TOKEN_CHARS = 8192
 
-const keys = new Map<string, Buffer>()
-function linkKey(secret: string): Buffer {
-  let k = keys.get(secret)
-  if (!k) {
-    k = createHmac('sha256', secret).update('mailctl/links/v1').digest()
-    if (keys.size > 16) keys.clear()
-    keys.set(secret, k)
+/**
+ * The HMAC of each secret's link key, keyed once: a token's MAC copies it and hashes the payload. Keying
+ * an HMAC per token (node:crypto createHmac) cost about 12 µs, the copy about 5: a campaign message with
+ * twenty tracked links signs twenty-one tokens.
+ */
+const keyed = new Map<string, Bun.CryptoHasher>()
+function linkHmac(secret: string): Bun.CryptoHasher {
+  let h = keyed.get(secret)
+  if (!h) {
+    const key = createHmac('sha256', secret).update('mailctl/links/v1').digest()
+    h = new Bun.CryptoHasher('sha256', key)
+    if (keyed.size > 16) keyed.clear()
+    keyed.set(secret, h)
   }
-  return k
+  return h
 }
 
-function mac(secret: string, payload: Uint8Array): Buffer {
-  return createHmac('sha256', linkKey(secret)).update(payload).digest().subarray(0, MAC_BYTES)
+function mac(secret: string, payload: Uint8Array): Uint8Array {
+  return linkHmac(secret).copy().update(payload).digest().subarray(0, MAC_BYTES)
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -232,6 +238,11 @@ export function openPixelUrl(deps: LinkDeps, emailId: string): string {
  */
 export function clickUrl(deps: LinkDeps, emailId: string, targetUrl: string): string {
   if (!isTrackableUrl(targetUrl)) throw new Error(`clickUrl: not an absolute http(s) URL: ${targetUrl.slice(0, 100)}`)
+  return checkedClickUrl(deps, emailId, targetUrl)
+}
+
+/** clickUrl of a target the caller has just checked with isTrackableUrl (the rewrite of an email's links). */
+export function checkedClickUrl(deps: LinkDeps, emailId: string, targetUrl: string): string {
   return `${deps.config.publicUrl}${LINK_PATHS.click}/${signLinkToken(deps, { kind: 'click', emailId, url: targetUrl })}`
 }
 

@@ -22,6 +22,17 @@ function flip(token: string, byte: number, bit = 1): string {
 }
 
 describe('links', () => {
+  test('tokens are stable across versions: links in mail already sent keep working (known answers)', () => {
+    const fixed = { secret: 'fixed-secret' }
+    const id = '01a21439-176e-7505-b6f7-6261a3634659'
+    const click = 'AwABohQ5F251Bbb3YmGjY0ZZGmh0dHBzOi8vZXhhbXBsZS5jb20vYT9iPWM8OWLzZlVulMqPI2o'
+    const open = 'AgABohQ5F251Bbb3YmGjY0ZZCtI6HPAKrVhXaglm'
+    expect(signLinkToken(fixed, { kind: 'click', emailId: id, url: 'https://example.com/a?b=c' })).toBe(click)
+    expect(signLinkToken(fixed, { kind: 'open', emailId: id })).toBe(open)
+    expect(verifyLinkToken(fixed, click, 'click')).toEqual({ kind: 'click', emailId: id, url: 'https://example.com/a?b=c' })
+    expect(verifyLinkToken({ secret: 'other' }, click)).toBeNull()
+  })
+
   test('contact links round-trip, share one token and live under the public URL', () => {
     const u = unsubscribeUrl(deps, { projectId, contactId, emailId })
     const s = subscribeUrl(deps, { projectId, contactId, emailId })

@@ -7,7 +7,7 @@
  * Left alone: mailto:, tel:, anchors and other non-http links, mailctl's own links (subscription pages and
  * tracking URLs under MAILCTL_PUBLIC_URL), and any link whose tag carries `data-notrack`.
  */
-import { clickUrl, isTrackableUrl, LINK_PATHS, openPixelUrl, type LinkDeps } from '../../mail/links'
+import { checkedClickUrl, isTrackableUrl, LINK_PATHS, openPixelUrl, type LinkDeps } from '../../mail/links'
 
 export interface RewriteInput<H extends string | null | undefined = string> {
   emailId: string
@@ -53,7 +53,7 @@ export function rewriteForTracking<H extends string | null | undefined>(deps: Li
     if (!m) return tag
     const target = decodeAttribute(m[2] ?? m[3] ?? m[4] ?? '').trim()
     if (!isTrackableUrl(target) || ownLink(deps, target)) return tag
-    const replaced = `${m[1]}"${escapeAttribute(clickUrl(deps, input.emailId, target))}"`
+    const replaced = `${m[1]}"${escapeAttribute(checkedClickUrl(deps, input.emailId, target))}"`
     return tag.slice(0, m.index) + replaced + tag.slice(m.index + m[0].length)
   })
   const pixel = `<img src="${escapeAttribute(openPixelUrl(deps, input.emailId))}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`
