@@ -135,9 +135,26 @@ export async function dueScheduled(store: Store, now: Date, limit: number): Prom
  * The next batch of the audience: contacts of the project with id > `afterId` matching `where`, in id
  * order (keyset, never OFFSET).
  */
-export async function audienceBatch(store: Store, db: Db, projectId: string, where: SQL | null, afterId: string | null, limit: number): Promise<AudienceContact[]> {
+/**
+ * The project condition of a walk or look-up of contacts by primary key. On SQLite a plain
+ * `project_id = ?` makes the planner take the project's index and then sort, or test every id of the
+ * list, over all the project's contacts: each fan-out batch and each claimed batch's look-up cost time
+ * in proportion to the audience (22 ms at 50,000 contacts, so quadratic over a campaign). The unary `+`
+ * keeps it on the primary key; the project is still checked on every row.
+ */
+function ofProject(store: Store, projectId: string): SQL {
   const c = store.t.contacts
-  const conds: SQL[] = [eq(c.projectId, projectId)]
+  return store.dialect === 'sqlite' ? sql`+${c.projectId} = ${projectId}` : eq(c.projectId, projectId)
+}
+
+export async function audienceBatch(store: Store, db: Db, projectId: string, where: SQL | null, afterId: string | null, limit: number): Promise<AudienceContact[]> {
+  return audienceBatchQuery(store, db, projectId, where, afterId, limit)
+}
+
+/** The statement of audienceBatch, not run (its plan is checked by a test). */
+export function audienceBatchQuery(store: Store, db: Db, projectId: string, where: SQL | null, afterId: string | null, limit: number) {
+  const c = store.t.contacts
+  const conds: SQL[] = [ofProject(store, projectId)]
   if (afterId !== null) conds.push(gt(c.id, afterId))
   if (where) conds.push(where)
   return db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
@@ -165,10 +182,15 @@ export async function contactByEmail(store: Store, db: Db, projectId: string, em
 /** Contacts of the project by id (the recipients of a delivery batch), by id. */
 export async function contactsByIds(store: Store, db: Db, projectId: string, ids: string[]): Promise<Map<string, AudienceContact>> {
   if (!ids.length) return new Map()
-  const c = store.t.contacts
-  const rows = await db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
-    .where(and(eq(c.projectId, projectId), inArray(c.id, ids)))
+  const rows = await contactsByIdsQuery(store, db, projectId, ids)
   return new Map(rows.map((r) => [r.id, r]))
+}
+
+/** The statement of contactsByIds, not run (its plan is checked by a test). */
+export function contactsByIdsQuery(store: Store, db: Db, projectId: string, ids: string[]) {
+  const c = store.t.contacts
+  return db.select({ id: c.id, email: c.email, subscribed: c.subscribed, data: c.data }).from(c)
+    .where(and(ofProject(store, projectId), inArray(c.id, ids)))
 }
 
 /** The campaigns of the project in one of `statuses`, with what can reference fields and events (usage look-ups). */
