@@ -106,6 +106,13 @@ export async function countersFor(store: Store, db: Db, projectId: string, ids: 
   return new Map(rows.map((r) => [r.campaignId, r]))
 }
 
+/** How many of the campaign's emails have a final outcome (campaign_stats.settled; 0 before the first). */
+export async function settledCount(store: Store, projectId: string, campaignId: string): Promise<number> {
+  const s = store.t.campaignStats
+  const [row] = await store.db.select({ n: s.settled }).from(s).where(and(eq(s.projectId, projectId), eq(s.campaignId, campaignId)))
+  return Number(row?.n ?? 0)
+}
+
 /**
  * Records that a contact unsubscribed through an email of the campaign: true the first time for this
  * contact and campaign, false when it was recorded already.
