@@ -2,7 +2,8 @@
  * Child process of bench/track.ts: the real mailctl app on SQLite (synchronous mode from
  * MAILCTL_SQLITE_SYNCHRONOUS) in the given data dir, with one project and SEED existing contacts.
  * Prints one JSON line {port, publicKey, secretKey} on stderr, then serves until killed; on SIGTERM it prints the
- * group-commit statistics and exits. Diagnostics: BENCH_WAL_CKPT=<pages> sets wal_autocheckpoint.
+ * group-commit statistics and exits. Diagnostics: BENCH_WAL_CKPT=<pages> sets wal_autocheckpoint; BENCH_SQL runs an SQL
+ * script on the store before serving (to compare a schema change: a dropped trigger or index).
  * BENCH_DRAIN=1 also runs the events' outbox drainer in the process (as `serve` does with the worker role),
  * so its claims and deliveries share the CPU and the write lock with the tracks.
  */
