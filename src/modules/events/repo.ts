@@ -39,8 +39,11 @@ export async function insertEvents(store: Store, db: Db, rows: EventRow[]): Prom
   await db.insert(store.t.events).values(rows)
 }
 
-/** SQLite: adds `n` to a counter of `activity_counts` (PostgreSQL's triggers do it there). */
-function addActivityCount(db: Db, projectId: string, kind: string, hour: number, n: number): void {
+/**
+ * SQLite: adds `n` to a counter of `activity_counts` in `db`'s transaction (PostgreSQL's triggers do it
+ * there). For whoever inserts events on SQLite: insertEvents, segments' appendSameEvents.
+ */
+export function addActivityCount(db: Db, projectId: string, kind: string, hour: number, n: number): void {
   sqliteConnection(db).query(`INSERT INTO activity_counts (project_id, kind, hour, slot, n) VALUES (?, ?, ?, 0, ?)
     ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = n + excluded.n`).run(projectId, kind, hour, n)
 }

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, inArray, like, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 import { activityHour, isCountedEvent } from '../events/counted'
+import { addActivityCount } from '../events/repo'
 
 /** The only SQL of the segments module. Every function takes the project id. */
 
@@ -198,10 +199,7 @@ export async function appendSameEvents(store: Store, db: Db, projectId: string, 
     : sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
         SELECT r.value ->> 0, ${projectId}, r.value ->> 1, ${name}, ${payload}, NULL, ${ts(store, at)} FROM json_each(${pairs}) r`, db)
   // SQLite has no insert trigger on events (events/repo.ts, insertEvents): a counted type is counted here.
-  if (store.dialect === 'sqlite' && isCountedEvent(name)) {
-    await store.exec(sql`INSERT INTO activity_counts (project_id, kind, hour, slot, n) VALUES (${projectId}, ${name}, ${activityHour(at.getTime())}, 0, ${rows.length})
-      ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = n + excluded.n`, db)
-  }
+  if (store.dialect === 'sqlite' && isCountedEvent(name)) addActivityCount(db, projectId, name, activityHour(at.getTime()), rows.length)
   return rows
 }
 
