@@ -58,26 +58,47 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     await d.page.getByRole('button', { name: 'Save step' }).waitFor()
     await until('the new step to be saved', async () => (await d.page.locator('.wf-node.draft').count()) === 0)
   }
-  /** Draws a connection with the mouse from a source handle to a target handle. */
+  /** Draws a connection with the mouse from a source handle to a target handle, watching the canvas as a person would. */
   async function connect(from: Locator, to: Locator) {
     const edges = await d.page.locator('.wf-canvas .react-flow__edge').count()
     const saved = async () => (await d.page.locator('.wf-canvas .react-flow__edge').count()) === edges + 1
+    const seen = async (l: Locator, ms: number) => l.waitFor({ timeout: ms }).then(() => true, () => false)
+    /** What the pointer would hit at a point (for the failure's message). */
+    const hit = (x: number, y: number) =>
+      d.page.evaluate(([px, py]) => { const e = document.elementFromPoint(px, py); return e ? `${e.tagName}.${String(e.className).replace(/\s+/g, '.')}` : 'nothing' }, [x, y])
+    const notes: string[] = []
     // A drag can be lost when the canvas re-renders between the press and the release (a node that has just
-    // grown its list of problems moves its handles): the gesture is made again, as a person would, up to
-    // three times; the edge must then exist exactly once.
+    // grown its list of problems moves its handles). So the gesture waits for the handles to hold still, checks
+    // that React Flow has started a connection line and that the target handle is marked as the one under the
+    // pointer before releasing; a gesture that did not take is released and made again, up to three times.
     for (let attempt = 1; ; attempt++) {
-      const a = await from.boundingBox()
-      const b = await to.boundingBox()
+      let a = await from.boundingBox()
+      let b = await to.boundingBox()
+      for (let i = 0; i < 20; i++) {
+        await wait(100)
+        const a2 = await from.boundingBox()
+        const b2 = await to.boundingBox()
+        const still = JSON.stringify([a, b]) === JSON.stringify([a2, b2])
+        a = a2
+        b = b2
+        if (still) break
+      }
       if (!a || !b) throw new Error('a handle is not on screen')
-      await d.page.mouse.move(a.x + a.width / 2, a.y + a.height / 2)
+      const [ax, ay, bx, by] = [a.x + a.width / 2, a.y + a.height / 2, b.x + b.width / 2, b.y + b.height / 2]
+      await d.page.mouse.move(ax, ay)
       await d.page.mouse.down()
-      await d.page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 12 })
+      await d.page.mouse.move(ax, ay + 12, { steps: 3 })
+      const started = await seen(d.page.locator('.wf-canvas .react-flow__connectionline'), 3_000)
+      if (started) {
+        await d.page.mouse.move(bx, by, { steps: 12 })
+        if (!(await seen(to.and(d.page.locator('.connectingto')), 3_000))) notes.push(`attempt ${attempt}: the target handle was not marked under the pointer; at it: ${await hit(bx, by)}`)
+      } else notes.push(`attempt ${attempt}: no connection line after the press at the source; at it: ${await hit(ax, ay)}`)
       await d.page.mouse.up()
-      try {
-        await until('the connection to be saved', saved, attempt < 3 ? 10_000 : 30_000)
-        return
-      } catch (e) {
-        if (attempt >= 3) { await shot(d.page, 'debug-connect'); throw e }
+      const ok = started && (await until('the connection to be saved', saved, attempt < 3 ? 10_000 : 30_000).then(() => true, (e) => { notes.push(`attempt ${attempt}: ${e.message}`); return false }))
+      if (ok) return
+      if (attempt >= 3) {
+        await shot(d.page, 'debug-connect')
+        throw new Error(`the connection was not made: ${notes.join('; ')}`)
       }
     }
   }
