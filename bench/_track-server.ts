@@ -36,14 +36,15 @@ for (let i = 0; i < seed; i += 1000) {
 }
 if (process.env.BENCH_WAL_CKPT) await deps.store.tx(async (db) => { (db as unknown as { $client: { run(q: string): void } }).$client.run(`PRAGMA wal_autocheckpoint = ${Number(process.env.BENCH_WAL_CKPT)}`) })
 if (process.env.BENCH_SQL) await deps.store.script(process.env.BENCH_SQL)
-if (process.env.BENCH_DRAIN === '1') await (await import('../src/modules/events/outbox')).startOutbox(deps)
+// The drainer's counters (events, batches, failures) are printed at SIGTERM with the group-commit statistics.
+const outbox = process.env.BENCH_DRAIN === '1' ? await (await import('../src/modules/events/outbox')).startOutbox(deps) : null
 const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
 process.stderr.write(`${JSON.stringify({ port: portOf(app), publicKey: project.publicKey, secretKey: project.secretKey, synchronous: config.sqliteSynchronous })}\n`)
 // On SIGTERM: how well group commit batched (diagnostics), then a normal exit (so --cpu-prof can write).
 process.on('SIGTERM', () => {
   // Tracks commit on the track writer thread on a file-backed database, else through the in-thread group commit.
   const { batches, writes } = trackWriter(deps.store, config.sqliteSynchronous)?.stats ?? groupCommit(deps.store).stats
-  process.stderr.write(`${JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 } })}\n`)
+  process.stderr.write(`${JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 }, outbox: outbox?.stats })}\n`)
   process.exit(0)
 })
 

@@ -135,6 +135,23 @@ function sqliteHandle(db: Db): SqliteDb {
  * The raw bun:sqlite connection behind a drizzle handle of a SQLite store: the reader for `store.db`, the
  * writer for the handle `store.tx` passes. For hot paths that run compiled statements themselves.
  */
+/**
+ * A read compiled once per store (Store.prepared), declared at module level: `const q = compiledRead<T>(text)`,
+ * then `await q(store)(...params)`. For reads a hot path repeats, where drizzle's query building costs more
+ * than the query (about 0.05-0.1 ms against a few µs for a look-up on SQLite).
+ */
+export function compiledRead<T = Record<string, unknown>>(text: string): (store: Store) => (...params: Array<string | number | null>) => Promise<T[]> {
+  const byStore = new WeakMap<Store, (...params: Array<string | number | null>) => Promise<T[]>>()
+  return (store) => {
+    let st = byStore.get(store)
+    if (!st) {
+      st = store.prepared<T>(text)
+      byStore.set(store, st)
+    }
+    return st
+  }
+}
+
 export function sqliteConnection(db: Db): Database {
   return sqliteHandle(db).$client
 }

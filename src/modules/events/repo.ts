@@ -1,5 +1,6 @@
 import { and, asc, count, countDistinct, desc, eq, gte, inArray, isNull, lt, lte, max, or, sql, type SQL } from 'drizzle-orm'
-import { sqliteConnection, type Db, type Store } from '../../db/client'
+import { compiledRead, sqliteConnection, type Db, type Store } from '../../db/client'
+import { columnList, fromRaw } from '../../db/sqlite-statements'
 import { activityHour, isCountedEvent } from './counted'
 import { carriesBase, emailBase, lacksBase, withBase, type EmailBase } from './email-base'
 import type { EventRow } from './stream'
@@ -196,6 +197,18 @@ export async function insertOutbox(store: Store, db: Db, rows: NewOutbox[], now:
   await db.insert(o).values(rows.map((r) => ({ ...r, consumer: null, attempts: 0, dueAt: now, createdAt: now })))
 }
 
+/** `claimable` as SQL text ($1: now for due_at, $2: now for locked_until), for the compiled statements. */
+const CLAIMABLE_SQL = 'failed_at IS NULL AND due_at <= $1 AND (locked_until IS NULL OR locked_until < $2)'
+
+/** `now` as the stores bind a timestamp in raw statements (epoch ms on SQLite, ISO text on PostgreSQL), twice. */
+const claimParams = (store: Store, now: Date): [string | number, string | number] => {
+  const v = store.dialect === 'sqlite' ? now.getTime() : now.toISOString()
+  return [v, v]
+}
+
+/** The projects of the oldest claimable rows (up to 64 rows). */
+const headsOf = compiledRead<{ project_id: string }>(`SELECT project_id FROM event_outbox WHERE ${CLAIMABLE_SQL} ORDER BY id LIMIT 64`)
+
 /** Rows that may be claimed at `now`: not given up, due, and not leased (or the lease ran out). */
 function claimable(store: Store, now: Date): SQL | undefined {
   const o = store.t.eventOutbox
@@ -214,10 +227,25 @@ function claimable(store: Store, now: Date): SQL | undefined {
 export async function claimOutbox(store: Store, holder: string, now: Date, until: Date, maxRows: number, skip: ReadonlySet<string>): Promise<OutboxRow[]> {
   const o = store.t.eventOutbox
   // Read first, outside any transaction: an empty outbox (most polls and wake-ups) costs no write lock.
-  const heads = await store.db.select({ projectId: o.projectId }).from(o).where(claimable(store, now)).orderBy(asc(o.id)).limit(64)
-  const candidates = [...new Set(heads.map((h) => h.projectId))].filter((p) => !skip.has(p))
+  // A statement compiled once: the drainer asks at every wake-up (tens a second under load), and drizzle's
+  // query building cost about 0.1 ms each time.
+  const heads = await headsOf(store)(...claimParams(store, now))
+  const candidates = [...new Set(heads.map((h) => h.project_id))].filter((p) => !skip.has(p))
   if (!candidates.length) return []
   return store.tx(async (db) => {
+    if (store.dialect === 'sqlite') {
+      // The same claim in statements compiled once on the connection (0.56 ms through drizzle, ~0.1 ms so).
+      const c = sqliteConnection(db)
+      const at = now.getTime()
+      for (const projectId of candidates) {
+        if (c.query('SELECT 1 FROM event_outbox WHERE project_id = ? AND locked_until >= ? LIMIT 1').get(projectId, at)) continue
+        const raw = c.query(`UPDATE event_outbox SET locked_by = ?, locked_until = ? WHERE id IN (
+            SELECT id FROM event_outbox WHERE project_id = ? AND ${CLAIMABLE_SQL.replaceAll('$1', '?').replaceAll('$2', '?')} ORDER BY id LIMIT ?)
+          RETURNING ${columnList(o)}`).all(holder, until.getTime(), projectId, at, at, maxRows) as Record<string, unknown>[]
+        if (raw.length) return raw.map((r) => fromRaw<OutboxRow>(o, r)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      }
+      return []
+    }
     for (const projectId of candidates) {
       if (store.dialect === 'pg') {
         const [lock] = await store.rows<{ ok: boolean }>(sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${`mailctl.outbox.${projectId}`}, 0)) AS ok`, db)
@@ -281,8 +309,14 @@ export async function finishOutbox(store: Store, holder: string, outcomes: Outbo
   await store.tx(async (db) => {
     const gone = outcomes.filter((x) => !x.failed.length || x.row.consumer === null).map((x) => x.row.id)
     const deleted = new Set<string>()
-    for (let i = 0; i < gone.length; i += 500) {
-      for (const r of await db.delete(o).where(mine(gone.slice(i, i + 500))).returning({ id: o.id })) deleted.add(r.id)
+    if (store.dialect === 'sqlite' && gone.length) {
+      // One statement compiled once, the ids as one JSON parameter (the settlement of every delivered batch).
+      const del = sqliteConnection(db).query('DELETE FROM event_outbox WHERE locked_by = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id')
+      for (const r of del.all(holder, JSON.stringify(gone)) as Array<{ id: string }>) deleted.add(r.id)
+    } else {
+      for (let i = 0; i < gone.length; i += 500) {
+        for (const r of await db.delete(o).where(mine(gone.slice(i, i + 500))).returning({ id: o.id })) deleted.add(r.id)
+      }
     }
     const fanned = outcomes.filter((x) => x.failed.length && x.row.consumer === null && deleted.has(x.row.id)).flatMap((x) => x.failed.map((f) => ({
       id: Bun.randomUUIDv7(), projectId: x.row.projectId, consumer: f.consumer, eventIds: x.row.eventIds, attempts: 1,

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gte, inArray, isNotNull, lt, lte, notInArray, or, sql, type SQL } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
+import { compiledRead, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
 
 /**
@@ -28,6 +28,13 @@ export async function findEndpoint(store: Store, projectId: string, id: string, 
   const e = store.t.webhookEndpoints
   const [row] = await db.select().from(e).where(and(eq(e.projectId, projectId), eq(e.id, id))).limit(1)
   return row ?? null
+}
+
+const anyEnabled = compiledRead('SELECT 1 FROM webhook_endpoints WHERE project_id = $1 AND enabled = true LIMIT 1')
+
+/** Whether the project has an enabled endpoint (asked first for every batch of the event stream). */
+export async function hasEnabledEndpoint(store: Store, projectId: string): Promise<boolean> {
+  return (await anyEnabled(store)(projectId)).length > 0
 }
 
 /** The enabled endpoints of a project (the event consumer's look-up). */

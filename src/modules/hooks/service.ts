@@ -224,7 +224,7 @@ export function deliveryBody(e: EventRow, contact: { id: string; email: string |
  * transaction; an event seen again adds nothing (unique per endpoint and event). Returns how many were new.
  */
 export async function createDeliveries(ctx: Ctx, events: EventRow[]): Promise<number> {
-  if (!events.length) return 0
+  if (!events.length || !(await repo.hasEnabledEndpoint(ctx.store, ctx.projectId))) return 0
   const endpoints = await repo.enabledEndpoints(ctx.store, ctx.projectId)
   if (!endpoints.length) return 0
   const wanted = events.map((e) => ({ e, to: endpoints.filter((ep) => wants(ep.eventTypes, e.name)) })).filter((w) => w.to.length)

@@ -323,7 +323,7 @@ function uuidTime(id: string): number {
 export async function resumeOnEvents(ctx: Ctx, events: EventRow[]): Promise<number> {
   const { store } = ctx
   const relevant = events.filter((e) => e.contactId)
-  if (!relevant.length) return 0
+  if (!relevant.length || !(await repo.hasWaitingExecution(store, ctx.projectId))) return 0
   const waiting = await repo.waitingFor(store, store.db, ctx.projectId, [...new Set(relevant.map((e) => e.contactId as string))], [...new Set(relevant.map((e) => e.name))])
   let resumed = 0
   for (const exec of waiting) {
@@ -353,7 +353,7 @@ export async function resumeOnEvents(ctx: Ctx, events: EventRow[]): Promise<numb
 export async function startFromEvents(ctx: Ctx, events: EventRow[]): Promise<number> {
   const { store } = ctx
   const relevant = events.filter((e) => e.contactId)
-  if (!relevant.length) return 0
+  if (!relevant.length || !(await repo.hasEnabledWorkflow(store, ctx.projectId))) return 0
   const workflows = await repo.enabledTriggeredBy(store, store.db, ctx.projectId, [...new Set(relevant.map((e) => e.name))])
   if (!workflows.length) return 0
   const triggers = new Map((await repo.stepsOf(store, store.db, ctx.projectId, workflows.map((w) => w.id)))

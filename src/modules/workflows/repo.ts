@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, inArray, lt, lte, or, sql, type SQL } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
+import { compiledRead, type Db, type Store } from '../../db/client'
 
 /** The only SQL of the workflows module. Every function that reads tenant data takes the project id. */
 
@@ -49,6 +49,20 @@ export async function listWorkflows(store: Store, db: Db, projectId: string, f: 
     db.select({ n: count() }).from(w).where(cond),
   ])
   return { rows, total: Number(n) }
+}
+
+const anyEnabled = compiledRead('SELECT 1 FROM workflows WHERE project_id = $1 AND enabled = true LIMIT 1')
+const anyWaiting = compiledRead("SELECT 1 FROM workflow_executions WHERE project_id = $1 AND status = 'WAITING' LIMIT 1")
+
+/**
+ * Whether the project has an enabled workflow / a WAITING execution: the event stream's consumers ask it
+ * first for every batch, so a project without workflows pays a compiled look-up, not a query build.
+ */
+export async function hasEnabledWorkflow(store: Store, projectId: string): Promise<boolean> {
+  return (await anyEnabled(store)(projectId)).length > 0
+}
+export async function hasWaitingExecution(store: Store, projectId: string): Promise<boolean> {
+  return (await anyWaiting(store)(projectId)).length > 0
 }
 
 /** Enabled workflows of the project whose trigger is one of `names` (the trigger consumer). */
@@ -202,9 +216,13 @@ export async function countExecutions(store: Store, db: Db, projectId: string, w
 export async function waitingFor(store: Store, db: Db, projectId: string, contactIds: string[], names: string[]): Promise<ExecutionRow[]> {
   if (!contactIds.length || !names.length) return []
   const { workflowExecutions: e } = store.t
-  return db.select().from(e).where(and(
-    eq(e.projectId, projectId), inArray(e.contactId, contactIds), inArray(e.waitEvent, names), eq(e.status, 'WAITING'),
-  ))
+  // The contact ids (a batch of the event stream: hundreds) go as one JSON parameter: bound one by one,
+  // building and binding the query cost more than the look-ups (about 0.6 ms a batch of 285 on SQLite).
+  const ids = JSON.stringify(contactIds)
+  const inContacts = store.dialect === 'pg'
+    ? sql`${e.contactId} = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)))`
+    : sql`${e.contactId} IN (SELECT value FROM json_each(${ids}))`
+  return db.select().from(e).where(and(eq(e.projectId, projectId), inContacts, inArray(e.waitEvent, names), eq(e.status, 'WAITING')))
 }
 
 /** WAITING executions of every project whose wait ends at or before `now` (the wake job), oldest first. */
