@@ -10,9 +10,11 @@
  * - Draining (`Outbox`, started by `serve` with the worker role on every node): rows are claimed one
  *   project at a time, oldest first, under a lease (repo.claimOutbox: one holder per project, so a
  *   project's batches are delivered in order), their events loaded and handed to every consumer at
- *   once, oldest first. Then, in one transaction, a delivered row is deleted; a consumer that threw gets
- *   a row of its own (consumer = its name) due after a backoff, so it is retried alone and the others go
- *   on. A holder that dies leaves its lease to expire or to be released by the nodes table (jobs/nodes.ts).
+ *   once, oldest first. A row delivered to every consumer is deleted by the drainer's next claim, in its
+ *   transaction (or within SETTLE_MS when no claim comes): one write transaction per batch, not two. When
+ *   a consumer threw, at once and in one transaction, the row is deleted and that consumer gets a row of
+ *   its own (consumer = its name) due after a backoff, so it is retried alone and the others go on. A
+ *   holder that dies leaves its lease to expire or to be released by the nodes table (jobs/nodes.ts).
  * - `settleEvents()` drains in this process, now, the stores whose events it was told about (tests).
  */
 import type { Db, Store } from '../../db/client'
@@ -37,6 +39,11 @@ export const POLL_MS = 500
  * commits every few ms) a claim takes what a few commits wrote, not one commit's row each time.
  */
 const WAKE_COALESCE_MS = 25
+/**
+ * A delivered batch's rows are deleted by the next claim, or after this long when none comes: longer than
+ * WAKE_COALESCE_MS, so that the claim a delivery's wake-up brings takes them when more rows came meanwhile.
+ */
+const SETTLE_MS = 100
 /** After this many failed attempts of one consumer on one row, the row is kept for operators and no more tried. */
 export const MAX_ATTEMPTS = 20
 /** Delay after failed attempt `n`: 1 s doubling, capped at 10 minutes. */
@@ -181,6 +188,13 @@ export class Outbox {
   private offs: Array<() => void> = []
   /** Projects being delivered by this drainer (never claimed twice at once). */
   private active = new Set<string>()
+  /**
+   * Rows this drainer delivered to every consumer and has not deleted yet: its next claim deletes them in
+   * its transaction, or `settle()` within SETTLE_MS when no claim comes (they stay leased meanwhile, so no
+   * one else claims them; a crash before the deletion only delivers them again).
+   */
+  private delivered: string[] = []
+  private settleTimer: Timer | null = null
   private inflight = new Set<Promise<void>>()
   /** Events handed to consumers, batches delivered, consumer failures (benchmarks, logs). */
   readonly stats = { events: 0, batches: 0, failures: 0 }
@@ -220,6 +234,7 @@ export class Outbox {
     if (this.wakeTimer) clearTimeout(this.wakeTimer)
     this.poll = this.wakeTimer = null
     while (this.inflight.size) await Promise.allSettled([...this.inflight])
+    await this.settle().catch((err) => this.deps.log.warn('outbox settlement failed', errorFields(err)))
     if (this.joined) {
       this.joined = false
       await nodeOf(this.deps.store).leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
@@ -261,7 +276,31 @@ export class Outbox {
 
   private async claim(): Promise<repo.OutboxRow[]> {
     const now = this.now()
-    return repo.claimOutbox(this.deps.store, this.holder, now, leaseEnd(now, LEASE_MS), CLAIM_ROWS, this.active)
+    const settle = this.takeDelivered()
+    try {
+      return await repo.claimOutbox(this.deps.store, this.holder, now, leaseEnd(now, LEASE_MS), CLAIM_ROWS, this.active, settle)
+    } catch (err) {
+      // Not deleted: they are settled with the next claim (they stay leased to this drainer meanwhile).
+      this.delivered.unshift(...settle)
+      throw err
+    }
+  }
+
+  private takeDelivered(): string[] {
+    if (this.settleTimer) { clearTimeout(this.settleTimer); this.settleTimer = null }
+    return this.delivered.splice(0)
+  }
+
+  /** Deletes the delivered rows no claim has taken (the timer, stop, the end of drain). */
+  private async settle(): Promise<void> {
+    const ids = this.takeDelivered()
+    if (!ids.length) return
+    try {
+      await repo.settleOutbox(this.deps.store, this.holder, ids)
+    } catch (err) {
+      this.delivered.unshift(...ids)
+      throw err
+    }
   }
 
   /**
@@ -277,11 +316,13 @@ export class Outbox {
       for (;;) {
         const rows = await this.claim()
         if (rows.length) { await this.deliver(rows); n++; continue }
+        await this.settle()
         if (!(await repo.outboxDue(this.deps.store, this.now()))) return n
         if (Date.now() > end) throw new Error('outbox: rows still leased by another holder after the settle timeout')
         await Bun.sleep(2)
       }
     } finally {
+      await this.settle().catch((err) => this.deps.log.warn('outbox settlement failed', errorFields(err)))
       await node.leave()
     }
   }
@@ -329,6 +370,16 @@ export class Outbox {
           log.warn('event consumer failed; retried later', { consumer: c.name, projectId, events: batch.length, ...errorFields(err) })
         }
       }))
+      if (!errors.size && rows.every((r) => r.consumer === null || known.has(r.consumer))) {
+        // Every consumer took its events: the rows are deleted by this drainer's next claim (or settle()).
+        for (const r of rows) this.delivered.push(r.id)
+        this.settleTimer ??= setTimeout(() => {
+          this.settleTimer = null
+          this.settle().catch((err) => log.warn('outbox settlement failed', errorFields(err)))
+        }, SETTLE_MS)
+        this.stats.batches++
+        return
+      }
       const outcomes: repo.OutboxOutcome[] = rows.map((row) => {
         if (row.consumer === null) return { row, failed: [...errors].map(([consumer, error]) => ({ consumer, error })) }
         if (!known.has(row.consumer)) return { row, failed: [{ consumer: row.consumer, error: `no event consumer named ${row.consumer} on this node` }] }

@@ -216,6 +216,24 @@ function claimable(store: Store, now: Date): SQL | undefined {
 }
 
 /**
+ * Deletes `ids` among the rows `holder` holds (delivered to every consumer); returns the ids deleted. On
+ * SQLite one statement compiled once, the ids as one JSON parameter.
+ */
+async function deleteHeld(store: Store, db: Db, holder: string, ids: readonly string[]): Promise<Set<string>> {
+  const deleted = new Set<string>()
+  if (store.dialect === 'sqlite') {
+    const del = sqliteConnection(db).query('DELETE FROM event_outbox WHERE locked_by = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id')
+    for (const r of del.all(holder, JSON.stringify(ids)) as Array<{ id: string }>) deleted.add(r.id)
+    return deleted
+  }
+  const o = store.t.eventOutbox
+  for (let i = 0; i < ids.length; i += 500) {
+    for (const r of await db.delete(o).where(and(eq(o.lockedBy, holder), inArray(o.id, ids.slice(i, i + 500)))).returning({ id: o.id })) deleted.add(r.id)
+  }
+  return deleted
+}
+
+/**
  * Claims for `holder`, until `until`, up to `maxRows` claimable rows of ONE project, oldest first: the
  * project of the oldest claimable row among those not in `skip` and with no row leased now. One project
  * has one holder at a time, so its batches are delivered in order:
@@ -223,16 +241,20 @@ function claimable(store: Store, now: Date): SQL | undefined {
  *   two nodes claiming it at once (the second sees the first's lease once it commits); the rows are
  *   taken FOR UPDATE SKIP LOCKED.
  * - SQLite: the single writer orders claims.
+ * `settle`: rows of `holder` delivered to every consumer, deleted in the same transaction (the drainer's
+ * settlement carried by its next claim: one write transaction per batch instead of two).
  */
-export async function claimOutbox(store: Store, holder: string, now: Date, until: Date, maxRows: number, skip: ReadonlySet<string>): Promise<OutboxRow[]> {
+export async function claimOutbox(store: Store, holder: string, now: Date, until: Date, maxRows: number, skip: ReadonlySet<string>, settle: readonly string[] = []): Promise<OutboxRow[]> {
   const o = store.t.eventOutbox
   // Read first, outside any transaction: an empty outbox (most polls and wake-ups) costs no write lock.
   // A statement compiled once: the drainer asks at every wake-up (tens a second under load), and drizzle's
   // query building cost about 0.1 ms each time.
   const heads = await headsOf(store)(...claimParams(store, now))
   const candidates = [...new Set(heads.map((h) => h.project_id))].filter((p) => !skip.has(p))
-  if (!candidates.length) return []
+  if (!candidates.length && !settle.length) return []
   return store.tx(async (db) => {
+    // The settlement of the holder's delivered rows goes first: their project is claimable again after it.
+    if (settle.length) await deleteHeld(store, db, holder, settle)
     if (store.dialect === 'sqlite') {
       // The same claim in statements compiled once on the connection (0.56 ms through drizzle, ~0.1 ms so).
       const c = sqliteConnection(db)
@@ -308,16 +330,7 @@ export async function finishOutbox(store: Store, holder: string, outcomes: Outbo
   let givenUp = 0
   await store.tx(async (db) => {
     const gone = outcomes.filter((x) => !x.failed.length || x.row.consumer === null).map((x) => x.row.id)
-    const deleted = new Set<string>()
-    if (store.dialect === 'sqlite' && gone.length) {
-      // One statement compiled once, the ids as one JSON parameter (the settlement of every delivered batch).
-      const del = sqliteConnection(db).query('DELETE FROM event_outbox WHERE locked_by = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id')
-      for (const r of del.all(holder, JSON.stringify(gone)) as Array<{ id: string }>) deleted.add(r.id)
-    } else {
-      for (let i = 0; i < gone.length; i += 500) {
-        for (const r of await db.delete(o).where(mine(gone.slice(i, i + 500))).returning({ id: o.id })) deleted.add(r.id)
-      }
-    }
+    const deleted = gone.length ? await deleteHeld(store, db, holder, gone) : new Set<string>()
     const fanned = outcomes.filter((x) => x.failed.length && x.row.consumer === null && deleted.has(x.row.id)).flatMap((x) => x.failed.map((f) => ({
       id: Bun.randomUUIDv7(), projectId: x.row.projectId, consumer: f.consumer, eventIds: x.row.eventIds, attempts: 1,
       dueAt: new Date(now.getTime() + backoffMs(1)), lastError: f.error, createdAt: now,
@@ -338,6 +351,12 @@ export async function finishOutbox(store: Store, holder: string, outcomes: Outbo
     // Lost in a crash, a settlement is redone: the events are delivered again (consumers are idempotent).
   }, { durable: false })
   return { retried, givenUp }
+}
+
+/** Deletes `holder`'s rows `ids`, delivered to every consumer (a settlement no claim carried). */
+export async function settleOutbox(store: Store, holder: string, ids: readonly string[]): Promise<void> {
+  // Lost in a crash, a settlement is redone: the events are delivered again (consumers are idempotent).
+  await store.tx(async (db) => { await deleteHeld(store, db, holder, ids) }, { durable: false })
 }
 
 /** Rows due at `now` (claimable or leased): what is left to deliver now (settleEvents). */

@@ -5,6 +5,7 @@ import { openStore } from '../../../src/db/client'
 import { ctxFor, type Ctx, type Deps } from '../../../src/deps'
 import { registerEventConsumer, settleEvents, type EventConsumer } from '../../../src/modules/events/consumers'
 import { MAX_ATTEMPTS, Outbox, outboxBackoffMs } from '../../../src/modules/events/outbox'
+import { claimOutbox } from '../../../src/modules/events/repo'
 import { appendEvents, notifyEvents, type EventRow } from '../../../src/modules/events/stream'
 
 /** A consumer that records what it gets (of the given projects: other tests' rows pass through too). */
@@ -142,6 +143,30 @@ forEachStore('the events outbox', (env) => {
     }
     expect(await outboxRows(env, p.id)).toEqual([])
   }, 30_000)
+
+  test('a claim carries its holder\'s settlement: its delivered rows are deleted in the claim\'s transaction, never another holder\'s', async () => {
+    // Other tests' due rows delivered first: each claim below then sees only this project's.
+    await settleEvents(env.deps)
+    const p = await env.project()
+    const ctx = ctxOf(p.id)
+    const at = () => new Date()
+    const lease = () => new Date(Date.now() + 60_000)
+    await commit(ctx, ['first'])
+    const [first] = await claimOutbox(env.store, 'holder-a', at(), lease(), 20, new Set())
+    expect(first.projectId).toBe(p.id)
+    await commit(ctx, ['second'])
+    // Another holder cannot settle a's row, nor claim the project while a holds a row of it.
+    expect(await claimOutbox(env.store, 'holder-b', at(), lease(), 20, new Set(), [first.id])).toEqual([])
+    expect((await outboxRows(env, p.id)).map((r) => r.id)).toContain(first.id)
+    // a's next claim deletes its delivered row first, then the project is free: it takes the second row.
+    const next = await claimOutbox(env.store, 'holder-a', at(), lease(), 20, new Set(), [first.id])
+    expect(next).toHaveLength(1)
+    expect(next[0].id).not.toBe(first.id)
+    expect((await outboxRows(env, p.id)).map((r) => r.id)).toEqual([next[0].id])
+    // With nothing left to claim, a claim still settles.
+    expect(await claimOutbox(env.store, 'holder-a', at(), lease(), 20, new Set(), [next[0].id])).toEqual([])
+    expect(await outboxRows(env, p.id)).toEqual([])
+  })
 
   test('a consumer that keeps failing is given up after MAX_ATTEMPTS: its row stays, marked, and is no longer claimed', async () => {
     const p = await env.project()
