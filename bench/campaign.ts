@@ -8,6 +8,7 @@
  *     BENCH_DATABASE_URL=pg    a fresh PostgreSQL database (default: a fresh SQLite file, the embedded store)
  *     BENCH_SQLITE_SYNCHRONOUS=NORMAL   default FULL (fsync per commit)
  *     BENCH_SIGN_SECONDS=3     length of each signing-ceiling measurement
+ *     BENCH_SERVER_ENV="K=V ..."   more environment for the server (e.g. BUN_JSC_* or MIMALLOC_* options)
  *     BENCH_MAX_SECONDS=10800  stop waiting for the sink after this long (a busy shared machine): the figures
  *                              are then those of the messages received so far (`received` < `recipients`)
  *
@@ -21,7 +22,8 @@
  *   measured before and after the campaign in this same run (the machine is shared: both are shown), and
  *   ratioToCeiling = deliveredPerSecond / the mean of the two;
  * - firstMessageMs: from the send call to the first message at the sink;
- * - serverPeakRssMB: the server's VmHWM (peak resident set) from /proc at the end of the run;
+ * - serverPeakRssMB: the server's VmHWM (peak resident set) from /proc at the end of the run; the RSS parts at
+ *   the sampled maximum, and the largest JS heap figures of the main thread its /metrics showed;
  * - dbBytesPerRecipient: growth of the store (SQLite: the database file after a WAL checkpoint; PostgreSQL:
  *   pg_database_size) from before the send to after it, divided by the recipients;
  * - CPU per message by process and by server thread, and the load average.
@@ -44,6 +46,11 @@ import { startTestDns } from '../test/helpers/dns'
 import { freePort, lines, verifiedBenchDomain } from './_proc'
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 100_000)
+
+/** BENCH_SERVER_ENV="K=V K2=V2": more environment for the server (experiments: BUN_JSC_*, MIMALLOC_*). */
+function serverEnv(): Record<string, string> {
+  return Object.fromEntries((process.env.BENCH_SERVER_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
+}
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
 const ROOT = join(import.meta.dir, '..')
 
@@ -196,7 +203,7 @@ try {
 
   const bunArgs = (process.env.BENCH_BUN_ARGS ?? '').split(' ').filter(Boolean)
   const server = Bun.spawn([process.execPath, ...bunArgs, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
-    env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'pipe',
+    env: { PATH: process.env.PATH ?? '', ...env, ...serverEnv() }, stdout: 'ignore', stderr: 'pipe',
   })
   // Every role is up (the signer threads, the pipeline, the job worker) once the start line is written.
   let ready = false
@@ -234,8 +241,19 @@ try {
   // At the sampled maximum: anonymous memory (heaps), file-backed pages (the executable, mapped files), shared memory (SQLite's WAL index).
   let rssParts: Record<string, number | null> = {}
   const deadline = Date.now() + Number(process.env.BENCH_MAX_SECONDS ?? 3 * 3600) * 1000
+  // The main thread's JavaScript memory from the server's own /metrics (prom-client's process metrics), the
+  // largest value of each seen (every 2 s): how much of the RSS is the JS heap and what it holds outside.
+  const heapMaxMB: Record<string, number> = {}
+  let heapAt = 0
   while (received < RECIPIENTS && Date.now() < deadline) {
     await Bun.sleep(20)
+    if (Date.now() - heapAt > 2000) {
+      heapAt = Date.now()
+      const text = await fetch(`${base}/metrics`).then((r) => r.text(), () => '')
+      for (const m of text.matchAll(/^mailctl_(nodejs_heap_size_used_bytes|nodejs_heap_size_total_bytes|nodejs_external_memory_bytes) ([0-9.e+]+)$/gm)) {
+        heapMaxMB[m[1]] = Math.max(heapMaxMB[m[1]] ?? 0, Math.round(Number(m[2]) / 104857.6) / 10)
+      }
+    }
     const rss = statusKb(server.pid, 'VmRSS') ?? 0
     if (rss > maxRssKb) {
       maxRssKb = rss
@@ -280,7 +298,7 @@ try {
     ratioToCeiling: Math.round((rate / ceiling) * 1000) / 1000,
     serverPeakRssMB: peakRssKb === null ? null : Math.round(peakRssKb / 102.4) / 10,
     serverRssMB: {
-      atStart: rssAtStartKb === null ? null : Math.round(rssAtStartKb / 102.4) / 10, sampledMax: Math.round(maxRssKb / 102.4) / 10,
+      atStart: rssAtStartKb === null ? null : Math.round(rssAtStartKb / 102.4) / 10, sampledMax: Math.round(maxRssKb / 102.4) / 10, mainThreadJsMaxMB: heapMaxMB,
       atSampledMax: Object.fromEntries(Object.entries(rssParts).map(([k, v]) => [k, v === null ? null : Math.round(v / 102.4) / 10])),
     },
     // Per recipient queued so far (all of them once the fan-out is done).

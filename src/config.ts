@@ -41,6 +41,8 @@ export interface Config {
   contentRetentionDays: number
   /** How long a stopping node waits for in-flight deliveries before it closes their connections. */
   shutdownGraceSeconds: number
+  /** MB a thread's JS heap may grow between the heap keeper's collections (src/heap.ts); 0: no keeper. */
+  heapGrowthMb: number
   /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
   webhookAllowHosts: string[]
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
@@ -127,6 +129,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_SEND_RATE_PER_SECOND: 'sendRatePerSecond',
   MAILCTL_CONTENT_RETENTION_DAYS: 'contentRetentionDays',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
+  MAILCTL_HEAP_GROWTH_MB: 'heapGrowthMb',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
@@ -223,6 +226,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     sendRatePerSecond: raw.MAILCTL_SEND_RATE_PER_SECOND ? int('MAILCTL_SEND_RATE_PER_SECOND', raw.MAILCTL_SEND_RATE_PER_SECOND, 1, 1_000_000) : null,
     contentRetentionDays: int('MAILCTL_CONTENT_RETENTION_DAYS', raw.MAILCTL_CONTENT_RETENTION_DAYS ?? '30', 1, 36_500),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
+    heapGrowthMb: int('MAILCTL_HEAP_GROWTH_MB', raw.MAILCTL_HEAP_GROWTH_MB ?? '4', 0, 4096),
     webhookAllowHosts: (raw.MAILCTL_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),

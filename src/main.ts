@@ -12,6 +12,7 @@ import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
 import { trackWriter } from './modules/events/writer'
 import { registerUsageProvider } from './modules/contacts/usage'
+import { keepHeapSmall } from './heap'
 import { registerEventConsumer } from './modules/events/consumers'
 import { segmentHintConsumer } from './modules/segments/jobs'
 import { segmentFieldAndEventUsage, segmentsReferringToSegment } from './modules/segments/service'
@@ -239,6 +240,9 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
     await closeDeps(deps)
   }
   const graceMs = config.shutdownGraceSeconds * 1000
+  // The JS heap as on a small machine, whatever the RAM here (src/heap.ts).
+  const heap = keepHeapSmall({ growthBytes: config.heapGrowthMb * 1024 * 1024 })
+  stops.push(() => heap.stop())
   let httpPort = 0
   const smtp: Running['smtp'] = { inbound: null, relay: null, secure: null }
   try {

@@ -4,8 +4,9 @@
  * the compiled executable.
  */
 import { setPriority } from 'node:os'
+import { keepHeapSmall } from '../heap'
 import { buildMessage } from './mime'
-import type { SignRequest, SignResponse } from './signer'
+import type { SignerInit, SignRequest, SignResponse } from './signer'
 
 declare const self: Worker
 
@@ -21,7 +22,12 @@ if (process.platform === 'linux') {
   try { setPriority(0, SIGNER_NICE) } catch { /* not permitted: same priority as the main thread */ }
 }
 
-self.onmessage = async (event: MessageEvent<SignRequest[]>) => {
+self.onmessage = async (event: MessageEvent<SignRequest[] | SignerInit>) => {
+  if (!Array.isArray(event.data)) {
+    // The pool's first message: this thread's heap is kept small like the main thread's (src/heap.ts).
+    keepHeapSmall({ growthBytes: event.data.heapGrowthBytes })
+    return
+  }
   const out: SignResponse[] = []
   const transfer: ArrayBuffer[] = []
   for (const { id, message, key } of event.data) {

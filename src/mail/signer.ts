@@ -8,6 +8,8 @@ import type { DkimKey } from './dkim'
 import { buildMessage, type OutboundMessage } from './mime'
 
 export interface SignRequest { id: number; message: OutboundMessage; key: DkimKey | null }
+/** The pool's first message to a thread. */
+export interface SignerInit { heapGrowthBytes: number }
 export type SignResponse = { id: number; raw: Uint8Array; error?: undefined } | { id: number; error: string; raw?: undefined }
 
 
@@ -37,8 +39,9 @@ class WorkerSlot {
   readonly worker: Worker
   /** Jobs handed to this worker and not answered yet. */
   readonly pending = new Map<number, Job>()
-  constructor(onReply: (slot: WorkerSlot) => void, onDead: (slot: WorkerSlot, err: Error) => void) {
+  constructor(onReply: (slot: WorkerSlot) => void, onDead: (slot: WorkerSlot, err: Error) => void, heapGrowthBytes: number) {
     this.worker = new Worker(WORKER_ENTRY)
+    this.worker.postMessage({ heapGrowthBytes } satisfies SignerInit)
     this.worker.onmessage = (event: MessageEvent<SignResponse[]>) => {
       for (const res of event.data) {
         const job = this.pending.get(res.id)
@@ -69,7 +72,8 @@ export class SignerPool implements MessageBuilder {
   private seq = 0
   private closed = false
 
-  constructor(readonly size = availableParallelism(), private readonly batch = 32) {
+  /** `heapGrowthBytes`: each thread's heap keeper (src/heap.ts; 0: none). */
+  constructor(readonly size = availableParallelism(), private readonly batch = 32, private readonly heapGrowthBytes = 0) {
     for (let i = 0; i < size; i++) this.slots.push(this.spawn())
   }
 
@@ -82,7 +86,7 @@ export class SignerPool implements MessageBuilder {
         this.slots[i] = this.spawn()
         this.feed(this.slots[i])
       }
-    })
+    }, this.heapGrowthBytes)
   }
 
   /** Hands the next batch of queued jobs to an idle worker. */

@@ -33,7 +33,7 @@ export interface OutboundOptions extends Partial<Omit<PipelineOptions, 'transpor
 /** A pipeline with the configured transport and a signer pool (not started). */
 export function createOutbound(deps: Deps, opts: OutboundOptions = {}): OutboundPipeline {
   const threads = opts.signerThreads ?? availableParallelism()
-  const builder: MessageBuilder = threads > 0 ? new SignerPool(threads) : inlineBuilder
+  const builder: MessageBuilder = threads > 0 ? new SignerPool(threads, undefined, deps.config.heapGrowthMb * 1024 * 1024) : inlineBuilder
   return new OutboundPipeline(deps, { ...opts, transport: opts.transport ?? createTransport(deps.config, opts.smtp), builder })
 }
 
