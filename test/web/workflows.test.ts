@@ -58,10 +58,19 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     await d.page.getByRole('button', { name: 'Save step' }).waitFor()
     await until('the new step to be saved', async () => (await d.page.locator('.wf-node.draft').count()) === 0)
   }
-  /** Draws a connection with the mouse from a source handle to a target handle, watching the canvas as a person would. */
-  async function connect(from: Locator, to: Locator) {
-    const edges = await d.page.locator('.wf-canvas .react-flow__edge').count()
-    const saved = async () => (await d.page.locator('.wf-canvas .react-flow__edge').count()) === edges + 1
+  const stepNode = (name: string) => node(new RegExp(`step “${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}”`))
+  const handle = (step: string, kind: 'source' | 'target', id?: string) =>
+    stepNode(step).locator(`.react-flow__handle.${kind}${id ? `[data-handleid="${id}"]` : ''}`)
+
+  /**
+   * Draws the connection from step `from` (its `branch` handle, if any) to step `to` with the mouse,
+   * watching the canvas as a person would; done when the canvas shows that edge (by its label).
+   */
+  async function connect(from: string, to: string, branch?: string) {
+    const source = handle(from, 'source', branch)
+    const target = handle(to, 'target')
+    const edge = d.page.locator(`.wf-canvas .react-flow__edge[aria-label="From “${from}” to “${to}”${branch ? ` on ${branch}` : ''}"]`)
+    const saved = async () => (await edge.count()) === 1
     const seen = async (l: Locator, ms: number) => l.waitFor({ timeout: ms }).then(() => true, () => false)
     /** What the pointer would hit at a point (for the failure's message). */
     const hit = (x: number, y: number) =>
@@ -70,14 +79,15 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     // A drag can be lost when the canvas re-renders between the press and the release (a node that has just
     // grown its list of problems moves its handles). So the gesture waits for the handles to hold still, checks
     // that React Flow has started a connection line and that the target handle is marked as the one under the
-    // pointer before releasing; a gesture that did not take is released and made again, up to three times.
+    // pointer before releasing; a gesture that did not take is released and made again, up to three times,
+    // unless the edge has appeared meanwhile (a slow save of the one before).
     for (let attempt = 1; ; attempt++) {
-      let a = await from.boundingBox()
-      let b = await to.boundingBox()
+      let a = await source.boundingBox()
+      let b = await target.boundingBox()
       for (let i = 0; i < 20; i++) {
         await wait(100)
-        const a2 = await from.boundingBox()
-        const b2 = await to.boundingBox()
+        const a2 = await source.boundingBox()
+        const b2 = await target.boundingBox()
         const still = JSON.stringify([a, b]) === JSON.stringify([a2, b2])
         a = a2
         b = b2
@@ -91,14 +101,18 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
       const started = await seen(d.page.locator('.wf-canvas .react-flow__connectionline'), 3_000)
       if (started) {
         await d.page.mouse.move(bx, by, { steps: 12 })
-        if (!(await seen(to.and(d.page.locator('.connectingto')), 3_000))) notes.push(`attempt ${attempt}: the target handle was not marked under the pointer; at it: ${await hit(bx, by)}`)
+        if (!(await seen(target.and(d.page.locator('.connectingto')), 3_000))) notes.push(`attempt ${attempt}: the target handle was not marked under the pointer; at it: ${await hit(bx, by)}`)
       } else notes.push(`attempt ${attempt}: no connection line after the press at the source; at it: ${await hit(ax, ay)}`)
       await d.page.mouse.up()
-      const ok = started && (await until('the connection to be saved', saved, attempt < 3 ? 10_000 : 30_000).then(() => true, (e) => { notes.push(`attempt ${attempt}: ${e.message}`); return false }))
+      const ok = await until('the edge on the canvas', saved, attempt < 3 ? 10_000 : 30_000).then(() => true, (e) => {
+        notes.push(`attempt ${attempt}: ${e.message}`)
+        return false
+      })
       if (ok) return
       if (attempt >= 3) {
         await shot(d.page, 'debug-connect')
-        throw new Error(`the connection was not made: ${notes.join('; ')}`)
+        const alerts = await d.page.getByRole('alert').allTextContents()
+        throw new Error(`the connection was not made: ${notes.join('; ')}; alerts: ${alerts.join(' | ')}`)
       }
     }
   }
@@ -162,11 +176,9 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     expect(pos['Purchase?'].y).toBeLessThan(pos['Subscribed?'].y)
     expect(pos.Matched.x).toBeLessThan(pos['Not matched'].x)
 
-    const handle = (step: RegExp, kind: 'source' | 'target', id?: string) =>
-      node(step).locator(`.react-flow__handle.${kind}${id ? `[data-handleid="${id}"]` : ''}`)
-    await connect(handle(/^Trigger step/, 'source'), handle(/step “Send email”/, 'target'))
-    await connect(handle(/step “Send email”/, 'source'), handle(/step “Purchase\?”/, 'target'))
-    await connect(handle(/step “Purchase\?”/, 'source', 'event'), handle(/step “Subscribed\?”/, 'target'))
+    await connect('Trigger', 'Send email')
+    await connect('Send email', 'Purchase?')
+    await connect('Purchase?', 'Subscribed?', 'event')
 
     // A broken graph: the CONDITION has no yes/no ways out and the exits are not reached.
     await d.page.getByRole('button', { name: 'Enable' }).click()
@@ -184,10 +196,11 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     await faults.filter({ hasText: 'is not reachable from the trigger' }).waitFor()
 
     // yes by dragging between handles, no with the panel's select (the keyboard's way).
-    await connect(handle(/step “Subscribed\?”/, 'source', 'yes'), handle(/step “Matched”/, 'target'))
+    await connect('Subscribed?', 'Matched', 'yes')
     await node(/step “Subscribed\?”/).click()
     await d.page.getByLabel('On “no”').selectOption({ label: 'Not matched (Exit)' })
-    await until('the no branch', async () => (await d.page.locator('.wf-canvas .react-flow__edge').count()) === 5)
+    await d.page.locator('.wf-canvas .react-flow__edge[aria-label="From “Subscribed?” to “Not matched” on no"]').waitFor()
+    await until('five edges', async () => (await d.page.locator('.wf-canvas .react-flow__edge').count()) === 5)
     const labels = await d.page.locator('.wf-canvas .react-flow__edge-text').allTextContents()
     expect(labels.sort()).toEqual(['event', 'no', 'yes'])
     await d.page.getByRole('button', { name: 'Enable' }).click()
