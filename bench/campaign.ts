@@ -46,13 +46,13 @@ import { startTestDns } from '../test/helpers/dns'
 import { freePort, lines, verifiedBenchDomain } from './_proc'
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 100_000)
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
+const ROOT = join(import.meta.dir, '..')
 
 /** BENCH_SERVER_ENV="K=V K2=V2": more environment for the server (experiments: BUN_JSC_*, MIMALLOC_*). */
 function serverEnv(): Record<string, string> {
   return Object.fromEntries((process.env.BENCH_SERVER_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
 }
-const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
-const ROOT = join(import.meta.dir, '..')
 
 function procStat(path: string): string[] | null {
   try {

@@ -135,6 +135,10 @@ function sqliteHandle(db: Db): SqliteDb {
  * The raw bun:sqlite connection behind a drizzle handle of a SQLite store: the reader for `store.db`, the
  * writer for the handle `store.tx` passes. For hot paths that run compiled statements themselves.
  */
+export function sqliteConnection(db: Db): Database {
+  return sqliteHandle(db).$client
+}
+
 /**
  * A read compiled once per store (Store.prepared), declared at module level: `const q = compiledRead<T>(text)`,
  * then `await q(store)(...params)`. For reads a hot path repeats, where drizzle's query building costs more
@@ -150,10 +154,6 @@ export function compiledRead<T = Record<string, unknown>>(text: string): (store:
     }
     return st
   }
-}
-
-export function sqliteConnection(db: Db): Database {
-  return sqliteHandle(db).$client
 }
 
 /** The postgres.js client behind a PostgreSQL store's drizzle handle (not a transaction's). */

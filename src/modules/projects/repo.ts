@@ -1,5 +1,5 @@
 import { and, asc, eq, or } from 'drizzle-orm'
-import type { Db, Store } from '../../db/client'
+import { compiledRead, type Db, type Store } from '../../db/client'
 
 function columns(store: Store) {
   const { projects, members } = store.t
@@ -99,7 +99,10 @@ interface RawProject {
 }
 
 const COLUMNS = 'id, name, public_key, secret_key_hash, disabled, tracking_enabled, settings, created_at, updated_at'
-const byKeyStatements = new WeakMap<Store, { public: (k: string) => Promise<RawProject[]>; secret: (k: string) => Promise<RawProject[]> }>()
+const byKeyStatements = {
+  public: compiledRead<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE public_key = $1 LIMIT 1`),
+  secret: compiledRead<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE secret_key_hash = $1 LIMIT 1`),
+}
 
 function toProject(r: RawProject): ProjectRow {
   return {
@@ -132,15 +135,7 @@ export async function byKey(store: Store, kind: 'public' | 'secret', value: stri
     const hit = cache.rows.get(cacheKey)
     if (hit) return hit
   }
-  let st = byKeyStatements.get(store)
-  if (!st) {
-    st = {
-      public: store.prepared<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE public_key = $1 LIMIT 1`),
-      secret: store.prepared<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE secret_key_hash = $1 LIMIT 1`),
-    }
-    byKeyStatements.set(store, st)
-  }
-  const [raw] = await st[kind](value)
+  const [raw] = await byKeyStatements[kind](store)(value)
   if (!raw) return undefined
   const row = Object.freeze(toProject(raw))
   // Only if nothing was committed while the query ran (else the row may already be stale for the new version).
