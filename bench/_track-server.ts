@@ -6,6 +6,9 @@
  * script on the store before serving (to compare a schema change: a dropped trigger or index).
  * BENCH_DRAIN=1 also runs the events' outbox drainer in the process (as `serve` does with the worker role),
  * so its claims and deliveries share the CPU and the write lock with the tracks.
+ * BENCH_CONSUMED=1 gives the project an enabled workflow (triggered by another event than the tracked ones):
+ * its events then go to the outbox (src/modules/events/interest.ts: a project nothing consumes writes no
+ * outbox row), and with BENCH_DRAIN=1 reach the consumers.
  */
 import { loadConfig } from '../src/config'
 import { ctxFor } from '../src/deps'
@@ -36,6 +39,7 @@ for (let i = 0; i < seed; i += 1000) {
 }
 if (process.env.BENCH_WAL_CKPT) await deps.store.tx(async (db) => { (db as unknown as { $client: { run(q: string): void } }).$client.run(`PRAGMA wal_autocheckpoint = ${Number(process.env.BENCH_WAL_CKPT)}`) })
 if (process.env.BENCH_SQL) await deps.store.script(process.env.BENCH_SQL)
+if (process.env.BENCH_CONSUMED === '1') await enableWorkflow()
 // The drainer's counters (events, batches, failures) are printed at SIGTERM with the group-commit statistics.
 const outbox = process.env.BENCH_DRAIN === '1' ? await (await import('../src/modules/events/outbox')).startOutbox(deps) : null
 const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
@@ -47,6 +51,20 @@ process.on('SIGTERM', () => {
   process.stderr.write(`${JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 }, outbox: outbox?.stats })}\n`)
   process.exit(0)
 })
+
+/** An enabled workflow in the project: trigger 'bench-never' → DELAY 1 hour (BENCH_CONSUMED). */
+async function enableWorkflow(): Promise<void> {
+  const api = buildApp(deps)
+  const call = async (method: string, path: string, body: unknown) => {
+    const res = await api.handle(new Request(`http://localhost${path}`, { method, headers: { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }))
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
+    return res.json() as Promise<{ id: string; steps: Array<{ id: string }> }>
+  }
+  const wf = await call('POST', '/workflows', { name: 'bench', eventName: 'bench-never' })
+  const delay = await call('POST', `/workflows/${wf.id}/steps`, { type: 'DELAY', config: { amount: 1, unit: 'hours' } })
+  await call('POST', `/workflows/${wf.id}/transitions`, { fromStepId: wf.steps[0].id, toStepId: delay.id })
+  await call('PATCH', `/workflows/${wf.id}`, { enabled: true })
+}
 
 /** The port a server listens on; throws when it does not listen. */
 function portOf(app: { server: { port?: number } | null }): number {

@@ -6,6 +6,8 @@
  *   node_modules/.bin/bun bench/track.ts
  *   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_SYNC=FULL,NORMAL BENCH_LOG_LEVEL=info BENCH_NEW_RATIO=0.5
  *    BENCH_DRAIN=1: the server also runs the events' outbox drainer, as a node with every role does;
+ *    BENCH_CONSUMED=1: the project has an enabled workflow, so its events go to the outbox (without one,
+ *    a project's events write no outbox row: src/modules/events/interest.ts);
  *    BENCH_BUN_ARGS="--cpu-prof": extra bun arguments for the server child, e.g. a CPU profile written at SIGTERM)
  *
  * For each synchronous mode: the server (a child process, request log lines written to /dev/null as in

@@ -110,6 +110,18 @@ export class TestEnv {
     return createProject(this.store, { name })
   }
 
+  /**
+   * A project whose events go to the outbox (events/interest.ts: a project nothing consumes gets no outbox
+   * row): it has a tracked DYNAMIC segment, on a field no contact has, so it never gains members.
+   */
+  async consumedProject(): Promise<NewProject> {
+    const p = await this.project()
+    const condition = { logic: 'AND', groups: [{ filters: [{ field: 'data.outboxTestNever', operator: 'equals', value: 'x' }] }] }
+    const r = await this.request('POST', '/segments', { key: p.secretKey, body: { name: 'Consumed', condition, trackMembership: true } })
+    if (r.status !== 201 && r.status !== 200) throw new Error(`consumedProject: POST /segments answered ${r.status} ${r.text}`)
+    return p
+  }
+
   async request<T = JsonBody>(method: string, path: string, opts: ReqOpts = {}): Promise<Res<T>> {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key) headers.authorization = `Bearer ${opts.key}`

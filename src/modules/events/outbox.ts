@@ -23,6 +23,7 @@ import { leaseEnd, renew, renewAfterMs, Wakeups, type LeasedTable } from '../../
 import { nodeOf } from '../../jobs/nodes'
 import { errorFields } from '../../log'
 import { eventConsumers, type EventConsumer } from './consumers'
+import { projectHasConsumers } from './interest'
 import * as repo from './repo'
 import type { EventRow } from './stream'
 
@@ -57,22 +58,43 @@ export const outboxWakeups = new Wakeups('events')
 const OUTBOX_KEY = {}
 
 /**
- * Records, in `db`'s transaction, that the events `ids` of `projectId` are owed to the consumers. The rows
- * are written just before the transaction commits, one per project (per ROW_IDS ids). Ids of events a
+ * Events whose transaction wrote no outbox row: no consumer could react to them (interest.ts).
+ * `notifyEvents` does not announce them (no wake-up, nothing kept for a drainer).
+ */
+const notOwed = new WeakSet<EventRow>()
+
+/** Whether `row` went to the outbox (false: its project had no consumer when it was appended). */
+export function owedToConsumers(row: EventRow): boolean {
+  return !notOwed.has(row)
+}
+
+/** Marks rows appended with no outbox row (the track writer's main-thread copies of the thread's rows). */
+export function markNotOwed(rows: readonly EventRow[]): void {
+  for (const r of rows) notOwed.add(r)
+}
+
+/**
+ * Records, in `db`'s transaction, that the events `rows` of `projectId` are owed to the consumers. The rows
+ * are written just before the transaction commits, one per project (per ROW_IDS ids), for each project where
+ * some consumer may react (interest.ts); the events of the others are marked not owed. Ids of events a
  * savepoint rolled back stay in the row: delivery skips ids it cannot find.
  */
-export function recordOutbox(store: Store, db: Db, projectId: string, ids: string[]): void {
-  if (!ids.length) return
-  const pending = store.txState(db, OUTBOX_KEY, () => new Map<string, string[]>(), (byProject) => {
-    const rows: repo.NewOutbox[] = []
+export function recordOutbox(store: Store, db: Db, projectId: string, rows: readonly EventRow[]): void {
+  if (!rows.length) return
+  const pending = store.txState(db, OUTBOX_KEY, () => new Map<string, EventRow[]>(), async (byProject) => {
+    const out: repo.NewOutbox[] = []
     for (const [p, all] of byProject) {
-      for (let i = 0; i < all.length; i += ROW_IDS) rows.push({ id: Bun.randomUUIDv7(), projectId: p, eventIds: all.slice(i, i + ROW_IDS) })
+      if (!(await projectHasConsumers(store, db, p))) {
+        markNotOwed(all)
+        continue
+      }
+      for (let i = 0; i < all.length; i += ROW_IDS) out.push({ id: Bun.randomUUIDv7(), projectId: p, eventIds: all.slice(i, i + ROW_IDS).map((r) => r.id) })
     }
-    return repo.insertOutbox(store, db, rows, new Date())
+    await repo.insertOutbox(store, db, out, new Date())
   })
   const list = pending.get(projectId)
-  if (list) for (const id of ids) list.push(id)
-  else pending.set(projectId, ids.slice())
+  if (list) for (const r of rows) list.push(r)
+  else pending.set(projectId, rows.slice())
 }
 
 // ---- waking -----------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { carriesBase, storedData, type EmailBase } from './email-base'
-import { recordOutbox, wakeOutbox } from './outbox'
+import { owedToConsumers, recordOutbox, wakeOutbox } from './outbox'
 import * as repo from './repo'
 
 /**
@@ -46,15 +46,17 @@ export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>
     // Only where the readers put it back: an email.* event of the base's email (carriesBase).
     return base && carriesBase(r) && r.emailId === base.emailId ? { ...r, data: storedData(r.data, base) } : r
   }))
-  recordOutbox(ctx.store, db, ctx.projectId, rows.map((r) => r.id))
+  recordOutbox(ctx.store, db, ctx.projectId, rows)
   return rows
 }
 
 /**
  * Events have committed: wakes the outbox's drainers so that the consumers get them now rather than at
- * the next poll. Only an accelerator: a caller that never calls it loses nothing.
+ * the next poll (events no consumer was interested in, which have no outbox row, are left out). Only an
+ * accelerator: a caller that never calls it loses nothing.
  */
 export async function notifyEvents(ctx: Ctx, rows: EventRow[]): Promise<void> {
-  if (!rows.length) return
-  wakeOutbox(ctx.deps, rows)
+  const owed = rows.filter(owedToConsumers)
+  if (!owed.length) return
+  wakeOutbox(ctx.deps, owed)
 }

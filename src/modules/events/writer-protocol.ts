@@ -28,7 +28,8 @@ export interface EarlierEvent { id: string; name: string; data: Record<string, u
 
 /** The outcome of one item, once its batch has committed (or failed). */
 export type TrackReply =
-  | { type: 'ok'; id: number; contactId: string; eventId: string; before: EarlierEvent[] }
+  /** `owed`: its events went to the outbox (false: no consumer of the project could react, outbox.ts). */
+  | { type: 'ok'; id: number; contactId: string; eventId: string; before: EarlierEvent[]; owed: boolean }
   | { type: 'reused'; id: number; held: HeldKey }
   /** A 4xx the main thread throws as is (a contact's data growing past its limit is only known here). */
   | { type: 'refused'; id: number; code: ErrorCode; message: string; errors: FieldError[] | null }

@@ -16,6 +16,7 @@ import { openStore, sqliteConnection, sqlitePath, type Store } from '../../db/cl
 import { GroupCommit } from '../../db/group-commit'
 import { AppError } from '../../errors'
 import { writeTrack } from './track-write'
+import { owedToConsumers } from './outbox'
 import { decodeBatch, encodeReplies, type FromWriter, type ToThread, type TrackReply } from './writer-protocol'
 
 declare const self: Worker
@@ -66,7 +67,7 @@ async function onMessage(store: Store, group: GroupCommit, port: MessagePort, ms
     const { contactId, event, events } = r.value
     // `events` ends with the tracked event; the ones before it are the subscription changes.
     const before = events.length > 1 ? events.slice(0, -1).map((e) => ({ id: e.id, name: e.name, data: e.data ?? {} })) : []
-    return { type: 'ok', id, contactId, eventId: event.id, before }
+    return { type: 'ok', id, contactId, eventId: event.id, before, owed: owedToConsumers(event) }
   })
   port.postMessage({ type: 'committed', replies: encodeReplies(replies), stats: group.stats } satisfies FromWriter)
 }

@@ -1,6 +1,7 @@
 import { sqlitePath, type Store } from '../../db/client'
 import { AppError } from '../../errors'
 import { eventRow } from './stream'
+import { markNotOwed } from './outbox'
 import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackItem, type TrackReply, type WriterStats } from './writer-protocol'
 
@@ -35,7 +36,9 @@ function outcome(job: Job, reply: Extract<TrackReply, { type: 'ok' }>): TrackOut
   const { contactId } = reply
   const row = (id: string, name: string, data: Record<string, unknown>) => eventRow(job.item.projectId, job.now, { contactId, name, data }, id)
   const event = row(reply.eventId, job.item.event, eventData(job.item.data))
-  return { contactId, event, events: reply.before.length ? [...reply.before.map((e) => row(e.id, e.name, e.data)), event] : [event] }
+  const events = reply.before.length ? [...reply.before.map((e) => row(e.id, e.name, e.data)), event] : [event]
+  if (!reply.owed) markNotOwed(events)
+  return { contactId, event, events }
 }
 
 export class TrackWriter {

@@ -274,7 +274,7 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
         : await repo.leave(ctx.store, db, seg.id, chunk)
       const e = (enter ? entryEvent : exitEvent)(live, '')
       const appended = await repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
-      recordOutbox(ctx.store, db, ctx.projectId, appended.map((r) => r.id))
+      recordOutbox(ctx.store, db, ctx.projectId, appended)
       return appended
     })
     if (!rows) { stopped = true; return }

@@ -100,7 +100,7 @@ forEachStore('contacts endpoints', (env) => {
   })
 
   test('PATCH /contacts/:id: email change, 409 on a taken email, subscription events once per flip, data rules', async () => {
-    const p = await env.project()
+    const p = await env.consumedProject()
     const seen: EventRow[] = []
     const off = registerEventConsumer({ name: 'test.seen', async handle(_ctx, rows) { seen.push(...rows) } })
     env.onStop(off)

@@ -39,7 +39,7 @@ forEachStore('the events outbox', (env) => {
   const ctxOf = (projectId: string, deps: Deps = env.deps) => ctxFor(deps, projectId, { kind: 'cli' })
 
   test('the transaction that appends events writes their outbox row; a rolled-back one writes neither', async () => {
-    const p = await env.project()
+    const p = await env.consumedProject()
     const ctx = ctxOf(p.id)
     const rows = await ctx.store.tx(async (db) => [
       ...await appendEvents(ctx, db, [{ contactId: null, name: 'a' }]),
@@ -56,7 +56,7 @@ forEachStore('the events outbox', (env) => {
   })
 
   test('a track (on SQLite, the track writer thread) commits its outbox row; settleEvents delivers it and empties the outbox', async () => {
-    const p = await env.project()
+    const p = await env.consumedProject()
     const seen = recorder('test.track', [p.id])
     const off = registerEventConsumer(seen.c)
     try {
@@ -72,7 +72,7 @@ forEachStore('the events outbox', (env) => {
   })
 
   test('a failing consumer is retried with backoff, alone: the other consumer goes on', async () => {
-    const p = await env.project()
+    const p = await env.consumedProject()
     let t = Date.now() + 1000
     const now = () => new Date(t)
     let down = true
@@ -109,7 +109,7 @@ forEachStore('the events outbox', (env) => {
   })
 
   test('a started drainer hands over the events this process announced as they were, without reading them back, once: a retry reads them from the database', async () => {
-    const p = await env.project()
+    const p = await env.consumedProject()
     // The drainer's clock is a second ahead: the rows committed meanwhile are due at once.
     let t = Date.now() + 1000
     const calls: EventRow[][] = []
@@ -147,7 +147,7 @@ forEachStore('the events outbox', (env) => {
   test('a claim carries its holder\'s settlement: its delivered rows are deleted in the claim\'s transaction, never another holder\'s', async () => {
     // Other tests' due rows delivered first: each claim below then sees only this project's.
     await settleEvents(env.deps)
-    const p = await env.project()
+    const p = await env.consumedProject()
     const ctx = ctxOf(p.id)
     const at = () => new Date()
     const lease = () => new Date(Date.now() + 60_000)
@@ -169,7 +169,7 @@ forEachStore('the events outbox', (env) => {
   })
 
   test('a consumer that keeps failing is given up after MAX_ATTEMPTS: its row stays, marked, and is no longer claimed', async () => {
-    const p = await env.project()
+    const p = await env.consumedProject()
     let t = Date.now() + 1000
     const bad = recorder('test.hopeless', [p.id], () => true)
     const outbox = new Outbox(env.deps, { now: () => new Date(t), consumers: () => [bad.c] })
@@ -186,8 +186,8 @@ forEachStore('the events outbox', (env) => {
   }, 30_000)
 
   test('a project\'s events arrive oldest first, across batches and projects', async () => {
-    const p = await env.project()
-    const q = await env.project()
+    const p = await env.consumedProject()
+    const q = await env.consumedProject()
     const seen = recorder('test.order', [p.id, q.id])
     const expected: Record<string, string[]> = { [p.id]: [], [q.id]: [] }
     // More transactions than one claim takes (20 rows), interleaved between two projects.
@@ -208,7 +208,7 @@ forEachStore('the events outbox', (env) => {
     const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
     try {
       // Fewer projects than drains, more rows than a claim takes: the drains compete for the same projects.
-      const projects = await Promise.all(Array.from({ length: 2 }, () => env.project()))
+      const projects = await Promise.all(Array.from({ length: 2 }, () => env.consumedProject()))
       const ids = projects.map((p) => p.id)
       const delivered = new Map<string, number>()
       const busy = new Map<string, number>()

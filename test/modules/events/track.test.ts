@@ -17,7 +17,7 @@ async function eventRows(env: TestEnv, projectId: string) {
 
 forEachStore('POST /v1/track', (env) => {
   test('public key: creates the contact (subscribed) and the event; answers the track result', async () => {
-    const p = await env.project()
+    const p = await env.consumedProject()
     const seen: EventRow[] = []
     env.onStop(registerEventConsumer({ name: 'test.seen', async handle(_c, rows) { seen.push(...rows) } }))
     const r = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: ' New@Example.com', event: 'signed-up', data: { plan: 'pro' } } })

@@ -38,8 +38,8 @@ test('batches are transferred (moved, not copied) and decode on the other side',
 
 test('replies of every kind decode to what was encoded', () => {
   const replies: TrackReply[] = [
-    { type: 'ok', id: 1, contactId: 'c1', eventId: 'e1', before: [] },
-    { type: 'ok', id: 2, contactId: 'c2', eventId: 'e3', before: [{ id: 'e2', name: 'contact.unsubscribed', data: {} }] },
+    { type: 'ok', id: 1, contactId: 'c1', eventId: 'e1', before: [], owed: true },
+    { type: 'ok', id: 2, contactId: 'c2', eventId: 'e3', before: [{ id: 'e2', name: 'contact.unsubscribed', data: {} }], owed: false },
     { type: 'reused', id: 3, held: { method: 'POST', path: '/v1/track', requestHash: 'h', createdAtMs: 5, statusCode: null } },
     { type: 'error', id: 4, message: 'SQLITE_BUSY' },
   ]
