@@ -29,7 +29,7 @@ for (const kind of kinds) {
   const env = new TestEnv(kind)
   await env.start()
   try {
-    const p = await env.project()
+    const p = await env.consumedProject()
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
 
     // Throughput.

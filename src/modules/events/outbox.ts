@@ -30,7 +30,7 @@ import type { EventRow } from './stream'
 /** Event ids per outbox row. */
 const ROW_IDS = 500
 /** Outbox rows per claim (a batch: up to ROW_IDS events each, usually far fewer). */
-const CLAIM_ROWS = 20
+const CLAIM_ROWS = 60
 const LEASE_MS = 60_000
 /** A consumer that takes longer than this on one batch has failed it (it is retried). */
 const HANDLE_TIMEOUT_MS = 30_000
@@ -39,7 +39,7 @@ export const POLL_MS = 500
  * Wake-ups closer together than this cost one claim: under a steady stream of commits (the track writer
  * commits every few ms) a claim takes what a few commits wrote, not one commit's row each time.
  */
-const WAKE_COALESCE_MS = 25
+const WAKE_COALESCE_MS = 60
 /**
  * A delivered batch's rows are deleted by the next claim, or after this long when none comes: longer than
  * WAKE_COALESCE_MS, so that the claim a delivery's wake-up brings takes them when more rows came meanwhile.
@@ -101,21 +101,22 @@ export function recordOutbox(store: Store, db: Db, projectId: string, rows: read
 
 /** Stores whose events this process was told about since they were last settled (settleEvents). */
 const told = new Map<Store, Deps>()
-let publishScheduled = false
+let wakeScheduled = false
 
 /**
  * Events were committed (called by notifyEvents): wakes this process's drainer and, through Redis, the
- * other nodes' (one publish per turn of the event loop, however many commits it had).
+ * other nodes' (one wake-up and one publish per turn of the event loop, however many commits it had).
  */
 export function wakeOutbox(deps: Deps, rows: readonly EventRow[] = []): void {
   told.set(deps.store, deps)
   recentOf.get(deps.store)?.add(rows)
-  outboxWakeups.notify()
-  if (!deps.redis || publishScheduled) return
-  publishScheduled = true
+  // Once per turn of the event loop, however many commits it had (under load, one per track otherwise):
+  // the drainer coalesces wake-ups over WAKE_COALESCE_MS anyway.
+  if (wakeScheduled) return
+  wakeScheduled = true
   setImmediate(() => {
-    publishScheduled = false
-    outboxWakeups.notify({ redis: deps.redis, log: deps.log })
+    wakeScheduled = false
+    outboxWakeups.notify(deps.redis ? { redis: deps.redis, log: deps.log } : undefined)
   })
 }
 
@@ -365,24 +366,28 @@ export class Outbox {
       const events = recent.missing.length
         ? repo.byTime([...recent.found, ...await repo.eventsByIds(store, projectId, recent.missing)])
         : repo.byTime(recent.found)
-      const byId = new Map(events.map((e) => [e.id, e]))
       const consumers = this.consumers()
       const known = new Set(consumers.map((c) => c.name))
-      // What each consumer is owed: the events of the rows for every consumer and of its own rows.
+      // What each consumer is owed: the events of the rows for every consumer and of its own rows (when
+      // every row is for every consumer, as without failures, that is all the events, for each).
+      const forAll = rows.every((r) => r.consumer === null)
       const owed = new Map<string, Set<string>>()
-      for (const r of rows) {
-        for (const c of r.consumer === null ? consumers : consumers.filter((k) => k.name === r.consumer)) {
-          let set = owed.get(c.name)
-          if (!set) { set = new Set(); owed.set(c.name, set) }
-          for (const id of r.eventIds) if (byId.has(id)) set.add(id)
+      if (!forAll) {
+        const byId = new Map(events.map((e) => [e.id, e]))
+        for (const r of rows) {
+          for (const c of r.consumer === null ? consumers : consumers.filter((k) => k.name === r.consumer)) {
+            let set = owed.get(c.name)
+            if (!set) { set = new Set(); owed.set(c.name, set) }
+            for (const id of r.eventIds) if (byId.has(id)) set.add(id)
+          }
         }
       }
       const ctx = ctxFor(this.deps, projectId, { kind: 'job', name: 'events.outbox' })
       const errors = new Map<string, string>()
       await Promise.all(consumers.map(async (c) => {
-        const want = owed.get(c.name)
-        if (!want?.size) return
-        const batch: EventRow[] = events.filter((e) => want.has(e.id))
+        const want = forAll ? null : owed.get(c.name)
+        const batch: EventRow[] = want ? events.filter((e) => want.has(e.id)) : forAll ? events.slice() : []
+        if (!batch.length) return
         try {
           await withTimeout(c.handle({ ...ctx, now: this.now() }, batch), HANDLE_TIMEOUT_MS, `event consumer ${c.name}`)
           this.stats.events += batch.length
