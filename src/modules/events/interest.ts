@@ -11,8 +11,8 @@ import { sqliteConnection, type Db, type Store } from '../../db/client'
  * every registered consumer has its entry. The look-up runs inside the appending transaction, on its own
  * connection, just before COMMIT:
  * - on SQLite that transaction holds the write lock, so what it reads cannot change before the events
- *   commit: a workflow enabled, an endpoint added, an execution put to wait, all commit before the events
- *   (and see them owed) or after them (and the events came first);
+ *   commit: a workflow enabled, an endpoint added, an execution put to wait commits either before the
+ *   events (which are then owed) or after them (the events came first);
  * - on PostgreSQL a change that commits while the transaction runs may not be seen: it happened at the
  *   same moment as the events, and either order is right (docs/decisions.md, Event delivery).
  */
