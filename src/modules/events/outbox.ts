@@ -4,8 +4,9 @@
  * - Writing: `appendEvents` (stream.ts) records the new events' ids in the transaction that appends them
  *   (`recordOutbox`): one `event_outbox` row per transaction and project (up to 500 ids a row), written
  *   just before COMMIT (Store.txState). So on the track writer thread a group-committed batch of tracks
- *   costs one more row, not one per track, and a crash after the commit loses nothing.
- * - Waking: `notifyEvents` (after the commit) wakes this process's drainer now and, with Redis, the
+ *   costs one more row, not one per track, and a crash after the commit loses nothing. A project where
+ *   no consumer could react (interest.ts) gets no row: its events are marked not owed.
+ * - Waking: `notifyEvents` (after the commit) wakes this process's drainer soon and, with Redis, the
  *   other nodes'; without a wake-up a drainer polls every POLL_MS.
  * - Draining (`Outbox`, started by `serve` with the worker role on every node): rows are claimed one
  *   project at a time, oldest first, under a lease (repo.claimOutbox: one holder per project, so a
