@@ -1,5 +1,8 @@
 import { sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
+import { ENABLED_ENDPOINT_SQL } from '../hooks/repo'
+import { TRACKED_SEGMENT_SQL } from '../segments/repo'
+import { ENABLED_WORKFLOW_SQL, WAITING_EXECUTION_SQL } from '../workflows/repo'
 
 /**
  * Whether anything consumes a project's events: the outbox (outbox.ts) writes a transaction's row only
@@ -18,13 +21,13 @@ import { sqliteConnection, type Db, type Store } from '../../db/client'
  */
 export const CONSUMER_INTEREST: Readonly<Record<string, string>> = {
   // Segment recompute hints: tracked DYNAMIC segments (segments/jobs.ts, trackedDeps).
-  'segments.hints': "SELECT 1 FROM segments WHERE project_id = $1 AND type = 'DYNAMIC' AND track_membership = true",
+  'segments.hints': TRACKED_SEGMENT_SQL,
   // Customer webhooks: an enabled endpoint (hooks/service.ts, createDeliveries).
-  'hooks.deliveries': 'SELECT 1 FROM webhook_endpoints WHERE project_id = $1 AND enabled = true',
+  'hooks.deliveries': ENABLED_ENDPOINT_SQL,
   // Workflow triggers: an enabled workflow (workflows/engine.ts, startFromEvents).
-  'workflows.triggers': 'SELECT 1 FROM workflows WHERE project_id = $1 AND enabled = true',
+  'workflows.triggers': ENABLED_WORKFLOW_SQL,
   // Waits for events: a WAITING execution (workflows/engine.ts, resumeOnEvents).
-  'workflows.waits': "SELECT 1 FROM workflow_executions WHERE project_id = $1 AND status = 'WAITING'",
+  'workflows.waits': WAITING_EXECUTION_SQL,
 }
 
 const PROBE = `SELECT 1 AS owed WHERE ${Object.values(CONSUMER_INTEREST).map((q) => `EXISTS (${q})`).join(' OR ')}`

@@ -30,7 +30,9 @@ export async function findEndpoint(store: Store, projectId: string, id: string, 
   return row ?? null
 }
 
-const anyEnabled = compiledRead('SELECT 1 FROM webhook_endpoints WHERE project_id = $1 AND enabled = true LIMIT 1')
+/** The project ($1) has an enabled endpoint, as SQL (also events/interest.ts). */
+export const ENABLED_ENDPOINT_SQL = 'SELECT 1 FROM webhook_endpoints WHERE project_id = $1 AND enabled = true'
+const anyEnabled = compiledRead(`${ENABLED_ENDPOINT_SQL} LIMIT 1`)
 
 /** Whether the project has an enabled endpoint (asked first for every batch of the event stream). */
 export async function hasEnabledEndpoint(store: Store, projectId: string): Promise<boolean> {

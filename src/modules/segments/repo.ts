@@ -209,6 +209,9 @@ export async function allSegmentsForSweep(store: Store): Promise<Array<Pick<Segm
   return store.db.select({ id: s.id, projectId: s.projectId, type: s.type, trackMembership: s.trackMembership }).from(s)
 }
 
+/** The project ($1) has a tracked DYNAMIC segment, as SQL (events/interest.ts). */
+export const TRACKED_SEGMENT_SQL = "SELECT 1 FROM segments WHERE project_id = $1 AND type = 'DYNAMIC' AND track_membership = true"
+
 /** Tracked DYNAMIC segments of the project (recompute hints). */
 export async function trackedDynamic(store: Store, projectId: string): Promise<SegmentRow[]> {
   const s = store.t.segments

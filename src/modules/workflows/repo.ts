@@ -51,8 +51,11 @@ export async function listWorkflows(store: Store, db: Db, projectId: string, f: 
   return { rows, total: Number(n) }
 }
 
-const anyEnabled = compiledRead('SELECT 1 FROM workflows WHERE project_id = $1 AND enabled = true LIMIT 1')
-const anyWaiting = compiledRead("SELECT 1 FROM workflow_executions WHERE project_id = $1 AND status = 'WAITING' LIMIT 1")
+/** The project ($1) has an enabled workflow / a WAITING execution, as SQL (also events/interest.ts). */
+export const ENABLED_WORKFLOW_SQL = 'SELECT 1 FROM workflows WHERE project_id = $1 AND enabled = true'
+export const WAITING_EXECUTION_SQL = "SELECT 1 FROM workflow_executions WHERE project_id = $1 AND status = 'WAITING'"
+const anyEnabled = compiledRead(`${ENABLED_WORKFLOW_SQL} LIMIT 1`)
+const anyWaiting = compiledRead(`${WAITING_EXECUTION_SQL} LIMIT 1`)
 
 /**
  * Whether the project has an enabled workflow / a WAITING execution: the event stream's consumers ask it
