@@ -245,44 +245,58 @@ async function deleteHeld(store: Store, db: Db, holder: string, ids: readonly st
  * settlement carried by its next claim: one write transaction per batch instead of two).
  */
 export async function claimOutbox(store: Store, holder: string, now: Date, until: Date, maxRows: number, skip: ReadonlySet<string>, settle: readonly string[] = []): Promise<OutboxRow[]> {
-  const o = store.t.eventOutbox
-  // Read first, outside any transaction: an empty outbox (most polls and wake-ups) costs no write lock.
-  // A statement compiled once: the drainer asks at every wake-up (tens a second under load), and drizzle's
-  // query building cost about 0.1 ms each time.
-  const heads = await headsOf(store)(...claimParams(store, now))
-  const candidates = [...new Set(heads.map((h) => h.project_id))].filter((p) => !skip.has(p))
+  const candidates = await outboxCandidates(store, now, skip)
   if (!candidates.length && !settle.length) return []
-  return store.tx(async (db) => {
-    // The settlement of the holder's delivered rows goes first: their project is claimable again after it.
-    if (settle.length) await deleteHeld(store, db, holder, settle)
-    if (store.dialect === 'sqlite') {
-      // The same claim in statements compiled once on the connection (0.56 ms through drizzle, ~0.1 ms so).
-      const c = sqliteConnection(db)
-      const at = now.getTime()
-      for (const projectId of candidates) {
-        if (c.query('SELECT 1 FROM event_outbox WHERE project_id = ? AND locked_until >= ? LIMIT 1').get(projectId, at)) continue
-        const raw = c.query(`UPDATE event_outbox SET locked_by = ?, locked_until = ? WHERE id IN (
-            SELECT id FROM event_outbox WHERE project_id = ? AND ${CLAIMABLE_SQL.replaceAll('$1', '?').replaceAll('$2', '?')} ORDER BY id LIMIT ?)
-          RETURNING ${columnList(o)}`).all(holder, until.getTime(), projectId, at, at, maxRows) as Record<string, unknown>[]
-        if (raw.length) return raw.map((r) => fromRaw<OutboxRow>(o, r)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      }
-      return []
-    }
+  // A lease lost in a crash is only a row claimed again: the claim does not wait for the disk.
+  return store.tx((db) => claimOutboxIn(store, db, holder, now, until, maxRows, candidates, settle), { durable: false })
+}
+
+/**
+ * The projects a claim at `now` may take rows of, oldest row first, but those in `skip`. Read outside any
+ * transaction: an empty outbox (most polls and wake-ups) costs no write lock. A statement compiled once:
+ * the drainer asks at every wake-up (tens a second under load), and drizzle's query building cost about
+ * 0.1 ms each time.
+ */
+export async function outboxCandidates(store: Store, now: Date, skip: ReadonlySet<string>): Promise<string[]> {
+  const heads = await headsOf(store)(...claimParams(store, now))
+  return [...new Set(heads.map((h) => h.project_id))].filter((p) => !skip.has(p))
+}
+
+/**
+ * A claim in the write transaction `db`: the settlement of `settle` (deleted), then up to `maxRows` rows of
+ * the first of `candidates` (outboxCandidates) that has no row leased now. It runs in claimOutbox's own
+ * transaction, or in a commit of SQLite's track writer thread (outbox.ts, routeOutboxClaims).
+ */
+export async function claimOutboxIn(store: Store, db: Db, holder: string, now: Date, until: Date, maxRows: number, candidates: readonly string[], settle: readonly string[]): Promise<OutboxRow[]> {
+  const o = store.t.eventOutbox
+  // The settlement of the holder's delivered rows goes first: their project is claimable again after it.
+  if (settle.length) await deleteHeld(store, db, holder, settle)
+  if (store.dialect === 'sqlite') {
+    // The same claim in statements compiled once on the connection (0.56 ms through drizzle, ~0.1 ms so).
+    const c = sqliteConnection(db)
+    const at = now.getTime()
     for (const projectId of candidates) {
-      if (store.dialect === 'pg') {
-        const [lock] = await store.rows<{ ok: boolean }>(sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${`mailctl.outbox.${projectId}`}, 0)) AS ok`, db)
-        if (!lock?.ok) continue
-      }
-      const held = await db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), gte(o.lockedUntil, now))).limit(1)
-      if (held.length) continue
-      const ids = db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), claimable(store, now))).orderBy(asc(o.id)).limit(maxRows)
-      const rows = await db.update(o).set({ lockedBy: holder, lockedUntil: until })
-        .where(inArray(o.id, store.dialect === 'pg' ? ids.for('update', { skipLocked: true }) : ids)).returning()
-      if (rows.length) return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      if (c.query('SELECT 1 FROM event_outbox WHERE project_id = ? AND locked_until >= ? LIMIT 1').get(projectId, at)) continue
+      const raw = c.query(`UPDATE event_outbox SET locked_by = ?, locked_until = ? WHERE id IN (
+          SELECT id FROM event_outbox WHERE project_id = ? AND ${CLAIMABLE_SQL.replaceAll('$1', '?').replaceAll('$2', '?')} ORDER BY id LIMIT ?)
+        RETURNING ${columnList(o)}`).all(holder, until.getTime(), projectId, at, at, maxRows) as Record<string, unknown>[]
+      if (raw.length) return raw.map((r) => fromRaw<OutboxRow>(o, r)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     }
     return []
-    // A lease lost in a crash is only a row claimed again: the claim does not wait for the disk.
-  }, { durable: false })
+  }
+  for (const projectId of candidates) {
+    if (store.dialect === 'pg') {
+      const [lock] = await store.rows<{ ok: boolean }>(sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${`mailctl.outbox.${projectId}`}, 0)) AS ok`, db)
+      if (!lock?.ok) continue
+    }
+    const held = await db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), gte(o.lockedUntil, now))).limit(1)
+    if (held.length) continue
+    const ids = db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), claimable(store, now))).orderBy(asc(o.id)).limit(maxRows)
+    const rows = await db.update(o).set({ lockedBy: holder, lockedUntil: until })
+      .where(inArray(o.id, store.dialect === 'pg' ? ids.for('update', { skipLocked: true }) : ids)).returning()
+    if (rows.length) return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  }
+  return []
 }
 
 /** The events of `projectId` among `ids` (those deleted since are missing), oldest first, with their full data. */

@@ -1,6 +1,7 @@
 import type { ErrorCode, FieldError } from '../../errors'
 import type { ContactData } from '../contacts/data'
 import type { Claim, HeldKey } from '../idempotency/repo'
+import type { OutboxRow } from './repo'
 
 /**
  * The messages between the track writer (writer.ts, main thread) and its threads (writer-worker.ts). Both
@@ -43,11 +44,21 @@ export type ToThread =
   | { type: 'init'; role: 'checkpointer'; url: string; port: MessagePort }
   /** encodeBatch's buffer, in the transfer list. */
   | { type: 'batch'; items: ArrayBuffer }
+  /**
+   * An outbox drainer's claim and settlement (outbox.ts, RoutedClaim), carried by the thread's next commit;
+   * answered with an `outbox` message of the same id once it has committed.
+   */
+  | { type: 'outbox'; id: number; holder: string; nowMs: number; untilMs: number; maxRows: number; candidates: string[]; settle: string[] }
   /** Close the connections and end the thread. */
   | { type: 'close' }
 
-/** From the writer thread, once a batch has committed: decodeReplies(replies) and the thread's counters. */
-export interface FromWriter { type: 'committed'; replies: string; stats: WriterStats }
+/**
+ * From the writer thread: once a batch has committed, decodeReplies(replies) and the thread's counters;
+ * once an outbox claim has committed, the rows it claimed (structured-cloned: a few a second), or why it failed.
+ */
+export type FromWriter =
+  | { type: 'committed'; replies: string; stats: WriterStats }
+  | { type: 'outbox'; id: number; rows: OutboxRow[] | null; error: string | null }
 
 /** The batch as a buffer of its own, to transfer. */
 export function encodeBatch(items: TrackItem[]): ArrayBuffer {

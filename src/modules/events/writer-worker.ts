@@ -5,7 +5,8 @@
  *   the checkpointer and copies only the rest, which lets the next transaction restart the WAL from its
  *   start (a checkpoint of the whole WAL stalled a commit for up to ~100 ms).
  *   On the port given at init it takes `batch` and `close` messages, and answers each batch, once it has
- *   committed, with one `committed` message (writer-protocol.ts).
+ *   committed, with one `committed` message (writer-protocol.ts). An `outbox` message (a drainer's claim of
+ *   this process) joins the next commit and is answered by an `outbox` message.
  * - checkpointer: every CHECKPOINT_MS a PASSIVE checkpoint on a connection of its own, which copies the
  *   WAL into the database file while the writer goes on committing (it blocks no writer and no reader).
  *   Alone it would never let the WAL restart: the writer keeps appending while it copies. It ends at
@@ -17,6 +18,7 @@ import { GroupCommit } from '../../db/group-commit'
 import { AppError } from '../../errors'
 import { writeTrack } from './track-write'
 import { owedToConsumers } from './outbox'
+import { claimOutboxIn } from './repo'
 import { decodeBatch, encodeReplies, type FromWriter, type ToThread, type TrackReply } from './writer-protocol'
 
 declare const self: Worker
@@ -47,6 +49,14 @@ async function onMessage(store: Store, group: GroupCommit, port: MessagePort, ms
   if (msg.type === 'close') {
     await store.close()
     process.exit(0)
+  }
+  if (msg.type === 'outbox') {
+    // Not pure (it runs in a savepoint of its own): a failing claim leaves the batch's tracks alone.
+    const reply = await group.run((db) => claimOutboxIn(store, db, msg.holder, new Date(msg.nowMs), new Date(msg.untilMs), msg.maxRows, msg.candidates, msg.settle))
+      .then((rows): FromWriter => ({ type: 'outbox', id: msg.id, rows, error: null }))
+      .catch((e: unknown): FromWriter => ({ type: 'outbox', id: msg.id, rows: null, error: e instanceof Error ? e.message : String(e) }))
+    port.postMessage(reply)
+    return
   }
   if (msg.type !== 'batch') return
   const items = decodeBatch(msg.items)

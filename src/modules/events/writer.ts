@@ -1,7 +1,8 @@
 import { sqlitePath, type Store } from '../../db/client'
 import { AppError } from '../../errors'
 import { eventRow } from './stream'
-import { markNotOwed } from './outbox'
+import { markNotOwed, routeOutboxClaims, type RoutedClaim } from './outbox'
+import type { OutboxRow } from './repo'
 import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackItem, type TrackReply, type WriterStats } from './writer-protocol'
 
@@ -15,7 +16,9 @@ import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackI
  * (as durable as a transaction per track). A write failing in a batch rolls back alone (GroupCommit).
  *
  * Other writes stay on the main thread's connection. SQLite's write lock orders the two writers: each
- * waits for the other's in beginWrite (db/client.ts), retrying without blocking its thread.
+ * waits for the other's in beginWrite (db/client.ts), retrying without blocking its thread. The one
+ * exception: while the thread runs, the outbox drainer's claims go into its commits (`claimOutbox`), so
+ * that they do not empty its page cache a few times a second (outbox.ts, routeOutboxClaims).
  * A second thread checkpoints the WAL, so that the writer's own checkpoints are short (writer-worker.ts).
  * The threads start at the first track and stop after IDLE_MS without tracks (a live worker keeps a
  * process from exiting, and an unref'd one makes Bun's idle main thread spin).
@@ -49,6 +52,8 @@ export class TrackWriter {
   /** Batches handed to the thread and not answered yet. */
   private messages = 0
   private nextId = 1
+  /** Outbox claims handed to the thread and not answered yet. */
+  private claims = new Map<number, { resolve(rows: OutboxRow[]): void; reject(e: Error): void }>()
   private idle: ReturnType<typeof setTimeout> | null = null
   /** Batches and writes committed by the thread, and batches rerun with savepoints (benchmarks, tests). */
   stats: WriterStats = { batches: 0, writes: 0, retries: 0 }
@@ -66,6 +71,22 @@ export class TrackWriter {
         this.scheduled = true
         setImmediate(() => { this.scheduled = false; this.send() })
       }
+    })
+  }
+
+  /**
+   * Has the thread carry an outbox claim (and settlement) in its next commit; null when the thread is not
+   * running (no track for IDLE_MS): the drainer then claims on the main thread's connection.
+   */
+  claimOutbox(c: RoutedClaim): Promise<OutboxRow[]> | null {
+    const port = this.thread?.port
+    if (!port) return null
+    const id = this.nextId++
+    return new Promise<OutboxRow[]>((resolve, reject) => {
+      this.claims.set(id, { resolve, reject })
+      port.postMessage({
+        type: 'outbox', id, holder: c.holder, nowMs: c.now.getTime(), untilMs: c.until.getTime(), maxRows: c.maxRows, candidates: c.candidates, settle: c.settle,
+      } satisfies ToThread)
     })
   }
 
@@ -99,6 +120,17 @@ export class TrackWriter {
     const writer = spawn('writer')
     const checkpointer = spawn('checkpointer')
     writer.port.onmessage = (event: MessageEvent<FromWriter>) => {
+      if (event.data.type === 'outbox') {
+        const { id, rows, error } = event.data
+        const claim = this.claims.get(id)
+        this.claims.delete(id)
+        this.onCommit()
+        if (rows) claim?.resolve(rows)
+        else claim?.reject(new Error(`outbox claim on the track writer thread failed: ${error}`))
+        // A stop put off for this claim (stop()) happens after the idle delay.
+        if (!this.claims.size && !this.messages && !this.queue.length && this.thread) this.idle ??= setTimeout(() => this.stop(), IDLE_MS)
+        return
+      }
       this.stats = event.data.stats
       this.messages--
       this.onCommit()
@@ -138,6 +170,8 @@ export class TrackWriter {
     checkpointer?.worker.terminate()
     for (const job of this.inflight.values()) job.reject(err)
     this.inflight.clear()
+    for (const claim of this.claims.values()) claim.reject(err)
+    this.claims.clear()
     this.messages = 0
     if (this.queue.length) this.send()
   }
@@ -145,7 +179,7 @@ export class TrackWriter {
   /** Stops the thread once nothing is in flight (it starts again at the next track). */
   stop() {
     if (this.idle) { clearTimeout(this.idle); this.idle = null }
-    if (this.inflight.size || this.queue.length || !this.thread) return
+    if (this.inflight.size || this.queue.length || this.claims.size || !this.thread) return
     // The threads close their connections and exit; a track arriving meanwhile starts new ones.
     const { port, checkpointer } = this.thread
     this.thread = null
@@ -165,6 +199,8 @@ export function trackWriter(store: Store, synchronous: 'FULL' | 'NORMAL'): Track
     const file = sqlitePath(store.url)
     w = store.dialect === 'sqlite' && file !== ':memory:' && !file.startsWith('file::memory:') ? new TrackWriter(store.url, synchronous, () => store.refresh()) : null
     perStore.set(store, w)
+    const writer = w
+    if (writer) routeOutboxClaims(store, (c) => writer.claimOutbox(c))
   }
   return w
 }

@@ -4,6 +4,10 @@ import { TestEnv } from '../../helpers/env'
 import { TrackWriter, trackWriter } from '../../../src/modules/events/writer'
 import type { TrackWrite } from '../../../src/modules/events/track-write'
 import { openStore } from '../../../src/db/client'
+import { ctxFor } from '../../../src/deps'
+import type { EventConsumer } from '../../../src/modules/events/consumers'
+import { Outbox } from '../../../src/modules/events/outbox'
+import { appendEvents } from '../../../src/modules/events/stream'
 import { must } from '../../helpers/must'
 
 /** A write that must not find its Idempotency-Key held. */
@@ -119,5 +123,31 @@ describe('track writer thread [sqlite]', () => {
     const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE id = ${out.event.id}`)
     expect(Number(row.n)).toBe(1)
     w.stop()
+  })
+
+  test('while its thread runs, the outbox drainer\'s claims and settlements go into its commits; stopped, the drainer claims on its own connection', async () => {
+    const p = await env.consumedProject()
+    const seen: string[] = []
+    const consumer: EventConsumer = { name: 'test.routed', async handle(_c, rows) { for (const r of rows) if (r.projectId === p.id) seen.push(r.name) } }
+    const outboxRows = async () => (await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM event_outbox WHERE project_id = ${p.id}`))[0].n
+    const w = must(trackWriter(env.store, 'NORMAL'), 'the track writer')
+    await done(w, p.id, new Date(), { email: 'routed@example.com', event: 'routed' })
+    expect(Number(await outboxRows())).toBe(1)
+    const viaThread = new Outbox(env.deps, { consumers: () => [consumer] })
+    await viaThread.drain()
+    expect(seen).toEqual(['routed'])
+    expect(Number(await outboxRows())).toBe(0)
+    // The claim, then the settlement (carried by the next claim, which found nothing else).
+    expect(viaThread.stats.routed).toBeGreaterThanOrEqual(2)
+
+    w.stop()
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    await env.store.tx((db) => appendEvents(ctx, db, [{ contactId: null, name: 'on-main' }]))
+    expect(Number(await outboxRows())).toBe(1)
+    const onMain = new Outbox(env.deps, { consumers: () => [consumer] })
+    await onMain.drain()
+    expect(seen).toEqual(['routed', 'on-main'])
+    expect(Number(await outboxRows())).toBe(0)
+    expect(onMain.stats.routed).toBe(0)
   })
 })
