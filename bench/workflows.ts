@@ -8,9 +8,11 @@
  *     BENCH_DELAY_SECONDS=60     the DELAY step (1 minute; the engine's real clock, nothing is faked)
  *     BENCH_DATABASE_URL=pg      default: a fresh SQLite file
  *
- * The executions start the way a tracked event starts them: the events are appended and handed to the
- * workflow trigger consumer's work (`startFromEvents`, in this process, as the API node would), 500 at a
- * time; the worker node runs every step. Prints:
+ * The executions start the way a tracked event starts them, only sooner: the events are appended (with
+ * their outbox rows, which the worker node's drainer also hands to its trigger consumer) and given to that
+ * consumer's work (`startFromEvents`) in this process at once, 500 at a time, so that everyone enters
+ * together; whichever comes second finds the execution started (unique per workflow and event). The worker
+ * node runs every step. Prints:
  * - executions completed per second (over the whole run, and over the phases without the delay itself);
  * - the lateness of each DELAY step, from its due time to the step running (p50, p99, max; target p99 < 2 s);
  * - whether every email reached the sink exactly once: the sink's count equals the number of emails
