@@ -55,6 +55,8 @@ export class TrackWriter {
   /** Outbox claims handed to the thread and not answered yet. */
   private claims = new Map<number, { resolve(rows: OutboxRow[]): void; reject(e: Error): void }>()
   private idle: ReturnType<typeof setTimeout> | null = null
+  /** stop() was called while outbox claims were pending: it stops once they are answered (shutdown). */
+  private stopWanted = false
   /** Batches and writes committed by the thread, and batches rerun with savepoints (benchmarks, tests). */
   stats: WriterStats = { batches: 0, writes: 0, retries: 0 }
 
@@ -63,6 +65,7 @@ export class TrackWriter {
 
   write(projectId: string, now: Date, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
     if (this.idle) { clearTimeout(this.idle); this.idle = null }
+    this.stopWanted = false
     return new Promise<TrackOutcome | TrackReused>((resolve, reject) => {
       const item: TrackItem = { id: this.nextId++, projectId, nowMs: now.getTime(), email: t.email, event: t.event, subscribed: t.subscribed ?? null, data: t.data ?? null, claim: t.claim ?? null }
       this.queue.push({ item, now, resolve, reject })
@@ -127,8 +130,11 @@ export class TrackWriter {
         this.onCommit()
         if (rows) claim?.resolve(rows)
         else claim?.reject(new Error(`outbox claim on the track writer thread failed: ${error}`))
-        // A stop put off for this claim (stop()) happens after the idle delay.
-        if (!this.claims.size && !this.messages && !this.queue.length && this.thread) this.idle ??= setTimeout(() => this.stop(), IDLE_MS)
+        // A stop put off for the claims (stop()) happens now; else after the idle delay.
+        if (!this.claims.size && !this.messages && !this.queue.length && this.thread) {
+          if (this.stopWanted) this.stop()
+          else this.idle ??= setTimeout(() => this.stop(), IDLE_MS)
+        }
         return
       }
       this.stats = event.data.stats
@@ -179,7 +185,9 @@ export class TrackWriter {
   /** Stops the thread once nothing is in flight (it starts again at the next track). */
   stop() {
     if (this.idle) { clearTimeout(this.idle); this.idle = null }
+    if (this.claims.size && !this.inflight.size && !this.queue.length) { this.stopWanted = true; return }
     if (this.inflight.size || this.queue.length || this.claims.size || !this.thread) return
+    this.stopWanted = false
     // The threads close their connections and exit; a track arriving meanwhile starts new ones.
     const { port, checkpointer } = this.thread
     this.thread = null

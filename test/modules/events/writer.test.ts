@@ -150,4 +150,21 @@ describe('track writer thread [sqlite]', () => {
     expect(Number(await outboxRows())).toBe(0)
     expect(onMain.stats.routed).toBe(0)
   })
+
+  test('a claim carried by the thread answers its rows, leased; a stop asked for meanwhile happens once it is answered', async () => {
+    const p = await env.consumedProject()
+    const w = new TrackWriter(env.store.url, 'NORMAL')
+    const out = await done(w, p.id, new Date(), { email: 'leased@example.com', event: 'leased' })
+    const now = new Date()
+    const claim = { holder: 'test-holder', now, until: new Date(now.getTime() + 60_000), maxRows: 10, candidates: [p.id], settle: [] }
+    const pending = must(w.claimOutbox(claim), 'a claim on the running thread')
+    w.stop()
+    const rows = await pending
+    expect(rows.map((r) => ({ projectId: r.projectId, eventIds: r.eventIds, lockedBy: r.lockedBy, lockedUntil: r.lockedUntil?.getTime() })))
+      .toEqual([{ projectId: p.id, eventIds: [out.event.id], lockedBy: 'test-holder', lockedUntil: claim.until.getTime() }])
+    // Stopped as soon as the claim was answered, not after the idle delay: the next claim is the caller's to make.
+    expect(w.claimOutbox(claim)).toBeNull()
+    const [row] = await env.store.rows<{ locked_by: string | null }>(sql`SELECT locked_by FROM event_outbox WHERE project_id = ${p.id}`)
+    expect(row.locked_by).toBe('test-holder')
+  })
 })
