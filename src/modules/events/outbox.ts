@@ -333,18 +333,13 @@ export class Outbox {
     const now = this.now()
     const settle = this.takeDelivered()
     try {
+      // Read first, outside any transaction: an empty outbox (most wake-ups and polls) costs no write lock.
+      const candidates = await repo.outboxCandidates(store, now, this.active)
+      if (!candidates.length && !settle.length) return []
       const until = leaseEnd(now, LEASE_MS)
-      const route = routes.get(store)
-      if (route) {
-        const candidates = await repo.outboxCandidates(store, now, this.active)
-        if (!candidates.length && !settle.length) return []
-        const routed = route({ holder: this.holder, now, until, maxRows: CLAIM_ROWS, candidates, settle })
-        if (routed) {
-          this.stats.routed++
-          return await routed
-        }
-      }
-      return await repo.claimOutbox(store, this.holder, now, until, CLAIM_ROWS, this.active, settle)
+      const routed = routes.get(store)?.({ holder: this.holder, now, until, maxRows: CLAIM_ROWS, candidates, settle })
+      if (routed) this.stats.routed++
+      return await (routed ?? repo.claimAmong(store, this.holder, now, until, CLAIM_ROWS, candidates, settle))
     } catch (err) {
       // Not deleted: they are settled with the next claim (they stay leased to this drainer meanwhile).
       this.delivered.unshift(...settle)

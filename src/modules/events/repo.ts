@@ -247,6 +247,11 @@ async function deleteHeld(store: Store, db: Db, holder: string, ids: readonly st
 export async function claimOutbox(store: Store, holder: string, now: Date, until: Date, maxRows: number, skip: ReadonlySet<string>, settle: readonly string[] = []): Promise<OutboxRow[]> {
   const candidates = await outboxCandidates(store, now, skip)
   if (!candidates.length && !settle.length) return []
+  return claimAmong(store, holder, now, until, maxRows, candidates, settle)
+}
+
+/** `claimOutboxIn` in a transaction of its own, among `candidates` already read (outboxCandidates). */
+export async function claimAmong(store: Store, holder: string, now: Date, until: Date, maxRows: number, candidates: readonly string[], settle: readonly string[]): Promise<OutboxRow[]> {
   // A lease lost in a crash is only a row claimed again: the claim does not wait for the disk.
   return store.tx((db) => claimOutboxIn(store, db, holder, now, until, maxRows, candidates, settle), { durable: false })
 }
