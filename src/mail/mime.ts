@@ -7,6 +7,7 @@ import MailComposer from 'nodemailer/lib/mail-composer'
 import type MimeNode from 'nodemailer/lib/mime-node'
 import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64'
 import { encode, wrap } from 'nodemailer/lib/qp'
+import type { CampaignContent } from '../modules/campaigns/body'
 import { dkimSign, type DkimKey } from './dkim'
 
 export interface MessageAddress { name?: string | null; address: string }
@@ -32,6 +33,11 @@ export interface OutboundMessage {
   subject: string
   html?: string | null
   text?: string | null
+  /**
+   * Campaign mail: the HTML and text are made from this where the message is built (a signer thread,
+   * src/mail/signer.ts `buildOutbound`), not stored nor rendered on the main thread.
+   */
+  campaign?: CampaignContent | null
   /** Custom headers, already validated (no CR/LF, no structural names). */
   headers?: Record<string, string>
   attachments?: MessageAttachment[]

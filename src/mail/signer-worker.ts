@@ -5,8 +5,9 @@
  */
 import { setPriority } from 'node:os'
 import { keepHeapSmall } from '../heap'
-import { buildMessage } from './mime'
-import type { SignerInit, SignRequest, SignResponse } from './signer'
+import { ContentError } from '../modules/campaigns/body'
+import type { LinkDeps } from './links'
+import { buildOutbound, type SignerInit, type SignRequest, type SignResponse } from './signer'
 
 declare const self: Worker
 
@@ -22,17 +23,20 @@ if (process.platform === 'linux') {
   try { setPriority(0, SIGNER_NICE) } catch { /* not permitted: same priority as the main thread */ }
 }
 
+let links: LinkDeps | null = null
+
 self.onmessage = async (event: MessageEvent<SignRequest[] | SignerInit>) => {
   if (!Array.isArray(event.data)) {
     // The pool's first message: this thread's heap is kept small like the main thread's (src/heap.ts).
     keepHeapSmall({ growthBytes: event.data.heapGrowthBytes })
+    links = event.data.links
     return
   }
   const out: SignResponse[] = []
   const transfer: ArrayBuffer[] = []
   for (const { id, message, key } of event.data) {
     try {
-      const buf = await buildMessage(message, key)
+      const buf = await buildOutbound(message, key, links)
       // An ArrayBuffer of exactly the message, so it can be transferred (small Buffers share a pool).
       let raw: Uint8Array<ArrayBuffer>
       if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length && buf.buffer instanceof ArrayBuffer) raw = new Uint8Array(buf.buffer)
@@ -40,7 +44,7 @@ self.onmessage = async (event: MessageEvent<SignRequest[] | SignerInit>) => {
       out.push({ id, raw })
       transfer.push(raw.buffer)
     } catch (err) {
-      out.push({ id, error: err instanceof Error ? err.message : String(err) })
+      out.push({ id, error: err instanceof Error ? err.message : String(err), ...(err instanceof ContentError ? { content: true } : {}) })
     }
   }
   // One reply per batch: the main thread is answered once, when every message of the batch is built.

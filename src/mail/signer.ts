@@ -4,13 +4,35 @@
  * database and SMTP. With `size: 0` messages are built inline (tests, tiny installs).
  */
 import { availableParallelism } from 'node:os'
+import { ContentError, renderCampaignContent } from '../modules/campaigns/body'
 import type { DkimKey } from './dkim'
+import type { LinkDeps } from './links'
 import { buildMessage, type OutboundMessage } from './mime'
 
 export interface SignRequest { id: number; message: OutboundMessage; key: DkimKey | null }
-/** The pool's first message to a thread. */
-export interface SignerInit { heapGrowthBytes: number }
-export type SignResponse = { id: number; raw: Uint8Array; error?: undefined } | { id: number; error: string; raw?: undefined }
+/** The pool's first message to a thread: its heap keeper, and what campaign messages' links are signed with. */
+export interface SignerInit { heapGrowthBytes: number; links: LinkDeps | null }
+/** `content`: the error is a campaign message that cannot be rendered (ContentError), its message the reason as is. */
+export type SignResponse = { id: number; raw: Uint8Array; error?: undefined } | { id: number; error: string; content?: boolean; raw?: undefined }
+
+/**
+ * Builds one message. A campaign message's HTML and text are rendered first, here: in a signer thread
+ * this takes the rendering, its link signatures and its garbage off the main thread, and the thread is
+ * posted the contact's data instead of the rendered body (the campaign's body, shared by the messages of
+ * a batch, is copied once per post).
+ */
+export function buildOutbound(message: OutboundMessage, key: DkimKey | null, links: LinkDeps | null): Promise<Buffer> {
+  if (message.campaign) {
+    if (!links) return Promise.reject(new ContentError('The campaign could not be rendered: no link keys where the message was built'))
+    try {
+      const { html, text } = renderCampaignContent(links, message.campaign)
+      message = { ...message, html, text, campaign: null }
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+  return buildMessage(message, key)
+}
 
 
 /**
@@ -28,9 +50,11 @@ export interface MessageBuilder {
 }
 
 /** Builds messages on the calling thread. */
-export const inlineBuilder: MessageBuilder = {
-  build: (message, key) => buildMessage(message, key),
-  async close() {},
+export function inlineBuilder(links: LinkDeps | null): MessageBuilder {
+  return {
+    build: (message, key) => buildOutbound(message, key, links),
+    async close() {},
+  }
 }
 
 interface Job { id: number; message: OutboundMessage; key: DkimKey | null; resolve(b: Buffer): void; reject(e: Error): void }
@@ -39,15 +63,15 @@ class WorkerSlot {
   readonly worker: Worker
   /** Jobs handed to this worker and not answered yet. */
   readonly pending = new Map<number, Job>()
-  constructor(onReply: (slot: WorkerSlot) => void, onDead: (slot: WorkerSlot, err: Error) => void, heapGrowthBytes: number) {
+  constructor(onReply: (slot: WorkerSlot) => void, onDead: (slot: WorkerSlot, err: Error) => void, init: SignerInit) {
     this.worker = new Worker(WORKER_ENTRY)
-    this.worker.postMessage({ heapGrowthBytes } satisfies SignerInit)
+    this.worker.postMessage(init)
     this.worker.onmessage = (event: MessageEvent<SignResponse[]>) => {
       for (const res of event.data) {
         const job = this.pending.get(res.id)
         if (!job) continue
         this.pending.delete(res.id)
-        if (res.error !== undefined) job.reject(new Error(`message build failed: ${res.error}`))
+        if (res.error !== undefined) job.reject(res.content ? new ContentError(res.error) : new Error(`message build failed: ${res.error}`))
         else job.resolve(Buffer.from(res.raw.buffer, res.raw.byteOffset, res.raw.byteLength))
       }
       onReply(this)
@@ -72,8 +96,11 @@ export class SignerPool implements MessageBuilder {
   private seq = 0
   private closed = false
 
-  /** `heapGrowthBytes`: each thread's heap keeper (src/heap.ts; 0: none). */
-  constructor(readonly size = availableParallelism(), private readonly batch = 32, private readonly heapGrowthBytes = 0) {
+  /**
+   * `heapGrowthBytes`: each thread's heap keeper (src/heap.ts; 0: none). `links`: the secret and public URL
+   * campaign messages' links are signed with (null: a campaign message is refused with a ContentError).
+   */
+  constructor(readonly size = availableParallelism(), private readonly batch = 32, private readonly heapGrowthBytes = 0, private readonly links: LinkDeps | null = null) {
     for (let i = 0; i < size; i++) this.slots.push(this.spawn())
   }
 
@@ -86,7 +113,7 @@ export class SignerPool implements MessageBuilder {
         this.slots[i] = this.spawn()
         this.feed(this.slots[i])
       }
-    }, this.heapGrowthBytes)
+    }, { heapGrowthBytes: this.heapGrowthBytes, links: this.links })
   }
 
   /** Hands the next batch of queued jobs to an idle worker. */
@@ -99,7 +126,7 @@ export class SignerPool implements MessageBuilder {
   }
 
   build(message: OutboundMessage, key: DkimKey | null): Promise<Buffer> {
-    if (this.closed || !this.slots.length) return buildMessage(message, key)
+    if (this.closed || !this.slots.length) return buildOutbound(message, key, this.links)
     return new Promise<Buffer>((resolve, reject) => {
       this.queue.push({ id: ++this.seq, message, key, resolve, reject })
       for (const slot of this.slots) {

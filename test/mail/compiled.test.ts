@@ -40,7 +40,7 @@ function childEnv(env: TestEnv, extra: Record<string, string> = {}): Record<stri
   }
 }
 
-test('a compiled worker signs outbound mail in its signer threads', async () => {
+test('a compiled worker signs outbound mail in its signer threads, campaign messages rendered there', async () => {
   const dns = await startTestDns()
   const env = new TestEnv('sqlite', { dnsServers: [dns.server], outbound: 'capture' })
   await env.start()
@@ -48,6 +48,10 @@ test('a compiled worker signs outbound mail in its signer threads', async () => 
     const p = await projectWithDomain(env, dns, `bin-${Math.random().toString(36).slice(2, 8)}.test`)
     const res = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to: 'x@dest.test', from: p.from, subject: 'Compiled', body: '<p>hi</p>' } })
     const id: string = res.body.data.emails[0].email
+    // A campaign too: its message is rendered (Handlebars, the footer, tracking) in a signer thread.
+    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'zed@dest.test', data: { firstName: 'Zed' } } })).status).toBeLessThan(300)
+    const c = await env.request('POST', '/campaigns', { key: p.secretKey, body: { name: 'Bin', subject: 'For {{firstName}}', body: '<p>Hello {{firstName}}</p>', from: p.from, audienceType: 'ALL' } })
+    expect((await env.request('POST', `/campaigns/${c.body.data.id}/send`, { key: p.secretKey, body: {} })).status).toBe(200)
     const child = Bun.spawn([BIN, 'serve', '--role', 'worker'], {
       cwd: dir,
       env: { PATH: process.env.PATH ?? '', ...childEnv(env, { MAILCTL_LOG_LEVEL: 'warn' }) },
@@ -61,15 +65,21 @@ test('a compiled worker signs outbound mail in its signer threads', async () => 
       const [row] = await env.store.db.select({ s: emails.status, r: emails.lastReply }).from(emails).where(eq(emails.id, id))
       status = row?.s ?? ''
       reply = row?.r ?? null
-      if (status === 'SENT' || status === 'FAILED') break
+      const [camp] = await env.store.db.select({ s: emails.status }).from(emails).where(eq(emails.campaignId, c.body.data.id))
+      if ((status === 'SENT' || status === 'FAILED') && (camp?.s === 'SENT' || camp?.s === 'FAILED')) break
       await Bun.sleep(50)
     }
     child.kill('SIGTERM')
     const stderr = await new Response(child.stderr).text()
     await child.exited
     expect({ status, reply: status === 'SENT' ? null : reply, stderr: status === 'SENT' ? '' : stderr }).toEqual({ status: 'SENT', reply: null, stderr: '' })
-    const [cap] = await env.store.db.select().from(mailCapture).where(eq(mailCapture.projectId, p.id))
-    expect(cap.raw).toStartWith(`DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${p.domain}`)
+    const caps = await env.store.db.select().from(mailCapture).where(eq(mailCapture.projectId, p.id))
+    expect(caps.map((x) => x.toAddress).sort()).toEqual(['x@dest.test', 'zed@dest.test'])
+    for (const cap of caps) expect(cap.raw).toStartWith(`DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${p.domain}`)
+    const campaignMail = must(caps.find((x) => x.toAddress === 'zed@dest.test'), 'the campaign message')
+    expect(campaignMail.subject).toBe('For Zed')
+    expect(campaignMail.raw).toContain('<p>Hello Zed</p>')
+    expect(campaignMail.raw).toContain('/unsubscribe/')
   } finally {
     await env.stop()
     await dns.close()

@@ -23,7 +23,8 @@ import { errorFields, type Logger } from '../../log'
 import { signingKeyFor, type VerifiedDomain } from '../../modules/domains/service'
 import * as emailsRepo from '../../modules/emails/repo'
 import type { DeliveryEmail } from '../../modules/emails/repo'
-import { renderDeferred } from '../../modules/campaigns/render'
+import { ContentError } from '../../modules/campaigns/body'
+import { prepareDeferred } from '../../modules/campaigns/render'
 import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
@@ -309,9 +310,10 @@ export class OutboundPipeline {
     this.stats.claimed += rows.length
     for (const r of rows) this.claimedIds.add(r.emailId)
     const loaded = await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))
-    // Campaign mail is stored without content: its body is rendered from the campaign now.
+    // Campaign mail is stored without content: its body is rendered from the campaign and the contact's
+    // data where the message is built (a signer thread); what that needs is read now.
     const deferred = loaded.filter((e) => !e.hasContent)
-    if (deferred.length) await renderDeferred(this.deps, deferred)
+    if (deferred.length) await prepareDeferred(this.deps, deferred)
     const emails = new Map(loaded.map((e) => [e.id, e]))
     // The claim's order (priority, then age) is the order in which a destination's held messages start.
     rows.sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime())
@@ -466,7 +468,7 @@ export class OutboundPipeline {
     try {
       raw = await this.opts.builder.build(await this.message(email, vd.returnPathDomain), { domain: vd.domain, selector: vd.selector, privateKeyPem: vd.privateKeyPem })
     } catch (err) {
-      return settle({ kind: 'failed', reason: `The message could not be built: ${err instanceof Error ? err.message : String(err)}` })
+      return settle({ kind: 'failed', reason: err instanceof ContentError ? err.message : `The message could not be built: ${err instanceof Error ? err.message : String(err)}` })
     }
     size = raw.length
     if (this.stopping) return
@@ -498,6 +500,7 @@ export async function outboundMessage(deps: Deps, email: DeliveryEmail, returnPa
     subject: email.subject,
     html: email.html,
     text: email.text,
+    campaign: email.campaignContent ?? null,
     headers: email.headers,
     attachments: attachments.filter((a) => a.content !== null).map((a) => ({
       filename: a.filename, content: a.content as string, contentType: a.contentType, disposition: a.disposition,

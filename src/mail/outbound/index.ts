@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os'
 import type { Config } from '../../config'
 import type { Deps } from '../../deps'
 import { resolverFor } from '../../dns'
+import type { LinkDeps } from '../links'
 import { inlineBuilder, SignerPool, type MessageBuilder } from '../signer'
 import { CaptureTransport } from './capture'
 import { OutboundPipeline, outboundWakeups, type PipelineOptions } from './deliver'
@@ -33,7 +34,9 @@ export interface OutboundOptions extends Partial<Omit<PipelineOptions, 'transpor
 /** A pipeline with the configured transport and a signer pool (not started). */
 export function createOutbound(deps: Deps, opts: OutboundOptions = {}): OutboundPipeline {
   const threads = opts.signerThreads ?? availableParallelism()
-  const builder: MessageBuilder = threads > 0 ? new SignerPool(threads, undefined, deps.config.heapGrowthMb * 1024 * 1024) : inlineBuilder
+  // Plain data: a signer thread is posted it (campaign messages' links are signed where they are built).
+  const links: LinkDeps = { secret: deps.secret, config: { publicUrl: deps.config.publicUrl } }
+  const builder: MessageBuilder = threads > 0 ? new SignerPool(threads, undefined, deps.config.heapGrowthMb * 1024 * 1024, links) : inlineBuilder(links)
   return new OutboundPipeline(deps, { ...opts, transport: opts.transport ?? createTransport(deps.config, opts.smtp), builder })
 }
 

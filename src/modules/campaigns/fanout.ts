@@ -8,9 +8,9 @@ import { settingsOf } from '../projects/repo'
 import { sendRateOf } from '../projects/service'
 import { suppressedAmong } from '../suppressions/service'
 import * as repo from './repo'
-import { renderCampaignBody, renderCampaignSubject } from './render'
+import { renderCampaignBody, renderCampaignSubject } from './body'
 
-export { withUnsubscribeFooter } from './render'
+export { withUnsubscribeFooter } from './body'
 
 /**
  * The fan-out of a SENDING campaign (job `campaign.send`, docs/architecture.md, Jobs): the audience is resolved

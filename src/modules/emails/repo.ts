@@ -2,6 +2,7 @@ import type { SQLQueryBindings } from 'bun:sqlite'
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
+import type { CampaignContent } from '../campaigns/body'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
 import { hydrateEmailEvents } from '../events/repo'
 import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './status'
@@ -14,9 +15,15 @@ export type EmailContentRow = typeof import('../../db/schema').pgSchema.emailCon
 /**
  * An email as the delivery pipeline loads it: the record and its content, but not attachment contents.
  * `hasContent` is false for an email stored without content (campaign mail, rendered from its campaign
- * when it is built: src/modules/campaigns/render.ts); `contentError` says why such content could not be made.
+ * when it is built: src/modules/campaigns/render.ts); `campaignContent` is what that rendering needs, and
+ * `contentError` says why such content could not be made.
  */
-export type DeliveryEmail = EmailRow & Omit<EmailContentRow, 'emailId' | 'attachments'> & { hasAttachments: boolean; hasContent: boolean; contentError?: string }
+export type DeliveryEmail = EmailRow & Omit<EmailContentRow, 'emailId' | 'attachments'> & {
+  hasAttachments: boolean
+  hasContent: boolean
+  campaignContent?: CampaignContent
+  contentError?: string
+}
 
 export async function insertEmails(store: Store, db: Db, rows: EmailRow[], contents: EmailContentRow[]): Promise<void> {
   const { emails: e, emailContents: c } = store.t
