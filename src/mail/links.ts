@@ -66,28 +66,43 @@ function mac(secret: string, payload: Uint8Array): Uint8Array {
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-class Writer {
-  private parts: Uint8Array[] = []
-  private length = 0
-  private push(b: Uint8Array) { this.parts.push(b); this.length += b.length }
-  byte(b: number) { this.push(Uint8Array.of(b)) }
-  varint(n: number) {
-    const out: number[] = []
-    while (n >= 0x80) { out.push((n & 0x7f) | 0x80); n = Math.floor(n / 128) }
-    out.push(n)
-    this.push(Uint8Array.from(out))
+/** The 16 bytes of a UUID written at `o` (its 32 hex digits; the dashes skipped). */
+function writeUuid(out: Uint8Array, o: number, s: string): void {
+  let nibble = -1
+  for (let i = 0; i < 36; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 0x2d) continue
+    const v = c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57
+    if (nibble < 0) nibble = v
+    else { out[o++] = (nibble << 4) | v; nibble = -1 }
   }
-  field(s: string) {
-    if (s.length === 36 && UUID_RE.test(s)) {
-      this.byte(0)
-      this.push(Buffer.from(s.replace(/-/g, ''), 'hex'))
-      return
+}
+
+const isUuid = (s: string) => s.length === 36 && UUID_RE.test(s)
+
+/**
+ * A payload's bytes (kind, then each field: a UUID as 0 and its 16 bytes, any other string as the varint
+ * of its UTF-8 length + 1 and the bytes), in one buffer with `room` bytes to spare at the end.
+ */
+function writePayload(kind: number, fields: string[], room: number): { buf: Buffer; length: number } {
+  let size = 1 + room
+  for (const f of fields) size += isUuid(f) ? 17 : 5 + Buffer.byteLength(f, 'utf8')
+  const buf = Buffer.allocUnsafe(size)
+  let o = 0
+  buf[o++] = kind
+  for (const f of fields) {
+    if (isUuid(f)) {
+      buf[o++] = 0
+      writeUuid(buf, o, f)
+      o += 16
+      continue
     }
-    const bytes = Buffer.from(s, 'utf8')
-    this.varint(bytes.length + 1)
-    this.push(bytes)
+    let n = Buffer.byteLength(f, 'utf8') + 1
+    while (n >= 0x80) { buf[o++] = (n & 0x7f) | 0x80; n = Math.floor(n / 128) }
+    buf[o++] = n
+    o += buf.write(f, o, 'utf8')
   }
-  done(): Uint8Array { return Buffer.concat(this.parts, this.length) }
+  return { buf, length: o }
 }
 
 class Reader {
@@ -125,26 +140,12 @@ class Reader {
   }
 }
 
-function encode(p: LinkPayload): Uint8Array {
-  const w = new Writer()
+function fieldsOf(p: LinkPayload): { kind: number; fields: string[] } {
   switch (p.kind) {
-    case 'contact':
-      w.byte(p.emailId ? CONTACT_WITH_EMAIL : KIND_BYTE.contact)
-      w.field(p.projectId)
-      w.field(p.contactId)
-      if (p.emailId) w.field(p.emailId)
-      break
-    case 'open':
-      w.byte(KIND_BYTE.open)
-      w.field(p.emailId)
-      break
-    case 'click':
-      w.byte(KIND_BYTE.click)
-      w.field(p.emailId)
-      w.field(p.url)
-      break
+    case 'contact': return p.emailId ? { kind: CONTACT_WITH_EMAIL, fields: [p.projectId, p.contactId, p.emailId] } : { kind: KIND_BYTE.contact, fields: [p.projectId, p.contactId] }
+    case 'open': return { kind: KIND_BYTE.open, fields: [p.emailId] }
+    case 'click': return { kind: KIND_BYTE.click, fields: [p.emailId, p.url] }
   }
-  return w.done()
 }
 
 function decode(payload: Uint8Array): LinkPayload | null {
@@ -171,8 +172,10 @@ function decode(payload: Uint8Array): LinkPayload | null {
 
 /** Signs a payload into a URL-safe token (characters A-Z a-z 0-9 - _). */
 export function signLinkToken(deps: Pick<Deps, 'secret'>, payload: LinkPayload): string {
-  const body = encode(payload)
-  return Buffer.concat([body, mac(deps.secret, body)]).toString('base64url')
+  const { kind, fields } = fieldsOf(payload)
+  const { buf, length } = writePayload(kind, fields, MAC_BYTES)
+  buf.set(mac(deps.secret, buf.subarray(0, length)), length)
+  return buf.toString('base64url', 0, length + MAC_BYTES)
 }
 
 /**

@@ -43,18 +43,45 @@ function ownLink(deps: LinkDeps, url: string): boolean {
   return Object.values(LINK_PATHS).some((p) => path === p || path.startsWith(`${p}/`))
 }
 
+/**
+ * The targets a link tag may be rewritten to, by the tag's text: null when the tag stays as written.
+ * Shared by every email (a campaign's links repeat in each of its messages): what is left per email is
+ * the token. Bounded; cleared when full. The public URL is part of the key (ownLink depends on it).
+ */
+const targets = new Map<string, { before: string; target: string; after: string } | null>()
+const TARGETS_MAX = 4096
+
+function tagTarget(deps: LinkDeps, tag: string): { before: string; target: string; after: string } | null {
+  const key = `${deps.config.publicUrl}\0${tag}`
+  let t = targets.get(key)
+  if (t !== undefined) return t
+  t = null
+  const m = NOTRACK_RE.test(tag) ? null : HREF_RE.exec(tag)
+  if (m) {
+    const target = decodeAttribute(m[2] ?? m[3] ?? m[4] ?? '').trim()
+    if (isTrackableUrl(target) && !ownLink(deps, target)) t = { before: tag.slice(0, m.index) + m[1], target, after: tag.slice(m.index + m[0].length) }
+  }
+  if (targets.size >= TARGETS_MAX) targets.clear()
+  targets.set(key, t)
+  return t
+}
+
 /** The HTML with tracked links and the open pixel (unchanged when tracking is off or there is no HTML). */
 export function rewriteForTracking<H extends string | null | undefined>(deps: LinkDeps, input: RewriteInput<H>): H {
   const html = input.html
   if (!input.trackingEnabled || !html) return html
+  // A link that appears more than once in the email gets the same URL (the token is a function of the
+  // email and the target): it is signed once.
+  const signed = new Map<string, string>()
   const withLinks = html.replace(TAG_RE, (tag) => {
-    if (NOTRACK_RE.test(tag)) return tag
-    const m = HREF_RE.exec(tag)
-    if (!m) return tag
-    const target = decodeAttribute(m[2] ?? m[3] ?? m[4] ?? '').trim()
-    if (!isTrackableUrl(target) || ownLink(deps, target)) return tag
-    const replaced = `${m[1]}"${escapeAttribute(checkedClickUrl(deps, input.emailId, target))}"`
-    return tag.slice(0, m.index) + replaced + tag.slice(m.index + m[0].length)
+    const t = tagTarget(deps, tag)
+    if (!t) return tag
+    let url = signed.get(t.target)
+    if (url === undefined) {
+      url = escapeAttribute(checkedClickUrl(deps, input.emailId, t.target))
+      signed.set(t.target, url)
+    }
+    return `${t.before}"${url}"${t.after}`
   })
   const pixel = `<img src="${escapeAttribute(openPixelUrl(deps, input.emailId))}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`
   const close = withLinks.search(/<\/body\s*>(?![\s\S]*<\/body\s*>)/i)

@@ -48,6 +48,21 @@ describe('rewriteForTracking', () => {
     expect(out).toContain('<img src="')
   })
 
+  test('a link repeated in an email, or in the next email, gets that email\'s own token each time; a tag is read again under another public URL', () => {
+    const other = '0190f3a3-1111-7aaa-8bbb-000000000003'
+    const tag = '<a href="https://example.com/shop">Shop</a>'
+    const html = `<body>${tag}<p>x</p>${tag}<a class="c" href="https://example.com/shop">Again</a></body>`
+    for (const emailId of [id, other, id]) {
+      const hrefs = urlsIn(rewriteForTracking(deps, { emailId, html, trackingEnabled: true }), 'href')
+      expect(hrefs).toEqual(Array(3).fill(clickUrl(deps, emailId, 'https://example.com/shop')))
+    }
+    // Under a public URL that is the link's own host, the same tag is mailctl's own link: left alone.
+    const own = { secret: deps.secret, config: { publicUrl: 'https://example.com' } }
+    const ownTag = '<a href="https://example.com/unsubscribe/abc">u</a>'
+    expect(urlsIn(rewriteForTracking(deps, { emailId: id, html: ownTag, trackingEnabled: true }), 'href')).toEqual([clickUrl(deps, id, 'https://example.com/unsubscribe/abc')])
+    expect(rewriteForTracking(own, { emailId: id, html: ownTag, trackingEnabled: true }).startsWith(ownTag)).toBe(true)
+  })
+
   test('no </body>: the pixel is appended; a later </body> inside text is not confused with an earlier one', () => {
     const out = rewriteForTracking(deps, { emailId: id, html: '<p>plain</p>', trackingEnabled: true })
     expect(out.startsWith('<p>plain</p><img src="')).toBe(true)
