@@ -46,10 +46,12 @@ function ownLink(deps: LinkDeps, url: string): boolean {
 /**
  * The targets a link tag may be rewritten to, by the tag's text: null when the tag stays as written.
  * Shared by every email (a campaign's links repeat in each of its messages): what is left per email is
- * the token. Bounded; cleared when full. The public URL is part of the key (ownLink depends on it).
+ * the token. Bounded (tags up to TAG_CACHE_CHARS long, TARGETS_MAX of them: a few MB at most per thread); cleared
+ * when full. The public URL is part of the key (ownLink depends on it).
  */
 const targets = new Map<string, { before: string; target: string; after: string } | null>()
 const TARGETS_MAX = 4096
+const TAG_CACHE_CHARS = 512
 
 function tagTarget(deps: LinkDeps, tag: string): { before: string; target: string; after: string } | null {
   const key = `${deps.config.publicUrl}\0${tag}`
@@ -61,6 +63,7 @@ function tagTarget(deps: LinkDeps, tag: string): { before: string; target: strin
     const target = decodeAttribute(m[2] ?? m[3] ?? m[4] ?? '').trim()
     if (isTrackableUrl(target) && !ownLink(deps, target)) t = { before: tag.slice(0, m.index) + m[1], target, after: tag.slice(m.index + m[0].length) }
   }
+  if (tag.length > TAG_CACHE_CHARS) return t
   if (targets.size >= TARGETS_MAX) targets.clear()
   targets.set(key, t)
   return t
