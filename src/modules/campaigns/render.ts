@@ -4,8 +4,6 @@ import { trackingEnabled } from '../tracking/service'
 import { renderCampaignContent, type CampaignSource } from './body'
 import * as repo from './repo'
 
-export { renderCampaignBody, renderCampaignSubject, withUnsubscribeFooter, type CampaignSource, type Recipient } from './body'
-
 /**
  * Campaign-shaped storage (docs/architecture.md, Campaigns): a campaign's subject and body are stored
  * once, on the campaign. The fan-out stores each recipient's email record (with its rendered subject) but

@@ -46,8 +46,8 @@ function ownLink(deps: LinkDeps, url: string): boolean {
 /**
  * The targets a link tag may be rewritten to, by the tag's text: null when the tag stays as written.
  * Shared by every email (a campaign's links repeat in each of its messages): what is left per email is
- * the token. Bounded (tags up to TAG_CACHE_CHARS long, TARGETS_MAX of them: a few MB at most per thread); cleared
- * when full. The public URL is part of the key (ownLink depends on it).
+ * the token. Bounded (tags up to TAG_CACHE_CHARS long, TARGETS_MAX of them: a few MB at most per
+ * thread); cleared when full. The public URL is part of the key (ownLink depends on it).
  */
 const targets = new Map<string, { before: string; target: string; after: string } | null>()
 const TARGETS_MAX = 4096
