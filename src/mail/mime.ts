@@ -3,8 +3,10 @@
  * `buildMessage` is a pure function of a plain-data `OutboundMessage`, so it runs unchanged inline or in
  * the signer worker threads (src/mail/signer-worker.ts).
  */
+import { randomBytes } from 'node:crypto'
 import MailComposer from 'nodemailer/lib/mail-composer'
-import type MimeNode from 'nodemailer/lib/mime-node'
+import { foldLines, quoteString } from 'nodemailer/lib/mime-funcs'
+import MimeNode from 'nodemailer/lib/mime-node'
 import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64'
 import { encode, wrap } from 'nodemailer/lib/qp'
 import type { CampaignContent } from '../modules/campaigns/body'
@@ -248,6 +250,83 @@ function serializeMessage(root: MimeNode): Buffer {
   return Buffer.concat([buf, Buffer.from(last === 0x0d ? '\n' : '\r\n')])
 }
 
+/** A local part that is a dot-atom and a lower-case ASCII domain that is not an A-label: written as given. */
+const PLAIN_ADDRESS = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/
+/** Printable ASCII with no whitespace at either end: nothing to encode, trim or drop. */
+const PLAIN_TEXT = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/
+/** What nodemailer would turn into an encoded word in a header's text even in ASCII: a quote, or "=?". */
+const ENCODED_IN_TEXT = /"|=\?/
+/** Names the composer writes as they are; other printable names it quotes. */
+const WORD_NAME = /^[\w ]*$/
+/**
+ * Header names nodemailer gives a meaning of its own (addresses, message ids, dates, MIME structure):
+ * a custom header with one of these names leaves the message to nodemailer.
+ */
+const COMPOSER_HEADERS = new Set(['From', 'Sender', 'To', 'Cc', 'Bcc', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'In-Reply-To', 'References',
+  'Content-ID', 'Content-Type', 'Content-Disposition', 'Content-Transfer-Encoding', 'MIME-Version', 'OTP-Token', 'X-Mailer'])
+
+/** nodemailer's spelling of a header name (`x-entity-ref-id` -> `X-Entity-Ref-Id`), computed once per name. */
+const headerNames = new Map<string, string>()
+function headerName(key: string): string {
+  let name = headerNames.get(key)
+  if (name === undefined) {
+    name = (MimeNode.prototype as unknown as { _normalizeHeaderKey(k: string): string })._normalizeHeaderKey.call(null, key)
+    if (headerNames.size < 1000) headerNames.set(key, name)
+  }
+  return name
+}
+
+/** One header line as nodemailer folds it (at whitespace, lines of 76 characters where it can). */
+const headerLine = (name: string, value: string) => {
+  const line = `${name}: ${value}`
+  return line.length < 76 ? line : foldLines(line, 76)
+}
+
+/** An address as nodemailer writes it, or null when writing it needs more than quoting the name. */
+function plainAddress(a: MessageAddress): string | null {
+  if (!PLAIN_ADDRESS.test(a.address)) return null
+  if (!a.name) return a.address
+  if (!PLAIN_TEXT.test(a.name) || a.name.includes('  ')) return null
+  return `${WORD_NAME.test(a.name) ? a.name : quoteString(a.name)} <${a.address}>`
+}
+
+/**
+ * The common shape, built directly: HTML and text as multipart/alternative, no attachments, every header
+ * printable ASCII. The bytes are those nodemailer's composer gives for the same message (same header
+ * order, folding and boundary form; test/mail/mime.test.ts compares them), without building its tree,
+ * which cost about twice the encoding of the two bodies. Anything else (attachments, one body, a name
+ * or subject to encode, a custom header nodemailer treats specially) is null: the composer builds it.
+ */
+export function composeAlternative(m: OutboundMessage): Buffer | null {
+  if (m.attachments?.length || !m.html || !m.text || !PLAIN_TEXT.test(m.subject) || ENCODED_IN_TEXT.test(m.subject)) return null
+  const from = plainAddress(m.from)
+  const to = plainAddress(m.to)
+  const replyTo = m.replyTo ? plainAddress({ address: m.replyTo }) : ''
+  if (from === null || to === null || replyTo === null) return null
+  const lines: string[] = []
+  const seen = new Set<string>()
+  const custom = (key: string, value: string) => {
+    const name = headerName(key)
+    if (!name || COMPOSER_HEADERS.has(name) || seen.has(name) || !PLAIN_TEXT.test(value) || ENCODED_IN_TEXT.test(value)) return false
+    seen.add(name)
+    lines.push(headerLine(name, value))
+    return true
+  }
+  for (const key in m.headers) if (!custom(key, m.headers[key])) return null
+  for (const key in m.listUnsubscribe) if (!custom(key, m.listUnsubscribe[key])) return null
+  if (m.feedbackId && !custom('Feedback-ID', m.feedbackId)) return null
+  lines.push(headerLine('From', from), headerLine('To', to))
+  if (replyTo) lines.push(headerLine('Reply-To', replyTo))
+  lines.push(headerLine('Subject', m.subject))
+  const messageId = m.messageId.startsWith('<') && m.messageId.endsWith('>') && PLAIN_TEXT.test(m.messageId) ? m.messageId : null
+  if (!messageId) return null
+  const boundary = `--_NmP-${randomBytes(8).toString('hex')}-Part_1`
+  lines.push(headerLine('Message-ID', messageId), `Date: ${new Date(m.date).toUTCString().replace(/GMT/, '+0000')}`, 'MIME-Version: 1.0',
+    `Content-Type: multipart/alternative;\r\n boundary="${boundary}"`)
+  const message = `${lines.join('\r\n')}\r\n\r\n--${boundary}\r\n${qpPart('text/plain', m.text)}\r\n--${boundary}\r\n${qpPart('text/html', m.html)}\r\n--${boundary}--\r\n`
+  return Buffer.from(message, 'latin1')
+}
+
 /** The composer's tree for a message: the envelope is ours to give (VERP), so no Return-Path or Bcc. */
 function compileMessage(m: OutboundMessage): MimeNode {
   const node = new MailComposer(composerOptions(m)).compile()
@@ -260,6 +339,8 @@ function compileMessage(m: OutboundMessage): MimeNode {
  * Throws when a part is not plain content (never the case for an OutboundMessage).
  */
 export function composeMessageSync(m: OutboundMessage): Buffer {
+  const direct = composeAlternative(m)
+  if (direct) return direct
   const node = compileMessage(m)
   if (!serializable(node, true)) throw new Error('message parts must be strings or buffers')
   return serializeMessage(node)
@@ -270,6 +351,8 @@ export function composeMessageSync(m: OutboundMessage): Buffer {
  * serialisation itself; it is used only for trees the synchronous path does not cover.
  */
 export function composeMessage(m: OutboundMessage): Promise<Buffer> {
+  const direct = composeAlternative(m)
+  if (direct) return Promise.resolve(direct)
   const node = compileMessage(m)
   if (serializable(node, true)) return Promise.resolve(serializeMessage(node))
   return node.build()

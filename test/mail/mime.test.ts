@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { decode as qpDecode } from 'libqp'
-import { composeMessage, composeMessageStreamed, composeMessageSync, quotedPrintable, type OutboundMessage } from '../../src/mail/mime'
+import { composeAlternative, composeMessage, composeMessageStreamed, composeMessageSync, quotedPrintable, type OutboundMessage } from '../../src/mail/mime'
 import { must } from '../helpers/must'
 
 /**
@@ -82,6 +82,61 @@ describe('MIME composition', () => {
       }
       const expected = Buffer.from(t.replace(/\r?\n/g, '\r\n'), 'utf8')
       expect(Buffer.from(qpDecode(qp)).equals(expected)).toBe(true)
+    }
+  })
+
+  describe('the direct build of HTML and text (composeAlternative)', () => {
+    const plain: OutboundMessage = {
+      messageId: '<01a21aaa-242a-76f4-8c01-d0e31830ce4e@example.com>', date: Date.UTC(2026, 0, 2, 3, 4, 5),
+      from: { name: 'Bench', address: 'hello@example.com' }, to: { address: 'user1@dest.test' },
+      subject: 'News for you', html: `<p>Hello =  there \t </p>\n${'<a href="https://example.com/x?a=1&b=2">é</a>\n'.repeat(40)}`, text: 'Hello there  \n\n€',
+      listUnsubscribe: { 'List-Unsubscribe': `<https://mail.example.com/u/${'A'.repeat(120)}>, <mailto:unsubscribe+${'B'.repeat(30)}@example.com>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+      feedbackId: 'campaign:p1:mailctl',
+    }
+    const boundaries = (b: Buffer) => b.toString('latin1').replace(/--_NmP-[0-9a-f]{16}-Part_1/g, 'B')
+    /** Shapes it builds itself: each must be byte for byte what nodemailer's composer gives. */
+    const taken: Record<string, Partial<OutboundMessage>> = {
+      'a campaign message': {},
+      'names written as they are, quoted, or folded': { from: { name: 'Bench, Inc. (news)', address: 'first.last+tag@mail.example.co.uk' }, to: { name: `O'Brien \\ ${'x'.repeat(80)}`, address: "o'neil@example.com" } },
+      'a reply-to, custom headers, a long subject folded at spaces': {
+        replyTo: 'help@example.com', headers: { 'x-entity-ref-id': 'abc', 'X-Long': `${'word '.repeat(30)}end`, 'X-Token': 'z'.repeat(100), 'List-Id': 'News <news.example.com>' },
+        subject: `A subject long enough to be folded by the composer, with    spaces and ${'y'.repeat(90)} a long word`,
+      },
+      'no extras': { listUnsubscribe: null, feedbackId: null, headers: {}, replyTo: null },
+      'an A-label domain, a long message id': { to: { address: 'a@xn--jgeva-dua.ee' }, messageId: `<${'m'.repeat(90)}@example.com>` },
+    }
+    for (const [name, v] of Object.entries(taken)) {
+      test(`equals the composer's build: ${name}`, () => {
+        const m = { ...plain, ...v }
+        const direct = must(composeAlternative(m), 'the direct build')
+        expect(boundaries(direct)).toBe(boundaries(composeMessageStreamed(m).sync()))
+        expect(boundaries(composeMessageSync(m))).toBe(boundaries(direct))
+      })
+    }
+    /** Shapes it leaves to the composer (an encoding, a header nodemailer rewrites, an address it normalises). */
+    const declined: Record<string, Partial<OutboundMessage>> = {
+      'an attachment': { attachments: [{ filename: 'a.txt', content: 'YQ==', contentType: 'text/plain', disposition: 'attachment' }] },
+      'HTML only': { text: null },
+      'text only': { html: null },
+      'a non-ASCII name': { from: { name: 'Ünïcode', address: 'hello@example.com' } },
+      'a name with spaces at its end': { to: { name: ' Ann', address: 'user1@dest.test' } },
+      'a non-ASCII subject': { subject: 'Grüße' },
+      'a subject with a quote': { subject: 'Say "hi"' },
+      'a subject with "=?"': { subject: 'a =?x' },
+      'an empty subject': { subject: '' },
+      'an upper-case domain': { to: { address: 'a@Example.com' } },
+      'a quoted local part': { to: { address: '"q"@example.com' } },
+      'a reply-to with a name': { replyTo: 'Help <help@example.com>' },
+      'a custom References': { headers: { References: '<a@b>' } },
+      'two custom headers of one name': { headers: { 'x-a': '1', 'X-A': '2' } },
+      'a custom header of spaces': { headers: { 'X-Empty': ' ' } },
+      'a custom header with a quote': { headers: { 'X-SMTPAPI': '{"a":1}' } },
+      'a message id without brackets': { messageId: 'm2@example.com' },
+    }
+    for (const [name, v] of Object.entries(declined)) {
+      test(`leaves it to the composer: ${name}`, () => {
+        expect(composeAlternative({ ...plain, ...v })).toBeNull()
+      })
     }
   })
 })
