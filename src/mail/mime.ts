@@ -1,5 +1,6 @@
 /**
- * MIME for outbound mail: nodemailer's MailComposer builds the message, src/mail/dkim.ts signs it.
+ * MIME for outbound mail: HTML and text without attachments is built directly (`composeAlternative`, the
+ * same bytes nodemailer would give), anything else by nodemailer's MailComposer; src/mail/dkim.ts signs it.
  * `buildMessage` is a pure function of a plain-data `OutboundMessage`, so it runs unchanged inline or in
  * the signer worker threads (src/mail/signer-worker.ts).
  */
