@@ -300,6 +300,7 @@ function plainAddress(a: MessageAddress): string | null {
  */
 export function composeAlternative(m: OutboundMessage): Buffer | null {
   if (m.attachments?.length || !m.html || !m.text || !PLAIN_TEXT.test(m.subject) || ENCODED_IN_TEXT.test(m.subject)) return null
+  if (!m.messageId.startsWith('<') || !m.messageId.endsWith('>') || !PLAIN_TEXT.test(m.messageId)) return null
   const from = plainAddress(m.from)
   const to = plainAddress(m.to)
   const replyTo = m.replyTo ? plainAddress({ address: m.replyTo }) : ''
@@ -313,16 +314,14 @@ export function composeAlternative(m: OutboundMessage): Buffer | null {
     lines.push(headerLine(name, value))
     return true
   }
-  for (const key in m.headers) if (!custom(key, m.headers[key])) return null
-  for (const key in m.listUnsubscribe) if (!custom(key, m.listUnsubscribe[key])) return null
+  for (const [key, value] of Object.entries(m.headers ?? {})) if (!custom(key, value)) return null
+  for (const [key, value] of Object.entries(m.listUnsubscribe ?? {})) if (!custom(key, value)) return null
   if (m.feedbackId && !custom('Feedback-ID', m.feedbackId)) return null
   lines.push(headerLine('From', from), headerLine('To', to))
   if (replyTo) lines.push(headerLine('Reply-To', replyTo))
   lines.push(headerLine('Subject', m.subject))
-  const messageId = m.messageId.startsWith('<') && m.messageId.endsWith('>') && PLAIN_TEXT.test(m.messageId) ? m.messageId : null
-  if (!messageId) return null
   const boundary = `--_NmP-${randomBytes(8).toString('hex')}-Part_1`
-  lines.push(headerLine('Message-ID', messageId), `Date: ${new Date(m.date).toUTCString().replace(/GMT/, '+0000')}`, 'MIME-Version: 1.0',
+  lines.push(headerLine('Message-ID', m.messageId), `Date: ${new Date(m.date).toUTCString().replace(/GMT/, '+0000')}`, 'MIME-Version: 1.0',
     `Content-Type: multipart/alternative;\r\n boundary="${boundary}"`)
   const message = `${lines.join('\r\n')}\r\n\r\n--${boundary}\r\n${qpPart('text/plain', m.text)}\r\n--${boundary}\r\n${qpPart('text/html', m.html)}\r\n--${boundary}--\r\n`
   return Buffer.from(message, 'latin1')

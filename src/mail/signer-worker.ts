@@ -7,6 +7,7 @@ import { setPriority } from 'node:os'
 import { keepHeapSmall } from '../heap'
 import { ContentError } from '../modules/campaigns/body'
 import type { LinkDeps } from './links'
+import { dataContent } from './outbound/data-content'
 import { buildOutbound, type SignerInit, type SignRequest, type SignResponse } from './signer'
 
 declare const self: Worker
@@ -36,12 +37,17 @@ self.onmessage = async (event: MessageEvent<SignRequest[] | SignerInit>) => {
   const transfer: ArrayBuffer[] = []
   for (const { id, message, key } of event.data) {
     try {
-      const buf = await buildOutbound(message, key, links)
-      // An ArrayBuffer of exactly the message, so it can be transferred (small Buffers share a pool).
+      const built = await buildOutbound(message, key, links)
+      // Its DATA content too, when the message is its start (no line needed a dot doubled): the main thread
+      // then sends it as it is (src/mail/outbound/smtp-client.ts, messageOfData).
+      const data = dataContent(built)
+      const prepared = data.length > built.length && data.subarray(0, built.length).equals(built)
+      const buf = prepared ? data : built
+      // An ArrayBuffer of exactly that, so it can be transferred (small Buffers share a pool).
       let raw: Uint8Array<ArrayBuffer>
       if (buf.byteOffset === 0 && buf.buffer.byteLength === buf.length && buf.buffer instanceof ArrayBuffer) raw = new Uint8Array(buf.buffer)
       else { raw = new Uint8Array(buf.length); raw.set(buf) }
-      out.push({ id, raw })
+      out.push(prepared ? { id, raw, messageLength: built.length } : { id, raw })
       transfer.push(raw.buffer)
     } catch (err) {
       out.push({ id, error: err instanceof Error ? err.message : String(err), ...(err instanceof ContentError ? { content: true } : {}) })

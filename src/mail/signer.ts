@@ -9,12 +9,17 @@ import { ContentError, renderCampaignContent } from '../modules/campaigns/body'
 import type { DkimKey } from './dkim'
 import type { LinkDeps } from './links'
 import { buildMessage, type OutboundMessage } from './mime'
+import { messageOfData } from './outbound/data-content'
 
 export interface SignRequest { id: number; message: OutboundMessage; key: DkimKey | null }
 /** The pool's first message to a thread: its heap keeper, and what campaign messages' links are signed with. */
 export interface SignerInit { heapGrowthBytes: number; links: LinkDeps | null }
 /** `content`: the error is a campaign message that cannot be rendered (ContentError), its message the reason as is. */
-export type SignResponse = { id: number; raw: Uint8Array; error?: undefined } | { id: number; error: string; content?: boolean; raw?: undefined }
+/**
+ * `raw`: the message; or, with `messageLength`, its DATA content (`dataContent`), whose first
+ * `messageLength` bytes are the message (no line needed a dot doubled).
+ */
+export type SignResponse = { id: number; raw: Uint8Array; messageLength?: number; error?: undefined } | { id: number; error: string; content?: boolean; raw?: undefined }
 
 /**
  * Builds one message. A campaign message's HTML and text are rendered first, here: in a signer thread
@@ -73,7 +78,10 @@ class WorkerSlot {
         if (!job) continue
         this.pending.delete(res.id)
         if (res.error !== undefined) job.reject(res.content ? new ContentError(res.error) : new Error(`message build failed: ${res.error}`))
-        else job.resolve(Buffer.from(res.raw.buffer, res.raw.byteOffset, res.raw.byteLength))
+        else {
+          const buf = Buffer.from(res.raw.buffer, res.raw.byteOffset, res.raw.byteLength)
+          job.resolve(res.messageLength === undefined ? buf : messageOfData(buf, res.messageLength))
+        }
       }
       onReply(this)
     }

@@ -4,6 +4,7 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { inlineBuilder, SignerPool } from '../../src/mail/signer'
 import type { DkimKey } from '../../src/mail/dkim'
 import { LINK_PATHS, verifyLinkToken, type LinkDeps } from '../../src/mail/links'
+import { dataContent } from '../../src/mail/outbound/data-content'
 import type { OutboundMessage } from '../../src/mail/mime'
 import { ContentError, type CampaignSource } from '../../src/modules/campaigns/body'
 import { must } from '../helpers/must'
@@ -37,6 +38,24 @@ describe('SignerPool', () => {
     expect(unsigned.toString('latin1')).toContain('Subject: Message 30')
     expect(unsigned.toString('latin1')).not.toContain('DKIM-Signature')
     expect(await dkimResult(unsigned)).toBe('none')
+  })
+
+  test('a message comes with its DATA content made in the thread: the same bytes as made from a copy, sharing the message\'s buffer', async () => {
+    const p = pool(2, 4)
+    // The second one has a line starting with a dot, which DATA doubles: it comes as the message alone.
+    const messages = [msg(40), { ...msg(41), text: 'Body 41\n.hidden line\n.' }]
+    for (const m of messages) {
+      const raw = await p.build(m, key)
+      expect(await dkimResult(raw)).toBe('pass')
+      const data = dataContent(raw)
+      // A copy of the message is not known as built: its DATA content is made again, from its bytes.
+      const fresh = dataContent(Buffer.from(raw))
+      expect(data.toString('latin1')).toBe(fresh.toString('latin1'))
+      expect(data.toString('latin1').endsWith('\r\n.\r\n')).toBe(true)
+      const shared = data.buffer === raw.buffer && data.byteOffset === raw.byteOffset
+      expect(shared).toBe(m === messages[0])
+    }
+    expect(dataContent(await p.build(messages[1], key)).toString('latin1')).toContain('\r\n..hidden line\r\n')
   })
 
   test('a bad key fails only its own message, with the reason; the pool keeps working', async () => {

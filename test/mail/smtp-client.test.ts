@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { SMTPServer } from 'smtp-server'
 import DataStream from 'nodemailer/lib/smtp-connection/data-stream'
-import { dataContent, SmtpClient, SmtpClientError } from '../../src/mail/outbound/smtp-client'
+import { dataContent } from '../../src/mail/outbound/data-content'
+import { SmtpClient, SmtpClientError } from '../../src/mail/outbound/smtp-client'
 
 /** The outbound SMTP client against a real smtp-server on loopback, and its DATA encoding against nodemailer's. */
 

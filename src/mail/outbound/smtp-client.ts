@@ -11,6 +11,7 @@
  */
 import { connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
+import { dataContent } from './data-content'
 
 export class SmtpClientError extends Error {
   constructor(message: string, readonly code: string, readonly response: string | undefined, readonly command: string) {
@@ -45,51 +46,6 @@ const MAX_REPLY_BYTES = 1024 * 1024
 interface Waiter { resolve(reply: string): void; reject(err: SmtpClientError): void }
 
 const ascii = (s: string) => !/[\u0080-\uffff]/.test(s)
-
-/**
- * The message as DATA content: line ends made CRLF (a bare CR or LF becomes CRLF), a dot starting a line
- * doubled, and the terminating "." line appended, in one buffer. Native searches decide whether the
- * per-byte pass is needed at all (composed messages have CRLF line ends throughout).
- */
-export function dataContent(raw: Buffer): Buffer {
-  let clean = raw[0] !== 0x2e && raw.indexOf('\n.') < 0
-  if (clean) {
-    for (let i = raw.indexOf(0x0a); i >= 0; i = raw.indexOf(0x0a, i + 1)) {
-      if (i === 0 || raw[i - 1] !== 0x0d) { clean = false; break }
-    }
-  }
-  if (clean) {
-    for (let i = raw.indexOf(0x0d); i >= 0; i = raw.indexOf(0x0d, i + 1)) {
-      if (raw[i + 1] !== 0x0a) { clean = false; break }
-    }
-  }
-  const last = raw.length ? raw[raw.length - 1] : -1
-  if (clean) {
-    const tail = last === 0x0a ? '.\r\n' : '\r\n.\r\n'
-    return Buffer.concat([raw, Buffer.from(tail, 'latin1')])
-  }
-  // The rules of nodemailer's DataStream, byte by byte.
-  const out = Buffer.allocUnsafe(raw.length * 2 + 5)
-  let o = 0
-  let prev = -1
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]
-    if (prev === 0x0d && c !== 0x0a) {
-      // A bare CR becomes CRLF; a dot after it starts a line.
-      out[o++] = 0x0a
-      if (c === 0x2e) out[o++] = 0x2e
-    } else if (c === 0x0a && prev !== 0x0d) {
-      out[o++] = 0x0d
-    } else if (c === 0x2e && (prev === 0x0a || prev === -1)) {
-      out[o++] = 0x2e
-    }
-    out[o++] = c
-    prev = c
-  }
-  const tail = prev === 0x0a ? '.\r\n' : prev === 0x0d ? '\n.\r\n' : '\r\n.\r\n'
-  o += out.write(tail, o, 'latin1')
-  return out.subarray(0, o)
-}
 
 export class SmtpClient {
   /** Upgraded by STARTTLS or implicit TLS. */
