@@ -39,7 +39,7 @@ self.onmessage = async (event: MessageEvent<SignRequest[] | SignerInit>) => {
     try {
       const built = await buildOutbound(message, key, links)
       // Its DATA content too, when the message is its start (no line needed a dot doubled): the main thread
-      // then sends it as it is (src/mail/outbound/smtp-client.ts, messageOfData).
+      // then sends it as it is (messageOfData in src/mail/outbound/data-content.ts).
       const data = dataContent(built)
       const prepared = data.length > built.length && data.subarray(0, built.length).equals(built)
       const buf = prepared ? data : built

@@ -14,10 +14,10 @@ import { messageOfData } from './outbound/data-content'
 export interface SignRequest { id: number; message: OutboundMessage; key: DkimKey | null }
 /** The pool's first message to a thread: its heap keeper, and what campaign messages' links are signed with. */
 export interface SignerInit { heapGrowthBytes: number; links: LinkDeps | null }
-/** `content`: the error is a campaign message that cannot be rendered (ContentError), its message the reason as is. */
 /**
  * `raw`: the message; or, with `messageLength`, its DATA content (`dataContent`), whose first
- * `messageLength` bytes are the message (no line needed a dot doubled).
+ * `messageLength` bytes are the message (no line needed a dot doubled). `content`: the error is a campaign
+ * message that cannot be rendered (ContentError), its message the reason as is.
  */
 export type SignResponse = { id: number; raw: Uint8Array; messageLength?: number; error?: undefined } | { id: number; error: string; content?: boolean; raw?: undefined }
 
