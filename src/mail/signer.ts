@@ -40,7 +40,6 @@ export function buildOutbound(message: OutboundMessage, key: DkimKey | null, lin
   return buildMessage(message, key)
 }
 
-
 /**
  * The worker's module. From source, next to this file. In the executable (`npm run build` gives
  * src/mail/signer-worker.ts as a second entry point), embedded entry points are named by their path

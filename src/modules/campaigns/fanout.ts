@@ -10,8 +10,6 @@ import { suppressedAmong } from '../suppressions/service'
 import * as repo from './repo'
 import { renderCampaignBody, renderCampaignSubject } from './body'
 
-export { withUnsubscribeFooter } from './body'
-
 /**
  * The fan-out of a SENDING campaign (job `campaign.send`, docs/architecture.md, Jobs): the audience is resolved
  * now, by the filter engine, and walked in contact-id order (`id > checkpoint`, never OFFSET) in batches.

@@ -1,7 +1,7 @@
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../../mail/links'
 import { notifyQueued } from '../../../mail/outbound'
 import { renderEmail, templateVariables } from '../../../mail/render'
-import { withUnsubscribeFooter } from '../../campaigns/fanout'
+import { withUnsubscribeFooter } from '../../campaigns/body'
 import { assertSenderAllowed } from '../../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../../emails/service'
 import { suppressedAmong } from '../../suppressions/service'
