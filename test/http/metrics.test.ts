@@ -1,4 +1,5 @@
 import { expect, test } from 'bun:test'
+import v8 from 'node:v8'
 import { forEachStore, TestEnv } from '../helpers/env'
 import { projectWithDomain, startTestDns, pipelineFor } from '../modules/emails/fixture'
 import { domainLabel, MAX_OTHER_DOMAINS, onScrape, gauge } from '../../src/metrics'
@@ -83,6 +84,26 @@ test('without MAILCTL_METRICS_TOKEN the endpoint is open (as OPERATIONS.md says)
     expect(res.status).toBe(200)
     expect(res.text).toContain('mailctl_node_info')
   } finally {
+    await env.stop()
+  }
+})
+
+test('a scrape does not walk the JavaScript heap; the heap size and use are still given', async () => {
+  // v8.getHeapSpaceStatistics walks the whole heap on Bun (tens of ms with the event loop blocked); prom-client's
+  // per-space gauges are the only default metric that calls it.
+  const original = v8.getHeapSpaceStatistics
+  let walks = 0
+  v8.getHeapSpaceStatistics = () => { walks++; return original() }
+  const env = new TestEnv('sqlite')
+  await env.start()
+  try {
+    const text = (await env.request('GET', '/metrics')).text
+    expect(text).not.toContain('nodejs_heap_space_size')
+    expect(walks).toBe(0)
+    expect(sample(text, 'mailctl_nodejs_heap_size_used_bytes')).toBeGreaterThan(0)
+    expect(sample(text, 'mailctl_nodejs_heap_size_total_bytes')).toBeGreaterThan(0)
+  } finally {
+    v8.getHeapSpaceStatistics = original
     await env.stop()
   }
 })
