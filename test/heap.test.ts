@@ -32,3 +32,28 @@ test('the heap keeper collects once the heap has grown past its threshold, and n
   expect(keeper.collections).toBe(after)
   expect(keep.length).toBeGreaterThan(0)
 })
+
+test('the keeper collects the young generation first, and the whole heap once it grew by four thresholds since the last full collection', async () => {
+  Bun.gc(true)
+  const keeper = keepHeapSmall({ checkMs: 10, growthBytes: 1024 * 1024 })
+  let keep: unknown[] = []
+  /** Allocates `mb` MB of live data, then waits for the keeper's next collection. */
+  const grow = async (mb: number) => {
+    const before = keeper.collections
+    allocate(mb, keep)
+    for (let i = 0; i < 300 && keeper.collections === before; i++) await Bun.sleep(10)
+    expect(keeper.collections).toBeGreaterThan(before)
+  }
+  try {
+    // 2 MB live: past the threshold, within four of them since the start: eden.
+    await grow(2)
+    expect(keeper.fullCollections).toBe(0)
+    // Live data survives eden collections, so the heap keeps its growth: past four thresholds, a full one.
+    for (let i = 0; i < 4 && keeper.fullCollections === 0; i++) await grow(2)
+    expect(keeper.fullCollections).toBe(1)
+    expect(keeper.collections).toBeGreaterThan(1)
+  } finally {
+    keeper.stop()
+    keep = []
+  }
+})
