@@ -17,9 +17,10 @@
  * (36 ms on a slower machine), 7 ms on a signer thread's 4 MB, measured during a campaign. With only full
  * ones, collecting took a fifth of the main thread's CPU on that slower machine. An eden collection
  * frees what died young for much less; what it leaves (messages waiting for their SMTP session outlive
- * one) waits for the next full one. Two alternated pairs at 100,000 recipients: 1,099 and 1,073
- * messages/s instead of 1,038 and 931, server CPU 1.63-1.67 ms per message instead of 1.71-1.92, the
- * main thread's collections 3.9 s in all instead of about 10 (81-89 full ones of 30-36 ms per 30,000), for 10-18 MB more peak RSS (221-222 MB).
+ * one) waits for the next full one. Three alternated pairs at 100,000 recipients: 1,099, 1,073 and 1,049
+ * messages/s instead of 1,038, 931 and 907; server CPU 1.63-1.70 ms per message instead of 1.71-1.97; the
+ * main thread's collections 3.9 s in all instead of about 10 (81-89 full ones of 30-36 ms per 30,000
+ * messages); 10-18 MB more peak RSS (221-223 MB).
  *
  * Measured with a 30,000-recipient campaign (bench/campaign.ts): peak RSS 348-361 MB without the keeper;
  * with it, 289 MB at 24 MB/300 ms, 263 MB at 8 MB/300 ms, 251 MB at 8 MB/100 ms, 227 MB at 4 MB/100 ms.

@@ -27,10 +27,10 @@ const PREFIX = 'mailctl_'
 
 /**
  * prom-client's per-space heap gauges, left out. On Bun `v8.getHeapSpaceStatistics` walks the whole
- * JavaScript heap with the event loop blocked, at every scrape: 30 ms on a 24 MB heap alone; 1.4 s over the
- * 21 scrapes of a profiled 30,000-recipient campaign (bench/campaign.ts scrapes every 2 s). And its figures say little here: every space but "old" is 0, and "old"
- * is what `nodejs_heap_size_used_bytes` and `nodejs_heap_size_total_bytes` give (process.memoryUsage,
- * well under a millisecond).
+ * JavaScript heap with the event loop blocked, at every scrape: 30 ms on a 24 MB heap alone; 1.4 s over
+ * the 21 scrapes of a profiled 30,000-recipient campaign (bench/campaign.ts scrapes every 2 s). And its
+ * figures say little here: every space but "old" is 0, and "old" is what `nodejs_heap_size_used_bytes`
+ * and `nodejs_heap_size_total_bytes` give (process.memoryUsage, well under a millisecond).
  */
 const DROPPED_DEFAULTS = ['total', 'used', 'available'].map((n) => `${PREFIX}nodejs_heap_space_size_${n}_bytes`)
 
