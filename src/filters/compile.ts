@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { Dialect } from '../db/client'
+import { isInlineName } from '../modules/events/inline'
 import { EPOCH_SECONDS_BELOW } from './check'
 import { MAX_SEGMENT_DEPTH, UNIT_MS, type CheckedTree, type Comparable, type CompareOp, type DateColumn, type Predicate } from './types'
 
@@ -154,18 +155,36 @@ class Compiler {
   private column(col: DateColumn): SQL { return sql.raw(`contacts.${col}`) }
 
   // ---- events and segments ----
+  /**
+   * The contact has events named `name` (since, more than). email.sent and email.delivery may also be the
+   * rows of emails delivered directly (src/modules/events/inline.ts): one event of each per such email.
+   */
   private eventTest(name: string, sinceMs: number | null, moreThan: number | null): SQL {
     const since = sinceMs === null ? sql`` : sql` AND e.created_at >= ${this.ts(sinceMs)}`
+    const inline = isInlineName(name)
+    const inlineSince = sinceMs === null ? sql`` : sql` AND m.delivered_at >= ${this.ts(sinceMs)}`
+    const project = this.text(this.c.projectId)
+    const many = moreThan !== null && moreThan > 0
     if (this.c.mode === 'correlated') {
-      const where = sql`e.contact_id = contacts.id AND e.project_id = ${this.text(this.c.projectId)} AND e.name = ${this.text(name)}${since}`
-      if (moreThan !== null && moreThan > 0) return sql`((SELECT count(*) FROM events e WHERE ${where}) > ${moreThan})`
-      return sql`EXISTS (SELECT 1 FROM events e WHERE ${where})`
+      const where = sql`e.contact_id = contacts.id AND e.project_id = ${project} AND e.name = ${this.text(name)}${since}`
+      // SQLite: unary + keeps the planner on the contact's emails (not every inline email of the project).
+      const inlineWhere = sql`m.contact_id = contacts.id AND ${sql.raw(this.pg ? '' : '+')}m.project_id = ${project} AND m.inline_events IS NOT NULL${inlineSince}`
+      if (many) {
+        const stored = sql`(SELECT count(*) FROM events e WHERE ${where})`
+        return inline ? sql`((${stored} + (SELECT count(*) FROM emails m WHERE ${inlineWhere})) > ${moreThan})` : sql`(${stored} > ${moreThan})`
+      }
+      const stored = sql`EXISTS (SELECT 1 FROM events e WHERE ${where})`
+      return inline ? sql`(${stored} OR EXISTS (SELECT 1 FROM emails m WHERE ${inlineWhere}))` : stored
     }
-    const where = sql`e.project_id = ${this.text(this.c.projectId)} AND e.name = ${this.text(name)} AND e.contact_id IS NOT NULL${since}`
-    if (moreThan !== null && moreThan > 0) {
-      return sql`contacts.id IN (SELECT e.contact_id FROM events e WHERE ${where} GROUP BY e.contact_id HAVING count(*) > ${moreThan})`
+    const where = sql`e.project_id = ${project} AND e.name = ${this.text(name)} AND e.contact_id IS NOT NULL${since}`
+    const inlineWhere = sql`m.project_id = ${project} AND m.inline_events IS NOT NULL AND m.contact_id IS NOT NULL${inlineSince}`
+    if (many) {
+      if (!inline) return sql`contacts.id IN (SELECT e.contact_id FROM events e WHERE ${where} GROUP BY e.contact_id HAVING count(*) > ${moreThan})`
+      return sql`contacts.id IN (SELECT x.contact_id FROM (SELECT e.contact_id FROM events e WHERE ${where} UNION ALL SELECT m.contact_id FROM emails m WHERE ${inlineWhere}) x
+        GROUP BY x.contact_id HAVING count(*) > ${moreThan})`
     }
-    return sql`contacts.id IN (SELECT e.contact_id FROM events e WHERE ${where})`
+    const stored = sql`contacts.id IN (SELECT e.contact_id FROM events e WHERE ${where})`
+    return inline ? sql`(${stored} OR contacts.id IN (SELECT m.contact_id FROM emails m WHERE ${inlineWhere}))` : stored
   }
 
   private segmentTest(id: string): SQL {

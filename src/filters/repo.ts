@@ -1,5 +1,6 @@
 import { and, count, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
+import { INLINE_NAMES } from '../modules/events/inline'
 import type { FilterTree } from './types'
 
 /** The SQL of the filter engine that is not the compiled condition itself. Every function takes the project id. */
@@ -51,7 +52,12 @@ export async function eventNames(store: Store, projectId: string, limit: number)
       FROM n WHERE n.name IS NOT NULL AND k < ${limit}
     )
     SELECT name FROM n WHERE name IS NOT NULL`)
-  return rows.map((r) => r.name as string)
+  const names = rows.map((r) => r.name as string)
+  // email.sent and email.delivery may be only emails' rows (src/modules/events/inline.ts).
+  const [inline] = await store.rows(sql`SELECT 1 AS x FROM emails WHERE inline_events IS NOT NULL AND project_id = ${projectId} LIMIT 1`)
+  const missing = INLINE_NAMES.filter((n) => !names.includes(n))
+  if (!inline || !missing.length) return names
+  return [...names, ...missing].sort().slice(0, limit)
 }
 
 /** The data of the project's most recently updated contacts (a sample to infer custom fields from). */

@@ -17,7 +17,8 @@ import { hostname } from 'node:os'
 import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
 import { returnPathDomain } from '../../src/modules/domains/service'
 import { must } from '../helpers/must'
-import { hydrateEmailEvents } from '../../src/modules/events/repo'
+import { emailEvents } from '../../src/modules/emails/repo'
+import { BASE_EVENT_NAMES } from '../../src/modules/events/email-base'
 
 /**
  * Delivery through real SMTP sinks found through a real DNS server on loopback: what arrives (DKIM,
@@ -80,10 +81,11 @@ forEachStore('outbound delivery', (env) => {
     return (await env.store.db.select().from(emails).where(eq(emails.id, id)))[0]
   }
   /** The events of an email, oldest first, with their data as every reader sees it (the email's base put back). */
+  // Through the reader (stored rows and a direct delivery's inline events alike: src/modules/events/inline.ts).
   const eventsOf = async (id: string) => {
-    const { events } = env.store.t
-    const rows = await env.store.db.select().from(events).where(eq(events.emailId, id)).orderBy(events.createdAt, events.id)
-    return rows.length ? hydrateEmailEvents(env.store, rows[0].projectId, rows) : rows
+    const { emails } = env.store.t
+    const [m] = await env.store.db.select({ projectId: emails.projectId }).from(emails).where(eq(emails.id, id))
+    return m ? emailEvents(env.store, m.projectId, id, [...BASE_EVENT_NAMES]) : []
   }
   const queueRow = async (id: string) => {
     const { outboundQueue } = env.store.t

@@ -57,12 +57,19 @@ export function sendingTables(c: Cols) {
     failedAt: c.ts('failed_at'),
     createdAt: c.ts('created_at').notNull(),
     updatedAt: c.ts('updated_at').notNull(),
+    /**
+     * NULL: the email's delivery events are rows of `events`. 0 or 1: its email.sent and email.delivery are
+     * this row's (a direct delivery, read by src/modules/events/inline.ts; 1: over TLS). Migration 0027.
+     */
+    inlineEvents: c.int('inline_events'),
   }, (t) => [
     c.index('emails_project_created_idx').on(t.projectId, t.createdAt, t.id),
     c.index('emails_contact_idx').on(t.contactId, t.createdAt, t.id),
     c.index('emails_campaign_created_idx').on(t.campaignId, t.createdAt, t.id),
     c.index('emails_project_status_created_idx').on(t.projectId, t.status, t.createdAt, t.id),
     c.index('emails_message_id_idx').on(t.messageId),
+    // Also (migration 0027, partial): emails_inline_project_idx (project_id, delivered_at, id) and
+    // emails_inline_campaign_idx (campaign_id, delivered_at, id), WHERE inline_events IS NOT NULL.
   ])
 
   /**

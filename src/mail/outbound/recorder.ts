@@ -14,6 +14,8 @@ import { ctxFor, type Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { bounces, deliveries, domainLabel } from '../../metrics'
 import { emailBase } from '../../modules/events/email-base'
+import { inlineMatches } from '../../modules/events/inline'
+import { projectHasConsumers } from '../../modules/events/interest'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../../modules/events/stream'
 import * as emailsRepo from '../../modules/emails/repo'
 import type { DeliveryEmail } from '../../modules/emails/repo'
@@ -186,10 +188,19 @@ export class OutcomeRecorder {
         c.d.settled++
         for (const [k, v] of Object.entries(add) as Array<[keyof typeof add, number]>) c.d[k] += v
       }
+      // Projects no event consumer listens to (events/interest.ts), asked once per project and commit.
+      const quietProjects = new Map<string, Promise<boolean>>()
+      const quiet = (projectId: string) => {
+        const known = quietProjects.get(projectId)
+        if (known) return known
+        const q = projectHasConsumers(store, db, projectId).then((has) => !has)
+        quietProjects.set(projectId, q)
+        return q
+      }
       for (const { o, expiredReply } of finals) {
         // Not deleted here: another worker recorded this email's outcome already (its lease had expired).
         if (!deleted.has(o.queue.emailId)) continue
-        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, now, count))
+        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, now, count, quiet))
       }
       for (const { o, reply, runAt } of deferrals) {
         writes.push((async () => {
@@ -220,6 +231,7 @@ export class OutcomeRecorder {
     db: Db, o: Outcome, expiredReply: SmtpReply | undefined,
     emit: (o: Outcome, e: NewEvent) => void, captured: CapturedRow[], now: Date,
     count: (e: DeliveryEmail, add: Partial<Record<'sent' | 'delivered' | 'bounced' | 'failed', number>>) => void,
+    quiet: (projectId: string) => Promise<boolean>,
   ): Promise<void> {
     const { store } = this.deps
     const e = o.email
@@ -240,14 +252,23 @@ export class OutcomeRecorder {
     switch (d.kind) {
       case 'accepted': {
         count(e, { sent: 1, delivered: d.final && !e.deliveredAt ? 1 : 0 })
-        await emailsRepo.recordOutcome(store, db, e.id, {
-          status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
-          lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop,
-        }, now)
         // The accepting server's reply is stored once: on email.delivery when the hop was final (direct MX
         // delivery), else on email.sent (a smart host took it); GET /emails/:id/attempts reads either.
-        ev('email.sent', { sentAt: at.toISOString(), host: d.host, ...(d.final ? {} : replyFields(d.reply)) })
-        if (d.final) ev('email.delivery', { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure })
+        const sent = { sentAt: at.toISOString(), host: d.host, ...(d.final ? {} : replyFields(d.reply)) }
+        const delivery = d.final ? { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure } : null
+        // A first delivery in a project no consumer listens to: the two events are the row's (events/inline.ts).
+        let inlineEvents: number | undefined
+        if (delivery && !e.sentAt && !e.deliveredAt && await quiet(e.projectId)) {
+          const source = { id: e.id, projectId: e.projectId, contactId: e.contactId, attempts, deliveredAt: at, deliveredTo: d.host, lastReply: d.reply.text, inlineEvents: d.secure ? 1 : 0 }
+          if (inlineMatches(source, { sent: { attempt: attempts, ...sent }, delivery: { attempt: attempts, ...delivery } })) inlineEvents = source.inlineEvents
+        }
+        await emailsRepo.recordOutcome(store, db, e.id, {
+          status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
+          lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop, inlineEvents,
+        }, now)
+        if (inlineEvents !== undefined) return
+        ev('email.sent', sent)
+        if (delivery) ev('email.delivery', delivery)
         return
       }
       case 'captured': {

@@ -3,6 +3,7 @@ import type { Db, Store } from '../../db/client'
 import { EVENT_TYPES } from './model'
 import type { EmailRow } from '../emails/repo'
 import { hydrateEmailEvents } from '../events/repo'
+import { countInline, inlineNamesOf, inlinePage, isInlineName, newestFirst } from '../events/inline'
 
 /**
  * The SQL of the activity feed: keyset reads of `emails` (the sends) and `events` (joined with
@@ -17,7 +18,7 @@ export interface After { at: number; id: string }
 export interface EmailFilter { status?: string; contactId?: string; emailId?: string; campaignId?: string; since?: Date; until?: Date }
 export interface EventFilter { types: readonly string[]; contactId?: string; emailId?: string; campaignId?: string; since?: Date; until?: Date }
 
-export type EmailItemRow = Omit<EmailRow, 'html' | 'text' | 'attachments' | 'headers'> & { opens: number | null; clicks: number | null }
+export type EmailItemRow = Omit<EmailRow, 'html' | 'text' | 'attachments' | 'headers' | 'inlineEvents'> & { opens: number | null; clicks: number | null }
 
 export interface EventItemRow {
   id: string
@@ -123,8 +124,12 @@ function eventPageQuery(store: Store, projectId: string, f: EventFilter, limit: 
  * millions of rows to find a rare type. Email events come with their email's base (events/email-base.ts).
  */
 export async function eventPage(store: Store, projectId: string, f: EventFilter, limit: number, after: After | null): Promise<EventItemRow[]> {
-  const pages: EventItemRow[][] = await Promise.all(eventPageQueries(store, projectId, f, limit, after))
-  const page = pages.flat().sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit)
+  const pages: EventItemRow[][] = await Promise.all([
+    ...eventPageQueries(store, projectId, f, limit, after),
+    // A direct delivery's events may be its email's row's (events/inline.ts): one more read, merged.
+    inlinePage(store, projectId, { ...f, names: f.types }, limit, after),
+  ])
+  const page = pages.flat().sort(newestFirst).slice(0, limit)
   return hydrateEmailEvents(store, projectId, page)
 }
 
@@ -148,8 +153,8 @@ export function countEmailsUpToQuery(store: Store, projectId: string, f: EmailFi
 
 /** How many events match, counting at most `cap`. */
 export async function countEventsUpTo(store: Store, projectId: string, f: EventFilter, cap: number): Promise<number> {
-  const [row] = await countEventsUpToQuery(store, projectId, f, cap)
-  return Number(row?.n ?? 0)
+  const [[row], inline] = await Promise.all([countEventsUpToQuery(store, projectId, f, cap), countInline(store, projectId, { ...f, names: f.types }, cap)])
+  return Math.min(cap, Number(row?.n ?? 0) + inline)
 }
 
 export function countEventsUpToQuery(store: Store, projectId: string, f: EventFilter, cap: number) {
@@ -191,6 +196,10 @@ export async function countEventsIn(store: Store, projectId: string, types: read
   const out = new Map<string, number>()
   if (!types.length) return out
   for (const r of await countEventsInQuery(store, projectId, types, since, until)) out.set(r.name, Number(r.n))
+  for (const name of inlineNamesOf(types)) {
+    const n = await countInline(store, projectId, { names: [name], since, until })
+    if (n) out.set(name, (out.get(name) ?? 0) + n)
+  }
   return out
 }
 
@@ -208,7 +217,10 @@ export async function lastSeen(store: Store, projectId: string, kinds: readonly 
     const [row] = kind === 'email'
       ? await store.db.select({ at: m.createdAt }).from(m).where(eq(m.projectId, projectId)).orderBy(desc(m.createdAt)).limit(1)
       : await store.db.select({ at: e.createdAt }).from(e).where(and(eq(e.projectId, projectId), eq(e.name, kind))).orderBy(desc(e.createdAt)).limit(1)
-    if (row) out.set(kind, row.at)
+    // The newest inline one (events/inline.ts) may be newer.
+    const [inline] = isInlineName(kind) ? await inlinePage(store, projectId, { names: [kind] }, 1, null) : []
+    const at = Math.max(row?.at.getTime() ?? 0, inline?.createdAt.getTime() ?? 0)
+    if (at) out.set(kind, new Date(at))
   }))
   return out
 }
@@ -268,4 +280,9 @@ export async function recountActivity(store: Store, db: Db): Promise<void> {
     SELECT project_id, 'email', ${hour}, 0, count(*) FROM emails GROUP BY project_id, ${hour}`), db)
   await store.exec(sql.raw(`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
     SELECT project_id, name, ${hour}, 0, count(*) FROM events WHERE name IN (${kinds}) GROUP BY project_id, name, ${hour}`), db)
+  // email.delivery read from emails' rows (events/inline.ts), added to the stored ones' hours.
+  const inlineHour = hour.replace(/created_at/g, 'delivered_at')
+  await store.exec(sql.raw(`INSERT INTO activity_counts AS c (project_id, kind, hour, slot, n)
+    SELECT project_id, 'email.delivery', ${inlineHour}, 0, count(*) FROM emails WHERE inline_events IS NOT NULL GROUP BY project_id, ${inlineHour}
+    ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = c.n + excluded.n`), db)
 }

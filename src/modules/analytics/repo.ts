@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gte, inArray, lt, min, ne, sql } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { INLINE_NAMES } from '../events/inline'
 
 /**
  * The only SQL of the analytics module. Two sources with one shape, counts per (campaign, UTC hour, metric):
@@ -62,6 +63,14 @@ export async function countEvents(store: Store, projectId: string, from: Date, t
     if (c) c.value += n
     else out.set(k, { campaignId, hour: h, metric, value: n })
   }
+  // A direct delivery's email.sent and email.delivery may be its email's row's (events/inline.ts).
+  const inlineHour = store.dialect === 'pg'
+    ? sql<string>`(floor(extract(epoch from ${m.deliveredAt}) / 3600) * 3600000)::bigint`
+    : sql<number>`(${m.deliveredAt} / 3600000) * 3600000`
+  const inline = await (db ?? store.db).select({ campaignId: m.campaignId, hour: inlineHour, n: sql<number>`count(*)` }).from(m)
+    .where(and(sql`${m.inlineEvents} IS NOT NULL`, eq(m.projectId, projectId), gte(m.deliveredAt, from), lt(m.deliveredAt, to)))
+    .groupBy(m.campaignId, inlineHour)
+  for (const r of inline) for (const name of INLINE_NAMES) rows.push({ campaignId: r.campaignId, hour: r.hour, name, sub: null, n: r.n })
   for (const r of rows) {
     const h = Number(r.hour)
     const n = Number(r.n)
@@ -94,11 +103,15 @@ export async function projectIds(store: Store): Promise<string[]> {
 
 /** The first event of any project (where a first rollup starts). */
 export async function firstEventAt(store: Store, projectIds: readonly string[]): Promise<Date | null> {
-  const e = store.t.events
+  const { events: e, emails: m } = store.t
   let first: Date | null = null
   for (const id of projectIds) {
     const [row] = await store.db.select({ at: min(e.createdAt) }).from(e).where(eq(e.projectId, id))
     if (row?.at && (!first || row.at < first)) first = row.at
+    // Or an inline event (events/inline.ts), older than any stored one.
+    const [inline] = await store.db.select({ at: m.deliveredAt }).from(m)
+      .where(and(sql`${m.inlineEvents} IS NOT NULL`, eq(m.projectId, id))).orderBy(asc(m.deliveredAt)).limit(1)
+    if (inline?.at && (!first || inline.at < first)) first = inline.at
   }
   return first
 }

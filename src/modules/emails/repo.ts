@@ -5,6 +5,7 @@ import type { StoredAttachment } from '../../db/schema/sending'
 import type { CampaignContent } from '../campaigns/body'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
 import { hydrateEmailEvents } from '../events/repo'
+import { inlineOfEmail, newestFirst } from '../events/inline'
 import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './status'
 
 /** The only SQL on `emails` and `email_contents`. Every function that serves a request takes the project id. */
@@ -77,6 +78,8 @@ export interface OutcomeSet {
   deliveredAt?: Date
   bouncedAt?: Date
   failedAt?: Date
+  /** 0 or 1: the delivery's email.sent and email.delivery are this row's (events/inline.ts). */
+  inlineEvents?: number
   /** Drop attachment contents (keep names and sizes): the email is final. */
   dropAttachmentContent?: boolean
 }
@@ -84,6 +87,7 @@ export interface OutcomeSet {
 const OUTCOME_COLUMNS = [
   ['attempts', 'attempts'], ['lastReply', 'last_reply'], ['deliveredTo', 'delivered_to'], ['bounceType', 'bounce_type'],
   ['size', 'size'], ['deliveredAt', 'delivered_at'], ['bouncedAt', 'bounced_at'], ['failedAt', 'failed_at'],
+  ['inlineEvents', 'inline_events'],
 ] as const
 
 /** SQLite: `status` advanced to the status of rank ?1 (named ?2) by the rule of status.ts. */
@@ -149,7 +153,10 @@ export async function emailEvents(store: Store, projectId: string, emailId: stri
   const rows = await store.db.select({ id: v.id, name: v.name, emailId: v.emailId, data: v.data, createdAt: v.createdAt }).from(v)
     .where(and(eq(v.emailId, emailId), eq(v.projectId, projectId), inArray(v.name, [...names])))
     .orderBy(asc(v.createdAt), asc(v.id))
-  return hydrateEmailEvents(store, projectId, rows)
+  // Or its row's, for a direct delivery (events/inline.ts).
+  const inline = await inlineOfEmail(store, projectId, emailId, names)
+  const all = inline.length ? [...rows, ...inline].sort((a, b) => newestFirst(b, a)) : rows
+  return hydrateEmailEvents(store, projectId, all)
 }
 
 /**

@@ -92,7 +92,7 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
       subject: it.subject, listUnsubscribe: it.listUnsubscribe,
       status: 'PENDING', attempts: 0, lastReply: null, deliveredTo: null, bounceType: null, size: null,
       sentAt: null, deliveredAt: null, openedAt: null, clickedAt: null, bouncedAt: null, complainedAt: null, failedAt: null,
-      createdAt: now, updatedAt: now,
+      createdAt: now, updatedAt: now, inlineEvents: null,
     })
     if (!it.renderAtDelivery) {
       contents.push({
@@ -315,7 +315,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
 
 function iso(d: Date | null): string | null { return d ? d.toISOString() : null }
 
-export function toEmailRecord(r: EmailRow): EmailRecord {
+export function toEmailRecord(r: Omit<EmailRow, 'inlineEvents'>): EmailRecord {
   return {
     id: r.id, contactId: r.contactId, templateId: r.templateId, campaignId: r.campaignId, sourceType: r.sourceType,
     type: r.type, messageId: r.messageId, from: r.fromAddress, fromName: r.fromName, to: r.toAddress, toName: r.toName,

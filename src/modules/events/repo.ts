@@ -1,8 +1,9 @@
-import { and, asc, count, countDistinct, desc, eq, gte, inArray, isNull, lt, lte, max, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, sqliteConnection, type Db, type Store } from '../../db/client'
 import { columnList, fromRaw } from '../../db/sqlite-statements'
 import { activityHour, isCountedEvent } from './counted'
 import { carriesBase, emailBase, lacksBase, withBase, type EmailBase } from './email-base'
+import { allEventsOf, countInline, inlinePage, newestFirst } from './inline'
 import type { EventRow } from './stream'
 
 /** The only SQL of the events module. Every function takes the project id. */
@@ -118,26 +119,35 @@ export async function listPage(store: Store, projectId: string, f: EventFilter, 
     id: e.id, projectId: e.projectId, contactId: e.contactId, name: e.name, data: e.data, emailId: e.emailId,
     createdAt: e.createdAt, contactEmail: c.email,
   }).from(e).leftJoin(c, eq(c.id, e.contactId)).where(and(...where)).orderBy(desc(e.createdAt), desc(e.id)).limit(limit)
-  return hydrateEmailEvents(store, projectId, rows)
+  // A direct delivery's two events may be its email's row's (inline.ts): both reads, merged.
+  const inline = await inlinePage(store, projectId, { names: f.name === undefined ? undefined : [f.name], contactId: f.contactId }, limit, after)
+  const page = inline.length ? [...rows, ...inline].sort(newestFirst).slice(0, limit) : rows
+  return hydrateEmailEvents(store, projectId, page)
 }
 
 export async function countEvents(store: Store, projectId: string, f: EventFilter = {}, since?: Date): Promise<number> {
   const e = store.t.events
   const where = conds(store, projectId, f)
   if (since) where.push(gte(e.createdAt, since))
-  const [row] = await store.db.select({ n: count() }).from(e).where(and(...where))
-  return Number(row?.n ?? 0)
+  const [[row], inline] = await Promise.all([
+    store.db.select({ n: count() }).from(e).where(and(...where)),
+    countInline(store, projectId, { names: f.name === undefined ? undefined : [f.name], contactId: f.contactId, since }),
+  ])
+  return Number(row?.n ?? 0) + inline
 }
 
+/** Over every event of the project from `since` on, stored and inline (inline.ts, allEventsOf). */
 export async function periodStats(store: Store, projectId: string, since: Date) {
-  const e = store.t.events
-  const where = and(eq(e.projectId, projectId), gte(e.createdAt, since))
-  const [totals] = await store.db.select({ n: count(), names: countDistinct(e.name), contacts: countDistinct(e.contactId) }).from(e).where(where)
-  const top = await store.db.select({ name: e.name, count: count() }).from(e).where(where).groupBy(e.name).orderBy(desc(count()), e.name).limit(20)
+  const all = sql`${allEventsOf(store, projectId, since)} a`
+  const [totals] = await store.rows<{ n: number | string; names: number | string; contacts: number | string }>(sql`
+    SELECT count(*) AS n, count(DISTINCT name) AS names, count(DISTINCT contact_id) AS contacts FROM ${all}`)
+  const top = await store.rows<{ name: string; count: number | string }>(sql`
+    SELECT name, count(*) AS count FROM ${all} GROUP BY name ORDER BY count(*) DESC, name LIMIT 20`)
   const day = store.dialect === 'pg'
-    ? sql<string>`to_char(${e.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
-    : sql<string>`strftime('%Y-%m-%d', ${e.createdAt} / 1000, 'unixepoch')`
-  const daily = await store.db.select({ date: day, count: count() }).from(e).where(where).groupBy(day).orderBy(day)
+    ? sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
+    : sql`strftime('%Y-%m-%d', created_at / 1000, 'unixepoch')`
+  const daily = await store.rows<{ date: string; count: number | string }>(sql`
+    SELECT ${day} AS date, count(*) AS count FROM ${all} GROUP BY 1 ORDER BY 1`)
   return {
     eventsInPeriod: Number(totals?.n ?? 0),
     uniqueNames: Number(totals?.names ?? 0),
@@ -148,9 +158,8 @@ export async function periodStats(store: Store, projectId: string, since: Date) 
 }
 
 export async function names(store: Store, projectId: string): Promise<Array<{ name: string; count: number; lastSeenAt: Date }>> {
-  const e = store.t.events
-  const rows = await store.db.select({ name: e.name, count: count(), last: max(e.createdAt) }).from(e)
-    .where(eq(e.projectId, projectId)).groupBy(e.name).orderBy(desc(count()), e.name)
+  const rows = await store.rows<{ name: string; count: number | string; last: unknown }>(sql`
+    SELECT name, count(*) AS count, max(created_at) AS last FROM ${allEventsOf(store, projectId)} a GROUP BY name ORDER BY count(*) DESC, name`)
   return rows.map((r) => ({ name: r.name, count: Number(r.count), lastSeenAt: toDate(r.last) }))
 }
 

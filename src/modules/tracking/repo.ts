@@ -1,6 +1,8 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { advanceSql, type EmailStatus } from '../emails/status'
+import { spillInlineEvents } from '../events/inline'
+import { insertEvents } from '../events/repo'
 
 /**
  * The SQL of what comes back for an email: opens, clicks, bounces, complaints and deliveries reported
@@ -82,6 +84,8 @@ export interface EmailAdvance {
  */
 export async function advanceEmail(store: Store, db: Db, projectId: string, id: string, a: EmailAdvance, now: Date): Promise<void> {
   const e = store.t.emails
+  // A bounce's reply replaces the delivery's, which inline delivery events are read from: they become rows first.
+  if (a.lastReply !== undefined) await spillInlineEvents(store, db, projectId, id, (rows) => insertEvents(store, db, rows))
   const set: Record<string, unknown> = { status: advanceSql(e.status, a.status), updatedAt: now }
   const once = { openedAt: e.openedAt, clickedAt: e.clickedAt, complainedAt: e.complainedAt, deliveredAt: e.deliveredAt } as const
   for (const k of Object.keys(once) as Array<keyof typeof once>) {
