@@ -37,6 +37,8 @@ export const SETUP_STEPS: ReadonlyArray<{ id: string; title: string; done: (proj
 ]
 
 export async function wipeProjectData(store: Store, db: Db, projectId: string): Promise<void> {
+  // The emails stay; the delivery events read from their rows (events/inline.ts) go with the events.
+  await store.exec(sql`UPDATE emails SET inline_events = NULL WHERE project_id = ${projectId} AND inline_events IS NOT NULL`, db)
   for (const table of PROJECT_DATA_TABLES) {
     await store.exec(sql`DELETE FROM ${sql.identifier(table)} WHERE project_id = ${projectId}`, db)
   }

@@ -8,6 +8,7 @@ import { countMatching, matchingAmong, pageMatching, prepareFilter, type FilterC
 import { parseReply } from '../../../src/mail/outbound/replies'
 import type { OutboundPipeline } from '../../../src/mail/outbound/deliver'
 import { BASE_KEYS } from '../../../src/modules/events/email-base'
+import { wipeProjectData } from '../../../src/modules/projects/data'
 import { applyBounce } from '../../../src/modules/tracking/feedback'
 import { emailById } from '../../../src/modules/tracking/repo'
 import { startReceiver } from '../hooks/receiver'
@@ -22,7 +23,8 @@ import { mxTo, pipelineFor, projectWithDomain, startTestDns } from '../emails/fi
  * contact, paging), /events/names, /events/stats, /activity (items and totals), /emails/:id/attempts and
  * the filter engine; that a project with a consumer (a webhook endpoint) stores rows whose data has the
  * same shape; and that a bounce report rewriting the email's last reply first spills the two events into
- * real rows under the same ids, with the same data and the activity counters unchanged.
+ * real rows under the same ids, with the same data and the activity counters unchanged; and that deleting
+ * a contact or resetting the project removes inline events as it removes stored ones.
  */
 
 const dns = await startTestDns()
@@ -463,6 +465,18 @@ forEachStore('inline delivery events (projects without event consumers)', (env) 
     expect(await counted(p.id, 'email.delivery')).toBe(1)
     const names = await get(p, '/events/names')
     expect(names.data.find((n: { name: string }) => n.name === 'email.delivery')?.count).toBe(1)
+    expect((await get(p, `/emails/${a.id}`)).status).toBe('DELIVERED')
+  })
+
+  test('a project reset wipes inline events with the stored ones; the emails stay', async () => {
+    const p = await quietProject()
+    const a = await send(p, `reset.${rnd()}@dest.test`)
+    await pipeline.drain()
+    expect((await allEvents(p, 100)).filter((e) => e.emailId === a.id)).toHaveLength(2)
+    await env.store.tx((db) => wipeProjectData(env.store, db, p.id))
+    expect(await allEvents(p, 100)).toEqual([])
+    expect(await inlineFlag(a.id)).toBeNull()
+    expect(await counted(p.id, 'email.delivery')).toBe(0)
     expect((await get(p, `/emails/${a.id}`)).status).toBe('DELIVERED')
   })
 }, { dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct', webhookAllowHosts: ['127.0.0.1'] })
