@@ -8,6 +8,9 @@ import { countMatching, matchingAmong, pageMatching, prepareFilter, type FilterC
 import { parseReply } from '../../../src/mail/outbound/replies'
 import type { OutboundPipeline } from '../../../src/mail/outbound/deliver'
 import { BASE_KEYS } from '../../../src/modules/events/email-base'
+import { Worker } from '../../../src/jobs/queue'
+import { countEvents } from '../../../src/modules/analytics/repo'
+import { campaignSendJob } from '../../../src/modules/campaigns/jobs'
 import { wipeProjectData } from '../../../src/modules/projects/data'
 import { applyBounce } from '../../../src/modules/tracking/feedback'
 import { emailById } from '../../../src/modules/tracking/repo'
@@ -478,5 +481,36 @@ forEachStore('inline delivery events (projects without event consumers)', (env) 
     expect(await inlineFlag(a.id)).toBeNull()
     expect(await counted(p.id, 'email.delivery')).toBe(0)
     expect((await get(p, `/emails/${a.id}`)).status).toBe('DELIVERED')
+  })
+
+  test('a campaign: its activity, stats and analytics count the inline deliveries', async () => {
+    const p = await quietProject()
+    const tag = rnd()
+    for (const x of ['a', 'b', 'c']) {
+      const r = await env.request('POST', '/contacts', { key: p.secretKey, body: { email: `${tag}-${x}@dest.test`, data: { firstName: x } } })
+      expect(r.status).toBeLessThan(300)
+    }
+    const c = await env.request('POST', '/campaigns', { key: p.secretKey, body: { name: 'Inline', subject: 'Hi {{firstName}}', body: '<p>Hi</p>', from: p.from, audienceType: 'ALL' } })
+    expect(c.status).toBe(200)
+    const id = c.body.data.id as string
+    expect((await env.request('POST', `/campaigns/${id}/send`, { key: p.secretKey, body: {} })).status).toBe(200)
+    await new Worker(env.deps, [campaignSendJob({ batchSize: 2 })]).drain()
+    await pipeline.drain()
+
+    const { emails } = env.store.t
+    const ids = (await env.store.db.select({ id: emails.id, inline: emails.inlineEvents }).from(emails).where(eq(emails.campaignId, id)))
+    expect(ids.map((m) => m.inline === null)).toEqual([false, false, false])
+    expect((await storedRows(p.id)).filter((r) => INLINE_NAMES.includes(r.name))).toEqual([])
+    // The campaign's activity walks the campaign's partial index: three deliveries, newest first, with their base.
+    const feed = await get(p, `/activity?campaignId=${id}&type=email.delivery`)
+    expect(feed.data.map((x: { id: string }) => x.id).sort()).toEqual(ids.map((m) => virtualId(m.id, 'email.delivery')).sort())
+    expect(feed.data.every((x: { data: Json }) => x.data.campaignId === id && x.data.sourceType === 'campaign')).toBe(true)
+    expect(feed.total).toBe(3)
+    const stats = await get(p, `/campaigns/${id}/stats`)
+    expect({ sent: stats.sent, delivered: stats.delivered }).toEqual({ sent: 3, delivered: 3 })
+    // Analytics reads the inline deliveries of the hours not rolled up yet.
+    const live = await countEvents(env.store, p.id, new Date(Date.now() - 3_600_000), new Date(Date.now() + 60_000))
+    const sum = (campaignId: string, metric: string) => live.filter((x) => x.campaignId === campaignId && x.metric === metric).reduce((n, x) => n + x.value, 0)
+    expect({ sent: sum(id, 'sent'), delivered: sum(id, 'delivered'), all: sum('', 'delivered') }).toEqual({ sent: 3, delivered: 3, all: 3 })
   })
 }, { dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct', webhookAllowHosts: ['127.0.0.1'] })
