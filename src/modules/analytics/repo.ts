@@ -108,7 +108,7 @@ export async function firstEventAt(store: Store, projectIds: readonly string[]):
   for (const id of projectIds) {
     const [row] = await store.db.select({ at: min(e.createdAt) }).from(e).where(eq(e.projectId, id))
     if (row?.at && (!first || row.at < first)) first = row.at
-    // Or an inline event (events/inline.ts), older than any stored one.
+    // An inline event (events/inline.ts) may be older than any stored one.
     const [inline] = await store.db.select({ at: m.deliveredAt }).from(m)
       .where(and(sql`${m.inlineEvents} IS NOT NULL`, eq(m.projectId, id))).orderBy(asc(m.deliveredAt)).limit(1)
     if (inline?.at && (!first || inline.at < first)) first = inline.at
