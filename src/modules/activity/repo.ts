@@ -196,10 +196,10 @@ export async function countEventsIn(store: Store, projectId: string, types: read
   const out = new Map<string, number>()
   if (!types.length) return out
   for (const r of await countEventsInQuery(store, projectId, types, since, until)) out.set(r.name, Number(r.n))
-  for (const name of inlineNamesOf(types)) {
-    const n = await countInline(store, projectId, { names: [name], since, until })
-    if (n) out.set(name, (out.get(name) ?? 0) + n)
-  }
+  // Each inline email is one event of each inline name: counted once.
+  const inline = inlineNamesOf(types)
+  const n = inline.length ? await countInline(store, projectId, { names: [inline[0]], since, until }) : 0
+  if (n) for (const name of inline) out.set(name, (out.get(name) ?? 0) + n)
   return out
 }
 

@@ -113,8 +113,8 @@ function ts(store: Store, d: Date | number): SQL {
  * anchor is left to the planner: one email, else one contact, else one campaign, else the project's
  * partial index (SQLite: unary + keeps it off the others).
  */
-export function inlineWhere(store: Store, projectId: string, f: InlineFilter, alias = 'm'): SQL {
-  const col = (name: string) => sql.raw(`${alias}.${name}`)
+function inlineWhere(store: Store, projectId: string, f: InlineFilter): SQL {
+  const col = (name: string) => sql.raw(`m.${name}`)
   const plus = (anchored: boolean) => (anchored && store.dialect === 'sqlite' ? sql.raw('+') : sql``)
   const anchored = Boolean(f.emailId || f.contactId || f.campaignId)
   const out: SQL[] = [sql`${col('inline_events')} IS NOT NULL`, sql`${plus(anchored)}${col('project_id')} = ${projectId}`]
