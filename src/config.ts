@@ -43,6 +43,8 @@ export interface Config {
   shutdownGraceSeconds: number
   /** MB a thread's JS heap may grow between the heap keeper's collections (src/heap.ts); 0: no keeper. */
   heapGrowthMb: number
+  /** JavaScriptCore's highest optimising tier for `serve` (src/jit.ts). */
+  jit: 'dfg' | 'ftl'
   /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
   webhookAllowHosts: string[]
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
@@ -130,6 +132,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_CONTENT_RETENTION_DAYS: 'contentRetentionDays',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
   MAILCTL_HEAP_GROWTH_MB: 'heapGrowthMb',
+  MAILCTL_JIT: 'jit',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
@@ -192,6 +195,8 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) throw new ConfigError(`MAILCTL_LOG_LEVEL must be debug, info, warn, error or silent`)
   const sync = (raw.MAILCTL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase()
   if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('MAILCTL_SQLITE_SYNCHRONOUS must be FULL or NORMAL')
+  const jit = (raw.MAILCTL_JIT ?? 'dfg').toLowerCase()
+  if (jit !== 'dfg' && jit !== 'ftl') throw new ConfigError('MAILCTL_JIT must be dfg or ftl')
   const databaseUrl = raw.DATABASE_URL ?? `sqlite://${join(dataDir, 'mailctl.db')}`
   const outbound = raw.MAILCTL_OUTBOUND ?? 'direct'
   if (!/^(direct|capture|smtps?:\/\/.+)$/.test(outbound)) throw new ConfigError('MAILCTL_OUTBOUND must be direct, capture or smtp://user:pass@host:port')
@@ -227,6 +232,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     contentRetentionDays: int('MAILCTL_CONTENT_RETENTION_DAYS', raw.MAILCTL_CONTENT_RETENTION_DAYS ?? '30', 1, 36_500),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
     heapGrowthMb: int('MAILCTL_HEAP_GROWTH_MB', raw.MAILCTL_HEAP_GROWTH_MB ?? '4', 0, 4096),
+    jit,
     webhookAllowHosts: (raw.MAILCTL_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),

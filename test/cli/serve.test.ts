@@ -116,3 +116,43 @@ test.skipIf(made.exitCode !== 0 && !process.env.CI)('MAILCTL_SMTP_SECURE_PORT mo
     expect(await s.stop()).toBe(0)
   }
 })
+
+describe('MAILCTL_JIT (src/jit.ts)', () => {
+  /** The process's environment as the kernel has it (what the runtime read when it started). */
+  const environOf = async (pid: number) => (await Bun.file(`/proc/${pid}/environ`).text()).split('\0')
+
+  test('by default serve restarts in place (same pid, same arguments) with the FTL tier off, and still stops cleanly', async () => {
+    const s = await startServe(SOURCE, ['--role', 'api'], { ...quiet, MAILCTL_DATA_DIR: dataDir(), MAILCTL_HTTP_PORT: '0' })
+    try {
+      expect(await environOf(s.pid)).toContain('BUN_JSC_useFTLJIT=0')
+      const argv = (await Bun.file(`/proc/${s.pid}/cmdline`).text()).split('\0').filter(Boolean)
+      expect(argv.slice(-3)).toEqual(['serve', '--role', 'api'])
+      expect((await fetch(`http://127.0.0.1:${s.port}/health`)).status).toBe(200)
+      expect(s.stderr()).not.toContain('MAILCTL_JIT')
+      // one start line: the process before the restart never got that far
+      expect(s.stderr().match(/ is running: /g)?.length).toBe(1)
+    } finally {
+      expect(await s.stop()).toBe(0)
+    }
+  })
+
+  test('MAILCTL_JIT=ftl keeps the runtime as it started', async () => {
+    const s = await startServe(SOURCE, ['--role', 'api'], { ...quiet, MAILCTL_DATA_DIR: dataDir(), MAILCTL_HTTP_PORT: '0', MAILCTL_JIT: 'ftl' })
+    try {
+      expect((await environOf(s.pid)).some((v) => v.startsWith('BUN_JSC_useFTLJIT='))).toBe(false)
+    } finally {
+      expect(await s.stop()).toBe(0)
+    }
+  })
+
+  test('an option given in the environment wins over the setting', async () => {
+    const s = await startServe(SOURCE, ['--role', 'api'], { ...quiet, MAILCTL_DATA_DIR: dataDir(), MAILCTL_HTTP_PORT: '0', BUN_JSC_useFTLJIT: '1' })
+    try {
+      const env = await environOf(s.pid)
+      expect(env).toContain('BUN_JSC_useFTLJIT=1')
+      expect(env).not.toContain('BUN_JSC_useFTLJIT=0')
+    } finally {
+      expect(await s.stop()).toBe(0)
+    }
+  })
+})
