@@ -8,7 +8,8 @@
  *     BENCH_DATABASE_URL=pg    a fresh PostgreSQL database (default: a fresh SQLite file, the embedded store)
  *     BENCH_SQLITE_SYNCHRONOUS=NORMAL   default FULL (fsync per commit)
  *     BENCH_SIGN_SECONDS=3     length of each signing-ceiling measurement
- *     BENCH_SERVER_ENV="K=V ..."   more environment for the server (e.g. BUN_JSC_* or MIMALLOC_* options)
+ *     BENCH_SERVER_ENV="K=V ..."   more environment for the server (e.g. BUN_JSC_* or MIMALLOC_* options;
+ *                              MAILCTL_JIT=ftl runs it with the runtime's default JIT tiers, src/jit.ts)
  *     BENCH_MAX_SECONDS=10800  stop waiting for the sink after this long (a busy shared machine): the figures
  *                              are then those of the messages received so far (`received` < `recipients`)
  *
