@@ -301,6 +301,16 @@ forEachStore('outbound delivery', (env) => {
     await env.store.tx((db) => db.delete(outboundQueue).where(inArray(outboundQueue.emailId, stuck)))
   }, 60_000)
 
+  test('a destination\'s share is what its connections carry plus what the signer threads hold, at most half the pipeline', async () => {
+    // The throttle starts a destination at 8 connections, 4 messages each; a thread holds two batches of 32.
+    const key = `mx-${rnd()}.test`
+    expect(pipelineFor(env, { signerThreads: 0 }).shareOf(key)).toBe(32)
+    const threaded = pipelineFor(env, { signerThreads: 2 })
+    expect(threaded.shareOf(key)).toBe(32 + 2 * 32 * 2)
+    expect(pipelineFor(env, { signerThreads: 2, maxInFlight: 100 }).shareOf(key)).toBe(50)
+    await threaded.stop()
+  })
+
   test('a busy destination\'s share feeds every connection its limit allows', async () => {
     // A slow receiver and more mail than the share: the pipeline still keeps the limit's 8 connections busy.
     const slow = await startSink({ host: '127.0.0.6', port: main.port, delayMs: 400 })

@@ -40,6 +40,23 @@ describe('SignerPool', () => {
     expect(await dkimResult(unsigned)).toBe('none')
   })
 
+  test('a busy thread is posted its next batch once a whole one waits, two at most; what it holds is size x batch x 2', async () => {
+    const p = pool(1, 4)
+    expect(p.holds).toBe(8)
+    expect(pool(2, 32).holds).toBe(128)
+    expect(inlineBuilder(null).holds).toBe(0)
+    // The idle thread starts with the first message alone; the next four make a whole batch, posted while
+    // it builds; the rest wait in the pool (a thread cannot answer before this loop gives way).
+    const built = Array.from({ length: 12 }, (_, i) => p.build(msg(500 + i), key))
+    expect(p.posted).toEqual([2])
+    const raws = await Promise.all(built)
+    for (const [i, raw] of raws.entries()) {
+      expect(raw.toString('latin1')).toContain(`Message-ID: <m${500 + i}@example.com>`)
+      expect(await dkimResult(raw)).toBe('pass')
+    }
+    expect(p.posted).toEqual([0])
+  })
+
   test('a message comes with its DATA content made in the thread: the same bytes as made from a copy, sharing the message\'s buffer', async () => {
     const p = pool(2, 4)
     // The second one has a line starting with a dot, which DATA doubles: it comes as the message alone.

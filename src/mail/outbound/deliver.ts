@@ -333,9 +333,15 @@ export class OutboundPipeline {
     return rows.length
   }
 
-  /** A destination's share: its capacity, and never more than half the pipeline (at least one). */
-  private capacity(key: string): number {
-    const cap = this.opts.transport.capacityOf?.(key) ?? Number.POSITIVE_INFINITY
+  /**
+   * A destination's share: its capacity (what its connections carry) plus what the builder holds at
+   * once, and never more than half the pipeline (at least one). Without the builder's part, one busy
+   * destination's share was used up by messages waiting in the signer threads' inboxes while its
+   * connections waited for them (docs/decisions.md, "Two batches per signer thread"). Public for
+   * diagnostics and tests.
+   */
+  shareOf(key: string): number {
+    const cap = (this.opts.transport.capacityOf?.(key) ?? Number.POSITIVE_INFINITY) + this.opts.builder.holds
     return Math.max(1, Math.min(cap, Math.floor(this.maxInFlight / 2)))
   }
 
@@ -364,7 +370,7 @@ export class OutboundPipeline {
       share = { key, active: 0, held: [], domains: new Set() }
       this.shares.set(key, share)
     }
-    const cap = this.capacity(key)
+    const cap = this.shareOf(key)
     for (const c of list) {
       if (!share.held.length && share.active < cap) {
         this.dispatch(share, c)
@@ -396,7 +402,7 @@ export class OutboundPipeline {
   /** Starts held messages while the share has room; once none is held, its domains are claimed again. */
   private refill(share: Share): void {
     if (!this.stopping) {
-      const cap = this.capacity(share.key)
+      const cap = this.shareOf(share.key)
       while (share.held.length && share.active < cap) {
         const c = share.held.shift() as Claimed
         this.waiting--
