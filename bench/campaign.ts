@@ -27,7 +27,9 @@
  *   the sampled maximum, and the largest JS heap figures of the main thread its /metrics showed;
  * - dbBytesPerRecipient: growth of the store (SQLite: the database file after a WAL checkpoint; PostgreSQL:
  *   pg_database_size) from before the send to after it, divided by the recipients;
- * - CPU per message by process and by server thread, and the load average.
+ * - CPU per message by process and by server thread, and the load average;
+ * - coresBusy: the server's, the sink's and this script's CPU from the send call to the last message, over
+ *   that time times the cores (1: every core busy all along).
  */
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
@@ -266,6 +268,12 @@ try {
   const benchCpu = process.cpuUsage(cpu0.bench)
   const perMessage = (a: number | null, b: number | null) => (a === null || b === null || !received ? null : Math.round(((a - b) * 1000 / received) * 1000) / 1000)
   const cpu = { server: perMessage(cpuSeconds(server.pid), cpu0.server), sink: perMessage(cpuSeconds(sink.pid), cpu0.sink), benchProcess: Math.round(((benchCpu.user + benchCpu.system) / 1000 / Math.max(1, received)) * 1000) / 1000 }
+  // How busy the machine's cores were from the send call to the last message: the server's, the sink's and
+  // this script's CPU over the elapsed time times the cores (what is left is idle, or other processes').
+  const cpuUsed = [cpuSeconds(server.pid), cpu0.server, cpuSeconds(sink.pid), cpu0.sink]
+  const coresBusy = cpuUsed.some((v) => v === null) ? null
+    : Math.round((((cpuUsed[0] as number) - (cpuUsed[1] as number) + (cpuUsed[2] as number) - (cpuUsed[3] as number) + (benchCpu.user + benchCpu.system) / 1e6)
+      / (((end - start) / 1000) * availableParallelism())) * 1000) / 1000
   const threads1 = threadSeconds(server.pid)
   const serverThreads = Object.fromEntries(Object.entries(threads1)
     .map(([k, v]) => [k, Math.round(((v - (cpu0.threads[k] ?? 0)) * 1000 / Math.max(1, received)) * 1000) / 1000] as const)
@@ -310,6 +318,7 @@ try {
     dbBytes: { before: bytesBefore, after: bytesAfter },
     stats,
     cpuMsPerMessage: cpu,
+    coresBusy,
     serverCpuMsPerMessageByThread: serverThreads,
     loadAverage: loadavg().map((v) => Math.round(v * 100) / 100),
   }, null, 2))
