@@ -266,14 +266,17 @@ try {
   }
   const end = performance.now()
   const benchCpu = process.cpuUsage(cpu0.bench)
-  const perMessage = (a: number | null, b: number | null) => (a === null || b === null || !received ? null : Math.round(((a - b) * 1000 / received) * 1000) / 1000)
-  const cpu = { server: perMessage(cpuSeconds(server.pid), cpu0.server), sink: perMessage(cpuSeconds(sink.pid), cpu0.sink), benchProcess: Math.round(((benchCpu.user + benchCpu.system) / 1000 / Math.max(1, received)) * 1000) / 1000 }
-  // How busy the machine's cores were from the send call to the last message: the server's, the sink's and
-  // this script's CPU over the elapsed time times the cores (what is left is idle, or other processes').
-  const cpuUsed = [cpuSeconds(server.pid), cpu0.server, cpuSeconds(sink.pid), cpu0.sink]
-  const coresBusy = cpuUsed.some((v) => v === null) ? null
-    : Math.round((((cpuUsed[0] as number) - (cpuUsed[1] as number) + (cpuUsed[2] as number) - (cpuUsed[3] as number) + (benchCpu.user + benchCpu.system) / 1e6)
-      / (((end - start) / 1000) * availableParallelism())) * 1000) / 1000
+  // CPU seconds each process spent from the send call to the last message (null: not readable).
+  const spent = (a: number | null, b: number | null) => (a === null || b === null ? null : a - b)
+  const serverCpu = spent(cpuSeconds(server.pid), cpu0.server)
+  const sinkCpu = spent(cpuSeconds(sink.pid), cpu0.sink)
+  const benchCpuSeconds = (benchCpu.user + benchCpu.system) / 1e6
+  const perMessage = (s: number | null) => (s === null || !received ? null : Math.round((s * 1000 / received) * 1000) / 1000)
+  const cpu = { server: perMessage(serverCpu), sink: perMessage(sinkCpu), benchProcess: perMessage(benchCpuSeconds) }
+  // How busy the machine's cores were meanwhile: those three over the elapsed time times the cores (what is
+  // left is idle, or other processes').
+  const coresBusy = serverCpu === null || sinkCpu === null ? null
+    : Math.round(((serverCpu + sinkCpu + benchCpuSeconds) / (((end - start) / 1000) * availableParallelism())) * 1000) / 1000
   const threads1 = threadSeconds(server.pid)
   const serverThreads = Object.fromEntries(Object.entries(threads1)
     .map(([k, v]) => [k, Math.round(((v - (cpu0.threads[k] ?? 0)) * 1000 / Math.max(1, received)) * 1000) / 1000] as const)

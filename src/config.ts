@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import { dirname, join, relative, resolve, isAbsolute } from 'node:path'
 import { existsSync, readFileSync, statSync } from 'node:fs'
+import type { JitTiers } from './jit'
 
 /** Every setting of README.md (Configuration), read once from the environment and an optional config file. */
 export interface Config {
@@ -44,7 +45,7 @@ export interface Config {
   /** MB a thread's JS heap may grow between the heap keeper's collections (src/heap.ts); 0: no keeper. */
   heapGrowthMb: number
   /** JavaScriptCore's highest optimising tier for `serve` (src/jit.ts). */
-  jit: 'dfg' | 'ftl'
+  jit: JitTiers
   /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
   webhookAllowHosts: string[]
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
