@@ -5,7 +5,8 @@
  *
  * Classification of each recipient (the choice mailctl makes, documented in the OpenAPI notes):
  * - Action delivered / relayed / expanded: no bounce (`bounceType: null`).
- * - Action delayed, or a 4.x.x status: `soft`.
+ * - Action delayed, or a 4.x.x status: `soft`. A delayed report is no bounce at all: inbound.process
+ *   records it as `email.delayed`; an Action failed report bounces its email whatever the type.
  * - 5.x.x: `hard`, except 5.2.2 (mailbox full), which is `soft` like every common sender treats it:
  *   the mailbox exists and may empty.
  * - `bounceKind` from the status subject: x.1.x `unknown-user` (bad mailbox or address), x.2.2
@@ -39,6 +40,8 @@ export interface DsnRecipient {
   status: string | null
   diagnosticCode: string | null
   remoteMta: string | null
+  /** Will-Retry-Until of a delayed report, as written (RFC 3464 section 2.3.9). */
+  willRetryUntil: string | null
   /** null when the action is not a bounce (delivered, relayed, expanded). */
   bounceType: BounceType | null
   bounceKind: BounceKind | null
@@ -150,6 +153,7 @@ function recipientFrom(group: Header[]): DsnRecipient | null {
   return {
     finalRecipient, originalRecipient, address, action, status, diagnosticCode,
     remoteMta: remote ? diagnosticText(remote) : null,
+    willRetryUntil: header(group, 'will-retry-until')?.replace(/\s+/g, ' ').trim() || null,
     ...classify(status, action, diagnosticCode),
   }
 }
@@ -264,7 +268,7 @@ function heuristic(root: MimePart): DsnResult {
     const status = statusOf(null, body)
     recipients.push({
       finalRecipient: address, originalRecipient: null, address, action: 'failed', status,
-      diagnosticCode: body || null, remoteMta: null, ...classify(status, 'failed', body),
+      diagnosticCode: body || null, remoteMta: null, willRetryUntil: null, ...classify(status, 'failed', body),
     })
   }
   if (recipients.length === 0) return { kind: 'unparseable', reason: 'looks like a bounce (sender and subject) but names no recipient' }

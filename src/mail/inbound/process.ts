@@ -4,7 +4,9 @@
  * - A DSN (RFC 3464, or a plain-text bounce): the email is found by the VERP return path (envelope
  *   recipient, the report's To/Delivered-To, the returned original's Return-Path; the tag must verify),
  *   else by the returned original's Message-ID. The report's recipient that is the email's address
- *   decides hard/soft (src/modules/tracking/feedback.ts applyBounce).
+ *   decides: Action failed bounces the email (BOUNCED whatever the status code; hard/soft and whether
+ *   the address is suppressed from the code, src/modules/tracking/feedback.ts applyBounce); Action
+ *   delayed is no bounce, only email.delayed (applyDelay).
  * - An ARF report: found the same way (Original-Mail-From first); a complaint type applies the complaint
  *   (COMPLAINED, suppression, contact unsubscribed); not-spam and auth-failure reports are recorded only.
  * - Anything else addressed to a verified domain: email.received in that project, linked to the email
@@ -21,7 +23,7 @@ import { defineJob } from '../../jobs/queue'
 import { errorFields } from '../../log'
 import { appendEvents, notifyEvents, type EventRow } from '../../modules/events/stream'
 import { chargeUsage } from '../../modules/billing/service'
-import { applyBounce, applyComplaint, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
+import { applyBounce, applyComplaint, applyDelay, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
 import { parseUnsubscribeAddress, parseVerp } from '../outbound/verp'
 import { unsubscribeThroughEmail } from '../../modules/campaigns/unsubscribes'
 import { parseInbound, type ReceivedSummary } from './analyze'
@@ -71,15 +73,24 @@ async function onDsn(deps: Deps, db: Db, row: InboundRow, report: DsnReport): Pr
     return { status: 'processed', kind: 'dsn', emailId: email.id, projectId: email.projectId, detail: `delivery report without a failure (${report.recipients.map((x) => x.action).join(', ')})` }
   }
   const ctx = ctxFor(deps, email.projectId, { kind: 'job', name: INBOUND_JOB })
+  if (r.action === 'delayed') {
+    const effects = await applyDelay(ctx, db, email, {
+      source: 'dsn', status: r.status, diagnostic: r.diagnosticCode, recipient: r.address, reportingMta: report.reportingMta,
+      remoteMta: r.remoteMta, willRetryUntil: r.willRetryUntil, extra: { action: r.action, heuristic: report.heuristic, inboundId: row.id },
+      at: new Date(),
+    })
+    return { status: 'processed', kind: 'dsn', emailId: email.id, projectId: email.projectId, detail: `delayed, still being retried (${r.status ?? 'no status'}): email.delayed, not a bounce`, effects }
+  }
+  // Action: failed (or an unknown action): the reporting MTA gave up, so the email bounced whatever the code.
   const effects = await applyBounce(ctx, db, email, {
     source: 'dsn', bounceType: r.bounceType, bounceKind: r.bounceKind, status: r.status, diagnostic: r.diagnosticCode,
     recipient: r.address, reportingMta: report.reportingMta, remoteMta: r.remoteMta,
     extra: { action: r.action, heuristic: report.heuristic, inboundId: row.id },
-    at: new Date(),
+    final: true, at: new Date(),
   })
   const detail = effects.applied
     ? `${r.bounceType} bounce (${r.status ?? 'no status'}, ${r.bounceKind ?? 'other'})${effects.suppressed ? ', address suppressed' : ''}`
-    : 'duplicate bounce: the email was already recorded as hard-bounced'
+    : 'duplicate bounce: the email was already recorded as bounced'
   return { status: 'processed', kind: 'dsn', emailId: email.id, projectId: email.projectId, detail, effects }
 }
 

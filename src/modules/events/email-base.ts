@@ -10,7 +10,7 @@
 
 /** The email.* events whose data begins with the email's base (email.received is about an inbound message). */
 export const BASE_EVENT_NAMES: ReadonlySet<string> = new Set([
-  'email.sent', 'email.delivery', 'email.deferred', 'email.bounce', 'email.failed', 'email.open', 'email.click', 'email.complaint',
+  'email.sent', 'email.delivery', 'email.deferred', 'email.delayed', 'email.bounce', 'email.failed', 'email.open', 'email.click', 'email.complaint',
 ])
 
 /** The base's fields, in the order the data has always carried them. */

@@ -79,6 +79,11 @@ export interface BounceReport {
   remoteMta?: string | null
   /** Provider detail (SES bounceType/bounceSubType, DSN action, heuristic parse...). */
   extra?: Record<string, unknown>
+  /**
+   * The report says the email will not be delivered (a DSN with Action: failed): the email becomes
+   * BOUNCED even when the bounce is soft (a full mailbox, a 4.x.x status the reporting MTA gave up on).
+   */
+  final?: boolean
   at: Date
 }
 
@@ -97,22 +102,24 @@ function smtpCodeOf(text: string | null): number | null {
 }
 
 /**
- * A bounce reported after sending. Hard: the email becomes BOUNCED (unless it is already past that),
- * the address is suppressed for the project when the failure is about the address (bounceSuppresses),
- * email.bounce is emitted. Soft: email.bounce only, the status stays. A hard bounce of an email already
- * recorded as hard-bounced is a duplicate and does nothing.
+ * A bounce reported after sending. Hard, or soft and final (`r.final`, a DSN with Action: failed): the
+ * email becomes BOUNCED with that bounce type (unless it is already past that), the address is
+ * suppressed for the project when the failure is about the address (bounceSuppresses: never for a soft
+ * bounce such as 5.2.2 mailbox full), email.bounce is emitted. Soft and not final (an SES transient
+ * notification): email.bounce only, the status stays. A hard bounce of an email already recorded as
+ * hard-bounced, or a final soft one of an email already BOUNCED, is a duplicate and does nothing.
  */
 export async function applyBounce(ctx: Ctx, db: Db, email: FeedbackEmail, r: BounceReport): Promise<FeedbackResult> {
   const { store } = ctx
   let suppressed = false
-  if (r.bounceType === 'hard') {
-    if (email.status === 'BOUNCED' && email.bounceType === 'hard') return NOTHING
+  if (r.bounceType === 'hard' || r.final) {
+    if (email.status === 'BOUNCED' && (email.bounceType === 'hard' || r.bounceType === 'soft')) return NOTHING
     await repo.advanceEmail(store, db, email.projectId, email.id, {
-      status: 'BOUNCED', bounceType: 'hard', bouncedAt: r.at, lastReply: (r.diagnostic ?? r.status ?? 'bounced').slice(0, 1000),
+      status: 'BOUNCED', bounceType: r.bounceType, bouncedAt: r.at, lastReply: (r.diagnostic ?? r.status ?? 'bounced').slice(0, 1000),
     }, ctx.now)
     // Counted once per email: a soft bounce that expired (BOUNCED, soft) was counted already.
     if (email.campaignId && !email.bouncedAt) await repo.bumpCampaign(store, db, email.projectId, email.campaignId, { bounced: 1 }, ctx.now)
-    if (bounceSuppresses('hard', r.status, r.bounceKind)) {
+    if (bounceSuppresses(r.bounceType, r.status, r.bounceKind)) {
       await suppress(ctx, db, { email: email.toAddress, reason: 'bounce', emailId: email.id, detail: r.diagnostic ?? r.status })
       suppressed = true
     }
@@ -125,6 +132,34 @@ export async function applyBounce(ctx: Ctx, db: Db, email: FeedbackEmail, r: Bou
   // Counted inside the transaction: one that rolls back (and is retried) may count a bounce twice.
   bounces().inc({ type: r.bounceType, source: 'report' })
   return { applied: true, events, suppressed }
+}
+
+export interface DelayReport {
+  source: FeedbackSource
+  /** Enhanced status code, e.g. 4.7.0. */
+  status: string | null
+  diagnostic: string | null
+  recipient: string | null
+  reportingMta?: string | null
+  remoteMta?: string | null
+  /** Until when the reporting MTA keeps trying (the DSN's Will-Retry-Until, as written). */
+  willRetryUntil?: string | null
+  extra?: Record<string, unknown>
+  at: Date
+}
+
+/**
+ * A relay's report that it has not delivered the email yet and keeps trying (a DSN with Action:
+ * delayed): email.delayed only. No bounce: the status, the bounce counters, the suppression list and the
+ * bounce metric are left alone (docs/decisions.md, Events the service emits).
+ */
+export async function applyDelay(ctx: Ctx, db: Db, email: FeedbackEmail, r: DelayReport): Promise<FeedbackResult> {
+  const events = await appendEvents(ctx, db, [event(email, 'email.delayed', {
+    enhancedCode: r.status, smtpCode: smtpCodeOf(r.diagnostic), reply: r.diagnostic, recipient: r.recipient,
+    reportingMta: r.reportingMta ?? null, remoteMta: r.remoteMta ?? null, willRetryUntil: r.willRetryUntil ?? null,
+    delayedAt: r.at.toISOString(), source: r.source, ...r.extra,
+  }, r.at)])
+  return { applied: true, events, suppressed: false }
 }
 
 export interface ComplaintReport {

@@ -34,6 +34,8 @@ const EXPECTED: Record<string, 'dsn' | 'arf' | 'other' | 'unparseable'> = {
   'dsn/yahoo-two-recipients.eml': 'dsn',
   'dsn/yahoo-deferred.eml': 'dsn',
   'dsn/yahoo-legacy-failure-notice.eml': 'dsn',
+  'dsn/postfix-mailbox-full.eml': 'dsn',
+  'dsn/postfix-expired-4xx.eml': 'dsn',
   'arf/yahoo-abuse.eml': 'arf',
   'arf/outlook-jmrp.eml': 'arf',
   'arf/rfc5965-generic-fraud.eml': 'arf',
@@ -134,6 +136,13 @@ describe('DSN (RFC 3464)', () => {
     const r = dsn('dsn/yahoo-deferred.eml')
     expect(rcpt(r)).toEqual({ address: 'slow.reader@yahoo.com', action: 'delayed', status: '4.7.0', bounceType: 'soft', bounceKind: 'policy' })
     expect(r.recipients[0].remoteMta).toBe('mta7.am0.yahoodns.net')
+    expect(r.recipients[0].willRetryUntil).toBe('Fri, 14 Jun 2024 07:55:00 +0000 (UTC)')
+  })
+
+  test('Postfix: Action failed 5.2.2 mailbox full is soft; an expired 4.4.1 is soft (network)', () => {
+    expect(rcpt(dsn('dsn/postfix-mailbox-full.eml'))).toEqual({ address: 'full.inbox@example.net', action: 'failed', status: '5.2.2', bounceType: 'soft', bounceKind: 'mailbox-full' })
+    expect(rcpt(dsn('dsn/postfix-expired-4xx.eml'))).toEqual({ address: 'slow.host@example.org', action: 'failed', status: '4.4.1', bounceType: 'soft', bounceKind: 'network' })
+    expect(dsn('dsn/postfix-mailbox-full.eml').recipients[0].willRetryUntil).toBeNull()
   })
 
   test('Yahoo legacy plain-text "Failure Notice": read heuristically, the copied message is not a recipient', () => {

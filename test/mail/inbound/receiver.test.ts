@@ -116,7 +116,9 @@ forEachStore('inbound SMTP receiver', (env) => {
     { name: 'dsn/yahoo-legacy-failure-notice.eml', type: 'hard', kind: 'unknown-user', status: '5.0.0', suppressed: true },
     { name: 'dsn/gmail-policy-block.eml', type: 'hard', kind: 'policy', status: '5.7.26', suppressed: false },
     { name: 'dsn/outlook-policy-block.eml', type: 'hard', kind: 'policy', status: '5.7.1', suppressed: false },
-    { name: 'dsn/yahoo-deferred.eml', type: 'soft', kind: 'policy', status: '4.7.0', suppressed: false },
+    // Action: failed bounces the email whatever the code; a full mailbox or a relay's expired 4.x.x is soft, never suppressed.
+    { name: 'dsn/postfix-mailbox-full.eml', type: 'soft', kind: 'mailbox-full', status: '5.2.2', suppressed: false },
+    { name: 'dsn/postfix-expired-4xx.eml', type: 'soft', kind: 'network', status: '4.4.1', suppressed: false },
   ]
 
   for (const c of DSNS) {
@@ -129,14 +131,10 @@ forEachStore('inbound SMTP receiver', (env) => {
         recipient: email.toAddress, suppressed: c.suppressed, source: 'dsn',
       })
       expect(ev.contactId).toBe(email.contactId)
-      if (c.type === 'hard') {
-        expect(row.status).toBe('BOUNCED')
-        expect(row.bounceType).toBe('hard')
-        expect(row.bouncedAt).not.toBeNull()
-      } else {
-        expect(row.status).toBe('DELIVERED')
-        expect(row.bounceType).toBeNull()
-      }
+      expect(row.status).toBe('BOUNCED')
+      expect(row.bounceType).toBe(c.type)
+      expect(row.bouncedAt).not.toBeNull()
+      expect(await eventsOf(env, email.id, 'email.delayed')).toHaveLength(0)
       const s = await suppressionOf(env, projectId, email.toAddress)
       if (c.suppressed) expect(s).toMatchObject({ reason: 'bounce', emailId: email.id })
       else expect(s).toBeNull()
@@ -145,6 +143,39 @@ forEachStore('inbound SMTP receiver', (env) => {
       expect(inbound.rcptTo).toEqual([verp(email.id)])
     })
   }
+
+  test('dsn/yahoo-deferred.eml (Action: delayed 4.7.0): email.delayed, no bounce; the status, counters and suppressions stay', async () => {
+    const email = await bounceOf('dsn/yahoo-deferred.eml')
+    const row = await emailRow(env, email.id)
+    expect(row.status).toBe('DELIVERED')
+    expect(row.bounceType).toBeNull()
+    expect(row.bouncedAt).toBeNull()
+    expect(await eventsOf(env, email.id, 'email.bounce')).toHaveLength(0)
+    const [ev] = await eventsOf(env, email.id, 'email.delayed')
+    expect(ev.data).toMatchObject({
+      emailId: email.id, messageId: email.messageId, enhancedCode: '4.7.0', smtpCode: 421, recipient: email.toAddress,
+      reportingMta: 'relay.acme.test', remoteMta: 'mta7.am0.yahoodns.net', willRetryUntil: 'Fri, 14 Jun 2024 07:55:00 +0000 (UTC)',
+      source: 'dsn', action: 'delayed',
+    })
+    expect(ev.contactId).toBe(email.contactId)
+    expect(await suppressionOf(env, projectId, email.toAddress)).toBeNull()
+    const inbound = must((await inboundRows()).find((r) => r.emailId === email.id), 'the inbound row')
+    expect(inbound).toMatchObject({ status: 'processed', kind: 'dsn' })
+    expect(inbound.detail).toContain('email.delayed')
+  })
+
+  test('a repeated mailbox-full DSN is a duplicate; a later 5.1.1 DSN still makes the bounce hard and suppresses', async () => {
+    const email = await bounceOf('dsn/postfix-mailbox-full.eml')
+    await deliver(server.port, { from: '', to: [verp(email.id)] }, personalise('dsn/postfix-mailbox-full.eml', email))
+    await worker.drain()
+    expect(await eventsOf(env, email.id, 'email.bounce')).toHaveLength(1)
+    const hard = personalise('dsn/postfix-mailbox-full.eml', email).replace('Status: 5.2.2', 'Status: 5.1.1').split('552 5.2.2').join('550 5.1.1')
+    await deliver(server.port, { from: '', to: [verp(email.id)] }, hard)
+    await worker.drain()
+    expect(await eventsOf(env, email.id, 'email.bounce')).toHaveLength(2)
+    expect(await emailRow(env, email.id)).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
+    expect(await suppressionOf(env, projectId, email.toAddress)).toMatchObject({ reason: 'bounce', emailId: email.id })
+  })
 
   const ARFS = ['arf/yahoo-abuse.eml', 'arf/outlook-jmrp.eml', 'arf/rfc5965-generic-fraud.eml']
   for (const name of ARFS) {
