@@ -30,6 +30,8 @@ export interface Config {
   dkimKey: string | null
   signupDisabled: boolean
   rateLimitPerMinute: number
+  /** The public key's own budget per project (requests per minute); null: the same number as rateLimitPerMinute. */
+  publicRateLimitPerMinute: number | null
   idempotencyTtlHours: number
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
   /** SQLite `synchronous` pragma: FULL (fsync every commit) or NORMAL (fsync at checkpoints; survives kill -9). */
@@ -125,6 +127,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_DKIM_KEY: 'dkimKey',
   MAILCTL_SIGNUP_DISABLED: 'signupDisabled',
   MAILCTL_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
+  MAILCTL_PUBLIC_RATE_LIMIT_PER_MINUTE: 'publicRateLimitPerMinute',
   MAILCTL_IDEMPOTENCY_TTL_HOURS: 'idempotencyTtlHours',
   MAILCTL_LOG_LEVEL: 'logLevel',
   MAILCTL_SQLITE_SYNCHRONOUS: 'sqliteSynchronous',
@@ -225,6 +228,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     dkimKey: raw.MAILCTL_DKIM_KEY?.trim() ?? null,
     signupDisabled: bool('MAILCTL_SIGNUP_DISABLED', raw.MAILCTL_SIGNUP_DISABLED ?? 'false'),
     rateLimitPerMinute: int('MAILCTL_RATE_LIMIT_PER_MINUTE', raw.MAILCTL_RATE_LIMIT_PER_MINUTE ?? '1000', 1, 100_000_000),
+    publicRateLimitPerMinute: raw.MAILCTL_PUBLIC_RATE_LIMIT_PER_MINUTE ? int('MAILCTL_PUBLIC_RATE_LIMIT_PER_MINUTE', raw.MAILCTL_PUBLIC_RATE_LIMIT_PER_MINUTE, 1, 100_000_000) : null,
     idempotencyTtlHours: int('MAILCTL_IDEMPOTENCY_TTL_HOURS', raw.MAILCTL_IDEMPOTENCY_TTL_HOURS ?? '24', 1, 24 * 365),
     logLevel: logLevel as Config['logLevel'],
     sqliteSynchronous: sync,

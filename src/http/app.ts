@@ -37,6 +37,7 @@ import { emailsRoutes } from '../modules/emails/routes'
 import { suppressionsRoutes } from '../modules/suppressions/routes'
 import { hooksRoutes } from '../modules/hooks/routes'
 import { dashboardRoutes, dashboardServe } from './dashboard'
+import { corsAnswerHeaders, corsRoutes } from './cors'
 
 /**
  * The request id and start time, kept on the request's `set` object (shared by every hook of a request).
@@ -86,6 +87,8 @@ export function buildApp(deps: Deps) {
       const id = crypto.randomUUID()
       ;(set as Tracked)[REQ] = { id, start: performance.now() }
       set.headers['x-request-id'] = id
+      const cors = corsAnswerHeaders(pathOf(request.url), request)
+      if (cors) Object.assign(set.headers, cors)
       const len = request.headers.get('content-length')
       if (len && Number(len) > deps.config.maxBodyBytes) {
         throw tooLarge(`Request body of ${len} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes`)
@@ -94,6 +97,8 @@ export function buildApp(deps: Deps) {
     .onError({ as: 'global' }, ({ code, error, request, set }) => {
       const id = requestId(set)
       set.headers['x-request-id'] = id
+      const cors = corsAnswerHeaders(pathOf(request.url), request)
+      if (cors) Object.assign(set.headers, cors)
       let err: AppError
       if (error instanceof AppError) err = error
       else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
@@ -169,6 +174,7 @@ export function buildApp(deps: Deps) {
     .use(membersRoutes(deps))
     .use(contactsRoutes(deps))
     .use(trackRoutes(deps))
+    .use(corsRoutes())
     .use(eventsRoutes(deps))
     .use(verifyRoutes(deps))
     .use(subscriptionRoutes(deps))

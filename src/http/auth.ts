@@ -60,9 +60,15 @@ function bearer(request: Request): string | null {
   return m ? m[1].trim() : ''
 }
 
-/** The per-project request budget of docs/decisions.md, Limits, with RateLimit-* headers. */
-function rateLimit(deps: Deps, projectId: string, headers: Record<string, string | number>): void | Promise<void> {
-  const hit = deps.limiter.hit(`project:${projectId}`, deps.config.rateLimitPerMinute, 60_000)
+/**
+ * The per-project request budgets of docs/decisions.md (Limits, Public key in the browser): the secret key
+ * and the dashboard share the project's budget; the public key, which lives in web pages, counts in a
+ * budget of its own, so what a page does can never spend the budget of the project's server calls.
+ */
+function rateLimit(deps: Deps, projectId: string, headers: Record<string, string | number>, keyKind: 'secret' | 'public' = 'secret'): void | Promise<void> {
+  const hit = keyKind === 'public'
+    ? deps.limiter.hit(`project:${projectId}:public`, deps.config.publicRateLimitPerMinute ?? deps.config.rateLimitPerMinute, 60_000)
+    : deps.limiter.hit(`project:${projectId}`, deps.config.rateLimitPerMinute, 60_000)
   if (hit instanceof Promise) return hit.then((r) => applyLimit(r, headers))
   applyLimit(hit, headers)
 }
@@ -147,7 +153,7 @@ export function authPlugin(deps: Deps) {
           throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')
         }
         if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
-        const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>)
+        const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>, found.kind)
         if (limited) await limited
         const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
         ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
