@@ -9,6 +9,8 @@ export function templateTables(c: Cols) {
     description: c.text('description'),
     subject: c.text('subject').notNull(),
     body: c.text('body').notNull(),
+    /** The dashboard editor's document that produced `body` (issue 36); NULL for a body written as HTML. */
+    design: c.json<Record<string, unknown>>('design'),
     /** Lower-cased sender address; its domain was verified when it was saved. */
     fromEmail: c.text('from_email').notNull(),
     fromName: c.text('from_name'),

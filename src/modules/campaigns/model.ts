@@ -1,5 +1,6 @@
 import { t, type Static } from 'elysia'
 import { positiveIntQuery } from '../query'
+import { Design } from '../templates/design'
 
 /** TypeBox models of the campaigns module: request validation and the OpenAPI document. */
 
@@ -47,6 +48,7 @@ export const Campaign = t.Object({
   description: t.Union([t.String(), t.Null()]),
   subject: t.String(),
   body: t.String(),
+  design: t.Union([Design, t.Null()], { description: 'The editor\'s document that produced body, or null' }),
   from: t.String(),
   fromName: t.Union([t.String(), t.Null()]),
   replyTo: t.Union([t.String(), t.Null()]),
@@ -79,6 +81,8 @@ export const CampaignBody = t.Object({
   description: OptDescription,
   subject: Subject,
   body: Body,
+  /** A replacement: PUT without a design leaves none. */
+  design: t.Optional(Design),
   from: Email,
   fromName: OptFromName,
   replyTo: OptReplyTo,

@@ -5,6 +5,7 @@ import { loadSegments } from '../../filters/repo'
 import { enqueue } from '../../jobs/queue'
 import { validateTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
+import { checkDesign } from '../templates/design'
 import { queueEmails } from '../emails/service'
 import { suppressedAmong } from '../suppressions/service'
 import { notifyQueued } from '../../mail/outbound'
@@ -55,6 +56,7 @@ function toCampaign(row: repo.CampaignRow, stored?: repo.CounterRow): Campaign {
     description: row.description,
     subject: row.subject,
     body: row.body,
+    design: row.design ?? null,
     from: row.fromEmail,
     fromName: row.fromName,
     replyTo: row.replyTo,
@@ -115,6 +117,7 @@ async function checkInput(ctx: Ctx, input: CampaignInput, previousFrom: string |
     description: input.description ?? null,
     subject: input.subject,
     body: input.body,
+    design: checkDesign(input.design),
     fromEmail: from,
     fromName: input.fromName ?? null,
     replyTo: input.replyTo ? normEmail(input.replyTo) : null,

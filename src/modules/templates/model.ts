@@ -1,5 +1,6 @@
 import { t, type Static } from 'elysia'
 import { positiveIntQuery } from '../query'
+import { Design } from './design'
 
 /** TypeBox models of the templates module: request validation and the OpenAPI document. */
 
@@ -30,6 +31,8 @@ const Body = t.String({
   error: `body must be 1-${MAX_BODY_CHARS} characters`,
   description: 'HTML with Handlebars {{variable}} placeholders (HTML-escaped when rendered); must compile',
 })
+const OptDesign = t.Optional(Design)
+
 /** A display name goes into the From header: no line breaks. */
 const FromName = t.String({ maxLength: 255, pattern: '^[^\\r\\n]*$', error: 'fromName must be at most 255 characters without line breaks' })
 
@@ -43,6 +46,7 @@ export const Template = t.Object({
   description: t.Union([t.String(), t.Null()]),
   subject: t.String(),
   body: t.String(),
+  design: t.Union([Design, t.Null()], { description: 'The editor\'s document that produced body, or null' }),
   from: t.String(),
   fromName: t.Union([t.String(), t.Null()]),
   replyTo: t.Union([t.String(), t.Null()]),
@@ -62,6 +66,7 @@ export const CreateTemplateBody = t.Object({
   description: OptDescription,
   subject: Subject,
   body: Body,
+  design: OptDesign,
   from: t.Optional(Email),
   fromName: OptFromName,
   replyTo: OptReplyTo,
@@ -69,12 +74,14 @@ export const CreateTemplateBody = t.Object({
 })
 export type CreateTemplate = Static<typeof CreateTemplateBody>
 
-/** PATCH /templates/:id: any subset; null clears description, fromName and replyTo. */
+/** PATCH /templates/:id: any subset; null clears description, fromName, replyTo and design; a body without a design clears the design. */
 export const UpdateTemplateBody = t.Object({
   name: t.Optional(Name),
   description: OptDescription,
   subject: t.Optional(Subject),
   body: t.Optional(Body),
+  /** Omitted with a changed `body`: the design no longer describes the body and is cleared. */
+  design: OptDesign,
   from: t.Optional(Email),
   fromName: OptFromName,
   replyTo: OptReplyTo,

@@ -2,6 +2,7 @@ import type { Ctx } from '../../deps'
 import { badRequest, conflict, flatError, notFound } from '../../errors'
 import { validateTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
+import { checkDesign } from './design'
 import {
   DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, TEMPLATE_TYPES,
   type CreateTemplate, type ListTemplatesQuery, type Template, type TemplateList, type TemplateType, type TemplateUsage, type UpdateTemplate,
@@ -18,6 +19,7 @@ function toTemplate(row: repo.TemplateRow): Template {
     description: row.description,
     subject: row.subject,
     body: row.body,
+    design: row.design ?? null,
     from: row.fromEmail,
     fromName: row.fromName,
     replyTo: row.replyTo,
@@ -47,6 +49,7 @@ export async function createTemplate(ctx: Ctx, input: CreateTemplate): Promise<T
     description: input.description ?? null,
     subject: input.subject,
     body: input.body,
+    design: checkDesign(input.design),
     fromEmail: from,
     fromName: input.fromName ?? null,
     replyTo: input.replyTo ? normEmail(input.replyTo) : null,
@@ -100,6 +103,9 @@ export async function updateTemplate(ctx: Ctx, id: string, patch: UpdateTemplate
   if (patch.description !== undefined) set.description = patch.description
   if (patch.subject !== undefined) set.subject = patch.subject
   if (patch.body !== undefined) set.body = patch.body
+  // A design describes its body: a body sent without one (an API client editing the HTML) leaves no design.
+  if (patch.design !== undefined) set.design = checkDesign(patch.design)
+  else if (patch.body !== undefined && patch.body !== existing.body) set.design = null
   if (patch.fromName !== undefined) set.fromName = patch.fromName
   if (patch.replyTo !== undefined) set.replyTo = patch.replyTo === null ? null : normEmail(patch.replyTo)
   if (patch.type !== undefined) set.type = patch.type
