@@ -3,7 +3,7 @@
  * mode it converts a template source whose Handlebars constructs are replaced by marks (marks.ts), the
  * first step of deriving the text alternative as a template (text.ts).
  */
-import { HARD_BREAK, LINE_BREAK, LINK_CLOSE, LINK_OPEN, MARK_RE, PARAGRAPH_BREAK, SILENT_ONLY } from './marks'
+import { HARD_BREAK, LINE_BREAK, LINK_CLOSE, LINK_OPEN, MARK_RE, MARK_SILENT, PARAGRAPH_BREAK, SILENT_ONLY } from './marks'
 
 const hasOwn = Object.prototype.hasOwnProperty
 
@@ -70,6 +70,17 @@ function tidyText(s: string): string {
 }
 
 /**
+ * A list's `start` or an item's `value`: an integer, or null. In a template a value that holds a
+ * construct is known only at render time: the derivation is then not faithful.
+ */
+function listNumber(value: string | null, marked: Marked | null): number | null {
+  if (value === null) return null
+  if (marked && /[\uE000\uE002]/.test(value)) { marked.unfaithful = true; return null }
+  const m = /^\s*([+-]?\d{1,9})/.exec(value)
+  return m ? Number(m[1]) : null
+}
+
+/**
  * Links nested deeper than this (invalid HTML: browsers do not nest anchors) keep their text but get no
  * " [url]": each open link's label is joined from the output when it closes, which would make deeply
  * nested links cost the square of their depth.
@@ -78,8 +89,9 @@ const MAX_NESTED_LINKS = 8
 
 /**
  * A small HTML to plain-text conversion for the text/plain alternative: paragraphs and line breaks,
- * list items as "* ", links as "text [url]", images as their alt text, head/style/script and
- * display:none content dropped, entities decoded, whitespace collapsed (kept inside <pre>).
+ * list items as "* " (in an ordered list "1. ", "2. "..., following `start` and an item's `value`),
+ * links as "text [url]", images as their alt text, head/style/script and display:none content dropped,
+ * entities decoded, whitespace collapsed (kept inside <pre>).
  */
 export function htmlToText(html: string): string {
   return tidyText(convertHtml(html, null).text)
@@ -105,6 +117,9 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
   let pre = 0
   let skip: { name: string; depth: number } | null = null
   const links: Array<{ href: string | null; at: number }> = []
+  // Open lists, innermost last: an ordered one holds its next number (null: unordered).
+  const lists: Array<{ next: number } | null> = []
+  let ordered = 0
   const breakLine = (n: number) => { if (n > pendingBreak) pendingBreak = n }
   const flushBreak = () => {
     if (pendingBreak && out.length) {
@@ -131,6 +146,9 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
     const end = lt === -1 ? len : lt
     if (end > i && !skip) {
       const chunk = decodeEntities(html.slice(i, end))
+      // In a template, a block inside an ordered list can repeat or drop items: their numbers are known
+      // only once it has rendered.
+      if (marked && ordered && chunk.indexOf(MARK_SILENT[0]) !== -1) marked.unfaithful = true
       if (marked && SILENT_ONLY.test(chunk)) {
         // A pending break goes before a block tag, never inside the block (where each iteration would
         // repeat it); foldBreaks settles the breaks that meet once the block has rendered.
@@ -209,7 +227,29 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
       }
       continue
     }
-    if (name === 'li' && !closing) { breakLine(1); emit('* '); continue }
+    if (name === 'ol' || name === 'ul') {
+      if (!closing) {
+        let list: { next: number } | null = null
+        if (name === 'ol') {
+          list = { next: listNumber(attr(tag, 'start'), marked) ?? 1 }
+          ordered++
+        }
+        lists.push(list)
+      } else if (lists.length) {
+        if (lists.pop()) ordered--
+      }
+    }
+    if (name === 'li' && !closing) {
+      breakLine(1)
+      const list = lists.length ? lists[lists.length - 1] : null
+      if (list) {
+        const value = listNumber(attr(tag, 'value'), marked)
+        if (value !== null) list.next = value
+        emit(`${list.next}. `)
+        list.next++
+      } else emit('* ')
+      continue
+    }
     if (name === 'td' || name === 'th') { if (closing) emit(' '); continue }
     if (PARAGRAPH.has(name)) { breakLine(2); continue }
     if (LINE.has(name)) breakLine(1)

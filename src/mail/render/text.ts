@@ -161,19 +161,29 @@ function settleLinks(s: string): string {
 /**
  * Settles each run of break sentinels (with the spaces and newlines around them) the way the direct
  * conversion does: consecutive breaks count once at their largest, a newline from <br> adds one, and
- * at most one blank line results.
+ * at most one blank line results. One pass: a regular expression for the runs re-scanned a long run of
+ * blanks without a sentinel (a value of spaces) from each of its positions.
  */
 function foldBreaks(s: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: U+0001-U+0003 are the break marks of marks.ts that this folds
-  return s.replace(/[ \t\n\u0001-\u0003]*[\u0001-\u0003][ \t\n\u0001-\u0003]*/g, (run) => {
+  let out = ''
+  let last = 0
+  const len = s.length
+  let i = 0
+  while (i < len) {
+    const c = s.charCodeAt(i)
+    if (!(c === 32 || c === 9 || c === 10 || (c >= 1 && c <= 3))) { i++; continue }
+    const start = i
+    let sentinel = false
     let lines = 0
     let group = 0
-    for (let k = 0; k < run.length; k++) {
-      const c = run.charCodeAt(k)
-      if (c === 1) { if (group < 1) group = 1 } else if (c === 2) group = 2
-      else if (c === 10 || c === 3) { lines += group + 1; group = 0 }
+    for (; i < len; i++) {
+      const k = s.charCodeAt(i)
+      if (k === 1) { sentinel = true; if (group < 1) group = 1 } else if (k === 2) { sentinel = true; group = 2 } else if (k === 3) { sentinel = true; lines += group + 1; group = 0 } else if (k === 10) { lines += group + 1; group = 0 } else if (k !== 32 && k !== 9) break
     }
+    if (!sentinel) continue
     lines += group
-    return lines >= 2 ? '\n\n' : '\n'
-  })
+    out += s.slice(last, start) + (lines >= 2 ? '\n\n' : '\n')
+    last = i
+  }
+  return last === 0 ? s : out + s.slice(last)
 }

@@ -19,6 +19,25 @@ describe('htmlToText', () => {
     expect(htmlToText('<table><tr><td>A</td><td>B</td></tr><tr><th>C</th><td>D</td></tr></table>')).toBe('A B\nC D')
   })
 
+  test('ordered lists keep their numbers (issue 34 item 6): "1. ", "2. "..., from `start`, an item\'s `value`, nested lists on their own', () => {
+    expect(htmlToText('<ol><li>one</li><li>two</li><li>three</li></ol><p>after</p>')).toBe('1. one\n2. two\n3. three\n\nafter')
+    expect(htmlToText('<ol start="4"><li>d</li><li value="9">i</li><li>j</li></ol>')).toBe('4. d\n9. i\n10. j')
+    expect(htmlToText('<ol><li>a<ul><li>x</li><li>y</li></ul></li><li>b<ol><li>b1</li></ol></li></ol>')).toBe('1. a\n\n* x\n* y\n\n2. b\n\n1. b1')
+    expect(htmlToText('<li>loose</li><ol><li>a</li></ol></ol><li>after</li>')).toBe('* loose\n\n1. a\n\n* after')
+  })
+
+  test('marked mode: an ordered list whose items a block can repeat or drop is converted per render', () => {
+    const inside = state(['{{#each items}}', '{{/each}}'])
+    convertHtml(`<ol>${silent(0)}<li>x</li>${silent(1)}</ol>`, inside)
+    expect(inside.unfaithful).toBe(true)
+    const around = state(['{{#if a}}', '{{/if}}'])
+    convertHtml(`${silent(0)}<ol><li>x</li><li>y</li></ol>${silent(1)}`, around)
+    expect(around.unfaithful).toBe(false)
+    const start = state(['{{n}}'])
+    convertHtml(`<ol start="${output(0)}"><li>x</li></ol>`, start)
+    expect(start.unfaithful).toBe(true)
+  })
+
   test('links: "label [url]", the URL alone when the label is empty or equal, no target for # and javascript:', () => {
     expect(htmlToText('<a href="https://x.test/a">Read</a>')).toBe('Read [https://x.test/a]')
     expect(htmlToText('<a href="https://x.test/">https://x.test/</a>')).toBe('https://x.test/')

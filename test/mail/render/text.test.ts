@@ -77,3 +77,24 @@ describe('renderDerivedText', () => {
     expect(both(source, { a: 'A', b: '', c: '', d: 'D' })).toEqual({ derived: 'A end\n\nD\n\nlast', converted: 'A end\n\nD\n\nlast' })
   })
 })
+
+describe('the text alternative on hostile values (linear time; the per-test timeout is the only clock)', () => {
+  test('a value of 60,000 spaces between blocks: the break sentinels fold as the per-render conversion does', () => {
+    const { derived, converted } = both('<p>A</p>{{#if x}}<p>B</p>{{/if}}{{v}}{{#if x}}<p>C</p>{{/if}}', { x: true, v: `${' '.repeat(60_000)}z` })
+    expect(derived).toBe(converted)
+    expect(derived).toBe('A\n\nB\n\nz\n\nC')
+  }, 5_000)
+
+  test('ordered lists through the derived template and per render give the same numbers', () => {
+    for (const [source, vars] of [
+      ['<ol><li>{{a}}</li><li>{{b}}</li></ol>', { a: 'x', b: 'y' }],
+      ['<ol>{{#each items}}<li>{{this}}</li>{{/each}}</ol>', { items: ['p', 'q', 'r'] }],
+      ['{{#if a}}<ol start="3"><li>{{a}}</li></ol>{{/if}}', { a: 'x' }],
+    ] as const) {
+      const d = derive(source)
+      const converted = htmlToText(toRenderFn(parse(source), COMPILE_OPTIONS)(vars))
+      expect(d ? renderDerivedText(d, vars) : converted).toBe(converted)
+    }
+    expect(htmlToText(toRenderFn(parse('<ol>{{#each items}}<li>{{this}}</li>{{/each}}</ol>'), COMPILE_OPTIONS)({ items: ['p', 'q', 'r'] }))).toBe('1. p\n2. q\n3. r')
+  })
+})

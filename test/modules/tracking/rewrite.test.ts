@@ -1,0 +1,38 @@
+import { describe, expect, test } from 'bun:test'
+import { clickUrl } from '../../../src/mail/links'
+import { rewriteForTracking } from '../../../src/modules/tracking/rewrite'
+import { urlsIn } from './fixture'
+
+const deps = { secret: 'rewrite-secret', config: { publicUrl: 'https://mail.example.net' } }
+const id = '0190f3a3-1111-7aaa-8bbb-000000000002'
+const rewrite = (html: string) => rewriteForTracking(deps, { emailId: id, html, trackingEnabled: true })
+
+/** Issue 35 item 1: the HTML is a tenant's; the rewrite is linear in it (the per-test timeout is the only clock). */
+describe('rewriteForTracking on hostile HTML', () => {
+  test('"<a " x 300,000 (no ">"): nothing is a link, the pixel is appended', () => {
+    const html = '<a '.repeat(300_000)
+    const out = rewrite(html)
+    expect(out.startsWith(html)).toBe(true)
+    expect(out.slice(html.length).startsWith('<img src="')).toBe(true)
+  }, 5_000)
+
+  test('an unclosed <a href=" x 100,000 after a real link: the link is tracked, the cut tag is left as written', () => {
+    const html = `<a href="https://x.test/a">A</a>${'<a href="'.repeat(100_000)}`
+    const out = rewrite(html)
+    expect(urlsIn(out, 'href')[0]).toBe(clickUrl(deps, id, 'https://x.test/a'))
+    expect(out).toContain('<a href="'.repeat(100_000))
+  }, 5_000)
+
+  test('200,000 </body> and 200,000 "<area": the pixel goes before the last </body>', () => {
+    const html = `${'<area'.repeat(200_000)}${'</body>'.repeat(200_000)}x`
+    const out = rewrite(html)
+    expect(out.lastIndexOf('<img src="')).toBe(html.length - '</body>x'.length)
+  }, 5_000)
+
+  test('attributes are read as a browser reads them: href inside another value is not the link, quoted ">" stays in the tag', () => {
+    const out = rewrite('<a title=" href=https://evil.test/" href="https://x.test/b?q=>">B</a><a HREF = \'https://x.test/c\' data-x>C</a>')
+    expect(urlsIn(out, 'href')).toEqual([clickUrl(deps, id, 'https://x.test/b?q=>')])
+    expect(out).toContain(`<a HREF = "${clickUrl(deps, id, 'https://x.test/c')}" data-x>C</a>`)
+    expect(out).toContain('title=" href=https://evil.test/"')
+  })
+})
