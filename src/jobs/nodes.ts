@@ -9,11 +9,24 @@
  *
  * Dead nodes are looked for when a worker starts and then at every heartbeat (a sweep per node every
  * few seconds), never per claim: the claim and delivery hot paths are unchanged.
+ *
+ * A heartbeat that fails (a full disk, the database down) is retried every RETRY_MS until it lands, and
+ * meanwhile this node claims nothing (`mayClaim`): other nodes judge it by its heartbeat, and would hand
+ * its leases out while it works. Work already claimed goes on.
+ *
+ * On a file-backed SQLite store every node also holds an exclusive lock on a file of its own next to the
+ * database (`<database>-node-<id>.lock`) for as long as it runs. The kernel drops that lock when the process
+ * dies, kill -9 included, so a node whose file can be locked by another is known dead at once, not only
+ * once its heartbeat is stale: after a crash the next start resumes the previous process's claimed mail
+ * and jobs immediately (no other host can share a SQLite file, so the lock is proof). A node without a
+ * lock file is judged by its heartbeat alone.
  */
+import { Database } from 'bun:sqlite'
 import { count, eq, gt, inArray, lt } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
+import { existsSync, unlinkSync } from 'node:fs'
 import { hostname as osHostname } from 'node:os'
-import type { Store } from '../db/client'
+import { sqlitePath, type Store } from '../db/client'
 import { errorFields, type Logger } from '../log'
 import { releaseDead, type Holders, type LeasedTable } from './lease'
 
@@ -24,6 +37,8 @@ export const HEARTBEAT_MS = 5_000
  * store write and for clock differences between hosts.
  */
 export const NODE_STALE_MS = 3 * HEARTBEAT_MS + 5_000
+/** How soon a heartbeat that failed is tried again. */
+export const HEARTBEAT_RETRY_MS = 1_000
 
 export interface NodeOptions {
   hostname?: string
@@ -32,7 +47,64 @@ export interface NodeOptions {
   now?: () => Date
   heartbeatMs?: number
   staleMs?: number
+  /** How soon a failed heartbeat is tried again (HEARTBEAT_RETRY_MS). */
+  retryMs?: number
   log?: Logger
+}
+
+/** The registries of this process by node id, for `mayClaim`. */
+const byId = new Map<string, NodeRegistry>()
+
+/**
+ * Whether `holder` may claim work now: false while its node's heartbeat has not landed recently (never
+ * since the node started, or not for half the stale bound), since other nodes would judge it dead and
+ * hand its leases out while it works. Holders of no node of this process (tools, tests) may.
+ * Every claim of a leased table asks it first.
+ */
+export function mayClaim(holder: string): boolean {
+  return byId.get(nodeOfHolder(holder))?.claimable() ?? true
+}
+
+/** The lock file of node `id` on a file-backed SQLite store (null: none, PostgreSQL or in memory). */
+function lockFile(store: Store, id: string): string | null {
+  if (store.dialect !== 'sqlite') return null
+  const path = sqlitePath(store.url)
+  return path === ':memory:' ? null : `${path}-node-${id}.lock`
+}
+
+/** Takes the exclusive lock of `path` (created when missing); null when another connection holds it. */
+function tryLock(path: string, create: boolean): Database | null {
+  let db: Database
+  try {
+    db = new Database(path, { create })
+  } catch {
+    return null
+  }
+  try {
+    db.run('PRAGMA busy_timeout = 0')
+    db.run('PRAGMA locking_mode = EXCLUSIVE')
+    db.run('BEGIN EXCLUSIVE')
+    return db
+  } catch {
+    db.close()
+    return null
+  }
+}
+
+/** True when node `id`'s lock file exists and nobody holds its lock: the node's process is gone. */
+function lockAbandoned(store: Store, id: string): boolean {
+  const path = lockFile(store, id)
+  if (!path || !existsSync(path)) return false
+  const db = tryLock(path, false)
+  if (!db) return false
+  db.close()
+  return true
+}
+
+function removeLockFile(store: Store, id: string): void {
+  const path = lockFile(store, id)
+  if (!path) return
+  try { unlinkSync(path) } catch {}
 }
 
 /** The node id a holder id names (the part before the first colon). */
@@ -49,9 +121,14 @@ export class NodeRegistry implements Holders {
   private readonly now: () => Date
   private readonly heartbeatMs: number
   private readonly staleMs: number
+  private readonly retryMs: number
   private timer: Timer | null = null
   private users = 0
   private starting: Promise<void> | null = null
+  /** When the last heartbeat landed (this node's clock); null: none yet. */
+  private landedAt: number | null = null
+  /** This node's lock (file-backed SQLite), held from its first heartbeat to its stop. */
+  private lock: Database | null = null
   private tables = new Set<LeasedTable>()
   private log: Logger | null
   /** Live nodes at the last beat (this one included); 1 before the first. */
@@ -64,7 +141,16 @@ export class NodeRegistry implements Holders {
     this.now = opts.now ?? (() => new Date())
     this.heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS
     this.staleMs = opts.staleMs ?? NODE_STALE_MS
+    this.retryMs = opts.retryMs ?? HEARTBEAT_RETRY_MS
     this.log = opts.log ?? null
+  }
+
+  /**
+   * Whether this node's workers may claim: its last heartbeat landed less than half the stale bound ago.
+   * Before that bound other nodes still see it alive, so the work it claims is its own.
+   */
+  claimable(): boolean {
+    return this.landedAt !== null && this.now().getTime() - this.landedAt < this.staleMs / 2
   }
 
   /** The logger of this node's warnings (the composition root's, which names the node). */
@@ -84,7 +170,7 @@ export class NodeRegistry implements Holders {
     const { nodes } = this.store.t
     const rows = await this.store.db.select({ id: nodes.id, heartbeatAt: nodes.heartbeatAt }).from(nodes).where(inArray(nodes.id, nodeIds))
     const since = this.now().getTime() - this.staleMs
-    const live = new Set(rows.filter((r) => r.heartbeatAt.getTime() > since).map((r) => r.id))
+    const live = new Set(rows.filter((r) => r.heartbeatAt.getTime() > since && !lockAbandoned(this.store, r.id)).map((r) => r.id))
     live.add(this.id)
     return ids.filter((id) => !live.has(nodeOfHolder(id)))
   }
@@ -96,8 +182,12 @@ export class NodeRegistry implements Holders {
   async beat(): Promise<void> {
     const { nodes } = this.store.t
     const now = this.now()
+    const file = lockFile(this.store, this.id)
+    if (file && !this.lock) this.lock = tryLock(file, true)
     await this.store.tx((db) => db.insert(nodes).values({ id: this.id, hostname: this.hostname, pid: this.pid, startedAt: now, heartbeatAt: now })
       .onConflictDoUpdate({ target: nodes.id, set: { heartbeatAt: now } }))
+    this.landedAt = now.getTime()
+    byId.set(this.id, this)
     const since = new Date(now.getTime() - this.staleMs)
     const [row] = await this.store.db.select({ n: count() }).from(nodes).where(gt(nodes.heartbeatAt, since))
     this.setLive(Math.max(1, Number(row?.n ?? 1)))
@@ -136,25 +226,44 @@ export class NodeRegistry implements Holders {
     for (const t of this.tables) n += await releaseDead(this.store, t, this)
     const { nodes } = this.store.t
     const since = new Date(this.now().getTime() - this.staleMs)
-    await this.store.tx((db) => db.delete(nodes).where(lt(nodes.heartbeatAt, since)))
+    const gone = await this.store.tx((db) => db.delete(nodes).where(lt(nodes.heartbeatAt, since)).returning({ id: nodes.id }))
+    // SQLite: the rows of nodes whose lock is free (their process is gone) go too, with their lock files.
+    if (lockFile(this.store, this.id)) {
+      const rows = await this.store.db.select({ id: nodes.id }).from(nodes)
+      const abandoned = rows.map((r) => r.id).filter((id) => id !== this.id && lockAbandoned(this.store, id))
+      if (abandoned.length) await this.store.tx((db) => db.delete(nodes).where(inArray(nodes.id, abandoned)))
+      for (const id of [...gone.map((r) => r.id), ...abandoned]) if (id !== this.id && lockAbandoned(this.store, id)) removeLockFile(this.store, id)
+    }
     return n
   }
 
   /**
    * A worker starts using `t`: the first one registers this node and starts the heartbeat. Hands back
    * the leases in `t` of dead nodes now (at `leaseNow`, the worker's clock) and returns how many.
+   * When the first heartbeat fails it is retried every `retryMs` until it lands (the worker claims
+   * nothing meanwhile, `mayClaim`), and join rejects with the failure.
    */
   async join(t: LeasedTable, leaseNow?: Date): Promise<number> {
     this.users++
     this.tables.add(t)
-    if (!this.timer) {
-      this.starting ??= this.beat()
-      await this.starting
-      this.starting = null
-      this.timer ??= setInterval(() => this.tick(), this.heartbeatMs)
-      this.timer.unref?.()
-    }
+    byId.set(this.id, this)
+    if (this.landedAt === null) {
+      this.starting ??= this.beat().finally(() => { this.starting = null })
+      try {
+        await this.starting
+      } finally {
+        this.schedule()
+      }
+    } else this.schedule()
     return releaseDead(this.store, t, this, leaseNow)
+  }
+
+  /** Starts the heartbeat unless it runs: the next beat in `heartbeatMs`, or `retryMs` while none lands. */
+  private schedule() {
+    if (this.timer || !this.users) return
+    const ok = this.landedAt !== null && this.claimable()
+    this.timer = setTimeout(() => this.tick(), ok ? this.heartbeatMs : Math.min(this.retryMs, this.heartbeatMs))
+    this.timer.unref?.()
   }
 
   /** A worker stopped: when it was the last, the heartbeat stops and the row is deleted (a clean stop). */
@@ -166,17 +275,37 @@ export class NodeRegistry implements Holders {
 
   /** Stops the heartbeat and deletes this node's row. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer)
+    if (this.timer) clearTimeout(this.timer)
     this.timer = null
+    this.users = 0
     this.tables.clear()
+    this.landedAt = null
+    byId.delete(this.id)
     const { nodes } = this.store.t
-    await this.store.tx((db) => db.delete(nodes).where(eq(nodes.id, this.id)))
+    try {
+      await this.store.tx((db) => db.delete(nodes).where(eq(nodes.id, this.id)))
+    } finally {
+      if (this.lock) {
+        this.lock.close()
+        this.lock = null
+        removeLockFile(this.store, this.id)
+      }
+    }
   }
 
   private tick() {
-    this.beat().then(() => this.sweep()).then((n) => {
+    this.timer = null
+    if (!this.users) return
+    let failed = false
+    this.beat().then(() => this.sweep(), (err) => {
+      failed = true
+      throw err
+    }).then((n) => {
       if (n) this.log?.info('released the leases of a dead node', { leases: n })
-    }, (err) => this.log?.warn('node heartbeat failed', errorFields(err)))
+    }, (err) => {
+      if (failed) this.log?.warn(this.claimable() ? 'node heartbeat failed; retrying' : 'node heartbeat failed; claiming nothing until it lands', errorFields(err))
+      else this.log?.warn('releasing dead nodes\' leases failed', errorFields(err))
+    }).finally(() => this.schedule())
   }
 }
 

@@ -5,7 +5,7 @@ import type { Deps } from '../deps'
 import { errorFields } from '../log'
 import { counter, histogram } from '../metrics'
 import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, wakeupRemote, Wakeups, type LeasedTable } from './lease'
-import { nodeOf, type NodeRegistry } from './nodes'
+import { mayClaim, nodeOf, type NodeRegistry } from './nodes'
 
 /**
  * The durable job queue (docs/architecture.md, The queues): rows in `jobs`, claimed atomically (PostgreSQL
@@ -110,10 +110,11 @@ const defaultBackoff = (attempt: number) => Math.min(3600_000, 1000 * 2 ** attem
 
 /**
  * Claims up to `limit` jobs of the given kinds for `workerId`: queued jobs that are due, and running
- * jobs whose lease has expired at `now`.
+ * jobs whose lease has expired at `now`. Nothing while the holder's node has no recent heartbeat
+ * (jobs/nodes.ts, mayClaim).
  */
 export async function claim(store: Store, names: string[], workerId: string, limit: number, leaseMs: number, now = new Date()): Promise<JobRow[]> {
-  if (!names.length || limit <= 0) return []
+  if (!names.length || limit <= 0 || !mayClaim(workerId)) return []
   const { jobs } = store.t
   return store.tx(async (db) => {
     const due = db.select({ id: jobs.id }).from(jobs).where(and(

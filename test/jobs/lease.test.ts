@@ -6,6 +6,8 @@ import { createLogger } from '../../src/log'
 import { claim, enqueue, jobLeases } from '../../src/jobs/queue'
 import { leaseEnd, release, releaseDead, renew, renewAfterMs, Wakeups } from '../../src/jobs/lease'
 import { NODE_STALE_MS, NodeRegistry, nodeOfHolder } from '../../src/jobs/nodes'
+import { until } from '../helpers/worker'
+import { describeStoreError } from '../../src/db/client'
 
 /**
  * The lease module both queues share (src/jobs/lease.ts), on the job table: holder ids and which holders
@@ -211,5 +213,72 @@ forEachStore('leases on the job table', (env) => {
     // The last worker leaving deletes the row.
     await a.leave()
     expect(await nodeRow(a.id)).toBeNull()
+  })
+
+  /** Makes every insert into `nodes` fail in the database (as a full disk or a failing store would), or stops it. */
+  async function refuseNodeRows(on: boolean) {
+    if (env.store.dialect === 'sqlite') {
+      await env.store.script(on
+        ? "CREATE TRIGGER refuse_nodes BEFORE INSERT ON nodes BEGIN SELECT RAISE(ABORT, 'node rows refused (test)'); END"
+        : 'DROP TRIGGER IF EXISTS refuse_nodes')
+    } else {
+      await env.store.script(on
+        ? "CREATE OR REPLACE FUNCTION refuse_nodes() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'node rows refused (test)'; END $$ LANGUAGE plpgsql; CREATE TRIGGER refuse_nodes BEFORE INSERT ON nodes FOR EACH ROW EXECUTE FUNCTION refuse_nodes()"
+        : 'DROP TRIGGER IF EXISTS refuse_nodes ON nodes')
+    }
+  }
+
+  test('a node whose first heartbeat fails claims nothing, retries the heartbeat until it lands, then claims', async () => {
+    await clearJobs()
+    const name = `lease-${rnd()}`
+    await enqueue(env.store, name, {}, { runAt: new Date(Date.now() - 1) })
+    const a = new NodeRegistry(env.store, { heartbeatMs: 3_600_000, retryMs: 10 })
+    const holder = a.newId()
+    await refuseNodeRows(true)
+    try {
+      let failure: unknown = null
+      await a.join(jobLeases(env.store)).catch((err) => { failure = err })
+      expect(describeStoreError(failure)).toContain('node rows refused')
+      expect(await nodeRow(a.id)).toBeNull()
+      // Other nodes would judge it dead and hand its leases out: it claims nothing.
+      expect(await claim(env.store, [name], holder, 10, 60_000)).toEqual([])
+    } finally {
+      await refuseNodeRows(false)
+    }
+    // The heartbeat is retried until it lands; then the node claims.
+    await until(async () => (await nodeRow(a.id)) !== null, 10_000, 'the node row after the store recovered')
+    expect((await claim(env.store, [name], holder, 10, 60_000)).map((r) => r.name)).toEqual([name])
+    await a.stop()
+    await clearJobs()
+  })
+
+  test('SQLite: the leases of a killed process are handed back at the next start, not once its heartbeat is stale', async () => {
+    // PostgreSQL nodes may run on other hosts: there only the heartbeat tells (the test above).
+    if (env.store.dialect !== 'sqlite') return
+    await clearJobs()
+    const name = `lease-${rnd()}`
+    await enqueue(env.store, name, {}, { runAt: new Date(Date.now() - 1) })
+    const child = Bun.spawn(['bun', `${import.meta.dir}/node-child.ts`, env.store.url, name], { stdout: 'pipe', stderr: 'inherit' })
+    const reader = child.stdout.getReader()
+    let out = ''
+    while (!out.includes('\n')) {
+      const { value, done } = await reader.read()
+      if (done) break
+      out += new TextDecoder().decode(value)
+    }
+    expect(out.trim()).toBe('claimed 1')
+    child.kill('SIGKILL')
+    await child.exited
+    // The child's node row is still there with a fresh heartbeat, as after any kill -9.
+    const { nodes: t, jobs } = env.store.t
+    expect((await env.store.db.select().from(t)).length).toBeGreaterThanOrEqual(1)
+    const b = new NodeRegistry(env.store, { heartbeatMs: 3_600_000 })
+    expect(await b.join(jobLeases(env.store))).toBe(1)
+    expect((await env.store.db.select().from(jobs).where(eq(jobs.name, name)))[0]).toMatchObject({ status: 'queued', lockedBy: null })
+    // The dead process's row goes at the next sweep; this node's stays.
+    await b.sweep()
+    expect((await env.store.db.select({ id: t.id }).from(t)).map((r) => r.id)).toEqual([b.id])
+    await b.stop()
+    await clearJobs()
   })
 })

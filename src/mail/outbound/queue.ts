@@ -24,6 +24,7 @@
 import { and, asc, count, eq, gt, inArray, isNull, lte, min, notInArray } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
+import { mayClaim } from '../../jobs/nodes'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
 
 export type QueueRow = typeof import('../../db/schema').pgSchema.outboundQueue.$inferSelect
@@ -53,9 +54,11 @@ export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): P
 /**
  * Claims up to `limit` due rows for `workerId` and marks their emails SENDING. Rows of `skipDomains`
  * are left in the queue: the pipeline names the recipient domains whose destination already holds its
- * share (deliver.ts), so that a backlog to one destination cannot fill every claimed batch.
+ * share (deliver.ts), so that a backlog to one destination cannot fill every claimed batch. Nothing
+ * while the holder's node has no recent heartbeat (jobs/nodes.ts, mayClaim).
  */
 export async function claimDue(store: Store, workerId: string, limit: number, leaseMs: number, now = new Date(), skipDomains: string[] = []): Promise<QueueRow[]> {
+  if (!mayClaim(workerId)) return []
   const { outboundQueue: q, emails: e } = store.t
   const until = leaseEnd(now, leaseMs)
   return store.tx(async (db) => {

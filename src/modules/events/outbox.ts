@@ -21,7 +21,7 @@
 import type { Db, Store } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
 import { leaseEnd, renew, renewAfterMs, Wakeups, type LeasedTable } from '../../jobs/lease'
-import { nodeOf } from '../../jobs/nodes'
+import { mayClaim, nodeOf } from '../../jobs/nodes'
 import { errorFields } from '../../log'
 import { eventConsumers, type EventConsumer } from './consumers'
 import { projectHasConsumers } from './interest'
@@ -329,6 +329,8 @@ export class Outbox {
   }
 
   private async claim(): Promise<repo.OutboxRow[]> {
+    // Nothing while this node's heartbeat has not landed (jobs/nodes.ts): its settlements wait too.
+    if (!mayClaim(this.holder)) return []
     const { store } = this.deps
     const now = this.now()
     const settle = this.takeDelivered()

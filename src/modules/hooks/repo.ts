@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, gte, inArray, isNotNull, lt, lte, notInArray, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
+import { mayClaim } from '../../jobs/nodes'
 
 /**
  * The only SQL on `webhook_endpoints`, `webhook_deliveries` and `webhook_attempts`. Every function that
@@ -96,7 +97,8 @@ export function deliveryLeases(store: Store): LeasedTable<DeliveriesTable> {
  * SKIP LOCKED; the claim re-checks due-ness, so two nodes never claim one row.
  */
 export async function claimDue(store: Store, holder: string, limit: number, room: (endpointId: string) => number, leaseMs: number, now: Date, skip: string[]): Promise<DeliveryRow[]> {
-  if (limit <= 0) return []
+  // Nothing while the holder's node has no recent heartbeat (jobs/nodes.ts).
+  if (limit <= 0 || !mayClaim(holder)) return []
   const d = store.t.webhookDeliveries
   const until = leaseEnd(now, leaseMs)
   const due = and(eq(d.status, 'pending'), lte(d.nextAttemptAt, now))
