@@ -4,7 +4,8 @@
  *
  * - AUTH PLAIN or LOGIN with any user name and the project's secret key (sk_...) as the password; every
  *   command of a mail transaction needs it. With a certificate, AUTH is only offered after STARTTLS (or
- *   on the implicit-TLS port); without one it is allowed in clear text (a loopback or private network).
+ *   on the implicit-TLS port): EHLO in clear does not list it and AUTH in clear is answered
+ *   `538 5.7.11` (RFC 4954); without one it is allowed in clear text (a loopback or private network).
  * - Failed logins count per client address (deps.limiter, shared across nodes with Redis): each failure
  *   answers a little later than the one before, and after AUTH_FAILURE_LIMIT failures in the window the
  *   address is refused outright (454 4.7.0) until the window ends, even with the right key.
@@ -201,7 +202,9 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
     authOptional: false,
     allowInsecureAuth: !tls,
     disabledCommands: tls ? [] : ['STARTTLS'],
-    authRequiredMessage: 'Authentication required: log in with AUTH PLAIN or LOGIN, any user name and the project secret key (sk_...) as the password',
+    authRequiredMessage: tls && !opts.secure
+      ? 'Authentication required: issue STARTTLS, then log in with AUTH PLAIN or LOGIN, any user name and the project secret key (sk_...) as the password'
+      : 'Authentication required: log in with AUTH PLAIN or LOGIN, any user name and the project secret key (sk_...) as the password',
     ...(tls ? { key: tls.key, cert: tls.cert } : {}),
     onAuth(auth, session, cb) {
       const key = `smtp-relay-auth:${session.remoteAddress}`
@@ -289,7 +292,51 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
   // At shutdown, sessions get MAILCTL_SHUTDOWN_GRACE_SECONDS to finish their transaction, then a 421.
   const server = new SMTPServer({ ...options, closeTimeout: Math.max(1, deps.config.shutdownGraceSeconds * 1000) })
   server.on('error', (err) => log.warn('relay SMTP connection error', errorFields(err)))
+  if (tls && !opts.secure) authOnlyAfterStartTls(server)
   return server
+}
+
+/** smtp-server's connection class (its package exports only the type of the set that holds them). */
+type SMTPConnection = SMTPServerType['connections'] extends Set<infer C> ? C : never
+
+/** RFC 4954 section 4: AUTH refused on a connection that must be encrypted first. */
+export const AUTH_NEEDS_TLS_REPLY = '5.7.11 Encryption required for requested authentication mechanism'
+
+/**
+ * On the STARTTLS listener, AUTH belongs to the encrypted session only (RFC 3207, RFC 4954): the EHLO
+ * reply in clear leaves AUTH out, and AUTH in clear is answered `538 5.7.11` instead of smtp-server's
+ * non-standard `538 Error: Must issue a STARTTLS command first`. smtp-server (pinned) has no option for
+ * either, so each connection's EHLO and AUTH handlers are wrapped as it is accepted: the EHLO reply is
+ * built with AUTH disabled for that one call (session.disabledCommands, smtp-server's per-session
+ * switch), and AUTH before TLS gets the RFC 4954 reply.
+ */
+function authOnlyAfterStartTls(server: SMTPServerType): void {
+  const connect = server.connect.bind(server)
+  server.connect = (socket, socketOptions) => {
+    connect(socket, socketOptions)
+    // The connection just accepted is the newest of the set (insertion order).
+    let conn: SMTPConnection | undefined
+    for (const c of server.connections) conn = c
+    if (!conn) return
+    const c = conn
+    const ehlo = c.handler_EHLO.bind(c)
+    const auth = c.handler_AUTH.bind(c)
+    c.handler_EHLO = (command, callback) => {
+      if (c.secure) return ehlo(command, callback)
+      const before = c.session.disabledCommands
+      c.session.disabledCommands = ['AUTH']
+      try {
+        ehlo(command, callback)
+      } finally {
+        c.session.disabledCommands = before
+      }
+    }
+    c.handler_AUTH = (command, callback) => {
+      if (c.secure) return auth(command, callback)
+      c.send(538, AUTH_NEEDS_TLS_REPLY)
+      callback()
+    }
+  }
 }
 
 export interface Relay {

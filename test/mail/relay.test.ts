@@ -62,6 +62,38 @@ async function submit(port: number, auth: { user: string; pass: string } | null,
   }
 }
 
+/**
+ * A plain SMTP conversation over a socket: the greeting, then one reply (all its lines) per command,
+ * each sent only after the previous reply is complete.
+ */
+async function smtpTalk(port: number, commands: string[]): Promise<string[]> {
+  const socket = await Bun.connect({ hostname: '127.0.0.1', port, socket: { data(_s, chunk) { buffer += chunk.toString() ; wake() } } })
+  let buffer = ''
+  let wake = () => {}
+  const reply = async (): Promise<string> => {
+    for (;;) {
+      const m = /(?:^|\r\n)\d{3} [^\r\n]*\r\n/.exec(buffer)
+      if (m) {
+        const end = m.index + m[0].length
+        const text = buffer.slice(0, end).trimEnd()
+        buffer = buffer.slice(end)
+        return text
+      }
+      await new Promise<void>((resolve) => { wake = resolve })
+    }
+  }
+  try {
+    const out = [await reply()]
+    for (const c of commands) {
+      socket.write(`${c}\r\n`)
+      out.push(await reply())
+    }
+    return out
+  } finally {
+    socket.end()
+  }
+}
+
 forEachStore('SMTP relay', (env) => {
   let relay: Relay
   let p: Awaited<ReturnType<typeof projectWithDomain>>
@@ -248,6 +280,49 @@ forEachStore('SMTP relay', (env) => {
       expect(implicit.ok).toBe(true)
       const wrong = await submit(must(tlsRelay.securePort, 'the implicit-TLS port'), { user: 'u', pass: `sk_${'1'.repeat(64)}` }, mail(), { secure: true, ignoreTLS: false, tls: { rejectUnauthorized: false } })
       expect(wrong).toMatchObject({ ok: false, code: 535 })
+    } finally {
+      await tlsRelay.close()
+    }
+  })
+
+  test('with a certificate: EHLO in clear does not offer AUTH; AUTH in clear is 538 5.7.11 (RFC 4954); after STARTTLS it is offered', async () => {
+    const deps: Deps = { ...env.deps, config: { ...env.config, smtpTlsCert: certPath, smtpTlsKey: keyPath } }
+    const tlsRelay = must(await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }), 'the relay')
+    try {
+      const talk = await smtpTalk(tlsRelay.port, ['EHLO client.test', `AUTH PLAIN ${Buffer.from(`\0u\0${p.secretKey}`).toString('base64')}`, 'QUIT'])
+      const ehlo = talk[1]
+      expect(ehlo).toContain('STARTTLS')
+      expect(ehlo).not.toMatch(/AUTH/)
+      expect(talk[2]).toBe('538 5.7.11 Encryption required for requested authentication mechanism')
+      // nodemailer told to log in without TLS (forceAuth: AUTH although not offered) gets the same reply.
+      const mail = { from: `app@${p.domain}`, to: `clear.${rnd()}@dest.test`, subject: 'in clear', text: 't' }
+      const forced = await submit(tlsRelay.port, auth(), mail, { forceAuth: true })
+      expect(forced).toMatchObject({ ok: false, code: 538 })
+      expect(forced.response).toBe('538 5.7.11 Encryption required for requested authentication mechanism')
+      // Without forceAuth nodemailer sees no AUTH in the EHLO reply, skips it, and MAIL FROM is refused.
+      const skipped = await submit(tlsRelay.port, auth(), mail)
+      expect(skipped).toMatchObject({ ok: false, code: 530 })
+      expect(skipped.response).toContain('issue STARTTLS')
+      // swaks (a real SMTP client): in clear it finds no AUTH to use; with STARTTLS it logs in and sends.
+      if (Bun.which('swaks')) {
+        // Spawned, not spawnSync: the relay answers from this same process.
+        const swaks = async (args: string[]) => {
+          const proc = Bun.spawn(['swaks', '--server', `127.0.0.1:${tlsRelay.port}`, '--from', `app@${p.domain}`, '--to', `swaks.${rnd()}@dest.test`, '--helo', 'client.test', ...args], { stdout: 'pipe', stderr: 'pipe' })
+          const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+          return { out: out + err, code }
+        }
+        const clear = await swaks(['--auth', 'PLAIN', '--auth-user', 'u', '--auth-password', p.secretKey])
+        expect(clear.code).not.toBe(0)
+        expect(clear.out).toMatch(/^<-\s+250-STARTTLS/m)
+        expect(clear.out).not.toMatch(/^<-\s+250-AUTH/m)
+        expect(clear.out).toMatch(/did not advertise authentication|no common auth/i)
+        const tlsRun = await swaks(['--tls', '--auth', 'PLAIN', '--auth-user', 'u', '--auth-password', p.secretKey])
+        const tlsOut = tlsRun.out
+        expect(tlsRun.code).toBe(0)
+        expect(tlsOut).toMatch(/^<~\s+250-AUTH PLAIN LOGIN/m)
+        expect(tlsOut).toMatch(/^<~\s+235/m)
+        expect(tlsOut).toMatch(/^<~\s+250 2\.0\.0 Ok: queued as/m)
+      }
     } finally {
       await tlsRelay.close()
     }
