@@ -8,7 +8,8 @@ import { nullMx } from '../helpers/dns'
 import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
 import { ctxFor } from '../../src/deps'
 import { createTemplate } from '../../src/modules/templates/service'
-import { createTransport } from '../../src/mail/outbound'
+import { createOutbound, createTransport } from '../../src/mail/outbound'
+import type { Logger } from '../../src/log'
 import { CaptureTransport, listCaptured } from '../../src/mail/outbound/capture'
 import { deferredEntries, outboundLeases, queueStats } from '../../src/mail/outbound/queue'
 import { leaseEnd, renew } from '../../src/jobs/lease'
@@ -326,6 +327,22 @@ forEachStore('outbound delivery', (env) => {
       await pl.stop()
       await slow.close()
     }
+  })
+
+  test('the delivery log line carries the SMTP reply once ("250 OK …", not "250 250 OK …")', async () => {
+    const lines: Array<{ msg: string; fields: Record<string, unknown> }> = []
+    const at = (msg: string, fields: Record<string, unknown> = {}) => { lines.push({ msg, fields }) }
+    const log: Logger = { debug: at, info: at, warn: at, error: at, child: () => log }
+    const [ok] = await send({ to: `logged.${rnd()}@dest.test` })
+    const [gone] = await send({ to: `logged.${rnd()}@reject.test` })
+    const pl = createOutbound({ ...env.deps, log }, { signerThreads: 0, pollMs: 50 })
+    env.onStop(() => pl.stop())
+    await pl.drain()
+    const line = (id: string) => must(lines.find((l) => l.msg === 'delivery' && l.fields.emailId === id), `the delivery line of ${id}`).fields
+    expect(line(ok)).toMatchObject({ outcome: 'accepted' })
+    expect(line(ok).reply).toBe('250 OK: message queued')
+    expect(line(gone).reply).toBe('550 5.1.1 <user> No such user here')
+    expect(line(gone)).toMatchObject({ outcome: 'bounced' })
   })
 
   test('MX hosts are tried in preference order: an unreachable primary falls back to the secondary', async () => {

@@ -312,7 +312,8 @@ function countOutcome(o: Outcome): void {
 /** The fields of a delivery attempt's log line (one per attempt, OPERATIONS.md; the node comes with the logger). */
 function outcomeFields(o: Outcome): Record<string, unknown> {
   const d = o.delivery
-  const reply = 'reply' in d ? `${d.reply.code} ${d.reply.text}`.slice(0, 200) : null
+  // The reply's text starts with its code already (parseReply); a failure without a reply has code 0.
+  const reply = 'reply' in d ? d.reply.text.slice(0, 200) : null
   return {
     emailId: o.email.id, projectId: o.email.projectId, domain: o.queue.domain, attempt: o.queue.attempts + 1,
     outcome: d.kind, host: 'host' in d ? d.host : null, reply, ...(d.kind === 'failed' ? { reason: d.reason.slice(0, 200) } : {}),
