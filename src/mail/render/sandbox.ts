@@ -8,6 +8,10 @@
  * - Bodies are HTML: every `{{value}}` is HTML-escaped (`{{{value}}}` is the explicit, author-chosen way
  *   to insert raw HTML). Subjects are text: not escaped.
  * - A missing variable renders empty. Prototype properties and methods are never reachable.
+ * - Fallbacks (issue 36): Plunk's Liquid-style `{{ name | default: "there" }}` (or 'there') renders the
+ *   literal when the value is missing, null, false, 0, or an empty string or list, as LiquidJS's `default`
+ *   does with Plunk's `jsTruthy`. `parse` rewrites it, in place and at the same length, to a call of the
+ *   internal helper FALLBACK, so positions in the source stay those of the tree.
  */
 import Handlebars from 'handlebars'
 
@@ -26,14 +30,23 @@ export class TemplateSyntaxError extends Error {
 const hb = Handlebars.create()
 hb.unregisterHelper('log')
 
+/** The internal helper a fallback becomes: `{{__fb path "literal"}}` (short: it must fit where `|default:` was). */
+export const FALLBACK = '__fb'
+/** The value, or the literal when LiquidJS's `default` (with `jsTruthy`) would use it. */
+export function fallbackValue(value: unknown, literal: string): unknown {
+  if (typeof value === 'string' || Array.isArray(value)) return value.length ? value : literal
+  return value ? value : literal
+}
+hb.registerHelper(FALLBACK, (value: unknown, literal: unknown) => fallbackValue(value, String(literal)))
+
 /** The only helpers a template may call (Handlebars' own, minus `log`). */
 const KNOWN_HELPERS: KnownHelpers = {
-  if: true, unless: true, each: true, with: true, lookup: true,
+  if: true, unless: true, each: true, with: true, lookup: true, [FALLBACK]: true,
   helperMissing: true, blockHelperMissing: true, log: false,
 }
 
 /** Argument counts of the built-in helpers, checked at compile time so no template fails at send time. */
-const HELPER_ARITY = new Map<string, number>([['if', 1], ['unless', 1], ['with', 1], ['each', 1], ['lookup', 2]])
+const HELPER_ARITY = new Map<string, number>([['if', 1], ['unless', 1], ['with', 1], ['each', 1], ['lookup', 2], [FALLBACK, 2]])
 
 /** Bodies (HTML, values escaped) and subjects or derived text templates (values as they are). */
 export const COMPILE_OPTIONS: CompileOptions = { knownHelpersOnly: true, knownHelpers: KNOWN_HELPERS, strict: false, noEscape: false }
@@ -104,7 +117,23 @@ function prescan(source: string) {
   }
 }
 
+/**
+ * `{{ path | default: "literal" }}` (or `{{{ … }}}`, single quotes) on one line. The literal keeps its
+ * quotes: Handlebars reads both kinds of string literal.
+ */
+const LIQUID_DEFAULT = /\{\{(\{?)[ \t]*([A-Za-z_][\w.-]*)[ \t]*\|[ \t]*default:[ \t]*("[^"\n]*"|'[^'\n]*')[ \t]*(\}?)\}\}/g
+
+/** Fallbacks rewritten to FALLBACK calls of the same length (padded with spaces before the braces). */
+export function rewriteFallbacks(source: string): string {
+  if (source.indexOf('default:') === -1) return source
+  return source.replace(LIQUID_DEFAULT, (all, open: string, path: string, literal: string, close: string) => {
+    const call = `{{${open}${FALLBACK} ${path} ${literal}`
+    return `${call}${' '.repeat(all.length - call.length - close.length - 2)}${close}}}`
+  })
+}
+
 export function parse(source: string): Program {
+  source = rewriteFallbacks(source)
   prescan(source)
   let ast: Program
   try {
@@ -197,12 +226,25 @@ function simpleRenderer(ast: Program, escapeValues: boolean): RenderFn | null {
     if (s.type === 'CommentStatement') continue
     if (s.type !== 'MustacheStatement') return null
     const m = s as hbs.AST.MustacheStatement
-    if (m.params.length || m.hash?.pairs.length || m.path.type !== 'PathExpression') return null
-    const p = m.path as hbs.AST.PathExpression
+    if (m.hash?.pairs.length || m.path.type !== 'PathExpression') return null
+    let p = m.path as hbs.AST.PathExpression
+    let literal: string | null = null
+    if (m.params.length) {
+      // A fallback: FALLBACK with a plain path and a string literal.
+      const [arg, lit] = m.params
+      if (p.original !== FALLBACK || m.params.length !== 2 || arg.type !== 'PathExpression' || lit.type !== 'StringLiteral') return null
+      p = arg as hbs.AST.PathExpression
+      literal = (lit as hbs.AST.StringLiteral).value
+    }
     if (p.data || p.depth !== 0 || !p.parts.length || p.parts.some((x) => HELPER_NAMES.has(x))) return null
     statics.push(cur)
     cur = ''
-    getters.push(pathGetter(p.parts))
+    const get = pathGetter(p.parts)
+    if (literal === null) getters.push(get)
+    else {
+      const fallback = literal
+      getters.push((v) => fallbackValue(get(v), fallback))
+    }
     escaped.push(escapeValues && m.escaped)
   }
   statics.push(cur)
