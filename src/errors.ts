@@ -8,12 +8,16 @@ export type ErrorCode =
   | 'BILLING_LIMIT_EXCEEDED' | 'INTERNAL_SERVER_ERROR'
   /** A third party this server relies on (the payment provider, the uploads bucket) failed or did not answer. */
   | 'BAD_GATEWAY'
+  /** The store's disk is full (SQLite's file system, PostgreSQL's disk_full): 503 with Retry-After. */
+  | 'STORAGE_FULL'
+  /** The database cannot be reached (PostgreSQL down or restarting, SQLite's write lock not free): 503 with Retry-After. */
+  | 'DATABASE_UNAVAILABLE'
 
 export const STATUS: Record<ErrorCode, number> = {
   BAD_REQUEST: 400, UNAUTHORIZED: 401, INVALID_API_KEY: 401, FORBIDDEN: 403, PROJECT_DISABLED: 403,
   NOT_FOUND: 404, CONFLICT: 409, IDEMPOTENCY_KEY_REUSED: 409, PAYLOAD_TOO_LARGE: 413, VALIDATION_ERROR: 422,
   RATE_LIMIT_EXCEEDED: 429, BILLING_LIMIT_EXCEEDED: 429, INTERNAL_SERVER_ERROR: 500,
-  BAD_GATEWAY: 502,
+  BAD_GATEWAY: 502, STORAGE_FULL: 503, DATABASE_UNAVAILABLE: 503,
 }
 
 export interface FieldError { field: string; message: string; code: string; received?: unknown }

@@ -21,13 +21,28 @@ async function ensureTable(store: Store) {
   )
 }
 
+/**
+ * The migrations applied, by name; none when `schema_migrations` does not exist yet. Any other failure
+ * (the database down) is thrown: "no migration applied" must not stand for "could not ask".
+ */
 export async function appliedMigrations(store: Store): Promise<string[]> {
   try {
     const rows = await store.rows<{ name: string }>(sql`SELECT name FROM schema_migrations ORDER BY name`)
     return rows.map((r) => r.name)
-  } catch {
-    return []
+  } catch (err) {
+    if (noSuchTable(err)) return []
+    throw err
   }
+}
+
+/** The error of a query on a table that does not exist (SQLite's message, PostgreSQL's 42P01), through causes. */
+function noSuchTable(err: unknown): boolean {
+  const seen = new Set<unknown>()
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e)
+    if ((e as { code?: unknown }).code === '42P01' || /no such table/i.test(e.message)) return true
+  }
+  return false
 }
 
 /** Runs a data repair unless schema_migrations names it, and records it, in one transaction. */
@@ -59,12 +74,8 @@ export async function migrate(store: Store): Promise<string[]> {
   return done
 }
 
-/** True when the store answers and every embedded migration is applied. */
-export async function isReady(store: Store): Promise<{ database: boolean; migrations: boolean }> {
-  try {
-    const applied = new Set(await appliedMigrations(store))
-    return { database: true, migrations: knownMigrations(store).every((n) => applied.has(n)) }
-  } catch {
-    return { database: false, migrations: false }
-  }
+/** True when every embedded migration is applied (throws when the store cannot be asked). */
+export async function migrationsApplied(store: Store): Promise<boolean> {
+  const applied = new Set(await appliedMigrations(store))
+  return knownMigrations(store).every((n) => applied.has(n))
 }

@@ -5,6 +5,7 @@ import './formats'
 import type { Deps } from '../deps'
 import { AppError, badRequest, tooLarge, validation } from '../errors'
 import { errorFields } from '../log'
+import { storageError } from '../db/failures'
 import { checkDataLimits } from '../modules/contacts/data'
 import { MAX_BODY_DEPTH, tooDeepBranch } from './depth'
 import { envelope, fromValidation } from './errors'
@@ -100,6 +101,7 @@ export function buildApp(deps: Deps) {
       const cors = corsAnswerHeaders(pathOf(request.url), request)
       if (cors) Object.assign(set.headers, cors)
       let err: AppError
+      const storage = error instanceof AppError ? null : storageError(error)
       if (error instanceof AppError) err = error
       else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
       // A route's own parser refusing the body (the CSV import's size cap) reaches here wrapped in a ParseError.
@@ -107,7 +109,10 @@ export function buildApp(deps: Deps) {
       else if (code === 'PARSE') err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
       else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${pathOf(request.url)}`)
       else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')
-      else {
+      else if (storage) {
+        log.warn('storage failure', { requestId: id, method: request.method, path: pathOf(request.url), code: storage.code, ...errorFields(error) })
+        err = storage
+      } else {
         log.error('unhandled error', { requestId: id, method: request.method, path: pathOf(request.url), ...errorFields(error) })
         err = new AppError('INTERNAL_SERVER_ERROR', 'An unexpected error occurred. Quote the request id when reporting it.')
       }

@@ -61,14 +61,15 @@ export class TestEnv {
   config!: Config
   private cleanups: Array<() => Promise<void> | void> = []
 
-  constructor(readonly kind: StoreKind, private overrides: Partial<Config> = {}) {}
+  /** `pgAdminUrl`: the PostgreSQL server whose fresh database the env uses (a private server for fault tests). */
+  constructor(readonly kind: StoreKind, private overrides: Partial<Config> = {}, private pgAdminUrl = PG_ADMIN_URL) {}
 
   async start() {
     const dir = mkdtempSync(join(tmpdir(), 'mailctl-test-'))
     this.cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
     let url = `sqlite://${join(dir, 'test.db')}`
     if (this.kind === 'pg') {
-      const db = await freshPgDatabase()
+      const db = await freshPgDatabase(this.pgAdminUrl)
       url = db.url
       this.cleanups.push(() => db.drop())
     }

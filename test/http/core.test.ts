@@ -107,13 +107,13 @@ forEachStore('HTTP core: envelope, request ids, limits', (env) => {
   test('/ready: 200 when migrated, 503 when a migration is missing', async () => {
     const ok = await env.request('GET', '/ready')
     expect(ok.status).toBe(200)
-    expect(ok.body).toEqual({ status: 'ready', checks: { database: true, migrations: true } })
+    expect(ok.body).toEqual({ status: 'ready', checks: { database: true, migrations: true, storage: true } })
     const [last] = await env.store.rows<{ name: string }>(sql`SELECT name FROM schema_migrations ORDER BY name DESC LIMIT 1`)
     await env.store.exec(sql`DELETE FROM schema_migrations WHERE name = ${last.name}`)
     try {
       const res = await env.request('GET', '/ready')
       expect(res.status).toBe(503)
-      expect(res.body).toEqual({ status: 'not_ready', checks: { database: true, migrations: false } })
+      expect(res.body).toEqual({ status: 'not_ready', checks: { database: true, migrations: false, storage: true }, problems: { migrations: 'migrations not applied: run `mailctl migrate`' } })
     } finally {
       await env.store.exec(env.kind === 'pg'
         ? sql`INSERT INTO schema_migrations (name) VALUES (${last.name})`

@@ -1,0 +1,52 @@
+/**
+ * Storage failures that are the store's state, not a bug: the disk is full, or the database cannot be
+ * reached. They answer 503 with Retry-After and a code naming the cause (STORAGE_FULL, DATABASE_UNAVAILABLE)
+ * instead of a generic 500 (src/http/app.ts), and readiness names them (src/db/readiness.ts).
+ */
+import { AppError } from '../errors'
+
+export type StorageFailure = 'full' | 'unavailable'
+
+/** PostgreSQL SQLSTATEs and postgres.js / socket codes of a database that cannot be reached now. */
+const UNAVAILABLE_CODES = new Set([
+  // postgres.js and the socket
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  // PostgreSQL: shutting down, starting up, crashed, too many connections, out of memory, a deadline (item 4)
+  '57P01', '57P02', '57P03', '53300', '53200', '57014',
+  // SQLite: the write lock was not free within the wait
+  'SQLITE_BUSY',
+])
+
+/** The code of one error in a cause chain (drizzle wraps the driver's error as `cause`). */
+function codeOf(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : ''
+}
+
+/** What kind of storage failure `err` is (looking through its causes), or null for any other error. */
+export function storageFailure(err: unknown): StorageFailure | null {
+  const seen = new Set<unknown>()
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e)
+    const code = codeOf(e)
+    // SQLITE_FULL (and its extended codes), PostgreSQL's disk_full, an OS write that found no space.
+    if (code.startsWith('SQLITE_FULL') || code === '53100' || code === 'ENOSPC') return 'full'
+    if (/database or disk is full|no space left on device/i.test(e.message)) return 'full'
+    if (UNAVAILABLE_CODES.has(code) || /^08/.test(code)) return 'unavailable'
+  }
+  return null
+}
+
+/** How long a client should wait before trying again, in seconds, by cause. */
+export const RETRY_AFTER_S: Record<StorageFailure, number> = { full: 30, unavailable: 5 }
+
+/** The 503 a request gets for a storage failure (null: not one). */
+export function storageError(err: unknown): AppError | null {
+  const kind = storageFailure(err)
+  if (!kind) return null
+  const headers = { 'retry-after': String(RETRY_AFTER_S[kind]) }
+  return kind === 'full'
+    ? new AppError('STORAGE_FULL', 'The server\'s storage is full: nothing can be written now. Nothing of this request was saved; try again later.', { headers, suggestion: 'Operators: free disk space on the data volume (the write-ahead log needs about 100 MB of headroom; `mailctl doctor` checks it).' })
+    : new AppError('DATABASE_UNAVAILABLE', 'The database cannot be reached now. Try again in a few seconds.', { headers })
+}

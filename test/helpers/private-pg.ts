@@ -1,0 +1,79 @@
+/**
+ * A private PostgreSQL server for fault tests (stopped and started by the test; the shared server on
+ * 5432 is never touched): initdb and pg_ctl from /usr/lib/postgresql/15/bin, as the `postgres` user when
+ * the tests run as root, on its own port and socket directory under /tmp.
+ */
+import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+
+const BIN = process.env.MAILCTL_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin'
+
+/** True when this machine can run a private server. */
+export const privatePgAvailable = existsSync(join(BIN, 'initdb'))
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+    s.on('error', reject)
+  })
+}
+
+export interface PrivatePg {
+  /** The admin URL (database `postgres`, trust auth). */
+  url: string
+  start(): Promise<void>
+  /** Stops at once, as a crash or a kill would (`-m immediate`). */
+  stop(): Promise<void>
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) every process of the server: a database that does not answer. */
+  freeze(on: boolean): Promise<void>
+  destroy(): Promise<void>
+}
+
+async function run(args: string[]): Promise<void> {
+  const asRoot = process.getuid?.() === 0
+  const cmd = asRoot ? ['runuser', '-u', 'postgres', '--', ...args] : args
+  const p = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'pipe' })
+  const code = await p.exited
+  if (code !== 0) throw new Error(`${args.join(' ')} failed (${code}): ${await new Response(p.stderr).text()}`)
+}
+
+export async function startPrivatePg(): Promise<PrivatePg> {
+  const dir = mkdtempSync('/tmp/mailctl-pg-')
+  if (process.getuid?.() === 0) {
+    const { uid, gid } = await pgUser()
+    chownSync(dir, uid, gid)
+  }
+  const data = join(dir, 'data')
+  const port = await freePort()
+  await run([join(BIN, 'initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync'])
+  const ctl = (...a: string[]) => run([join(BIN, 'pg_ctl'), '-D', data, ...a])
+  const start = () => ctl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', join(dir, 'log'), '-w', 'start')
+  await start()
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    start,
+    stop: () => ctl('-m', 'immediate', '-w', 'stop'),
+    async freeze(on) {
+      const pid = Number((await Bun.file(join(data, 'postmaster.pid')).text()).split('\n')[0])
+      const children = (await new Response(Bun.spawn(['pgrep', '-P', String(pid)], { stdout: 'pipe' }).stdout).text()).split('\n').filter(Boolean).map(Number)
+      for (const p of [pid, ...children]) process.kill(p, on ? 'SIGSTOP' : 'SIGCONT')
+    },
+    async destroy() {
+      await ctl('-m', 'immediate', '-w', 'stop').catch(() => {})
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+async function pgUser(): Promise<{ uid: number; gid: number }> {
+  const text = await Bun.file('/etc/passwd').text()
+  const line = text.split('\n').find((l) => l.startsWith('postgres:'))
+  if (!line) throw new Error('no postgres user to run a private PostgreSQL')
+  const [, , uid, gid] = line.split(':')
+  return { uid: Number(uid), gid: Number(gid) }
+}
