@@ -165,6 +165,7 @@ try {
     MAILCTL_PUBLIC_URL: 'https://mail.bench-sender.test',
     MAILCTL_OUTBOUND: 'direct',
     MAILCTL_MX_PORT: String(sinkPort),
+    MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
     MAILCTL_DNS_SERVERS: dns.server,
     MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000',
     MAILCTL_SMTP_INBOUND_PORT: '0',

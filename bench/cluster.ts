@@ -42,7 +42,7 @@ async function startNode(databaseUrl: string): Promise<Node> {
     env: {
       PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, REDIS_URL: redis.url, MAILCTL_SECRET: SECRET, MAILCTL_DATA_DIR: dir,
       MAILCTL_HOSTNAME: 'mx.mailctl-bench.test', MAILCTL_HTTP_HOST: '127.0.0.1', MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_REUSE_PORT: 'false',
-      MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(sink.port),
+      MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(sink.port), MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
       MAILCTL_DNS_SERVERS: dns.server, MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000', MAILCTL_LOG_LEVEL: 'info',
     },
     stdin: 'ignore', stdout: 'pipe', stderr: 'ignore',

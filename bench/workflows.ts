@@ -65,7 +65,7 @@ try {
 
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl, MAILCTL_DATA_DIR: dir, MAILCTL_JWT_SECRET: 'bench-secret', MAILCTL_SECRET: 'bench-secret-shared-by-every-node',
-    MAILCTL_HOSTNAME: 'mx.bench.test', MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(sinkPort), MAILCTL_DNS_SERVERS: dns.server,
+    MAILCTL_HOSTNAME: 'mx.bench.test', MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(sinkPort), MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8', MAILCTL_DNS_SERVERS: dns.server,
     MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_LOG_LEVEL: 'warn',
     MAILCTL_SQLITE_SYNCHRONOUS: process.env.BENCH_SQLITE_SYNCHRONOUS ?? 'FULL',
   }

@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import { dirname, join, relative, resolve, isAbsolute } from 'node:path'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import type { JitTiers } from './jit'
+import { parseAllowList } from './net/address-guard'
 
 /** Every setting of README.md (Configuration), read once from the environment and an optional config file. */
 export interface Config {
@@ -50,6 +51,8 @@ export interface Config {
   jit: JitTiers
   /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
   webhookAllowHosts: string[]
+  /** MX hosts (names, addresses, CIDR ranges) direct delivery may reach on refused addresses (src/mail/outbound/guard.ts). */
+  deliveryAllowHosts: string[]
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null
   /** Largest image accepted by POST /uploads/image, in bytes (default 5 MB). */
@@ -138,6 +141,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_HEAP_GROWTH_MB: 'heapGrowthMb',
   MAILCTL_JIT: 'jit',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
+  MAILCTL_DELIVERY_ALLOW_HOSTS: 'deliveryAllowHosts',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
   MAILCTL_SECURITY_THRESHOLDS: 'securityThresholds',
@@ -175,6 +179,17 @@ function bool(name: string, v: string): boolean {
   if (/^(1|true|yes|on)$/i.test(v)) return true
   if (/^(0|false|no|off|)$/i.test(v)) return false
   throw new ConfigError(`${name} must be true or false, got "${v}"`)
+}
+
+/** A comma-separated allow-list (src/net/address-guard.ts parseAllowList), its entries checked. */
+function allowList(name: string, value: string | undefined): string[] {
+  const entries = (value ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  try {
+    parseAllowList(entries)
+  } catch (err) {
+    throw new ConfigError(`${name}: ${err instanceof Error ? err.message : String(err)}`)
+  }
+  return entries
 }
 
 /**
@@ -238,7 +253,8 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
     heapGrowthMb: int('MAILCTL_HEAP_GROWTH_MB', raw.MAILCTL_HEAP_GROWTH_MB ?? '4', 0, 4096),
     jit,
-    webhookAllowHosts: (raw.MAILCTL_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    webhookAllowHosts: allowList('MAILCTL_WEBHOOK_ALLOW_HOSTS', raw.MAILCTL_WEBHOOK_ALLOW_HOSTS),
+    deliveryAllowHosts: allowList('MAILCTL_DELIVERY_ALLOW_HOSTS', raw.MAILCTL_DELIVERY_ALLOW_HOSTS),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),
     securityThresholds: securityThresholds(raw.MAILCTL_SECURITY_THRESHOLDS),

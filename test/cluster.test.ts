@@ -63,6 +63,7 @@ function node() {
     MAILCTL_SMTP_RELAY_PORT: '0',
     MAILCTL_OUTBOUND: 'direct',
     MAILCTL_MX_PORT: String(sink.port),
+    MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
     MAILCTL_DNS_SERVERS: dns.server,
     MAILCTL_RATE_LIMIT_PER_MINUTE: String(LIMIT),
   })

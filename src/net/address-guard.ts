@@ -1,7 +1,8 @@
 /**
  * The pure half of the outbound HTTP guard (src/net/safe-fetch.ts): which IP addresses a request made on a
  * customer's behalf (a workflow WEBHOOK step, a customer webhook) may connect to, and which hosts the
- * operator allowed anyway (MAILCTL_WEBHOOK_ALLOW_HOSTS). No I/O here: the fetcher resolves a name, asks
+ * operator allowed anyway (MAILCTL_WEBHOOK_ALLOW_HOSTS; direct mail delivery uses the same check with
+ * MAILCTL_DELIVERY_ALLOW_HOSTS, src/mail/outbound/guard.ts). No I/O here: the fetcher resolves a name, asks
  * `forbiddenReason` about every address, and connects to the address it checked.
  *
  * Addresses are parsed the permissive way a URL parser or `inet_aton` would, so spellings such as `127.1`,
@@ -224,23 +225,68 @@ export function normalizeHost(host: string): string {
 }
 
 /**
- * Parses MAILCTL_WEBHOOK_ALLOW_HOSTS entries: host names (`hooks.internal`), IP addresses (`10.0.0.5`,
- * `[fd00::5]`) and suffix wildcards (`*.internal.example`, which match sub-domains, not the name itself).
+ * Parses MAILCTL_WEBHOOK_ALLOW_HOSTS and MAILCTL_DELIVERY_ALLOW_HOSTS entries: host names
+ * (`hooks.internal`), IP addresses (`10.0.0.5`, `[fd00::5]`), suffix wildcards (`*.internal.example`,
+ * which match sub-domains, not the name itself) and CIDR ranges (`127.0.0.0/8`, `fd00::/8`, which match
+ * the addresses a name resolves to). Throws on a malformed range (the setting is checked at start-up).
  */
 export function parseAllowList(entries: readonly string[]): string[] {
-  return entries.map((e) => e.trim()).filter(Boolean).map((e) => (e.startsWith('*.') ? `*.${normalizeHost(e.slice(2))}` : normalizeHost(e)))
+  return entries.map((e) => e.trim()).filter(Boolean).map((e) => {
+    if (e.startsWith('*.')) return `*.${normalizeHost(e.slice(2))}`
+    if (e.includes('/')) {
+      const range = parseCidr(e)
+      if (!range) throw new Error(`"${e}" is not a CIDR range (an IPv4 or IPv6 address, "/", a prefix length)`)
+      return `${formatIp(range.net)}/${range.bits}`
+    }
+    return normalizeHost(e)
+  })
 }
 
-/** Whether the operator allowed `host` (a URL's hostname) in `allow` (entries of `parseAllowList`). */
+/** `10.0.0.0/8` or `fd00::/8` as the network's bytes and prefix length, or null. */
+function parseCidr(entry: string): { net: Uint8Array; bits: number } | null {
+  const slash = entry.lastIndexOf('/')
+  const net = parseIp(entry.slice(0, slash))
+  const bitsText = entry.slice(slash + 1)
+  if (!net || !/^\d{1,3}$/.test(bitsText)) return null
+  const bits = Number(bitsText)
+  return bits <= net.length * 8 ? { net, bits } : null
+}
+
+/** An IPv4-mapped IPv6 address (::ffff:a.b.c.d) as its IPv4 address; anything else as it is. */
+function unmapped(b: Uint8Array): Uint8Array {
+  return b.length === 16 && zeros(b, 0, 10) && b[10] === 0xff && b[11] === 0xff ? b.subarray(12, 16) : b
+}
+
+function inRange(address: Uint8Array, range: { net: Uint8Array; bits: number }): boolean {
+  const a = unmapped(address)
+  if (a.length !== range.net.length) return false
+  for (let bit = 0; bit < range.bits; bit += 8) {
+    const take = Math.min(8, range.bits - bit)
+    const mask = (0xff << (8 - take)) & 0xff
+    if ((a[bit / 8] & mask) !== (range.net[bit / 8] & mask)) return false
+  }
+  return true
+}
+
+/** Whether the operator allowed `host` (a URL's hostname or an MX host name) in `allow` (entries of `parseAllowList`). */
 export function isAllowedHost(host: string, allow: readonly string[]): boolean {
   if (!allow.length) return false
   const h = normalizeHost(host)
+  const ip = parseIp(h)
   for (const entry of allow) {
     if (entry.startsWith('*.')) {
       if (h.endsWith(entry.slice(1))) return true
+    } else if (entry.includes('/')) {
+      const range = ip ? parseCidr(entry) : null
+      if (range && ip && inRange(ip, range)) return true
     } else if (entry === h) return true
   }
   return false
+}
+
+/** Whether the operator allowed the IP address `address` itself: an allowed address or CIDR range holds it. */
+export function isAllowedAddress(address: string, allow: readonly string[]): boolean {
+  return parseIp(address) !== null && isAllowedHost(address, allow)
 }
 
 export type AddressChoice =
@@ -249,15 +295,16 @@ export type AddressChoice =
 
 /**
  * The address to connect to for `host`, from the addresses it resolved to. A name that resolves to any
- * refused address is refused as a whole (a public name with one private answer is a rebinding attempt);
- * a host the operator allowed takes its first address unchecked.
+ * refused address is refused as a whole (a public name with one private answer is a rebinding attempt)
+ * unless the operator allowed that address (an address or CIDR range entry); a host the operator allowed
+ * takes its first address unchecked.
  */
 export function chooseAddress(host: string, addresses: readonly string[], allow: readonly string[]): AddressChoice | null {
   if (!addresses.length) return null
   if (isAllowedHost(host, allow)) return { ok: true, address: addresses[0] }
   for (const address of addresses) {
     const reason = forbiddenReason(address)
-    if (reason) return { ok: false, address, reason }
+    if (reason && !isAllowedAddress(address, allow)) return { ok: false, address, reason }
   }
   return { ok: true, address: addresses[0] }
 }

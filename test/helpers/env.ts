@@ -78,6 +78,8 @@ export class TestEnv {
       overrides: {
         dataDir: dir, databaseUrl: url, logLevel: 'silent', hostname: 'mx.mailctl.test',
         publicUrl: 'http://localhost:3000', jwtSecret: `test-secret-${Math.random()}`, sqliteSynchronous: 'NORMAL',
+        // The suites' SMTP sinks listen on loopback, which direct delivery otherwise refuses (outbound/guard.ts).
+        deliveryAllowHosts: ['127.0.0.0/8', '::1'],
         ...this.overrides,
       },
     })

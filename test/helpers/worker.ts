@@ -23,6 +23,7 @@ export function startWorkerProcess(env: TestEnv, delivery: { mxPort: number; dns
       MAILCTL_HOSTNAME: env.config.hostname,
       MAILCTL_OUTBOUND: 'direct',
       MAILCTL_MX_PORT: String(delivery.mxPort),
+      MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
       MAILCTL_DNS_SERVERS: delivery.dnsServer,
       MAILCTL_LOG_LEVEL: 'warn',
       ...opts.env,

@@ -345,6 +345,40 @@ forEachStore('outbound delivery', (env) => {
     expect(line(gone)).toMatchObject({ outcome: 'bounced' })
   })
 
+  test('an MX on an internal address is refused (MAILCTL_DELIVERY_ALLOW_HOSTS unset): bounced with the reason, nothing connects; allowed by name it goes out', async () => {
+    const inner = await startSink({ host: '127.0.0.5', port: main.port })
+    try {
+      const d = `internal-${rnd()}.test`
+      mxTo(dns, d, '127.0.0.5', `mx.${d}`)
+      const to = `x.${rnd()}@${d}`
+      const [id] = await send({ to })
+      await pipelineFor(env, { transport: createTransport({ ...env.config, deliveryAllowHosts: [] }) }).drain()
+      const row = await email(id)
+      expect(row).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
+      expect(row.lastReply).toContain('550 5.4.4')
+      expect(row.lastReply).toContain(`mx.${d} 127.0.0.5: loopback`)
+      const bounce = must((await eventsOf(id)).find((e) => e.name === 'email.bounce'), 'an email.bounce event')
+      expect(bounce.data).toMatchObject({ smtpCode: 550, enhancedCode: '5.4.4', suppressed: false, host: null })
+      expect(inner.maxOpenSessions).toBe(0)
+      const attempts = await env.request('GET', `/emails/${id}/attempts`, { key: p.secretKey })
+      expect(attempts.status).toBe(200)
+      expect(attempts.text).toContain('internal addresses')
+      expect(attempts.text).not.toContain('ESMTP')
+      const { suppressions } = env.store.t
+      expect(await env.store.db.select().from(suppressions).where(eq(suppressions.email, to))).toEqual([])
+      // The operator allows the MX host by name: delivered.
+      const [id2] = await send({ to: `y.${rnd()}@${d}` })
+      const allowed = pipelineFor(env, { transport: createTransport({ ...env.config, deliveryAllowHosts: [`mx.${d}`] }) })
+      await allowed.drain()
+      // Its pooled connection closed now, so the sink closes at once.
+      await allowed.stop()
+      expect(await email(id2)).toMatchObject({ status: 'DELIVERED' })
+      expect(inner.byMessageId(mid(id2))).toHaveLength(1)
+    } finally {
+      await inner.close()
+    }
+  })
+
   test('MX hosts are tried in preference order: an unreachable primary falls back to the secondary', async () => {
     const [id] = await send({ to: `f.${rnd()}@fallback.test` })
     await pipelineFor(env, { smtp: { connectTimeoutMs: 2000 } }).drain()

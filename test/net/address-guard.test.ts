@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config'
-import { chooseAddress, forbiddenReason, formatIp, isAllowedHost, parseAllowList, parseIp, parseIPv4, parseIPv6 } from '../../src/net/address-guard'
+import { chooseAddress, forbiddenReason, formatIp, isAllowedAddress, isAllowedHost, parseAllowList, parseIp, parseIPv4, parseIPv6 } from '../../src/net/address-guard'
 
 /** The address check alone: no connection is made by anything in this file. */
 
@@ -143,6 +143,49 @@ describe('allow-list', () => {
     const load = (env: Record<string, string>) => loadConfig({ env: { MAILCTL_DATA_DIR: '/tmp/mailctl-unused', ...env } })
     expect(load({}).webhookAllowHosts).toEqual([])
     expect(load({ MAILCTL_WEBHOOK_ALLOW_HOSTS: 'hooks.internal, 10.0.0.5 ,,*.svc' }).webhookAllowHosts).toEqual(['hooks.internal', '10.0.0.5', '*.svc'])
+  })
+})
+
+describe('allow-list: CIDR ranges (MAILCTL_WEBHOOK_ALLOW_HOSTS and MAILCTL_DELIVERY_ALLOW_HOSTS)', () => {
+  test('ranges are normalised and match the addresses inside them, IPv4-mapped IPv6 included', () => {
+    const allow = parseAllowList(['127.0.0.0/8', ' 10.1.0.0/16 ', 'FD00::/8', '192.168.7.9/32'])
+    expect(allow).toEqual(['127.0.0.0/8', '10.1.0.0/16', 'fd00::/8', '192.168.7.9/32'])
+    expect(isAllowedAddress('127.0.0.1', allow)).toBe(true)
+    expect(isAllowedAddress('127.255.1.2', allow)).toBe(true)
+    expect(isAllowedAddress('::ffff:127.0.0.1', allow)).toBe(true)
+    expect(isAllowedAddress('10.1.200.3', allow)).toBe(true)
+    expect(isAllowedAddress('10.2.0.1', allow)).toBe(false)
+    expect(isAllowedAddress('fd12:3456::1', allow)).toBe(true)
+    expect(isAllowedAddress('fe80::1', allow)).toBe(false)
+    expect(isAllowedAddress('192.168.7.9', allow)).toBe(true)
+    expect(isAllowedAddress('192.168.7.10', allow)).toBe(false)
+    expect(isAllowedAddress('128.0.0.1', allow)).toBe(false)
+    // A range matches addresses, never names.
+    expect(isAllowedHost('localhost', allow)).toBe(false)
+    expect(isAllowedHost('127.0.0.5', allow)).toBe(true)
+    expect(isAllowedAddress('not-an-ip', ['0.0.0.0/0'])).toBe(false)
+    expect(isAllowedAddress('8.8.8.8', ['0.0.0.0/0'])).toBe(true)
+  })
+  test('odd prefix lengths compare the partial byte', () => {
+    const allow = parseAllowList(['172.16.0.0/12'])
+    expect(isAllowedAddress('172.31.255.255', allow)).toBe(true)
+    expect(isAllowedAddress('172.32.0.0', allow)).toBe(false)
+    expect(isAllowedAddress('172.15.255.255', allow)).toBe(false)
+  })
+  test('a malformed range is refused, and the settings refuse it at start-up naming the setting', () => {
+    expect(() => parseAllowList(['127.0.0.0/33'])).toThrow('CIDR')
+    expect(() => parseAllowList(['fd00::/129'])).toThrow('CIDR')
+    expect(() => parseAllowList(['host.example/8'])).toThrow('CIDR')
+    expect(() => parseAllowList(['10.0.0.0/'])).toThrow('CIDR')
+    const load = (env: Record<string, string>) => loadConfig({ env: { MAILCTL_DATA_DIR: '/tmp/mailctl-unused', ...env } })
+    expect(() => load({ MAILCTL_DELIVERY_ALLOW_HOSTS: 'mx.internal, 10.0.0.0/99' })).toThrow('MAILCTL_DELIVERY_ALLOW_HOSTS')
+    expect(() => load({ MAILCTL_WEBHOOK_ALLOW_HOSTS: '10.0.0.0/x' })).toThrow('MAILCTL_WEBHOOK_ALLOW_HOSTS')
+    expect(load({}).deliveryAllowHosts).toEqual([])
+    expect(load({ MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8, mx.internal' }).deliveryAllowHosts).toEqual(['127.0.0.0/8', 'mx.internal'])
+  })
+  test('chooseAddress: an answer inside an allowed range is no longer refused; others still are', () => {
+    expect(chooseAddress('hooks.example', ['10.9.0.4'], parseAllowList(['10.9.0.0/16']))).toEqual({ ok: true, address: '10.9.0.4' })
+    expect(chooseAddress('hooks.example', ['10.9.0.4', '127.0.0.1'], parseAllowList(['10.9.0.0/16']))).toEqual({ ok: false, address: '127.0.0.1', reason: 'loopback' })
   })
 })
 

@@ -2,11 +2,13 @@
  * MAILCTL_OUTBOUND=direct: each message goes to its recipient's mail servers, found in DNS
  * (MAILCTL_DNS_SERVERS), on MAILCTL_MX_PORT. Hosts are tried in preference order while they cannot be
  * reached or refuse the session; a reply to the message itself (4xx: retry later, 5xx: bounce) ends the
- * attempt. Concurrency is limited per destination (the first MX host) by the AIMD throttle, and
+ * attempt. Targets on internal addresses are refused unless allowed (guard.ts). Concurrency is limited per destination (the first MX host) by the AIMD throttle, and
  * connections are pooled per address.
  */
 import type { Resolver } from '../../dns'
 import { ConnectError, ConnectionPool, targetLabel, type SendOutcome, type SmtpConn, type SmtpTarget, type Stage } from './pool'
+import { parseAllowList } from '../../net/address-guard'
+import { guardRoute } from './guard'
 import { RouteError, resolveRoute, type MxHost } from './mx'
 import { parseReply, shouldSuppress, verdictOf, type SmtpReply } from './replies'
 import { Throttle, type ThrottleOptions } from './throttle'
@@ -22,6 +24,8 @@ export interface SmtpTransportOptions {
   idleMs?: number
   connectTimeoutMs?: number
   socketTimeoutMs?: number
+  /** MAILCTL_DELIVERY_ALLOW_HOSTS: MX hosts, addresses or CIDR ranges direct delivery may reach although internal. */
+  allowHosts?: readonly string[]
 }
 
 /** Sends on one connection and turns the reply into a Delivery (or null: try the next host). */
@@ -91,7 +95,11 @@ export class DirectTransport implements Transport {
   private pool: ConnectionPool
   private throttle: Throttle
 
+  /** MAILCTL_DELIVERY_ALLOW_HOSTS, parsed: internal targets the operator allows (guard.ts). */
+  private allow: string[]
+
   constructor(private resolver: Resolver, private port: number, opts: SmtpTransportOptions) {
+    this.allow = parseAllowList(opts.allowHosts ?? [])
     this.pool = new ConnectionPool({ name: opts.hostname, idleMs: opts.idleMs, connectTimeoutMs: opts.connectTimeoutMs, socketTimeoutMs: opts.socketTimeoutMs })
     this.throttle = new Throttle(opts.throttle)
   }
@@ -102,7 +110,7 @@ export class DirectTransport implements Transport {
   private async route(domain: string): Promise<MxHost[]> {
     const hit = this.routes.get(domain)
     if (hit && Date.now() - hit.at < ROUTE_TTL_MS) return hit.hosts
-    const hosts = await resolveRoute(this.resolver, domain)
+    const hosts = guardRoute(domain, await resolveRoute(this.resolver, domain), this.allow)
     if (this.routes.size >= 10_000) this.routes.clear()
     this.routes.set(domain, { at: Date.now(), hosts })
     return hosts
@@ -114,7 +122,7 @@ export class DirectTransport implements Transport {
       hosts = await this.route(env.domain)
     } catch (err) {
       if (!(err instanceof RouteError)) throw err
-      if (err.permanent) return settle({ kind: 'bounced', reply: err.reply, host: null, suppress: true })
+      if (err.permanent) return settle({ kind: 'bounced', reply: err.reply, host: null, suppress: err.suppress })
       return settle({ kind: 'deferred', reply: err.reply, host: null, throttle: false })
     }
     const dest = this.throttle.get(hosts[0].name)

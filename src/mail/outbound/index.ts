@@ -20,7 +20,7 @@ export { OutboundPipeline } from './deliver'
 export function createTransport(config: Config, opts: Partial<SmtpTransportOptions> = {}): Transport {
   const smtp: SmtpTransportOptions = { hostname: config.hostname, ...opts }
   if (config.outbound === 'capture') return new CaptureTransport()
-  if (config.outbound === 'direct') return new DirectTransport(resolverFor(config, { cache: true }), config.mxPort, smtp)
+  if (config.outbound === 'direct') return new DirectTransport(resolverFor(config, { cache: true }), config.mxPort, { allowHosts: config.deliveryAllowHosts, ...smtp })
   return new SmartHostTransport(smartHostTarget(config.outbound), smtp)
 }
 

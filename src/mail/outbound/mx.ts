@@ -10,7 +10,8 @@ import { parseReply, type SmtpReply } from './replies'
 export interface MxHost { name: string; addresses: string[] }
 
 export class RouteError extends Error {
-  constructor(readonly permanent: boolean, readonly reply: SmtpReply) {
+  /** `suppress`: a permanent failure about the address itself (no such domain, null MX): suppress it. */
+  constructor(readonly permanent: boolean, readonly reply: SmtpReply, readonly suppress = permanent) {
     super(reply.text)
   }
 }
