@@ -19,6 +19,7 @@ import { register as queue } from './commands/queue'
 import { register as campaign } from './commands/campaign'
 import { register as webhook } from './commands/webhook'
 import { register as workflow } from './commands/workflow'
+import { register as backup } from './commands/backup'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -34,6 +35,7 @@ const AREAS: Array<(program: Command) => void> = [
   campaign,
   webhook,
   workflow,
+  backup,
 ]
 
 export function buildProgram(): Command {

@@ -23,6 +23,7 @@ import { registerTemplateUsageSource } from './modules/templates/usage'
 import { workflowTriggerConsumer, workflowWaitConsumer } from './modules/workflows/consumer'
 import { workflowFieldAndEventUsage, workflowStepsUsingTemplate, workflowUpcomingSource } from './modules/workflows/usage'
 import { registerUpcomingSource } from './modules/activity/upcoming'
+import { refuseUnfinishedRestore } from './ops/restore-marker'
 
 /*
  * Start-up time (bench/startup.ts): this module holds only what every command needs (the store and the
@@ -148,6 +149,8 @@ const SECRET_CHECK_MIGRATION = '0015_secret_check'
  * CLI's commands other than serve and migrate) refuses to create a store that does not exist yet.
  */
 export async function createDeps(config: Config, opts: { migrate?: boolean; log?: Logger; create?: boolean } = {}): Promise<Deps> {
+  // A data dir a restore did not finish writing is refused (src/ops/restore-marker.ts).
+  refuseUnfinishedRestore(config)
   const store = await openChecked(config, opts.create ?? true)
   // Every log line of this process names its node (the id of its row in `nodes`, its lease holders and
   // mailctl_node_info), so the lines of several nodes can be told apart once gathered.
