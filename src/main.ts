@@ -3,6 +3,7 @@ import type Redis from 'ioredis'
 import { ConfigError, redactUrl, type Config } from './config'
 import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
 import { appliedMigrations, migrate } from './db/migrate'
+import { diskFullAtStart } from './db/failures'
 import { checkKeys, jwtSecret, requireConfiguredKeys } from './secrets'
 import { publishWakeups } from './jobs/lease'
 import { nodeOf } from './jobs/nodes'
@@ -96,6 +97,13 @@ function noStoreMessage(config: Config, dialect: 'sqlite' | 'pg', empty = false)
   return `${what} (${where}): point MAILCTL_DATA_DIR or DATABASE_URL at the existing store, ${create}`
 }
 
+/** A start that failed on a full disk says so: SQLite calls it "disk I/O error" while it opens its log. */
+function namedStartError(config: Config, err: unknown): unknown {
+  if (!config.databaseUrl.startsWith('sqlite:')) return err
+  const path = sqlitePath(config.databaseUrl)
+  return path === ':memory:' ? err : diskFullAtStart(path, err) ?? err
+}
+
 /** Opens the store, proves it answers (errors name DATABASE_URL) and, unless `create`, that it has a schema. */
 async function openChecked(config: Config, create: boolean): Promise<Store> {
   let store: Store
@@ -103,7 +111,7 @@ async function openChecked(config: Config, create: boolean): Promise<Store> {
     store = openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, create })
   } catch (err) {
     if (err instanceof StoreMissingError) throw new ConfigError(noStoreMessage(config, 'sqlite'))
-    throw err
+    throw namedStartError(config, err)
   }
   try {
     await checkReachable(store)
@@ -111,7 +119,7 @@ async function openChecked(config: Config, create: boolean): Promise<Store> {
     return store
   } catch (err) {
     await store.close().catch(() => {})
-    throw err
+    throw namedStartError(config, err)
   }
 }
 
@@ -183,7 +191,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
   } catch (err) {
     redis?.disconnect()
     await store.close().catch(() => {})
-    throw err
+    throw namedStartError(config, err)
   }
 }
 

@@ -48,6 +48,24 @@ async function checkPort(name: string, host: string, port: number): Promise<Chec
   }
 }
 
+/**
+ * Free space for SQLite: its write-ahead log grows to about 80 MB before it is folded back, so a volume
+ * with less than about 100 MB free fills under load (writes then fail with 503 STORAGE_FULL). Nothing on
+ * PostgreSQL (its disk is the database server's).
+ */
+async function checkDiskSpace(config: Config): Promise<Check | null> {
+  if (!config.databaseUrl.startsWith('sqlite:')) return null
+  const [{ sqlitePath }, { formatBytes, freeBytesFor, MIN_FREE_BYTES, WAL_HEADROOM_BYTES }] = await Promise.all([import('../../src/db/client'), import('../../src/db/failures')])
+  const path = sqlitePath(config.databaseUrl)
+  if (path === ':memory:') return null
+  const free = freeBytesFor(join(nearestExisting(dirname(path)), 'x'))
+  if (free === null) return warn('disk space', `cannot read the free space of the volume of ${path}`)
+  const where = `${formatBytes(free)} free on the volume of ${path}`
+  if (free < MIN_FREE_BYTES) return fail('disk space', `${where}: the disk is full; writes fail. Free space (keep about 100 MB for the write-ahead log)`)
+  if (free < WAL_HEADROOM_BYTES) return warn('disk space', `${where}: below the ~100 MB the write-ahead log may need (it grows to about 80 MB before it is folded back); free space or move the data dir`)
+  return ok('disk space', where)
+}
+
 /** Reachability and migrations; the cause of a failure is the driver's (not drizzle's "Failed query"). */
 async function checkDatabase(config: Config): Promise<Check[]> {
   const [{ sql }, { describeStoreError, openStore, sqlitePath, StoreMissingError }, { appliedMigrations, knownMigrations }] =
@@ -156,6 +174,8 @@ export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: 
   const { uploadsCheck } = await import('../../src/modules/uploads/service')
   checks.push(await uploadsCheck(config))
   checks.push(...(await checkDatabase(config)))
+  const disk = await checkDiskSpace(config)
+  if (disk) checks.push(disk)
   checks.push(await checkRedis(config))
   checks.push(await checkPort('http port', config.httpHost, config.httpPort))
   checks.push(await checkPort('smtp inbound port', '0.0.0.0', config.smtpInboundPort))

@@ -3,7 +3,52 @@
  * reached. They answer 503 with Retry-After and a code naming the cause (STORAGE_FULL, DATABASE_UNAVAILABLE)
  * instead of a generic 500 (src/http/app.ts), and readiness names them (src/db/readiness.ts).
  */
+import { statfsSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { AppError } from '../errors'
+
+/**
+ * Free space SQLite needs beyond the database: the write-ahead log grows to about 80 MB before it is
+ * folded back (wal_autocheckpoint, src/db/client.ts), so about 100 MB. `mailctl doctor` warns below it.
+ */
+export const WAL_HEADROOM_BYTES = 100 * 1024 * 1024
+/** Below this much free space, writes fail: the disk is full. */
+export const MIN_FREE_BYTES = 1024 * 1024
+
+/** Bytes free for this process on the file system holding `file` (root may use the reserved blocks); null when unknown. */
+export function freeBytesFor(file: string): number | null {
+  try {
+    const s = statfsSync(dirname(file))
+    return Number(process.getuid?.() === 0 ? s.bfree : s.bavail) * Number(s.bsize)
+  } catch {
+    return null
+  }
+}
+
+/** `n` bytes for people: 12.3 MB, 512 KB. */
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MB`
+  return `${Math.floor(n / 1024)} KB`
+}
+
+/**
+ * The error that stops a start on a full disk, naming it: SQLite reports a full volume while it opens its
+ * write-ahead log as "disk I/O error". Null unless `err` is a SQLite failure to open or write `file` and
+ * the file system holding it has (almost) no space left, or `err` is itself a full disk.
+ */
+export function diskFullAtStart(file: string, err: unknown): Error | null {
+  const free = freeBytesFor(file)
+  const full = storageFailure(err) === 'full'
+  let io = false
+  const seen = new Set<unknown>()
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e)
+    io ||= /^SQLITE_(IOERR|CANTOPEN)/.test(String((e as { code?: unknown }).code ?? ''))
+  }
+  if (!full && !(io && free !== null && free < MIN_FREE_BYTES)) return null
+  const left = free === null ? '' : ` (${formatBytes(free)} free)`
+  return new Error(`disk full: the file system of ${file} has no space left${left}, so SQLite cannot open or write the database (${err instanceof Error ? err.message : String(err)}). Free space on that volume and start again; keep about 100 MB free for the write-ahead log.`, { cause: err })
+}
 
 export type StorageFailure = 'full' | 'unavailable'
 

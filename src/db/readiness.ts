@@ -8,17 +8,13 @@
  *   a read-only standby); on SQLite the free space of the database's file system is also read, since a
  *   rolled-back write touches no disk.
  */
-import { statfsSync } from 'node:fs'
-import { dirname } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { describeStoreError, sqlitePath, type Store } from './client'
-import { storageFailure } from './failures'
+import { freeBytesFor, MIN_FREE_BYTES, storageFailure } from './failures'
 import { migrationsApplied } from './migrate'
 
 /** How long each check may take before it counts as failed. */
 export const READY_DEADLINE_MS = 1_000
-/** Below this much free space on SQLite's file system, writes are about to fail: not ready. */
-export const MIN_FREE_BYTES = 1024 * 1024
 
 export interface Readiness {
   ready: boolean
@@ -44,13 +40,7 @@ const rollback = new Error('readiness probe: roll back')
 export function sqliteFreeBytes(store: Store): number | null {
   if (store.dialect !== 'sqlite') return null
   const path = sqlitePath(store.url)
-  if (path === ':memory:') return null
-  try {
-    const s = statfsSync(dirname(path))
-    return Number(process.getuid?.() === 0 ? s.bfree : s.bavail) * Number(s.bsize)
-  } catch {
-    return null
-  }
+  return path === ':memory:' ? null : freeBytesFor(path)
 }
 
 /** A write that needs a new page, rolled back; throws what the store throws. */
