@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import index from '../../web/index.html'
+import editor from '../../web/editor.html'
 
 /**
  * The web dashboard (docs/decisions.md, The dashboard): the single-page app of web/, bundled by Bun's own
@@ -8,8 +9,10 @@ import index from '../../web/index.html'
  * router reads the rest of the path) and serves the hashed JS and CSS chunks the page names; `bun build
  * --compile` bundles them ahead of time into the executable. The routes live in Bun.serve's `routes`
  * (given to Elysia's `serve` option), so `app.handle()` does not see them: only a listening server does.
+ * `/app-editor` is the email editor's bundle (issue 36, web/editor.html): the template and campaign pages
+ * read the page for its script and stylesheet and load them, so the first load of /app/ does not carry it.
  */
-export const dashboardAssets = { '/app': index, '/app/*': index }
+export const dashboardAssets = { '/app': index, '/app/*': index, '/app-editor': editor }
 
 /**
  * Bun.serve options for the dashboard. `development: false` bundles the page once, minified, with React's

@@ -83,8 +83,10 @@ describe.skipIf(!available)('campaign pages in Chromium', () => {
     // 5 contacts on the pro plan: one not subscribed and one suppressed are skipped.
     await page.getByTestId('audience-count').filter({ hasText: '3 recipients now' }).waitFor()
     expect(await page.getByTestId('audience-count').textContent()).toContain('5 matching, 1 skipped as unsubscribed, 1 skipped as suppressed')
-    // The preview is the sandboxed iframe of the shared editor, filled from the sample data.
-    expect(await previewShows(page, '<h1>Hello Ada,</h1>')).toBe('')
+    // A new campaign opens the visual editor on a blank design; its preview is a sandboxed iframe filled
+    // from the sample data.
+    await page.getByRole('button', { name: 'Preview', exact: true }).click()
+    expect(await previewShows(page, '">Hello Ada,</h1>')).toBe('')
     await shot(page, 'campaigns-02-composer')
     await d.a11y('campaigns: composer')
 

@@ -193,6 +193,8 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('alert').waitFor()
     await shot(page, '11b-template-unverified-from')
     await page.getByLabel('From', { exact: true }).fill('hello@shop.example')
+    // The visual editor is tested in editor.test.ts: this one writes the HTML.
+    await page.getByLabel('Start from').selectOption('html')
     await page.getByRole('button', { name: 'Create' }).click()
     await page.getByRole('heading', { name: 'Welcome' }).waitFor()
     await page.getByLabel('HTML source').fill('<h1>Hello {{name}}</h1><p>Your plan: {{data.plan}}</p><script>parent.document.title="owned"</script>')

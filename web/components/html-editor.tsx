@@ -9,7 +9,7 @@ export function variablesOf(text: string): string[] {
   return [...out]
 }
 
-/** An approximate preview: variables replaced from the sample data, HTML-escaped as Handlebars does. */
+/** An approximate preview: variables replaced from the sample data (or their fallback), HTML-escaped as Handlebars does. */
 export function preview(html: string, sample: Record<string, unknown>): string {
   const esc = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
   const lookup = (path: string): string => {
@@ -17,16 +17,22 @@ export function preview(html: string, sample: Record<string, unknown>): string {
     for (const k of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined
     return v === undefined || v === null ? '' : String(v)
   }
+  // A fallback, `{{ name | default: "there" }}`, stands in for a value that is missing or empty.
+  const value = (k: string, fallback?: string) => lookup(k) || (fallback ?? '')
   return html
-    .replace(/\{\{\{\s*([\w.]+)\s*\}\}\}/g, (_, k) => lookup(k))
-    .replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_, k) => esc(lookup(k)))
+    .replace(/\{\{\{\s*([\w.]+)\s*(?:\|\s*default:\s*(?:"([^"]*)"|'([^']*)')\s*)?\}\}\}/g, (_, k, a, b) => value(k, a ?? b))
+    .replace(/\{\{\s*([\w.]+)\s*(?:\|\s*default:\s*(?:"([^"]*)"|'([^']*)')\s*)?\}\}/g, (_, k, a, b) => esc(value(k, a ?? b)))
 }
 
 /**
  * The HTML source of an email next to its live preview (a sandboxed iframe), with sample contact data for
  * the variables and the list of variables used (templates and campaigns).
  */
-export function HtmlEditor({ subject, body, onBody, error }: { subject: string; body: string; onBody: (body: string) => void; error?: string }) {
+export function HtmlEditor({ subject, body, onBody, error, onSourceFocus }: {
+  subject: string; body: string; onBody: (body: string) => void; error?: string
+  /** The source got the focus (the email editor's variable picker inserts there). */
+  onSourceFocus?: (el: HTMLTextAreaElement) => void
+}) {
   const [sampleText, setSampleText] = useState('{\n  "name": "Ada",\n  "email": "ada@example.com"\n}')
   const bodyId = useId()
   const sampleId = useId()
@@ -37,7 +43,7 @@ export function HtmlEditor({ subject, body, onBody, error }: { subject: string; 
       <div className="editor">
         <div className="field">
           <span><label htmlFor={bodyId}>HTML source</label></span>
-          <textarea id={bodyId} className="mono" rows={18} value={body} onChange={(e) => onBody(e.target.value)} aria-invalid={error ? true : undefined} aria-describedby={error ? `${bodyId}-err` : undefined} />
+          <textarea id={bodyId} className="mono" rows={18} value={body} onChange={(e) => onBody(e.target.value)} onFocus={onSourceFocus ? (e) => onSourceFocus(e.currentTarget) : undefined} aria-invalid={error ? true : undefined} aria-describedby={error ? `${bodyId}-err` : undefined} />
           {error && <span id={`${bodyId}-err`} className="err">{error}</span>}
         </div>
         <div className="field">

@@ -1,13 +1,13 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { type FormEvent, useId, useState } from 'react'
+import { type FormEvent, useId, useRef, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { call, type Domain, get, post, type Project } from '../../api'
-import { HtmlEditor } from '../../components/html-editor'
+import { EmailEditor, type EditorValue } from '../../components/email-editor'
 import { ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
 import { AudiencePicker } from './audience'
 import type { Audience, Campaign, CampaignInput } from './types'
 
-interface Template { id: string; name: string; subject: string; body: string; from: string; fromName: string | null; replyTo: string | null; type: string }
+interface Template { id: string; name: string; subject: string; body: string; design: Record<string, unknown> | null; from: string; fromName: string | null; replyTo: string | null; type: string }
 
 const STARTER = '<h1>Hello {{name}},</h1>\n<p>Write your message here.</p>\n<p><a href="https://example.com">Read more</a></p>\n<p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>'
 
@@ -36,7 +36,13 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   const templates = useQuery({ queryKey: ['templates', project.id, 'all'], queryFn: () => get<{ data: Template[] }>('/templates?pageSize=100&sort=name&dir=asc', project.id) })
   const [name, setName] = useState(campaign?.name ?? '')
   const [subject, setSubject] = useState(campaign?.subject ?? '')
-  const [body, setBody] = useState(campaign?.body ?? STARTER)
+  // `initial` is what the editor opens (the campaign, or a template chosen later: `revision` tells it to
+  // start again); `content` follows every change.
+  const [initial, setInitial] = useState<{ value: EditorValue; revision: number }>({ value: { body: campaign?.body ?? STARTER, design: campaign?.design ?? null }, revision: 0 })
+  const [content, setContent] = useState<EditorValue>(initial.value)
+  // The body the editor opened with: content that still equals it was not written by the user.
+  const opened = useRef<string | null>(null)
+  const onContent = (v: EditorValue) => { opened.current ??= v.body; setContent(v) }
   const [local, setLocal] = useState(campaign ? campaign.from.split('@')[0] : 'hello')
   const [domain, setDomain] = useState(campaign ? campaign.from.split('@')[1] ?? '' : '')
   const [fromName, setFromName] = useState(campaign?.fromName ?? '')
@@ -60,8 +66,13 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   const applyTemplate = (tid: string) => {
     const t = templates.data?.data.find((x) => x.id === tid)
     if (!t) return
+    // Written content is not replaced without asking.
+    const written = campaign !== undefined || initial.revision > 0 || subject.trim() !== '' || (opened.current !== null && content.body !== opened.current)
+    if (written && !window.confirm(`Replace the subject and content with the template "${t.name}"? What you wrote here is lost.`)) return
     setSubject(t.subject)
-    setBody(t.body)
+    const value = { body: t.body, design: t.design ?? null }
+    setInitial({ value, revision: initial.revision + 1 })
+    setContent(value)
     if (!name) setName(t.name)
     const [l, d] = t.from.split('@')
     if (verified.some((v) => v.domain === d)) { setLocal(l); setDomain(d) }
@@ -71,7 +82,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   const submit = (e: FormEvent) => {
     e.preventDefault()
     save.mutate({
-      name: name.trim(), subject, body, from: `${local.trim()}@${chosen}`, fromName: fromName.trim() || null, replyTo: replyTo.trim() || null,
+      name: name.trim(), subject, body: content.body, design: content.design, from: `${local.trim()}@${chosen}`, fromName: fromName.trim() || null, replyTo: replyTo.trim() || null,
       type: audience.type, audienceType: audience.audienceType,
       segmentId: audience.audienceType === 'SEGMENT' ? audience.segmentId : null,
       ...(audience.audienceType === 'FILTERED' ? { audienceCondition: audience.audienceCondition } : {}),
@@ -128,7 +139,8 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
           <Field label="Reply-to" type="email" value={replyTo} onChange={(e) => setReplyTo(e.target.value)} placeholder="optional" error={fieldError(save.error, 'replyTo')} />
         </div>
         <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
-        <HtmlEditor subject={subject} body={body} onBody={setBody} error={fieldError(save.error, 'body')} />
+        <EmailEditor project={project.id} initial={initial.value} revision={initial.revision} startWith={campaign || initial.revision > 0 ? undefined : 'blank'} subject={subject}
+          onChange={onContent} error={fieldError(save.error, 'body') ?? fieldError(save.error, 'design')} />
       </div>
       <AudiencePicker project={project} value={audience} onChange={setAudience} error={save.error} />
       <div className="row">

@@ -2,11 +2,12 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { del, get, patch, post, type Project } from '../../api'
-import { HtmlEditor } from '../../components/html-editor'
+import { EmailEditor, type EditorValue } from '../../components/email-editor'
+import { STARTER_NAMES } from '../../editor/catalogue'
 import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 
 interface Template {
-  id: string; name: string; description: string | null; subject: string; body: string; from: string
+  id: string; name: string; description: string | null; subject: string; body: string; design: Record<string, unknown> | null; from: string
   fromName: string | null; replyTo: string | null; type: string; createdAt: string; updatedAt: string
 }
 interface TemplateList { data: Template[]; page: number; pageSize: number; total: number; totalPages: number }
@@ -17,13 +18,14 @@ export function TemplatesPage({ project }: { project: Project }) {
   const [page, setPage] = useState(1)
   const list = useQuery({ queryKey: ['templates', project.id, page], queryFn: () => get<TemplateList>(`/templates?page=${page}&pageSize=25`, project.id) })
   const create = useMutation({
-    mutationFn: (body: Record<string, string>) => post<Template>('/templates', { ...body, body: '<p>Hello {{name}},</p>\n<p></p>' }, project.id),
-    onSuccess: async (t) => { await qc.invalidateQueries({ queryKey: ['templates', project.id] }); navigate(`/templates/${t.id}`) },
+    mutationFn: ({ start, ...body }: Record<string, string>) => post<Template>('/templates', { ...body, body: '<p>Hello {{name}},</p>\n<p></p>' }, project.id).then((t) => ({ t, start })),
+    // The editor opens the chosen starter on the new template (its design is saved with the first Save).
+    onSuccess: async ({ t, start }) => { await qc.invalidateQueries({ queryKey: ['templates', project.id] }); navigate(`/templates/${t.id}${start === 'html' ? '' : `?start=${start}`}`) },
   })
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     const f = new FormData(e.currentTarget)
-    create.mutate({ name: String(f.get('name') ?? ''), subject: String(f.get('subject') ?? ''), from: String(f.get('from') ?? ''), type: String(f.get('type') ?? 'MARKETING') })
+    create.mutate({ name: String(f.get('name') ?? ''), subject: String(f.get('subject') ?? ''), from: String(f.get('from') ?? ''), type: String(f.get('type') ?? 'MARKETING'), start: String(f.get('start') ?? 'blank') })
   }
   return (
     <div>
@@ -37,6 +39,12 @@ export function TemplatesPage({ project }: { project: Project }) {
           <Field label="From" name="from" type="email" placeholder="hello@your-domain.com" hint="On a verified domain" required error={fieldError(create.error, 'from')} />
           <div className="field"><span><label htmlFor="tpl-type">Type</label></span>
             <select id="tpl-type" name="type" defaultValue="MARKETING"><option value="MARKETING">Marketing</option><option value="TRANSACTIONAL">Transactional</option><option value="HEADLESS">Headless</option></select>
+          </div>
+          <div className="field"><span><label htmlFor="tpl-start">Start from</label></span>
+            <select id="tpl-start" name="start" defaultValue="blank">
+              {STARTER_NAMES.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+              <option value="html">HTML source</option>
+            </select>
           </div>
           <button type="submit" disabled={create.isPending}>Create</button>
         </div>
@@ -72,7 +80,8 @@ export function TemplateEditor({ project, id }: { project: Project; id: string }
 function Editor({ project, tpl }: { project: Project; tpl: Template }) {
   const qc = useQueryClient()
   const [, navigate] = useLocation()
-  const [body, setBody] = useState(tpl.body)
+  const [saved] = useState<EditorValue>({ body: tpl.body, design: tpl.design })
+  const [content, setContent] = useState<EditorValue>(saved)
   const [subject, setSubject] = useState(tpl.subject)
   const save = useMutation({
     mutationFn: (b: Record<string, unknown>) => patch<Template>(`/templates/${tpl.id}`, b, project.id),
@@ -89,7 +98,7 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     const f = new FormData(e.currentTarget)
-    save.mutate({ name: String(f.get('name') ?? ''), subject, from: String(f.get('from') ?? ''), body })
+    save.mutate({ name: String(f.get('name') ?? ''), subject, from: String(f.get('from') ?? ''), body: content.body, design: content.design })
   }
   return (
     <div>
@@ -107,7 +116,7 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
           <Field label="From" name="from" type="email" defaultValue={tpl.from} error={fieldError(save.error, 'from')} />
         </div>
         <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
-        <HtmlEditor subject={subject} body={body} onBody={setBody} error={fieldError(save.error, 'body')} />
+        <EmailEditor project={project.id} initial={saved} revision={0} startWith={new URLSearchParams(location.search).get('start') ?? undefined} subject={subject} onChange={setContent} error={fieldError(save.error, 'body') ?? fieldError(save.error, 'design')} />
         <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
       </form>
     </div>
