@@ -16,6 +16,7 @@ const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`
 export function register(program: Command): void {
   registerBackup(program)
   registerRestore(program)
+  registerStore(program)
 }
 
 function registerBackup(program: Command): void {
@@ -52,5 +53,39 @@ function registerRestore(program: Command): void {
         ...Object.entries(result.settings).map(([k, v]) => `set on every node: ${k}=${v}`),
         result.keysMatch === false ? 'warning: the keys of these settings are not those the restored database was served with; set the keys of the backed-up install (MAILCTL_SECRET, or MAILCTL_JWT_SECRET and MAILCTL_DKIM_KEY) or `mailctl serve` will refuse to start' : '',
       ].filter(Boolean).join('\n'))
+    })
+}
+
+/**
+ * `mailctl store copy --to postgres://...`: a SQLite install's data into an empty PostgreSQL database
+ * (src/ops/copy.ts); prints the settings the new nodes need. Exit 1 when a value cannot be stored or a
+ * table does not verify (nothing is then left in the target).
+ */
+function registerStore(program: Command): void {
+  program.command('store')
+    .description('operations on the whole store')
+    .command('copy')
+    .description('copy this SQLite install\'s data into an empty PostgreSQL database, verify it, and print the settings the new nodes need')
+    .requiredOption('--to <url>', 'the PostgreSQL database (postgres://user:password@host:5432/database)')
+    .option('--force', 'replace the tables of a non-empty target (the final pass of a switch, after a first pass)')
+    .action(async (opts: { to: string; force?: boolean }, cmd: Command) => {
+      const { copyStore } = await import('../../src/ops/copy')
+      const result = await withDeps(cmd, (deps) => copyStore(deps, opts.to, { force: opts.force, onProgress: progressLine() }), { migrate: false })
+      emit(cmd, result, () => {
+        const lines = [
+          result.ok ? `copied to ${result.target} in ${(result.durationMs / 1000).toFixed(1)} s; every table verified (row counts and checksums):` : `copy to ${result.target} refused; the target was left as it was:`,
+          ...result.tables.map((t) => `  ${t.ok ? 'ok  ' : 'FAIL'}  ${t.name.padEnd(26)} ${String(t.rows).padStart(10)} rows${t.ok ? '' : ` (target ${t.targetRows}, checksum ${t.targetChecksum} != ${t.checksum})`}`),
+        ]
+        if (result.unstorable.length) {
+          lines.push(`${result.unstorable.length} value(s) PostgreSQL cannot store (fix them in the SQLite install, then copy again):`)
+          for (const u of result.unstorable) lines.push(`  ${u.table} ${JSON.stringify(u.key)} ${u.column}: ${u.problem}`)
+        }
+        if (result.ok) {
+          lines.push('settings for every node on the new database (with DATABASE_URL set to it):')
+          for (const [k, v] of Object.entries(result.settings)) lines.push(`  ${k}=${v}`)
+        }
+        return lines.join('\n')
+      })
+      if (!result.ok) process.exitCode = 1
     })
 }

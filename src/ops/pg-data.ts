@@ -85,7 +85,7 @@ export async function setTriggers(q: Q, tables: string[], on: boolean): Promise<
 export async function insertLines(q: Q, table: string, columns: string[], lines: string[]): Promise<void> {
   if (!lines.length) return
   const list = columns.map(ident).join(', ')
-  await q.unsafe(`INSERT INTO ${ident(table)} (${list}) SELECT ${list} FROM json_populate_recordset(NULL::${ident(table)}, $1::json)`, [`[${lines.join(',')}]`])
+  await q.unsafe(`INSERT INTO ${ident(table)} (${list}) SELECT ${list} FROM json_populate_recordset(NULL::${ident(table)}, $1::text::json)`, [`[${lines.join(',')}]`])
 }
 
 /** Collects JSON lines and loads them in batches of about `maxBytes`. */
