@@ -114,6 +114,16 @@ export class OutboundPipeline {
   /** No claim before this time (ms) unless a destination has room again (see MIN_CLAIM_GAP_MS). */
   private claimAfter = 0
   private pauseEnd: (() => void) | null = null
+  /**
+   * Set by wake() and cleared as a claim starts: a wake-up that arrives while a claim runs (nobody is
+   * asleep to take it) makes the loop claim again instead of sleeping for the poll interval.
+   */
+  private woken = false
+  /**
+   * Counts the times a destination stopped holding messages (its domains are claimed again). A claim that
+   * started before such a change does not set the claim gap: the domains it skipped are due again.
+   */
+  private skipEpoch = 0
   /** Counters since start (tests, diagnostics). */
   readonly stats = { claimed: 0, settled: 0, handedBack: 0 }
   /** This process's node on the store (jobs/nodes.ts), joined while the pipeline runs. */
@@ -221,12 +231,15 @@ export class OutboundPipeline {
   }
 
   wake(): void {
+    this.woken = true
     const r = this.wakeResolve
     this.wakeResolve = null
     r?.()
   }
 
+  /** Waits `ms`, or until a wake-up; at once when one came since the last claim started. */
   private sleep(ms: number): Promise<void> {
+    if (this.woken) return Promise.resolve()
     return new Promise((resolve) => {
       const timer = setTimeout(() => { this.wakeResolve = null; resolve() }, ms)
       this.wakeResolve = () => { clearTimeout(timer); resolve() }
@@ -298,10 +311,13 @@ export class OutboundPipeline {
   }
 
   private async claimAndStart(limit: number): Promise<number> {
+    this.woken = false
+    const epoch = this.skipEpoch
     const skip = this.skippedDomains()
     const t0 = performance.now()
     const rows = await claimDue(this.deps.store, this.workerId, limit, this.leaseMs, new Date(), skip)
-    if (skip.length && rows.length < limit) {
+    // No gap when a destination freed up meanwhile: the domains this claim skipped are claimable now.
+    if (skip.length && rows.length < limit && epoch === this.skipEpoch) {
       // All that is due outside the skipped domains is taken: wait before scanning past them again.
       const gap = Math.min(MAX_CLAIM_GAP_MS, Math.max(MIN_CLAIM_GAP_MS, 20 * (performance.now() - t0)))
       this.claimAfter = Date.now() + gap
@@ -356,6 +372,9 @@ export class OutboundPipeline {
       this.lookups.delete(domain)
       this.waiting -= claimed.length
       this.place(key, domain, claimed)
+      // The domain was skipped while it was looked up: unless its destination now holds messages, it is
+      // claimable again, and a claim that ran meanwhile must not wait out a gap that counted it skipped.
+      if (!this.shares.get(key)?.domains.has(domain)) this.unskipped()
     }).catch((err) => {
       this.log.error('outbound routing failed unexpectedly', { domain, ...errorFields(err) })
     }).finally(() => { this.lookupsDone.delete(done) })
@@ -412,11 +431,17 @@ export class OutboundPipeline {
     if (share.held.length) return
     if (share.domains.size) {
       share.domains.clear()
-      this.claimAfter = 0
-      this.pauseEnd?.()
-      this.wake()
+      this.unskipped()
     }
     if (!share.active) this.shares.delete(share.key)
+  }
+
+  /** Domains the claim skipped are claimable again: no claim gap, and the loop claims now. */
+  private unskipped(): void {
+    this.skipEpoch++
+    this.claimAfter = 0
+    this.pauseEnd?.()
+    this.wake()
   }
 
   private dispatch(share: Share | null, { row, email }: Claimed): void {
