@@ -15,6 +15,7 @@ const dns = await startTestDns()
 const healthy = await startSink({})
 // MAIL FROM accepted, RCPT TO never answered, on another loopback address (same port: MX records choose).
 const stalled = await startSink({ host: '127.0.0.7', port: healthy.port, stallRcpt: true })
+const stalled2 = await startSink({ host: '127.0.0.8', port: healthy.port, stallRcpt: true })
 
 async function until(cond: () => Promise<boolean> | boolean, timeoutMs: number, what: string) {
   const end = Date.now() + timeoutMs
@@ -60,6 +61,44 @@ forEachStore('outbound isolation and wake-ups', (env) => {
       const { outboundQueue: q } = env.store.t
       const unclaimed = await env.store.db.select({ id: q.emailId }).from(q).where(inArray(q.emailId, stuck))
       expect(unclaimed.length).toBe(stuck.length)
+    } finally {
+      await pl.stop()
+    }
+    const { outboundQueue: q } = env.store.t
+    await env.store.tx((db) => db.delete(q).where(inArray(q.emailId, stuck)))
+  }, 120_000)
+
+  test('stalled destinations give back what their connections do not carry: two of them cannot fill the pipeline', async () => {
+    const p = await projectWithDomain(env, dns, `iso2-${rnd()}.test`)
+    const a = `stall-a-${rnd()}.test`
+    const b = `stall-b-${rnd()}.test`
+    const okDomain = `ok2-${rnd()}.test`
+    mxTo(dns, a, '127.0.0.7')
+    mxTo(dns, b, '127.0.0.8')
+    mxTo(dns, okDomain, '127.0.0.1')
+    // 200 slots: each destination's share is 100 (half), so two stalled destinations would hold them all.
+    const pl = pipelineFor(env, { signerThreads: 2, maxInFlight: 200, pollMs: 1000, stallMs: 1000, stopGraceMs: 200, smtp: { socketTimeoutMs: 120_000 } })
+    expect(pl.shareOf(`mx.${a}`)).toBe(100)
+    pl.start()
+    const before = { a: stalled.stalled, b: stalled2.stalled }
+    const stuck = [
+      ...await send(p.from, p.secretKey, Array.from({ length: 1000 }, (_, i) => `a${i}@${a}`)),
+      ...await send(p.from, p.secretKey, Array.from({ length: 1000 }, (_, i) => `b${i}@${b}`)),
+    ]
+    await until(() => stalled.stalled > before.a && stalled2.stalled > before.b, 20_000, 'both destinations to hang at RCPT TO')
+    const ok = await send(p.from, p.secretKey, Array.from({ length: 20 }, (_, i) => `h${i}@${okDomain}`))
+    try {
+      await until(async () => (await statuses(ok)).every((r) => r.status === 'DELIVERED'), 30_000, 'the healthy destination\'s 20 messages')
+      // What a stalled destination holds now is what is on its connections (8 each), not its share.
+      const held = pl.destinationsHeld()
+      expect(held[`mx.${a}`] ?? 0).toBeLessThanOrEqual(8)
+      expect(held[`mx.${b}`] ?? 0).toBeLessThanOrEqual(8)
+      // The messages given back are due again, never deferred: no attempt was spent on them.
+      const { outboundQueue: q } = env.store.t
+      const rows = await env.store.db.select({ lockedBy: q.lockedBy, attempts: q.attempts }).from(q).where(inArray(q.emailId, stuck))
+      expect(rows.length).toBe(stuck.length)
+      expect(rows.filter((r) => r.lockedBy !== null).length).toBeLessThanOrEqual(16)
+      expect(rows.every((r) => r.attempts === 0)).toBe(true)
     } finally {
       await pl.stop()
     }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { parseReply, retryDelayMs, retryHintMs, shouldSuppress, verdictOf, RETRY_CAP_MS } from '../../src/mail/outbound/replies'
-import { Destination, Throttle } from '../../src/mail/outbound/throttle'
+import { Destination, Throttle, type Slot } from '../../src/mail/outbound/throttle'
 import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
 import { advance, EMAIL_STATUSES } from '../../src/modules/emails/status'
 import { smartHostTarget } from '../../src/mail/outbound/smarthost'
@@ -58,7 +58,7 @@ describe('per-destination throttle (AIMD)', () => {
     d.throttled(); d.throttled(); d.throttled()
     expect(d.limit).toBe(1)
     expect(await d.acquire()).toBe(true)
-    let second = false
+    let second: Slot = false
     const waiting = d.acquire().then((ok) => { second = ok })
     expect(d.queued).toBe(1)
     expect(await Promise.race([waiting.then(() => 'got'), Bun.sleep(5).then(() => 'waiting')])).toBe('waiting')
@@ -72,6 +72,29 @@ describe('per-destination throttle (AIMD)', () => {
     expect(t.get('a')).toBe(t.get('a'))
     t.get('a').throttled()
     expect(t.snapshot()).toEqual([{ key: 'a', limit: 1, active: 0, queued: 0 }])
+  })
+
+  test('shed: the deliveries waiting for a slot are answered \'shed\', those holding one keep it', async () => {
+    const t = new Throttle({ initial: 2, max: 4, min: 1, recoverAfter: 5, maxWaiting: 100 })
+    const d = t.get('mx.stalled')
+    expect(await d.acquire()).toBe(true)
+    expect(await d.acquire()).toBe(true)
+    const waiting = [d.acquire(), d.acquire(), d.acquire()]
+    expect(t.connections('mx.stalled')).toBe(2)
+    expect(t.connections('mx.unseen')).toBe(2)
+    expect(t.shed('mx.stalled')).toBe(3)
+    expect(await Promise.all(waiting)).toEqual(['shed', 'shed', 'shed'])
+    expect(t.shed('mx.unseen')).toBe(0)
+    expect(d.active).toBe(2)
+    expect(d.queued).toBe(0)
+    // Until one of its deliveries ends, a delivery that would wait is shed at once; then they wait again.
+    expect(await d.acquire()).toBe('shed')
+    d.release()
+    expect(await d.acquire()).toBe(true)
+    const next = d.acquire()
+    expect(d.queued).toBe(1)
+    d.release()
+    expect(await next).toBe(true)
   })
 })
 

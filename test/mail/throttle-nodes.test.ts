@@ -6,7 +6,7 @@ import { openStore } from '../../src/db/client'
 import type { Deps } from '../../src/deps'
 import { nodeOf } from '../../src/jobs/nodes'
 import { createOutbound } from '../../src/mail/outbound'
-import { Throttle } from '../../src/mail/outbound/throttle'
+import { Throttle, type Slot } from '../../src/mail/outbound/throttle'
 
 /**
  * Issue 14, "the per-destination throttle is per node": two nodes (two stores, each with its node row and
@@ -32,7 +32,7 @@ test('unit: each node takes its part of a destination\'s limit; a node leaving g
   expect(t.capacity('mx.example')).toBe(2 * 4)
   expect(await d.acquire()).toBe(true)
   expect(await d.acquire()).toBe(true)
-  let third = false
+  let third: Slot = false
   const waiting = d.acquire().then((ok) => { third = ok })
   expect(d.queued).toBe(1)
   // The other node is gone: this one may use the whole limit, and the waiting delivery starts now.

@@ -52,10 +52,15 @@ interface Claimed { row: QueueRow; email: DeliveryEmail }
 
 /**
  * One destination's part of the pipeline: messages being processed for it (`active`, at most its
- * capacity), claimed ones waiting for room (`held`, in claim order), and the recipient domains the held
- * messages were claimed for (skipped by the claim while any are held).
+ * capacity), claimed ones waiting for room (`held`, in claim order), the recipient domains its messages
+ * were claimed for (skipped by the claim while the share is full: `skipping`), when a message of it last
+ * finished (`lastDone`), and whether it stalled (no message finished for `stallMs` while some were in
+ * progress: its share is then only its connections, and the rest goes back to the queue).
  */
-interface Share { key: string; active: number; held: Claimed[]; domains: Set<string> }
+interface Share { key: string; active: number; held: Claimed[]; domains: Set<string>; skipping: boolean; lastDone: number; stalled: boolean }
+
+/** A destination whose messages in progress have not moved for this long is stalled (PipelineOptions.stallMs). */
+const DEFAULT_STALL_MS = 10_000
 
 /** "Mail was queued": wakes this process's pipelines at once, and other nodes' through Redis. */
 export const outboundWakeups = new Wakeups('outbound')
@@ -81,6 +86,12 @@ export interface PipelineOptions {
    * The messages cut off are deferred, as after a lost connection.
    */
   stopGraceMs?: number
+  /**
+   * A destination none of whose messages in progress has finished for this long is stalled (default
+   * 10 s): it keeps what its connections carry, and its other messages go back to the queue, unclaimed
+   * until it moves again (issue 34: one stalled destination must not hold the pipeline).
+   */
+  stallMs?: number
   log?: Logger
 }
 
@@ -125,7 +136,10 @@ export class OutboundPipeline {
    */
   private skipEpoch = 0
   /** Counters since start (tests, diagnostics). */
-  readonly stats = { claimed: 0, settled: 0, handedBack: 0 }
+  readonly stats = { claimed: 0, settled: 0, handedBack: 0, givenBack: 0 }
+  private stallWatch: Timer | null = null
+  /** Messages shed by a stalled destination, whose leases are released together (giveBack). */
+  private toGiveBack: string[] = []
   /** This process's node on the store (jobs/nodes.ts), joined while the pipeline runs. */
   private readonly node: NodeRegistry
   private joined = false
@@ -145,6 +159,8 @@ export class OutboundPipeline {
 
   private get maxInFlight(): number { return this.opts.maxInFlight ?? 1000 }
 
+  private get stallMs(): number { return this.opts.stallMs ?? DEFAULT_STALL_MS }
+
   start(): void {
     if (this.running) return
     this.running = true
@@ -155,6 +171,7 @@ export class OutboundPipeline {
       renew(this.deps.store, leases, this.workerId, [...this.claimedIds], this.leaseMs)
         .catch((err) => this.log.error('outbound lease renewal failed', errorFields(err)))
     }, Math.max(1000, Math.floor(renewAfterMs(this.leaseMs))))
+    this.stallWatch = setInterval(() => this.checkStalls(), Math.max(100, Math.min(1000, Math.floor(this.stallMs / 2))))
     this.loopDone = (async () => {
       // Registers this node (heartbeat); messages a dead node had claimed are due now, not at lease expiry.
       try {
@@ -194,6 +211,8 @@ export class OutboundPipeline {
     }
     if (this.heartbeat) clearInterval(this.heartbeat)
     this.heartbeat = null
+    if (this.stallWatch) clearInterval(this.stallWatch)
+    this.stallWatch = null
     await this.recorder.idle()
     try {
       const released = await release(this.deps.store, outboundLeases(this.deps.store), this.workerId)
@@ -303,11 +322,60 @@ export class OutboundPipeline {
     }
   }
 
-  /** The recipient domains the claim skips: those whose destination holds messages waiting for room. */
+  /**
+   * The recipient domains the claim skips: those being looked up, and those of full destinations (holding
+   * messages that wait for room, or stalled with their connections taken).
+   */
   private skippedDomains(): string[] {
     const out = [...this.lookups.keys()]
-    for (const share of this.shares.values()) for (const d of share.domains) out.push(d)
+    for (const share of this.shares.values()) if (share.skipping) for (const d of share.domains) out.push(d)
     return out
+  }
+
+  /** What a destination may have in progress: its share, or only its connections while it is stalled. */
+  private capOf(share: Share): number {
+    if (!share.stalled) return this.shareOf(share.key)
+    return Math.max(1, Math.min(this.shareOf(share.key), this.opts.transport.connectionsOf?.(share.key) ?? Number.POSITIVE_INFINITY))
+  }
+
+  /** Messages in progress or held, by destination (diagnostics and tests). */
+  destinationsHeld(): Record<string, number> {
+    return Object.fromEntries([...this.shares.values()].map((s) => [s.key, s.active + s.held.length]))
+  }
+
+  /**
+   * Finds destinations none of whose messages in progress has finished for `stallMs` (a server that
+   * accepts the connection and then never answers). Such a destination keeps what is on its connections:
+   * what it held and what waited for one of its connections goes back to the queue, due now, and its
+   * domains are skipped by the claim until one of its messages finishes. Its mail thus waits unclaimed in
+   * the queue rather than in this pipeline's slots, however large its backlog.
+   */
+  private checkStalls(): void {
+    if (this.stopping) return
+    const now = Date.now()
+    for (const share of this.shares.values()) {
+      if (share.stalled || !share.active || now - share.lastDone < this.stallMs) continue
+      share.stalled = true
+      share.skipping = true
+      const held = share.held.length
+      if (held) this.handBack(share, held)
+      const shed = this.opts.transport.shed?.(share.key) ?? 0
+      this.log.warn('destination stalled: keeping its connections, giving the rest back to the queue', {
+        destination: share.key, inProgress: share.active, givenBack: held + shed, connections: this.capOf(share),
+      })
+    }
+  }
+
+  /** Releases the leases of messages a stalled destination shed (due now; its domains stay skipped). */
+  private giveBack(emailId: string): void {
+    this.stats.givenBack++
+    this.toGiveBack.push(emailId)
+    if (this.toGiveBack.length > 1) return
+    queueMicrotask(() => {
+      const ids = this.toGiveBack.splice(0)
+      release(this.deps.store, outboundLeases(this.deps.store), this.workerId, ids)
+        .catch((err) => this.log.warn('giving back a stalled destination\'s messages failed', { messages: ids.length, ...errorFields(err) }))
+    })
   }
 
   private async claimAndStart(limit: number): Promise<number> {
@@ -374,7 +442,7 @@ export class OutboundPipeline {
       this.place(key, domain, claimed)
       // The domain was skipped while it was looked up: unless its destination now holds messages, it is
       // claimable again, and a claim that ran meanwhile must not wait out a gap that counted it skipped.
-      if (!this.shares.get(key)?.domains.has(domain)) this.unskipped()
+      if (!this.shares.get(key)?.skipping) this.unskipped()
     }).catch((err) => {
       this.log.error('outbound routing failed unexpectedly', { domain, ...errorFields(err) })
     }).finally(() => { this.lookupsDone.delete(done) })
@@ -386,16 +454,17 @@ export class OutboundPipeline {
     if (this.stopping) return
     let share = this.shares.get(key)
     if (!share) {
-      share = { key, active: 0, held: [], domains: new Set() }
+      share = { key, active: 0, held: [], domains: new Set(), skipping: false, lastDone: Date.now(), stalled: false }
       this.shares.set(key, share)
     }
-    const cap = this.shareOf(key)
+    share.domains.add(domain)
+    const cap = this.capOf(share)
     for (const c of list) {
       if (!share.held.length && share.active < cap) {
         this.dispatch(share, c)
       } else {
         share.held.push(c)
-        share.domains.add(domain)
+        share.skipping = true
         this.waiting++
       }
     }
@@ -418,19 +487,22 @@ export class OutboundPipeline {
     if (!share.held.length) this.refill(share)
   }
 
-  /** Starts held messages while the share has room; once none is held, its domains are claimed again. */
+  /**
+   * Starts held messages while the share has room; once none is held (and a stalled destination has a
+   * connection free), its domains are claimed again.
+   */
   private refill(share: Share): void {
+    const cap = this.capOf(share)
     if (!this.stopping) {
-      const cap = this.shareOf(share.key)
       while (share.held.length && share.active < cap) {
         const c = share.held.shift() as Claimed
         this.waiting--
         this.dispatch(share, c)
       }
     }
-    if (share.held.length) return
-    if (share.domains.size) {
-      share.domains.clear()
+    if (share.held.length || (share.stalled && share.active >= cap)) return
+    if (share.skipping) {
+      share.skipping = false
       this.unskipped()
     }
     if (!share.active) this.shares.delete(share.key)
@@ -446,7 +518,15 @@ export class OutboundPipeline {
 
   private dispatch(share: Share | null, { row, email }: Claimed): void {
     if (share) share.active++
-    const p: Promise<void> = this.process(row, email).catch((err) => {
+    const p: Promise<void> = this.process(row, email).then((outcome) => {
+      // Not settled while running: shed by its stalled destination (given back) or stopping (handed back at stop).
+      if (outcome === 'not-started' && !this.stopping) this.giveBack(row.emailId)
+      else if (share) {
+        // A message of the destination finished: it moves (again).
+        share.lastDone = Date.now()
+        share.stalled = false
+      }
+    }, (err) => {
       this.log.error('outbound delivery failed unexpectedly', { emailId: row.emailId, ...errorFields(err) })
     }).finally(() => {
       this.inFlight.delete(p)
@@ -478,7 +558,8 @@ export class OutboundPipeline {
     return outboundMessage(this.deps, email, returnPathDomain)
   }
 
-  private async process(row: QueueRow, email: DeliveryEmail): Promise<void> {
+  /** Builds and delivers one message; 'not-started' when it was handed back without an outcome. */
+  private async process(row: QueueRow, email: DeliveryEmail): Promise<'settled' | 'not-started'> {
     let settled = false
     let envelopeFrom = ''
     let size: number | null = null
@@ -489,30 +570,34 @@ export class OutboundPipeline {
       await this.recorder.record(outcome)
       this.stats.settled++
     }
-    // Stopping: a message not started yet is handed back (its lease is released at the end of stop).
-    if (this.stopping) return
-    if (email.contentError) return settle({ kind: 'failed', reason: email.contentError })
-    const vd = await this.senderDomain(email.projectId, email.fromAddress)
-    if (!vd) return settle({ kind: 'failed', reason: `The sender domain ${domainOf(email.fromAddress)} is no longer verified for this project` })
-    envelopeFrom = verpAddress(this.deps, email.id, vd.returnPathDomain)
-    let raw: Buffer
-    try {
-      raw = await this.opts.builder.build(await this.message(email, vd.returnPathDomain), { domain: vd.domain, selector: vd.selector, privateKeyPem: vd.privateKeyPem })
-    } catch (err) {
-      return settle({ kind: 'failed', reason: err instanceof ContentError ? err.message : `The message could not be built: ${err instanceof Error ? err.message : String(err)}` })
+    const run = async (): Promise<void> => {
+      // Stopping: a message not started yet is handed back (its lease is released at the end of stop).
+      if (this.stopping) return
+      if (email.contentError) return settle({ kind: 'failed', reason: email.contentError })
+      const vd = await this.senderDomain(email.projectId, email.fromAddress)
+      if (!vd) return settle({ kind: 'failed', reason: `The sender domain ${domainOf(email.fromAddress)} is no longer verified for this project` })
+      envelopeFrom = verpAddress(this.deps, email.id, vd.returnPathDomain)
+      let raw: Buffer
+      try {
+        raw = await this.opts.builder.build(await this.message(email, vd.returnPathDomain), { domain: vd.domain, selector: vd.selector, privateKeyPem: vd.privateKeyPem })
+      } catch (err) {
+        return settle({ kind: 'failed', reason: err instanceof ContentError ? err.message : `The message could not be built: ${err instanceof Error ? err.message : String(err)}` })
+      }
+      size = raw.length
+      if (this.stopping) return
+      if (raw.length > MAX_MESSAGE_BYTES) return settle({ kind: 'failed', reason: `The message is ${raw.length} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit` })
+      try {
+        await this.opts.transport.deliver({ from: envelopeFrom, to: email.toAddress, domain: row.domain }, raw, settle)
+        // Not settled: the transport did not start it (stopping: Transport.stopStarting; or shed: Transport.shed).
+        if (!settled && this.stopping) this.stats.handedBack++
+      } catch (err) {
+        if (settled) throw err
+        this.log.warn('delivery attempt failed', { emailId: email.id, ...errorFields(err) })
+        await settle({ kind: 'deferred', reply: parseReply(`451 4.3.0 ${err instanceof Error ? err.message : String(err)}`), host: null, throttle: false })
+      }
     }
-    size = raw.length
-    if (this.stopping) return
-    if (raw.length > MAX_MESSAGE_BYTES) return settle({ kind: 'failed', reason: `The message is ${raw.length} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit` })
-    try {
-      await this.opts.transport.deliver({ from: envelopeFrom, to: email.toAddress, domain: row.domain }, raw, settle)
-      // Not settled: the transport was stopping and did not start it (Transport.stopStarting).
-      if (!settled) this.stats.handedBack++
-    } catch (err) {
-      if (settled) throw err
-      this.log.warn('delivery attempt failed', { emailId: email.id, ...errorFields(err) })
-      await settle({ kind: 'deferred', reply: parseReply(`451 4.3.0 ${err instanceof Error ? err.message : String(err)}`), host: null, throttle: false })
-    }
+    await run()
+    return settled ? 'settled' : 'not-started'
   }
 }
 

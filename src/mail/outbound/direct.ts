@@ -126,9 +126,11 @@ export class DirectTransport implements Transport {
       return settle({ kind: 'deferred', reply: err.reply, host: null, throttle: false })
     }
     const dest = this.throttle.get(hosts[0].name)
-    if (!(await dest.acquire())) {
-      // Stopping: not started, so not settled; the pipeline hands the message back to the queue.
-      if (dest.stopped) return
+    const slot = await dest.acquire()
+    if (slot !== true) {
+      // Stopping, or shed by a stalled destination: not started, so not settled; the pipeline hands the
+      // message back to the queue.
+      if (dest.stopped || slot === 'shed') return
       return settle({ kind: 'deferred', reply: parseReply(`451 4.4.5 Too many messages waiting for ${dest.key} in this process`), host: null, throttle: true })
     }
     try {
@@ -170,6 +172,10 @@ export class DirectTransport implements Transport {
   shareAmong(nodes: number): void { this.throttle.shareAmong(nodes) }
 
   stopStarting(): void { this.throttle.stop() }
+
+  connectionsOf(key: string): number { return this.throttle.connections(key) }
+
+  shed(key: string): number { return this.throttle.shed(key) }
 
   destinations() { return this.throttle.snapshot() }
 

@@ -30,6 +30,9 @@ export interface ThrottleOptions {
 /** Messages per connection in a destination's share of the pipeline (see `Throttle.capacity`). */
 export const DEFAULT_DEPTH = 4
 
+/** What `Destination.acquire` answers: a slot (true), none (false: too many wait, or stopping), or 'shed'. */
+export type Slot = boolean | 'shed'
+
 export const DEFAULT_THROTTLE: ThrottleOptions = { initial: 8, max: 32, min: 1, recoverAfter: 20, maxWaiting: 2000, depth: DEFAULT_DEPTH }
 
 export class Destination {
@@ -37,7 +40,12 @@ export class Destination {
   limit: number
   active = 0
   streak = 0
-  private waiting: Array<(ok: boolean) => void> = []
+  private waiting: Array<(ok: Slot) => void> = []
+  /**
+   * Shed (the pipeline found the destination stalled): deliveries that would wait for a slot are answered
+   * 'shed' at once, until one of its deliveries ends.
+   */
+  shedding = false
   /** The node is stopping: no delivery starts any more (acquire answers false, waiters too). */
   stopped = false
 
@@ -52,15 +60,30 @@ export class Destination {
 
   get queued(): number { return this.waiting.length }
 
-  /** Resolves with true once a slot is free, or false at once when too many already wait. */
-  acquire(): Promise<boolean> {
+  /**
+   * Resolves with true once a slot is free, or false at once when too many already wait (or the node is
+   * stopping), or 'shed' when the pipeline takes the waiting deliveries back (`shed`).
+   */
+  acquire(): Promise<Slot> {
     if (this.stopped) return Promise.resolve(false)
     if (this.active < this.local) {
       this.active++
       return Promise.resolve(true)
     }
+    if (this.shedding) return Promise.resolve('shed')
     if (this.waiting.length >= this.opts.maxWaiting) return Promise.resolve(false)
     return new Promise((resolve) => this.waiting.push(resolve))
+  }
+
+  /**
+   * The destination stalled (deliver.ts): deliveries waiting for a slot are answered 'shed'. They have not
+   * started, so the caller returns without an outcome and the pipeline gives them back to the queue.
+   */
+  shed(): number {
+    this.shedding = true
+    const waiting = this.waiting.splice(0)
+    for (const w of waiting) w('shed')
+    return waiting.length
   }
 
   /** Stopping: deliveries waiting for a slot are told no (they have not started: the caller hands them back). */
@@ -71,6 +94,7 @@ export class Destination {
 
   /** A delivery ended (`n` = 0: only start what now fits, after the share grew). */
   release(n = 1): void {
+    if (n > 0) this.shedding = false
     this.active -= n
     this.pump()
   }
@@ -145,6 +169,16 @@ export class Throttle {
   capacity(key: string): number {
     const limit = this.dests.get(key)?.limit ?? this.opts.initial
     return shareOf(limit, this.nodes, this.opts.min) * (this.opts.depth ?? DEFAULT_DEPTH)
+  }
+
+  /** This node's connection limit to destination `key` now (the initial one for a destination not seen yet). */
+  connections(key: string): number {
+    return shareOf(this.dests.get(key)?.limit ?? this.opts.initial, this.nodes, this.opts.min)
+  }
+
+  /** Answers the deliveries waiting for a slot of `key` 'shed' (see Destination.shed); returns how many. */
+  shed(key: string): number {
+    return this.dests.get(key)?.shed() ?? 0
   }
 
   /** Limits and activity per destination (for `mailctl queue` in-process and tests). */

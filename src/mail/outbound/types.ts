@@ -28,9 +28,10 @@ export type Delivery =
 /**
  * A way out: direct MX delivery, a smart host, or the capture store. `deliver` must call `settle`
  * exactly once and must not use the connection that carried the message again before `settle`
- * resolves: the outcome is durable before anything else happens on that connection. The one exception:
- * after `stopStarting`, a delivery that has not started its SMTP transaction (waiting for a slot of its
- * destination) returns without settling; the pipeline hands its lease back.
+ * resolves: the outcome is durable before anything else happens on that connection. The exceptions:
+ * after `stopStarting`, or when `shed` takes back a stalled destination's waiting deliveries, a delivery
+ * that has not started its SMTP transaction (waiting for a slot of its destination) returns without
+ * settling; the pipeline hands its lease back.
  */
 export interface Transport {
   readonly name: 'direct' | 'smtp' | 'capture'
@@ -49,6 +50,13 @@ export interface Transport {
    * node takes its part, so N nodes do not open N times the limit to one host. Capture omits it.
    */
   shareAmong?(nodes: number): void
+  /** This node's connection limit to a destination now: what a stalled destination may keep in the pipeline. */
+  connectionsOf?(key: string): number
+  /**
+   * A destination stalled (deliver.ts): its deliveries waiting for a connection slot return without an
+   * outcome (see above), so that their messages go back to the queue. Returns how many were waiting.
+   */
+  shed?(key: string): number
   /** Shutdown: deliveries not yet on the wire do not start (see above); those on the wire go on. */
   stopStarting?(): void
   /** Per-destination limits (for diagnostics and tests). */
