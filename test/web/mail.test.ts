@@ -19,8 +19,12 @@ setDefaultTimeout(90_000)
  */
 const available = chromiumAvailable()
 const dns = await startTestDns()
-const sink = await startSink({ script: byDomain({ 'grey.test': tempFailThenAccept(1, '451 4.7.1 Greylisted, please try again in 1 seconds') }) })
+const sink = await startSink({ script: byDomain({
+  'grey.test': tempFailThenAccept(1, '451 4.7.1 Greylisted, please try again in 1 seconds'),
+  'later.test': (c) => (c.stage === 'data' ? '451 4.7.1 Try again in 300 seconds' : null),
+}) })
 mxTo(dns, 'grey.test')
+mxTo(dns, 'later.test')
 mxTo(dns, 'plain.test')
 
 describe.skipIf(!available)('mail and tools pages in Chromium', () => {
@@ -102,6 +106,30 @@ describe.skipIf(!available)('mail and tools pages in Chromium', () => {
     await p.getByRole('link', { name: 'Hello from the dashboard test' }).first().waitFor()
     await shot(p, 'mail-05b-activity-phone')
     await p.setViewportSize({ width: 1366, height: 768 })
+  })
+
+  test('a deferred email\'s page says it is waiting to retry, and until when (issue 40, item 8)', async () => {
+    const sent = await fetch(`${d.base}/v1/send`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.secretKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ from: `hello@${SENDER}`, to: 'bob@later.test', subject: 'Deferred for a while', body: '<p>Hi</p>' }),
+    })
+    expect(sent.status).toBe(200)
+    const id = ((await sent.json()) as { data: { emails: Array<{ email: string }> } }).data.emails[0].email
+    const deferred = async () => (await d.api('GET', `/emails/${id}`)).body?.deliveryState === 'WAITING_RETRY'
+    for (let i = 0; i < 600 && !(await deferred()); i++) await Bun.sleep(50)
+    const e = (await d.api('GET', `/emails/${id}`)).body
+    expect(e).toMatchObject({ status: 'SENDING', deliveryState: 'WAITING_RETRY' })
+    await d.open(`/emails/${id}`)
+    const p = page()
+    await p.getByRole('heading', { name: 'Deferred for a while' }).waitFor()
+    await p.getByText('Waiting to retry', { exact: true }).first().waitFor()
+    const note = (await p.getByTestId('delivery-state').textContent()) ?? ''
+    expect(note).toContain('Waiting to retry')
+    expect(note).toContain('the next attempt is at')
+    await p.getByText(/451 4\.7\.1 Try again in 300 seconds/).first().waitFor()
+    await shot(p, 'mail-04b-email-waiting-retry')
+    await d.a11y('email waiting to retry')
   })
 
   test('the filters change the feed: type, contact, dates, and back', async () => {

@@ -152,6 +152,27 @@ export async function queueStats(store: Store, now = new Date()): Promise<QueueS
   }
 }
 
+/**
+ * Where one email is in delivery, read from its queue row (the email's `status` stays SENDING from its
+ * first claim to its outcome, as the API's status values are the contract):
+ * - QUEUED: waiting for its first attempt (due now, or at `nextAttemptAt`);
+ * - SENDING: claimed by a node: an attempt is under way;
+ * - WAITING_RETRY: deferred (a 4xx, a connection that failed, throttling): tried again at `nextAttemptAt`;
+ * - DONE: no longer queued: the status is its outcome.
+ */
+export type DeliveryStateName = 'QUEUED' | 'SENDING' | 'WAITING_RETRY' | 'DONE'
+export interface DeliveryState { state: DeliveryStateName; nextAttemptAt: Date | null }
+
+export async function deliveryStateOf(store: Store, projectId: string, emailId: string, now = new Date()): Promise<DeliveryState> {
+  const q = store.t.outboundQueue
+  const [row] = await store.db.select({ runAt: q.runAt, attempts: q.attempts, lockedBy: q.lockedBy, lockedUntil: q.lockedUntil })
+    .from(q).where(and(eq(q.projectId, projectId), eq(q.emailId, emailId)))
+  if (!row) return { state: 'DONE', nextAttemptAt: null }
+  if (row.lockedBy && row.lockedUntil && row.lockedUntil > now) return { state: 'SENDING', nextAttemptAt: null }
+  const later = row.runAt > now ? row.runAt : null
+  return { state: row.attempts > 0 ? 'WAITING_RETRY' : 'QUEUED', nextAttemptAt: later }
+}
+
 export interface DeferredEntry {
   emailId: string
   projectId: string

@@ -94,6 +94,15 @@ export const EmailRecord = t.Object({
 })
 export type EmailRecord = Static<typeof EmailRecord>
 
+/** GET /emails/:id: the record, and where the email is in delivery (src/mail/outbound/queue.ts, deliveryStateOf). */
+export const EmailDetail = t.Composite([EmailRecord, t.Object({
+  deliveryState: t.UnionEnum(['QUEUED', 'SENDING', 'WAITING_RETRY', 'DONE'], {
+    description: 'Where the email is in delivery (`status` stays SENDING from the first attempt to the outcome). QUEUED: waiting for its first attempt; SENDING: an attempt is under way; WAITING_RETRY: deferred by the receiving server (or a failed connection), tried again at `nextAttemptAt`; DONE: no longer queued, `status` is the outcome',
+  }),
+  nextAttemptAt: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the next attempt is due (WAITING_RETRY, or a QUEUED email due later); null otherwise' }),
+})])
+export type EmailDetail = Static<typeof EmailDetail>
+
 export const IdParams = t.Object({ id: t.String() })
 
 export const EmailAttempt = t.Object({

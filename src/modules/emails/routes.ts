@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import { invalidField } from '../../errors'
 import { authPlugin } from '../../http/auth'
-import { EmailAttempts, EmailHeaders, EmailRecord, IdParams, SendBody, SendResult } from './model'
+import { EmailAttempts, EmailDetail, EmailHeaders, IdParams, SendBody, SendResult } from './model'
 import * as service from './service'
 
 const secret = [{ secretKey: [] }]
@@ -37,8 +37,11 @@ export function emailsRoutes(deps: Deps) {
     })
   const records = new Elysia().use(authPlugin(deps))
     .get('/emails/:id', ({ ctx, params }) => service.getEmail(ctx, params.id), {
-      apiKey: 'secret', params: IdParams, response: { 200: EmailRecord },
-      detail: { tags: ['send'], summary: 'One email: its delivery status and last SMTP reply', security: secret },
+      apiKey: 'secret', params: IdParams, response: { 200: EmailDetail },
+      detail: {
+        tags: ['send'], summary: 'One email: its delivery status and last SMTP reply', security: secret,
+        description: '`deliveryState` and `nextAttemptAt` say where it is in delivery: a deferred email keeps `status` SENDING and is WAITING_RETRY until `nextAttemptAt`.',
+      },
     })
     .get('/emails/:id/attempts', ({ ctx, params }) => service.getEmailAttempts(ctx, params.id), {
       apiKey: 'secret', params: IdParams, response: { 200: EmailAttempts },

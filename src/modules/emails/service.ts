@@ -7,7 +7,7 @@ import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
 import { composeMessage, domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
 import { MAX_MESSAGE_BYTES, outboundMessage } from '../../mail/outbound/deliver'
 import { notifyQueued } from '../../mail/outbound'
-import { insertQueueRows, type QueueRow } from '../../mail/outbound/queue'
+import { deliveryStateOf, insertQueueRows, type QueueRow } from '../../mail/outbound/queue'
 import { MAX_QUEUE_LIFETIME_MS } from '../../mail/outbound/replies'
 import { renderEmail, templateVariables, validateTemplateSource } from '../../mail/render'
 import { checkDataLimits } from '../contacts/data'
@@ -23,7 +23,7 @@ import { getTemplate } from '../templates/service'
 import { trackingEnabled } from '../tracking/service'
 import { rewriteForTracking } from '../tracking/rewrite'
 import type { Template } from '../templates/model'
-import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type EmailAttempts, type EmailHeaders, type EmailRecord, type SendBody } from './model'
+import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type EmailAttempts, type EmailDetail, type EmailHeaders, type EmailRecord, type SendBody } from './model'
 import * as repo from './repo'
 import type { EmailContentRow, EmailRow } from './repo'
 
@@ -326,11 +326,12 @@ export function toEmailRecord(r: Omit<EmailRow, 'inlineEvents'>): EmailRecord {
   }
 }
 
-/** GET /emails/:id. Another project's id answers 404. */
-export async function getEmail(ctx: Ctx, id: string): Promise<EmailRecord> {
+/** GET /emails/:id, with where the email is in delivery. Another project's id answers 404. */
+export async function getEmail(ctx: Ctx, id: string): Promise<EmailDetail> {
   const row = await repo.findEmail(ctx.store, ctx.projectId, id)
   if (!row) throw notFound('email')
-  return toEmailRecord(row)
+  const delivery = await deliveryStateOf(ctx.store, ctx.projectId, id, ctx.now)
+  return { ...toEmailRecord(row), deliveryState: delivery.state, nextAttemptAt: iso(delivery.nextAttemptAt) }
 }
 
 /** The events of the delivery pipeline that record an attempt (src/mail/outbound/recorder.ts), by precedence. */

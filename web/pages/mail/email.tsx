@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link } from 'wouter'
 import { get, type Project } from '../../api'
 import { Badge, CopyButton, Empty, ErrorBox, formatDate, Loading, PageHead } from '../../components/ui'
-import { type ActivityPage, type Attempts, type EmailRecord, type EventItem, type Headers, statusTone, TYPE_LABELS } from './types'
+import { type ActivityPage, type Attempts, type EmailDetail as EmailDetailRecord, type EmailRecord, type EventItem, type Headers, statusTone, TYPE_LABELS } from './types'
 
 /** The moments of an email's record, oldest first: its status history. */
 function history(e: EmailRecord): Array<{ label: string; at: string; tone: string; note?: string }> {
@@ -20,6 +20,15 @@ function history(e: EmailRecord): Array<{ label: string; at: string; tone: strin
     .sort((a, b) => Date.parse(a.at) - Date.parse(b.at))
 }
 
+/** What an email on its way is doing now (GET /emails/:id, deliveryState); nothing once it is done. */
+function deliveryNote(e: EmailDetailRecord): { label: string; text: string } | null {
+  const at = e.nextAttemptAt ? formatDate(e.nextAttemptAt) : null
+  if (e.deliveryState === 'WAITING_RETRY') return { label: 'Waiting to retry', text: at ? `The receiving server deferred it; the next attempt is at ${at}.` : 'The receiving server deferred it; the next attempt is due now.' }
+  if (e.deliveryState === 'SENDING') return { label: 'Sending', text: 'An attempt is under way.' }
+  if (e.deliveryState === 'QUEUED') return { label: 'Queued', text: at ? `Queued for its first attempt at ${at}.` : 'Queued: the first attempt is made within seconds while the server runs.' }
+  return null
+}
+
 const OUTCOME: Record<string, { label: string; tone: string }> = {
   deferred: { label: 'Deferred', tone: 'pending' },
   accepted: { label: 'Accepted', tone: 'ok' },
@@ -31,10 +40,10 @@ const OUTCOME: Record<string, { label: string; tone: string }> = {
 export function EmailDetail({ project, id }: { project: Project; id: string }) {
   // While the email is on its way, its record is read again every few seconds; the attempts follow it.
   const email = useQuery({
-    queryKey: ['email', project.id, id], queryFn: () => get<EmailRecord>(`/emails/${id}`, project.id),
-    refetchInterval: (q) => (q.state.data && (q.state.data.status === 'PENDING' || q.state.data.status === 'SENDING') ? 2000 : false),
+    queryKey: ['email', project.id, id], queryFn: () => get<EmailDetailRecord>(`/emails/${id}`, project.id),
+    refetchInterval: (q) => (q.state.data && q.state.data.deliveryState !== 'DONE' ? 2000 : false),
   })
-  const version = email.data ? `${email.data.status}/${email.data.attempts}/${email.data.updatedAt}` : ''
+  const version = email.data ? `${email.data.status}/${email.data.attempts}/${email.data.updatedAt}/${email.data.deliveryState}` : ''
   const attempts = useQuery({ queryKey: ['email-attempts', project.id, id, version], queryFn: () => get<Attempts>(`/emails/${id}/attempts`, project.id), enabled: email.isSuccess, placeholderData: keepPreviousData })
   const headers = useQuery({ queryKey: ['email-headers', project.id, id], queryFn: () => get<Headers>(`/emails/${id}/headers`, project.id), enabled: email.isSuccess })
   const events = useQuery({
@@ -50,10 +59,12 @@ export function EmailDetail({ project, id }: { project: Project; id: string }) {
   const opens = evs.filter((v) => v.type === 'email.open')
   const clicks = evs.filter((v) => v.type === 'email.click')
   const reports = evs.filter((v) => v.type === 'email.bounce' || v.type === 'email.complaint')
+  const now = deliveryNote(e)
   return (
     <div>
       <PageHead title={e.subject || '(no subject)'}>
         <Badge status={statusTone(e.status)}>{e.status}</Badge>
+        {now && <Badge status="pending">{now.label}</Badge>}
       </PageHead>
       <p className="small muted"><Link href="/activity">← Activity</Link> · {e.sourceType} · {e.type.toLowerCase()}</p>
       <div className="card">
@@ -73,7 +84,7 @@ export function EmailDetail({ project, id }: { project: Project; id: string }) {
             <li key={s.label}><Badge status={s.tone}>{s.label}</Badge> <span>{formatDate(s.at)}</span>{s.note && <span className="small muted"> · {s.note}</span>}</li>
           ))}
         </ol>
-        {(e.status === 'PENDING' || e.status === 'SENDING') && <p className="small muted">Not delivered yet: mailctl keeps trying; each attempt and the time of the next one are listed below.</p>}
+        {now && <p className="small muted" data-testid="delivery-state"><strong>{now.label}.</strong> {now.text} Each attempt is listed below.</p>}
       </div>
       <div className="card">
         <h2>Delivery attempts</h2>

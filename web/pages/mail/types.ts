@@ -10,6 +10,12 @@ export interface EmailRecord {
   createdAt: string; updatedAt: string
 }
 
+/** GET /emails/:id: the record and where it is in delivery (a deferred email stays SENDING, WAITING_RETRY). */
+export interface EmailDetail extends EmailRecord {
+  deliveryState: 'QUEUED' | 'SENDING' | 'WAITING_RETRY' | 'DONE'
+  nextAttemptAt: string | null
+}
+
 export interface EmailItem extends EmailRecord { kind: 'email'; opens: number; clicks: number }
 export interface EventItem {
   kind: 'event'; id: string; type: string; contact: { id: string; email: string } | null
