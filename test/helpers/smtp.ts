@@ -54,6 +54,8 @@ export interface SinkOptions {
   auth?: { user: string; pass: string }
   /** Hide STARTTLS from EHLO (default: offered, with smtp-server's built-in self-signed certificate). */
   noTls?: boolean
+  /** Offer STARTTLS but speak only TLS 1.0, which the client refuses: every STARTTLS handshake fails. */
+  tls10Only?: boolean
   port?: number
   /** Loopback address to listen on (default 127.0.0.1); several sinks can share a port on 127.0.0.x. */
   host?: string
@@ -145,6 +147,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
     logger: false,
     hideENHANCEDSTATUSCODES: true,
     hideSTARTTLS: opts.noTls ?? false,
+    ...(opts.tls10Only ? { minVersion: 'TLSv1', maxVersion: 'TLSv1' } : {}),
     authOptional: !opts.auth,
     ...(opts.auth ? { authMethods: ['PLAIN', 'LOGIN'], allowInsecureAuth: true } : { disabledCommands: ['AUTH'] }),
     size: 60 * 1024 * 1024,

@@ -379,6 +379,37 @@ forEachStore('outbound delivery', (env) => {
     }
   })
 
+  test('opportunistic TLS: an MX whose STARTTLS handshake fails (TLS 1.0 only) gets the mail in clear in the same attempt, and the attempt says why', async () => {
+    const old = await startSink({ host: '127.0.0.6', port: main.port, tls10Only: true })
+    try {
+      const d = `tls10-${rnd()}.test`
+      mxTo(dns, d, '127.0.0.6', `mx.${d}`)
+      const ids = await send({ to: [`a.${rnd()}@${d}`, `b.${rnd()}@${d}`] })
+      const pl = pipelineFor(env)
+      await pl.drain()
+      await pl.stop()
+      for (const id of ids) {
+        expect(await email(id)).toMatchObject({ status: 'DELIVERED', attempts: 1 })
+        const [msg] = old.byMessageId(mid(id))
+        expect(msg.secure).toBe(false)
+        const delivery = must((await eventsOf(id)).find((e) => e.name === 'email.delivery'), 'email.delivery')
+        expect(delivery.data).toMatchObject({ tls: false })
+        expect(String(delivery.data.tlsNote)).toMatch(/TLS handshake (with this server )?failed/)
+        const attempts = await env.request('GET', `/emails/${id}/attempts`, { key: p.secretKey })
+        expect(attempts.body.data).toHaveLength(1)
+        expect(attempts.body.data[0]).toMatchObject({ outcome: 'accepted', tls: false })
+        expect(attempts.body.data[0].tlsNote).toContain('PROTOCOL_VERSION')
+      }
+      // A server with working STARTTLS: encrypted, no note.
+      const [ok] = await send({ to: `c.${rnd()}@dest.test` })
+      await pipelineFor(env).drain()
+      const a = await env.request('GET', `/emails/${ok}/attempts`, { key: p.secretKey })
+      expect(a.body.data[0]).toMatchObject({ outcome: 'accepted', tls: true, tlsNote: null })
+    } finally {
+      await old.close()
+    }
+  })
+
   test('MX hosts are tried in preference order: an unreachable primary falls back to the secondary', async () => {
     const [id] = await send({ to: `f.${rnd()}@fallback.test` })
     await pipelineFor(env, { smtp: { connectTimeoutMs: 2000 } }).drain()

@@ -3,6 +3,7 @@ import { SMTPServer } from 'smtp-server'
 import DataStream from 'nodemailer/lib/smtp-connection/data-stream'
 import { dataContent } from '../../src/mail/outbound/data-content'
 import { SmtpClient, SmtpClientError } from '../../src/mail/outbound/smtp-client'
+import { ConnectError, ConnectionPool } from '../../src/mail/outbound/pool'
 
 /** The outbound SMTP client against a real smtp-server on loopback, and its DATA encoding against nodemailer's. */
 
@@ -110,5 +111,59 @@ describe('SMTP client', () => {
     const closed = await SmtpClient.open({ ...base, port: 1 }).catch((e: unknown) => e)
     expect(closed).toBeInstanceOf(SmtpClientError)
     expect((closed as SmtpClientError).command).toBe('CONN')
+  })
+})
+
+describe('opportunistic TLS in the pool', () => {
+  /** Offers STARTTLS, speaks only TLS 1.0 (which the client refuses), and counts its sessions. */
+  async function tls10Server() {
+    let sessions = 0
+    const srv = new SMTPServer({
+      logger: false, authOptional: true, authMethods: ['PLAIN'], allowInsecureAuth: true, minVersion: 'TLSv1', maxVersion: 'TLSv1',
+      onConnect(_s, cb) { sessions++; cb() },
+      onAuth(_a, _s, cb) { cb(null, { user: 'u' }) },
+      onData(stream, _s, cb) { stream.resume(); stream.on('end', () => cb()) },
+    })
+    srv.on('error', () => { /* the failed handshakes */ })
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()))
+    const port = (srv.server.address() as { port: number }).port
+    return { port, sessions: () => sessions, close: () => new Promise<void>((r) => srv.close(() => r())) }
+  }
+
+  test('a failed handshake is followed at once by a session in clear that carries the reason; the next connection skips STARTTLS', async () => {
+    const s = await tls10Server()
+    const pool = new ConnectionPool({ name: 'client.test' })
+    try {
+      const target = { host: '127.0.0.1', port: s.port }
+      const first = await pool.acquire(target)
+      expect(first.conn.secure).toBe(false)
+      expect(first.conn.clearReason).toMatch(/^STARTTLS offered but the TLS handshake failed \(TLS handshake failed: .*PROTOCOL_VERSION/)
+      expect(s.sessions()).toBe(2)
+      const sent = await first.conn.send('a@client.test', 'b@server.test', Buffer.from('Subject: x\r\n\r\nhi\r\n'))
+      expect(sent).toMatchObject({ ok: true, secure: false })
+      expect(sent.ok && sent.clearReason).toContain('handshake failed')
+      await pool.release(first.conn, 'close')
+      const second = await pool.acquire(target)
+      expect(second.conn.clearReason).toMatch(/^STARTTLS not tried: the TLS handshake with this server failed less than an hour ago/)
+      expect(s.sessions()).toBe(3)
+      await pool.release(second.conn, 'close')
+    } finally {
+      pool.closeAll()
+      await s.close()
+    }
+  })
+
+  test('a smart host with credentials never falls back to clear (its password would go in clear)', async () => {
+    const s = await tls10Server()
+    const pool = new ConnectionPool({ name: 'client.test' })
+    try {
+      const err = await pool.acquire({ host: '127.0.0.1', port: s.port, auth: { user: 'u', pass: 'p' } }).then(() => null, (e: unknown) => e)
+      expect(err).toBeInstanceOf(ConnectError)
+      expect((err as ConnectError).tlsHandshake).toBe(true)
+      expect(s.sessions()).toBe(1)
+    } finally {
+      pool.closeAll()
+      await s.close()
+    }
   })
 })

@@ -33,7 +33,7 @@ export async function attempt(
   pool: ConnectionPool, target: SmtpTarget, env: Envelope, raw: Buffer, final: boolean,
   settle: (d: Delivery) => Promise<void>,
   onThrottle: () => void,
-): Promise<{ settled: true } | { settled: false; reply: SmtpReply; throttle: boolean; stage: Stage }> {
+): Promise<{ settled: true } | { settled: false; reply: SmtpReply; throttle: boolean; stage: Stage; clearReason: string | null }> {
   const host = targetLabel(target)
   let conn: SmtpConn
   let res: SendOutcome
@@ -47,7 +47,7 @@ export async function attempt(
       if (!(err instanceof ConnectError)) throw err
       const throttle = verdictOf(err.outcome.reply) === 'throttle'
       if (throttle) { onThrottle(); pool.closeIdle(target) }
-      return { settled: false, reply: err.outcome.reply, throttle, stage: 'connect' }
+      return { settled: false, reply: err.outcome.reply, throttle, stage: 'connect', clearReason: null }
     }
     conn = acquired.conn
     try {
@@ -67,7 +67,7 @@ export async function attempt(
   }
   if (res.ok) {
     try {
-      await settle({ kind: 'accepted', final, host, reply: res.reply, secure: res.secure })
+      await settle({ kind: 'accepted', final, host, reply: res.reply, secure: res.secure, clearReason: res.clearReason })
     } finally {
       await pool.release(conn, 'clean')
     }
@@ -78,7 +78,7 @@ export async function attempt(
   if (verdict === 'permanent' && res.stage !== 'connect') {
     const suppress = res.stage === 'mail' ? false : shouldSuppress(res.reply, res.stage === 'rcpt' ? 'rcpt' : 'other')
     try {
-      await settle({ kind: 'bounced', reply: res.reply, host, suppress })
+      await settle({ kind: 'bounced', reply: res.reply, host, suppress, clearReason: res.clearReason ?? null })
     } finally {
       await pool.release(conn, closing ? 'close' : 'needs-reset')
     }
@@ -87,7 +87,7 @@ export async function attempt(
   await pool.release(conn, closing ? 'close' : 'needs-reset')
   const throttle = verdict === 'throttle'
   if (throttle) { onThrottle(); pool.closeIdle(target) }
-  return { settled: false, reply: res.reply, throttle, stage: res.stage }
+  return { settled: false, reply: res.reply, throttle, stage: res.stage, clearReason: res.clearReason ?? null }
 }
 
 export class DirectTransport implements Transport {
@@ -134,7 +134,7 @@ export class DirectTransport implements Transport {
       return settle({ kind: 'deferred', reply: parseReply(`451 4.4.5 Too many messages waiting for ${dest.key} in this process`), host: null, throttle: true })
     }
     try {
-      let last: { reply: SmtpReply; host: string; throttle: boolean } | null = null
+      let last: { reply: SmtpReply; host: string; throttle: boolean; clearReason: string | null } | null = null
       for (const mx of hosts) {
         for (const address of mx.addresses) {
           const target: SmtpTarget = { host: address, port: this.port, servername: mx.name }
@@ -143,17 +143,17 @@ export class DirectTransport implements Transport {
             dest.success()
             return
           }
-          last = { reply: r.reply, host: targetLabel(target), throttle: r.throttle }
+          last = { reply: r.reply, host: targetLabel(target), throttle: r.throttle, clearReason: r.clearReason }
           // A reply to the message itself (not to the session) ends this attempt: retry later. So does a
           // connection lost after the message was sent (it may have been accepted: no second host now).
           if (r.stage === 'data' || (r.stage !== 'connect' && r.reply.code !== 421 && r.reply.code !== 0 && !r.throttle)) {
-            return settle({ kind: 'deferred', reply: r.reply, host: last.host, throttle: false })
+            return settle({ kind: 'deferred', reply: r.reply, host: last.host, throttle: false, clearReason: r.clearReason })
           }
         }
       }
       // Every MX host has at least one address (resolveRoute), so some attempt was made.
       if (!last) throw new Error(`no address to deliver to for ${env.domain}`)
-      return settle({ kind: 'deferred', reply: last.reply, host: last.host, throttle: last.throttle })
+      return settle({ kind: 'deferred', reply: last.reply, host: last.host, throttle: last.throttle, clearReason: last.clearReason })
     } finally {
       dest.release()
     }

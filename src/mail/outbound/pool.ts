@@ -3,10 +3,16 @@
  * next message to the same place. STARTTLS is used whenever the server offers it (opportunistic:
  * certificates are not checked, a refused STARTTLS continues in clear, as MTAs do); implicit TLS for
  * smtps:// smart hosts.
+ *
+ * A failed STARTTLS handshake (a TLS 1.0-only server, no shared cipher) ends that session; for MX
+ * delivery the pool then connects again at once without STARTTLS, and skips STARTTLS with that target
+ * for TLS_FAILURE_MEMORY_MS, as Postfix and Exim (`tls_tempfail_tryclear`) do. Each message sent in
+ * clear after such a failure carries the reason (`clearReason`), which the attempt records. A smart host
+ * with credentials never falls back: its password would go in clear.
  */
 import { isIP } from 'node:net'
 import { parseReply, type SmtpReply } from './replies'
-import { SmtpClient, SmtpClientError } from './smtp-client'
+import { isTlsHandshakeFailure, SmtpClient, SmtpClientError } from './smtp-client'
 
 export interface SmtpTarget {
   /** Address (or host name) to connect to. */
@@ -38,16 +44,21 @@ export interface PoolOptions {
 /** Where a failure happened: before any message was started, or at which command. */
 export type Stage = 'connect' | 'mail' | 'rcpt' | 'data'
 
+/** `clearReason`: why a session that could have been encrypted was not (null when encrypted or STARTTLS was not offered). */
 export type SendOutcome =
-  | { ok: true; reply: SmtpReply; secure: boolean }
-  | { ok: false; reply: SmtpReply; stage: Stage; message: string }
+  | { ok: true; reply: SmtpReply; secure: boolean; clearReason: string | null }
+  | { ok: false; reply: SmtpReply; stage: Stage; message: string; clearReason?: string | null }
 
 /** A connection that could not be opened (or authenticated); `outcome.stage` is 'connect'. */
 export class ConnectError extends Error {
-  constructor(readonly outcome: Extract<SendOutcome, { ok: false }>) {
+  /** `tlsHandshake`: it failed in the STARTTLS handshake (smtp-client.ts isTlsHandshakeFailure). */
+  constructor(readonly outcome: Extract<SendOutcome, { ok: false }>, readonly tlsHandshake = false) {
     super(outcome.message)
   }
 }
+
+/** After a failed STARTTLS handshake, connections to that target skip STARTTLS this long. */
+export const TLS_FAILURE_MEMORY_MS = 3_600_000
 
 function stageOf(command: string | undefined, connected: boolean): Stage {
   if (!connected) return 'connect'
@@ -75,8 +86,14 @@ export class SmtpConn {
 
   get secure(): boolean { return this.conn.secure }
 
-  /** Connects (and authenticates); rejects with a ConnectError. */
-  static async open(target: SmtpTarget, opts: PoolOptions): Promise<SmtpConn> {
+  /** Why this session went in clear although TLS was tried (null: encrypted, or STARTTLS not offered). */
+  get clearReason(): string | null { return this.conn.secure ? null : this.conn.clearReason }
+
+  /**
+   * Connects (and authenticates); rejects with a ConnectError. `clearReason`: connect without STARTTLS,
+   * for that reason (a failed handshake with this target).
+   */
+  static async open(target: SmtpTarget, opts: PoolOptions, clearReason?: string): Promise<SmtpConn> {
     // SNI takes a host name, never an address.
     const servername = target.servername && !isIP(target.servername) ? target.servername : undefined
     try {
@@ -87,13 +104,15 @@ export class SmtpConn {
         servername,
         name: opts.name,
         auth: target.auth,
+        startTls: clearReason === undefined,
         connectionTimeout: opts.connectTimeoutMs ?? 30_000,
         greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
         socketTimeout: opts.socketTimeoutMs ?? 300_000,
       })
+      if (clearReason !== undefined) conn.clearReason = clearReason
       return new SmtpConn(target, conn)
     } catch (err) {
-      throw new ConnectError(failure(err, false))
+      throw new ConnectError(failure(err, false), isTlsHandshakeFailure(err))
     }
   }
 
@@ -104,9 +123,9 @@ export class SmtpConn {
     this.messages++
     try {
       const reply = await this.conn.send(from, to, raw)
-      return { ok: true, reply: parseReply(reply), secure: this.conn.secure }
+      return { ok: true, reply: parseReply(reply), secure: this.conn.secure, clearReason: this.clearReason }
     } catch (err) {
-      return failure(err, true)
+      return { ...failure(err, true), clearReason: this.clearReason }
     }
   }
 
@@ -143,9 +162,34 @@ export class ConnectionPool {
       if (!conn.dead) return { conn, reused: true }
       this.open.delete(conn)
     }
-    const conn = await SmtpConn.open(target, this.opts)
+    const conn = await this.connect(target)
     this.open.add(conn)
     return { conn, reused: false }
+  }
+
+  /** Targets whose STARTTLS handshake failed lately: the reason and until when STARTTLS is skipped. */
+  private tlsFailures = new Map<string, { reason: string; until: number }>()
+
+  /**
+   * A new connection. For MX delivery (no credentials, not implicit TLS), a failed STARTTLS handshake is
+   * followed at once by a connection in clear, and remembered (TLS_FAILURE_MEMORY_MS).
+   */
+  private async connect(target: SmtpTarget): Promise<SmtpConn> {
+    const key = targetKey(target)
+    const mayFallBack = !target.auth && !target.secure
+    const failed = mayFallBack ? this.tlsFailures.get(key) : undefined
+    if (failed && failed.until > Date.now()) {
+      return SmtpConn.open(target, this.opts, `STARTTLS not tried: the TLS handshake with this server failed less than an hour ago (${failed.reason})`)
+    }
+    try {
+      return await SmtpConn.open(target, this.opts)
+    } catch (err) {
+      if (!(err instanceof ConnectError) || !err.tlsHandshake || !mayFallBack) throw err
+      const reason = err.message.slice(0, 200)
+      if (this.tlsFailures.size >= 10_000) this.tlsFailures.clear()
+      this.tlsFailures.set(key, { reason, until: Date.now() + TLS_FAILURE_MEMORY_MS })
+      return SmtpConn.open(target, this.opts, `STARTTLS offered but the TLS handshake failed (${reason}): sent in clear`)
+    }
   }
 
   /** Hands a connection back: kept for reuse when healthy, else closed. */

@@ -58,6 +58,11 @@ function replyFields(r: SmtpReply) {
   return { reply: r.text, smtpCode: r.code || null, enhancedCode: r.enhanced }
 }
 
+/** Why the attempt's session went in clear although TLS was tried (issue 34): only when it did. */
+function tlsNote(reason: string | null | undefined) {
+  return reason ? { tls: false, tlsNote: reason } : {}
+}
+
 export class OutcomeRecorder {
   private pending: Pending[] = []
   private running: Promise<void> | null = null
@@ -212,7 +217,7 @@ export class OutcomeRecorder {
           const base = emailBase(o.email)
           emit(o, {
             contactId: o.email.contactId, name: 'email.deferred', emailId: o.email.id, createdAt: o.at, base,
-            data: { ...base, attempt: o.queue.attempts + 1, ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString() },
+            data: { ...base, attempt: o.queue.attempts + 1, ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString(), ...tlsNote(d.clearReason) },
           })
         })())
       }
@@ -254,8 +259,8 @@ export class OutcomeRecorder {
         count(e, { sent: 1, delivered: d.final && !e.deliveredAt ? 1 : 0 })
         // The accepting server's reply is stored once: on email.delivery when the hop was final (direct MX
         // delivery), else on email.sent (a smart host took it); GET /emails/:id/attempts reads either.
-        const sent = { sentAt: at.toISOString(), host: d.host, ...(d.final ? {} : replyFields(d.reply)) }
-        const delivery = d.final ? { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure } : null
+        const sent = { sentAt: at.toISOString(), host: d.host, ...(d.final ? {} : { ...replyFields(d.reply), ...tlsNote(d.clearReason) }) }
+        const delivery = d.final ? { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure, ...tlsNote(d.clearReason) } : null
         // A first delivery in a project no consumer listens to: the two events are the row's (events/inline.ts).
         let inlineEvents: number | undefined
         if (delivery && !e.sentAt && !e.deliveredAt && await quiet(e.projectId)) {
@@ -286,7 +291,7 @@ export class OutcomeRecorder {
           await suppress(ctxFor(this.deps, e.projectId, { kind: 'job', name: 'outbound' }), db, { email: e.toAddress, reason: 'bounce', emailId: e.id, detail: d.reply.text })
           suppressed = true
         }
-        ev('email.bounce', { bounceType: 'hard', ...replyFields(d.reply), host: d.host, suppressed, bouncedAt: at.toISOString() })
+        ev('email.bounce', { bounceType: 'hard', ...replyFields(d.reply), host: d.host, suppressed, bouncedAt: at.toISOString(), ...tlsNote(d.clearReason) })
         return
       }
       case 'failed': {

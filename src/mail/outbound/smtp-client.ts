@@ -24,6 +24,14 @@ export class SmtpClientError extends Error {
   }
 }
 
+/**
+ * Whether a session failed in STARTTLS without a reply: the TLS handshake failed (a TLS 1.0-only server,
+ * no shared cipher) or the server went silent. Opportunistic TLS then goes on in clear (pool.ts).
+ */
+export function isTlsHandshakeFailure(err: unknown): err is SmtpClientError {
+  return err instanceof SmtpClientError && err.command === 'STARTTLS' && err.response === undefined
+}
+
 export interface SmtpClientOptions {
   host: string
   port: number
@@ -34,6 +42,8 @@ export interface SmtpClientOptions {
   /** EHLO name. */
   name: string
   auth?: { user: string; pass: string }
+  /** Use STARTTLS when offered (default true); false after a failed handshake with this server (pool.ts). */
+  startTls?: boolean
   connectionTimeout: number
   greetingTimeout: number
   /** Inactivity timeout of the socket. */
@@ -50,6 +60,8 @@ const ascii = (s: string) => !/[\u0080-\uffff]/.test(s)
 export class SmtpClient {
   /** Upgraded by STARTTLS or implicit TLS. */
   secure = false
+  /** Why a session offered STARTTLS stayed in clear (a refused STARTTLS); set by the pool after a failed handshake. */
+  clearReason: string | null = null
   /** The session is unusable (closed, failed or timed out). */
   dead = false
   private socket!: Socket | TLSSocket
@@ -112,13 +124,15 @@ export class SmtpClient {
     const greeting = await this.reply(opts.greetingTimeout)
     if (!greeting.startsWith('220')) throw new SmtpClientError(`Invalid greeting. response=${greeting}`, 'EPROTOCOL', greeting, 'CONN')
     await this.hello()
-    if (!this.secure && this.extensions.has('STARTTLS')) {
+    if (!this.secure && this.extensions.has('STARTTLS') && opts.startTls !== false) {
       this.phase = 'STARTTLS'
       const r = await this.command('STARTTLS')
-      // Opportunistic: a refusal continues in clear.
+      // Opportunistic: a refusal continues in clear. A failed handshake ends the session (isTlsHandshakeFailure).
       if (r.startsWith('2')) {
         await this.upgrade()
         await this.hello()
+      } else {
+        this.clearReason = `STARTTLS refused: ${r.split('\n')[0].slice(0, 200)}`
       }
     }
     if (opts.auth) await this.login(opts.auth)
@@ -152,10 +166,17 @@ export class SmtpClient {
     const { opts } = this
     await new Promise<void>((resolve, reject) => {
       const secure = tlsConnect({ socket: plain, rejectUnauthorized: false, ...(opts.servername ? { servername: opts.servername } : {}) })
-      const failed = (err: Error & { code?: string }) => reject(new SmtpClientError(err.message, err.code ?? 'ETLS', undefined, 'STARTTLS'))
+      const failed = (err: Error & { code?: string }) => {
+        secure.removeListener('close', closed)
+        reject(new SmtpClientError(`TLS handshake failed: ${err.code ? `${err.code} ` : ''}${err.message}`, 'ETLS', undefined, 'STARTTLS'))
+      }
+      // A server that drops the connection (or times out, onTimeout) during the handshake emits no error.
+      const closed = () => failed(new Error('the connection closed during the TLS handshake'))
       secure.once('error', failed)
+      secure.once('close', closed)
       secure.once('secureConnect', () => {
         secure.removeListener('error', failed)
+        secure.removeListener('close', closed)
         resolve()
       })
       this.attach(secure)

@@ -17,12 +17,14 @@ export interface Envelope {
  * - deferred: temporary failure, try again later (`throttle` when the destination asked for less);
  * - bounced: permanent refusal by the receiving side;
  * - failed: it cannot be sent for a reason on our side.
+ * `clearReason` (accepted, deferred, bounced): the session that carried the reply could have been
+ * encrypted and was not, and why (a refused STARTTLS, a failed handshake: pool.ts).
  */
 export type Delivery =
-  | { kind: 'accepted'; final: boolean; host: string; reply: SmtpReply; secure: boolean }
+  | { kind: 'accepted'; final: boolean; host: string; reply: SmtpReply; secure: boolean; clearReason?: string | null }
   | { kind: 'captured'; raw: Buffer }
-  | { kind: 'deferred'; reply: SmtpReply; host: string | null; throttle: boolean }
-  | { kind: 'bounced'; reply: SmtpReply; host: string | null; suppress: boolean }
+  | { kind: 'deferred'; reply: SmtpReply; host: string | null; throttle: boolean; clearReason?: string | null }
+  | { kind: 'bounced'; reply: SmtpReply; host: string | null; suppress: boolean; clearReason?: string | null }
   | { kind: 'failed'; reason: string }
 
 /**

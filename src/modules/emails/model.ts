@@ -114,6 +114,8 @@ export const EmailAttempt = t.Object({
   smtpCode: t.Union([t.Integer(), t.Null()]),
   enhancedCode: t.Union([t.String(), t.Null()]),
   nextAttemptAt: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Deferrals: when it was to be tried again' }),
+  tls: t.Union([t.Boolean(), t.Null()], { description: 'Whether the session that carried the reply was encrypted (STARTTLS or implicit TLS); null when not recorded' }),
+  tlsNote: t.Union([t.String(), t.Null()], { description: 'Why it went in clear: the server did not offer STARTTLS, refused it, or its TLS handshake failed (opportunistic TLS then goes on in clear)' }),
 })
 
 export const EmailAttempts = t.Object({

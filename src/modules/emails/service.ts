@@ -340,6 +340,17 @@ type Attempt = EmailAttempts['data'][number]
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
 
+/**
+ * The attempt's TLS: email.delivery always records `tls`; other events only when the session went in
+ * clear although TLS was tried (`tlsNote`, recorder.ts). A delivery in clear without a note was to a
+ * server that did not offer STARTTLS.
+ */
+function tlsOf(data: Record<string, unknown>): Pick<Attempt, 'tls' | 'tlsNote'> {
+  const tls = typeof data.tls === 'boolean' ? data.tls : null
+  const note = str(data.tlsNote)
+  return { tls, tlsNote: note ?? (tls === false ? 'the server did not offer STARTTLS' : null) }
+}
+
 function outcomeOf(name: string, data: Record<string, unknown>): Attempt['outcome'] {
   if (name === 'email.deferred') return 'deferred'
   if (name === 'email.bounce') return 'bounced'
@@ -368,7 +379,7 @@ export async function getEmailAttempts(ctx: Ctx, id: string): Promise<EmailAttem
       attempt: {
         attempt: n, at: e.createdAt.toISOString(), outcome: outcomeOf(e.name, e.data), host: str(e.data.host),
         reply: str(e.data.reply) ?? str(e.data.reason), smtpCode: typeof e.data.smtpCode === 'number' ? e.data.smtpCode : null,
-        enhancedCode: str(e.data.enhancedCode), nextAttemptAt: str(e.data.nextAttemptAt),
+        enhancedCode: str(e.data.enhancedCode), nextAttemptAt: str(e.data.nextAttemptAt), ...tlsOf(e.data),
       },
     })
   }
@@ -380,7 +391,7 @@ export async function getEmailAttempts(ctx: Ctx, id: string): Promise<EmailAttem
       : row.status === 'FAILED' ? 'failed' : row.bounceType === 'hard' || (row.status === 'BOUNCED' && !row.sentAt) ? 'bounced' : 'accepted'
     data.push({
       attempt: row.attempts, at: (row.failedAt ?? row.bouncedAt ?? row.sentAt ?? row.updatedAt).toISOString(), outcome,
-      host: row.deliveredTo, reply: row.lastReply, smtpCode: code ? Number(code[1]) : null, enhancedCode: null, nextAttemptAt: null,
+      host: row.deliveredTo, reply: row.lastReply, smtpCode: code ? Number(code[1]) : null, enhancedCode: null, nextAttemptAt: null, tls: null, tlsNote: null,
     })
   }
   return { data, attempts: row.attempts, complete: data.length === row.attempts }

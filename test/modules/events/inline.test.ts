@@ -174,7 +174,7 @@ forEachStore('inline delivery events (projects without event consumers)', (env) 
 
     // GET /emails/:id/attempts: the attempt as the stored email.delivery gives it.
     expect(await get(p, `/emails/${id}/attempts`)).toEqual({
-      data: [{ attempt: 1, at: m.deliveredAt, outcome: 'accepted', host: m.deliveredTo, reply: m.lastReply, smtpCode: 250, enhancedCode: want.delivery.enhancedCode, nextAttemptAt: null }],
+      data: [{ attempt: 1, at: m.deliveredAt, outcome: 'accepted', host: m.deliveredTo, reply: m.lastReply, smtpCode: 250, enhancedCode: want.delivery.enhancedCode, nextAttemptAt: null, tls: want.delivery.tls, tlsNote: want.delivery.tls ? null : 'the server did not offer STARTTLS' }],
       attempts: 1, complete: true,
     })
 
