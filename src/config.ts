@@ -75,6 +75,12 @@ export interface Config {
   oauthGithubUrl: string | null
   /** Base URL standing in for every Google endpoint (authorize, token, userinfo); null: Google's own. */
   oauthGoogleUrl: string | null
+  /** Scheduled backups (src/ops/schedule.ts): the directory of the archives; null: none are taken. */
+  backupDir: string | null
+  /** How many scheduled archives are kept (the oldest beyond are deleted). */
+  backupKeep: number
+  /** Hours between scheduled backups. */
+  backupIntervalHours: number
 }
 
 export interface SecurityThresholds { bounceWarning: number; bounceSuspend: number; complaintWarning: number; complaintSuspend: number; minimumSent: number }
@@ -156,6 +162,9 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_OAUTH_GOOGLE_SECRET: 'oauthGoogleSecret',
   MAILCTL_OAUTH_GITHUB_URL: 'oauthGithubUrl',
   MAILCTL_OAUTH_GOOGLE_URL: 'oauthGoogleUrl',
+  MAILCTL_BACKUP_DIR: 'backupDir',
+  MAILCTL_BACKUP_KEEP: 'backupKeep',
+  MAILCTL_BACKUP_INTERVAL_HOURS: 'backupIntervalHours',
 }
 
 export class ConfigError extends Error {}
@@ -269,6 +278,9 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     oauthGoogleSecret: raw.MAILCTL_OAUTH_GOOGLE_SECRET || null,
     oauthGithubUrl: baseUrl('MAILCTL_OAUTH_GITHUB_URL', raw.MAILCTL_OAUTH_GITHUB_URL),
     oauthGoogleUrl: baseUrl('MAILCTL_OAUTH_GOOGLE_URL', raw.MAILCTL_OAUTH_GOOGLE_URL),
+    backupDir: raw.MAILCTL_BACKUP_DIR ? resolve(raw.MAILCTL_BACKUP_DIR) : null,
+    backupKeep: int('MAILCTL_BACKUP_KEEP', raw.MAILCTL_BACKUP_KEEP ?? '7', 1, 10_000),
+    backupIntervalHours: int('MAILCTL_BACKUP_INTERVAL_HOURS', raw.MAILCTL_BACKUP_INTERVAL_HOURS ?? '24', 1, 24 * 365),
   }
   const merged = { ...cfg, ...opts.overrides }
   if (merged.secret !== null && merged.secret.length < MIN_SECRET_LENGTH) throw new ConfigError(`MAILCTL_SECRET must be at least ${MIN_SECRET_LENGTH} characters (e.g. the output of \`openssl rand -base64 32\`)`)

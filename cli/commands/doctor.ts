@@ -176,6 +176,7 @@ export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: 
   checks.push(...(await checkDatabase(config)))
   const disk = await checkDiskSpace(config)
   if (disk) checks.push(disk)
+  checks.push(await (await import('../../src/ops/schedule')).backupCheck(config))
   checks.push(await checkRedis(config))
   checks.push(await checkPort('http port', config.httpHost, config.httpPort))
   checks.push(await checkPort('smtp inbound port', '0.0.0.0', config.smtpInboundPort))

@@ -12,6 +12,7 @@ import { webhooksPruneJob } from '../modules/webhooks/service'
 import { hooksPruneJob } from '../modules/hooks/jobs'
 import { analyticsJobs } from '../modules/analytics/jobs'
 import { securityJobs } from '../modules/security/service'
+import { backupJobs } from '../ops/schedule'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: AnyJob[] = [
@@ -28,4 +29,5 @@ export const allJobs: AnyJob[] = [
   hooksPruneJob,
   ...analyticsJobs,
   ...securityJobs,
+  ...backupJobs,
 ]
