@@ -39,6 +39,18 @@ export function fieldError(error: unknown, name: string): string | undefined {
   return error instanceof ApiError ? error.field(name) : undefined
 }
 
+/**
+ * The error as it stands once some fields were changed since it came (issue 36: an error disappears once its
+ * field is fixed): their field errors are dropped, and an error that was only about them is gone.
+ */
+export function withoutChanged(error: unknown, changed: ReadonlySet<string>): unknown {
+  if (!(error instanceof ApiError) || error.fields.length === 0 || changed.size === 0) return error
+  const left = error.fields.filter((f) => ![...changed].some((n) => f.field === n || f.field.startsWith(`${n}.`)))
+  if (left.length === error.fields.length) return error
+  if (left.length === 0) return null
+  return new ApiError(error.status, error.code, left.length === 1 ? left[0].message : error.message, left)
+}
+
 export function Loading({ label = 'Loading…' }: { label?: string }) {
   return <div className="loading" role="status" aria-live="polite">{label}</div>
 }

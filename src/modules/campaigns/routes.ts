@@ -55,6 +55,10 @@ export function campaignsRoutes(deps: Deps) {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.Campaign },
       detail: { tags, summary: 'Cancel a SCHEDULED or SENDING campaign', description: 'The campaign becomes CANCELLED; a fan-out in progress queues no further batch. Other states answer 409 CONFLICT.' },
     })
+    .post('/:id/unschedule', ({ ctx, params }) => service.unscheduleCampaign(ctx, params.id), {
+      apiKey: 'secret', params: m.IdParams, response: { 200: m.Campaign },
+      detail: { tags, summary: 'Take a SCHEDULED campaign back to DRAFT', description: 'Not in the contract (issue 36). The campaign becomes a DRAFT again, its scheduledFor cleared, to be edited and sent or scheduled later; cancel stays final. Other states answer 409 CONFLICT.' },
+    })
     .get('/:id/stats', ({ ctx, params }) => service.campaignStats(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.CampaignStats },
       detail: { tags, summary: 'Send, delivery, open, click and bounce counts of a campaign, and the skipped contacts' },

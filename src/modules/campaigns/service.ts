@@ -227,6 +227,19 @@ export async function cancelCampaign(ctx: Ctx, id: string): Promise<Campaign> {
   return toCampaign(row, (await countersOf(ctx, [id])).get(id))
 }
 
+/**
+ * POST /campaigns/:id/unschedule (issue 36): SCHEDULED → DRAFT, its time cleared; it can be edited and sent
+ * or scheduled again. Other states answer 409 (cancel stays final). The update requires SCHEDULED, so a
+ * scheduler that started it in between wins and this answers 409 SENDING.
+ */
+export async function unscheduleCampaign(ctx: Ctx, id: string): Promise<Campaign> {
+  const existing = await load(ctx, id)
+  if (existing.status !== 'SCHEDULED') throw refused(existing, 'unscheduled', ['SCHEDULED'])
+  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
+  if (!row) throw refused(await load(ctx, id), 'unscheduled', ['SCHEDULED'])
+  return toCampaign(row, (await countersOf(ctx, [id])).get(id))
+}
+
 /** GET /campaigns/:id/stats: counts of the campaign's emails by status, plus the fan-out's own counters. */
 export async function campaignStats(ctx: Ctx, id: string): Promise<CampaignStats> {
   const row = await load(ctx, id)

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { type FormEvent, useId, useRef, useState } from 'react'
+import { type FormEvent, useId, useMemo, useRef, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { call, type Domain, get, post, type Project } from '../../api'
 import { EmailEditor, type EditorValue } from '../../components/email-editor'
-import { ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
+import { ErrorBox, Field, fieldError, Loading, PageHead, withoutChanged } from '../../components/ui'
 import { AudiencePicker } from './audience'
 import type { Audience, Campaign, CampaignInput } from './types'
 
@@ -42,7 +42,14 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   const [content, setContent] = useState<EditorValue>(initial.value)
   // The body the editor opened with: content that still equals it was not written by the user.
   const opened = useRef<string | null>(null)
-  const onContent = (v: EditorValue) => { opened.current ??= v.body; setContent(v) }
+  // Fields changed since the last save: their errors are no longer shown.
+  const [changed, setChanged] = useState<ReadonlySet<string>>(new Set())
+  const touch = (...fields: string[]) => setChanged((s) => (fields.every((f) => s.has(f)) ? s : new Set([...s, ...fields])))
+  const onContent = (v: EditorValue) => {
+    if (opened.current === null) opened.current = v.body
+    else if (v.body !== content.body) touch('body', 'design')
+    setContent(v)
+  }
   const [local, setLocal] = useState(campaign ? campaign.from.split('@')[0] : 'hello')
   const [domain, setDomain] = useState(campaign ? campaign.from.split('@')[1] ?? '' : '')
   const [fromName, setFromName] = useState(campaign?.fromName ?? '')
@@ -63,6 +70,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
       if (!campaign) navigate(`/campaigns/${c.id}`)
     },
   })
+  const shownError = useMemo(() => withoutChanged(save.error, changed), [save.error, changed])
   const applyTemplate = (tid: string) => {
     const t = templates.data?.data.find((x) => x.id === tid)
     if (!t) return
@@ -81,6 +89,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   }
   const submit = (e: FormEvent) => {
     e.preventDefault()
+    setChanged(new Set())
     save.mutate({
       name: name.trim(), subject, body: content.body, design: content.design, from: `${local.trim()}@${chosen}`, fromName: fromName.trim() || null, replyTo: replyTo.trim() || null,
       type: audience.type, audienceType: audience.audienceType,
@@ -89,10 +98,10 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
     })
   }
   if (domains.isPending) return <Loading />
-  const fromError = fieldError(save.error, 'from')
+  const fromError = fieldError(shownError, 'from')
   return (
     <form onSubmit={submit} noValidate aria-label={campaign ? 'Edit the campaign' : 'New campaign'}>
-      <ErrorBox error={domains.error ?? save.error} shown={SHOWN} />
+      <ErrorBox error={domains.error ?? shownError} shown={SHOWN} />
       {save.isSuccess && campaign && <div className="alert ok" role="status">Saved.</div>}
       {verified.length === 0 && (
         <div className="alert warn" role="alert">
@@ -102,7 +111,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
       <div className="card">
         <h2>Content</h2>
         <div className="row">
-          <Field label="Name" value={name} onChange={(e) => setName(e.target.value)} error={fieldError(save.error, 'name')} />
+          <Field label="Name" value={name} onChange={(e) => { setName(e.target.value); touch('name') }} error={fieldError(shownError, 'name')} />
           {(templates.data?.data.length ?? 0) > 0 && (
             <div className="field">
               <span><label htmlFor={`${id}-tpl`}>Start from a template</label></span>
@@ -125,24 +134,24 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
           <div className="field">
             <span><label htmlFor={`${id}-local`}>Sender address</label></span>
             <span className="sender">
-              <input id={`${id}-local`} value={local} onChange={(e) => setLocal(e.target.value)} aria-invalid={fromError ? true : undefined}
+              <input id={`${id}-local`} value={local} onChange={(e) => { setLocal(e.target.value); touch('from') }} aria-invalid={fromError ? true : undefined}
                 aria-describedby={fromError ? `${id}-from-err` : undefined} autoComplete="off" />
               <span aria-hidden="true">@</span>
-              <select aria-label="Sender domain" value={chosen} onChange={(e) => setDomain(e.target.value)}>
+              <select aria-label="Sender domain" value={chosen} onChange={(e) => { setDomain(e.target.value); touch('from') }}>
                 {chosen && !verified.some((d) => d.domain === chosen) && <option value={chosen}>{chosen} (not verified)</option>}
                 {verified.map((d) => <option key={d.id} value={d.domain}>{d.domain}</option>)}
               </select>
             </span>
             {fromError && <span id={`${id}-from-err`} className="err">{fromError}</span>}
           </div>
-          <Field label="Sender name" value={fromName} onChange={(e) => setFromName(e.target.value)} placeholder="Acme" error={fieldError(save.error, 'fromName')} />
-          <Field label="Reply-to" type="email" value={replyTo} onChange={(e) => setReplyTo(e.target.value)} placeholder="optional" error={fieldError(save.error, 'replyTo')} />
+          <Field label="Sender name" value={fromName} onChange={(e) => { setFromName(e.target.value); touch('fromName') }} placeholder="Acme" error={fieldError(shownError, 'fromName')} />
+          <Field label="Reply-to" type="email" value={replyTo} onChange={(e) => { setReplyTo(e.target.value); touch('replyTo') }} placeholder="optional" error={fieldError(shownError, 'replyTo')} />
         </div>
-        <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
+        <Field label="Subject" value={subject} onChange={(e) => { setSubject(e.target.value); touch('subject') }} error={fieldError(shownError, 'subject')} />
         <EmailEditor project={project.id} initial={initial.value} revision={initial.revision} startWith={campaign || initial.revision > 0 ? undefined : 'blank'} subject={subject}
-          onChange={onContent} error={fieldError(save.error, 'body') ?? fieldError(save.error, 'design')} />
+          onChange={onContent} error={fieldError(shownError, 'body') ?? fieldError(shownError, 'design')} />
       </div>
-      <AudiencePicker project={project} value={audience} onChange={setAudience} error={save.error} />
+      <AudiencePicker project={project} value={audience} onChange={(a) => { setAudience(a); touch('type', 'audienceType', 'segmentId', 'audienceCondition') }} error={shownError} />
       <div className="row">
         <button type="submit" disabled={save.isPending || verified.length === 0}>{save.isPending ? 'Saving…' : campaign ? 'Save changes' : 'Save draft'}</button>
         {!campaign && <span className="muted small">You send or schedule it on the next page.</span>}

@@ -11,8 +11,8 @@ import { type Campaign, statusBadge } from './types'
 
 /**
  * One campaign: its state and what can be done in it. DRAFT: send now, schedule, test, edit. SCHEDULED:
- * cancel, test, edit. SENDING: the live view (polled every 1.5 s) and cancel. SENT and CANCELLED: the
- * results. Duplicate in every state; delete unless SENDING.
+ * cancel, unschedule (back to DRAFT), test, edit. SENDING: the live view (polled every 1.5 s) and cancel.
+ * SENT and CANCELLED: the results. Duplicate in every state; delete unless SENDING.
  */
 export function CampaignPage({ project, id }: { project: Project; id: string }) {
   const qc = useQueryClient()
@@ -34,6 +34,8 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
     onSuccess: () => done(),
   })
   const cancel = useMutation({ mutationFn: () => post<Campaign>(`/campaigns/${id}/cancel`, {}, project.id), onSuccess: (n) => done(n) })
+  // Back to DRAFT (issue 36): cancel is final, this is how a scheduled campaign is taken back to be changed.
+  const unschedule = useMutation({ mutationFn: () => post<Campaign>(`/campaigns/${id}/unschedule`, {}, project.id), onSuccess: (n) => done(n) })
   const duplicate = useMutation({
     mutationFn: () => post<Campaign>(`/campaigns/${id}/duplicate`, {}, project.id),
     onSuccess: async (n) => { await qc.invalidateQueries({ queryKey: ['campaigns', project.id] }); navigate(`/campaigns/${n.id}`) },
@@ -45,11 +47,12 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
   if (c.isPending) return <Loading />
   if (c.error) return <><ErrorBox error={c.error} /><Link href="/campaigns">All campaigns</Link></>
   const k = c.data
-  const busy = send.isPending || cancel.isPending
+  const busy = send.isPending || cancel.isPending || unschedule.isPending
   return (
     <div>
       <PageHead title={k.name}>
         <button type="button" className="secondary" onClick={() => duplicate.mutate()} disabled={duplicate.isPending}>Duplicate</button>
+        {k.status === 'SCHEDULED' && <button type="button" className="secondary" onClick={() => unschedule.mutate()} disabled={busy}>Unschedule</button>}
         {(k.status === 'SCHEDULED' || k.status === 'SENDING') && (
           <ConfirmButton label="Cancel campaign" confirm={k.status === 'SENDING' ? 'Stop sending? Mail already queued still goes out.' : 'Cancel the scheduled send?'} onConfirm={() => cancel.mutate()} busy={busy} />
         )}
@@ -61,7 +64,8 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
         {k.sentAt && <> · sent {formatDate(k.sentAt)}</>}
         {k.status !== 'DRAFT' && k.status !== 'SCHEDULED' && <> · <Link href={`/campaigns/${id}/stats`}>Results page</Link></>}
       </p>
-      <ErrorBox error={duplicate.error ?? remove.error ?? cancel.error} />
+      <ErrorBox error={duplicate.error ?? remove.error ?? cancel.error ?? unschedule.error} />
+      {unschedule.isSuccess && k.status === 'DRAFT' && <div className="alert ok" role="status">Unscheduled: the campaign is a draft again. Change it, then send or schedule it.</div>}
       {k.status === 'DRAFT' && (
         <section className="card" aria-labelledby="send-h">
           <h2 id="send-h">Send</h2>

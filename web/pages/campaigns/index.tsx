@@ -3,7 +3,7 @@ import { useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { get, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, Field, formatDate, Loading, PageHead, Pager } from '../../components/ui'
-import { type CampaignList, STATUSES, statusBadge } from './types'
+import { type CampaignList, type Segment, STATUSES, statusBadge } from './types'
 
 const PAGE = 25
 const AUDIENCE: Record<string, string> = { ALL: 'Every contact', SEGMENT: 'A segment', FILTERED: 'A filter' }
@@ -29,6 +29,17 @@ export function CampaignsPage({ project }: { project: Project }) {
     refetchInterval: (q) => (q.state.data?.data.some((c) => c.status === 'SENDING') ? 3_000 : false),
   })
   const rows = list.data?.data ?? []
+  // The segment's name in the audience column (issue 36), asked only when a row has a segment.
+  const segments = useQuery({
+    queryKey: ['segments', project.id], queryFn: () => get<Segment[]>('/segments', project.id),
+    enabled: rows.some((c) => c.audienceType === 'SEGMENT'),
+  })
+  const audience = (c: (typeof rows)[number]) => {
+    if (c.audienceType !== 'SEGMENT') return AUDIENCE[c.audienceType] ?? c.audienceType
+    const seg = segments.data?.find((x) => x.id === c.segmentId)
+    if (seg) return `Segment: ${seg.name}`
+    return segments.data ? 'A deleted segment' : 'A segment'
+  }
   return (
     <div>
       <PageHead title="Campaigns"><Link className="button" href="/campaigns/new">New campaign</Link></PageHead>
@@ -61,7 +72,7 @@ export function CampaignsPage({ project }: { project: Project }) {
                 <tr key={c.id}>
                   <td><Link href={`/campaigns/${c.id}`}>{c.name}</Link><br /><span className="small muted">{c.subject}</span></td>
                   <td><Badge status={statusBadge(c.status)}>{c.status}</Badge></td>
-                  <td>{AUDIENCE[c.audienceType] ?? c.audienceType}</td>
+                  <td>{audience(c)}</td>
                   <td>{c.sentCount.toLocaleString()}</td>
                   <td>{c.deliveredCount > 0 ? `${Math.round((c.openedCount / c.deliveredCount) * 100)}%` : '—'}</td>
                   <td>{c.status === 'SCHEDULED' ? `Scheduled ${formatDate(c.scheduledFor)}` : c.sentAt ? `Sent ${formatDate(c.sentAt)}` : `Created ${formatDate(c.createdAt)}`}</td>
