@@ -196,6 +196,8 @@ export class OutboundPipeline {
   async stop(): Promise<void> {
     this.running = false
     this.stopping = true
+    // Outcomes the store cannot write now are tried again for the grace period, not for ever.
+    this.recorder.keepFor(this.opts.stopGraceMs ?? 10_000)
     this.unlisten?.()
     this.unlisten = null
     this.opts.transport.stopStarting?.()
@@ -392,6 +394,7 @@ export class OutboundPipeline {
     }
     if (!rows.length) return 0
     this.stats.claimed += rows.length
+    const inProgress = new Set(rows.filter((r) => this.claimedIds.has(r.emailId)).map((r) => r.emailId))
     for (const r of rows) this.claimedIds.add(r.emailId)
     const loaded = await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))
     // Campaign mail is stored without content: its body is rendered from the campaign and the contact's
@@ -404,6 +407,9 @@ export class OutboundPipeline {
     const destinationOf = this.opts.transport.destinationOf?.bind(this.opts.transport)
     const byDomain = new Map<string, Claimed[]>()
     for (const row of rows) {
+      // Already in progress here: its lease ran out while its outcome waited for the store (recorder.ts),
+      // and this claim took it again. It is not started twice; the outcome's write deletes the row.
+      if (inProgress.has(row.emailId)) continue
       const email = emails.get(row.emailId)
       // The email row is gone only if its project was deleted between claim and load: nothing to send.
       if (!email) { this.claimedIds.delete(row.emailId); continue }

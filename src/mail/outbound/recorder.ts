@@ -10,6 +10,7 @@
  * email.deferred for each deferral, and the final outcome's events, each with the attempt's number.
  */
 import type { Db } from '../../db/client'
+import { storageFailure } from '../../db/failures'
 import { ctxFor, type Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { bounces, deliveries, domainLabel } from '../../metrics'
@@ -51,6 +52,10 @@ export interface RecorderOptions {
 
 interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): void }
 
+/** The first and the longest wait before writing outcomes again after the store failed (disk full, database down). */
+const RETRY_FIRST_MS = 100
+const RETRY_MAX_MS = 5000
+
 /** Outcomes that end a gathering window at once: connections wait on their outcome, so do not hold many. */
 const MAX_GATHER = 64
 
@@ -70,6 +75,8 @@ export class OutcomeRecorder {
   private lastCommitMs = 0
   /** Ends the current gathering window early. */
   private flushNow: (() => void) | null = null
+  /** After this time (ms), outcomes whose write fails are no longer kept for another try (stop). */
+  private keepUntil = Number.POSITIVE_INFINITY
 
   constructor(private deps: Deps, private opts: RecorderOptions) {}
 
@@ -105,12 +112,21 @@ export class OutcomeRecorder {
     return this.opts.onWire !== undefined && this.opts.onWire() === 0
   }
 
+  /**
+   * Stopping: outcomes whose write fails are tried again for at most `ms` more, then their callers are
+   * failed (their messages stay leased and go out again once the lease ends, as after a crash).
+   */
+  keepFor(ms: number): void {
+    this.keepUntil = Date.now() + ms
+  }
+
   /** Resolves when nothing is waiting to be recorded. */
   async idle(): Promise<void> {
     while (this.running) await this.running
   }
 
   private async loop(): Promise<void> {
+    let retryMs = RETRY_FIRST_MS
     try {
       while (this.pending.length) {
         await this.gather()
@@ -128,7 +144,20 @@ export class OutcomeRecorder {
           for (const [projectId, rows] of events) {
             await notifyEvents(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), rows)
           }
+          retryMs = RETRY_FIRST_MS
         } catch (err) {
+          // The store cannot write now (disk full, database unreachable): the outcomes are kept and written
+          // again until it can. Their messages stay claimed (and their connections wait), so mail the
+          // receivers already accepted is never sent again because the store hiccuped (issue 40, item 5).
+          // Applying a batch again is harmless: a final outcome applies only where it deletes the queue
+          // row, a deferral only where this worker still holds the lease.
+          if (storageFailure(err) && Date.now() < this.keepUntil) {
+            this.deps.log.warn('recording delivery outcomes failed; keeping them and trying again', { count: batch.length, inMs: retryMs, ...errorFields(err) })
+            this.pending = batch.concat(this.pending)
+            await new Promise((resolve) => setTimeout(resolve, retryMs))
+            retryMs = Math.min(RETRY_MAX_MS, retryMs * 2)
+            continue
+          }
           this.deps.log.error('recording delivery outcomes failed', { count: batch.length, ...errorFields(err) })
           for (const p of batch) p.reject(err)
         }
