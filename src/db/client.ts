@@ -26,6 +26,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
+import { PG_CONNECT_TIMEOUT_S, PgGuard } from './pg-guard'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -373,8 +374,10 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
 }
 
 function openPg(url: string): Store {
-  const client = postgres(url, { max: 10, onnotice: () => {}, connection: { application_name: 'mailctl' } })
+  const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, connection: { application_name: 'mailctl' } })
   const db: Db = drizzlePg(client)
+  // Fail fast while the database is down, a deadline on compiled reads, a bound on waiting calls (pg-guard.ts).
+  const guard = new PgGuard(() => client`SELECT 1`)
   const current = new AsyncLocalStorage<Db>()
   const txStates = new WeakMap<Db, TxStates>()
   let closed = false
@@ -386,12 +389,12 @@ function openPg(url: string): Store {
     async tx(fn, opts) {
       const outer = current.getStore()
       if (outer) return fn(outer)
-      return db.transaction((tx) => current.run(tx, async () => {
+      return guard.run(() => db.transaction((tx) => current.run(tx, async () => {
         if (opts?.durable === false) await tx.execute(sql`SET LOCAL synchronous_commit = off`)
         const r = await fn(tx)
         await flushTxStates(txStates.get(tx))
         return r
-      }))
+      })))
     },
     txState(_db, key, init, flush) {
       // The outermost transaction's (a savepoint of it commits with it).
@@ -403,11 +406,14 @@ function openPg(url: string): Store {
     },
     get closed() { return closed },
     async rows<T>(query: SQL, on?: Db) {
-      const res = await (on ?? current.getStore() ?? db).execute(query)
+      const target = on ?? current.getStore()
+      const res = target ? await target.execute(query) : await guard.run(() => db.execute(query))
       return res as T[]
     },
     async exec(query, on) {
-      await (on ?? current.getStore() ?? db).execute(query)
+      const target = on ?? current.getStore()
+      if (target) await target.execute(query)
+      else await guard.run(() => db.execute(query))
     },
     async script(text) {
       await client.unsafe(text).simple()
@@ -423,7 +429,7 @@ function openPg(url: string): Store {
       }) as Promise<boolean>
     },
     prepared<T>(text: string) {
-      return async (...params: Array<string | number | null>) => await client.unsafe<T[]>(text, params, { prepare: true })
+      return (...params: Array<string | number | null>) => guard.run(async () => await client.unsafe<T[]>(text, params, { prepare: true }), guard.readDeadlineMs)
     },
     dataVersion() {
       return null
@@ -431,6 +437,7 @@ function openPg(url: string): Store {
     refresh() {},
     async close() {
       closed = true
+      guard.stop()
       await client.end({ timeout: 5 })
     },
   }

@@ -57,8 +57,10 @@ const UNAVAILABLE_CODES = new Set([
   // postgres.js and the socket
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
-  // PostgreSQL: shutting down, starting up, crashed, too many connections, out of memory, a deadline (item 4)
-  '57P01', '57P02', '57P03', '53300', '53200', '57014',
+  // src/db/pg-guard.ts: refused at once while the database is down, or it did not answer within the deadline
+  'DATABASE_UNAVAILABLE',
+  // PostgreSQL: shutting down, starting up, crashed, too many connections, out of memory
+  '57P01', '57P02', '57P03', '53300', '53200',
   // SQLite: the write lock was not free within the wait
   'SQLITE_BUSY',
 ])

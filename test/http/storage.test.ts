@@ -90,10 +90,37 @@ describe('storage full [sqlite]', () => {
       const ready = await env.request('GET', '/ready')
       expect(ready.status).toBe(503)
       expect(ready.body).toMatchObject({ status: 'not_ready', checks: { database: false, migrations: false, storage: false } })
-      expect(ready.body.problems.database).toContain('no answer within')
+      expect(ready.body.problems.database).toMatch(/no answer within|did not answer within|database unavailable/)
     } finally {
       await pg.freeze(false)
     }
     await until(async () => (await env.request('GET', '/ready')).status === 200, 20_000, '/ready after PostgreSQL answered again')
   }, 60_000)
+
+  test('a database that does not answer: every request answers 503 DATABASE_UNAVAILABLE (none waits for it); all work again once it answers', async () => {
+    const p = await env.project()
+    const body = () => ({ email: `frozen.${rnd()}@example.com` })
+    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status).toBe(201)
+    await pg.freeze(true)
+    const hung = Symbol('hung')
+    try {
+      // Requests arriving over a while: the first wait for the deadline, the later are refused at once.
+      const answers: Array<Promise<unknown>> = []
+      for (let i = 0; i < 20; i++) {
+        answers.push(Promise.race([env.request('POST', '/contacts', { key: p.secretKey, body: body() }), Bun.sleep(20_000).then(() => hung)]))
+        await Bun.sleep(100)
+      }
+      const got = await Promise.all(answers)
+      expect(got.filter((r) => r === hung)).toHaveLength(0)
+      for (const r of got as Array<{ status: number; body: { error: { code: string } }; headers: Headers }>) {
+        expect(r.status).toBe(503)
+        expect(r.body.error.code).toBe('DATABASE_UNAVAILABLE')
+        expect(r.headers.get('retry-after')).toBe('5')
+      }
+    } finally {
+      await pg.freeze(false)
+    }
+    await until(async () => (await env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status === 201, 20_000, 'a write after PostgreSQL answered again')
+    expect((await env.request('GET', '/ready')).status).toBe(200)
+  }, 90_000)
 })
