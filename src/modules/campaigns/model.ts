@@ -1,6 +1,7 @@
 import { t, type Static } from 'elysia'
 import { positiveIntQuery } from '../query'
 import { Design } from '../templates/design'
+import { Preheader } from '../templates/preheader'
 
 /** TypeBox models of the campaigns module: request validation and the OpenAPI document. */
 
@@ -49,6 +50,7 @@ export const Campaign = t.Object({
   subject: t.String(),
   body: t.String(),
   design: t.Union([Design, t.Null()], { description: 'The editor\'s document that produced body, or null' }),
+  preheader: t.Union([t.String(), t.Null()], { description: 'Inbox preview text, or null' }),
   from: t.String(),
   fromName: t.Union([t.String(), t.Null()]),
   replyTo: t.Union([t.String(), t.Null()]),
@@ -83,6 +85,7 @@ export const CampaignBody = t.Object({
   body: Body,
   /** A replacement: PUT without a design leaves none. */
   design: t.Optional(Design),
+  preheader: t.Optional(t.Union([Preheader, t.Null()], { error: 'preheader must be at most 255 characters without line breaks, or null' })),
   from: Email,
   fromName: OptFromName,
   replyTo: OptReplyTo,

@@ -6,6 +6,7 @@ import { enqueue } from '../../jobs/queue'
 import { validateTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { checkDesign } from '../templates/design'
+import { withPreheader } from '../templates/preheader'
 import { queueEmails } from '../emails/service'
 import { suppressedAmong } from '../suppressions/service'
 import { notifyQueued } from '../../mail/outbound'
@@ -57,6 +58,7 @@ function toCampaign(row: repo.CampaignRow, stored?: repo.CounterRow): Campaign {
     subject: row.subject,
     body: row.body,
     design: row.design ?? null,
+    preheader: row.preheader ?? null,
     from: row.fromEmail,
     fromName: row.fromName,
     replyTo: row.replyTo,
@@ -108,7 +110,9 @@ async function checkAudience(ctx: Ctx, input: Pick<CampaignInput, 'audienceType'
 
 /** The checks of create and replace, in order: templates compile and the audience is valid (422), then the sender (403). */
 async function checkInput(ctx: Ctx, input: CampaignInput, previousFrom: string | null) {
-  validateTemplateSource({ subject: input.subject, body: input.body })
+  // A replacement: the body gets the preheader given, or loses the one it had.
+  const body = withPreheader(input.body, input.preheader)
+  validateTemplateSource({ subject: input.subject, body })
   const audience = await checkAudience(ctx, input)
   const from = normEmail(input.from)
   if (from !== previousFrom) await assertSenderAllowed(ctx, from)
@@ -116,8 +120,9 @@ async function checkInput(ctx: Ctx, input: CampaignInput, previousFrom: string |
     name: input.name,
     description: input.description ?? null,
     subject: input.subject,
-    body: input.body,
+    body,
     design: checkDesign(input.design),
+    preheader: input.preheader || null,
     fromEmail: from,
     fromName: input.fromName ?? null,
     replyTo: input.replyTo ? normEmail(input.replyTo) : null,

@@ -1,6 +1,7 @@
 import { t, type Static } from 'elysia'
 import { positiveIntQuery } from '../query'
 import { Design } from './design'
+import { Preheader } from './preheader'
 
 /** TypeBox models of the templates module: request validation and the OpenAPI document. */
 
@@ -32,6 +33,7 @@ const Body = t.String({
   description: 'HTML with Handlebars {{variable}} placeholders (HTML-escaped when rendered); must compile',
 })
 const OptDesign = t.Optional(Design)
+const OptPreheader = t.Optional(t.Union([Preheader, t.Null()], { error: 'preheader must be at most 255 characters without line breaks, or null' }))
 
 /** A display name goes into the From header: no line breaks. */
 const FromName = t.String({ maxLength: 255, pattern: '^[^\\r\\n]*$', error: 'fromName must be at most 255 characters without line breaks' })
@@ -47,6 +49,7 @@ export const Template = t.Object({
   subject: t.String(),
   body: t.String(),
   design: t.Union([Design, t.Null()], { description: 'The editor\'s document that produced body, or null' }),
+  preheader: t.Union([t.String(), t.Null()], { description: 'Inbox preview text, or null' }),
   from: t.String(),
   fromName: t.Union([t.String(), t.Null()]),
   replyTo: t.Union([t.String(), t.Null()]),
@@ -67,6 +70,7 @@ export const CreateTemplateBody = t.Object({
   subject: Subject,
   body: Body,
   design: OptDesign,
+  preheader: OptPreheader,
   from: t.Optional(Email),
   fromName: OptFromName,
   replyTo: OptReplyTo,
@@ -82,6 +86,8 @@ export const UpdateTemplateBody = t.Object({
   body: t.Optional(Body),
   /** Omitted with a changed `body`: the design no longer describes the body and is cleared. */
   design: OptDesign,
+  /** Null takes it out of the body; a body sent alone keeps the preheader (put back at its top). */
+  preheader: OptPreheader,
   from: t.Optional(Email),
   fromName: OptFromName,
   replyTo: OptReplyTo,

@@ -3,6 +3,7 @@ import { badRequest, conflict, flatError, notFound } from '../../errors'
 import { validateTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { checkDesign } from './design'
+import { withPreheader } from './preheader'
 import {
   DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, TEMPLATE_TYPES,
   type CreateTemplate, type ListTemplatesQuery, type Template, type TemplateList, type TemplateType, type TemplateUsage, type UpdateTemplate,
@@ -20,6 +21,7 @@ function toTemplate(row: repo.TemplateRow): Template {
     subject: row.subject,
     body: row.body,
     design: row.design ?? null,
+    preheader: row.preheader ?? null,
     from: row.fromEmail,
     fromName: row.fromName,
     replyTo: row.replyTo,
@@ -39,7 +41,8 @@ const normEmail = (e: string) => e.trim().toLowerCase()
 export async function createTemplate(ctx: Ctx, input: CreateTemplate): Promise<Template> {
   if (!input.from) throw flatError('from is required: the sender address of the template')
   const from = normEmail(input.from)
-  validateTemplateSource({ subject: input.subject, body: input.body })
+  const body = withPreheader(input.body, input.preheader)
+  validateTemplateSource({ subject: input.subject, body })
   await assertSenderAllowed(ctx, from)
   const now = new Date()
   const row: repo.TemplateRow = {
@@ -48,8 +51,9 @@ export async function createTemplate(ctx: Ctx, input: CreateTemplate): Promise<T
     name: input.name,
     description: input.description ?? null,
     subject: input.subject,
-    body: input.body,
+    body,
     design: checkDesign(input.design),
+    preheader: input.preheader || null,
     fromEmail: from,
     fromName: input.fromName ?? null,
     replyTo: input.replyTo ? normEmail(input.replyTo) : null,
@@ -97,15 +101,19 @@ export async function listTemplates(ctx: Ctx, q: ListTemplatesQuery): Promise<Te
 export async function updateTemplate(ctx: Ctx, id: string, patch: UpdateTemplate): Promise<Template> {
   const existing = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
   if (!existing) throw notFound('template')
-  validateTemplateSource({ subject: patch.subject, body: patch.body })
+  // The preheader lives in the body too: a new body or a new preheader makes the body again.
+  const preheader = patch.preheader !== undefined ? patch.preheader || null : existing.preheader
+  const body = patch.body !== undefined || patch.preheader !== undefined ? withPreheader(patch.body ?? existing.body, preheader) : undefined
+  validateTemplateSource({ subject: patch.subject, body })
   const set: Partial<repo.TemplateRow> = {}
   if (patch.name !== undefined) set.name = patch.name
   if (patch.description !== undefined) set.description = patch.description
   if (patch.subject !== undefined) set.subject = patch.subject
-  if (patch.body !== undefined) set.body = patch.body
+  if (body !== undefined && body !== existing.body) set.body = body
+  if (patch.preheader !== undefined && preheader !== existing.preheader) set.preheader = preheader
   // A design describes its body: a body sent without one (an API client editing the HTML) leaves no design.
   if (patch.design !== undefined) set.design = checkDesign(patch.design)
-  else if (patch.body !== undefined && patch.body !== existing.body) set.design = null
+  else if (patch.body !== undefined && body !== existing.body) set.design = null
   if (patch.fromName !== undefined) set.fromName = patch.fromName
   if (patch.replyTo !== undefined) set.replyTo = patch.replyTo === null ? null : normEmail(patch.replyTo)
   if (patch.type !== undefined) set.type = patch.type
