@@ -1,6 +1,6 @@
 /**
  * Child process of bench/track.ts: the real mailctl app on SQLite (synchronous mode from
- * MAILCTL_SQLITE_SYNCHRONOUS) in the given data dir, with one project and SEED existing contacts.
+ * MAILCTL_SQLITE_SYNCHRONOUS) in the given data dir, or on the PostgreSQL database of BENCH_DB_URL, with one project and SEED existing contacts.
  * Prints one JSON line {port, publicKey, secretKey} on stderr, then serves until killed; on SIGTERM it prints the
  * group-commit statistics and exits. Diagnostics: BENCH_WAL_CKPT=<pages> sets wal_autocheckpoint; BENCH_SQL runs an SQL
  * script on the store before serving (to compare a schema change: a dropped trigger or index).
@@ -21,10 +21,12 @@ import { trackWriter } from '../src/modules/events/writer'
 
 const dataDir = process.argv[2]
 const seed = Number(process.argv[3] ?? 10_000)
+// BENCH_DB_URL: a PostgreSQL database (bench/track.ts with BENCH_DATABASE_URL=pg) instead of SQLite in dataDir.
 const config = loadConfig({
+  env: process.env.BENCH_DB_URL ? { ...process.env, MAILCTL_SECRET: 'bench-track-secret-shared-by-every-node' } : process.env,
   overrides: {
     dataDir,
-    databaseUrl: `sqlite://${dataDir}/mailctl.db`,
+    databaseUrl: process.env.BENCH_DB_URL ?? `sqlite://${dataDir}/mailctl.db`,
     rateLimitPerMinute: 100_000_000,
     logLevel: (process.env.BENCH_LOG_LEVEL as 'info' | 'warn' | undefined) ?? 'info',
     jwtSecret: 'bench',
@@ -43,7 +45,7 @@ if (process.env.BENCH_CONSUMED === '1') await enableWorkflow()
 // The drainer's counters (events, batches, failures) are printed at SIGTERM with the group-commit statistics.
 const outbox = process.env.BENCH_DRAIN === '1' ? await (await import('../src/modules/events/outbox')).startOutbox(deps) : null
 const app = buildApp(deps).listen({ port: 0, hostname: '127.0.0.1' })
-process.stderr.write(`${JSON.stringify({ port: portOf(app), publicKey: project.publicKey, secretKey: project.secretKey, synchronous: config.sqliteSynchronous })}\n`)
+process.stderr.write(`${JSON.stringify({ port: portOf(app), publicKey: project.publicKey, secretKey: project.secretKey, synchronous: process.env.BENCH_DB_URL ? 'pg' : config.sqliteSynchronous })}\n`)
 // On SIGTERM: how well group commit batched (diagnostics), then a normal exit (so --cpu-prof can write).
 process.on('SIGTERM', () => {
   // Tracks commit on the track writer thread on a file-backed database, else through the in-thread group commit.

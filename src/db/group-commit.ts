@@ -1,20 +1,30 @@
+import { sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from './client'
 
 /**
- * Group commit for SQLite's single writer: writes submitted during one turn of the event loop run in
- * ONE transaction, and every caller is answered only after that transaction has committed — so an
- * answered write is as durable as with one transaction per write (synchronous=FULL: fsynced; NORMAL: in
- * the WAL, surviving kill -9), while the commit cost (WAL frames, fsync) is shared by the whole batch.
+ * Group commit, on both stores: writes submitted during one turn of the event loop run in ONE transaction,
+ * and every caller is answered only after that transaction has committed — so an answered write is as
+ * durable as with one transaction per write (SQLite synchronous=FULL: fsynced; NORMAL: in the WAL,
+ * surviving kill -9; PostgreSQL: synchronous_commit on), while the commit cost (WAL frames, fsync, and on
+ * PostgreSQL the BEGIN/COMMIT round trips) is shared by the whole batch.
  *
  * A failing write rolls back only itself. Two ways:
  * - `{ pure: true }` writes (the caller promises that `fn` has no effect outside `db`, so running it twice
  *   is harmless) run back to back without savepoints. If one throws, the whole transaction is rolled back
  *   and the batch runs again the safe way. Savepoints are not free on SQLite (each is a statement, and
  *   an FTS5 table written in the transaction flushes its pending terms at each one; the contacts' FTS5
- *   index of earlier versions cost about 25 µs of CPU per track that way).
+ *   index of earlier versions cost about 25 µs of CPU per track that way), and on PostgreSQL each is a
+ *   round trip.
  * - other writes run each inside its own savepoint, after the pure writes of the batch.
+ * `runMany(kind, item)` is a pure write of a kind that writes many items with a few statements for all
+ * (`Batched.many`: multi-row statements, so that a batch costs a few round trips on PostgreSQL instead of a
+ * few per write); when it throws, the batch runs again the safe way, each item through `Batched.one`.
  *
- * PostgreSQL runs concurrent transactions itself; there `run` is a plain `store.tx`.
+ * What differs between the stores stays here: SQLite has one writer, so one batch is in flight at a time;
+ * PostgreSQL runs up to PG_IN_FLIGHT batches at once on connections of its pool (a batch that waits for
+ * its commit's fsync does not hold back the next). On PostgreSQL `run` is a transaction of its own (see
+ * `alone`): only `runMany` batches there. On PostgreSQL a write that fails with a deadlock or a
+ * serialization failure is run again (in its savepoint; a batch or a transaction of its own, whole).
  */
 
 export interface GroupCommitOptions {
@@ -22,46 +32,145 @@ export interface GroupCommitOptions {
   pure?: boolean
 }
 
-interface Pending<T> { fn: (db: Db) => Promise<T>; pure: boolean; resolve: (v: T) => void; reject: (e: unknown) => void }
+/**
+ * A kind of write that can write many items at once (GroupCommit.runMany). Both functions only read and
+ * write through `db` (they may run more than once). `many` answers one outcome per item, in order, or
+ * throws (the batch then runs again with `one` per item, each in its savepoint).
+ */
+export interface Batched<I, O> {
+  many(db: Db, items: I[]): Promise<O[]>
+  one(db: Db, item: I): Promise<O>
+}
+
+interface Pending<T> {
+  fn: ((db: Db) => Promise<T>) | null
+  kind: Batched<unknown, T> | null
+  item: unknown
+  pure: boolean
+  resolve: (v: T) => void
+  reject: (e: unknown) => void
+}
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
 
 const MAX_BATCH = 512
+/** Batches in flight at once on PostgreSQL (each holds a connection of the pool until it commits). */
+const PG_IN_FLIGHT = 4
+/** Runs of a write (or of a batch's transaction) that failed with a deadlock or a serialization failure. */
+const RETRIES = 3
 
 /** Thrown out of the optimistic transaction to roll it back (a pure write failed). */
 const RETRY = Symbol('group commit: retry with savepoints')
 
-function statements(db: Db) {
-  const client = sqliteConnection(db)
-  return { savepoint: client.query('SAVEPOINT group_commit'), release: client.query('RELEASE group_commit'), rollback: client.query('ROLLBACK TO group_commit') }
+/** PostgreSQL's deadlock_detected and serialization_failure: the same write may succeed when run again. */
+export function isRetryableConflict(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (code === '40P01' || code === '40001') return true
+  }
+  return false
+}
+
+interface Savepoints { savepoint(): Promise<void> | void; release(): Promise<void> | void; rollback(): Promise<void> | void }
+
+function savepoints(store: Store, db: Db): Savepoints {
+  if (store.dialect === 'sqlite') {
+    const client = sqliteConnection(db)
+    const s = client.query('SAVEPOINT group_commit')
+    const r = client.query('RELEASE group_commit')
+    const b = client.query('ROLLBACK TO group_commit')
+    return { savepoint: () => { s.run() }, release: () => { r.run() }, rollback: () => { b.run() } }
+  }
+  const run = (text: string) => async () => { await db.execute(sql.raw(text)) }
+  return { savepoint: run('SAVEPOINT group_commit'), release: run('RELEASE group_commit'), rollback: run('ROLLBACK TO group_commit') }
 }
 
 export class GroupCommit {
   private queue: Pending<unknown>[] = []
   private scheduled = false
-  private flushing = false
-  /** Batches committed, writes in them and batches run again with savepoints (for tests and benchmarks). */
-  readonly stats = { batches: 0, writes: 0, retries: 0 }
+  private inFlight = 0
+  private readonly limit: number
+  /**
+   * Batches committed, writes in them, batches run again with savepoints, and writes or batches run again
+   * after a deadlock or serialization failure (for tests and benchmarks).
+   */
+  readonly stats = { batches: 0, writes: 0, retries: 0, conflicts: 0 }
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Store) {
+    this.limit = store.dialect === 'pg' ? PG_IN_FLIGHT : 1
+  }
 
   run<T>(fn: (db: Db) => Promise<T>, opts?: GroupCommitOptions): Promise<T> {
-    if (this.store.dialect !== 'sqlite') return this.store.tx(fn)
+    if (this.store.dialect === 'pg') return this.alone(fn)
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, pure: opts?.pure === true, resolve, reject } as Pending<unknown>)
+      this.queue.push({ fn, kind: null, item: null, pure: opts?.pure === true, resolve, reject } as Pending<unknown>)
+      this.schedule()
+    })
+  }
+
+  /**
+   * A write of its own on PostgreSQL: a transaction of its own, run again after a deadlock or serialization
+   * failure. Measured with bench/send.ts, sends (several statements each, awaited one after the other)
+   * went slower one after another in a shared transaction than in concurrent transactions of their own;
+   * writes that gain from sharing a transaction there are written as a `Batched` kind (runMany).
+   */
+  private async alone<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.tx(fn)
+      } catch (error) {
+        if (attempt >= RETRIES || !isRetryableConflict(error)) throw error
+        this.stats.conflicts++
+      }
+    }
+  }
+
+  /** A pure write of `kind`, written with the batch's other items of that kind by `kind.many`. */
+  runMany<I, O>(kind: Batched<I, O>, item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ fn: null, kind: kind as Batched<unknown, unknown>, item, pure: true, resolve, reject } as Pending<unknown>)
       this.schedule()
     })
   }
 
   private schedule() {
-    if (this.scheduled || this.flushing) return
+    if (this.scheduled || this.inFlight >= this.limit) return
     this.scheduled = true
     // setImmediate: let the requests read in this turn of the loop join the batch.
-    setImmediate(() => { this.scheduled = false; void this.flush() })
+    setImmediate(() => { this.scheduled = false; this.start() })
+  }
+
+  private start() {
+    while (this.queue.length && this.inFlight < this.limit) {
+      const batch = this.queue.splice(0, MAX_BATCH)
+      this.inFlight++
+      void this.settle(batch).finally(() => {
+        this.inFlight--
+        if (this.queue.length) this.schedule()
+      })
+    }
+  }
+
+  /** One write in its own savepoint (run again after a deadlock or serialization failure). */
+  private async guarded(sp: Savepoints, db: Db, p: Pending<unknown>): Promise<Outcome> {
+    for (let attempt = 1; ; attempt++) {
+      await sp.savepoint()
+      try {
+        const value = p.kind ? await p.kind.one(db, p.item) : await (p.fn as (db: Db) => Promise<unknown>)(db)
+        await sp.release()
+        return { ok: true, value }
+      } catch (error) {
+        await sp.rollback()
+        await sp.release()
+        if (attempt < RETRIES && isRetryableConflict(error)) { this.stats.conflicts++; continue }
+        return { ok: false, error }
+      }
+    }
   }
 
   /**
-   * Runs `batch` in one transaction: unless `safe`, the pure writes first, bare (one failing throws RETRY,
-   * rolling everything back); then the others (all of them when `safe`) each in a savepoint.
+   * Runs `batch` in one transaction: unless `safe`, the pure writes first, bare, and the items of each
+   * batched kind with one `many` (one failing throws RETRY, rolling everything back); then the others
+   * (all of them when `safe`) each in a savepoint.
    */
   private commit(batch: Pending<unknown>[], safe: boolean): Promise<Outcome[]> {
     return this.store.tx(async (db) => {
@@ -69,61 +178,67 @@ export class GroupCommit {
       let guarded = batch.length
       if (!safe) {
         guarded = 0
+        let kinds: Map<Batched<unknown, unknown>, number[]> | null = null
         for (let i = 0; i < batch.length; i++) {
           const p = batch[i]
           if (!p.pure) { guarded++; continue }
-          try { outcomes[i] = { ok: true, value: await p.fn(db) } } catch { throw RETRY }
+          if (p.kind) {
+            kinds ??= new Map()
+            const list = kinds.get(p.kind)
+            if (list) list.push(i)
+            else kinds.set(p.kind, [i])
+            continue
+          }
+          try { outcomes[i] = { ok: true, value: await (p.fn as (db: Db) => Promise<unknown>)(db) } } catch { throw RETRY }
+        }
+        if (kinds) {
+          for (const [kind, indexes] of kinds) {
+            let values: unknown[]
+            try { values = await kind.many(db, indexes.map((i) => batch[i].item)) } catch { throw RETRY }
+            for (let k = 0; k < indexes.length; k++) outcomes[indexes[k]] = { ok: true, value: values[k] }
+          }
         }
       }
       if (!guarded) return outcomes
-      const sp = statements(db)
+      const sp = savepoints(this.store, db)
       for (let i = 0; i < batch.length; i++) {
         const p = batch[i]
         if (!safe && p.pure) continue
-        sp.savepoint.run()
-        try {
-          outcomes[i] = { ok: true, value: await p.fn(db) }
-          sp.release.run()
-        } catch (error) {
-          sp.rollback.run()
-          sp.release.run()
-          outcomes[i] = { ok: false, error }
-        }
+        outcomes[i] = await this.guarded(sp, db, p)
       }
       return outcomes
     })
   }
 
-  private async flush() {
-    this.flushing = true
+  private async settle(batch: Pending<unknown>[]) {
+    let outcomes: Outcome[]
     try {
-      while (this.queue.length) {
-        const batch = this.queue.splice(0, MAX_BATCH)
-        let outcomes: Outcome[]
-        try {
+      try {
+        outcomes = await this.commit(batch, false)
+      } catch (error) {
+        if (error !== RETRY && !isRetryableConflict(error)) throw error
+        if (error === RETRY) this.stats.retries++
+        else this.stats.conflicts++
+        for (let attempt = 1; ; attempt++) {
           try {
-            outcomes = await this.commit(batch, false)
-          } catch (error) {
-            if (error !== RETRY) throw error
-            this.stats.retries++
             outcomes = await this.commit(batch, true)
+            break
+          } catch (again) {
+            if (attempt >= RETRIES || !isRetryableConflict(again)) throw again
+            this.stats.conflicts++
           }
-        } catch (error) {
-          for (const p of batch) p.reject(error)
-          continue
         }
-        this.stats.batches++
-        this.stats.writes += batch.length
-        for (let i = 0; i < batch.length; i++) {
-          const o = outcomes[i]
-          if (o.ok) batch[i].resolve(o.value)
-          else batch[i].reject(o.error)
-        }
-        if (this.queue.length) await new Promise<void>((r) => setImmediate(r))
       }
-    } finally {
-      this.flushing = false
-      if (this.queue.length) this.schedule()
+    } catch (error) {
+      for (const p of batch) p.reject(error)
+      return
+    }
+    this.stats.batches++
+    this.stats.writes += batch.length
+    for (let i = 0; i < batch.length; i++) {
+      const o = outcomes[i]
+      if (o.ok) batch[i].resolve(o.value)
+      else batch[i].reject(o.error)
     }
   }
 }

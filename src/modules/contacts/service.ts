@@ -111,7 +111,7 @@ export type UpsertOutcome = 'created' | 'updated' | 'unchanged' | 'refused'
  * An input whose data breaks a limit (contacts/data.ts) is 'refused', with the message in `refused`, and
  * writes nothing; the others go on.
  */
-export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; refused: Array<string | undefined>; contacts: ContactRow[]; events: EventRow[] }> {
+export async function upsertMany(ctx: WriteCtx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; refused: Array<string | undefined>; contacts: ContactRow[]; events: EventRow[] }> {
   const { store, projectId } = ctx
   const emails = inputs.map((i) => normalizeEmail(i.email))
   const now = new Date()
@@ -139,6 +139,7 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     for (const r of await repo.findByEmailsForUpdate(store, db, projectId, retry.map((i) => emails[i]))) existing.set(r.email, r)
   }
   const newEvents: NewEvent[] = []
+  const changed: ContactRow[] = []
   for (let i = 0; i < inputs.length; i++) {
     if (outcomes[i]) continue
     const row = existing.get(emails[i])
@@ -148,11 +149,12 @@ export async function upsertMany(ctx: Ctx, db: Db, inputs: UpsertInput[], opts: 
     const { set, flip } = plan
     if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
     const next: ContactRow = { ...row, ...set, updatedAt: now }
-    await repo.saveState(store, db, next)
+    changed.push(next)
     contacts[i] = next
     outcomes[i] = 'updated'
     if (flip) newEvents.push(subscriptionEvent(row.id, next.subscribed))
   }
+  await repo.saveStates(store, db, changed)
   const events = await appendEvents(ctx, db, newEvents)
   return { outcomes, refused, contacts, events }
 }

@@ -10,7 +10,7 @@ import { groupCommit } from '../../db/group-commit'
 import type { ListEventsQuery, TrackBody } from './model'
 import * as repo from './repo'
 import { notifyEvents } from './stream'
-import { writeTrack, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
+import { trackBatch, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import { trackWriter } from './writer'
 
 /**
@@ -32,7 +32,7 @@ function assertTrackable(name: string) {
  * Upserts the contact (new contacts subscribed unless `subscribed: false`; existing keep their state
  * unless given) and appends the event, in one transaction (with the claim of the Idempotency-Key, if
  * any): on a file-backed SQLite database on the track writer thread (writer.ts), elsewhere grouped with
- * concurrent tracks on SQLite (db/group-commit.ts) or a transaction of its own on PostgreSQL. Returns after
+ * concurrent tracks (db/group-commit.ts), written a batch at a time (track-write.ts, trackBatch). Returns after
  * commit (the outbox row commits with it); drainers are not yet woken.
  */
 export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null): Promise<TrackOutcome | TrackReused> {
@@ -41,7 +41,7 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
   const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data, claim }
   const writer = trackWriter(ctx.store, ctx.deps.config.sqliteSynchronous)
   if (writer) return writer.write(ctx.projectId, ctx.now, input)
-  return groupCommit(ctx.store).run((db) => writeTrack(ctx, db, input), { pure: true })
+  return groupCommit(ctx.store).runMany(trackBatch, { ctx: { store: ctx.store, projectId: ctx.projectId, now: ctx.now }, write: input })
 }
 
 /**

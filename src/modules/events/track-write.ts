@@ -1,8 +1,9 @@
 import type { Db } from '../../db/client'
-import { RESERVED_DATA_KEYS, type ContactData } from '../contacts/data'
-import { upsertIn, type WriteCtx } from '../contacts/service'
+import type { Batched } from '../../db/group-commit'
+import { normalizeEmail, RESERVED_DATA_KEYS, type ContactData } from '../contacts/data'
+import { upsertIn, upsertMany, type WriteCtx } from '../contacts/service'
 import { claimIn, type Claim, type HeldKey } from '../idempotency/repo'
-import { appendEvents, type EventRow } from './stream'
+import { appendEvents, type EventRow, type NewEvent } from './stream'
 
 /**
  * The write of one track inside a transaction: upsert the contact, append the event. It only reads and
@@ -56,4 +57,68 @@ export async function writeTrack(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<
   const up = await upsertIn(ctx, db, { email: t.email, subscribed: t.subscribed, data: t.data, dataChecked: true }, { defaultSubscribed: true })
   const [event] = await appendEvents(ctx, db, [{ contactId: up.contact.id, name: t.event, data: eventData(t.data) }])
   return { contactId: up.contact.id, event, events: up.events.length ? [...up.events, event] : [event] }
+}
+
+/** One track of a batch (trackBatch): its context and its write. */
+export interface TrackJob { ctx: WriteCtx; write: TrackWrite }
+
+/**
+ * Tracks as one kind of group-committed write (db/group-commit.ts, runMany): the tracks of a batch are
+ * written with a few statements for all of them — per project, one look-up of the contacts, one insert of
+ * the new ones, one update of the changed ones (contacts/service.ts, upsertMany), then one insert of all
+ * the events — instead of a few per track. A contact named twice in a batch is upserted in a second round,
+ * after the first. A track with an Idempotency-Key, and any track when something fails (a data limit, a
+ * conflict), is written alone by writeTrack, as `one` (the batch then runs again, each in a savepoint).
+ */
+export const trackBatch: Batched<TrackJob, TrackOutcome | TrackReused> = {
+  one: (db, job) => writeTrack(job.ctx, db, job.write),
+  async many(db, jobs) {
+    const out: Array<TrackOutcome | TrackReused> = new Array(jobs.length)
+    // Rounds of distinct (project, email), grouped by project: the keys are `${round} ${projectId}`.
+    const seen = new Map<string, number>()
+    const groups = new Map<string, number[]>()
+    for (let i = 0; i < jobs.length; i++) {
+      const { ctx, write } = jobs[i]
+      if (write.claim) { out[i] = await writeTrack(ctx, db, write); continue }
+      const who = `${ctx.projectId} ${normalizeEmail(write.email)}`
+      const round = seen.get(who) ?? 0
+      seen.set(who, round + 1)
+      const key = `${round} ${ctx.projectId}`
+      const list = groups.get(key)
+      if (list) list.push(i)
+      else groups.set(key, [i])
+    }
+    const tracked = new Map<string, { ctx: WriteCtx; indexes: number[]; events: NewEvent[] }>()
+    const contactOf: string[] = new Array(jobs.length)
+    const before: EventRow[][] = new Array(jobs.length)
+    const rounds = [...groups.entries()].sort((a, b) => Number(a[0].slice(0, a[0].indexOf(' '))) - Number(b[0].slice(0, b[0].indexOf(' '))))
+    for (const [, indexes] of rounds) {
+      const ctx = jobs[indexes[0]].ctx
+      const inputs = indexes.map((i) => ({ email: jobs[i].write.email, subscribed: jobs[i].write.subscribed, data: jobs[i].write.data, dataChecked: true }))
+      const up = await upsertMany(ctx, db, inputs, { defaultSubscribed: true })
+      const flips = new Map(up.events.map((e) => [e.contactId, e]))
+      let t = tracked.get(ctx.projectId)
+      if (!t) { t = { ctx, indexes: [], events: [] }; tracked.set(ctx.projectId, t) }
+      for (let k = 0; k < indexes.length; k++) {
+        const i = indexes[k]
+        // A refused input (a data limit): the batch runs again the safe way, where it fails alone.
+        if (up.refused[k] !== undefined) throw new Error(`track refused: ${up.refused[k]}`)
+        const contactId = up.contacts[k].id
+        contactOf[i] = contactId
+        const flip = flips.get(contactId)
+        before[i] = flip ? [flip] : []
+        t.indexes.push(i)
+        t.events.push({ contactId, name: jobs[i].write.event, data: eventData(jobs[i].write.data), createdAt: jobs[i].ctx.now })
+      }
+    }
+    for (const t of tracked.values()) {
+      const rows = await appendEvents(t.ctx, db, t.events)
+      for (let k = 0; k < t.indexes.length; k++) {
+        const i = t.indexes[k]
+        const event = rows[k]
+        out[i] = { contactId: contactOf[i], event, events: before[i].length ? [...before[i], event] : [event] }
+      }
+    }
+    return out
+  },
 }

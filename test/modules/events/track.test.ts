@@ -177,4 +177,21 @@ forEachStore('POST /v1/track', (env) => {
     expect((await eventRows(env, p.id)).length).toBe(30)
     expect(Object.keys((await contactOf(env, p.secretKey, 'burst@example.com')).data).length).toBe(30)
   })
+
+  test('a track refused inside a batch (the contact would outgrow the data limit) fails alone; its batch-mates commit', async () => {
+    const p = await env.project()
+    const big = 'x'.repeat(40_000)
+    expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'full@example.com', event: 'first', data: { a: big } } })).status).toBe(200)
+    const rs = await Promise.all([
+      env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'one@example.com', event: 'ok', data: { n: 1 } } }),
+      env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'full@example.com', event: 'too-much', data: { b: big } } }),
+      env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'two@example.com', event: 'ok', data: { n: 2 } } }),
+      env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'one@example.com', event: 'ok', data: { m: 3 } } }),
+    ])
+    expect(rs.map((r) => r.status)).toEqual([200, 422, 200, 200])
+    expect(rs[1].body.error.code).toBe('VALIDATION_ERROR')
+    expect((await eventRows(env, p.id)).map((e) => e.name).sort()).toEqual(['first', 'ok', 'ok', 'ok'])
+    expect((await contactOf(env, p.secretKey, 'one@example.com')).data).toEqual({ n: 1, m: 3 })
+    expect(Object.keys((await contactOf(env, p.secretKey, 'full@example.com')).data)).toEqual(['a'])
+  })
 })

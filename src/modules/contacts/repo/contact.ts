@@ -26,7 +26,12 @@ export async function findByEmailForUpdate(store: Store, db: Db, projectId: stri
   return row ?? null
 }
 
-/** Rows of these emails (already normalised), locked on PostgreSQL like `findByEmailForUpdate`. */
+/**
+ * Rows of these emails (already normalised), locked on PostgreSQL like `findByEmailForUpdate`, in the order
+ * of their emails (two transactions locking overlapping sets wait for each other instead of deadlocking).
+ * One look-up of the unique index per email (the LIMIT keeps the planner from flattening it): `IN (SELECT ...)`
+ * was planned as a scan of all the project's contacts, and `= ANY(...)` could pick the trigram index.
+ */
 export async function findByEmailsForUpdate(store: Store, db: Db, projectId: string, emails: string[]): Promise<ContactRow[]> {
   if (!emails.length) return []
   if (store.dialect === 'sqlite') {
@@ -36,9 +41,9 @@ export async function findByEmailsForUpdate(store: Store, db: Db, projectId: str
     return rows.map(fromRaw)
   }
   const rows = await store.rows<PgContact>(sql`
-    SELECT ${sql.raw(CONTACT_COLS)} FROM contacts
-    WHERE project_id = ${projectId} AND email IN (SELECT jsonb_array_elements_text(${JSON.stringify(emails)}::jsonb))
-    ORDER BY email FOR UPDATE`, db)
+    SELECT c.* FROM jsonb_array_elements_text(${JSON.stringify([...emails].sort())}::jsonb) AS e(email)
+    CROSS JOIN LATERAL (SELECT ${sql.raw(CONTACT_COLS)} FROM contacts WHERE project_id = ${projectId} AND email = e.email LIMIT 1 FOR UPDATE) AS c
+    ORDER BY c.email`, db)
   return rows.map(fromPg)
 }
 
@@ -65,6 +70,23 @@ export async function saveState(store: Store, db: Db, row: ContactRow): Promise<
   await db.update(c).set({ subscribed: row.subscribed, data: row.data, updatedAt: row.updatedAt }).where(and(eq(c.projectId, row.projectId), eq(c.id, row.id)))
 }
 
+/**
+ * `saveState` of many rows (distinct contacts): one statement on PostgreSQL. The `= ANY(ARRAY(...))` of
+ * the ids makes it look the rows up by key (the join alone was planned as a scan of every contact).
+ */
+export async function saveStates(store: Store, db: Db, rows: ContactRow[]): Promise<void> {
+  if (!rows.length) return
+  if (store.dialect === 'sqlite' || rows.length === 1) {
+    for (const row of rows) await saveState(store, db, row)
+    return
+  }
+  const payload = JSON.stringify(rows.map((r) => ({ id: r.id, project_id: r.projectId, subscribed: r.subscribed, data: r.data, updated_at: r.updatedAt.toISOString() })))
+  await store.exec(sql`
+    UPDATE contacts AS c SET subscribed = x.subscribed, data = x.data, updated_at = x.updated_at
+    FROM jsonb_to_recordset(${payload}::jsonb) AS x(id text, project_id text, subscribed boolean, data jsonb, updated_at timestamptz)
+    WHERE c.id = ANY(ARRAY(SELECT jsonb_array_elements(${payload}::jsonb) ->> 'id')) AND c.project_id = x.project_id AND c.id = x.id`, db)
+}
+
 /** Inserts many; returns the rows actually inserted (those whose email was free). */
 export async function insertManyIfAbsent(store: Store, db: Db, rows: ContactRow[]): Promise<ContactRow[]> {
   if (!rows.length) return []
@@ -82,6 +104,7 @@ export async function insertManyIfAbsent(store: Store, db: Db, rows: ContactRow[
     INSERT INTO contacts (${sql.raw(CONTACT_COLS)})
     SELECT id, project_id, email, subscribed, data, created_at, updated_at
     FROM jsonb_to_recordset(${payload}::jsonb) AS x(id text, project_id text, email text, subscribed boolean, data jsonb, created_at timestamptz, updated_at timestamptz)
+    ORDER BY email
     ON CONFLICT (project_id, email) DO NOTHING RETURNING email`, db)).map((r) => r.email))
   return rows.filter((r) => done.has(r.email))
 }
