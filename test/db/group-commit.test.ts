@@ -89,8 +89,8 @@ forEachStore('group commit', (env) => {
 const pgRun = pgReachableSync()
 ;(pgRun ? describe : describe.skip)('group commit [pg]: conflicts', () => {
   const env = new TestEnv('pg')
-  beforeAll(() => env.start())
-  afterAll(() => env.stop())
+  beforeAll(() => env.start(), 60_000)
+  afterAll(() => env.stop(), 60_000)
 
   test('a write that deadlocks with another transaction is run again, and both commit', async () => {
     const p = await env.project()
