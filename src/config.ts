@@ -53,6 +53,8 @@ export interface Config {
   webhookAllowHosts: string[]
   /** MX hosts (names, addresses, CIDR ranges) direct delivery may reach on refused addresses (src/mail/outbound/guard.ts). */
   deliveryAllowHosts: string[]
+  /** MAILCTL_SYSTEM_FROM: the sender of verification, password-reset and invitation mail (src/mail/system.ts); null: captured only. */
+  systemFrom: string | null
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null
   /** Largest image accepted by POST /uploads/image, in bytes (default 5 MB). */
@@ -148,6 +150,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_JIT: 'jit',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
   MAILCTL_DELIVERY_ALLOW_HOSTS: 'deliveryAllowHosts',
+  MAILCTL_SYSTEM_FROM: 'systemFrom',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
   MAILCTL_SECURITY_THRESHOLDS: 'securityThresholds',
@@ -188,6 +191,14 @@ function bool(name: string, v: string): boolean {
   if (/^(1|true|yes|on)$/i.test(v)) return true
   if (/^(0|false|no|off|)$/i.test(v)) return false
   throw new ConfigError(`${name} must be true or false, got "${v}"`)
+}
+
+/** MAILCTL_SYSTEM_FROM: one plain address (`noreply@example.com`), lower-cased; no name, no angle brackets. */
+function systemFrom(value: string | undefined): string | null {
+  const v = value?.trim().toLowerCase()
+  if (!v) return null
+  if (!/^[a-z0-9!#$%&'*+/=?^_`{|}~.-]+@[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(v)) throw new ConfigError(`MAILCTL_SYSTEM_FROM must be a plain email address on a verified domain (e.g. noreply@example.com), not "${value}"`)
+  return v
 }
 
 /** A comma-separated allow-list (src/net/address-guard.ts parseAllowList), its entries checked. */
@@ -264,6 +275,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     jit,
     webhookAllowHosts: allowList('MAILCTL_WEBHOOK_ALLOW_HOSTS', raw.MAILCTL_WEBHOOK_ALLOW_HOSTS),
     deliveryAllowHosts: allowList('MAILCTL_DELIVERY_ALLOW_HOSTS', raw.MAILCTL_DELIVERY_ALLOW_HOSTS),
+    systemFrom: systemFrom(raw.MAILCTL_SYSTEM_FROM),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),
     securityThresholds: securityThresholds(raw.MAILCTL_SECURITY_THRESHOLDS),

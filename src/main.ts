@@ -10,7 +10,7 @@ import { nodeOf } from './jobs/nodes'
 import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
-import { captureMailOut } from './mail/system'
+import { captureMailOut, pipelineMailOut } from './mail/system'
 import { trackWriter } from './modules/events/writer'
 import { registerUsageProvider } from './modules/contacts/usage'
 import { keepHeapSmall } from './heap'
@@ -179,15 +179,18 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
     if ((await appliedMigrations(store)).includes(SECRET_CHECK_MIGRATION)) await checkKeys(store, config)
     // Work queued on this node wakes the workers of the others at once (src/jobs/lease.ts).
     if (redis) publishWakeups(store, redis, log)
-    return composeDeps({
+    // System mail goes out through the pipeline from MAILCTL_SYSTEM_FROM; captured with MAILCTL_OUTBOUND=capture.
+    const capture = captureMailOut(store, config.systemFrom ?? `mailctl@${config.hostname}`)
+    const deps: Deps = composeDeps({
       config,
       store,
       log,
       limiter: redis ? redisLimiter(redis, { log }) : memoryLimiter(),
-      mail: captureMailOut(store, `mailctl@${config.hostname}`),
+      mail: config.outbound === 'capture' ? capture : pipelineMailOut(() => deps, capture),
       redis,
       secret: jwtSecret(config),
     })
+    return deps
   } catch (err) {
     redis?.disconnect()
     await store.close().catch(() => {})

@@ -88,6 +88,7 @@ async function checkDatabase(config: Config): Promise<Check[]> {
       ok('database', `${kind} reachable`),
       !missing.length ? ok('migrations', `all ${applied.size} applied`) : warn('migrations', `pending: ${missing.join(', ')} (run \`mailctl migrate\` or start \`mailctl serve\`)`),
       await checkKeys(config, store, applied.has('0015_secret_check')),
+      ...(missing.length ? [] : [await checkSystemMail(config, store)]),
     ]
   } finally {
     await store.close()
@@ -110,6 +111,18 @@ async function checkKeys(config: Config, store: Store, recorded: boolean): Promi
   if (!recorded) return ok('keys', `from ${source}; the database records their fingerprints when \`mailctl serve\` first starts`)
   const problem = mismatchMessage(config, presentKeyFingerprints(config), await recordedFingerprints(store))
   return problem ? fail('keys', problem) : ok('keys', `from ${source}; they match those the database was first served with`)
+}
+
+/** System mail (src/mail/system.ts): MAILCTL_SYSTEM_FROM set, on a domain some project has verified. */
+async function checkSystemMail(config: Config, store: Store | null): Promise<Check> {
+  const { systemSenderCheck } = await import('../../src/mail/system')
+  try {
+    const r = await systemSenderCheck(config, store)
+    if (!r) return warn('system mail', 'the database could not be read: MAILCTL_SYSTEM_FROM not checked')
+    return r.status === 'ok' ? ok('system mail', r.detail) : warn('system mail', r.detail)
+  } catch (err) {
+    return warn('system mail', `MAILCTL_SYSTEM_FROM could not be checked: ${msg(err)}`)
+  }
 }
 
 async function checkRedis(config: Config): Promise<Check> {
@@ -173,7 +186,10 @@ export async function runDoctor(config: Config): Promise<{ ok: boolean; checks: 
   // Imported here, not at the top: building the CLI program loads no library beyond commander (test/cli/startup.test.ts).
   const { uploadsCheck } = await import('../../src/modules/uploads/service')
   checks.push(await uploadsCheck(config))
-  checks.push(...(await checkDatabase(config)))
+  const database = await checkDatabase(config)
+  checks.push(...database)
+  // Without a readable, migrated database, what does not need it is still said (MAILCTL_SYSTEM_FROM unset).
+  if (!database.some((c) => c.name === 'system mail')) checks.push(await checkSystemMail(config, null))
   const disk = await checkDiskSpace(config)
   if (disk) checks.push(disk)
   checks.push(await (await import('../../src/ops/schedule')).backupCheck(config))

@@ -1,5 +1,5 @@
 import type { Statement } from 'bun:sqlite'
-import { and, asc, eq, isNull, lt, ne, or } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull, lt, ne, or } from 'drizzle-orm'
 import type { RecordCheck } from '../../db/schema/domains'
 import { pgConnection, sqliteConnection, type Db, type Store } from '../../db/client'
 
@@ -55,6 +55,14 @@ export async function deleteById(store: Store, db: Db, projectId: string, id: st
   const d = store.t.domains
   const rows = await db.delete(d).where(and(eq(d.projectId, projectId), eq(d.id, id))).returning({ id: d.id })
   return rows.length > 0
+}
+
+/** Projects holding one of `names` verified (any project: the sender of system mail, src/mail/system.ts). */
+export async function verifiedOwners(store: Store, db: Db, names: string[]): Promise<Array<{ projectId: string; domain: string; allowSubdomains: boolean }>> {
+  if (!names.length) return []
+  const d = store.t.domains
+  return db.select({ projectId: d.projectId, domain: d.domain, allowSubdomains: d.allowSubdomains }).from(d)
+    .where(and(inArray(d.domain, names), eq(d.verified, true))).orderBy(asc(d.createdAt))
 }
 
 export interface SenderRow {

@@ -28,7 +28,7 @@ import * as repo from './repo'
 import type { EmailContentRow, EmailRow } from './repo'
 
 /** What every email.* source is (docs/decisions.md, Events the service emits: `sourceType`). */
-export type SourceType = 'send' | 'campaign' | 'workflow' | 'relay' | 'test'
+export type SourceType = 'send' | 'campaign' | 'workflow' | 'relay' | 'test' | 'system'
 export type EmailType = 'TRANSACTIONAL' | 'MARKETING' | 'HEADLESS'
 
 /** Queue order: transactional mail before bulk, whatever was queued first. */
@@ -107,7 +107,12 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
   }
   // Usage caps: counted with the emails, refused (429, nothing queued) over the project's monthly cap.
   const perCategory: Partial<Record<Category, number>> = {}
-  for (const r of rows) { const c = categoryOf(r.sourceType); perCategory[c] = (perCategory[c] ?? 0) + 1 }
+  // System mail (verification, password reset, invitations: src/mail/system.ts) is the server's, not the project's.
+  for (const r of rows) {
+    if (r.sourceType === 'system') continue
+    const c = categoryOf(r.sourceType)
+    perCategory[c] = (perCategory[c] ?? 0) + 1
+  }
   await chargeUsage(ctx, db, perCategory)
   await repo.insertEmails(ctx.store, db, rows, contents)
   await insertQueueRows(ctx.store, db, queue)
