@@ -187,6 +187,8 @@ describe.skipIf(!available)('campaign pages in Chromium', () => {
     await page.getByLabel('Date', { exact: true }).fill(`${year}-07-01`)
     await page.getByLabel('Time', { exact: true }).fill('09:30')
     await page.getByLabel('Time zone').selectOption('Europe/Paris')
+    // The checks before sending warn (no preheader): scheduling asks first (issue 36).
+    page.once('dialog', (dialog) => { expect(dialog.message()).toContain('check above is not met'); dialog.accept() })
     await page.getByRole('button', { name: 'Schedule' }).click()
     await page.getByText('scheduled for').waitFor()
     // 09:30 in Paris in July is 07:30 UTC (summer time).

@@ -232,4 +232,39 @@ describe.skipIf(!available)('email editor in Chromium', () => {
     await d.a11y('campaigns: list with a segment')
     expect(pageErrors).toEqual([])
   })
+  test('checks before sending (item 4): empty variables counted over the audience, relative links, images without alt, a long subject, no preheader; sending still works', async () => {
+    const { page } = d
+    const subject = `A very long subject line that goes on and on about our spring sale, {{ firstName | default: "friend" }}`
+    const created = await d.api('POST', '/campaigns', {
+      name: 'Checked', subject, from: 'news@brand.test', audienceType: 'ALL',
+      body: '<p>Your plan: {{plan}}. Hi {{ firstName | default: "there" }}, <a href="/pricing">pricing</a> <a href="{{unsubscribeUrl}}">unsubscribe</a> <a href="https://brand.test/a">ok</a></p><img src="https://brand.test/x.png">',
+    })
+    expect(created.status).toBe(200)
+    const id = created.body.data.id as string
+    await d.open(`/campaigns/${id}`)
+    const checks = page.getByTestId('pre-send-checks')
+    await checks.getByText('2 recipients would get an empty {{plan}}').waitFor()
+    const text = await checks.textContent()
+    expect(text).toContain('1 link is not an absolute http(s) address: /pricing')
+    expect(text).toContain('1 image has no alt text')
+    expect(text).toContain(`The subject is ${subject.length} characters`)
+    expect(text).toContain('No preheader')
+    expect(text).not.toContain('firstName')
+    await shot(page, 'editor-12-checks')
+    await d.a11y('campaign: checks before sending')
+
+    // A preheader saved in the form clears that check.
+    await page.getByLabel('Preheader').fill('Spring sale: 30% off everything')
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor()
+    await page.waitForFunction(() => !document.querySelector('[data-testid="pre-send-checks"]')?.textContent?.includes('No preheader'))
+    expect((await d.api('GET', `/campaigns/${id}`)).body.preheader).toBe('Spring sale: 30% off everything')
+
+    await page.getByRole('button', { name: 'Send now' }).click()
+    await page.getByText('4 checks above are not met.').waitFor()
+    await page.getByRole('button', { name: 'Yes, send now' }).click()
+    await page.getByRole('heading', { name: 'Sending now' }).waitFor()
+    expect((await d.api('GET', `/campaigns/${id}`)).body.status).toBe('SENDING')
+    expect(pageErrors).toEqual([])
+  })
 })

@@ -9,6 +9,9 @@ export function variablesOf(text: string): string[] {
   return [...out]
 }
 
+/** Variables every message provides: never reported missing from the sample. */
+const BUILT_INS = new Set(['email', 'unsubscribeUrl', 'subscribeUrl', 'manageUrl'])
+
 /** An approximate preview: variables replaced from the sample data (or their fallback), HTML-escaped as Handlebars does. */
 export function preview(html: string, sample: Record<string, unknown>): string {
   const esc = (v: string) => v.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
@@ -60,7 +63,7 @@ export function HtmlEditor({ subject, body, onBody, error, onSourceFocus }: {
         </div>
         <div className="field" style={{ flex: '1 1 260px' }}>
           <span>Variables used</span>
-          {vars.length === 0 ? <span className="muted small">None</span> : <ul className="small">{vars.map((v) => <li key={v}><code>{v}</code>{sample && !(v.split('.')[0] in sample) && <span className="muted"> (not in the sample)</span>}</li>)}</ul>}
+          {vars.length === 0 ? <span className="muted small">None</span> : <ul className="small">{vars.map((v) => <li key={v}><code>{v}</code>{BUILT_INS.has(v) ? <span className="muted"> (built in)</span> : sample && !(v.split('.')[0] in sample) && <span className="muted"> (not in the sample)</span>}</li>)}</ul>}
         </div>
       </div>
     </>

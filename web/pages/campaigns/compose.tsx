@@ -7,12 +7,12 @@ import { ErrorBox, Field, fieldError, Loading, PageHead, withoutChanged } from '
 import { AudiencePicker } from './audience'
 import type { Audience, Campaign, CampaignInput } from './types'
 
-interface Template { id: string; name: string; subject: string; body: string; design: Record<string, unknown> | null; from: string; fromName: string | null; replyTo: string | null; type: string }
+interface Template { id: string; name: string; subject: string; preheader: string | null; body: string; design: Record<string, unknown> | null; from: string; fromName: string | null; replyTo: string | null; type: string }
 
 const STARTER = '<h1>Hello {{name}},</h1>\n<p>Write your message here.</p>\n<p><a href="https://example.com">Read more</a></p>\n<p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>'
 
 /** The fields the form highlights with the API's own message. */
-const SHOWN = ['name', 'subject', 'from', 'fromName', 'replyTo', 'body', 'segmentId', 'audienceCondition', 'type']
+const SHOWN = ['name', 'subject', 'preheader', 'from', 'fromName', 'replyTo', 'body', 'segmentId', 'audienceCondition', 'type']
 
 export function NewCampaign({ project }: { project: Project }) {
   return (
@@ -36,6 +36,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   const templates = useQuery({ queryKey: ['templates', project.id, 'all'], queryFn: () => get<{ data: Template[] }>('/templates?pageSize=100&sort=name&dir=asc', project.id) })
   const [name, setName] = useState(campaign?.name ?? '')
   const [subject, setSubject] = useState(campaign?.subject ?? '')
+  const [preheader, setPreheader] = useState(campaign?.preheader ?? '')
   // `initial` is what the editor opens (the campaign, or a template chosen later: `revision` tells it to
   // start again); `content` follows every change.
   const [initial, setInitial] = useState<{ value: EditorValue; revision: number }>({ value: { body: campaign?.body ?? STARTER, design: campaign?.design ?? null }, revision: 0 })
@@ -78,6 +79,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
     const written = campaign !== undefined || initial.revision > 0 || subject.trim() !== '' || (opened.current !== null && content.body !== opened.current)
     if (written && !window.confirm(`Replace the subject and content with the template "${t.name}"? What you wrote here is lost.`)) return
     setSubject(t.subject)
+    setPreheader(t.preheader ?? '')
     const value = { body: t.body, design: t.design ?? null }
     setInitial({ value, revision: initial.revision + 1 })
     setContent(value)
@@ -91,7 +93,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
     e.preventDefault()
     setChanged(new Set())
     save.mutate({
-      name: name.trim(), subject, body: content.body, design: content.design, from: `${local.trim()}@${chosen}`, fromName: fromName.trim() || null, replyTo: replyTo.trim() || null,
+      name: name.trim(), subject, preheader: preheader.trim() || null, body: content.body, design: content.design, from: `${local.trim()}@${chosen}`, fromName: fromName.trim() || null, replyTo: replyTo.trim() || null,
       type: audience.type, audienceType: audience.audienceType,
       segmentId: audience.audienceType === 'SEGMENT' ? audience.segmentId : null,
       ...(audience.audienceType === 'FILTERED' ? { audienceCondition: audience.audienceCondition } : {}),
@@ -148,6 +150,8 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
           <Field label="Reply-to" type="email" value={replyTo} onChange={(e) => { setReplyTo(e.target.value); touch('replyTo') }} placeholder="optional" error={fieldError(shownError, 'replyTo')} />
         </div>
         <Field label="Subject" value={subject} onChange={(e) => { setSubject(e.target.value); touch('subject') }} error={fieldError(shownError, 'subject')} />
+        <Field label="Preheader" value={preheader} onChange={(e) => { setPreheader(e.target.value); touch('preheader') }} maxLength={255}
+          hint="The preview text inboxes show after the subject" error={fieldError(shownError, 'preheader')} />
         <EmailEditor project={project.id} initial={initial.value} revision={initial.revision} startWith={campaign || initial.revision > 0 ? undefined : 'blank'} subject={subject}
           onChange={onContent} error={fieldError(shownError, 'body') ?? fieldError(shownError, 'design')} />
       </div>

@@ -7,6 +7,7 @@ import { useAudienceCount } from './audience'
 import { CampaignForm } from './compose'
 import { localZone, ScheduleForm } from './schedule'
 import { CampaignResults, useCampaignStats } from './stats'
+import { PreSendChecks, usePreSendChecks } from './checks'
 import { type Campaign, statusBadge } from './types'
 
 /**
@@ -70,9 +71,7 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
         <section className="card" aria-labelledby="send-h">
           <h2 id="send-h">Send</h2>
           <ErrorBox error={send.error} />
-          <SendNow project={project} campaign={k} onSend={() => send.mutate(null)} busy={busy} />
-          <h3>Or schedule it</h3>
-          <ScheduleForm onSchedule={(at) => send.mutate(at.toISOString())} busy={busy} />
+          <SendSection project={project} campaign={k} onSend={(at) => send.mutate(at)} busy={busy} />
         </section>
       )}
       {k.status === 'SENDING' && <LiveView project={project} campaign={k} />}
@@ -83,12 +82,30 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
   )
 }
 
-function SendNow({ project, campaign, onSend, busy }: { project: Project; campaign: Campaign; onSend: () => void; busy: boolean }) {
+/** The checks before sending (checks.tsx), then send now or schedule; with warnings, both ask first. */
+function SendSection({ project, campaign, onSend, busy }: { project: Project; campaign: Campaign; onSend: (at: string | null) => void; busy: boolean }) {
+  const pre = usePreSendChecks(project, campaign)
+  const warned = pre.checks.length
+  const note = warned ? ` ${warned} check${warned === 1 ? '' : 's'} above ${warned === 1 ? 'is' : 'are'} not met.` : ''
+  return (
+    <>
+      <PreSendChecks checks={pre.checks} pending={pre.pending} />
+      <SendNow project={project} campaign={campaign} onSend={() => onSend(null)} busy={busy} note={note} />
+      <h3>Or schedule it</h3>
+      <ScheduleForm busy={busy} onSchedule={(at) => {
+        if (warned && !window.confirm(`Schedule it anyway?${note}`)) return
+        onSend(at.toISOString())
+      }} />
+    </>
+  )
+}
+
+function SendNow({ project, campaign, onSend, busy, note = '' }: { project: Project; campaign: Campaign; onSend: () => void; busy: boolean; note?: string }) {
   const n = useAudienceCount(project, { type: campaign.type, audienceType: campaign.audienceType, segmentId: campaign.segmentId, audienceCondition: campaign.audienceCondition })
   const who = n.data ? `${n.data.recipients.toLocaleString()} recipient${n.data.recipients === 1 ? '' : 's'}` : 'its audience'
   return (
     <div className="row">
-      <ConfirmButton label="Send now" confirm={`Send to ${who} now?`} onConfirm={onSend} busy={busy} />
+      <ConfirmButton label="Send now" confirm={`Send to ${who} now?${note}`} onConfirm={onSend} busy={busy} />
       <span className="muted small" aria-live="polite">
         {n.data ? `${n.data.recipients.toLocaleString()} recipients now; ${n.data.skippedUnsubscribed.toLocaleString()} unsubscribed and ${n.data.skippedSuppressed.toLocaleString()} suppressed are skipped.` : ''}
       </span>

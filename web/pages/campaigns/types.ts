@@ -7,7 +7,7 @@ export interface FilterRow { field: string; operator: string; value?: unknown; u
 export interface FilterTree { logic?: string; groups: Array<{ filters?: FilterRow[]; conditions?: FilterTree }> }
 
 export interface Campaign {
-  id: string; name: string; description: string | null; subject: string; body: string; design: Record<string, unknown> | null; from: string
+  id: string; name: string; description: string | null; subject: string; body: string; design: Record<string, unknown> | null; preheader: string | null; from: string
   fromName: string | null; replyTo: string | null; type: string; status: Status
   audienceType: 'ALL' | 'SEGMENT' | 'FILTERED'; audienceCondition: FilterTree | null; segmentId: string | null
   scheduledFor: string | null; totalRecipients: number; sentCount: number; deliveredCount: number; openedCount: number
@@ -38,7 +38,7 @@ export interface Timeseries { interval: string; timezone: string; from: string; 
 
 /** The body the API takes for create and replace. */
 export interface CampaignInput {
-  name: string; subject: string; body: string; design: Record<string, unknown> | null; from: string; fromName: string | null; replyTo: string | null
+  name: string; subject: string; preheader: string | null; body: string; design: Record<string, unknown> | null; from: string; fromName: string | null; replyTo: string | null
   type: string; audienceType: Campaign['audienceType']; segmentId: string | null; audienceCondition?: FilterTree | null
 }
 

@@ -7,7 +7,7 @@ import { STARTER_NAMES } from '../../editor/catalogue'
 import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 
 interface Template {
-  id: string; name: string; description: string | null; subject: string; body: string; design: Record<string, unknown> | null; from: string
+  id: string; name: string; description: string | null; subject: string; preheader: string | null; body: string; design: Record<string, unknown> | null; from: string
   fromName: string | null; replyTo: string | null; type: string; createdAt: string; updatedAt: string
 }
 interface TemplateList { data: Template[]; page: number; pageSize: number; total: number; totalPages: number }
@@ -83,6 +83,7 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
   const [saved] = useState<EditorValue>({ body: tpl.body, design: tpl.design })
   const [content, setContent] = useState<EditorValue>(saved)
   const [subject, setSubject] = useState(tpl.subject)
+  const [preheader, setPreheader] = useState(tpl.preheader ?? '')
   const save = useMutation({
     mutationFn: (b: Record<string, unknown>) => patch<Template>(`/templates/${tpl.id}`, b, project.id),
     onSuccess: (t) => { qc.setQueryData(['template', project.id, tpl.id], t); qc.invalidateQueries({ queryKey: ['templates', project.id] }) },
@@ -98,7 +99,7 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     const f = new FormData(e.currentTarget)
-    save.mutate({ name: String(f.get('name') ?? ''), subject, from: String(f.get('from') ?? ''), body: content.body, design: content.design })
+    save.mutate({ name: String(f.get('name') ?? ''), subject, preheader: preheader.trim() || null, from: String(f.get('from') ?? ''), body: content.body, design: content.design })
   }
   return (
     <div>
@@ -109,13 +110,15 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
       <ErrorBox error={duplicate.error ?? remove.error} />
       <p className="small muted"><Link href="/templates">← All templates</Link> · {tpl.type} · updated {formatDate(tpl.updatedAt)}</p>
       <form className="card" onSubmit={submit} noValidate>
-        <ErrorBox error={save.error} shown={['name', 'subject', 'from', 'body']} />
+        <ErrorBox error={save.error} shown={['name', 'subject', 'preheader', 'from', 'body', 'design']} />
         {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
         <div className="row">
           <Field label="Name" name="name" defaultValue={tpl.name} error={fieldError(save.error, 'name')} />
           <Field label="From" name="from" type="email" defaultValue={tpl.from} error={fieldError(save.error, 'from')} />
         </div>
         <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
+        <Field label="Preheader" value={preheader} onChange={(e) => setPreheader(e.target.value)} maxLength={255}
+          hint="The preview text inboxes show after the subject" error={fieldError(save.error, 'preheader')} />
         <EmailEditor project={project.id} initial={saved} revision={0} startWith={new URLSearchParams(location.search).get('start') ?? undefined} subject={subject} onChange={setContent} error={fieldError(save.error, 'body') ?? fieldError(save.error, 'design')} />
         <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
       </form>
