@@ -26,7 +26,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
-import { PG_CONNECT_TIMEOUT_S, PgGuard } from './pg-guard'
+import { PG_CONNECT_TIMEOUT_S, PgGuard, pgReconnectDelayS } from './pg-guard'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -374,7 +374,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
 }
 
 function openPg(url: string): Store {
-  const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, connection: { application_name: 'mailctl' } })
+  const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl' } })
   const db: Db = drizzlePg(client)
   // Fail fast while the database is down, a deadline on compiled reads, a bound on waiting calls (pg-guard.ts).
   const guard = new PgGuard(() => client`SELECT 1`)

@@ -3,13 +3,17 @@
  * instead of queued without bound. postgres.js queues every query while it (re)connects, and a connection
  * to a server that stopped answering waits as long as TCP does, so without this a request held on for
  * tens of seconds and thousands piled up behind it.
- * - Connecting gives up after PG_CONNECT_TIMEOUT_S (postgres.js waits 30 s by default).
+ * - Connecting gives up after PG_CONNECT_TIMEOUT_S (postgres.js waits 30 s by default), and a connection
+ *   that failed is tried again within half a second (`pgReconnectDelayS`): postgres.js's own backoff grows
+ *   to 10-20 s after a few failures, which kept nodes away from a database that was back (successes 28 s
+ *   after the fault). Only the probe below connects while the database is down, so this is no storm.
  * - While the database is known down, store calls fail at once with DATABASE_UNAVAILABLE (a 503 with
  *   Retry-After, src/db/failures.ts) instead of joining the queue: "down" starts at a connection-class
- *   failure (refused, closed, shutting down, starting up, too many connections) or a read that missed its
- *   deadline, and ends when a probe (SELECT 1, every PG_PROBE_MS, each within the deadline) answers.
+ *   failure (refused, closed, shutting down, starting up, too many connections, a connect timeout), and
+ *   ends when a probe (SELECT 1, every PG_PROBE_MS, each within the deadline) answers.
  * - Reads compiled once (`Store.prepared`: the API-key look-up that starts every request, idempotency)
- *   get PG_READ_DEADLINE_MS: past it the caller gets DATABASE_UNAVAILABLE and the database counts as down.
+ *   get PG_READ_DEADLINE_MS: past it that caller gets DATABASE_UNAVAILABLE. A late read alone does not
+ *   mark the database down (under a burst of load it is only slow; refusing everything would flap).
  *   Transactions get no deadline (a write that timed out on our side may still commit on the server's:
  *   the caller would be told "failed" for a write that happened), only the fail-fast and the bound below.
  * - At most PG_MAX_WAITING calls wait at once; beyond, they are refused (DATABASE_UNAVAILABLE, overloaded).
@@ -20,6 +24,11 @@ export const PG_CONNECT_TIMEOUT_S = 3
 export const PG_READ_DEADLINE_MS = 3_000
 export const PG_PROBE_MS = 250
 export const PG_MAX_WAITING = 1_000
+
+/** postgres.js `backoff`: seconds before connecting again after `retries` failed connections (at most 0.5). */
+export function pgReconnectDelayS(retries: number): number {
+  return Math.min(0.5, 0.05 * retries)
+}
 
 /** The error of a call refused because the database is down, did not answer in time, or is overloaded. */
 export class DatabaseUnavailableError extends Error {
@@ -71,8 +80,8 @@ export class PgGuard {
       p.catch(() => {})
       return await Promise.race([p, late])
     } catch (err) {
-      if (err instanceof DatabaseUnavailableError) this.markDown(err.message)
-      else if (storageFailure(err) === 'unavailable') this.markDown(err instanceof Error ? err.message : String(err))
+      // Our own refusals and deadlines do not mark it down: only the database's own failures do.
+      if (!(err instanceof DatabaseUnavailableError) && storageFailure(err) === 'unavailable') this.markDown(err instanceof Error ? err.message : String(err))
       throw err
     } finally {
       if (timer) clearTimeout(timer)

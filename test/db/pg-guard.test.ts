@@ -8,7 +8,7 @@ import { DatabaseUnavailableError, PgGuard } from '../../src/db/pg-guard'
  * server, is in test/http/storage.test.ts.
  */
 
-test('calls beyond the bound are refused at once; a read past its deadline marks the database down until the probe answers', async () => {
+test('calls beyond the bound are refused at once; a read past its deadline is refused alone; a connection failure refuses every call until the probe answers', async () => {
   let healthy = true
   const changes: boolean[] = []
   const guard = new PgGuard(async () => { if (!healthy) throw new Error('still down') }, { maxWaiting: 2, probeMs: 5, onChange: (down) => changes.push(down) })
@@ -27,9 +27,14 @@ test('calls beyond the bound are refused at once; a read past its deadline marks
   await Promise.all([a, c])
   expect(guard.down).toBe(false)
 
-  healthy = false
   const late = await guard.run(never, 20).catch((e) => e)
   expect(late).toBeInstanceOf(DatabaseUnavailableError)
+  expect(String(late.message)).toContain('did not answer within 20 ms')
+  expect(guard.down).toBe(false)
+
+  healthy = false
+  const refusedConnection = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+  expect(await guard.run(async () => { throw refusedConnection }).catch((e) => e)).toBe(refusedConnection)
   expect(guard.down).toBe(true)
   // Down: refused at once, without calling.
   let called = false
