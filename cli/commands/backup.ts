@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os'
 import type { Command } from 'commander'
 import { emit, settings, UsageError, withDeps } from '../shared'
 
@@ -5,6 +6,11 @@ import { emit, settings, UsageError, withDeps } from '../shared'
 function progressLine(): ((m: string) => void) | undefined {
   if (!process.stderr.isTTY) return undefined
   return (m) => process.stderr.write(`${m}\n`)
+}
+
+/** A backup or copy taken while the server runs yields the CPU to it (nice 19; its threads inherit it). */
+function lowerPriority(): void {
+  try { setPriority(19) } catch { /* not allowed here: the normal priority */ }
 }
 
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`
@@ -26,6 +32,7 @@ function registerBackup(program: Command): void {
     .option('--include-keys', 'PostgreSQL: put the JWT secret and DKIM master key in the archive (they come from the settings otherwise)')
     .action(async (file: string, opts: { includeKeys?: boolean }, cmd: Command) => {
       if (!file) throw new UsageError('FILE is required')
+      lowerPriority()
       const { createBackup } = await import('../../src/ops/backup')
       const result = await withDeps(cmd, (deps) => createBackup(deps, file, { includeKeys: opts.includeKeys, onProgress: progressLine() }), { migrate: false })
       emit(cmd, result, () => [
@@ -70,6 +77,7 @@ function registerStore(program: Command): void {
     .option('--force', 'replace the tables of a non-empty target (the final pass of a switch, after a first pass)')
     .action(async (opts: { to: string; force?: boolean }, cmd: Command) => {
       const { copyStore } = await import('../../src/ops/copy')
+      lowerPriority()
       const result = await withDeps(cmd, (deps) => copyStore(deps, opts.to, { force: opts.force, onProgress: progressLine() }), { migrate: false })
       emit(cmd, result, () => {
         const lines = [
