@@ -20,6 +20,7 @@ import { register as campaign } from './commands/campaign'
 import { register as webhook } from './commands/webhook'
 import { register as workflow } from './commands/workflow'
 import { register as backup } from './commands/backup'
+import { register as mcp } from './commands/mcp'
 
 const AREAS: Array<(program: Command) => void> = [
   serve,
@@ -36,6 +37,7 @@ const AREAS: Array<(program: Command) => void> = [
   webhook,
   workflow,
   backup,
+  mcp,
 ]
 
 export function buildProgram(): Command {
