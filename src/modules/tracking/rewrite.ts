@@ -145,6 +145,24 @@ function tagTarget(deps: LinkDeps, tag: string): { before: string; target: strin
   return t
 }
 
+/** Whether the HTML has an `<img>` tag of its own (one pass, no backtracking). */
+function hasImage(html: string): boolean {
+  return /<img[\s/>]/i.test(html)
+}
+
+/**
+ * The open pixel. In HTML that has images of its own it is a 1x1 `<img>`. In HTML without any, an
+ * `<img>` would be the message's only image, which SpamAssassin scores as an image-only message
+ * (HTML_IMAGE_ONLY_04 to _32, up to 2.8 points, for up to 3,200 bytes of text: issue 34, item 11, and
+ * bench/spam-score.ts); there it is the `background` of an empty 1x1 table cell instead, which Gmail,
+ * Apple Mail and Outlook.com fetch like an image (Outlook for Windows does not: its opens of such mail
+ * are not seen).
+ */
+function openPixel(url: string, asImage: boolean): string {
+  if (asImage) return `<img src="${url}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`
+  return `<table role="presentation" width="1" height="1" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse"><tr><td width="1" height="1" background="${url}" style="width:1px;height:1px;line-height:1px;font-size:1px"></td></tr></table>`
+}
+
 /** The HTML with tracked links and the open pixel (unchanged when tracking is off or there is no HTML). */
 export function rewriteForTracking<H extends string | null | undefined>(deps: LinkDeps, input: RewriteInput<H>): H {
   const html = input.html
@@ -172,7 +190,7 @@ export function rewriteForTracking<H extends string | null | undefined>(deps: Li
     lt = end - 1
   }
   withLinks = last === 0 ? html : withLinks + html.slice(last)
-  const pixel = `<img src="${escapeAttribute(openPixelUrl(deps, input.emailId))}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`
+  const pixel = openPixel(escapeAttribute(openPixelUrl(deps, input.emailId)), hasImage(withLinks))
   const close = lastBodyClose(withLinks)
   return (close >= 0 ? withLinks.slice(0, close) + pixel + withLinks.slice(close) : withLinks + pixel) as H
 }

@@ -79,6 +79,6 @@ export const pathOf = (url: string) => {
 }
 
 /** Every URL in an href or src attribute of the HTML. */
-export function urlsIn(html: string, attr: 'href' | 'src'): string[] {
+export function urlsIn(html: string, attr: 'href' | 'src' | 'background'): string[] {
   return [...html.matchAll(new RegExp(`\\s${attr}="([^"]*)"`, 'gi'))].map((m) => m[1].replace(/&amp;/g, '&'))
 }

@@ -13,7 +13,7 @@ describe('rewriteForTracking on hostile HTML', () => {
     const html = '<a '.repeat(300_000)
     const out = rewrite(html)
     expect(out.startsWith(html)).toBe(true)
-    expect(out.slice(html.length).startsWith('<img src="')).toBe(true)
+    expect(out.slice(html.length).startsWith('<table role="presentation"')).toBe(true)
   }, 5_000)
 
   test('an unclosed <a href=" x 100,000 after a real link: the link is tracked, the cut tag is left as written', () => {
@@ -26,7 +26,7 @@ describe('rewriteForTracking on hostile HTML', () => {
   test('200,000 </body> and 200,000 "<area": the pixel goes before the last </body>', () => {
     const html = `${'<area'.repeat(200_000)}${'</body>'.repeat(200_000)}x`
     const out = rewrite(html)
-    expect(out.lastIndexOf('<img src="')).toBe(html.length - '</body>x'.length)
+    expect(out.lastIndexOf('<table role="presentation"')).toBe(html.length - '</body>x'.length)
   }, 5_000)
 
   test('attributes are read as a browser reads them: href inside another value is not the link, quoted ">" stays in the tag', () => {
