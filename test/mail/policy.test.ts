@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { parseReply, retryDelayMs, retryHintMs, shouldSuppress, verdictOf, RETRY_CAP_MS } from '../../src/mail/outbound/replies'
-import { Destination, Throttle, type Slot } from '../../src/mail/outbound/throttle'
+import { Destination, Throttle, throttleKind, type Slot } from '../../src/mail/outbound/throttle'
 import { parseVerp, verpAddress } from '../../src/mail/outbound/verp'
 import { advance, EMAIL_STATUSES } from '../../src/modules/emails/status'
 import { smartHostTarget } from '../../src/mail/outbound/smarthost'
@@ -71,7 +71,50 @@ describe('per-destination throttle (AIMD)', () => {
     const t = new Throttle({ initial: 3, max: 5, min: 1, recoverAfter: 1, maxWaiting: 10 })
     expect(t.get('a')).toBe(t.get('a'))
     t.get('a').throttled()
-    expect(t.snapshot()).toEqual([{ key: 'a', limit: 1, active: 0, queued: 0 }])
+    expect(t.snapshot()).toEqual([{ key: 'a', limit: 1, active: 0, queued: 0, rate: null }])
+  })
+
+  test('a rate reply paces the destination below what it accepted; successes raise the rate again and lift it', async () => {
+    expect(throttleKind(parseReply('421 4.7.0 Too many concurrent connections, try again later'))).toBe('connections')
+    expect(throttleKind(parseReply('451 4.7.1 Rate limited: too many messages, slow down'))).toBe('rate')
+    expect(throttleKind(parseReply('421 4.7.0 Try again later'))).toBe('connections')
+    const d = new Destination('mx.rate', { initial: 8, max: 8, min: 1, recoverAfter: 5, maxWaiting: 100 })
+    // 40 accepted within the last 2 s: 20/s; a rate reply paces at 0.8 of that; the connection limit stays.
+    const t0 = Date.now()
+    for (let i = 0; i < 40; i++) d.success(t0 - 1500 + i * 30)
+    d.throttled('rate', t0)
+    expect(d.rate).toBeCloseTo(16, 5)
+    expect(d.limit).toBe(8)
+    // Paced: 4 deliveries take at least 3 intervals of 1/16 s (62.5 ms) after the first one's wait.
+    const start = Date.now()
+    for (let i = 0; i < 4; i++) { expect(await d.acquire()).toBe(true); d.release() }
+    expect(Date.now() - start).toBeGreaterThanOrEqual(3 * 62)
+    // recoverAfter successes: +1/s and 5 %.
+    for (let i = 0; i < 5; i++) d.success()
+    expect(d.rate).toBeCloseTo(16 + 1 + 16 * 0.05, 5)
+    // A connection reply lowers the connections (idle: by half), not the rate.
+    d.throttled('connections')
+    expect(d.limit).toBe(4)
+    expect(d.rate).toBeCloseTo(17.8, 5)
+    // Successes at 5/s while the rate climbs: once it is far above that (4 x 5 + 10), the pacing is lifted.
+    const later = Date.now() + 10_000
+    let n = 0
+    for (; n < 200 && d.rate !== null; n++) d.success(later + n * 200)
+    expect(d.rate).toBeNull()
+    expect(n).toBeGreaterThan(5)
+    // Refused one connection more than it takes: the limit goes to the connections that worked.
+    const c = new Destination('mx.conns', { initial: 8, max: 8, min: 1, recoverAfter: 5, maxWaiting: 100 })
+    for (let i = 0; i < 3; i++) expect(await c.acquire()).toBe(true)
+    c.throttled('connections')
+    expect(c.limit).toBe(4) // 3 active (2 working and the refused one): not below half at once
+    for (let i = 0; i < 3; i++) c.release()
+    for (let i = 0; i < 4; i++) expect(await c.acquire()).toBe(true)
+    c.throttled('connections')
+    expect(c.limit).toBe(3) // 4 active (3 working and the refused one)
+    // A rate reply with nothing accepted lately halves the rate (here: from the connection limit).
+    const e = new Destination('mx.quiet', { initial: 8, max: 8, min: 1, recoverAfter: 5, maxWaiting: 100 })
+    e.throttled('rate')
+    expect(e.rate).toBe(4)
   })
 
   test('shed: the deliveries waiting for a slot are answered \'shed\', those holding one keep it', async () => {

@@ -39,7 +39,7 @@ test('unit: each node takes its part of a destination\'s limit; a node leaving g
   t.shareAmong(1)
   await waiting
   expect(third).toBe(true)
-  expect(t.snapshot()).toEqual([{ key: 'mx.example', limit: LIMIT, active: 3, queued: 0 }])
+  expect(t.snapshot()).toEqual([{ key: 'mx.example', limit: LIMIT, active: 3, queued: 0, rate: null }])
   // Never below the minimum, however many nodes.
   t.shareAmong(10)
   expect(t.snapshot()[0].limit).toBe(1)

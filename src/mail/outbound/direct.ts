@@ -11,7 +11,7 @@ import { parseAllowList } from '../../net/address-guard'
 import { guardRoute } from './guard'
 import { RouteError, resolveRoute, type MxHost } from './mx'
 import { parseReply, shouldSuppress, verdictOf, type SmtpReply } from './replies'
-import { Throttle, type ThrottleOptions } from './throttle'
+import { Throttle, throttleKind, type ThrottleOptions } from './throttle'
 import type { Delivery, Envelope, Transport } from './types'
 
 /** Successful routes are reused this long (failures are never cached here). */
@@ -32,7 +32,7 @@ export interface SmtpTransportOptions {
 export async function attempt(
   pool: ConnectionPool, target: SmtpTarget, env: Envelope, raw: Buffer, final: boolean,
   settle: (d: Delivery) => Promise<void>,
-  onThrottle: () => void,
+  onThrottle: (reply: SmtpReply) => void,
 ): Promise<{ settled: true } | { settled: false; reply: SmtpReply; throttle: boolean; stage: Stage; clearReason: string | null }> {
   const host = targetLabel(target)
   let conn: SmtpConn
@@ -46,7 +46,7 @@ export async function attempt(
       pool.onWire--
       if (!(err instanceof ConnectError)) throw err
       const throttle = verdictOf(err.outcome.reply) === 'throttle'
-      if (throttle) { onThrottle(); pool.closeIdle(target) }
+      if (throttle) { onThrottle(err.outcome.reply); pool.closeIdle(target) }
       return { settled: false, reply: err.outcome.reply, throttle, stage: 'connect', clearReason: null }
     }
     conn = acquired.conn
@@ -86,7 +86,7 @@ export async function attempt(
   }
   await pool.release(conn, closing ? 'close' : 'needs-reset')
   const throttle = verdict === 'throttle'
-  if (throttle) { onThrottle(); pool.closeIdle(target) }
+  if (throttle) { onThrottle(res.reply); pool.closeIdle(target) }
   return { settled: false, reply: res.reply, throttle, stage: res.stage, clearReason: res.clearReason ?? null }
 }
 
@@ -138,7 +138,7 @@ export class DirectTransport implements Transport {
       for (const mx of hosts) {
         for (const address of mx.addresses) {
           const target: SmtpTarget = { host: address, port: this.port, servername: mx.name }
-          const r = await attempt(this.pool, target, env, raw, true, settle, () => dest.throttled())
+          const r = await attempt(this.pool, target, env, raw, true, settle, (reply) => dest.throttled(throttleKind(reply)))
           if (r.settled) {
             dest.success()
             return

@@ -6,7 +6,7 @@
 import { attempt, type SmtpTransportOptions } from './direct'
 import { ConnectionPool, targetLabel, type SmtpTarget } from './pool'
 import { parseReply } from './replies'
-import { Throttle } from './throttle'
+import { Throttle, throttleKind } from './throttle'
 import type { Delivery, Envelope, Transport } from './types'
 
 /** Parses the smart-host URL of MAILCTL_OUTBOUND. */
@@ -44,7 +44,7 @@ export class SmartHostTransport implements Transport {
       return settle({ kind: 'deferred', reply: parseReply('451 4.4.5 Too many messages waiting for the smart host in this process'), host: null, throttle: true })
     }
     try {
-      const r = await attempt(this.pool, this.target, env, raw, false, settle, () => dest.throttled())
+      const r = await attempt(this.pool, this.target, env, raw, false, settle, (reply) => dest.throttled(throttleKind(reply)))
       if (r.settled) { dest.success(); return }
       return settle({ kind: 'deferred', reply: r.reply, host: targetLabel(this.target), throttle: r.throttle })
     } finally {

@@ -1,8 +1,8 @@
 /**
- * Per-destination concurrency with additive-increase / multiplicative-decrease: a destination (an MX
- * host, or the smart host) starts at `initial` parallel deliveries; a throttling reply (421 "too many
- * connections", rate limits) halves its limit, and every `recoverAfter` consecutive successes raise it
- * by one, up to `max`. Deliveries beyond the limit wait in line.
+ * Per-destination concurrency with additive increase: a destination (an MX host, or the smart host)
+ * starts at `initial` parallel deliveries; a reply about connections (421 "too many connections") lowers
+ * its limit to the connections that were working (by one at least, by half at most), and every
+ * `recoverAfter` consecutive successes raise it by one, up to `max`. Deliveries beyond the limit wait in line.
  *
  * A destination's share of the pipeline (`capacity`) is what its connections can carry: its limit times
  * `depth` messages per connection (one on the connection or waiting for its outcome to be recorded, the
@@ -13,8 +13,35 @@
  * limit (never less than `min`), where `nodes` is the count of live nodes in the nodes table
  * (jobs/nodes.ts, `liveNodes`, refreshed at each heartbeat), so N nodes open about as many connections to
  * one MX host as one node would, not N times as many. The AIMD state stays per node: a throttling reply
- * halves this node's view of the limit; the others learn it from their own replies.
+ * lowers this node's view of the limit; the others learn it from their own replies.
+ *
+ * Message rate: a reply that says the rate is the problem ("rate limited", "too many messages", "slow
+ * down"; `throttleKind`) gives the destination a rate: 0.8 times what it accepted over the last 2 s (or
+ * half its previous rate when it accepted nothing), at least `minRate`. Deliveries then start at most
+ * `rate` per second, spaced evenly. Every `recoverAfter` consecutive successes raise the rate by 1 message
+ * per second plus 5 %, and once it is well above what the destination takes the pacing is lifted: it
+ * settles just under the receiver's limit, the way Postfix's destination concurrency feedback does for
+ * connections. A reply about connections ("too many connections") lowers the connection limit to the connections that were working (at least by one,
+ * at most by half).
  */
+
+import type { SmtpReply } from './replies'
+
+/** What a throttling reply complains about: our connections, or our message rate. */
+export type ThrottleKind = 'connections' | 'rate'
+
+/** Rate-limit words (messages, volume, speed) in a throttling reply; anything else is about connections. */
+const RATE_RE = /rate|too many (messages|mails|emails|recipients)|volume|slow down|per (second|minute|hour)|exceeded/i
+
+export function throttleKind(reply: SmtpReply): ThrottleKind {
+  if (/connection|concurrent|sessions/i.test(reply.text)) return 'connections'
+  return RATE_RE.test(reply.text) ? 'rate' : 'connections'
+}
+
+/** The lowest rate (messages/s) a destination is paced to. */
+const MIN_RATE = 1
+/** Successes remembered for the accepted rate (over RATE_WINDOW_MS). */
+const RATE_WINDOW_MS = 2000
 
 export interface ThrottleOptions {
   initial: number
@@ -46,6 +73,12 @@ export class Destination {
    * 'shed' at once, until one of its deliveries ends.
    */
   shedding = false
+  /** Messages per second this node starts for the destination (null: not paced). */
+  rate: number | null = null
+  /** When the next paced delivery may start (ms). */
+  private nextStart = 0
+  /** Times of recent successes (the accepted rate over RATE_WINDOW_MS). */
+  private accepted: number[] = []
   /** The node is stopping: no delivery starts any more (acquire answers false, waiters too). */
   stopped = false
 
@@ -68,11 +101,26 @@ export class Destination {
     if (this.stopped) return Promise.resolve(false)
     if (this.active < this.local) {
       this.active++
-      return Promise.resolve(true)
+      return this.paced(true)
     }
     if (this.shedding) return Promise.resolve('shed')
     if (this.waiting.length >= this.opts.maxWaiting) return Promise.resolve(false)
-    return new Promise((resolve) => this.waiting.push(resolve))
+    return new Promise<Slot>((resolve) => this.waiting.push(resolve)).then((slot) => (slot === true ? this.paced(true) : slot))
+  }
+
+  /** Resolves with `slot` once the destination's rate lets the next delivery start (at once when not paced). */
+  private paced(slot: Slot): Promise<Slot> {
+    if (this.rate === null) return Promise.resolve(slot)
+    const now = Date.now()
+    const at = Math.max(now, this.nextStart)
+    this.nextStart = at + 1000 / this.rate
+    return at <= now ? Promise.resolve(slot) : new Promise((resolve) => setTimeout(() => resolve(this.stopped ? false : slot), at - now))
+  }
+
+  /** Messages per second the destination accepted over the last RATE_WINDOW_MS. */
+  acceptedRate(now = Date.now()): number {
+    while (this.accepted.length && this.accepted[0] < now - RATE_WINDOW_MS) this.accepted.shift()
+    return this.accepted.length / (RATE_WINDOW_MS / 1000)
   }
 
   /**
@@ -106,19 +154,38 @@ export class Destination {
     }
   }
 
-  success(): void {
+  success(now = Date.now()): void {
+    this.accepted.push(now)
+    if (this.accepted.length > 4096) this.accepted.shift()
     this.streak++
-    if (this.streak >= this.opts.recoverAfter && this.limit < this.opts.max) {
+    if (this.streak < this.opts.recoverAfter) return
+    this.streak = 0
+    if (this.rate !== null) {
+      this.rate += 1 + this.rate * 0.05
+      // Well above what the destination takes now: the pacing is lifted (a later rate reply sets it again).
+      if (this.rate > 4 * Math.max(MIN_RATE, this.acceptedRate(now)) + 10) this.rate = null
+    }
+    if (this.limit < this.opts.max) {
       this.limit++
-      this.streak = 0
       this.pump()
     }
   }
 
-  /** A throttling reply: halve the limit (never below min). */
-  throttled(): void {
+  /**
+   * A throttling reply: about connections, lower the limit (above); about the rate, pace the
+   * destination below what it accepted lately (see the top of this file).
+   */
+  throttled(kind: ThrottleKind = 'connections', now = Date.now()): void {
     this.streak = 0
-    this.limit = Math.max(this.opts.min, Math.floor(this.limit / 2))
+    if (kind === 'connections') {
+      // Down to the connections that were working when it refused one more (the refused delivery holds a
+      // slot too), and at least by one; never below half at once for a burst of refusals, never below min.
+      this.limit = Math.max(this.opts.min, Math.min(this.limit - 1, Math.max(Math.floor(this.limit / 2), this.active - 1)))
+      return
+    }
+    const seen = this.acceptedRate(now)
+    this.rate = Math.max(MIN_RATE, seen > 0 ? seen * 0.8 : (this.rate ?? this.local) / 2)
+    this.nextStart = Math.max(this.nextStart, now + 1000 / this.rate)
   }
 }
 
@@ -182,7 +249,7 @@ export class Throttle {
   }
 
   /** Limits and activity per destination (for `mailctl queue` in-process and tests). */
-  snapshot(): Array<{ key: string; limit: number; active: number; queued: number }> {
-    return [...this.dests.values()].map((d) => ({ key: d.key, limit: d.local, active: d.active, queued: d.queued }))
+  snapshot(): Array<{ key: string; limit: number; active: number; queued: number; rate: number | null }> {
+    return [...this.dests.values()].map((d) => ({ key: d.key, limit: d.local, active: d.active, queued: d.queued, rate: d.rate === null ? null : Math.round(d.rate * 10) / 10 }))
   }
 }

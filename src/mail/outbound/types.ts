@@ -62,7 +62,7 @@ export interface Transport {
   /** Shutdown: deliveries not yet on the wire do not start (see above); those on the wire go on. */
   stopStarting?(): void
   /** Per-destination limits (for diagnostics and tests). */
-  destinations(): Array<{ key: string; limit: number; active: number; queued: number }>
+  destinations(): Array<{ key: string; limit: number; active: number; queued: number; rate?: number | null }>
   /**
    * Messages on their way to a server now (connecting, or sent and waiting for the reply): outcomes that
    * may arrive without anything else happening first. Lets the recorder commit at once when it is 0.
