@@ -64,7 +64,10 @@ describe('per-destination throttle (AIMD)', () => {
     expect(await Promise.race([waiting.then(() => 'got'), Bun.sleep(5).then(() => 'waiting')])).toBe('waiting')
     void d.acquire()
     expect(await d.acquire()).toBe(false) // a third waiter is refused (maxWaiting 2)
+    // Back to the limit of the last refusal takes ten runs of recoverAfter (3) successes: not after one run.
     d.success(); d.success(); d.success()
+    expect(d.limit).toBe(1)
+    for (let i = 0; i < 27; i++) d.success()
     expect(d.limit).toBe(2) // recovered by one, which lets the first waiter in
     await waiting
     expect(second).toBe(true)

@@ -2,7 +2,8 @@
  * Per-destination concurrency with additive increase: a destination (an MX host, or the smart host)
  * starts at `initial` parallel deliveries; a reply about connections (421 "too many connections") lowers
  * its limit to the connections that were working (by one at least, by half at most), and every
- * `recoverAfter` consecutive successes raise it by one, up to `max`. Deliveries beyond the limit wait in line.
+ * `recoverAfter` consecutive successes raise it by one, up to `max` (ten times as many to reach again the
+ * limit at which it last refused one). Deliveries beyond the limit wait in line.
  *
  * A destination's share of the pipeline (`capacity`) is what its connections can carry: its limit times
  * `depth` messages per connection (one on the connection or waiting for its outcome to be recorded, the
@@ -73,6 +74,9 @@ export class Destination {
    * 'shed' at once, until one of its deliveries ends.
    */
   shedding = false
+  /** The limit at which the destination last refused a connection (null: never), and runs of successes towards it. */
+  private refusedAt: number | null = null
+  private connStreak = 0
   /** Messages per second this node starts for the destination (null: not paced). */
   rate: number | null = null
   /** When the next paced delivery may start (ms). */
@@ -165,7 +169,11 @@ export class Destination {
       // Well above what the destination takes now: the pacing is lifted (a later rate reply sets it again).
       if (this.rate > 4 * Math.max(MIN_RATE, this.acceptedRate(now)) + 10) this.rate = null
     }
-    if (this.limit < this.opts.max) {
+    // Back at the limit where the destination last refused a connection: ten times more successes first.
+    this.connStreak++
+    const need = this.refusedAt !== null && this.limit + 1 >= this.refusedAt ? 10 : 1
+    if (this.limit < this.opts.max && this.connStreak >= need) {
+      this.connStreak = 0
       this.limit++
       this.pump()
     }
@@ -178,6 +186,8 @@ export class Destination {
   throttled(kind: ThrottleKind = 'connections', now = Date.now()): void {
     this.streak = 0
     if (kind === 'connections') {
+      this.refusedAt = this.limit
+      this.connStreak = 0
       // Down to the connections that were working when it refused one more (the refused delivery holds a
       // slot too), and at least by one; never below half at once for a burst of refusals, never below min.
       this.limit = Math.max(this.opts.min, Math.min(this.limit - 1, Math.max(Math.floor(this.limit / 2), this.active - 1)))
