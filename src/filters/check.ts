@@ -185,6 +185,8 @@ class Checker {
         }
         const n = toNumber(value)
         if (n === null || !Number.isInteger(n) || n < 0) { this.fail(`${path}.value`, 'value is a whole number >= 0 (the event count to exceed)', 'invalid_type', value); return null }
+        // A count is compared in SQL as a 64-bit integer: 1e308 is whole, but no store can take it.
+        if (n > Number.MAX_SAFE_INTEGER) { this.fail(`${path}.value`, `value is at most ${Number.MAX_SAFE_INTEGER} (the event count to exceed)`, 'too_big', value); return null }
         return { kind: 'event', name, op: 'triggeredMoreThan', count: n }
       }
       case 'segment': return { kind: 'segment', segmentId: f.segmentId, op: op as 'memberOfSegment' }

@@ -7,6 +7,7 @@ import { AppError, badRequest, tooLarge, validation } from '../errors'
 import { errorFields } from '../log'
 import { storageError } from '../db/failures'
 import { checkDataLimits } from '../modules/contacts/data'
+import { unstorableRequest } from './text'
 import { MAX_BODY_DEPTH, tooDeepBranch } from './depth'
 import { envelope, fromValidation } from './errors'
 import { systemRoutes } from './system'
@@ -125,6 +126,9 @@ export function buildApp(deps: Deps) {
         const deep = tooDeepBranch(body)
         if (deep !== null) throw tooDeepBody(body, deep)
       }
+      // Before any query: text PostgreSQL cannot store (NUL, lone surrogates), refused on both stores.
+      const unstorable = unstorableRequest(request.url, body)
+      if (unstorable) throw unstorable
       // JSON bodies are objects. Elysia would turn a JSON array, a scalar or a text/plain string into {}
       // for a schema whose fields are all optional, so the request would "succeed" and change nothing.
       // Only routes that declare a JSON body are held to it: a body sent to a route that takes none (an
