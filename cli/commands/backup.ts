@@ -8,7 +8,7 @@ function progressLine(): ((m: string) => void) | undefined {
   return (m) => process.stderr.write(`${m}\n`)
 }
 
-/** A backup or copy taken while the server runs yields the CPU to it (nice 19; its threads inherit it). */
+/** A backup taken while the server runs yields the CPU to it (nice 19; its threads inherit it). */
 function lowerPriority(): void {
   try { setPriority(19) } catch { /* not allowed here: the normal priority */ }
 }
@@ -77,7 +77,6 @@ function registerStore(program: Command): void {
     .option('--force', 'replace the tables of a non-empty target (the final pass of a switch, after a first pass)')
     .action(async (opts: { to: string; force?: boolean }, cmd: Command) => {
       const { copyStore } = await import('../../src/ops/copy')
-      lowerPriority()
       const result = await withDeps(cmd, (deps) => copyStore(deps, opts.to, { force: opts.force, onProgress: progressLine() }), { migrate: false })
       emit(cmd, result, () => {
         const lines = [

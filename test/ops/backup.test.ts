@@ -278,3 +278,33 @@ for (const kind of ['sqlite', 'pg'] as const) {
     }
   })
 }
+
+/*
+ * A backup into a full disk (issue 39, Bad input and faults), on a real full volume: a small private tmpfs
+ * mounted for this test only (root and `mount` needed; skipped otherwise, as test/cli/disk-full.test.ts).
+ */
+const fullDir = mkdtempSync(join(tmpdir(), 'mailctl-backup-full-'))
+const mounted = process.getuid?.() === 0 && Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', fullDir]).exitCode === 0
+afterAll(() => {
+  if (mounted) Bun.spawnSync(['umount', fullDir])
+  rmSync(fullDir, { recursive: true, force: true })
+})
+
+;(mounted ? describe : describe.skip)('a backup into a full disk [sqlite, tmpfs]', () => {
+  test('fails with the disk\'s error, leaves nothing on it, and the install goes on', async () => {
+    const config = await target('sqlite')
+    const deps = await createDeps(config, { create: true })
+    try {
+      const p = await createProject(deps.store, { name: 'full-disk' })
+      const err = await createBackup(deps, join(fullDir, 'b.tar')).then(() => null, (e: unknown) => e as NodeJS.ErrnoException)
+      expect(err?.message).toMatch(/ENOSPC|no space|full/i)
+      expect(readdirSync(fullDir)).toEqual([])
+      // The running install is untouched: it reads and writes as before.
+      await createProject(deps.store, { name: 'after' })
+      const [{ n }] = await deps.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM projects WHERE id = ${p.id}`)
+      expect(Number(n)).toBe(1)
+    } finally {
+      await closeDeps(deps)
+    }
+  }, 60_000)
+})
