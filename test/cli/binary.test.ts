@@ -93,3 +93,28 @@ test('dist/mailctl serve: authenticated requests log JSON lines only (no "[Sucro
   expect(notJson).toEqual([])
   expect(s.lines.some((l) => l.includes('"path":"/v1/send"'))).toBe(true)
 })
+
+test('dist/mailctl backup takes its snapshot on the embedded worker, restore brings it back, and mcp answers the official SDK client', async () => {
+  const created = JSON.parse((await run([BIN], ['project', 'create', '--name', 'archived', '--json'], {}, cwd)).stdout) as { secretKey: string }
+  const archive = join(cwd, 'backup.tar')
+  const b = await run([BIN], ['backup', archive, '--json'], {}, cwd)
+  expect(b.code).toBe(0)
+  const restoredDir = join(cwd, 'restored')
+  const r = await run([BIN], ['restore', archive, '--json'], { MAILCTL_DATA_DIR: restoredDir }, cwd)
+  expect(r.code).toBe(0)
+  const names = (JSON.parse((await run([BIN], ['project', 'list', '--json'], { MAILCTL_DATA_DIR: restoredDir }, cwd)).stdout) as Array<{ name: string }>).map((p) => p.name)
+  expect(names).toContain('archived')
+
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js')
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js')
+  const client = new Client({ name: 'binary-test', version: '1.0.0' })
+  await client.connect(new StdioClientTransport({ command: BIN, args: ['mcp'], cwd, env: { PATH: process.env.PATH ?? '', MAILCTL_LOG_LEVEL: 'warn', MAILCTL_MCP_KEY: created.secretKey } }))
+  try {
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('track_event')
+    const res = await client.callTool({ name: 'upsert_contact', arguments: { email: 'bin@example.com' } }) as { isError?: boolean; content: Array<{ text: string }> }
+    expect(res.isError).toBeFalsy()
+    expect(JSON.parse(res.content[0].text).email).toBe('bin@example.com')
+  } finally {
+    await client.close()
+  }
+})
