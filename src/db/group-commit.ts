@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from './client'
+import { storageFailure } from './failures'
 
 /**
  * Group commit, on both stores: writes submitted during one turn of the event loop run in ONE transaction,
@@ -68,6 +69,15 @@ export function isRetryableConflict(err: unknown): boolean {
     if (code === '40P01' || code === '40001') return true
   }
   return false
+}
+
+/**
+ * What a failing pure write throws out of the optimistic transaction: RETRY (run the batch again the safe
+ * way), unless the store itself failed (the database is down, the disk is full): a second run would fail
+ * the same way, so every caller gets that error at once (a 503, src/db/failures.ts).
+ */
+function retryOrFail(err: unknown): unknown {
+  return storageFailure(err) ? err : RETRY
 }
 
 interface Savepoints { savepoint(): Promise<void> | void; release(): Promise<void> | void; rollback(): Promise<void> | void }
@@ -189,12 +199,12 @@ export class GroupCommit {
             else kinds.set(p.kind, [i])
             continue
           }
-          try { outcomes[i] = { ok: true, value: await (p.fn as (db: Db) => Promise<unknown>)(db) } } catch { throw RETRY }
+          try { outcomes[i] = { ok: true, value: await (p.fn as (db: Db) => Promise<unknown>)(db) } } catch (e) { throw retryOrFail(e) }
         }
         if (kinds) {
           for (const [kind, indexes] of kinds) {
             let values: unknown[]
-            try { values = await kind.many(db, indexes.map((i) => batch[i].item)) } catch { throw RETRY }
+            try { values = await kind.many(db, indexes.map((i) => batch[i].item)) } catch (e) { throw retryOrFail(e) }
             for (let k = 0; k < indexes.length; k++) outcomes[indexes[k]] = { ok: true, value: values[k] }
           }
         }
