@@ -4,7 +4,7 @@
  * HTML render function and, when the source allows it, its derived text template (text.ts).
  */
 import { escapeAllOutputs, markdownBody } from './markdown'
-import { COMPILE_OPTIONS, parse, TEXT_COMPILE_OPTIONS, toRenderFn, type RenderFn, type TemplateKind } from './sandbox'
+import { COMPILE_OPTIONS, parse, SUBJECT_MAX_OUTPUT, TemplateSyntaxError, TEXT_COMPILE_OPTIONS, toRenderFn, usesEach, type RenderFn, type TemplateKind } from './sandbox'
 import { deriveTextTemplate, type DerivedText } from './text'
 
 interface CacheEntry<T> { source: string; value: T; size: number }
@@ -48,8 +48,12 @@ export const RENDER_CACHE_MAX_ENTRIES = 2_000
 export const RENDER_CACHE_MAX_CHARS = 64 * 1024 * 1024
 
 export interface CompiledBody { html: RenderFn; text: DerivedText | null }
-/** `markdown`: the function renders the body's HTML (Handlebars, then Markdown; markdown.ts). */
-export type Compiled = { kind: 'text' | 'markdown'; fn: RenderFn } | { kind: 'html'; fn: RenderFn; body: CompiledBody }
+/**
+ * `markdown`: the function renders the body's HTML (Handlebars, then Markdown; markdown.ts). `heavy`: a
+ * render can cost more than linear work in its source and data (Markdown, or `{{#each}}`), so it is not
+ * run on the thread that serves HTTP (pool.ts).
+ */
+export type Compiled = { kind: 'text' | 'markdown'; fn: RenderFn; heavy: boolean } | { kind: 'html'; fn: RenderFn; heavy: boolean; body: CompiledBody }
 
 const cache = new Lru<Compiled>(RENDER_CACHE_MAX_ENTRIES, RENDER_CACHE_MAX_CHARS)
 
@@ -64,12 +68,14 @@ export function compileEntry(source: string, kind: TemplateKind): Compiled {
   const ast = parse(source)
   let entry: Compiled
   if (kind === 'text') {
-    entry = { kind, fn: toRenderFn(ast, TEXT_COMPILE_OPTIONS) }
+    // Subjects are rendered on the main thread (once per campaign recipient at fan-out): no loops.
+    if (usesEach(ast)) throw new TemplateSyntaxError('{{#each}} is not allowed in a subject')
+    entry = { kind, fn: toRenderFn(ast, TEXT_COMPILE_OPTIONS, SUBJECT_MAX_OUTPUT), heavy: false }
   } else if (kind === 'markdown') {
-    entry = { kind, fn: markdownBody(toRenderFn(escapeAllOutputs(ast), COMPILE_OPTIONS)) }
+    entry = { kind, fn: markdownBody(toRenderFn(escapeAllOutputs(ast), COMPILE_OPTIONS)), heavy: true }
   } else {
     const html = toRenderFn(ast, COMPILE_OPTIONS)
-    entry = { kind, fn: html, body: { html, text: deriveTextTemplate(source, ast) } }
+    entry = { kind, fn: html, heavy: usesEach(ast), body: { html, text: deriveTextTemplate(source, ast) } }
   }
   cache.set(key, source, entry)
   return entry

@@ -29,6 +29,8 @@ function decodeEntities(s: string): string {
   })
 }
 
+const isAlpha = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+
 /** Elements whose content is not part of the text. */
 const SKIP_CONTENT = new Set(['head', 'style', 'script', 'title', 'noscript', 'template', 'svg', 'object', 'iframe'])
 /** Elements that start and end a paragraph (blank line). */
@@ -169,7 +171,8 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
       i = close === -1 ? len : close + 3
       continue
     }
-    if (!/[a-zA-Z/!?]/.test(html[lt + 1] ?? '')) {
+    const first = html.charCodeAt(lt + 1)
+    if (!(isAlpha(first) || first === 47 /* / */ || first === 33 /* ! */ || first === 63 /* ? */)) {
       // A "<" that opens no tag is text.
       if (!skip) emit('<')
       i = lt + 1
@@ -179,10 +182,13 @@ export function convertHtml(html: string, marked: Marked | null): { text: string
     if (gt === -1) break
     i = gt + 1
     const tag = html.slice(lt, gt + 1)
-    const m = /^<(\/?)([a-zA-Z][a-zA-Z0-9-]*)/.exec(tag)
-    if (!m) continue
-    const closing = m[1] === '/'
-    const name = m[2].toLowerCase()
+    // The name: a letter, then letters, digits and "-" (a scan: this runs once per tag of tenant HTML).
+    const closing = first === 47
+    const nameStart = closing ? lt + 2 : lt + 1
+    if (!isAlpha(html.charCodeAt(nameStart))) continue
+    let nameEnd = nameStart + 1
+    for (let c = html.charCodeAt(nameEnd); isAlpha(c) || (c >= 48 && c <= 57) || c === 45; c = html.charCodeAt(++nameEnd));
+    const name = html.slice(nameStart, nameEnd).toLowerCase()
     if (skip) {
       if (name === skip.name && !VOID.has(name) && !tag.endsWith('/>')) skip.depth += closing ? -1 : 1
       if (skip.depth === 0) skip = null

@@ -11,7 +11,7 @@
  * source, where it passes through as Markdown allows (the sender can send any HTML with `type: "html"`).
  */
 import { Marked, type Tokens } from 'marked'
-import { escapeHtml, walk, type Program, type TemplateVars } from './sandbox'
+import { escapeHtml, MARKDOWN_MAX_DEPTH, outputLimitError, RENDER_MAX_OUTPUT, RenderLimitError, walk, type Program, type TemplateVars } from './sandbox'
 
 /** Stand-ins: U+F700 + the character code, for the characters below (all of them < 0x80). */
 const STAND_IN_BASE = 0xf700
@@ -63,7 +63,51 @@ const bodyMarked = new Marked({ gfm: true, breaks: false, async: false })
 export function markdownBody(render: (vars: TemplateVars) => string): (vars: TemplateVars) => string {
   return (vars) => {
     const source = render(inertValues(vars) as TemplateVars)
-    return fromStandIns(bodyMarked.parse(source, { async: false }))
+    checkMarkdownDepth(source)
+    let html: string
+    try {
+      html = fromStandIns(bodyMarked.parse(source, { async: false }))
+    } catch (err) {
+      // The parser recurses per level of inline nesting too; its stack is the last bound.
+      if (err instanceof RangeError) throw new RenderLimitError('depth', `the Markdown is nested too deeply to render (${err.message.split('\n')[0]})`)
+      throw err
+    }
+    if (html.length > RENDER_MAX_OUTPUT) throw outputLimitError(RENDER_MAX_OUTPUT)
+    return html
+  }
+}
+
+const isBlank = (c: number) => c === 32 || c === 9
+const isDigit = (c: number) => c >= 48 && c <= 57
+
+/**
+ * Refuses Markdown whose block containers nest deeper than MARKDOWN_MAX_DEPTH on some line: the block
+ * quote and list markers at the line's start, plus its indentation (a level per four columns). One pass.
+ */
+export function checkMarkdownDepth(source: string): void {
+  const len = source.length
+  let i = 0
+  while (i < len) {
+    let depth = 0
+    let columns = 0
+    for (;;) {
+      while (i < len && isBlank(source.charCodeAt(i))) { columns += source.charCodeAt(i) === 9 ? 4 : 1; i++ }
+      const c = source.charCodeAt(i)
+      if (c === 62 /* > */) { depth++; i++; continue }
+      if ((c === 45 || c === 43 || c === 42) && isBlank(source.charCodeAt(i + 1))) { depth++; i += 2; continue }
+      if (isDigit(c)) {
+        let j = i
+        while (j < len && j - i < 10 && isDigit(source.charCodeAt(j))) j++
+        const d = source.charCodeAt(j)
+        if ((d === 46 || d === 41) && isBlank(source.charCodeAt(j + 1))) { depth++; i = j + 2; continue }
+      }
+      break
+    }
+    if (depth + Math.floor(columns / 4) > MARKDOWN_MAX_DEPTH) {
+      throw new RenderLimitError('depth', `the Markdown nests block quotes and lists deeper than ${MARKDOWN_MAX_DEPTH} levels`)
+    }
+    const nl = source.indexOf('\n', i)
+    i = nl === -1 ? len : nl + 1
   }
 }
 

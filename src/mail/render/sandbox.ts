@@ -27,6 +27,49 @@ export class TemplateSyntaxError extends Error {
   }
 }
 
+/**
+ * The budgets of one render (issue 35 item 1). A template is tenant code run with tenant data: without a
+ * bound, three nested `{{#each}}` over 200 keys took 10.6 s of the thread that serves HTTP.
+ *
+ * - work: every iteration of an `{{#each}}` costs 1 plus the number of statements its block holds
+ *   (text, `{{value}}`s, inner blocks); a render may spend RENDER_MAX_WORK (about 0.1 s of CPU at most).
+ * - output: a rendered body (HTML, its text alternative, a Markdown body's HTML) is at most
+ *   RENDER_MAX_OUTPUT characters, a subject SUBJECT_MAX_OUTPUT; checked while `each` accumulates, so the
+ *   memory of a render is bounded too.
+ * - subjects may not use `{{#each}}` (they are rendered on the main thread, once per campaign recipient).
+ * - Markdown: containers (block quotes, list items) nested deeper than MARKDOWN_MAX_DEPTH on a line are
+ *   refused before the parser sees them (it recurses per level: 200,000 levels overflowed its stack), and a
+ *   Markdown render runs off the main thread with a deadline (pool.ts): RENDER_TIMEOUT_MS of the render
+ *   thread's own CPU time (on Linux; elsewhere of wall-clock time), and RENDER_WALL_MAX_MS of wall-clock
+ *   time whatever the CPU: the parser is superlinear on some inputs ("_a" x 300,000 took about 270 s).
+ */
+export const RENDER_MAX_WORK = 200_000
+export const RENDER_MAX_OUTPUT = 2_000_000
+export const SUBJECT_MAX_OUTPUT = 16_384
+export const MARKDOWN_MAX_DEPTH = 32
+export const RENDER_TIMEOUT_MS = 2_000
+export const RENDER_WALL_MAX_MS = 20_000
+
+export type RenderLimit = 'work' | 'output' | 'time' | 'depth'
+
+/** A render that exceeds one of its budgets; `limit` names it, the message says it in words. */
+export class RenderLimitError extends Error {
+  /** The part of the message whose render exceeded it, once known (renderEmail sets it). */
+  part: 'subject' | 'body' | null = null
+  constructor(readonly limit: RenderLimit, message: string) {
+    super(message)
+    this.name = 'RenderLimitError'
+  }
+}
+
+export function workLimitError(): RenderLimitError {
+  return new RenderLimitError('work', `rendering needs more than ${RENDER_MAX_WORK.toLocaleString('en-US')} steps (the work budget of a render: {{#each}} iterations times the size of their blocks)`)
+}
+
+export function outputLimitError(max: number): RenderLimitError {
+  return new RenderLimitError('output', `the rendered result is longer than ${max.toLocaleString('en-US')} characters (the output budget of a render)`)
+}
+
 const hb = Handlebars.create()
 hb.unregisterHelper('log')
 
@@ -38,6 +81,33 @@ export function fallbackValue(value: unknown, literal: string): unknown {
   return value ? value : literal
 }
 hb.registerHelper(FALLBACK, (value: unknown, literal: unknown) => fallbackValue(value, String(literal)))
+
+/**
+ * The meter of the render in progress (renders are synchronous, so one at a time per thread): the work
+ * spent, the output budget, and the weight of each `each` block of the template, by its location.
+ */
+interface Meter { work: number; maxOutput: number; weights: Map<string, number> }
+let meter: Meter | null = null
+
+const locKey = (loc: hbs.AST.SourceLocation | undefined) => (loc ? `${loc.start.line}:${loc.start.column}` : '')
+
+const builtinEach = hb.helpers.each as (this: unknown, context: unknown, options: Handlebars.HelperOptions) => string
+hb.registerHelper('each', function (this: unknown, context: unknown, options: Handlebars.HelperOptions & { loc?: hbs.AST.SourceLocation }) {
+  const m = meter
+  if (!m) return builtinEach.call(this, context, options)
+  const weight = 1 + (m.weights.get(locKey(options.loc)) ?? 0)
+  const fn = options.fn
+  let produced = 0
+  const metered = ((ctx: unknown, opts?: Handlebars.RuntimeOptions) => {
+    m.work += weight
+    if (m.work > RENDER_MAX_WORK) throw workLimitError()
+    const out = fn(ctx, opts)
+    produced += out.length
+    if (produced > m.maxOutput) throw outputLimitError(m.maxOutput)
+    return out
+  }) as Handlebars.TemplateDelegate
+  return builtinEach.call(this, context, { ...options, fn: metered })
+})
 
 /** The only helpers a template may call (Handlebars' own, minus `log`). */
 const KNOWN_HELPERS: KnownHelpers = {
@@ -216,7 +286,7 @@ function pathGetter(parts: string[]): (vars: TemplateVars) => unknown {
  * whitespace handling, through the parsed content values, and the same escaping function), several times
  * faster. Null when the template needs the full Handlebars runtime.
  */
-function simpleRenderer(ast: Program, escapeValues: boolean): RenderFn | null {
+function simpleRenderer(ast: Program, escapeValues: boolean, maxOutput: number): RenderFn | null {
   const statics: string[] = []
   const getters: Array<(v: TemplateVars) => unknown> = []
   const escaped: boolean[] = []
@@ -255,15 +325,46 @@ function simpleRenderer(ast: Program, escapeValues: boolean): RenderFn | null {
       const v = getters[i](vars)
       if (v != null && typeof v !== 'function') out += escaped[i] ? escapeHtml(v) : (v as string)
       out += statics[i + 1]
+      if (out.length > maxOutput) throw outputLimitError(maxOutput)
     }
+    if (out.length > maxOutput) throw outputLimitError(maxOutput)
     return out
   }
 }
 
-export function toRenderFn(ast: Program, options: CompileOptions): RenderFn {
-  const simple = simpleRenderer(ast, !options.noEscape)
+/** The statements each `{{#each}}` block of a template holds (all depths), by the block's location. */
+function eachWeights(ast: Program): Map<string, number> {
+  const weights = new Map<string, number>()
+  walk(ast, (n) => {
+    if (n.type !== 'BlockStatement') return
+    const b = n as hbs.AST.BlockStatement
+    if (b.path.type !== 'PathExpression' || (b.path as hbs.AST.PathExpression).original !== 'each') return
+    let count = 0
+    walk(b.program, (x) => { if (x.type === 'ContentStatement' || x.type === 'MustacheStatement' || x.type === 'BlockStatement') count++ })
+    walk(b.inverse, (x) => { if (x.type === 'ContentStatement' || x.type === 'MustacheStatement' || x.type === 'BlockStatement') count++ })
+    weights.set(locKey(b.loc), count)
+  })
+  return weights
+}
+
+/** True when a template uses `{{#each}}`: its work depends on the data (the others are linear in source and data). */
+export function usesEach(ast: Program): boolean {
+  let found = false
+  walk(ast, (n) => {
+    if (n.type === 'BlockStatement' && (n as hbs.AST.BlockStatement).path.type === 'PathExpression' && ((n as hbs.AST.BlockStatement).path as hbs.AST.PathExpression).original === 'each') found = true
+  })
+  return found
+}
+
+/**
+ * A render function within the budgets above: `maxOutput` characters of output (RENDER_MAX_OUTPUT
+ * unless given) and RENDER_MAX_WORK of work. Throws RenderLimitError past either.
+ */
+export function toRenderFn(ast: Program, options: CompileOptions, maxOutput = RENDER_MAX_OUTPUT): RenderFn {
+  const simple = simpleRenderer(ast, !options.noEscape, maxOutput)
   if (simple) return simple
   let template: HandlebarsTemplateDelegate
+  const weights = eachWeights(ast)
   try {
     // Handlebars compiles lazily; precompile-equivalent work happens on the first call below.
     template = hb.compile(ast, options)
@@ -271,5 +372,16 @@ export function toRenderFn(ast: Program, options: CompileOptions): RenderFn {
   } catch (err) {
     throw new TemplateSyntaxError((err as Error).message)
   }
-  return (vars) => template(vars, RUNTIME_OPTIONS)
+  return (vars) => {
+    const outer = meter
+    meter = { work: 0, maxOutput, weights }
+    let out: string
+    try {
+      out = template(vars, RUNTIME_OPTIONS)
+    } finally {
+      meter = outer
+    }
+    if (out.length > maxOutput) throw outputLimitError(maxOutput)
+    return out
+  }
 }

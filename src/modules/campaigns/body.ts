@@ -6,7 +6,7 @@
  * flag, and the thread renders, adds the tracking links, builds and signs).
  */
 import { manageUrl, subscribeUrl, unsubscribeUrl, type LinkDeps } from '../../mail/links'
-import { renderEmail, renderSubject, templateVariables, type MessageUrls } from '../../mail/render'
+import { renderEmail, renderMessage, renderSubject, templateVariables, type MessageUrls } from '../../mail/render'
 import { rewriteForTracking } from '../tracking/rewrite'
 import type { CampaignRow } from './repo'
 
@@ -62,14 +62,27 @@ export function renderCampaignSubject(deps: LinkDeps, c: CampaignSource, r: Reci
  * {{unsubscribeUrl}} gets a short footer with the recipient's own link.
  */
 export function renderCampaignBody(deps: LinkDeps, c: CampaignSource, r: Recipient, emailId: string): { html: string; text: string } {
-  const vars = templateVariables({ contact: r, urls: urlsFor(deps, c.projectId, c.body, r.id, emailId) })
   // The subject part is not used here (it is on the email record); renderEmail compiles both from the cache.
-  const rendered = renderEmail({ subject: '', body: c.body }, vars)
-  let { html, text } = rendered
+  return withFooter(deps, c, r, emailId, renderEmail({ subject: '', body: c.body }, bodyVars(deps, c, r, emailId)))
+}
+
+/**
+ * renderCampaignBody for the main thread (a test email): a heavy body ({{#each}}) renders in a render
+ * thread with its deadline (src/mail/render/pool.ts).
+ */
+export async function renderCampaignBodyOffThread(deps: LinkDeps, c: CampaignSource, r: Recipient, emailId: string): Promise<{ html: string; text: string }> {
+  return withFooter(deps, c, r, emailId, await renderMessage({ subject: '', body: c.body }, bodyVars(deps, c, r, emailId)))
+}
+
+function bodyVars(deps: LinkDeps, c: CampaignSource, r: Recipient, emailId: string) {
+  return templateVariables({ contact: r, urls: urlsFor(deps, c.projectId, c.body, r.id, emailId) })
+}
+
+function withFooter(deps: LinkDeps, c: CampaignSource, r: Recipient, emailId: string, rendered: { html: string; text: string }): { html: string; text: string } {
   if (c.type === 'MARKETING' && r.id && !c.body.includes('unsubscribeUrl')) {
-    ;({ html, text } = withUnsubscribeFooter(html, text, unsubscribeUrl(deps, { projectId: c.projectId, contactId: r.id, emailId })))
+    return withUnsubscribeFooter(rendered.html, rendered.text, unsubscribeUrl(deps, { projectId: c.projectId, contactId: r.id, emailId }))
   }
-  return { html, text }
+  return { html: rendered.html, text: rendered.text }
 }
 
 /** The HTML (its links tracked when the project tracks) and text of one campaign message; ContentError if it cannot be rendered. */

@@ -2,6 +2,7 @@ import type { SQL } from 'drizzle-orm'
 import type { Ctx } from '../../deps'
 import { prepareFilter, whereOf, type FilterTree } from '../../filters'
 import { notifyQueued } from '../../mail/outbound'
+import { RenderLimitError } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../emails/service'
 import { settingsOf } from '../projects/repo'
@@ -62,17 +63,28 @@ export interface FanOutResult {
  */
 export function campaignEmail(
   ctx: Ctx, row: repo.CampaignRow, c: Pick<repo.AudienceContact, 'email' | 'data'> & { id: string | null },
-  opts: { domainId: string; sourceType: 'campaign' | 'test'; runAt?: Date },
+  opts: { domainId: string; sourceType: 'campaign' | 'test'; runAt?: Date; id?: string; body?: { html: string; text: string } },
 ): NewEmail {
-  const id = Bun.randomUUIDv7()
+  const id = opts.id ?? Bun.randomUUIDv7()
   const contactId = c.id
   const recipient = { id: contactId, email: c.email, data: c.data }
   const type = row.type as EmailType
   const test = opts.sourceType === 'test'
-  const body = test ? renderCampaignBody(ctx.deps, row, recipient, id) : null
+  const body = test ? (opts.body ?? renderCampaignBody(ctx.deps, row, recipient, id)) : null
+  // A recipient whose subject exceeds its render budget (its data: sandbox.ts) fails alone, with the reason.
+  let subject: string
+  let failure: string | undefined
+  try {
+    subject = renderCampaignSubject(ctx.deps, row, recipient, id)
+  } catch (err) {
+    if (test || !(err instanceof RenderLimitError)) throw err
+    subject = row.subject
+    failure = `The campaign could not be rendered: subject: ${err.message}`
+  }
   return {
+    ...(failure ? { failure } : {}),
     id, contactId, to: { email: c.email }, from: { email: row.fromEmail, name: row.fromName }, replyTo: row.replyTo,
-    subject: renderCampaignSubject(ctx.deps, row, recipient, id), html: body?.html ?? null, text: body?.text ?? null,
+    subject, html: body?.html ?? null, text: body?.text ?? null,
     renderAtDelivery: !test, type, sourceType: opts.sourceType,
     campaignId: test ? null : row.id, sourceId: row.id, domainId: opts.domainId,
     // RFC 8058 one-click unsubscribe needs a contact to unsubscribe.

@@ -9,7 +9,7 @@ import { MAX_MESSAGE_BYTES, outboundMessage } from '../../mail/outbound/deliver'
 import { notifyQueued } from '../../mail/outbound'
 import { deliveryStateOf, insertQueueRows, type QueueRow } from '../../mail/outbound/queue'
 import { MAX_QUEUE_LIFETIME_MS } from '../../mail/outbound/replies'
-import { renderEmail, templateVariables, validateTemplateSource } from '../../mail/render'
+import { renderMessage, renderRefusal, templateVariables, checkTemplateSource } from '../../mail/render'
 import { checkDataLimits } from '../contacts/data'
 import { upsertContact } from '../contacts/service'
 import { assertSenderAllowed, signingKeyFor } from '../domains/service'
@@ -65,6 +65,11 @@ export interface NewEmail {
   renderAtDelivery?: boolean
   /** When the outbound queue may send it (default now): a project's sending rate spreads campaign mail. */
   runAt?: Date
+  /**
+   * The email could not be made (a campaign recipient whose subject exceeded its render budget): it is
+   * recorded FAILED with this reason, with no content and nothing queued.
+   */
+  failure?: string
 }
 
 /**
@@ -90,10 +95,11 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
       messageId: `<${id}@${domainOf(fromAddress)}>`,
       fromAddress, fromName: it.from.name ?? null, toAddress, toName: it.to.name ?? null, replyTo: it.replyTo ?? null,
       subject: it.subject, listUnsubscribe: it.listUnsubscribe,
-      status: 'PENDING', attempts: 0, lastReply: null, deliveredTo: null, bounceType: null, size: null,
-      sentAt: null, deliveredAt: null, openedAt: null, clickedAt: null, bouncedAt: null, complainedAt: null, failedAt: null,
+      status: it.failure ? 'FAILED' : 'PENDING', attempts: 0, lastReply: it.failure ?? null, deliveredTo: null, bounceType: null, size: null,
+      sentAt: null, deliveredAt: null, openedAt: null, clickedAt: null, bouncedAt: null, complainedAt: null, failedAt: it.failure ? now : null,
       createdAt: now, updatedAt: now, inlineEvents: null,
     })
+    if (it.failure) continue
     if (!it.renderAtDelivery) {
       contents.push({
         emailId: id, html: rewriteForTracking(ctx.deps, { emailId: id, html: it.html, trackingEnabled: tracking }), text: it.text,
@@ -258,7 +264,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   // The template's own sources were checked when it was saved; request sources are checked now (and a
   // template's body read as Markdown, which compiles it into the cache as such).
   const format = body.type ?? 'html'
-  validateTemplateSource({ subject: body.subject, body: format === 'markdown' ? bodySrc : body.body, format })
+  await checkTemplateSource({ subject: body.subject, body: format === 'markdown' ? bodySrc : body.body, format })
   const given = parseFrom(body.from)
   const fromEmail = given?.email ?? template?.from ?? null
   if (!fromEmail) throw invalidField('from', 'from: required unless the template has a sender', 'required')
@@ -295,7 +301,8 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
           ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
         },
       })
-      const rendered = renderEmail({ subject: subjectSrc, body: bodySrc, format }, vars)
+      // Within the render budgets; a heavy render (Markdown, {{#each}}) runs in a render thread (issue 35.1).
+      const rendered = await renderMessage({ subject: subjectSrc, body: bodySrc, format }, vars).catch((err: unknown) => { throw renderRefusal(err) })
       // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
       const estimate = Math.ceil(encodedChars * 1.03) + Math.ceil((rendered.html.length + rendered.text.length) * 1.1) + 4096
       if (estimate > MAX_MESSAGE_BYTES) throw tooLarge(`The message would be about ${estimate} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit`)

@@ -1,6 +1,6 @@
 import type { Ctx } from '../../deps'
 import { badRequest, conflict, flatError, notFound } from '../../errors'
-import { validateTemplateSource } from '../../mail/render'
+import { checkTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { checkDesign } from './design'
 import { withPreheader } from './preheader'
@@ -42,7 +42,7 @@ export async function createTemplate(ctx: Ctx, input: CreateTemplate): Promise<T
   if (!input.from) throw flatError('from is required: the sender address of the template')
   const from = normEmail(input.from)
   const body = withPreheader(input.body, input.preheader)
-  validateTemplateSource({ subject: input.subject, body })
+  await checkTemplateSource({ subject: input.subject, body })
   await assertSenderAllowed(ctx, from)
   const now = new Date()
   const row: repo.TemplateRow = {
@@ -104,7 +104,7 @@ export async function updateTemplate(ctx: Ctx, id: string, patch: UpdateTemplate
   // The preheader lives in the body too: a new body or a new preheader makes the body again.
   const preheader = patch.preheader !== undefined ? patch.preheader || null : existing.preheader
   const body = patch.body !== undefined || patch.preheader !== undefined ? withPreheader(patch.body ?? existing.body, preheader) : undefined
-  validateTemplateSource({ subject: patch.subject, body })
+  await checkTemplateSource({ subject: patch.subject, body })
   const set: Partial<repo.TemplateRow> = {}
   if (patch.name !== undefined) set.name = patch.name
   if (patch.description !== undefined) set.description = patch.description

@@ -1,6 +1,6 @@
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../../mail/links'
 import { notifyQueued } from '../../../mail/outbound'
-import { renderEmail, templateVariables } from '../../../mail/render'
+import { RenderLimitError, renderMessage, templateVariables, TemplateSyntaxError } from '../../../mail/render'
 import { withUnsubscribeFooter } from '../../campaigns/body'
 import { assertSenderAllowed } from '../../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../../emails/service'
@@ -44,7 +44,13 @@ export const sendEmail: StepRunner = async ({ ctx, step, exec, contact }) => {
     }
     : {}
   const vars = templateVariables({ contact: { id: contact.id, email: contact.email, data: contact.data }, data: exec.context, urls })
-  const rendered = renderEmail({ subject: tpl.subject, body: tpl.body }, vars)
+  // Within the render budgets (a heavy template renders in a render thread); past one, this contact's
+  // step fails with the reason (issue 35.1).
+  const rendered = await renderMessage({ subject: tpl.subject, body: tpl.body }, vars).catch((err: unknown) => {
+    if (err instanceof RenderLimitError) throw new StepFailure(`template ${tpl.id} could not be rendered: ${err.part ?? 'body'}: ${err.message}`)
+    if (err instanceof TemplateSyntaxError) throw new StepFailure(`template ${tpl.id} does not compile: ${err.message}`)
+    throw err
+  })
   let { html, text } = rendered
   if (marketing && ref && !tpl.body.includes('unsubscribeUrl')) ({ html, text } = withUnsubscribeFooter(html, text, unsubscribeUrl(ctx.deps, ref)))
   const email: NewEmail = {
