@@ -21,9 +21,6 @@ import { errorFields } from '../log'
 import { isEmail, normalizeEmail } from '../modules/contacts/data'
 import { senderDomainCandidates } from '../modules/domains/names'
 import { verifiedOwners } from '../modules/domains/repo'
-import { assertSenderAllowed } from '../modules/domains/service'
-import { PRIORITY, queueEmails } from '../modules/emails/service'
-import { notifyQueued } from './outbound'
 
 /** Mail the platform itself sends to its users: verification, password reset, invitations. */
 export interface SystemMail {
@@ -107,6 +104,11 @@ export function pipelineMailOut(deps: () => Deps, capture: MailOut): MailOut {
         return capture.send(mail)
       }
       const ctx = ctxFor(d, owner.projectId, { kind: 'job', name: `system-mail:${mail.kind}` })
+      // Imported when system mail is sent: the composition root (and so every CLI command) imports this
+      // file, and the send path brings the mail libraries (test/cli/startup.test.ts).
+      const [{ assertSenderAllowed }, { PRIORITY, queueEmails }, { notifyQueued }] = await Promise.all([
+        import('../modules/domains/service'), import('../modules/emails/service'), import('./outbound'),
+      ])
       try {
         const sender = await assertSenderAllowed(ctx, from)
         const [row] = await d.store.tx((db) => queueEmails(ctx, db, [{
