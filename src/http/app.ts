@@ -40,6 +40,7 @@ import { suppressionsRoutes } from '../modules/suppressions/routes'
 import { hooksRoutes } from '../modules/hooks/routes'
 import { dashboardRoutes, dashboardServe } from './dashboard'
 import { corsAnswerHeaders, corsRoutes } from './cors'
+import { bodyCap, bodyCaps, capBody, hasOwnParser, overCap, readsNothing } from './bodies'
 
 /**
  * The request id and start time, kept on the request's `set` object (shared by every hook of a request).
@@ -47,7 +48,9 @@ import { corsAnswerHeaders, corsRoutes } from './cors'
  * a hook taking the whole context makes it prepare everything (cookies included) for every request.
  */
 const REQ = Symbol('mailctl.request')
-interface Tracked { [REQ]?: { id: string; start: number } }
+/** A body cut at its cap (src/http/bodies.ts), thrown again where a parser swallowed it. */
+const OVER_CAP = Symbol('mailctl.overCap')
+interface Tracked { [REQ]?: { id: string; start: number }; [OVER_CAP]?: AppError }
 
 function requestId(set: object): string {
   return (set as Tracked)[REQ]?.id ?? 'unknown'
@@ -84,6 +87,30 @@ export function buildApp(deps: Deps) {
   const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
     .then((r: Response) => r.json() as Promise<OpenApiDoc>).then((doc) => renderDocs(doc, { baseUrl: deps.config.publicUrl })))
   let jsonRoutes: Set<string> | null = null
+  let bodyRoutes: Set<string> | null = null
+  const caps = bodyCaps(deps.config)
+  // Runs first among a route's parsers and reads nothing (src/http/bodies.ts): a route that takes no body
+  // never reads one (null stops the parsers); the others get their cap, on the declared length now and on
+  // the stream while it is read. The key is checked next, by the auth macro's own parser, before any read.
+  const capParser = readsNothing((c: { request: Request; route: string; set: object }) => {
+    bodyRoutes ??= routesTakingBody(app.routes)
+    const method = c.request.method
+    const takes = bodyRoutes.has(`${method} ${c.route}`)
+    const cap = bodyCap(deps.config, caps, method, c.route, takes)
+    const declared = c.request.headers.get('content-length')
+    if (declared !== null && Number(declared) > cap) throw overCap(deps.config, cap, method, c.route, declared)
+    if (!takes) return null
+    // A declared length bounds what the server reads; a body without one (chunked) is cut while read.
+    // A route whose body is optional swallows the parser's error: the 413 is kept on the request's `set`
+    // and thrown by onTransform.
+    if (declared === null) {
+      c.request = capBody(c.request, cap, () => {
+        const err = overCap(deps.config, cap, method, c.route)
+        ;(c.set as Tracked)[OVER_CAP] = err
+        return err
+      })
+    }
+  })
   const app = new Elysia({ serve: dashboardServe })
     .onRequest(({ request, set }) => {
       const id = crypto.randomUUID()
@@ -96,6 +123,7 @@ export function buildApp(deps: Deps) {
         throw tooLarge(`Request body of ${len} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes`)
       }
     })
+    .onParse({ as: 'global' }, capParser)
     .onError({ as: 'global' }, ({ code, error, request, set }) => {
       const id = requestId(set)
       set.headers['x-request-id'] = id
@@ -121,7 +149,9 @@ export function buildApp(deps: Deps) {
       set.status = err.status
       return envelope(err, id)
     })
-    .onTransform({ as: 'global' }, ({ body, request, route }) => {
+    .onTransform({ as: 'global' }, ({ body, request, route, set }) => {
+      const over = (set as Tracked)[OVER_CAP]
+      if (over) throw over
       if (typeof body === 'object' && body !== null) {
         const deep = tooDeepBranch(body)
         if (deep !== null) throw tooDeepBody(body, deep)
@@ -140,6 +170,11 @@ export function buildApp(deps: Deps) {
       throw badRequest(typeof body === 'string' && !type.includes('json')
         ? `The body must be a JSON object sent with Content-Type: application/json (it came as ${type})`
         : 'The body must be a JSON object')
+    })
+    // The OpenAPI generator describes a request body only for routes without function parsers; every route
+    // now has the body-cap and key parsers (which read nothing), so their body's content is restored here.
+    .onAfterHandle({ as: 'global' }, ({ route, response }) => {
+      if (route === '/openapi.json') restoreRequestBodies(response as OpenApiDoc, app.routes)
     })
     .onAfterResponse({ as: 'global' }, ({ request, route, set }) => {
       const i = (set as Tracked)[REQ]
@@ -226,7 +261,30 @@ function tooDeepBody(body: object, field: string): AppError {
  */
 function routesWithJsonBody(routes: Array<{ method: string; path: string; hooks: Record<string, unknown> }>): Set<string> {
   const out = new Set<string>()
-  for (const r of routes) if (r.hooks?.body && !r.hooks.parse) out.add(`${r.method} ${r.path}`)
+  for (const r of routes) if (r.hooks?.body && !hasOwnParser(r.hooks.parse)) out.add(`${r.method} ${r.path}`)
+  return out
+}
+
+/**
+ * Fills the request body of the operations the generator left empty (see buildApp): the route's schema,
+ * as JSON, or as multipart for the routes that take a form.
+ */
+function restoreRequestBodies(doc: OpenApiDoc, routes: Array<{ method: string; path: string; hooks: Record<string, unknown> }>): void {
+  const paths = (doc as { paths?: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown> } }>> }).paths
+  if (!paths) return
+  for (const r of routes) {
+    if (!r.hooks?.body) continue
+    const op = paths[r.path.replace(/:([^/]+)/g, '{$1}')]?.[r.method.toLowerCase()]
+    const rb = op?.requestBody
+    if (!rb || (rb.content && Object.keys(rb.content).length > 0)) continue
+    rb.content = { [r.hooks.type === 'multipart/form-data' ? 'multipart/form-data' : 'application/json']: { schema: r.hooks.body } }
+  }
+}
+
+/** "METHOD /path" of the routes that read a body: a body schema, or a parser of their own. */
+function routesTakingBody(routes: Array<{ method: string; path: string; hooks: Record<string, unknown> }>): Set<string> {
+  const out = new Set<string>()
+  for (const r of routes) if (r.hooks?.body || hasOwnParser(r.hooks?.parse)) out.add(`${r.method} ${r.path}`)
   return out
 }
 

@@ -5,6 +5,7 @@ import type { ProjectRow } from '../modules/projects/repo'
 import { projectForKey, projectForMember } from '../modules/projects/service'
 import { sessionUser } from '../modules/auth/sessions'
 import type { RateLimitResult } from './ratelimit'
+import { readsNothing } from './bodies'
 
 export const SESSION_COOKIE = 'mailctl_session'
 /** The header naming the project a dashboard request acts on, in place of a secret key. */
@@ -92,7 +93,7 @@ function applyLimit(r: RateLimitResult, headers: Record<string, string | number>
  * (safe methods) or writing resources. The context is the one a key gets, with the user as actor. A
  * disabled project stays readable to its members; its changes are refused as they are for keys.
  */
-async function dashboardAuth(deps: Deps, request: Request, token: string, headers: Record<string, string>): Promise<{ ctx: Ctx; project: ProjectRow }> {
+async function dashboardAuth(deps: Deps, request: Request, token: string, headers: Record<string, string>, admin: boolean): Promise<{ ctx: Ctx; project: ProjectRow }> {
   const projectId = request.headers.get(PROJECT_HEADER)
   if (!projectId) {
     throw new AppError('UNAUTHORIZED', 'A dashboard session must name its project in the X-Project-Id header (or send "Authorization: Bearer <secret key>")')
@@ -101,7 +102,7 @@ async function dashboardAuth(deps: Deps, request: Request, token: string, header
   const userId = await sessionUser(deps, token)
   if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: the dashboard session is missing, expired or ended')
   const safe = SAFE_METHODS.has(request.method)
-  const { project } = await projectForMember(deps, userId, projectId, safe ? 'read' : 'write')
+  const { project } = await projectForMember(deps, userId, projectId, admin ? 'integrations' : safe ? 'read' : 'write')
   if (project.disabled && !safe) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
   const limited = rateLimit(deps, project.id, headers)
   if (limited) await limited
@@ -114,6 +115,11 @@ type Security = Array<Record<string, string[]>>
 const SECRET_KEY: Security = [{ secretKey: [] }, { session: [], projectId: [] }]
 const TRACK_KEY: Security = [{ publicKey: [] }, { secretKey: [] }, { session: [], projectId: [] }]
 const SESSION: Security = [{ session: [] }]
+/** The roles a route allows a dashboard user (OpenAPI extension; every role when absent). */
+export const ADMIN_ROLES = ['OWNER', 'ADMIN']
+
+/** What a route asks for: a secret key; a public or secret key (/v1/track); a secret key or an OWNER/ADMIN session. */
+type KeyNeed = 'secret' | 'track' | 'admin'
 
 const KEY_AUTH = Symbol('mailctl.keyAuth')
 const SESSION_AUTH = Symbol('mailctl.sessionAuth')
@@ -127,37 +133,55 @@ interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow }; [SESSION_AUTH
  * - `session: true`: the dashboard JWT cookie; resolves `userId`.
  */
 export function authPlugin(deps: Deps) {
-  // Authentication runs in the transform phase, before body validation: a request without a valid key
-  // is answered 401 whatever its body. The result is handed to `resolve` on the request's `set` object.
+  // The key is checked before any body is read: by a parse hook that reads nothing (it runs after the
+  // body-cap hook of app.ts and a route's own length check, before the parser that reads), and, for the
+  // routes that take no body (Elysia runs no parser for them), in the transform phase. Either way it is
+  // before body validation: a request without a valid key is answered 401 whatever its body. The result
+  // is handed to `resolve` on the request's `set` object.
   // Hooks take their context destructured (see app.ts): Elysia prepares only the fields they name.
   // They are arrow functions, never methods: Elysia's Sucrose finds a method's parameter list by the first
   // line break, which the minified binary has none of, and prints a non-JSON warning (test/http/sucrose).
+  const keyGuard = async (required: KeyNeed, request: Request, set: { headers: unknown }): Promise<void> => {
+    if ((set as Authed)[KEY_AUTH]) return
+    const key = bearer(request)
+    const need = required === 'track' ? 'a public (pk_...) or secret (sk_...) key' : 'a secret key (sk_...)'
+    if (key === null) {
+      const token = sessionToken(request)
+      if (token !== null) {
+        ;(set as Authed)[KEY_AUTH] = await dashboardAuth(deps, request, token, set.headers as Record<string, string>, required === 'admin')
+        return
+      }
+    }
+    if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
+    const found = await projectForKey(deps.store, key)
+    if (!found) throw new AppError('INVALID_API_KEY', `Invalid API key: this endpoint requires ${need}`)
+    if (required !== 'track' && found.kind !== 'secret') {
+      throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')
+    }
+    if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
+    const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>, found.kind)
+    if (limited) await limited
+    const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
+    ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
+  }
+  const sessionGuard = async (request: Request, set: object): Promise<void> => {
+    if ((set as Authed)[SESSION_AUTH]) return
+    checkOrigin(deps, request)
+    const token = sessionToken(request)
+    const userId = token ? await sessionUser(deps, token) : null
+    if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
+    ;(set as Authed)[SESSION_AUTH] = userId
+  }
   return new Elysia().macro({
-    apiKey: (required: 'secret' | 'track') => ({
-      // The OpenAPI document (and /docs) learn the key from here: no route has to repeat it.
-      detail: { security: required === 'secret' ? SECRET_KEY : TRACK_KEY },
-      transform: async ({ request, set }) => {
-        const key = bearer(request)
-        const need = required === 'secret' ? 'a secret key (sk_...)' : 'a public (pk_...) or secret (sk_...) key'
-        if (key === null) {
-          const token = sessionToken(request)
-          if (token !== null) {
-            ;(set as Authed)[KEY_AUTH] = await dashboardAuth(deps, request, token, set.headers as Record<string, string>)
-            return
-          }
-        }
-        if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
-        const found = await projectForKey(deps.store, key)
-        if (!found) throw new AppError('INVALID_API_KEY', `Invalid API key: this endpoint requires ${need}`)
-        if (required === 'secret' && found.kind !== 'secret') {
-          throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')
-        }
-        if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
-        const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>, found.kind)
-        if (limited) await limited
-        const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
-        ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
-      },
+    apiKey: (required: KeyNeed) => ({
+      // The OpenAPI document (and /docs) learn the key from here: no route has to repeat it. `admin`: the
+      // secret key, or a dashboard user whose role is OWNER or ADMIN (x-roles).
+      detail: required === 'track' ? { security: TRACK_KEY } : required === 'admin' ? { security: SECRET_KEY, 'x-roles': ADMIN_ROLES } : { security: SECRET_KEY },
+      parse: readsNothing(async ({ request, set }: { request: Request; set: { headers: unknown } }): Promise<undefined> => {
+        await keyGuard(required, request, set)
+        return undefined
+      }),
+      transform: async ({ request, set }) => { await keyGuard(required, request, set) },
       resolve: ({ set }) => {
         const auth = (set as Authed)[KEY_AUTH]
         if (!auth) throw new AppError('UNAUTHORIZED', 'Missing API key')
@@ -166,13 +190,15 @@ export function authPlugin(deps: Deps) {
     }),
     session: (on: boolean) => ({
       ...(on ? { detail: { security: SESSION } } : {}),
+      ...(on ? {
+        parse: readsNothing(async ({ request, set }: { request: Request; set: object }): Promise<undefined> => {
+          await sessionGuard(request, set)
+          return undefined
+        }),
+      } : {}),
       transform: async ({ request, set }) => {
         if (!on) return
-        checkOrigin(deps, request)
-        const token = sessionToken(request)
-        const userId = token ? await sessionUser(deps, token) : null
-        if (!userId) throw new AppError('UNAUTHORIZED', 'Log in first: this endpoint needs a dashboard session')
-        ;(set as Authed)[SESSION_AUTH] = userId
+        await sessionGuard(request, set)
       },
       resolve: ({ set }) => {
         if (!on) return { userId: '' }
