@@ -16,7 +16,7 @@
  *    the in-memory index and the page are read from the same snapshot (contacts/search/).
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { existsSync, mkdirSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Database } from 'bun:sqlite'
 import { drizzle as drizzleSqlite, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
@@ -205,11 +205,26 @@ function cacheStatements(db: Database, beforeUse?: () => void, max = 2000) {
   }) as Database['prepare']
 }
 
+/**
+ * The database file holds every tenant's data: it is created 0600, like the key files, and an existing one
+ * (with its WAL and shared-memory files) readable by others is narrowed to 0600. SQLite creates the WAL
+ * and -shm files with the database file's mode.
+ */
+function ownerOnly(path: string, create: boolean): void {
+  if (create && !existsSync(path)) closeSync(openSync(path, 'a', 0o600))
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) {
+    let mode: number
+    try { mode = statSync(f).mode } catch { continue }
+    if ((mode & 0o077) !== 0) chmodSync(f, 0o600)
+  }
+}
+
 function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean): Store {
   const path = sqlitePath(url)
   if (path !== ':memory:') {
     if (!create && !existsSync(path)) throw new StoreMissingError(url, path)
     if (create) mkdirSync(dirname(path), { recursive: true })
+    ownerOnly(path, create)
   }
   const writer = new Database(path, { create, strict: true })
   writer.run('PRAGMA journal_mode = WAL')
