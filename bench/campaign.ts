@@ -168,6 +168,8 @@ try {
     MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
     MAILCTL_DNS_SERVERS: dns.server,
     MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000',
+    // GET /metrics is served on the API port only with a token (README, Metrics).
+    MAILCTL_METRICS_TOKEN: 'bench-metrics-token',
     MAILCTL_SMTP_INBOUND_PORT: '0',
     MAILCTL_SMTP_RELAY_PORT: '0',
     MAILCTL_LOG_LEVEL: LOG_LEVEL,
@@ -253,7 +255,7 @@ try {
     await Bun.sleep(20)
     if (Date.now() - heapAt > 2000) {
       heapAt = Date.now()
-      const text = await fetch(`${base}/metrics`).then((r) => r.text(), () => '')
+      const text = await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer bench-metrics-token' } }).then((r) => r.text(), () => '')
       for (const m of text.matchAll(/^mailctl_(nodejs_heap_size_used_bytes|nodejs_heap_size_total_bytes|nodejs_external_memory_bytes) ([0-9.e+]+)$/gm)) {
         heapMaxMB[m[1]] = Math.max(heapMaxMB[m[1]] ?? 0, Math.round(Number(m[2]) / 104857.6) / 10)
       }

@@ -57,6 +57,9 @@ export interface Config {
   systemFrom: string | null
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null
+  /** A separate listener for GET /metrics (0: none); without a token, the only place metrics are served. */
+  metricsPort: number
+  metricsHost: string
   /** Largest image accepted by POST /uploads/image, in bytes (default 5 MB). */
   uploadMaxBytes: number
   /** Project security (src/modules/security): 7-day bounce and complaint rates (fractions) that warn and suspend, after minimumSent emails. */
@@ -152,6 +155,8 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_DELIVERY_ALLOW_HOSTS: 'deliveryAllowHosts',
   MAILCTL_SYSTEM_FROM: 'systemFrom',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
+  MAILCTL_METRICS_PORT: 'metricsPort',
+  MAILCTL_METRICS_HOST: 'metricsHost',
   MAILCTL_UPLOAD_MAX_BYTES: 'uploadMaxBytes',
   MAILCTL_SECURITY_THRESHOLDS: 'securityThresholds',
   MAILCTL_S3_URL: 's3Url',
@@ -277,6 +282,8 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     deliveryAllowHosts: allowList('MAILCTL_DELIVERY_ALLOW_HOSTS', raw.MAILCTL_DELIVERY_ALLOW_HOSTS),
     systemFrom: systemFrom(raw.MAILCTL_SYSTEM_FROM),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
+    metricsPort: int('MAILCTL_METRICS_PORT', raw.MAILCTL_METRICS_PORT ?? '0', 0, 65535),
+    metricsHost: raw.MAILCTL_METRICS_HOST ?? '127.0.0.1',
     uploadMaxBytes: int('MAILCTL_UPLOAD_MAX_BYTES', raw.MAILCTL_UPLOAD_MAX_BYTES ?? String(5 * 1024 * 1024), 1024, 100 * 1024 * 1024),
     securityThresholds: securityThresholds(raw.MAILCTL_SECURITY_THRESHOLDS),
     s3Url: raw.MAILCTL_S3_URL ?? null,

@@ -284,6 +284,18 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       })
       await yieldToLoop()
     }
+    if (config.metricsPort !== 0) {
+      // GET /metrics on a listener of its own (README, Metrics), whatever this node's roles.
+      const { startMetricsListener } = await import('./http/metrics')
+      let metrics: ReturnType<typeof startMetricsListener>
+      try {
+        metrics = startMetricsListener(deps)
+      } catch (err) {
+        throw portError('MAILCTL_METRICS_PORT', config.metricsHost, config.metricsPort, err)
+      }
+      deps.log.info('metrics listening', { host: config.metricsHost, port: metrics.port })
+      stops.push(() => metrics.stop())
+    }
     if (roles.includes('worker')) {
       const [{ Worker }, { allJobs }] = await Promise.all([import('./jobs/queue'), import('./jobs/registry')])
       const worker = new Worker(deps, allJobs, { concurrency: 8 })

@@ -9,7 +9,7 @@
  *   histogram (src/http/app.ts);
  * - queue depth and the age of the oldest item, per queue (outbound mail and jobs), read at scrape;
  * - delivery attempts by outcome and destination domain (mail/outbound/recorder.ts), the domain label
- *   bounded by `domainLabel`;
+ *   a public mailbox provider or `other` (`domainLabel`: never a tenant's recipient domain);
  * - bounces and complaints (modules/tracking/feedback.ts and the recorder);
  * - job runs by kind and outcome, with their duration (jobs/queue.ts);
  * - the node: `mailctl_node_info{node, hostname, version}`, and the live nodes seen at the last heartbeat.
@@ -84,26 +84,19 @@ export async function exposition(deps: Deps): Promise<{ contentType: string; bod
 }
 
 /**
- * Mailbox providers that always get their own `domain` label; other recipient domains get one while
- * fewer than MAX_OTHER_DOMAINS have been seen by this process, then `other`. The label set stays bounded
- * whatever the mail.
+ * The `domain` label: a public mailbox provider by its name, every other recipient domain `other`. A
+ * recipient domain outside this list says who a tenant mails (its customers' companies), so no label ever
+ * carries one: the label set is fixed and holds no tenant data.
  */
 const PROVIDERS = new Set([
   'gmail.com', 'googlemail.com', 'outlook.com', 'hotmail.com', 'live.com', 'msn.com', 'yahoo.com', 'ymail.com',
   'icloud.com', 'me.com', 'mac.com', 'aol.com', 'gmx.com', 'gmx.de', 'gmx.net', 'web.de', 'yandex.ru', 'mail.ru',
   'proton.me', 'protonmail.com', 'zoho.com', 'fastmail.com', 'comcast.net', 'orange.fr', 't-online.de',
 ])
-export const MAX_OTHER_DOMAINS = 50
-const others = new Set<string>()
 
 export function domainLabel(domain: string): string {
   const d = domain.toLowerCase()
-  if (PROVIDERS.has(d) || others.has(d)) return d
-  if (others.size < MAX_OTHER_DOMAINS) {
-    others.add(d)
-    return d
-  }
-  return 'other'
+  return PROVIDERS.has(d) ? d : 'other'
 }
 
 /** Delivery attempts by outcome (accepted, captured, deferred, bounced, failed) and destination domain. */

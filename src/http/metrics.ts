@@ -1,13 +1,16 @@
 /**
- * GET /metrics: the process's metrics in Prometheus text format (src/metrics.ts). When
- * MAILCTL_METRICS_TOKEN is set the scraper must send `Authorization: Bearer <token>`; otherwise the
- * endpoint is open, as for /health (bind the HTTP port privately or set the token).
+ * GET /metrics: the process's metrics in Prometheus text format (src/metrics.ts). On the API port it is
+ * served only when MAILCTL_METRICS_TOKEN is set, to a scraper sending `Authorization: Bearer <token>`;
+ * without a token it is not there (404). MAILCTL_METRICS_PORT opens a separate listener (on
+ * MAILCTL_METRICS_HOST, loopback by default) that serves it, asking for the token too when one is set.
+ * No label carries tenant data (src/metrics.ts).
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
 import pkg from '../../package.json'
 import type { Deps } from '../deps'
-import { unauthorized } from '../errors'
+import { AppError, unauthorized } from '../errors'
+import { errorFields } from '../log'
 import { jobDepth } from '../jobs/queue'
 import { nodeOf } from '../jobs/nodes'
 import { queueStats } from '../mail/outbound/queue'
@@ -49,8 +52,35 @@ export function metricsRoutes(deps: Deps) {
   registerBuiltIn()
   return new Elysia({ tags: ['system'] } as never)
     .get('/metrics', async ({ request }) => {
+      if (deps.config.metricsToken === null) throw new AppError('NOT_FOUND', 'No route for GET /metrics: set MAILCTL_METRICS_TOKEN to serve it here, or scrape the MAILCTL_METRICS_PORT listener')
       if (!metricsAuthorized(request.headers.get('authorization'), deps.config.metricsToken)) throw unauthorized('GET /metrics needs Authorization: Bearer <MAILCTL_METRICS_TOKEN>')
       const { contentType, body } = await exposition(deps)
       return new Response(body, { headers: { 'content-type': contentType } })
-    }, { detail: { summary: 'Prometheus metrics (Bearer MAILCTL_METRICS_TOKEN when it is set)' } })
+    }, { detail: { summary: 'Prometheus metrics (only with MAILCTL_METRICS_TOKEN set: Bearer <token>)' } })
+}
+
+/**
+ * The separate metrics listener of MAILCTL_METRICS_PORT (serve opens it when the setting is not 0; `port`
+ * 0 here is any free port): GET /metrics and nothing else (404), the token asked for when it is set.
+ */
+export function startMetricsListener(deps: Deps, port = deps.config.metricsPort): { port: number; stop(): Promise<void> } {
+  const { metricsHost, metricsToken } = deps.config
+  registerBuiltIn()
+  const server = Bun.serve({
+    port,
+    hostname: metricsHost,
+    fetch: async (request) => {
+      const path = new URL(request.url).pathname
+      if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) return new Response('Not found\n', { status: 404 })
+      if (!metricsAuthorized(request.headers.get('authorization'), metricsToken)) return new Response('GET /metrics needs Authorization: Bearer <MAILCTL_METRICS_TOKEN>\n', { status: 401 })
+      try {
+        const { contentType, body } = await exposition(deps)
+        return new Response(body, { headers: { 'content-type': contentType } })
+      } catch (err) {
+        deps.log.error('metrics exposition failed', errorFields(err))
+        return new Response('metrics unavailable\n', { status: 500 })
+      }
+    },
+  })
+  return { port: server.port ?? port, stop: async () => { await server.stop(true) } }
 }
