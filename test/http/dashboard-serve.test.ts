@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { TestEnv } from '../helpers/env'
 import { loadDashboard } from '../helpers/dashboard'
+import { DASHBOARD_CSP } from '../../src/http/dashboard'
 
 /** The source tree serves the dashboard too (`npm start`): Bun bundles web/index.html on the first request. */
 const env = new TestEnv('sqlite')
@@ -33,4 +34,23 @@ test('the API around it is unchanged on the same port; GET / sends browsers to /
   expect(root.status).toBe(302)
   expect(root.headers.get('location')).toBe('/app/')
   expect((await fetch(`${base}/appendix`)).status).toBe(404)
+})
+
+test('the page carries a CSP that runs no inline script, framing protection and nosniff (issue 35, item 9)', async () => {
+  for (const path of ['/app/', '/app', '/app/p/abc/settings']) {
+    const res = await fetch(`${base}${path}`)
+    expect(res.status).toBe(200)
+    const csp = res.headers.get('content-security-policy') ?? ''
+    expect(csp).toBe(DASHBOARD_CSP)
+    const script = /script-src ([^;]+)/.exec(csp)?.[1] ?? ''
+    expect(script).toBe("'self'")
+    expect(csp).toContain("frame-ancestors 'none'")
+    expect(csp).toContain("object-src 'none'")
+    expect(csp).toContain("base-uri 'none'")
+    expect(res.headers.get('x-frame-options')).toBe('DENY')
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+    // The page itself holds no inline script for the policy to allow.
+    const html = await res.text()
+    for (const m of html.matchAll(/<script\b[^>]*>/g)) expect(m[0]).toContain('src=')
+  }
 })
