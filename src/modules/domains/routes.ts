@@ -26,8 +26,8 @@ export function domainsRoutes(deps: Deps) {
       detail: detail('Check the DNS records now', 'Looks every record up (through MAILCTL_DNS_SERVERS when set) and returns the domain with each record\'s status and, when not verified, the reason (missing, or the value found). The domain becomes verified when its DKIM record matches the key exactly. The same check runs in the background every 5 minutes for pending domains and daily for verified ones.'),
     })
     .patch('/:id', ({ ctx, params, body }) => service.updateDomain(ctx, params.id, body), {
-      apiKey: 'secret', params: DomainParams, body: UpdateDomainBody, response: { 200: DomainOut },
-      detail: detail('Change a domain\'s settings', 'allowSubdomains: whether senders at subdomains of this domain may send (off by default). Another project\'s domain answers 404.'),
+      apiKey: 'admin', params: DomainParams, body: UpdateDomainBody, response: { 200: DomainOut },
+      detail: { ...detail('Change a domain\'s settings', 'allowSubdomains: whether senders at subdomains of this domain may send (off by default). OWNER or ADMIN in the dashboard (a MEMBER gets 403). Another project\'s domain answers 404.') },
     })
     .delete('/:id', async ({ ctx, params, set }) => {
       await service.deleteDomain(ctx, params.id)

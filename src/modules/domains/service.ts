@@ -1,5 +1,6 @@
 import type { RecordCheck } from '../../db/schema/domains'
 import { ctxFor, type Ctx, type Deps } from '../../deps'
+import { requireAccess } from '../members/access'
 import { resolverFor } from '../../dns'
 import { conflict, invalidField, notFound, unverifiedDomain } from '../../errors'
 import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
@@ -114,6 +115,8 @@ function sameProject(ctx: Ctx, projectId: string) {
 /** POST /domains: validates the name, creates its DKIM key pair and returns the records to publish. */
 export async function createDomain(ctx: Ctx, input: CreateDomainBody): Promise<DomainOut> {
   sameProject(ctx, input.projectId)
+  // allowSubdomains is an OWNER and ADMIN setting (PATCH /domains/:id): a MEMBER cannot set it at creation either.
+  if (input.allowSubdomains && ctx.actor.kind === 'user') await requireAccess(ctx.deps, ctx.actor.userId, ctx.projectId, 'integrations')
   const parsed = parseDomain(input.domain)
   if (!parsed.ascii) throw invalidField('domain', parsed.error ?? 'Invalid domain', 'invalid_string', input.domain)
   const domain = parsed.ascii

@@ -8,7 +8,8 @@ import {
 import * as service from './service'
 
 /**
- * Customer webhooks (secret key): /webhooks/endpoints and their delivery logs and replays. The inbound
+ * Customer webhooks (secret key; in the dashboard, changing them is for OWNER and ADMIN: an endpoint
+ * receives every event of the project): /webhooks/endpoints and their delivery logs and replays. The inbound
  * /webhooks/notifications of src/modules/webhooks shares the /webhooks prefix and nothing else.
  */
 export function hooksRoutes(deps: Deps) {
@@ -23,7 +24,7 @@ export function hooksRoutes(deps: Deps) {
       set.status = 201
       return out
     }, {
-      apiKey: 'secret', body: CreateEndpointBody, response: { 201: EndpointWithSecret },
+      apiKey: 'admin', body: CreateEndpointBody, response: { 201: EndpointWithSecret },
       detail: detail('Add a webhook endpoint', 'Events are POSTed as `{type, timestamp, data, contact?}` with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>). The answer carries the signing secret, shown only here. 422 for a URL that is not http(s) or names a refused address.'),
     })
     .get('/:id', ({ ctx, params }) => service.getEndpoint(ctx, params.id), {
@@ -31,18 +32,18 @@ export function hooksRoutes(deps: Deps) {
       detail: detail('Get a webhook endpoint', 'disabledReason says why the service disabled it (410 Gone, failing for 5 days).'),
     })
     .patch('/:id', ({ ctx, params, body }) => service.updateEndpoint(ctx, params.id, body), {
-      apiKey: 'secret', params: IdParams, body: UpdateEndpointBody, response: { 200: Endpoint },
+      apiKey: 'admin', params: IdParams, body: UpdateEndpointBody, response: { 200: Endpoint },
       detail: detail('Update a webhook endpoint', 'Disabling fails the deliveries still waiting; enabling clears the reason and the run of failures.'),
     })
     .delete('/:id', async ({ ctx, params, set }) => {
       await service.deleteEndpoint(ctx, params.id)
       set.status = 204
     }, {
-      apiKey: 'secret', params: IdParams,
+      apiKey: 'admin', params: IdParams,
       detail: detail('Delete a webhook endpoint', 'With its deliveries and their log. 204.'),
     })
     .post('/:id/rotate-secret', ({ ctx, params }) => service.rotateSecret(ctx, params.id), {
-      apiKey: 'secret', params: IdParams, response: { 200: RotateResult },
+      apiKey: 'admin', params: IdParams, response: { 200: RotateResult },
       detail: detail('Rotate the signing secret', 'The new secret is shown only here. Until previousSecretExpiresAt (24 hours) every message carries a signature by each secret.'),
     })
     .get('/:id/deliveries', ({ ctx, params, query }) => service.listDeliveries(ctx, params.id, query), {
@@ -54,11 +55,11 @@ export function hooksRoutes(deps: Deps) {
       detail: detail('Get a delivery with its body and attempts'),
     })
     .post('/:id/deliveries/:deliveryId/replay', ({ ctx, params }) => service.replayDelivery(ctx, params.id, params.deliveryId), {
-      apiKey: 'secret', params: DeliveryParams, response: { 200: Delivery },
+      apiKey: 'admin', params: DeliveryParams, response: { 200: Delivery },
       detail: detail('Send a delivery again', 'Same id and body, due now with a fresh retry window. 409 while an attempt of it is in flight or the endpoint is disabled.'),
     })
     .post('/:id/replay', ({ ctx, params, body }) => service.replayFailed(ctx, params.id, new Date(body.since)), {
-      apiKey: 'secret', params: IdParams, body: ReplayBody, response: { 200: ReplayResult },
+      apiKey: 'admin', params: IdParams, body: ReplayBody, response: { 200: ReplayResult },
       detail: detail('Send every failed delivery since a time again', '409 when the endpoint is disabled.'),
     })
     .get('/:id/attempts', ({ ctx, params, query }) => service.listAttempts(ctx, params.id, query), {

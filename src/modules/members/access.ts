@@ -9,13 +9,15 @@ export type Role = (typeof ROLES)[number]
 /**
  * What a dashboard user may do on a project (docs/decisions.md, Member roles). OWNER: everything. ADMIN: everything but
  * deleting (or resetting) the project and changing the owner. MEMBER: read and write resources, not keys,
- * billing, members or project settings.
+ * billing, members, project settings, webhook endpoints or a domain's allowSubdomains (integrations).
  */
-export type Action = 'read' | 'write' | 'members' | 'keys' | 'settings' | 'billing' | 'reset' | 'delete' | 'transfer'
+export type Action = 'read' | 'write' | 'integrations' | 'members' | 'keys' | 'settings' | 'billing' | 'reset' | 'delete' | 'transfer'
 
 const ALLOWED: Record<Action, readonly Role[]> = {
   read: ROLES,
   write: ROLES,
+  // Webhook endpoints (they receive every event of the project) and a domain's allowSubdomains.
+  integrations: ['OWNER', 'ADMIN'],
   members: ['OWNER', 'ADMIN'],
   keys: ['OWNER', 'ADMIN'],
   settings: ['OWNER', 'ADMIN'],
@@ -26,7 +28,8 @@ const ALLOWED: Record<Action, readonly Role[]> = {
 }
 
 const WHAT: Record<Action, string> = {
-  read: 'read this project', write: 'change resources of this project', members: 'manage members',
+  read: 'read this project', write: 'change resources of this project',
+  integrations: 'manage webhook endpoints or domain settings', members: 'manage members',
   keys: 'manage API keys', settings: 'change project settings', billing: 'manage billing',
   reset: 'reset the project', delete: 'delete the project', transfer: 'transfer ownership',
 }
