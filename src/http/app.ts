@@ -40,7 +40,7 @@ import { suppressionsRoutes } from '../modules/suppressions/routes'
 import { hooksRoutes } from '../modules/hooks/routes'
 import { dashboardRoutes, dashboardServe } from './dashboard'
 import { corsAnswerHeaders, corsRoutes } from './cors'
-import { bodyCap, bodyCaps, capBody, hasOwnParser, overCap, readsNothing } from './bodies'
+import { bodyCap, bodyCaps, capBody, hasOwnParser, NotABodyError, overCap, readsNothing } from './bodies'
 
 /**
  * The request id and start time, kept on the request's `set` object (shared by every hook of a request).
@@ -124,7 +124,10 @@ export function buildApp(deps: Deps) {
       }
     })
     .onParse({ as: 'global' }, capParser)
-    .onError({ as: 'global' }, ({ code, error, request, set }) => {
+    .onError({ as: 'global' }, ({ code, error: thrown, request, set }) => {
+      // The key check runs among the parsers (src/http/auth.ts): its failures are not about the body.
+      const before = code === 'PARSE' && (thrown as Error).cause instanceof NotABodyError ? ((thrown as Error).cause as NotABodyError).inner : undefined
+      const error = before ?? thrown
       const id = requestId(set)
       set.headers['x-request-id'] = id
       const cors = corsAnswerHeaders(pathOf(request.url), request)
@@ -135,7 +138,7 @@ export function buildApp(deps: Deps) {
       else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
       // A route's own parser refusing the body (the CSV import's size cap) reaches here wrapped in a ParseError.
       else if (code === 'PARSE' && (error as Error).cause instanceof AppError) err = (error as Error).cause as AppError
-      else if (code === 'PARSE') err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
+      else if (code === 'PARSE' && before === undefined) err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
       else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${pathOf(request.url)}`)
       else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')
       else if (storage) {

@@ -5,7 +5,7 @@ import type { ProjectRow } from '../modules/projects/repo'
 import { projectForKey, projectForMember } from '../modules/projects/service'
 import { sessionUser } from '../modules/auth/sessions'
 import type { RateLimitResult } from './ratelimit'
-import { readsNothing } from './bodies'
+import { NotABodyError, readsNothing } from './bodies'
 
 export const SESSION_COOKIE = 'mailctl_session'
 /** The header naming the project a dashboard request acts on, in place of a secret key. */
@@ -178,7 +178,7 @@ export function authPlugin(deps: Deps) {
       // secret key, or a dashboard user whose role is OWNER or ADMIN (x-roles).
       detail: required === 'track' ? { security: TRACK_KEY } : required === 'admin' ? { security: SECRET_KEY, 'x-roles': ADMIN_ROLES } : { security: SECRET_KEY },
       parse: readsNothing(async ({ request, set }: { request: Request; set: { headers: unknown } }): Promise<undefined> => {
-        await keyGuard(required, request, set)
+        try { await keyGuard(required, request, set) } catch (err) { throw err instanceof AppError ? err : new NotABodyError(err) }
         return undefined
       }),
       transform: async ({ request, set }) => { await keyGuard(required, request, set) },
@@ -192,7 +192,7 @@ export function authPlugin(deps: Deps) {
       ...(on ? { detail: { security: SESSION } } : {}),
       ...(on ? {
         parse: readsNothing(async ({ request, set }: { request: Request; set: object }): Promise<undefined> => {
-          await sessionGuard(request, set)
+          try { await sessionGuard(request, set) } catch (err) { throw err instanceof AppError ? err : new NotABodyError(err) }
           return undefined
         }),
       } : {}),

@@ -35,6 +35,17 @@ export function hasOwnParser(parse: unknown): boolean {
   })
 }
 
+/**
+ * A failure of a hook that runs among the parsers but is not about the body (the key check reading the
+ * store): Elysia reports anything thrown there as a parse error, so it travels in this wrapper and app.ts's
+ * onError answers for the error inside (a 503 for the store, a 500 for a bug), never "malformed body".
+ */
+export class NotABodyError extends Error {
+  constructor(readonly inner: unknown) {
+    super('a failure before the body was read')
+  }
+}
+
 /** The caps that differ from DEFAULT_BODY_CAP, by "METHOD /route pattern". */
 export function bodyCaps(config: Config): Record<string, number> {
   return {
