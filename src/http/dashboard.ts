@@ -55,17 +55,21 @@ export const DASHBOARD_HEADERS: Record<string, string> = {
   'referrer-policy': 'same-origin',
 }
 
-let shell: Promise<string> | null = null
-
-/** The bundled page, from this server's own bundle route (once; again after a failure). */
-function loadShell(base: string): Promise<string> {
-  shell ??= fetch(new URL(SHELL_PATH, base)).then(async (res) => {
-    if (!res.ok) throw new Error(`the dashboard bundle answered ${res.status}`)
-    return res.text()
-  }).catch((err) => {
-    shell = null
-    throw err
-  })
+/**
+ * The bundled page, per server (a server sets up the chunk routes of its bundle when its bundle route is
+ * first asked for, so each server fetches its own), once; again after a failure.
+ */
+const shells = new WeakMap<object, Promise<string>>()
+function loadShell(server: { url: URL }): Promise<string> {
+  let shell = shells.get(server)
+  if (!shell) {
+    shell = fetch(new URL(SHELL_PATH, server.url)).then(async (res) => {
+      if (!res.ok) throw new Error(`the dashboard bundle answered ${res.status}`)
+      return res.text()
+    })
+    shell.catch(() => shells.delete(server))
+    shells.set(server, shell)
+  }
   return shell
 }
 
@@ -73,7 +77,7 @@ function loadShell(base: string): Promise<string> {
 export function dashboardRoutes() {
   const page = async ({ server }: { server: { url: URL } | null }): Promise<Response> => {
     if (!server) throw new AppError('NOT_FOUND', 'The dashboard is served by a listening server only')
-    return new Response(await loadShell(server.url.href), { headers: DASHBOARD_HEADERS })
+    return new Response(await loadShell(server), { headers: DASHBOARD_HEADERS })
   }
   return new Elysia()
     .get('/app', page, { detail: { hide: true } })

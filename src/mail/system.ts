@@ -24,7 +24,7 @@ import { verifiedOwners } from '../modules/domains/repo'
 
 /** Mail the platform itself sends to its users: verification, password reset, invitations. */
 export interface SystemMail {
-  kind: 'verify-email' | 'password-reset' | 'invitation'
+  kind: 'verify-email' | 'password-reset' | 'invitation' | 'account-exists'
   to: string
   subject: string
   text: string

@@ -40,13 +40,12 @@ export function authRoutes(deps: Deps) {
     // docs/decisions.md, The dashboard: unsafe methods from another site's page (its Origin) are refused.
     .onTransform(({ request }) => checkOrigin(deps, request))
     .post('/signup', async ({ body, server, request, set }) => {
-      const s = await service.signup(deps, body, { ip: clientIp(server, request) })
-      set.headers['set-cookie'] = sessionCookie(deps, s.token)
-      set.status = 201
-      return s.user
+      const out = await service.signup(deps, body, { ip: clientIp(server, request) })
+      set.status = 202
+      return out
     }, {
-      body: SignupBody, response: { 201: UserOut },
-      detail: detail('Sign up', 'Creates an unverified account, mails a verification token and opens a session (sets the mailctl_session cookie). 403 FORBIDDEN when MAILCTL_SIGNUP_DISABLED is set; 409 CONFLICT when the address has an account; 429 when an IP signs up too often.'),
+      body: SignupBody, response: { 202: Ack },
+      detail: detail('Sign up', 'Answers 202 with the same message whether or not the address has an account, so signup never tells which addresses do. A new address gets an unverified account and a verification email; an address with an account gets an email saying so (unverified: a new verification email), and nothing else changes. No session is opened: sign in with POST /auth/login. 403 FORBIDDEN when MAILCTL_SIGNUP_DISABLED is set; 429 when an IP signs up too often or an address is mailed too often.'),
     })
     .post('/login', async ({ body, server, request, set }) => {
       const s = await service.login(deps, body, { ip: clientIp(server, request) })
@@ -54,7 +53,7 @@ export function authRoutes(deps: Deps) {
       return s.user
     }, {
       body: LoginBody, response: { 200: UserOut },
-      detail: detail('Log in', `Sets the httpOnly SameSite=Lax cookie ${SESSION_COOKIE} (a 7-day HS256 JWT). 401 UNAUTHORIZED for a wrong address or password; 429 RATE_LIMIT_EXCEEDED with Retry-After after ${service.THROTTLES.loginPerAddress.limit} attempts per address or ${service.THROTTLES.loginPerIp.limit} per IP in 15 minutes.`),
+      detail: detail('Log in', `Sets the httpOnly SameSite=Lax cookie ${SESSION_COOKIE} (a 7-day HS256 JWT). 401 UNAUTHORIZED for a wrong address or password; 429 RATE_LIMIT_EXCEEDED with Retry-After after ${service.THROTTLES.loginPerAddress.limit} attempts for one account from one IP, or ${service.THROTTLES.loginPerIp.limit} from one IP, in 15 minutes (attempts from elsewhere never lock an account's owner out).`),
     })
     .get('/logout', async ({ request, set }) => {
       const token = sessionToken(request)

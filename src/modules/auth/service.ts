@@ -15,6 +15,7 @@ export interface ClientMeta { ip: string | null }
 
 /** Brute-force budgets: attempts per window, counted in deps.limiter (Redis when REDIS_URL is set). */
 export const THROTTLES = {
+  /** Per account and source together: a wrong password elsewhere never locks the owner out. */
   loginPerAddress: { limit: 10, windowMs: 15 * 60_000 },
   loginPerIp: { limit: 30, windowMs: 15 * 60_000 },
   signupPerIp: { limit: 20, windowMs: 60 * 60_000 },
@@ -33,6 +34,9 @@ async function throttle(deps: Deps, key: string, budget: { limit: number; window
 }
 
 export interface Session { user: UserOut; token: string }
+
+/** How long a failed login waits once the account and source have spent half of their budget. */
+export const LOGIN_SLOWDOWN_MS = 1000
 
 function verificationMail(deps: Deps, to: string, token: string): SystemMail {
   const link = `${deps.config.publicUrl}/app/verify-email?token=${encodeURIComponent(token)}`
@@ -55,30 +59,76 @@ function resetMail(deps: Deps, to: string, token: string): SystemMail {
   }
 }
 
-/** POST /auth/signup: a new unverified account, a verification email and a session. */
-export async function signup(deps: Deps, input: SignupBody, meta: ClientMeta): Promise<Session> {
-  if (deps.config.signupDisabled) throw forbidden('Signup is disabled on this server; ask an administrator to create your account')
-  if (meta.ip) await throttle(deps, `signup:ip:${meta.ip}`, THROTTLES.signupPerIp, 'signups from this address')
-  const prepared = await prepareUser(input)
-  const now = new Date()
-  const { row, token, session } = await deps.store.tx(async (db) => {
-    const row = await insertUser(deps, db, prepared)
-    const token = await issueToken(deps.store, db, row.id, 'verify-email', now)
-    const session = await openSession(deps, db, row.id, now)
-    return { row, token, session }
-  })
-  await deps.mail.send(verificationMail(deps, row.email, token))
-  return { user: toUserOut(row), token: session }
+function accountExistsMail(deps: Deps, to: string): SystemMail {
+  return {
+    kind: 'account-exists', to,
+    subject: 'Your mailctl account',
+    text: `Someone (hopefully you) tried to create a mailctl account with this address, which already has one.\n\n` +
+      `Sign in at ${deps.config.publicUrl}/app/ or, if you forgot your password, reset it at ${deps.config.publicUrl}/app/forgot-password.\n` +
+      'If it was not you, ignore this email: nothing changed.\n',
+  }
 }
 
-/** POST /auth/login: throttled per address and per IP; the same answer for an unknown address and a wrong password. */
+/** The answer of POST /auth/signup, the same whether or not the address already has an account. */
+export const SIGNUP_SENT = 'Check your inbox: we sent a message to this address to continue. Then sign in.'
+
+/**
+ * POST /auth/signup: answers the same whether or not the address has an account (issue 35, item 6), so
+ * it cannot be used to find out which addresses do. A new address gets an unverified account and a
+ * verification email; an address with an account gets a note saying so (or, unverified, a new
+ * verification email), and its account is left as it is. No session is opened: the user signs in.
+ */
+export async function signup(deps: Deps, input: SignupBody, meta: ClientMeta): Promise<{ success: true; message: string }> {
+  if (deps.config.signupDisabled) throw forbidden('Signup is disabled on this server; ask an administrator to create your account')
+  if (meta.ip) await throttle(deps, `signup:ip:${meta.ip}`, THROTTLES.signupPerIp, 'signups from this address')
+  // The password is hashed whether or not it is used: the answer takes as long either way.
+  const prepared = await prepareUser(input)
+  await throttle(deps, `mail:email:${prepared.email}`, THROTTLES.mailPerAddress, 'emails requested for this account')
+  const now = new Date()
+  const created = await deps.store.tx(async (db) => {
+    if (await users.byEmail(deps.store, db, prepared.email)) return null
+    const row = await insertUser(deps, db, prepared)
+    return { row, token: await issueToken(deps.store, db, row.id, 'verify-email', now) }
+  }).catch((err) => {
+    if (err instanceof AppError && err.code === 'CONFLICT') return null
+    throw err
+  })
+  if (created) {
+    await deps.mail.send(verificationMail(deps, created.row.email, created.token))
+  } else {
+    const existing = await users.byEmail(deps.store, deps.store.db, prepared.email)
+    if (existing && !existing.emailVerifiedAt) {
+      const token = await deps.store.tx((db) => issueToken(deps.store, db, existing.id, 'verify-email', now))
+      await deps.mail.send(verificationMail(deps, existing.email, token))
+    } else if (existing) {
+      await deps.mail.send(accountExistsMail(deps, existing.email))
+    }
+  }
+  return { success: true, message: SIGNUP_SENT }
+}
+
+/**
+ * POST /auth/login: throttled per account and source together, and per source; the same answer for an
+ * unknown address and a wrong password. An attacker elsewhere spends only their own budget for the
+ * account, so they cannot lock its owner out (issue 35, item 5); past half of it, each failure is slowed.
+ */
 export async function login(deps: Deps, input: LoginBody, meta: ClientMeta): Promise<Session> {
   const email = normalizeEmail(input.email)
-  await throttle(deps, `login:email:${email}`, THROTTLES.loginPerAddress, 'login attempts for this account')
+  const pair = `login:email:${email}:ip:${meta.ip ?? 'unknown'}`
+  const hit = await deps.limiter.hit(`auth:${pair}`, THROTTLES.loginPerAddress.limit, THROTTLES.loginPerAddress.windowMs)
+  if (!hit.allowed) {
+    throw new AppError('RATE_LIMIT_EXCEEDED', `Too many login attempts for this account from this address; retry in ${hit.resetSeconds} seconds`, {
+      headers: { 'retry-after': String(hit.resetSeconds) },
+      suggestion: `Retry after ${hit.resetSeconds} seconds`,
+    })
+  }
   if (meta.ip) await throttle(deps, `login:ip:${meta.ip}`, THROTTLES.loginPerIp, 'login attempts from this address')
   const user = await users.byEmail(deps.store, deps.store.db, email)
-  if (!(await checkPassword(input.password, user)) || !user) throw new AppError('UNAUTHORIZED', 'Invalid email or password')
-  await deps.limiter.reset(`auth:login:email:${email}`)
+  if (!(await checkPassword(input.password, user)) || !user) {
+    if (hit.remaining < THROTTLES.loginPerAddress.limit / 2) await Bun.sleep(LOGIN_SLOWDOWN_MS)
+    throw new AppError('UNAUTHORIZED', 'Invalid email or password')
+  }
+  await deps.limiter.reset(`auth:${pair}`)
   const token = await deps.store.tx((db) => openSession(deps, db, user.id, new Date()))
   return { user: toUserOut(user), token }
 }

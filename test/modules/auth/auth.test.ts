@@ -2,32 +2,35 @@ import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { cookieFrom, lastMail, tokenIn, uniqueEmail, verifiedUser } from '../../helpers/accounts'
-import { THROTTLES } from '../../../src/modules/auth/service'
+import { login as serviceLogin, SIGNUP_SENT, THROTTLES } from '../../../src/modules/auth/service'
 import { signJwt } from '../../../src/modules/auth/jwt'
 import { must } from '../../helpers/must'
 
 const PASSWORD = 'a long enough password'
 
 forEachStore('auth: signup, login, logout', (env) => {
-  test('signup creates an unverified user, sets the session cookie and mails a verification token', async () => {
+  test('signup creates an unverified user and mails a verification token; no session until the user signs in', async () => {
     const email = uniqueEmail('signup')
     const res = await env.request('POST', '/auth/signup', { body: { email: `  ${email.toUpperCase()}`.trimStart(), password: PASSWORD, name: 'Ada', unknown: 1 } })
-    expect(res.status).toBe(201)
-    expect(res.body).toEqual({ id: expect.any(String), email, name: 'Ada', emailVerified: false, createdAt: expect.any(String) })
-    expect(JSON.stringify(res.body)).not.toContain('password')
-    const setCookie = must(res.headers.get('set-cookie'), 'a set-cookie header')
+    expect(res.status).toBe(202)
+    expect(res.body).toEqual({ success: true, message: SIGNUP_SENT })
+    expect(res.headers.get('set-cookie')).toBeNull()
+    const mail = await lastMail(env, email, 'verify-email')
+    expect(mail?.subject).toContain('Verify')
+    expect(tokenIn(mail?.text)).toMatch(/^[\w-]{40,}$/)
+    const login = await env.request('POST', '/auth/login', { body: { email, password: PASSWORD } })
+    expect(login.status).toBe(200)
+    expect(login.body).toEqual({ id: expect.any(String), email, name: 'Ada', emailVerified: false, createdAt: expect.any(String) })
+    const setCookie = must(login.headers.get('set-cookie'), 'a set-cookie header')
     expect(setCookie).toMatch(/^mailctl_session=[\w-]+\.[\w-]+\.[\w-]+; /)
     expect(setCookie).toContain('HttpOnly')
     expect(setCookie).toContain('SameSite=Lax')
     expect(setCookie).toContain('Path=/')
     expect(setCookie).toContain(`Max-Age=${7 * 24 * 3600}`)
     expect(setCookie).not.toContain('Secure')
-    const me = await env.request('GET', '/users/@me', { cookie: cookieFrom(res.headers) })
+    const me = await env.request('GET', '/users/@me', { cookie: cookieFrom(login.headers) })
     expect(me.status).toBe(200)
     expect(me.body.email).toBe(email)
-    const mail = await lastMail(env, email, 'verify-email')
-    expect(mail?.subject).toContain('Verify')
-    expect(tokenIn(mail?.text)).toMatch(/^[\w-]{40,}$/)
   })
 
   test('the password is stored as an argon2id hash', async () => {
@@ -39,12 +42,18 @@ forEachStore('auth: signup, login, logout', (env) => {
     expect(row.passwordHash).not.toContain(PASSWORD)
   })
 
-  test('signup with a taken address is 409 CONFLICT (case-insensitive)', async () => {
-    const email = uniqueEmail('dup')
-    expect((await env.request('POST', '/auth/signup', { body: { email, password: PASSWORD } })).status).toBe(201)
-    const res = await env.request('POST', '/auth/signup', { body: { email: email.toUpperCase(), password: PASSWORD } })
-    expect(res.status).toBe(409)
-    expect(res.body.error.code).toBe('CONFLICT')
+  test('signup with a taken address answers exactly as for a new one; the owner is told by mail; the account is unchanged (issue 35, item 6)', async () => {
+    const owner = await verifiedUser(env, 'taken')
+    const fresh = await env.request('POST', '/auth/signup', { body: { email: uniqueEmail('fresh'), password: PASSWORD } })
+    const taken = await env.request('POST', '/auth/signup', { body: { email: owner.email.toUpperCase(), password: 'an attacker password' } })
+    expect({ status: taken.status, body: taken.body, cookie: taken.headers.get('set-cookie') }).toEqual({ status: fresh.status, body: fresh.body, cookie: null })
+    expect(taken.status).toBe(202)
+    expect((await lastMail(env, owner.email, 'account-exists'))?.text).toContain('already has one')
+    // The account keeps its password, and no second account exists.
+    expect((await env.request('POST', '/auth/login', { body: { email: owner.email, password: 'an attacker password' } })).status).toBe(401)
+    expect((await env.request('POST', '/auth/login', { body: { email: owner.email, password: owner.password } })).status).toBe(200)
+    const { users } = env.store.t
+    expect(await env.store.db.select().from(users).where(eq(users.email, owner.email))).toHaveLength(1)
   })
 
   test('signup validates email and password length (422 with field errors)', async () => {
@@ -73,6 +82,18 @@ forEachStore('auth: signup, login, logout', (env) => {
       expect(r.headers.get('set-cookie')).toBeNull()
     }
   })
+
+  test('an attacker elsewhere cannot lock the owner out: the budget is per account and source (issue 35, item 5)', async () => {
+    const u = await verifiedUser(env, 'target')
+    const attacker = { ip: '203.0.113.7' }
+    for (let i = 0; i < THROTTLES.loginPerAddress.limit; i++) {
+      await expect(serviceLogin(env.deps, { email: u.email, password: 'wrong password' }, attacker)).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+    }
+    await expect(serviceLogin(env.deps, { email: u.email, password: u.password }, attacker)).rejects.toMatchObject({ code: 'RATE_LIMIT_EXCEEDED' })
+    // The owner, from their own address, signs in at once.
+    const owner = await serviceLogin(env.deps, { email: u.email, password: u.password }, { ip: '198.51.100.2' })
+    expect(owner.user.id).toBe(u.id)
+  }, 60_000)
 
   test('login is throttled per address: 429 with Retry-After, even with the right password', async () => {
     const u = await verifiedUser(env, 'throttle')
@@ -124,8 +145,9 @@ forEachStore('auth: email verification and password reset', (env) => {
   async function signup(prefix: string) {
     const email = uniqueEmail(prefix)
     const res = await env.request('POST', '/auth/signup', { body: { email, password: PASSWORD } })
-    expect(res.status).toBe(201)
-    return { email, id: res.body.id as string, cookie: cookieFrom(res.headers) }
+    expect(res.status).toBe(202)
+    const login = await env.request('POST', '/auth/login', { body: { email, password: PASSWORD } })
+    return { email, id: login.body.id as string, cookie: cookieFrom(login.headers) }
   }
 
   test('verify-email spends the mailed token once', async () => {
@@ -191,7 +213,8 @@ forEachStore('auth: email verification and password reset', (env) => {
   test('request-verification is throttled per address', async () => {
     const u = await signup('mailflood')
     const codes: number[] = []
-    for (let i = 0; i < THROTTLES.mailPerAddress.limit + 1; i++) {
+    // The signup's own email counts in the address's budget.
+    for (let i = 0; i < THROTTLES.mailPerAddress.limit; i++) {
       codes.push((await env.request('POST', '/auth/request-verification', { body: { email: u.email } })).status)
     }
     expect(codes.slice(0, -1).every((c) => c === 200)).toBe(true)

@@ -42,8 +42,8 @@ forEachStore('/projects/:id/members', (env) => {
     const team = (await env.request('GET', `/projects/${p.id}/members`, { cookie: owner.cookie })).body
     expect(team.map((m: { email: string; status: string }) => `${m.email}:${m.status}`)).toEqual([`${owner.email}:active`, `${email}:invited`])
 
-    const signup = await env.request('POST', '/auth/signup', { body: { email, password: 'invitee password' } })
-    const cookie = cookieFrom(signup.headers)
+    expect((await env.request('POST', '/auth/signup', { body: { email, password: 'invitee password' } })).status).toBe(202)
+    const cookie = cookieFrom((await env.request('POST', '/auth/login', { body: { email, password: 'invitee password' } })).headers)
     // Not yet: the address is unverified, so the invitation is not claimed by whoever signed up with it.
     expect((await env.request('GET', '/users/@me/projects', { cookie })).body).toEqual([])
     expect((await env.request('GET', `/projects/${p.id}/members`, { cookie })).status).toBe(404)
@@ -141,7 +141,8 @@ forEachStore('/projects/:id/members', (env) => {
     expect(changed.body).toMatchObject({ id: inv.id, status: 'invited', role: 'ADMIN' })
     expect((await env.request('PATCH', `/projects/${p.id}/members/${inv.id}`, { cookie: owner.cookie, body: { role: 'OWNER' } })).status).toBe(409)
     expect((await env.request('DELETE', `/projects/${p.id}/members/${inv.id}`, { cookie: owner.cookie })).status).toBe(204)
-    const signup = await env.request('POST', '/auth/signup', { body: { email, password: 'cancelled password' } })
+    await env.request('POST', '/auth/signup', { body: { email, password: 'cancelled password' } })
+    const signup = await env.request('POST', '/auth/login', { body: { email, password: 'cancelled password' } })
     const token = tokenIn((await lastMail(env, email, 'verify-email'))?.text)
     await env.request('POST', '/auth/verify-email', { body: { token } })
     expect((await env.request('GET', '/users/@me/projects', { cookie: cookieFrom(signup.headers) })).body).toEqual([])

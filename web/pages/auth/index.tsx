@@ -127,10 +127,18 @@ export function FirstRun() {
 function SignUp() {
   const search = new URLSearchParams(useSearch())
   const config = useQuery({ queryKey: ['config'], queryFn: () => get<PublicConfig>('/config') })
-  const signedIn = useSignedIn()
-  const signup = useMutation({ mutationFn: (v: Record<string, string>) => post<User>('/auth/signup', v), onSuccess: signedIn })
+  const signup = useMutation({ mutationFn: (v: Record<string, string>) => post<{ message: string }>('/auth/signup', v) })
   if (config.data?.features.signup.disabled) {
     return <AuthCard title="Sign up"><p>Sign-up is turned off on this server. Ask its administrator for an account.</p><Link href="/">Back to sign in</Link></AuthCard>
+  }
+  if (signup.isSuccess) {
+    // The same answer whether or not the address already has an account: the email says which.
+    return (
+      <AuthCard title="Check your inbox">
+        <div className="alert ok" role="status">{signup.data.message}</div>
+        <p className="small"><Link href="/">Sign in</Link></p>
+      </AuthCard>
+    )
   }
   return (
     <AuthCard title="Create your account">
