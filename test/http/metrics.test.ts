@@ -42,10 +42,12 @@ forEachStore('GET /metrics', (env) => {
     await env.request('GET', `/contacts/${crypto.randomUUID()}`, { key: p.secretKey })
 
     // Requests are counted after their answer is sent (onAfterResponse, a later turn of the event loop):
-    // scrape until the 404 shows, letting the loop run in between.
+    // scrape until the send and the 404 show, letting the loop run in between.
     let queued = ''
+    const counted = () => sample(queued, 'mailctl_http_requests_total', { method: 'GET', route: '/contacts/:id', status: '404' }) !== null
+      && sample(queued, 'mailctl_http_requests_total', { method: 'POST', route: '/v1/send', status: '200' }) !== null
     do queued = (await env.request('GET', '/metrics', { key: TOKEN })).text
-    while (sample(queued, 'mailctl_http_requests_total', { method: 'GET', route: '/contacts/:id', status: '404' }) === null && (await Bun.sleep(5)) === undefined)
+    while (!counted() && (await Bun.sleep(5)) === undefined)
     expect(sample(queued, 'mailctl_queue_depth', { queue: 'outbound' })).toBeGreaterThanOrEqual(2)
     expect(sample(queued, 'mailctl_queue_oldest_age_seconds', { queue: 'outbound' })).toBeGreaterThanOrEqual(0)
     expect(sample(queued, 'mailctl_queue_depth', { queue: 'jobs' })).not.toBeNull()
