@@ -7,7 +7,7 @@ import { appliedMigrations, knownMigrations } from '../db/migrate'
 import { REPAIRS } from '../db/repairs'
 import { badRequest, conflict } from '../errors'
 import { dkimKey, jwtSecret } from '../secrets'
-import { ident, LineLoader, pgTables, setTriggers, type PgColumn } from './pg-data'
+import { dropSecondaryIndexes, ident, LineLoader, pgTables, setTriggers, type PgColumn } from './pg-data'
 
 /**
  * `mailctl store copy --to postgres://...`: a SQLite install's data into an empty PostgreSQL database.
@@ -161,6 +161,7 @@ export async function copyStore(source: { config: Config; store: Store }, to: st
         for (const r of REPAIRS.pg) await q`INSERT INTO schema_migrations (name) VALUES (${r.name})`
         const order = (await pgTables(q)).filter((t) => sourceTables.has(t.name) && !NOT_COPIED.has(t.name))
         await setTriggers(q, order.map((t) => t.name), false)
+        const indexes = await dropSecondaryIndexes(q, order.map((t) => t.name))
         const sums = new Map<string, { sum: TableSum; cols: PgColumn[] }>()
         for (const t of order) {
           progress(`copying ${t.name}`)
@@ -188,6 +189,8 @@ export async function copyStore(source: { config: Config; store: Store }, to: st
           }
           await loader.flush()
         }
+        progress('building the indexes')
+        await indexes.rebuild()
         await setTriggers(q, order.map((t) => t.name), true)
         progress('verifying row counts and checksums')
         for (const t of order) {

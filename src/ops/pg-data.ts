@@ -115,3 +115,22 @@ export async function countRows(q: Q, table: string): Promise<number> {
   const [r] = await q.unsafe<{ n: string }[]>(`SELECT count(*)::text AS n FROM ${ident(table)}`)
   return Number(r.n)
 }
+
+/**
+ * The indexes of the loaded tables that no constraint relies on, dropped before a bulk load and built
+ * again after it (one sort per index instead of one insertion per row): `rebuild` recreates them from their
+ * own definitions. Primary keys and unique constraints stay (foreign keys and the loads need them).
+ */
+export async function dropSecondaryIndexes(q: Q, tables: string[]): Promise<{ rebuild(): Promise<void> }> {
+  const rows = await q<{ indexname: string; indexdef: string }[]>`
+    SELECT i.indexname, i.indexdef FROM pg_indexes i
+    JOIN pg_class c ON c.relname = i.indexname JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
+    WHERE i.schemaname = 'public' AND i.tablename IN ${q(tables)}
+      AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = c.oid)`
+  for (const r of rows) await q.unsafe(`DROP INDEX ${ident(r.indexname)}`)
+  return {
+    async rebuild() {
+      for (const r of rows) await q.unsafe(r.indexdef)
+    },
+  }
+}

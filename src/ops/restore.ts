@@ -12,7 +12,7 @@ import { badRequest, conflict } from '../errors'
 import { fingerprint } from '../secrets'
 import { NODE_STALE_MS } from '../jobs/nodes'
 import { extractArchive, lineSplitter, verifyArchive, type Manifest } from './archive'
-import { countRows, ident, LineLoader, setTriggers } from './pg-data'
+import { countRows, dropSecondaryIndexes, ident, LineLoader, setTriggers } from './pg-data'
 import { restoreMarker } from './restore-marker'
 import { ArchiveError } from './tar'
 
@@ -206,6 +206,7 @@ async function restorePg(config: Config, file: string, manifest: Manifest, opts:
       for (const name of manifest.migrations) await q`INSERT INTO schema_migrations (name) VALUES (${name})`
       const byFile = new Map(manifest.tables.map((t) => [t.file, t]))
       await setTriggers(q, manifest.tables.map((t) => t.name), false)
+      const indexes = await dropSecondaryIndexes(q, manifest.tables.map((t) => t.name))
       await extractArchive(file, manifest, async (name) => {
         if (name.startsWith('keys/')) {
           const parts: Buffer[] = []
@@ -218,6 +219,8 @@ async function restorePg(config: Config, file: string, manifest: Manifest, opts:
         const lines = lineSplitter((l) => loader.add(l))
         return { data: (c) => lines.data(c), async end() { await lines.end(); await loader.flush() } }
       }).catch(refuse)
+      progress('building the indexes')
+      await indexes.rebuild()
       await setTriggers(q, manifest.tables.map((t) => t.name), true)
       for (const t of manifest.tables) {
         const n = await countRows(q, t.name)
