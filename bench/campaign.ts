@@ -10,6 +10,8 @@
  *     BENCH_SIGN_SECONDS=3     length of each signing-ceiling measurement
  *     BENCH_SERVER_ENV="K=V ..."   more environment for the server (e.g. BUN_JSC_* or MIMALLOC_* options;
  *                              MAILCTL_JIT=ftl runs it with the runtime's default JIT tiers, src/jit.ts)
+ *     BENCH_BODY=design        the body the visual editor makes (bench/fixtures/design-body.txt: the product-update
+ *                              and newsletter starters, tables, inline styles, a fallback) instead of the hand-written one
  *     BENCH_MAX_SECONDS=10800  stop waiting for the sink after this long (a busy shared machine): the figures
  *                              are then those of the messages received so far (`received` < `recipients`)
  *
@@ -200,7 +202,11 @@ try {
   }
   const loadSeconds = (performance.now() - t0Load) / 1000
   process.stderr.write(`bench: ${RECIPIENTS} contacts loaded in ${loadSeconds.toFixed(1)} s\n`)
-  const body = `<html><body><h1>Hello {{firstName}}</h1>${'<p>News of the season. Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. <a href="https://bench-sender.test/shop">Shop now</a></p>'.repeat(20)}</body></html>`
+  // BENCH_BODY=design: the body the dashboard's visual editor makes (issue 36: tables, inline styles, a
+  // Liquid-style fallback), from bench/fixtures/design-body.txt; otherwise the hand-written one.
+  const body = process.env.BENCH_BODY === 'design'
+    ? await Bun.file(join(import.meta.dir, 'fixtures', 'design-body.txt')).text()
+    : `<html><body><h1>Hello {{firstName}}</h1>${'<p>News of the season. Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. <a href="https://bench-sender.test/shop">Shop now</a></p>'.repeat(20)}</body></html>`
   const campaign = await createCampaign(ctx, {
     name: 'Bench', subject: 'News for {{firstName}}', body, from: 'hello@bench-sender.test', fromName: 'Bench', audienceType: 'ALL', type: 'MARKETING',
   })
@@ -307,7 +313,7 @@ try {
   const ceiling = (ceilingBefore + ceilingAfter) / 2
   console.log(JSON.stringify({
     store: databaseUrl.startsWith('sqlite') ? `sqlite (synchronous=${env.MAILCTL_SQLITE_SYNCHRONOUS})` : 'pg',
-    recipients: RECIPIENTS, received,
+    recipients: RECIPIENTS, received, body: process.env.BENCH_BODY === 'design' ? 'design' : 'hand-written',
     sendAnswerMs: Math.round(sendAnswerMs),
     firstMessageMs: firstAt ? firstAt - sendAt : null,
     endToEndSeconds: Math.round(seconds * 100) / 100,
