@@ -55,6 +55,8 @@ export interface Config {
   deliveryAllowHosts: string[]
   /** MAILCTL_SYSTEM_FROM: the sender of verification, password-reset and invitation mail (src/mail/system.ts); null: captured only. */
   systemFrom: string | null
+  /** MAILCTL_MTA_STS_CA: extra CA certificates (a PEM file path or the PEM itself) trusted for MTA-STS policy hosts and enforced MX hosts. */
+  mtaStsCa: string | null
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null
   /** A separate listener for GET /metrics (0: none); without a token, the only place metrics are served. */
@@ -154,6 +156,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
   MAILCTL_DELIVERY_ALLOW_HOSTS: 'deliveryAllowHosts',
   MAILCTL_SYSTEM_FROM: 'systemFrom',
+  MAILCTL_MTA_STS_CA: 'mtaStsCa',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_METRICS_PORT: 'metricsPort',
   MAILCTL_METRICS_HOST: 'metricsHost',
@@ -281,6 +284,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     webhookAllowHosts: allowList('MAILCTL_WEBHOOK_ALLOW_HOSTS', raw.MAILCTL_WEBHOOK_ALLOW_HOSTS),
     deliveryAllowHosts: allowList('MAILCTL_DELIVERY_ALLOW_HOSTS', raw.MAILCTL_DELIVERY_ALLOW_HOSTS),
     systemFrom: systemFrom(raw.MAILCTL_SYSTEM_FROM),
+    mtaStsCa: raw.MAILCTL_MTA_STS_CA?.trim() || null,
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     metricsPort: int('MAILCTL_METRICS_PORT', raw.MAILCTL_METRICS_PORT ?? '0', 0, 65535),
     metricsHost: raw.MAILCTL_METRICS_HOST ?? '127.0.0.1',

@@ -56,6 +56,8 @@ export interface SinkOptions {
   noTls?: boolean
   /** Offer STARTTLS but speak only TLS 1.0, which the client refuses: every STARTTLS handshake fails. */
   tls10Only?: boolean
+  /** The STARTTLS certificate (PEM), instead of smtp-server's built-in self-signed one. */
+  tlsCert?: { key: string; cert: string }
   port?: number
   /** Loopback address to listen on (default 127.0.0.1); several sinks can share a port on 127.0.0.x. */
   host?: string
@@ -148,6 +150,7 @@ export async function startSink(opts: SinkOptions = {}): Promise<Sink> {
     hideENHANCEDSTATUSCODES: true,
     hideSTARTTLS: opts.noTls ?? false,
     ...(opts.tls10Only ? { minVersion: 'TLSv1', maxVersion: 'TLSv1' } : {}),
+    ...(opts.tlsCert ? { key: opts.tlsCert.key, cert: opts.tlsCert.cert } : {}),
     authOptional: !opts.auth,
     ...(opts.auth ? { authMethods: ['PLAIN', 'LOGIN'], allowInsecureAuth: true } : { disabledCommands: ['AUTH'] }),
     size: 60 * 1024 * 1024,

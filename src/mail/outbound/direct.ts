@@ -9,6 +9,7 @@ import type { Resolver } from '../../dns'
 import { ConnectError, ConnectionPool, targetLabel, type SendOutcome, type SmtpConn, type SmtpTarget, type Stage } from './pool'
 import { parseAllowList } from '../../net/address-guard'
 import { guardRoute } from './guard'
+import { MtaSts, mxMatches } from './mta-sts'
 import { RouteError, resolveRoute, type MxHost } from './mx'
 import { parseReply, shouldSuppress, verdictOf, type SmtpReply } from './replies'
 import { Throttle, throttleKind, type ThrottleOptions } from './throttle'
@@ -26,6 +27,12 @@ export interface SmtpTransportOptions {
   socketTimeoutMs?: number
   /** MAILCTL_DELIVERY_ALLOW_HOSTS: MX hosts, addresses or CIDR ranges direct delivery may reach although internal. */
   allowHosts?: readonly string[]
+  /** MAILCTL_MTA_STS_CA: extra CAs for MTA-STS policy hosts and enforced MX certificates (mta-sts.ts). */
+  mtaStsCa?: string[]
+  /** MAILCTL_DNS_SERVERS, for the policy fetch. */
+  dnsServers?: readonly string[]
+  /** Where MTA-STS says something worth a warning (a failed fetch, an MX a testing policy would refuse). */
+  onWarning?: (message: string, fields: Record<string, unknown>) => void
 }
 
 /** Sends on one connection and turns the reply into a Delivery (or null: try the next host). */
@@ -98,9 +105,15 @@ export class DirectTransport implements Transport {
   /** MAILCTL_DELIVERY_ALLOW_HOSTS, parsed: internal targets the operator allows (guard.ts). */
   private allow: string[]
 
+  /** MTA-STS policies of recipient domains (mta-sts.ts). */
+  private sts: MtaSts
+  private warn: (message: string, fields: Record<string, unknown>) => void
+
   constructor(private resolver: Resolver, private port: number, opts: SmtpTransportOptions) {
     this.allow = parseAllowList(opts.allowHosts ?? [])
-    this.pool = new ConnectionPool({ name: opts.hostname, idleMs: opts.idleMs, connectTimeoutMs: opts.connectTimeoutMs, socketTimeoutMs: opts.socketTimeoutMs })
+    this.warn = opts.onWarning ?? (() => {})
+    this.sts = new MtaSts(resolver, { ca: opts.mtaStsCa, allowHosts: opts.allowHosts, dnsServers: opts.dnsServers, onWarning: this.warn })
+    this.pool = new ConnectionPool({ name: opts.hostname, idleMs: opts.idleMs, connectTimeoutMs: opts.connectTimeoutMs, socketTimeoutMs: opts.socketTimeoutMs, tlsCa: opts.mtaStsCa })
     this.throttle = new Throttle(opts.throttle)
   }
 
@@ -125,6 +138,21 @@ export class DirectTransport implements Transport {
       if (err.permanent) return settle({ kind: 'bounced', reply: err.reply, host: null, suppress: err.suppress })
       return settle({ kind: 'deferred', reply: err.reply, host: null, throttle: false })
     }
+    // MTA-STS: enforce keeps the MX hosts the policy names and demands valid TLS with them.
+    const policy = await this.sts.policyFor(env.domain)
+    let requireTls = false
+    if (policy && policy.mode !== 'none') {
+      const matching = hosts.filter((h) => policy.mx.some((p) => mxMatches(p, h.name)))
+      if (policy.mode === 'enforce') {
+        if (!matching.length) {
+          return settle({ kind: 'deferred', reply: parseReply(`451 4.7.5 No MX host of ${env.domain} matches its MTA-STS policy (mx: ${policy.mx.join(', ')}); not delivered`), host: null, throttle: false })
+        }
+        hosts = matching
+        requireTls = true
+      } else if (matching.length < hosts.length) {
+        this.warn('MTA-STS testing policy: MX hosts outside the policy', { domain: env.domain, mx: policy.mx, hosts: hosts.map((h) => h.name) })
+      }
+    }
     const dest = this.throttle.get(hosts[0].name)
     const slot = await dest.acquire()
     if (slot !== true) {
@@ -137,7 +165,7 @@ export class DirectTransport implements Transport {
       let last: { reply: SmtpReply; host: string; throttle: boolean; clearReason: string | null } | null = null
       for (const mx of hosts) {
         for (const address of mx.addresses) {
-          const target: SmtpTarget = { host: address, port: this.port, servername: mx.name }
+          const target: SmtpTarget = { host: address, port: this.port, servername: mx.name, ...(requireTls ? { requireTls } : {}) }
           const r = await attempt(this.pool, target, env, raw, true, settle, (reply) => dest.throttled(throttleKind(reply)))
           if (r.settled) {
             dest.success()

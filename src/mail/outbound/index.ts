@@ -2,6 +2,7 @@
  * Assembly of the outbound pipeline from the settings (MAILCTL_OUTBOUND, MAILCTL_MX_PORT,
  * MAILCTL_DNS_SERVERS, MAILCTL_HOSTNAME) and the wake-up path from "queued" to the pipeline.
  */
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import type { Config } from '../../config'
 import type { Deps } from '../../deps'
@@ -16,11 +17,27 @@ import type { Transport } from './types'
 
 export { OutboundPipeline } from './deliver'
 
+/** MAILCTL_MTA_STS_CA: a PEM file path or the PEM text itself; unreadable is an error at start-up. */
+function mtaStsCa(config: Config): string[] | undefined {
+  const v = config.mtaStsCa
+  if (!v) return undefined
+  if (v.includes('-----BEGIN')) return [v]
+  try {
+    return [readFileSync(v, 'utf8')]
+  } catch (err) {
+    throw new Error(`MAILCTL_MTA_STS_CA: cannot read ${v}: ${err instanceof Error ? err.message : String(err)}`)
+  }
+}
+
 /** The transport MAILCTL_OUTBOUND names. */
 export function createTransport(config: Config, opts: Partial<SmtpTransportOptions> = {}): Transport {
   const smtp: SmtpTransportOptions = { hostname: config.hostname, ...opts }
   if (config.outbound === 'capture') return new CaptureTransport()
-  if (config.outbound === 'direct') return new DirectTransport(resolverFor(config, { cache: true }), config.mxPort, { allowHosts: config.deliveryAllowHosts, ...smtp })
+  if (config.outbound === 'direct') {
+    return new DirectTransport(resolverFor(config, { cache: true }), config.mxPort, {
+      allowHosts: config.deliveryAllowHosts, dnsServers: config.dnsServers, mtaStsCa: mtaStsCa(config), ...smtp,
+    })
+  }
   return new SmartHostTransport(smartHostTarget(config.outbound), smtp)
 }
 
@@ -37,7 +54,8 @@ export function createOutbound(deps: Deps, opts: OutboundOptions = {}): Outbound
   // Plain data: a signer thread is posted it (campaign messages' links are signed where they are built).
   const links: LinkDeps = { secret: deps.secret, config: { publicUrl: deps.config.publicUrl } }
   const builder: MessageBuilder = threads > 0 ? new SignerPool(threads, undefined, deps.config.heapGrowthMb * 1024 * 1024, links) : inlineBuilder(links)
-  return new OutboundPipeline(deps, { ...opts, transport: opts.transport ?? createTransport(deps.config, opts.smtp), builder })
+  const smtp: Partial<SmtpTransportOptions> = { onWarning: (message, fields) => deps.log.warn(message, fields), ...opts.smtp }
+  return new OutboundPipeline(deps, { ...opts, transport: opts.transport ?? createTransport(deps.config, smtp), builder })
 }
 
 /**

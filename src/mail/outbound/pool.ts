@@ -23,9 +23,11 @@ export interface SmtpTarget {
   /** Implicit TLS from the first byte (smtps://). */
   secure?: boolean
   auth?: { user: string; pass: string }
+  /** A policy demands TLS with a valid certificate for `servername` (MTA-STS enforce): never clear. */
+  requireTls?: boolean
 }
 
-export const targetKey = (t: SmtpTarget) => `${t.secure ? 'smtps' : 'smtp'}://${t.auth ? `${t.auth.user}@` : ''}${t.host}:${t.port}`
+export const targetKey = (t: SmtpTarget) => `${t.secure ? 'smtps' : 'smtp'}://${t.auth ? `${t.auth.user}@` : ''}${t.host}:${t.port}${t.requireTls ? `#tls=${t.servername ?? ''}` : ''}`
 export const targetLabel = (t: SmtpTarget) => (t.servername && t.servername !== t.host ? `${t.servername}[${t.host}]:${t.port}` : `${t.host}:${t.port}`)
 
 export interface PoolOptions {
@@ -39,6 +41,8 @@ export interface PoolOptions {
   greetingTimeoutMs?: number
   /** Inactivity timeout of a connection in use. */
   socketTimeoutMs?: number
+  /** Extra CAs trusted when a policy requires TLS (MAILCTL_MTA_STS_CA). */
+  tlsCa?: string[]
 }
 
 /** Where a failure happened: before any message was started, or at which command. */
@@ -105,6 +109,7 @@ export class SmtpConn {
         name: opts.name,
         auth: target.auth,
         startTls: clearReason === undefined,
+        ...(target.requireTls ? { requireTls: { ca: opts.tlsCa } } : {}),
         connectionTimeout: opts.connectTimeoutMs ?? 30_000,
         greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
         socketTimeout: opts.socketTimeoutMs ?? 300_000,
@@ -176,7 +181,7 @@ export class ConnectionPool {
    */
   private async connect(target: SmtpTarget): Promise<SmtpConn> {
     const key = targetKey(target)
-    const mayFallBack = !target.auth && !target.secure
+    const mayFallBack = !target.auth && !target.secure && !target.requireTls
     const failed = mayFallBack ? this.tlsFailures.get(key) : undefined
     if (failed && failed.until > Date.now()) {
       return SmtpConn.open(target, this.opts, `STARTTLS not tried: the TLS handshake with this server failed less than an hour ago (${failed.reason})`)

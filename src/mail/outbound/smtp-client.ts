@@ -44,6 +44,11 @@ export interface SmtpClientOptions {
   auth?: { user: string; pass: string }
   /** Use STARTTLS when offered (default true); false after a failed handshake with this server (pool.ts). */
   startTls?: boolean
+  /**
+   * A policy demands TLS (MTA-STS enforce): STARTTLS must be offered and succeed with a certificate valid
+   * for `servername` (the system's CAs plus `ca`), else the session fails; never clear.
+   */
+  requireTls?: { ca?: string[] }
   connectionTimeout: number
   greetingTimeout: number
   /** Inactivity timeout of the socket. */
@@ -124,6 +129,9 @@ export class SmtpClient {
     const greeting = await this.reply(opts.greetingTimeout)
     if (!greeting.startsWith('220')) throw new SmtpClientError(`Invalid greeting. response=${greeting}`, 'EPROTOCOL', greeting, 'CONN')
     await this.hello()
+    if (opts.requireTls && !this.secure && !this.extensions.has('STARTTLS')) {
+      throw new SmtpClientError('TLS required by the domain\'s MTA-STS policy, but the server does not offer STARTTLS', 'ETLSREQUIRED', undefined, 'TLSPOLICY')
+    }
     if (!this.secure && this.extensions.has('STARTTLS') && opts.startTls !== false) {
       this.phase = 'STARTTLS'
       const r = await this.command('STARTTLS')
@@ -133,6 +141,7 @@ export class SmtpClient {
         await this.hello()
       } else {
         this.clearReason = `STARTTLS refused: ${r.split('\n')[0].slice(0, 200)}`
+        if (opts.requireTls) throw new SmtpClientError(`TLS required by the domain's MTA-STS policy, but STARTTLS was refused: ${r}`, 'ETLSREQUIRED', r, 'TLSPOLICY')
       }
     }
     if (opts.auth) await this.login(opts.auth)
@@ -165,7 +174,9 @@ export class SmtpClient {
     const plain = this.detach()
     const { opts } = this
     await new Promise<void>((resolve, reject) => {
-      const secure = tlsConnect({ socket: plain, rejectUnauthorized: false, ...(opts.servername ? { servername: opts.servername } : {}) })
+      // Opportunistic TLS checks no certificate; a policy's (requireTls) is checked against the MX host's name.
+      const verify = opts.requireTls ? { rejectUnauthorized: true, ...(opts.requireTls.ca?.length ? { ca: opts.requireTls.ca } : {}) } : { rejectUnauthorized: false }
+      const secure = tlsConnect({ socket: plain, ...verify, ...(opts.servername ? { servername: opts.servername } : {}) })
       const failed = (err: Error & { code?: string }) => {
         secure.removeListener('close', closed)
         reject(new SmtpClientError(`TLS handshake failed: ${err.code ? `${err.code} ` : ''}${err.message}`, 'ETLS', undefined, 'STARTTLS'))
