@@ -168,11 +168,29 @@ export class NodeRegistry implements Holders {
     const nodeIds = [...new Set(ids.map(nodeOfHolder))].filter((n) => n !== this.id)
     if (!nodeIds.length) return []
     const { nodes } = this.store.t
-    const rows = await this.store.db.select({ id: nodes.id, heartbeatAt: nodes.heartbeatAt }).from(nodes).where(inArray(nodes.id, nodeIds))
-    const since = this.now().getTime() - this.staleMs
-    const live = new Set(rows.filter((r) => r.heartbeatAt.getTime() > since && !lockAbandoned(this.store, r.id)).map((r) => r.id))
+    const rows = await this.store.db.select({ id: nodes.id, heartbeatAt: nodes.heartbeatAt, hostname: nodes.hostname, pid: nodes.pid }).from(nodes).where(inArray(nodes.id, nodeIds))
+    const now = this.now().getTime()
+    const since = now - this.staleMs
+    const live = new Set(rows.filter((r) => r.heartbeatAt.getTime() > since && !lockAbandoned(this.store, r.id) && !this.goneOnThisHost(r, now)).map((r) => r.id))
     live.add(this.id)
     return ids.filter((id) => !live.has(nodeOfHolder(id)))
+  }
+
+  /**
+   * A node of this host (same hostname) whose process no longer exists and that missed its last heartbeat
+   * is dead now, not only once its heartbeat is stale (20 s): a server restarted after a crash on
+   * PostgreSQL resumes the previous process's claimed mail within a heartbeat or two. The missed heartbeat
+   * keeps a live node of another machine with the same hostname (whose pid means nothing here) from being
+   * judged by this host's processes while it beats.
+   */
+  private goneOnThisHost(r: { hostname: string; pid: number; heartbeatAt: Date }, now: number): boolean {
+    if (r.hostname !== this.hostname || r.pid === this.pid || now - r.heartbeatAt.getTime() <= this.heartbeatMs + 1000) return false
+    try {
+      process.kill(r.pid, 0)
+      return false
+    } catch (err) {
+      return (err as { code?: string }).code === 'ESRCH'
+    }
   }
 
   /**
