@@ -268,7 +268,9 @@ forEachStore('webhook deliveries', (env) => {
 
   test('the guard applies: a name that resolves to loopback is refused at delivery, and the receiver never hears of it', async () => {
     const rx = startReceiver()
-    dns.set('rebind.hooks.test', [{ type: 'A', address: '127.0.0.1' }])
+    // A loopback address the allow-list (127.0.0.1 here, for the receivers) does not name: an address entry
+    // allows that address whatever name resolves to it (src/net/address-guard.ts), any other is refused.
+    dns.set('rebind.hooks.test', [{ type: 'A', address: '127.0.0.2' }])
     const p = await env.project()
     const port = new URL(rx.url).port
     const e = await endpoint(p, `http://rebind.hooks.test:${port}/hook`)
