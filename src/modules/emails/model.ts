@@ -68,7 +68,7 @@ export const EmailRecord = t.Object({
   contactId: t.Union([t.String(), t.Null()]),
   templateId: t.Union([t.String(), t.Null()]),
   campaignId: t.Union([t.String(), t.Null()]),
-  sourceType: t.String({ description: 'send, campaign, workflow, relay or test' }),
+  sourceType: t.String({ description: 'send, campaign, workflow, relay, test, or system (verification, password-reset and invitation mail from MAILCTL_SYSTEM_FROM)' }),
   type: t.String({ description: 'TRANSACTIONAL, MARKETING or HEADLESS' }),
   messageId: t.String(),
   from: t.String(),
