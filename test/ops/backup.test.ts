@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createPrivateKey, createPublicKey, randomBytes, sign, verify } from 'node:crypto'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
@@ -258,6 +258,33 @@ for (const kind of ['sqlite', 'pg'] as const) {
         const deps = await createDeps(into, { create: false })
         await closeDeps(deps)
       }, 60_000)
+
+      test('a restore killed midway (SIGKILL) leaves a data dir every command refuses, until a restore finishes', async () => {
+        // An archive large enough that unpacking it takes a while: 48 MB of uploads.
+        const from = await target(kind)
+        const made = await runCli(SOURCE, ['migrate'], settingsEnv(from))
+        expect(made.code).toBe(0)
+        mkdirSync(join(from.dataDir, 'uploads'), { recursive: true })
+        for (let i = 0; i < 6; i++) writeFileSync(join(from.dataDir, 'uploads', `big${i}.png`), randomBytes(8 << 20))
+        const big = join(tmp(), 'big.tar')
+        expect((await runCli(SOURCE, ['backup', big], settingsEnv(from))).code).toBe(0)
+        const into = await target(kind)
+        const child = Bun.spawn([...SOURCE, 'restore', big], { env: { PATH: process.env.PATH ?? '', MAILCTL_LOG_LEVEL: 'warn', ...settingsEnv(into) }, stdout: 'ignore', stderr: 'ignore' })
+        const marker = join(into.dataDir, RESTORE_MARKER)
+        while (!existsSync(marker) && child.exitCode === null) await Bun.sleep(1)
+        child.kill('SIGKILL')
+        await child.exited
+        expect(child.signalCode).toBe('SIGKILL')
+        expect(existsSync(marker)).toBe(true)
+        const refused = await runCli(SOURCE, ['project', 'list'], settingsEnv(into))
+        expect(refused.code).toBe(2)
+        expect(refused.stderr).toMatch(/did not finish/)
+        expect((await runCli(SOURCE, ['restore', big], settingsEnv(into))).code).toBe(1)
+        const again = await runCli(SOURCE, ['restore', big, '--force'], settingsEnv(into))
+        expect(again.code).toBe(0)
+        expect(existsSync(marker)).toBe(false)
+        expect((await runCli(SOURCE, ['project', 'list'], settingsEnv(into))).code).toBe(0)
+      }, 120_000)
 
       test('a backup never overwrites a file and leaves nothing behind when it fails', async () => {
         const err = await refusal(createBackup(source, archive))
