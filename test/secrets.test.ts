@@ -40,7 +40,7 @@ async function freshDatabase(kind: StoreKind): Promise<string> {
   return db.url
 }
 const drops: Array<() => Promise<void>> = []
-afterAll(async () => { for (const d of drops) await d() })
+afterAll(async () => { for (const d of drops) await d() }, 60_000)
 
 async function refusal(config: Config): Promise<string> {
   const err = await createDeps(config).then(async (d) => { await closeDeps(d); return null }, (e: unknown) => e)
