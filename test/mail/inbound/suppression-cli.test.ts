@@ -31,7 +31,7 @@ for (const kind of ['sqlite', 'pg'] as const) {
       // Only serve and migrate create a store.
       expect((await mailctl(['migrate'])).code).toBe(0)
     })
-    afterAll(async () => { await drop?.() })
+    afterAll(async () => { await drop?.() }, 60_000)
 
     test('list shows hard bounces, complaints and manual entries; remove makes an address sendable again', async () => {
       const created = await mailctl(['project', 'create', '--name', `Supp ${kind}`, '--json'])
