@@ -36,6 +36,7 @@ import { suppressedAmong } from '../modules/suppressions/service'
 import { closeServer, listen, readMessage } from './inbound/receiver'
 import { smtpReply, smtpTls } from './inbound/tls'
 import { STRUCTURAL_HEADERS } from './mime'
+import { refusedHeader } from './header-policy'
 import { notifyQueued } from './outbound'
 import { MAX_MESSAGE_BYTES } from './outbound/deliver'
 
@@ -74,12 +75,23 @@ const DROPPED_HEADERS: ReadonlySet<string> = new Set([
   'feedback-id', 'delivered-to', 'x-original-to', 'envelope-to', 'bcc', 'cc', 'x-mailctl-relay',
 ])
 
-/** The non-structural headers of the submitted message, unfolded; invalid ones are dropped. */
+/** Headers only a client writes (never a relay on the way): refused, not dropped. */
+const CLIENT_WRITTEN: ReadonlySet<string> = new Set(['feedback-id', 'authentication-results', 'arc-authentication-results', 'received-spf', 'x-mailctl-relay'])
+
+/**
+ * The non-structural headers of the submitted message, unfolded; invalid ones are dropped. A trust or
+ * routing header the client wrote (Feedback-ID, Authentication-Results, Resent-*, ...: src/mail/header-policy.ts)
+ * refuses the message with a 422 naming it; transport traces added on the way (Received, Return-Path,
+ * signatures) are dropped.
+ */
 export function carriedHeaders(lines: Array<{ key: string; line: string }> | undefined): Record<string, string> {
   const out: Record<string, string> = {}
   for (const { key, line } of lines ?? []) {
     const name = line.slice(0, line.indexOf(':')).trim()
     const lower = key.toLowerCase()
+    // Refused: what only a client writes, and any other trust or routing header that is not a trace.
+    const why = name && (CLIENT_WRITTEN.has(lower) || !DROPPED_HEADERS.has(lower)) ? refusedHeader(name, 'TRANSACTIONAL') : null
+    if (why) throw new AppError('VALIDATION_ERROR', `Header ${name} refused: ${why}`, { errors: [{ field: `headers.${name}`, message: why, code: 'reserved_header', received: name }] })
     if (!name || DROPPED_HEADERS.has(lower) || lower.startsWith('content-') || !/^[!-9;-~]{1,76}$/.test(name)) continue
     const value = line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim()
     if (!value || value.length > MAX_HEADER_VALUE || /[^\t\x20-\x7e\u00a0-\uffff]/.test(value)) continue

@@ -5,6 +5,7 @@ import type { Ctx } from '../../deps'
 import { invalidField, notFound, tooLarge, validation, type FieldError } from '../../errors'
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
 import { composeMessage, domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
+import { refusedHeader } from '../../mail/header-policy'
 import { MAX_MESSAGE_BYTES, outboundMessage } from '../../mail/outbound/deliver'
 import { notifyQueued } from '../../mail/outbound'
 import { deliveryStateOf, insertQueueRows, type QueueRow } from '../../mail/outbound/queue'
@@ -139,8 +140,11 @@ export interface SendResult {
 
 const HEADER_NAME_RE = /^[!-9;-~]+$/
 
-/** Custom headers: printable names without ':' and no CR/LF anywhere (header injection is a 422). */
-function checkHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+/**
+ * Custom headers: printable names without ':' and no CR/LF anywhere (header injection is a 422); trust and
+ * routing headers, and List-Unsubscribe on mail that is not transactional, are refused (src/mail/header-policy.ts).
+ */
+function checkHeaders(headers: Record<string, string> | undefined, type: EmailType): Record<string, string> {
   const out: Record<string, string> = {}
   const errors: FieldError[] = []
   for (const [name, value] of Object.entries(headers ?? {})) {
@@ -151,6 +155,8 @@ function checkHeaders(headers: Record<string, string> | undefined): Record<strin
       errors.push({ field, message: `${field}: a header name is 1-76 printable ASCII characters without ":" or spaces`, code: 'invalid_header', received: name })
     } else if (STRUCTURAL_HEADERS.has(name.toLowerCase())) {
       errors.push({ field, message: `${field}: ${name} is set by the server (use from, to, subject, reply)`, code: 'reserved_header', received: name })
+    } else if (refusedHeader(name, type)) {
+      errors.push({ field, message: `${field}: ${refusedHeader(name, type)}`, code: 'reserved_header', received: name })
     } else if (value.length > MAX_HEADER_VALUE) {
       errors.push({ field, message: `${field}: a header value is at most ${MAX_HEADER_VALUE} characters`, code: 'too_big', received: value.length })
     } else if (/[^\t\x20-\x7e\u00a0-\uffff]/.test(value)) {
@@ -269,10 +275,10 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   const fromEmail = given?.email ?? template?.from ?? null
   if (!fromEmail) throw invalidField('from', 'from: required unless the template has a sender', 'required')
   const fromName = given ? (given.name ?? body.name ?? null) : (body.name ?? template?.fromName ?? null)
-  const headers = checkHeaders(body.headers)
+  const type = (template?.type ?? 'TRANSACTIONAL') as EmailType
+  const headers = checkHeaders(body.headers, type)
   const { attachments, encodedChars } = checkAttachments(body.attachments)
   const sender = await assertSenderAllowed(ctx, fromEmail)
-  const type = (template?.type ?? 'TRANSACTIONAL') as EmailType
   const list = recipients(body.to)
   // Signed links cost an HMAC each: only those the subject or body can refer to are made.
   const sources = `${subjectSrc} ${bodySrc}`

@@ -6,6 +6,7 @@ import { ctxFor } from '../../../src/deps'
 import { createTemplate } from '../../../src/modules/templates/service'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns } from './fixture'
+import { carriedHeaders } from '../../../src/mail/relay'
 import { must } from '../../helpers/must'
 
 /** POST /v1/send: the API contract, the email record, suppression and idempotency. Delivery: test/mail/. */
@@ -208,6 +209,31 @@ forEachStore('POST /v1/send', (env) => {
       expect(res.body.error.errors[0].code).toBe(code)
     }
     expect((await send({ to, from, subject: 's', body: 'b', headers: { 'X-Ok': 'x'.repeat(998) } })).status).toBe(200)
+  })
+
+  test('trust and routing headers are refused with 422 naming the header; List-Unsubscribe only on transactional mail (issue 35, item 11)', async () => {
+    const to = `trust.${rnd()}@dest.test`
+    for (const name of ['Feedback-ID', 'Authentication-Results', 'ARC-Seal', 'Received-SPF', 'Resent-From', 'resent-sender', 'Return-Path', 'Received', 'Delivered-To', 'X-Mailctl-Relay', 'Sender', 'Errors-To']) {
+      const res = await send({ to, from, subject: 's', body: 'b', headers: { [name]: `${other.id}:x:y` } })
+      expect({ name, status: res.status }).toEqual({ name, status: 422 })
+      expect(res.body.error.errors[0]).toMatchObject({ field: `headers.${name}`, code: 'reserved_header' })
+      expect(res.body.error.message).toContain(name)
+    }
+    // Transactional mail may carry its own List-Unsubscribe; marketing mail has the server's one-click link.
+    expect((await send({ to, from, subject: 's', body: 'b', headers: { 'List-Unsubscribe': '<mailto:u@example.org>' } })).status).toBe(200)
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const tpl = await createTemplate(ctx, { name: 'Promo', subject: 'Promo', body: '<p>sale</p>', from, type: 'MARKETING' })
+    const marketing = await send({ to, template: tpl.id, headers: { 'List-Unsubscribe': '<https://evil.example/u>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } })
+    expect(marketing.status).toBe(422)
+    expect(marketing.body.error.errors.map((e: { field: string }) => e.field).sort()).toEqual(['headers.List-Unsubscribe', 'headers.List-Unsubscribe-Post'])
+  })
+
+  test('through the relay: a trust or routing header a client wrote refuses the message, naming it; traces are dropped', () => {
+    const line = (l: string) => ({ key: l.slice(0, l.indexOf(':')).toLowerCase(), line: l })
+    for (const l of ['Feedback-ID: 1:other-project:x', 'Authentication-Results: mx.example; dkim=pass', 'Resent-From: ceo@other-tenant.test', 'X-Mailctl-Relay: x']) {
+      expect(() => carriedHeaders([line(l)])).toThrow(l.slice(0, l.indexOf(':')))
+    }
+    expect(carriedHeaders([line('Received: from a by b'), line('DKIM-Signature: v=1'), line('X-Ok: yes'), line('List-Unsubscribe: <mailto:u@example.org>')])).toEqual({ 'X-Ok': 'yes', 'List-Unsubscribe': '<mailto:u@example.org>' })
   })
 
   test('attachments: at most 10 (422), 10 MB in total (413), valid base64, inline ones need a contentId', async () => {
