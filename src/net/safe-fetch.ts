@@ -17,8 +17,8 @@
  *   spelling). The connection is then made to that checked address (the Host header and the TLS server
  *   name carry the name), so a DNS answer that changes between the check and the connection (rebinding)
  *   cannot redirect it. Hosts the operator allowed (MAILCTL_WEBHOOK_ALLOW_HOSTS) skip the address check.
- * - Redirects are followed (at most 5) only to the same host name, each one checked again. A redirect to
- *   another host throws `redirect`.
+ * - Redirects are followed (at most 5) only to the same host name and port, each one checked again. A
+ *   redirect to another host or port throws `redirect`.
  * - One timeout (default 10 s) covers resolution, connection, the answer and its body.
  * - The response body is read up to `maxBodyBytes` (default 256 KiB); the rest is dropped (`truncated`).
  */
@@ -199,6 +199,11 @@ function requestOnce(u: URL, address: string, init: SafeFetchInit, opts: { maxBo
  * Makes one guarded HTTP(S) request; see the top of this file for the rules. `init.body` is sent as given
  * (set its content-type in `init.headers`).
  */
+/** A URL's port, the scheme's default when it names none. */
+function portOf(u: URL): string {
+  return u.port || (u.protocol === 'https:' ? '443' : '80')
+}
+
 export async function safeFetch(url: string, init: SafeFetchInit = {}, opts: SafeFetchOptions = {}): Promise<SafeResponse> {
   const allow = parseAllowList(opts.allowHosts ?? [])
   const dnsServers = opts.dnsServers ?? []
@@ -223,6 +228,7 @@ export async function safeFetch(url: string, init: SafeFetchInit = {}, opts: Saf
   try {
     let u = parseUrl(url)
     const firstHost = u.hostname.toLowerCase()
+    const firstPort = portOf(u)
     let method = init.method ?? 'GET'
     let body = init.body
     for (let hop = 0; ; hop++) {
@@ -241,6 +247,10 @@ export async function safeFetch(url: string, init: SafeFetchInit = {}, opts: Saf
         try { next = new URL(location, u) } catch { return { ...res, url: u.toString(), address } }
         if (next.hostname.toLowerCase() !== firstHost || (next.protocol !== 'http:' && next.protocol !== 'https:')) {
           throw new SafeFetchError('redirect', `Refused to follow a redirect from ${u.host} to another host (${next.host})`)
+        }
+        // The same host on another port is another service (issue 35, item 13): not followed either.
+        if (portOf(next) !== firstPort) {
+          throw new SafeFetchError('redirect', `Refused to follow a redirect from ${u.host} to another port (${next.host})`)
         }
         if (hop >= maxRedirects) throw new SafeFetchError('redirect', `More than ${maxRedirects} redirects`)
         // As browsers do: 303, and 301/302 after a POST, continue as a GET without a body.

@@ -51,6 +51,7 @@ beforeAll(async () => {
   plain = receiver((req, url) => {
     if (url.pathname === '/redirect-away') return new Response(null, { status: 302, headers: { location: `http://localhost:${other.port}/stolen` } })
     if (url.pathname === '/redirect-ip') return new Response(null, { status: 307, headers: { location: `http://127.0.0.2:${plain.port}/x` } })
+    if (url.pathname === '/redirect-port') return new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${other.port}/internal` } })
     if (url.pathname === '/redirect-same') return new Response(null, { status: 303, headers: { location: '/landed?q=1' } })
     if (url.pathname === '/redirect-loop') return new Response(null, { status: 302, headers: { location: '/redirect-loop' } })
     if (url.pathname === '/big') return new Response('x'.repeat(1024 * 1024))
@@ -170,6 +171,13 @@ describe('redirects', () => {
     const err2 = await refusal(safeFetch(`http://127.0.0.1:${plain.port}/redirect-ip`, {}, allow()))
     expect(err2.code).toBe('redirect')
     expect(plain.hits).toHaveLength(2)
+  })
+
+  test('to the same host on another port: refused, and that port is never asked (issue 35, item 13)', async () => {
+    const err = await refusal(safeFetch(`http://127.0.0.1:${plain.port}/redirect-port`, {}, allow()))
+    expect(err.code).toBe('redirect')
+    expect(err.message).toContain('another port')
+    expect(other.hits).toHaveLength(0)
   })
 
   test('to the same host: followed, a 303 as a GET without the body', async () => {
