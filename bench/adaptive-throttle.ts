@@ -13,28 +13,15 @@
  * connect, 451 at DATA), the messages deferred at least once, and the ratio of the ceiling's time to the
  * time taken (1: as fast as the receiver allows). Asserts nothing.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { loadConfig } from '../src/config'
-import { ctxFor } from '../src/deps'
-import { closeDeps, createDeps } from '../src/main'
-import { createLogger } from '../src/log'
-import { createProject } from '../src/modules/projects/service'
-import { freshPgDatabase } from '../test/helpers/env'
 import { startTestDns } from '../test/helpers/dns'
-import { freePort, verifiedBenchDomain } from './_proc'
+import { benchProject, benchStore, runCleanups, serverEnv, startServer } from './_mailctl'
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000)
 const MAX_CONNECTIONS = Number(process.env.BENCH_MAX_CONNECTIONS ?? 2)
 const MAX_RATE = Number(process.env.BENCH_MAX_RATE ?? 50)
-const ROOT = join(import.meta.dir, '..')
 
-const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-throttle-'))
-const pg = process.env.BENCH_DATABASE_URL === 'pg' ? await freshPgDatabase() : null
-const databaseUrl = pg?.url ?? process.env.BENCH_DATABASE_URL ?? `sqlite://${join(dir, 'mailctl.db')}`
-const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })]
-if (pg) cleanups.unshift(() => pg.drop())
+const store = await benchStore('throttle')
+const cleanups = store.cleanups
 
 try {
   const dns = await startTestDns()
@@ -111,41 +98,12 @@ try {
   dns.set('limited.test', [{ type: 'MX', exchange: 'mx.limited.test', priority: 10 }])
   dns.set('mx.limited.test', [{ type: 'A', address: '127.0.0.1' }])
 
-  const httpPort = await freePort()
-  const env: Record<string, string> = {
-    DATABASE_URL: databaseUrl,
-    MAILCTL_DATA_DIR: dir,
-    MAILCTL_JWT_SECRET: 'bench-secret',
-    MAILCTL_SECRET: 'bench-secret-shared-by-every-node',
-    MAILCTL_HOSTNAME: 'mx.bench.test',
-    MAILCTL_HTTP_PORT: String(httpPort),
-    MAILCTL_HTTP_HOST: '127.0.0.1',
-    MAILCTL_OUTBOUND: 'direct',
-    MAILCTL_MX_PORT: String(receiver.port),
-    MAILCTL_DNS_SERVERS: dns.server,
-    MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
-    MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000',
-    MAILCTL_SMTP_INBOUND_PORT: '0',
-    MAILCTL_SMTP_RELAY_PORT: '0',
-    MAILCTL_LOG_LEVEL: 'warn',
-  }
-  const config = loadConfig({ env })
-  const deps = await createDeps(config, { log: createLogger('warn') })
-  const project = await createProject(deps.store, { name: 'bench' })
-  await verifiedBenchDomain(ctxFor(deps, project.id, { kind: 'cli' }), dns)
-  await closeDeps(deps)
-
-  const server = Bun.spawn([process.execPath, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
-    env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit',
-  })
-  cleanups.unshift(async () => { server.kill('SIGTERM'); await server.exited })
-  const base = `http://127.0.0.1:${httpPort}`
-  for (let i = 0; ; i++) {
-    try { if ((await fetch(`${base}/health`)).ok) break } catch { /* not yet */ }
-    if (i > 300) throw new Error('server did not start')
-    await Bun.sleep(50)
-  }
-  const headers = { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }
+  const env = await serverEnv(store, dns, receiver.port)
+  const { secretKey } = await benchProject(env, dns)
+  const server = await startServer(env)
+  cleanups.unshift(async () => { server.proc.kill('SIGTERM'); await server.proc.exited })
+  const base = server.base
+  const headers = { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' }
   const start = performance.now()
   for (let i = 0; i < MESSAGES; i += 1000) {
     const to = Array.from({ length: Math.min(1000, MESSAGES - i) }, (_, k) => `u${i + k}@limited.test`)
@@ -161,7 +119,7 @@ try {
   const seconds = (performance.now() - start) / 1000
   const ceilingSeconds = MESSAGES / MAX_RATE
   console.log(JSON.stringify({
-    store: databaseUrl.startsWith('sqlite') ? 'sqlite' : 'pg',
+    store: store.kind,
     messages: MESSAGES, accepted, receiverLimits: { connections: MAX_CONNECTIONS, messagesPerSecond: MAX_RATE },
     seconds: Math.round(seconds * 10) / 10,
     acceptingSeconds: Math.round((lastAt - firstAt) / 100) / 10,
@@ -173,7 +131,5 @@ try {
     loadAverage: require('node:os').loadavg().map((v: number) => Math.round(v * 100) / 100),
   }, null, 2))
 } finally {
-  for (const c of cleanups) {
-    try { await c() } catch { /* best effort */ }
-  }
+  await runCleanups(store)
 }

@@ -13,28 +13,18 @@
  * healthy message reached the sink (the figure: every one within 5 s), and, as the ceiling, the same
  * latency with no stalled backlog, measured in the same run before the backlog is queued.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig } from '../src/config'
-import { ctxFor } from '../src/deps'
-import { closeDeps, createDeps } from '../src/main'
-import { createLogger } from '../src/log'
-import { createProject } from '../src/modules/projects/service'
-import { freshPgDatabase } from '../test/helpers/env'
 import { startTestDns } from '../test/helpers/dns'
-import { freePort, lines, verifiedBenchDomain } from './_proc'
+import { lines } from './_proc'
+import { benchProject, benchStore, runCleanups, serverEnv, startServer } from './_mailctl'
 
 const STALLED = Number(process.env.BENCH_STALLED ?? 5000)
 const HEALTHY = Number(process.env.BENCH_HEALTHY ?? 20)
 const GAP_MS = Number(process.env.BENCH_GAP_MS ?? 2000)
 const ROOT = join(import.meta.dir, '..')
 
-const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-hol-'))
-const pg = process.env.BENCH_DATABASE_URL === 'pg' ? await freshPgDatabase() : null
-const databaseUrl = pg?.url ?? process.env.BENCH_DATABASE_URL ?? `sqlite://${join(dir, 'mailctl.db')}`
-const cleanups: Array<() => Promise<void> | void> = [() => rmSync(dir, { recursive: true, force: true })]
-if (pg) cleanups.unshift(() => pg.drop())
+const store = await benchStore('hol')
+const cleanups = store.cleanups
 
 try {
   const dns = await startTestDns()
@@ -79,41 +69,12 @@ try {
   dns.set('stalled.test', [{ type: 'MX', exchange: 'mx.stalled.test', priority: 10 }])
   dns.set('mx.stalled.test', [{ type: 'A', address: '127.0.0.7' }])
 
-  const httpPort = await freePort()
-  const env: Record<string, string> = {
-    DATABASE_URL: databaseUrl,
-    MAILCTL_DATA_DIR: dir,
-    MAILCTL_JWT_SECRET: 'bench-secret',
-    MAILCTL_SECRET: 'bench-secret-shared-by-every-node',
-    MAILCTL_HOSTNAME: 'mx.bench.test',
-    MAILCTL_HTTP_PORT: String(httpPort),
-    MAILCTL_HTTP_HOST: '127.0.0.1',
-    MAILCTL_OUTBOUND: 'direct',
-    MAILCTL_MX_PORT: String(sinkPort),
-    MAILCTL_DNS_SERVERS: dns.server,
-    MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
-    MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000',
-    MAILCTL_SMTP_INBOUND_PORT: '0',
-    MAILCTL_SMTP_RELAY_PORT: '0',
-    MAILCTL_LOG_LEVEL: 'warn',
-  }
-  const config = loadConfig({ env })
-  const deps = await createDeps(config, { log: createLogger('warn') })
-  const project = await createProject(deps.store, { name: 'bench' })
-  await verifiedBenchDomain(ctxFor(deps, project.id, { kind: 'cli' }), dns)
-  await closeDeps(deps)
-
-  const server = Bun.spawn([process.execPath, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
-    env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit',
-  })
-  cleanups.unshift(async () => { server.kill('SIGTERM'); await server.exited })
-  const base = `http://127.0.0.1:${httpPort}`
-  for (let i = 0; ; i++) {
-    try { if ((await fetch(`${base}/health`)).ok) break } catch { /* not yet */ }
-    if (i > 300) throw new Error('server did not start')
-    await Bun.sleep(50)
-  }
-  const headers = { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }
+  const env = await serverEnv(store, dns, sinkPort)
+  const { secretKey } = await benchProject(env, dns)
+  const server = await startServer(env)
+  cleanups.unshift(async () => { server.proc.kill('SIGTERM'); await server.proc.exited })
+  const base = server.base
+  const headers = { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' }
   async function send(to: string[]): Promise<void> {
     for (let i = 0; i < to.length; i += 1000) {
       const res = await fetch(`${base}/v1/send`, { method: 'POST', headers, body: JSON.stringify({ from: 'hello@bench-sender.test', subject: 'Hello', body: '<p>Hello</p>', to: to.slice(i, i + 1000) }) })
@@ -158,7 +119,7 @@ try {
   await backlog
   const queuedSeconds = (performance.now() - t0) / 1000
   console.log(JSON.stringify({
-    store: databaseUrl.startsWith('sqlite') ? 'sqlite' : 'pg',
+    store: store.kind,
     stalledQueued: STALLED, stalledQueueSeconds: Math.round(queuedSeconds * 100) / 100, stalledRcptsOpen: stalledRcpts,
     healthy: HEALTHY,
     ceilingNoBacklog: { delivered: ceiling.delivered, latencyMs: summary(ceiling.ms) },
@@ -167,7 +128,5 @@ try {
     met: withBacklog.delivered === HEALTHY && summary(withBacklog.ms).max < 5000,
   }, null, 2))
 } finally {
-  for (const c of cleanups) {
-    try { await c() } catch { /* best effort */ }
-  }
+  await runCleanups(store)
 }
