@@ -11,7 +11,7 @@ import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut, pipelineMailOut } from './mail/system'
-import { closeRenderPool } from './mail/render'
+import { closeRenderThreads } from './mail/render/threads'
 import { trackWriter } from './modules/events/writer'
 import { registerUsageProvider } from './modules/contacts/usage'
 import { keepHeapSmall } from './heap'
@@ -203,7 +203,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   // The track writer's threads (SQLite) stop now rather than after their idle delay.
   trackWriter(deps.store, deps.config.sqliteSynchronous)?.stop()
   // The render threads (src/mail/render/pool.ts) likewise.
-  closeRenderPool()
+  closeRenderThreads()
   deps.redis?.disconnect()
   await deps.store.close()
 }

@@ -14,6 +14,7 @@
 import { validation, type FieldError } from '../../errors'
 import { isHeavy, renderEmail, renderRefusal, validateTemplateSource, type BodyFormat, type MessageSource, type RenderedEmail } from './index'
 import { readFileSync } from 'node:fs'
+import { onRenderThreadsStarted } from './threads'
 import { RENDER_TIMEOUT_MS, RENDER_WALL_MAX_MS, RenderLimitError, TemplateSyntaxError, type RenderLimit, type TemplateVars } from './sandbox'
 
 export interface SourceCheck { subject?: string | null; body?: string | null; format?: BodyFormat }
@@ -188,7 +189,10 @@ let pool: RenderPool | null = null
 
 /** The process's render threads (started on first use). `timeoutMs`: for tests. */
 export function renderPool(timeoutMs = RENDER_TIMEOUT_MS): RenderPool {
-  if (!pool) pool = new RenderPool(RENDER_THREADS, timeoutMs)
+  if (!pool) {
+    pool = new RenderPool(RENDER_THREADS, timeoutMs)
+    onRenderThreadsStarted(closeRenderPool)
+  }
   return pool
 }
 
