@@ -215,7 +215,10 @@ describe.skipIf(!available)('campaign pages in Chromium', () => {
     expect(t.status).toBeLessThan(300)
     await d.open('/campaigns/new')
     await page.getByLabel('Start from a template').selectOption({ label: 'Monthly news' })
-    expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('News for {{name}}')
+    // The form fills once the template is read (a render or two later): wait for it, then check every field.
+    const subject = page.getByLabel('Subject', { exact: true })
+    for (let i = 0; i < 200 && (await subject.inputValue()) === ''; i++) await Bun.sleep(25)
+    expect(await subject.inputValue()).toBe('News for {{name}}')
     expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('Monthly news')
     expect(await page.getByLabel('Sender address').inputValue()).toBe('letters')
     expect(await page.getByLabel('Sender name').inputValue()).toBe('Shop letters')

@@ -159,12 +159,14 @@ forEachStore('contact data limits', (env) => {
     expectLimitError(await env.request('PATCH', `/contacts/${c.body.id}`, { key: p.secretKey, body: { data: { b: null, d: half, e: half } } }), 'too_big', `${MAX_DATA_BYTES} bytes`)
   })
 
-  test('a NUL character in a string or key of data answers 422 invalid_string (PostgreSQL cannot store it)', async () => {
+  test('a NUL character in a string or key of data answers 422 invalid_text (PostgreSQL cannot store it)', async () => {
     const p = await env.project()
     for (const data of [{ s: 'a\u0000b' }, { 'k\u0000': 1 }, { list: [{ s: '\u0000' }] }]) {
       const r = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'a@example.com', event: 'e', data } })
       expect(r.status).toBe(422)
-      expect(r.body.error.errors[0]).toMatchObject({ field: 'data', code: 'invalid_string' })
+      // Refused by the check of every request's text before any query (src/http/text.ts), naming the field.
+      expect(r.body.error.errors[0].code).toBe('invalid_text')
+      expect(r.body.error.errors[0].field).toStartWith('data')
       expect((await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'a@example.com', data } })).status).toBe(422)
     }
     expect((await lookup(env, p.secretKey, 'a@example.com')).exists).toBe(false)
