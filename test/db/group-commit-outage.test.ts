@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { TestEnv } from '../helpers/env'
-import { privatePgAvailable, startPrivatePg, type PrivatePg } from '../helpers/private-pg'
+import { describePrivatePg } from '../helpers/private-pg'
 import { until } from '../helpers/worker'
 import { groupCommit } from '../../src/db/group-commit'
 import { storageError } from '../../src/db/failures'
@@ -13,32 +12,19 @@ import { trackBatch } from '../../src/modules/events/track-write'
  * Retry-After (none is answered as written, none waits forever), and the same writes go through once the
  * database is back, without a restart.
  */
-;(privatePgAvailable ? describe : describe.skip)('group commit, database down [pg]', () => {
-  let pg: PrivatePg
-  let env: TestEnv
-  beforeAll(async () => {
-    pg = await startPrivatePg()
-    env = new TestEnv('pg', {}, pg.url)
-    await env.start()
-  }, 120_000)
-  afterAll(async () => {
-    await pg.start().catch(() => {})
-    await env.stop()
-    await pg.destroy()
-  }, 60_000)
-
+describePrivatePg('group commit, database down [pg]', {}, (s) => {
   test('a batch of tracks with PostgreSQL down: every caller gets the 503 error; after the restart they commit', async () => {
-    const p = await env.project()
-    const g = groupCommit(env.store)
-    const track = (i: number) => g.runMany(trackBatch, { ctx: { store: env.store, projectId: p.id, now: new Date() }, write: { email: `down${i}@example.com`, event: 'outage', data: { i } } })
+    const p = await s.env.project()
+    const g = groupCommit(s.env.store)
+    const track = (i: number) => g.runMany(trackBatch, { ctx: { store: s.env.store, projectId: p.id, now: new Date() }, write: { email: `down${i}@example.com`, event: 'outage', data: { i } } })
     expect((await track(0)).reused).toBeUndefined()
     const retries = g.stats.retries
-    await pg.stop()
+    await s.pg.stop()
     let results: PromiseSettledResult<unknown>[]
     try {
       results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => track(i + 1)))
     } finally {
-      await pg.start()
+      await s.pg.start()
     }
     expect(results.map((r) => r.status)).toEqual(Array(20).fill('rejected'))
     // Not run a second time with savepoints: a store that is down fails the batch at once.
@@ -53,7 +39,7 @@ import { trackBatch } from '../../src/modules/events/track-write'
     await until(async () => (await Promise.allSettled([track(100)]))[0].status === 'fulfilled', 30_000, 'a track after PostgreSQL came back', 200)
     const again = await Promise.all(Array.from({ length: 20 }, (_, i) => track(i + 1)))
     expect(again.every((o) => o.reused === undefined)).toBe(true)
-    const [n] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE project_id = ${p.id} AND name = 'outage'`)
+    const [n] = await s.env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE project_id = ${p.id} AND name = 'outage'`)
     expect(Number(n.n)).toBe(22)
   }, 90_000)
 })

@@ -6,6 +6,9 @@
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
+import { afterAll, beforeAll, describe } from 'bun:test'
+import type { Config } from '../../src/config'
+import { TestEnv } from './env'
 
 const BIN = process.env.MAILCTL_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin'
 
@@ -76,4 +79,33 @@ async function pgUser(): Promise<{ uid: number; gid: number }> {
   if (!line) throw new Error('no postgres user to run a private PostgreSQL')
   const [, , uid, gid] = line.split(':')
   return { uid: Number(uid), gid: Number(gid) }
+}
+
+/** What a `describePrivatePg` body reads once its hooks have run: the private server and a TestEnv on it. */
+export interface PrivatePgSuite { pg: PrivatePg; env: TestEnv }
+
+/**
+ * A describe block on a private PostgreSQL server (started before its tests, stopped and removed after),
+ * with a TestEnv on it. Never skipped silently: without initdb/pg_ctl a notice says so, and under CI
+ * (CI=1) that is a failure.
+ */
+export function describePrivatePg(title: string, overrides: Partial<Config>, body: (s: PrivatePgSuite) => void): void {
+  if (!privatePgAvailable) {
+    if (process.env.CI) throw new Error(`a private PostgreSQL (initdb, pg_ctl in ${BIN}) is needed for "${title}"`)
+    console.warn(`\n*** NOTICE: no private PostgreSQL (initdb/pg_ctl in ${BIN}): "${title}" is SKIPPED ***\n`)
+  }
+  const s = {} as PrivatePgSuite
+  ;(privatePgAvailable ? describe : describe.skip)(title, () => {
+    beforeAll(async () => {
+      s.pg = await startPrivatePg()
+      s.env = new TestEnv('pg', overrides, s.pg.url)
+      await s.env.start()
+    }, 120_000)
+    afterAll(async () => {
+      await s.pg.start().catch(() => {})
+      await s.env.stop()
+      await s.pg.destroy()
+    }, 60_000)
+    body(s)
+  })
 }

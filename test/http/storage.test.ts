@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sqliteConnection } from '../../src/db/client'
 import { TestEnv } from '../helpers/env'
-import { privatePgAvailable, startPrivatePg, type PrivatePg } from '../helpers/private-pg'
+import { describePrivatePg } from '../helpers/private-pg'
 import { until } from '../helpers/worker'
 
 /**
@@ -49,65 +49,52 @@ describe('storage full [sqlite]', () => {
   })
 })
 
-;(privatePgAvailable ? describe : describe.skip)('database down [pg]', () => {
-  let pg: PrivatePg
-  let env: TestEnv
-  beforeAll(async () => {
-    pg = await startPrivatePg()
-    env = new TestEnv('pg', {}, pg.url)
-    await env.start()
-  }, 120_000)
-  afterAll(async () => {
-    await pg.start().catch(() => {})
-    await env.stop()
-    await pg.destroy()
-  }, 60_000)
-
+describePrivatePg('database down [pg]', {}, (s) => {
   test('with PostgreSQL down, requests answer 503 DATABASE_UNAVAILABLE and /ready names the database within a second; both recover', async () => {
-    const p = await env.project()
+    const p = await s.env.project()
     const body = () => ({ email: `down.${rnd()}@example.com` })
-    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status).toBe(201)
-    await pg.stop()
+    expect((await s.env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status).toBe(201)
+    await s.pg.stop()
     try {
-      const res = await env.request('POST', '/contacts', { key: p.secretKey, body: body() })
+      const res = await s.env.request('POST', '/contacts', { key: p.secretKey, body: body() })
       expect(res.status).toBe(503)
       expect(res.headers.get('retry-after')).toBe('5')
       expect(res.body).toMatchObject({ success: false, error: { code: 'DATABASE_UNAVAILABLE', statusCode: 503 } })
-      const ready = await env.request('GET', '/ready')
+      const ready = await s.env.request('GET', '/ready')
       expect(ready.status).toBe(503)
       expect(ready.body).toMatchObject({ status: 'not_ready', checks: { database: false, migrations: false, storage: false } })
       expect(ready.body.problems.database).toContain('database unavailable')
     } finally {
-      await pg.start()
+      await s.pg.start()
     }
-    await until(async () => (await env.request('GET', '/ready')).status === 200, 20_000, '/ready after PostgreSQL came back')
-    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status).toBe(201)
+    await until(async () => (await s.env.request('GET', '/ready')).status === 200, 20_000, '/ready after PostgreSQL came back')
+    expect((await s.env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status).toBe(201)
   }, 60_000)
 
   test('a database that does not answer: /ready answers 503 at its deadline instead of hanging', async () => {
-    await pg.freeze(true)
+    await s.pg.freeze(true)
     try {
-      const ready = await env.request('GET', '/ready')
+      const ready = await s.env.request('GET', '/ready')
       expect(ready.status).toBe(503)
       expect(ready.body).toMatchObject({ status: 'not_ready', checks: { database: false, migrations: false, storage: false } })
       expect(ready.body.problems.database).toMatch(/no answer within|did not answer within|database unavailable/)
     } finally {
-      await pg.freeze(false)
+      await s.pg.freeze(false)
     }
-    await until(async () => (await env.request('GET', '/ready')).status === 200, 20_000, '/ready after PostgreSQL answered again')
+    await until(async () => (await s.env.request('GET', '/ready')).status === 200, 20_000, '/ready after PostgreSQL answered again')
   }, 60_000)
 
   test('a database that does not answer: every request answers 503 DATABASE_UNAVAILABLE (none waits for it); all work again once it answers', async () => {
-    const p = await env.project()
+    const p = await s.env.project()
     const body = () => ({ email: `frozen.${rnd()}@example.com` })
-    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status).toBe(201)
-    await pg.freeze(true)
+    expect((await s.env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status).toBe(201)
+    await s.pg.freeze(true)
     const hung = Symbol('hung')
     try {
       // Requests arriving over a while: the first wait for the deadline, the later are refused at once.
       const answers: Array<Promise<unknown>> = []
       for (let i = 0; i < 20; i++) {
-        answers.push(Promise.race([env.request('POST', '/contacts', { key: p.secretKey, body: body() }), Bun.sleep(20_000).then(() => hung)]))
+        answers.push(Promise.race([s.env.request('POST', '/contacts', { key: p.secretKey, body: body() }), Bun.sleep(20_000).then(() => hung)]))
         await Bun.sleep(100)
       }
       const got = await Promise.all(answers)
@@ -118,9 +105,9 @@ describe('storage full [sqlite]', () => {
         expect(r.headers.get('retry-after')).toBe('5')
       }
     } finally {
-      await pg.freeze(false)
+      await s.pg.freeze(false)
     }
-    await until(async () => (await env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status === 201, 20_000, 'a write after PostgreSQL answered again')
-    expect((await env.request('GET', '/ready')).status).toBe(200)
+    await until(async () => (await s.env.request('POST', '/contacts', { key: p.secretKey, body: body() })).status === 201, 20_000, 'a write after PostgreSQL answered again')
+    expect((await s.env.request('GET', '/ready')).status).toBe(200)
   }, 90_000)
 })

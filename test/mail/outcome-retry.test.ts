@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { TestEnv } from '../helpers/env'
-import { privatePgAvailable, startPrivatePg, type PrivatePg } from '../helpers/private-pg'
+import type { TestEnv } from '../helpers/env'
+import { describePrivatePg } from '../helpers/private-pg'
 import { startSink, type Sink } from '../helpers/smtp'
 import { until } from '../helpers/worker'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
@@ -53,27 +53,8 @@ async function deliverThroughOutage(env: TestEnv, outage: { begin(): Promise<voi
   expect(await env.store.db.select().from(q).where(eq(q.emailId, id))).toEqual([])
 }
 
-// Never skipped silently: without initdb/pg_ctl this says so, and under CI it fails.
-if (!privatePgAvailable) {
-  if (process.env.CI) throw new Error('a private PostgreSQL (initdb, pg_ctl) is needed for test/mail/outcome-retry.test.ts')
-  console.warn('\n*** NOTICE: no private PostgreSQL (initdb/pg_ctl): test/mail/outcome-retry.test.ts is SKIPPED ***\n')
-}
-
-;(privatePgAvailable ? describe : describe.skip)('a delivery outcome the store cannot write [pg]', () => {
-  let pg: PrivatePg
-  let env: TestEnv
-  beforeAll(async () => {
-    pg = await startPrivatePg()
-    env = new TestEnv('pg', { dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct', deliveryAllowHosts: ['127.0.0.0/8'] }, pg.url)
-    await env.start()
-  }, 120_000)
-  afterAll(async () => {
-    await pg.start().catch(() => {})
-    await env.stop()
-    await pg.destroy()
-  }, 60_000)
-
+describePrivatePg('a delivery outcome the store cannot write [pg]', { dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct', deliveryAllowHosts: ['127.0.0.0/8'] }, (s) => {
   test('is kept and written when the database is back; the accepted message is not sent again', async () => {
-    await deliverThroughOutage(env, { ms: 6500, begin: () => pg.stop(), end: () => pg.start() })
+    await deliverThroughOutage(s.env, { ms: 6500, begin: () => s.pg.stop(), end: () => s.pg.start() })
   }, 120_000)
 })
