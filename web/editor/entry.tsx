@@ -12,7 +12,8 @@ export interface EditorModule { mount: (el: HTMLElement, p: EditorProps) => Edit
 
 const api: EditorModule = {
   mount(el, p) {
-    const root = createRoot(el)
+    // Its own prefix for useId: the page's root makes ids too, and a label of one root must never name a field of the other.
+    const root = createRoot(el, { identifierPrefix: 'ed-' })
     root.render(<EmailEditor {...p} />)
     return { update: (next) => root.render(<EmailEditor {...next} />), unmount: () => root.unmount() }
   },
