@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { startTestDns } from '../helpers/dns'
 import { insertTestDomain } from '../helpers/domains'
+import { solidPng } from '../helpers/png'
 import { startSink } from '../helpers/smtp'
 import { until } from '../helpers/worker'
 import { Worker } from '../../src/jobs/queue'
@@ -24,7 +25,8 @@ mxTo(dns, 'inbox.test')
 
 /** A sunk message's body with quoted-printable soft breaks and `=3D` undone. */
 const unfold = (raw: Buffer) => raw.toString('utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '=')
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+/** A logo-sized image: visible in the screenshots, so a broken one shows. */
+const PNG = solidPng(240, 60, [37, 99, 235])
 
 describe.skipIf(!available)('email editor in Chromium', () => {
   const d = dashboardSuite({ dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct' })
@@ -77,6 +79,22 @@ describe.skipIf(!available)('email editor in Chromium', () => {
     await page.getByRole('button', { name: '+ Image' }).click()
     await page.getByLabel('Upload an image').setInputFiles({ name: 'brand-logo.png', mimeType: 'image/png', buffer: PNG })
     await page.locator('.mc-block[data-block="image"] img').waitFor()
+    // The uploaded image loads in the editor (it showed as broken, alt text only, before).
+    await page.waitForFunction(() => {
+      const img = document.querySelector<HTMLImageElement>('.mc-block[data-block="image"] img')
+      return Boolean(img?.complete)
+    })
+    const img = page.locator('.mc-block[data-block="image"] img')
+    expect(await img.evaluate((el: HTMLImageElement) => el.naturalWidth)).toBe(240)
+    expect(await img.getAttribute('src')).toStartWith(`${d.base}/uploads/`)
+    // An address that does not load says so, with the setting that builds upload addresses.
+    const uploaded = await page.getByLabel('Image address').inputValue()
+    await page.getByLabel('Image address').fill('http://127.0.0.1:9/missing.png')
+    await page.getByRole('alert').filter({ hasText: 'This image does not load from http://127.0.0.1:9/missing.png' }).waitFor()
+    expect(await page.getByRole('alert').filter({ hasText: 'MAILCTL_PUBLIC_URL' }).count()).toBe(1)
+    await page.getByLabel('Image address').fill(uploaded)
+    await page.waitForFunction(() => (document.querySelector<HTMLImageElement>('.mc-block[data-block="image"] img')?.naturalWidth ?? 0) > 0)
+    expect(await page.getByRole('alert').filter({ hasText: 'does not load' }).count()).toBe(0)
     await page.getByLabel('Alt text').fill('The Brand logo')
     await shot(page, 'editor-02-blocks')
     await d.a11y('editor: visual')

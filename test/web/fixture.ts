@@ -39,6 +39,9 @@ export function dashboardSuite(overrides: Partial<Config> = {}): DashboardSuite 
     await s.env.start()
     s.env.app.listen({ port: 0, hostname: '127.0.0.1' })
     s.base = `http://127.0.0.1:${s.env.app.server?.port}`
+    // MAILCTL_PUBLIC_URL is where browsers reach this server: uploaded images, links and OAuth callbacks are
+    // built from it (the default, localhost:3000, is another port: the editor's uploaded image was broken).
+    s.env.config.publicUrl = s.base
     const user = await createUser(s.env.deps, s.owner, { verified: true })
     s.owner.id = user.id
     const project = await createMyProject(s.env.deps, user.id, { name: 'Acme' })

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { chromiumAvailable, shot } from './browser'
 import { dashboardSuite } from './fixture'
@@ -17,11 +17,6 @@ describe.skipIf(!chromiumAvailable())('OAuth sign-in in Chromium', () => {
   const d = dashboardSuite({
     oauthGithubId: github.clientId, oauthGithubSecret: github.clientSecret, oauthGithubUrl: github.url,
     oauthGoogleId: google.clientId, oauthGoogleSecret: google.clientSecret, oauthGoogleUrl: google.url,
-  })
-  beforeAll(() => {
-    // The callback URL is built from MAILCTL_PUBLIC_URL, which must be where the browser reaches this
-    // server; the port is only known once the fixture's server listens.
-    d.env.config.publicUrl = d.base
   })
   afterAll(() => { github.stop(); google.stop() })
 

@@ -347,7 +347,7 @@ function BlockCanvas({ block: b, settings, onChange, target, renderColumn }: {
     case 'button':
       return <div style={{ ...box, background: undefined, color: undefined }}><span className="mc-button" style={{ background: st.background ?? '#2563eb', color: st.color ?? '#fff', width: st.width && st.width < 100 ? `${st.width}%` : undefined }}>{b.text}</span></div>
     case 'image':
-      return <div style={box}>{b.src ? <img src={b.src} alt={b.alt ?? ''} style={{ maxWidth: `${st.width ?? 100}%`, display: 'inline-block' }} /> : <div className="mc-placeholder">Image: choose or upload one in the panel</div>}</div>
+      return <div style={box}>{b.src ? <CanvasImage key={b.src} src={b.src} alt={b.alt ?? ''} width={st.width ?? 100} /> : <div className="mc-placeholder">Image: choose or upload one in the panel</div>}</div>
     case 'divider':
       return <div style={box}><hr style={{ border: 0, borderTop: `${st.fontSize ?? 1}px solid ${st.color ?? '#e5e7eb'}`, margin: 0 }} /></div>
     case 'spacer':
@@ -359,6 +359,26 @@ function BlockCanvas({ block: b, settings, onChange, target, renderColumn }: {
     case 'html':
       return <div style={box}><code className="small">Raw HTML, {(b.html ?? '').length} characters: edit it in the panel</code></div>
   }
+}
+
+/**
+ * An image of the canvas. One that does not load says so with its address: an upload's address is built
+ * from MAILCTL_PUBLIC_URL, so a public URL that is not where the server is reached breaks it here and in
+ * every recipient's inbox alike.
+ */
+function CanvasImage({ src, alt, width }: { src: string; alt: string; width: number }) {
+  const [broken, setBroken] = useState(false)
+  return (
+    <>
+      <img src={src} alt={alt} style={{ maxWidth: `${width}%`, display: 'inline-block' }} onError={() => setBroken(true)} onLoad={() => setBroken(false)} />
+      {broken && (
+        <p className="small err" role="alert">
+          This image does not load from {src}. Uploaded images are served at the server's public address (MAILCTL_PUBLIC_URL): if it is not the
+          address this dashboard is on ({location.origin}), recipients cannot load them either.
+        </p>
+      )}
+    </>
+  )
 }
 
 /**
