@@ -228,18 +228,43 @@ export function normalizeHost(host: string): string {
  * Parses MAILCTL_WEBHOOK_ALLOW_HOSTS and MAILCTL_DELIVERY_ALLOW_HOSTS entries: host names
  * (`hooks.internal`), IP addresses (`10.0.0.5`, `[fd00::5]`), suffix wildcards (`*.internal.example`,
  * which match sub-domains, not the name itself) and CIDR ranges (`127.0.0.0/8`, `fd00::/8`, which match
- * the addresses a name resolves to). Throws on a malformed range (the setting is checked at start-up).
+ * the addresses a name resolves to). A name, address or wildcard may carry a port (`hooks.internal:8080`,
+ * `10.0.0.5:443`, `[fd00::5]:8443`, `*.internal.example:443`): such an entry allows that port only, and
+ * only where the caller says which port it connects to (see isAllowedHost). Throws on a malformed range
+ * or port (the setting is checked at start-up).
  */
 export function parseAllowList(entries: readonly string[]): string[] {
   return entries.map((e) => e.trim()).filter(Boolean).map((e) => {
-    if (e.startsWith('*.')) return `*.${normalizeHost(e.slice(2))}`
     if (e.includes('/')) {
       const range = parseCidr(e)
-      if (!range) throw new Error(`"${e}" is not a CIDR range (an IPv4 or IPv6 address, "/", a prefix length)`)
+      if (!range) throw new Error(`"${e}" is not a CIDR range (an IPv4 or IPv6 address, "/", a prefix length; ranges take no port)`)
       return `${formatIp(range.net)}/${range.bits}`
     }
-    return normalizeHost(e)
+    const { host, port } = splitHostPort(e)
+    if (port === '') throw new Error(`"${e}" has an invalid port (1 to 65535)`)
+    const h = host.startsWith('*.') ? `*.${normalizeHost(host.slice(2))}` : normalizeHost(host)
+    if (!h || h === '*.') throw new Error(`"${e}" names no host`)
+    if (port === null) return h
+    return `${h.includes(':') ? `[${h}]` : h}:${port}`
   })
+}
+
+/**
+ * An allow-list entry (or what an operator wrote) as its host and port: `host:port` and `[v6]:port` carry
+ * one; a bare IPv6 address (more than one colon) does not. The port is '' when present but not 1-65535.
+ */
+function splitHostPort(entry: string): { host: string; port: string | null } {
+  const bracketed = /^\[([^\]]*)\](?::(.*))?$/.exec(entry)
+  if (bracketed) return { host: bracketed[1], port: bracketed[2] === undefined ? null : validPort(bracketed[2]) }
+  const colon = entry.indexOf(':')
+  if (colon < 0 || colon !== entry.lastIndexOf(':')) return { host: entry, port: null }
+  return { host: entry.slice(0, colon), port: validPort(entry.slice(colon + 1)) }
+}
+
+function validPort(text: string): string {
+  if (!/^\d{1,5}$/.test(text)) return ''
+  const n = Number(text)
+  return n >= 1 && n <= 65535 ? String(n) : ''
 }
 
 /** `10.0.0.0/8` or `fd00::/8` as the network's bytes and prefix length, or null. */
@@ -268,25 +293,34 @@ function inRange(address: Uint8Array, range: { net: Uint8Array; bits: number }):
   return true
 }
 
-/** Whether the operator allowed `host` (a URL's hostname or an MX host name) in `allow` (entries of `parseAllowList`). */
-export function isAllowedHost(host: string, allow: readonly string[]): boolean {
+/**
+ * Whether the operator allowed `host` (a URL's hostname or an MX host name) in `allow` (entries of
+ * `parseAllowList`), on `port` (the port the caller connects to). An entry without a port allows every
+ * port; an entry with a port allows that port only, and nothing when the caller gives no port.
+ */
+export function isAllowedHost(host: string, allow: readonly string[], port?: number | string): boolean {
   if (!allow.length) return false
   const h = normalizeHost(host)
   const ip = parseIp(h)
-  for (const entry of allow) {
+  const want = port === undefined ? null : String(Number(port))
+  for (const raw of allow) {
+    if (raw.includes('/')) {
+      const range = ip ? parseCidr(raw) : null
+      if (range && ip && inRange(ip, range)) return true
+      continue
+    }
+    const { host: entry, port: entryPort } = splitHostPort(raw)
+    if (entryPort !== null && entryPort !== want) continue
     if (entry.startsWith('*.')) {
       if (h.endsWith(entry.slice(1))) return true
-    } else if (entry.includes('/')) {
-      const range = ip ? parseCidr(entry) : null
-      if (range && ip && inRange(ip, range)) return true
     } else if (entry === h) return true
   }
   return false
 }
 
-/** Whether the operator allowed the IP address `address` itself: an allowed address or CIDR range holds it. */
-export function isAllowedAddress(address: string, allow: readonly string[]): boolean {
-  return parseIp(address) !== null && isAllowedHost(address, allow)
+/** Whether the operator allowed the IP address `address` itself (on `port`): an allowed address or CIDR range holds it. */
+export function isAllowedAddress(address: string, allow: readonly string[], port?: number | string): boolean {
+  return parseIp(address) !== null && isAllowedHost(address, allow, port)
 }
 
 export type AddressChoice =
@@ -297,14 +331,14 @@ export type AddressChoice =
  * The address to connect to for `host`, from the addresses it resolved to. A name that resolves to any
  * refused address is refused as a whole (a public name with one private answer is a rebinding attempt)
  * unless the operator allowed that address (an address or CIDR range entry); a host the operator allowed
- * takes its first address unchecked.
+ * takes its first address unchecked. `port` is the port the connection goes to (entries with a port).
  */
-export function chooseAddress(host: string, addresses: readonly string[], allow: readonly string[]): AddressChoice | null {
+export function chooseAddress(host: string, addresses: readonly string[], allow: readonly string[], port?: number | string): AddressChoice | null {
   if (!addresses.length) return null
-  if (isAllowedHost(host, allow)) return { ok: true, address: addresses[0] }
+  if (isAllowedHost(host, allow, port)) return { ok: true, address: addresses[0] }
   for (const address of addresses) {
     const reason = forbiddenReason(address)
-    if (reason && !isAllowedAddress(address, allow)) return { ok: false, address, reason }
+    if (reason && !isAllowedAddress(address, allow, port)) return { ok: false, address, reason }
   }
   return { ok: true, address: addresses[0] }
 }

@@ -17,8 +17,14 @@
  *   spelling). The connection is then made to that checked address (the Host header and the TLS server
  *   name carry the name), so a DNS answer that changes between the check and the connection (rebinding)
  *   cannot redirect it. Hosts the operator allowed (MAILCTL_WEBHOOK_ALLOW_HOSTS) skip the address check.
- * - Redirects are followed (at most 5) only to the same host name and port, each one checked again. A
- *   redirect to another host or port throws `redirect`.
+ * - An allow-list entry with a port (`host:port`) allows that port only.
+ * - Redirects are followed (at most 5) only to the same host name and port (so only to a host:port that
+ *   was checked and allowed), each one checked again. A redirect to another host, or to another port of
+ *   the same host, throws `redirect`, even when the allow-list names it.
+ * - Framing: a body goes with exactly one Content-Length; framing and hop-by-hop headers a caller passes
+ *   (Transfer-Encoding, Content-Length, Connection, Keep-Alive, TE, Trailer, Upgrade, Proxy-*) are dropped.
+ * - Connections: kept alive only within one `pool` (a project id): each pool has its own agents, so no
+ *   socket carries two tenants' requests. Without a pool every request has its own connection.
  * - One timeout (default 10 s) covers resolution, connection, the answer and its body.
  * - The response body is read up to `maxBodyBytes` (default 256 KiB); the rest is dropped (`truncated`).
  */
@@ -49,6 +55,8 @@ export interface SafeFetchOptions {
   ca?: string | string[]
   /** Cancels the request (a SafeFetchError `aborted`). */
   signal?: AbortSignal
+  /** Whose connections these are (a project id): keep-alive sockets are reused only within one pool. */
+  pool?: string
 }
 
 export interface SafeResponse {
@@ -82,11 +90,37 @@ export function safeFetchOptions(config: { webhookAllowHosts: readonly string[];
   return { allowHosts: config.webhookAllowHosts, dnsServers: config.dnsServers }
 }
 
-/** Keep-alive agents: pooled sockets are keyed by the checked address, so reusing one is safe. */
-const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 256 }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 256 }),
+interface Agents { http: http.Agent; https: https.Agent }
+
+/** Most pools kept; the least recently used one is closed beyond it. */
+export const MAX_POOLS = 256
+const pools = new Map<string, Agents>()
+
+/**
+ * The keep-alive agents of one pool (a tenant): its sockets are keyed by the checked address, and never
+ * lent to another pool (issue 35, item 12: a connection shared by tenants lets one tenant's bytes frame
+ * another's request on servers that read framing differently).
+ */
+function agentsOf(pool: string): Agents {
+  let a = pools.get(pool)
+  if (a) {
+    pools.delete(pool)
+    pools.set(pool, a)
+    return a
+  }
+  a = { http: new http.Agent({ keepAlive: true, maxSockets: 16 }), https: new https.Agent({ keepAlive: true, maxSockets: 16 }) }
+  pools.set(pool, a)
+  if (pools.size > MAX_POOLS) {
+    const [oldest, agents] = pools.entries().next().value as [string, Agents]
+    pools.delete(oldest)
+    agents.http.destroy()
+    agents.https.destroy()
+  }
+  return a
 }
+
+/** Headers that frame the message or concern one connection: the fetcher sets framing itself. */
+const HOP_BY_HOP = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate'])
 
 /** Parses and checks the URL's shape (scheme, host). */
 function parseUrl(raw: string): URL {
@@ -122,28 +156,30 @@ async function resolveHost(host: string, dnsServers: readonly string[]): Promise
 }
 
 /** The address to connect to for `host`: resolved once and checked (chooseAddress). */
-async function checkedAddress(host: string, allow: readonly string[], dnsServers: readonly string[]): Promise<string> {
-  const choice = chooseAddress(host, await resolveHost(host, dnsServers), allow)
+async function checkedAddress(host: string, port: string, allow: readonly string[], dnsServers: readonly string[]): Promise<string> {
+  const choice = chooseAddress(host, await resolveHost(host, dnsServers), allow, port)
   if (!choice) throw new SafeFetchError('dns', `${host} has no address`)
   if (!choice.ok) {
     const shown = parseIp(host) ? host : `${host} (${choice.address})`
-    throw new SafeFetchError('blocked', `Refused to connect to ${shown}: a ${choice.reason} address. An operator can allow the host with MAILCTL_WEBHOOK_ALLOW_HOSTS.`)
+    throw new SafeFetchError('blocked', `Refused to connect to ${shown} on port ${port}: a ${choice.reason} address. An operator can allow the host (or host:port) with MAILCTL_WEBHOOK_ALLOW_HOSTS.`)
   }
   return choice.address
 }
 
 interface OneResponse { status: number; headers: Record<string, string>; body: string; truncated: boolean }
 
-function requestOnce(u: URL, address: string, init: SafeFetchInit, opts: { maxBodyBytes: number; ca?: string | string[]; signal: AbortSignal }): Promise<OneResponse> {
+function requestOnce(u: URL, address: string, init: SafeFetchInit, opts: { maxBodyBytes: number; ca?: string | string[]; signal: AbortSignal; pool?: string }): Promise<OneResponse> {
   const secure = u.protocol === 'https:'
   const headers: Record<string, string> = {}
-  for (const [k, v] of Object.entries(init.headers ?? {})) if (k.toLowerCase() !== 'host') headers[k] = v
+  for (const [k, v] of Object.entries(init.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase())) headers[k] = v
   headers.host = u.host
   if ((u.username || u.password) && !Object.keys(headers).some((k) => k.toLowerCase() === 'authorization')) {
     headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`
   }
   const body = init.body === undefined ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : Buffer.from(init.body)
   if (body) headers['content-length'] = String(body.length)
+  const agents = opts.pool === undefined ? null : agentsOf(opts.pool)
+  if (!agents) headers.connection = 'close'
   const hostIsName = !parseIp(u.hostname)
   const options: https.RequestOptions = {
     host: address,
@@ -152,7 +188,7 @@ function requestOnce(u: URL, address: string, init: SafeFetchInit, opts: { maxBo
     path: `${u.pathname}${u.search}`,
     method: init.method ?? 'GET',
     headers,
-    agent: secure ? agents.https : agents.http,
+    agent: agents ? (secure ? agents.https : agents.http) : false,
     signal: opts.signal,
   }
   if (secure) {
@@ -232,10 +268,10 @@ export async function safeFetch(url: string, init: SafeFetchInit = {}, opts: Saf
     let method = init.method ?? 'GET'
     let body = init.body
     for (let hop = 0; ; hop++) {
-      const address = await Promise.race([checkedAddress(u.hostname, allow, dnsServers), aborted])
+      const address = await Promise.race([checkedAddress(u.hostname, portOf(u), allow, dnsServers), aborted])
       let res: OneResponse
       try {
-        res = await Promise.race([requestOnce(u, address, { ...init, method, body }, { maxBodyBytes, ca: opts.ca, signal: controller.signal }), aborted])
+        res = await Promise.race([requestOnce(u, address, { ...init, method, body }, { maxBodyBytes, ca: opts.ca, signal: controller.signal, pool: opts.pool }), aborted])
       } catch (err) {
         if (err instanceof SafeFetchError) throw err
         if (controller.signal.aborted) throw await aborted.catch((e) => e)
@@ -245,10 +281,14 @@ export async function safeFetch(url: string, init: SafeFetchInit = {}, opts: Saf
       if (res.status >= 300 && res.status < 400 && res.status !== 304 && location) {
         let next: URL
         try { next = new URL(location, u) } catch { return { ...res, url: u.toString(), address } }
-        if (next.hostname.toLowerCase() !== firstHost || (next.protocol !== 'http:' && next.protocol !== 'https:')) {
+        if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+          throw new SafeFetchError('redirect', `Refused to follow a redirect from ${u.host} to a ${next.protocol} URL`)
+        }
+        // Only to the host and port already checked and allowed: another host, or the same host on another
+        // port (another service, issue 35 item 13), is refused even when the allow-list names it.
+        if (next.hostname.toLowerCase() !== firstHost) {
           throw new SafeFetchError('redirect', `Refused to follow a redirect from ${u.host} to another host (${next.host})`)
         }
-        // The same host on another port is another service (issue 35, item 13): not followed either.
         if (portOf(next) !== firstPort) {
           throw new SafeFetchError('redirect', `Refused to follow a redirect from ${u.host} to another port (${next.host})`)
         }

@@ -203,3 +203,50 @@ describe('chooseAddress', () => {
     expect(chooseAddress('x.example', [], [])).toBeNull()
   })
 })
+
+describe('allow-list: host:port entries (issue 35, item 13)', () => {
+  test('entries with a port are normalised; a bare IPv6 address keeps every colon as its own', () => {
+    expect(parseAllowList(['Hooks.Internal:8080', '10.0.0.5:0443', '[FD00::5]:8443', '*.svc.example:443', 'fd00::6', '[fd00::7]']))
+      .toEqual(['hooks.internal:8080', '10.0.0.5:443', '[fd00::5]:8443', '*.svc.example:443', 'fd00::6', 'fd00::7'])
+  })
+  test('an entry with a port allows that port only, and nothing when the caller names no port', () => {
+    const allow = parseAllowList(['hooks.internal:8080', '10.0.0.5:443', '[fd00::5]:8443', '*.svc.example:443'])
+    expect(isAllowedHost('hooks.internal', allow, 8080)).toBe(true)
+    expect(isAllowedHost('hooks.internal', allow, '8080')).toBe(true)
+    expect(isAllowedHost('hooks.internal', allow, 8081)).toBe(false)
+    expect(isAllowedHost('hooks.internal', allow, 80)).toBe(false)
+    expect(isAllowedHost('hooks.internal', allow)).toBe(false)
+    expect(isAllowedAddress('10.0.0.5', allow, 443)).toBe(true)
+    expect(isAllowedAddress('10.0.0.5', allow, 22)).toBe(false)
+    expect(isAllowedAddress('fd00:0::5', allow, 8443)).toBe(true)
+    expect(isAllowedAddress('fd00::5', allow, 443)).toBe(false)
+    expect(isAllowedHost('a.svc.example', allow, 443)).toBe(true)
+    expect(isAllowedHost('a.svc.example', allow, 6379)).toBe(false)
+  })
+  test('an entry without a port still allows every port', () => {
+    const allow = parseAllowList(['hooks.internal', '10.0.0.0/8'])
+    for (const port of [80, 443, 6379, undefined]) {
+      expect(isAllowedHost('hooks.internal', allow, port)).toBe(true)
+      expect(isAllowedAddress('10.1.2.3', allow, port)).toBe(true)
+    }
+  })
+  test('chooseAddress: a private answer of a host allowed on another port stays refused', () => {
+    const allow = parseAllowList(['hooks.internal:8080', '10.0.0.9:8080'])
+    expect(chooseAddress('hooks.internal', ['10.0.0.5'], allow, 8080)).toEqual({ ok: true, address: '10.0.0.5' })
+    expect(chooseAddress('hooks.internal', ['10.0.0.5'], allow, 6379)).toEqual({ ok: false, address: '10.0.0.5', reason: 'private' })
+    expect(chooseAddress('other.example', ['10.0.0.9'], allow, 8080)).toEqual({ ok: true, address: '10.0.0.9' })
+    expect(chooseAddress('other.example', ['10.0.0.9'], allow, 22)).toEqual({ ok: false, address: '10.0.0.9', reason: 'private' })
+    for (const [addr, reason] of [['169.254.169.254', 'cloud metadata'], ['169.254.1.1', 'link-local'], ['192.168.1.1', 'private'], ['100.64.0.1', 'shared (CGNAT)'], ['fe80::1', 'link-local'], ['::ffff:10.0.0.1', 'private']] as const) {
+      expect(chooseAddress('x.example', [addr], allow, 8080)).toMatchObject({ ok: false, reason })
+    }
+  })
+  test('a malformed port is refused, and the settings refuse it at start-up naming the setting', () => {
+    for (const bad of ['hooks.internal:', 'hooks.internal:0', 'hooks.internal:65536', 'hooks.internal:http', '[fd00::5]:x', ':8080', '10.0.0.0/8:80']) {
+      expect(() => parseAllowList([bad])).toThrow()
+    }
+    const load = (env: Record<string, string>) => loadConfig({ env: { MAILCTL_DATA_DIR: '/tmp/mailctl-unused', ...env } })
+    expect(() => load({ MAILCTL_WEBHOOK_ALLOW_HOSTS: 'hooks.internal:99999' })).toThrow('MAILCTL_WEBHOOK_ALLOW_HOSTS')
+    expect(() => load({ MAILCTL_DELIVERY_ALLOW_HOSTS: 'mx.internal:x' })).toThrow('MAILCTL_DELIVERY_ALLOW_HOSTS')
+    expect(load({ MAILCTL_WEBHOOK_ALLOW_HOSTS: 'hooks.internal:8080' }).webhookAllowHosts).toEqual(['hooks.internal:8080'])
+  })
+})

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { safeFetch, SafeFetchError, type SafeFetchOptions } from '../../src/net/safe-fetch'
 import { startTestDns, type TestDns } from '../helpers/dns'
+import { rawServer, type RawRequest } from '../helpers/raw-http'
 
 /**
  * Real requests, to loopback only: servers on 127.0.0.1 count what reaches them, and the loopback DNS
@@ -52,6 +53,7 @@ beforeAll(async () => {
     if (url.pathname === '/redirect-away') return new Response(null, { status: 302, headers: { location: `http://localhost:${other.port}/stolen` } })
     if (url.pathname === '/redirect-ip') return new Response(null, { status: 307, headers: { location: `http://127.0.0.2:${plain.port}/x` } })
     if (url.pathname === '/redirect-port') return new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${other.port}/internal` } })
+    if (url.pathname === '/redirect-name-port') return new Response(null, { status: 302, headers: { location: `http://hooks.test:${other.port}/allowed` } })
     if (url.pathname === '/redirect-same') return new Response(null, { status: 303, headers: { location: '/landed?q=1' } })
     if (url.pathname === '/redirect-loop') return new Response(null, { status: 302, headers: { location: '/redirect-loop' } })
     if (url.pathname === '/big') return new Response('x'.repeat(1024 * 1024))
@@ -161,6 +163,20 @@ describe('allowed hosts', () => {
   })
 })
 
+describe('allow-list entries with a port (issue 35, item 13)', () => {
+  test('host:port allows that port only', async () => {
+    dns.set('hooks.test', [{ type: 'A', address: '127.0.0.1' }])
+    expect((await safeFetch(`http://hooks.test:${plain.port}/`, {}, opts({ allowHosts: [`hooks.test:${plain.port}`] }))).status).toBe(200)
+    expect((await safeFetch(`http://127.0.0.1:${plain.port}/`, {}, opts({ allowHosts: [`127.0.0.1:${plain.port}`] }))).status).toBe(200)
+    const err = await refusal(safeFetch(`http://hooks.test:${other.port}/`, {}, opts({ allowHosts: [`hooks.test:${plain.port}`] })))
+    expect(err.code).toBe('blocked')
+    expect(err.message).toContain(`port ${other.port}`)
+    expect((await refusal(safeFetch(`http://127.0.0.1:${other.port}/`, {}, opts({ allowHosts: [`127.0.0.1:${plain.port}`] })))).code).toBe('blocked')
+    expect(plain.hits).toHaveLength(2)
+    expect(other.hits).toHaveLength(0)
+  })
+})
+
 describe('redirects', () => {
   const allow = () => opts({ allowHosts: ['127.0.0.1', '127.0.0.2', 'localhost'] })
 
@@ -178,6 +194,19 @@ describe('redirects', () => {
     expect(err.code).toBe('redirect')
     expect(err.message).toContain('another port')
     expect(other.hits).toHaveLength(0)
+  })
+
+  test('to another host:port the allow-list names: still refused; the same host on a port it does not name: refused', async () => {
+    dns.set('hooks.test', [{ type: 'A', address: '127.0.0.1' }])
+    const listed = opts({ allowHosts: [`127.0.0.1:${plain.port}`, `hooks.test:${other.port}`] })
+    expect((await refusal(safeFetch(`http://127.0.0.1:${plain.port}/redirect-name-port`, {}, listed))).code).toBe('redirect')
+    // 127.0.0.1 is allowed on plain's port only: its other port is not followed (nor reachable directly).
+    const err = await refusal(safeFetch(`http://127.0.0.1:${plain.port}/redirect-port`, {}, opts({ allowHosts: [`127.0.0.1:${plain.port}`] })))
+    expect(err.code).toBe('redirect')
+    expect(err.message).toContain('another port')
+    expect((await refusal(safeFetch(`http://127.0.0.1:${other.port}/internal`, {}, opts({ allowHosts: [`127.0.0.1:${plain.port}`] })))).code).toBe('blocked')
+    expect(other.hits).toHaveLength(0)
+    expect(plain.hits.map((h) => h.path)).toEqual(['/redirect-name-port', '/redirect-port'])
   })
 
   test('to the same host: followed, a 303 as a GET without the body', async () => {
@@ -229,5 +258,57 @@ describe('limits', () => {
     const p = safeFetch(`http://127.0.0.1:${plain.port}/slow`, {}, allow({ signal: ctl.signal }))
     ctl.abort()
     expect((await refusal(p)).code).toBe('aborted')
+  })
+})
+
+describe('framing and connections (issue 35, item 12)', () => {
+  let raw: ReturnType<typeof rawServer>
+  beforeAll(() => { raw = rawServer() })
+  afterAll(() => {
+    for (const s of raw.sockets) s.destroy()
+    raw.server.close()
+  })
+  beforeEach(() => { raw.requests.length = 0 })
+  const allowed = (pool?: string): SafeFetchOptions => opts({ allowHosts: ['127.0.0.1'], pool })
+  const framing = (r: RawRequest) => r.headers.filter(([k]) => k === 'content-length' || k === 'transfer-encoding')
+
+  test('exactly one framing header whatever framing headers the caller passes', async () => {
+    const url = `http://127.0.0.1:${raw.port()}/hook`
+    const hostile = { 'Transfer-Encoding': 'chunked', 'Content-Length': '3', Connection: 'Upgrade', Upgrade: 'h2c', 'x-kept': 'yes' }
+    await safeFetch(url, { method: 'POST', headers: hostile, body: '{"a":1}' }, allowed('p1'))
+    await safeFetch(url, { method: 'POST', headers: { 'transfer-encoding': 'chunked' }, body: '' }, allowed('p1'))
+    await safeFetch(url, { method: 'GET', headers: { 'content-length': '10' } }, allowed('p1'))
+    expect(raw.requests).toHaveLength(3)
+    const [post, empty, get] = raw.requests
+    expect(framing(post)).toEqual([['content-length', '7']])
+    expect(post.body).toBe('{"a":1}')
+    expect(post.headers.find(([k]) => k === 'x-kept')?.[1]).toBe('yes')
+    expect(post.headers.some(([k]) => k === 'upgrade')).toBe(false)
+    expect(post.headers.filter(([k]) => k === 'connection').map(([, v]) => v.toLowerCase())).toEqual(['keep-alive'])
+    expect(framing(empty)).toEqual([['content-length', '0']])
+    expect(framing(get).length).toBeLessThanOrEqual(1)
+    expect(framing(get).every(([k, v]) => k === 'content-length' && v === '0')).toBe(true)
+  })
+
+  test('keep-alive connections are never shared between pools (tenants); without a pool, none is kept', async () => {
+    const url = `http://127.0.0.1:${raw.port()}/x`
+    for (const pool of ['tenant-a', 'tenant-b', 'tenant-a', 'tenant-b', 'tenant-a']) {
+      await safeFetch(`${url}?${pool}`, { method: 'POST', body: pool }, allowed(pool))
+    }
+    const socketsOf = (pool: string) => new Set(raw.requests.filter((r) => r.body === pool).map((r) => r.socket))
+    const a = socketsOf('tenant-a')
+    const b = socketsOf('tenant-b')
+    expect(raw.requests).toHaveLength(5)
+    expect([...a].filter((s) => b.has(s))).toEqual([])
+    // Within one tenant the connection is reused (so the pools are real, not just no keep-alive).
+    expect(a.size).toBe(1)
+    expect(b.size).toBe(1)
+    raw.requests.length = 0
+    await safeFetch(url, { method: 'POST', body: 'none' }, allowed())
+    await safeFetch(url, { method: 'POST', body: 'none' }, allowed())
+    const [one, two] = raw.requests
+    expect(one.socket).not.toBe(two.socket)
+    expect(one.headers.find(([k]) => k === 'connection')?.[1]).toBe('close')
+    expect([one.socket, two.socket].some((s) => a.has(s) || b.has(s))).toBe(false)
   })
 })

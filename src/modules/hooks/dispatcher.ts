@@ -299,7 +299,7 @@ export class Dispatcher {
     let status: number | null = null
     let response: string | null
     try {
-      const res = await safeFetch(e.url, { method: 'POST', headers, body: r.body }, this.fetchOpts)
+      const res = await safeFetch(e.url, { method: 'POST', headers, body: r.body }, { ...this.fetchOpts, pool: r.projectId })
       status = res.status
       outcome = status >= 200 && status < 300 ? 'success' : 'http_error'
       response = res.truncated ? `${res.body}…` : res.body

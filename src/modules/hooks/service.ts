@@ -57,7 +57,7 @@ function checkUrl(ctx: Ctx, raw: string): string {
   if (!u.hostname) throw invalidField('url', 'The URL has no host', 'invalid_string', raw)
   const allow = parseAllowList(ctx.deps.config.webhookAllowHosts)
   const host = u.hostname.toLowerCase()
-  if (!isAllowedHost(host, allow)) {
+  if (!isAllowedHost(host, allow, u.port || (u.protocol === 'https:' ? 443 : 80))) {
     const reason = parseIp(host) ? forbiddenReason(host) : host === 'localhost' || host.endsWith('.localhost') ? 'loopback' : null
     if (reason) throw invalidField('url', `The URL's host is a ${reason} address, which webhooks may not call`, 'forbidden_address', raw)
   }

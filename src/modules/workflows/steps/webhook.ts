@@ -6,9 +6,9 @@ import { StepFailure, type StepRunner } from './types'
  * are recorded on the step execution. A status >= 300, a timeout or a refused address fails the step.
  *
  * The call is the shared SSRF-safe fetch of src/net/safe-fetch.ts: no loopback, private, link-local, CGNAT,
- * ULA or metadata address (checked on the resolved address, at connect time), redirects followed only on
- * the same host (one to another host fails the step), and the operator's allow-list
- * (MAILCTL_WEBHOOK_ALLOW_HOSTS).
+ * ULA or metadata address (checked on the resolved address, at connect time), redirects followed only to
+ * the same host and port or an allowed host:port (any other fails the step), the operator's allow-list
+ * (MAILCTL_WEBHOOK_ALLOW_HOSTS), one framing header, and connections kept alive only within the project.
  */
 export const WEBHOOK_TIMEOUT_MS = 10_000
 export const MAX_RESPONSE_BYTES = 64 * 1024
@@ -26,6 +26,8 @@ export const webhook: StepRunner = async ({ ctx, step, exec, contact }) => {
   try {
     res = await safeFetch(url, { method, headers, body }, {
       ...safeFetchOptions(ctx.deps.config), timeoutMs: WEBHOOK_TIMEOUT_MS, maxBodyBytes: MAX_RESPONSE_BYTES,
+      // Keep-alive connections are this project's alone (issue 35, item 12).
+      pool: ctx.projectId,
     })
   } catch (err) {
     const reason = err instanceof SafeFetchError && err.code === 'timeout' ? `no answer within ${WEBHOOK_TIMEOUT_MS / 1000} s` : err instanceof Error ? err.message : String(err)
