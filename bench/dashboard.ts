@@ -23,7 +23,7 @@ import { buildApp } from '../src/http/app'
 import { createProject } from '../src/modules/projects/service'
 import { createUser } from '../src/modules/users/service'
 import { chromiumAvailable, launch } from '../test/web/browser'
-import { measureWebBundle } from './web-size'
+import { measureDashboard } from './web-size'
 
 const N = Number(process.env.BENCH_CONTACTS ?? 1_000_000)
 
@@ -101,7 +101,7 @@ try {
     api.sort((a, b) => a - b)
     console.log(`  GET /contacts?${query} (${what}): median ${api[2].toFixed(0)} ms`)
   }
-  const size = await measureWebBundle()
+  const size = await measureDashboard()
   console.log(`dashboard first load: ${(size.gzip / 1024).toFixed(1)} KB gzip of JS+CSS (${(size.raw / 1024).toFixed(1)} KB raw)`)
   await app.stop()
 } finally {

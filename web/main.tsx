@@ -1,20 +1,61 @@
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query'
-import { StrictMode, useEffect } from 'react'
+import { type ComponentType, lazy, StrictMode, Suspense, useEffect, useState } from 'react'
 import { createRoot } from 'react-dom/client'
 import { Link, Redirect, Route, Router, Switch, useLocation, useParams } from 'wouter'
 import { ApiError, canManage, get, type Project, type User } from './api'
 import { ErrorBox, Loading } from './components/ui'
-import { SignedOut, VerifyEmail } from './pages/auth'
-import { ContactDetail, ContactsPage, contactsQuery } from './pages/contacts'
-import { DomainDetail, DomainsPage } from './pages/domains'
-import { NewSegment, SegmentDetail, SegmentsPage } from './pages/segments'
-import { TemplateEditor, TemplatesPage } from './pages/templates'
-import { CampaignPage, CampaignStatsPage, CampaignsPage, NewCampaign } from './pages/campaigns'
-import { WorkflowEditor, WorkflowExecutions, WorkflowsPage } from './pages/workflows'
-import { CreateProject, KeysPage, MembersPage, Overview, SettingsPage } from './pages/projects'
-import { AnalyticsPage, SecurityPage, UsagePage } from './pages/analytics'
-import { ActivityPage, EmailDetail, SuppressionsPage } from './pages/mail'
-import { ToolsPage } from './pages/tools'
+import { startTheme, ThemeSwitch } from './components/theme'
+
+startTheme()
+
+/**
+ * Each area of pages is a chunk of its own (issue 37, item 7: the first load carries the shell, React and
+ * the API client); the router loads an area's chunk when one of its pages is first opened.
+ */
+function lazyPage<P extends object>(load: () => Promise<ComponentType<P>>) {
+  return lazy(async () => ({ default: await load() }))
+}
+const auth = () => import('./pages/auth')
+const contacts = () => import('./pages/contacts')
+const domains = () => import('./pages/domains')
+const segments = () => import('./pages/segments')
+const templates = () => import('./pages/templates')
+const campaigns = () => import('./pages/campaigns')
+const workflows = () => import('./pages/workflows')
+const projectPages = () => import('./pages/projects')
+const analytics = () => import('./pages/analytics')
+const mail = () => import('./pages/mail')
+const tools = () => import('./pages/tools')
+const SignedOut = lazyPage(() => auth().then((m) => m.SignedOut))
+const VerifyEmail = lazyPage(() => auth().then((m) => m.VerifyEmail))
+const ContactsPage = lazyPage(() => contacts().then((m) => m.ContactsPage))
+const ContactDetail = lazyPage(() => contacts().then((m) => m.ContactDetail))
+const DomainsPage = lazyPage(() => domains().then((m) => m.DomainsPage))
+const DomainDetail = lazyPage(() => domains().then((m) => m.DomainDetail))
+const SegmentsPage = lazyPage(() => segments().then((m) => m.SegmentsPage))
+const NewSegment = lazyPage(() => segments().then((m) => m.NewSegment))
+const SegmentDetail = lazyPage(() => segments().then((m) => m.SegmentDetail))
+const TemplatesPage = lazyPage(() => templates().then((m) => m.TemplatesPage))
+const TemplateEditor = lazyPage(() => templates().then((m) => m.TemplateEditor))
+const CampaignsPage = lazyPage(() => campaigns().then((m) => m.CampaignsPage))
+const NewCampaign = lazyPage(() => campaigns().then((m) => m.NewCampaign))
+const CampaignPage = lazyPage(() => campaigns().then((m) => m.CampaignPage))
+const CampaignStatsPage = lazyPage(() => campaigns().then((m) => m.CampaignStatsPage))
+const WorkflowsPage = lazyPage(() => workflows().then((m) => m.WorkflowsPage))
+const WorkflowEditor = lazyPage(() => workflows().then((m) => m.WorkflowEditor))
+const WorkflowExecutions = lazyPage(() => workflows().then((m) => m.WorkflowExecutions))
+const CreateProject = lazyPage(() => projectPages().then((m) => m.CreateProject))
+const Overview = lazyPage(() => projectPages().then((m) => m.Overview))
+const SettingsPage = lazyPage(() => projectPages().then((m) => m.SettingsPage))
+const KeysPage = lazyPage(() => projectPages().then((m) => m.KeysPage))
+const MembersPage = lazyPage(() => projectPages().then((m) => m.MembersPage))
+const AnalyticsPage = lazyPage(() => analytics().then((m) => m.AnalyticsPage))
+const SecurityPage = lazyPage(() => analytics().then((m) => m.SecurityPage))
+const UsagePage = lazyPage(() => analytics().then((m) => m.UsagePage))
+const ActivityPage = lazyPage(() => mail().then((m) => m.ActivityPage))
+const EmailDetail = lazyPage(() => mail().then((m) => m.EmailDetail))
+const SuppressionsPage = lazyPage(() => mail().then((m) => m.SuppressionsPage))
+const ToolsPage = lazyPage(() => tools().then((m) => m.ToolsPage))
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -42,15 +83,18 @@ const meQuery = {
 }
 queryClient.prefetchQuery(meQuery)
 queryClient.prefetchQuery({ ...projectsQuery, retry: false })
+// The contacts page opened directly: its chunk and its first page of contacts are fetched with the rest.
 const opened = /^\/app\/p\/([^/]+)\/contacts\/?$/.exec(location.pathname)
-if (opened) queryClient.prefetchQuery({ ...contactsQuery(decodeURIComponent(opened[1]), '', '', null), retry: false })
+if (opened) {
+  contacts().then((m) => queryClient.prefetchQuery({ ...m.contactsQuery(decodeURIComponent(opened[1]), '', '', null), retry: false }))
+    .catch(() => {})
+}
 
 function App() {
   const me = useQuery(meQuery)
   if (me.isPending) return <div className="center"><Loading /></div>
   if (me.error) return <div className="center"><ErrorBox error={me.error} /></div>
-  if (!me.data) return <SignedOut />
-  return <SignedIn user={me.data} />
+  return <Suspense fallback={<div className="center"><Loading /></div>}>{me.data ? <SignedIn user={me.data} /> : <SignedOut />}</Suspense>
 }
 
 function SignedIn({ user }: { user: User }) {
@@ -94,31 +138,86 @@ function Bare({ user, children }: { user: User; children: React.ReactNode }) {
     <div className="shell">
       <aside className="side">
         <Link className="brand" href="/">mailctl</Link>
-        <div className="user"><span>{user.email}</span><SignOut /></div>
+        <div className="user"><span>{user.email}</span><ThemeSwitch /><SignOut /></div>
       </aside>
-      <main id="main">{children}</main>
+      <main id="main"><Suspense fallback={<Loading />}>{children}</Suspense></main>
     </div>
   )
 }
 
-const NAV: Array<{ path: string; label: string; managers?: boolean }> = [
-  { path: '/', label: 'Overview' },
-  { path: '/domains', label: 'Domains' },
-  { path: '/contacts', label: 'Contacts' },
-  { path: '/segments', label: 'Segments' },
-  { path: '/templates', label: 'Templates' },
-  { path: '/campaigns', label: 'Campaigns' },
-  { path: '/workflows', label: 'Workflows' },
-  { path: '/activity', label: 'Activity' },
-  { path: '/suppressions', label: 'Suppressions' },
-  { path: '/analytics', label: 'Analytics' },
-  { path: '/security', label: 'Security' },
-  { path: '/usage', label: 'Usage' },
-  { path: '/tools', label: 'Tools' },
-  { path: '/settings', label: 'Settings', managers: true },
-  { path: '/keys', label: 'API keys', managers: true },
-  { path: '/members', label: 'Members' },
+interface NavLink { path: string; label: string; managers?: boolean }
+
+/** The sections, grouped as a marketer looks for them; on a phone the list folds behind a Menu button. */
+const NAV: Array<{ group: string | null; links: NavLink[] }> = [
+  { group: null, links: [{ path: '/', label: 'Overview' }] },
+  { group: 'Audience', links: [{ path: '/contacts', label: 'Contacts' }, { path: '/segments', label: 'Segments' }] },
+  {
+    group: 'Messages',
+    links: [{ path: '/campaigns', label: 'Campaigns' }, { path: '/workflows', label: 'Workflows' }, { path: '/templates', label: 'Templates' }],
+  },
+  {
+    group: 'Delivery',
+    links: [{ path: '/activity', label: 'Activity' }, { path: '/suppressions', label: 'Suppressions' }, { path: '/domains', label: 'Domains' }],
+  },
+  {
+    group: 'Reports',
+    links: [{ path: '/analytics', label: 'Analytics' }, { path: '/security', label: 'Security' }, { path: '/usage', label: 'Usage' }],
+  },
+  {
+    group: 'Project',
+    links: [
+      { path: '/settings', label: 'Settings', managers: true }, { path: '/keys', label: 'API keys', managers: true },
+      { path: '/members', label: 'Members' }, { path: '/tools', label: 'Tools' },
+    ],
+  },
 ]
+
+/** Titles of the pages that are not a section of their own (a detail page names what it shows). */
+const DETAIL_TITLES: Array<[RegExp, string]> = [
+  [/^\/contacts\/.+/, 'Contact'], [/^\/domains\/.+/, 'Domain'], [/^\/segments\/new$/, 'New segment'],
+  [/^\/segments\/.+/, 'Segment'], [/^\/templates\/.+/, 'Template'], [/^\/campaigns\/new$/, 'New campaign'],
+  [/^\/campaigns\/[^/]+\/stats$/, 'Campaign report'], [/^\/campaigns\/.+/, 'Campaign'],
+  [/^\/workflows\/[^/]+\/executions$/, 'Workflow executions'], [/^\/workflows\/.+/, 'Workflow'], [/^\/emails\/.+/, 'Email'],
+]
+
+/** The tab's title for a path inside a project: "Contacts · Acme · mailctl". */
+export function pageTitle(location: string, project: string | undefined): string {
+  const section = `/${location.split('/')[1] ?? ''}`
+  const title = DETAIL_TITLES.find(([re]) => re.test(location))?.[1]
+    ?? NAV.flatMap((g) => g.links).find((l) => l.path === section)?.label ?? 'Page not found'
+  return [title, project, 'mailctl'].filter(Boolean).join(' · ')
+}
+
+function SideNav({ section, role }: { section: string; role: Project['role'] | undefined }) {
+  // Open at one location: following a link closes it.
+  const [location] = useLocation()
+  const [openAt, setOpenAt] = useState<string | null>(null)
+  const open = openAt === location
+  const setOpen = (v: boolean) => setOpenAt(v ? location : null)
+  return (
+    <>
+      <button type="button" className="menu-toggle secondary small" aria-expanded={open} aria-controls="sections" onClick={() => setOpen(!open)}>
+        Menu
+      </button>
+      <nav id="sections" aria-label="Sections" className={open ? 'open' : undefined}>
+        {NAV.map((g) => {
+          const links = g.links.filter((n) => !n.managers || canManage(role))
+          if (links.length === 0) return null
+          const items = links.map((n) => (
+            <Link key={n.path} href={n.path} aria-current={section === n.path ? 'page' : undefined}>{n.label}</Link>
+          ))
+          if (!g.group) return <div key="top" className="nav-group">{items}</div>
+          return (
+            <div key={g.group} className="nav-group">
+              <span className="nav-title">{g.group}</span>
+              {items}
+            </div>
+          )
+        })}
+      </nav>
+    </>
+  )
+}
 
 function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
   const { pid } = useParams<{ pid: string }>()
@@ -126,6 +225,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
   const project = projects.find((p) => p.id === pid)
   useEffect(() => { if (project) localStorage.setItem(LAST_PROJECT, project.id) }, [project])
   const section = `/${location.split('/')[1] ?? ''}`
+  useEffect(() => { document.title = pageTitle(location, project?.name) }, [location, project?.name])
   return (
     <div className="shell">
       <a className="skip" href="#main">Skip to content</a>
@@ -140,17 +240,14 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
           {projects.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
           <option value="__new">+ New project…</option>
         </select>
-        <nav aria-label="Sections">
-          {NAV.filter((n) => !n.managers || canManage(project?.role)).map((n) => (
-            <Link key={n.path} href={n.path} aria-current={section === n.path ? 'page' : undefined}>{n.label}</Link>
-          ))}
-        </nav>
-        <div className="user"><span>{user.email}{project && <><br />Role: {project.role}</>}</span><SignOut /></div>
+        <SideNav section={section} role={project?.role} />
+        <div className="user"><span>{user.email}{project && <><br />Role: {project.role}</>}</span><ThemeSwitch /><SignOut /></div>
       </aside>
       <main id="main">
         {!project ? (
           <div className="card"><h1>Project not found</h1><p>This project does not exist or you are not a member of it.</p><Link href="~/app/">Go to your projects</Link></div>
         ) : (
+          <Suspense fallback={<Loading />}>
           <Switch>
             <Route path="/"><Overview project={project} /></Route>
             <Route path="/domains"><DomainsPage project={project} /></Route>
@@ -181,6 +278,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/members"><MembersPage project={project} user={user} /></Route>
             <Route><div className="card"><h1>Page not found</h1><Link href="/">Back to the overview</Link></div></Route>
           </Switch>
+          </Suspense>
         )}
       </main>
     </div>

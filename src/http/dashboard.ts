@@ -1,29 +1,57 @@
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
-import index from '../../web/index.html'
 import editor from '../../web/editor.html'
+import { ASSETS_PATH, buildWeb, type WebBundle, type WebFile } from './web-build'
 
 /**
- * The web dashboard (docs/decisions.md, The dashboard): the single-page app of web/, bundled by Bun's own
- * bundler from its HTML import; `bun build --compile` bundles it ahead of time into the executable.
- *
- * Bun.serve serves the bundle (its `routes`, given to Elysia's `serve` option) and the hashed JS and CSS
- * chunks the page names, but it cannot add headers to an HTML import's answer. So the bundle's page sits
- * at a path that is random per process (nobody outside can frame or load it), and `/app` and every path
- * under it are Elysia routes answering that page, fetched once from this very server, with the browser
- * headers below. `app.handle()` does not see Bun.serve's routes: only a listening server serves /app.
- * `/app-editor` is the email editor's bundle (issue 36, web/editor.html): the template and campaign pages
- * read the page for its script and stylesheet and load them, so the first load of /app/ does not carry it.
+ * The web dashboard (docs/decisions.md, The dashboard): the single-page app of web/, split by page
+ * (issue 37, item 7). `web-build.ts` bundles web/index.html with Bun's bundler and compresses every file;
+ * `/app` and every path under it answer the page with the browser headers below, `/app-assets/<name>` its
+ * hashed chunks (brotli or gzip by Accept-Encoding, cached for good). From the source tree the bundle is
+ * built on the first request; the executable carries it prebuilt (scripts/build-web.ts, run by
+ * `npm run build`), compressed at build time.
+ * `/app-editor` is the email editor's bundle (issue 36, web/editor.html), a Bun HTML import that Bun.serve
+ * answers: the template and campaign pages read that page for its script and stylesheet and load them.
  */
-const SHELL_PATH = `/_dashboard-${crypto.randomUUID()}`
-export const dashboardAssets = { [SHELL_PATH]: index, '/app-editor': editor }
+export const dashboardAssets = { '/app-editor': editor }
 
-/**
- * Bun.serve options for the dashboard. `development: false` bundles the page once, minified, with React's
- * production build, also when running from the source tree (`npm start`); the first request to /app/
- * waits for that bundle.
- */
+/** Bun.serve options for the dashboard: the editor's HTML import, bundled once, minified. */
 export const dashboardServe = { routes: dashboardAssets, development: false }
+
+const COMPILED = import.meta.url.includes('/$bunfs/')
+
+let bundle: Promise<WebBundle> | null = null
+
+/** The bundle, once per process (again after a failure): prebuilt in the executable, else built now. */
+export function webBundle(): Promise<WebBundle> {
+  bundle ??= (COMPILED ? prebuiltWeb() : buildWeb())
+  bundle.catch(() => { bundle = null })
+  return bundle
+}
+
+/** The executable's bundle, embedded by scripts/build-web.ts's generated manifest. */
+async function prebuiltWeb(): Promise<WebBundle> {
+  const { manifest } = await import('../../dist/web/manifest')
+  const read = async (f: { raw: string; gzip: string; br: string }, type: string): Promise<WebFile> => ({
+    type, raw: await Bun.file(f.raw).bytes(), gzip: await Bun.file(f.gzip).bytes(), br: await Bun.file(f.br).bytes(),
+  })
+  const files = new Map<string, WebFile>()
+  for (const f of manifest.files) files.set(f.name, await read(f, f.type))
+  return { shell: await read(manifest.shell, 'text/html;charset=utf-8'), files }
+}
+
+/** The encoding of `file` that the request accepts, smallest first: brotli, gzip, none. */
+function encoded(request: Request, file: WebFile, headers: Record<string, string>): Response {
+  const accept = (request.headers.get('accept-encoding') ?? '').toLowerCase()
+  const takes = (name: string) => accept.split(',').some((p) => {
+    const [coding, ...params] = p.trim().split(';')
+    return coding.trim() === name && !params.some((x) => /^\s*q=0(\.0*)?\s*$/.test(x))
+  })
+  const h: Record<string, string> = { ...headers, 'content-type': file.type, vary: 'accept-encoding' }
+  if (takes('br')) return new Response(file.br, { headers: { ...h, 'content-encoding': 'br' } })
+  if (takes('gzip')) return new Response(file.gzip, { headers: { ...h, 'content-encoding': 'gzip' } })
+  return new Response(file.raw, { headers: h })
+}
 
 /**
  * The dashboard's Content-Security-Policy: scripts only from this server (an injected inline script or
@@ -47,7 +75,6 @@ export const DASHBOARD_CSP = [
 ].join('; ')
 
 export const DASHBOARD_HEADERS: Record<string, string> = {
-  'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-cache',
   'content-security-policy': DASHBOARD_CSP,
   'x-frame-options': 'DENY',
@@ -55,33 +82,26 @@ export const DASHBOARD_HEADERS: Record<string, string> = {
   'referrer-policy': 'same-origin',
 }
 
-/**
- * The bundled page, per server (a server sets up the chunk routes of its bundle when its bundle route is
- * first asked for, so each server fetches its own), once; again after a failure.
- */
-const shells = new WeakMap<object, Promise<string>>()
-function loadShell(server: { url: URL }): Promise<string> {
-  let shell = shells.get(server)
-  if (!shell) {
-    shell = fetch(new URL(SHELL_PATH, server.url)).then(async (res) => {
-      if (!res.ok) throw new Error(`the dashboard bundle answered ${res.status}`)
-      return res.text()
-    })
-    shell.catch(() => shells.delete(server))
-    shells.set(server, shell)
-  }
-  return shell
+export const ASSET_HEADERS: Record<string, string> = {
+  'cache-control': 'public, max-age=31536000, immutable',
+  'x-content-type-options': 'nosniff',
 }
 
-/** `/app`, `/app/*`: the page with its headers; `GET /`: a browser is sent to /app/, an API client gets the 404 envelope. */
+/**
+ * `/app`, `/app/*`: the page with its headers; `/app-assets/:name`: its chunks; `GET /`: a browser is sent
+ * to /app/, an API client gets the 404 envelope.
+ */
 export function dashboardRoutes() {
-  const page = async ({ server }: { server: { url: URL } | null }): Promise<Response> => {
-    if (!server) throw new AppError('NOT_FOUND', 'The dashboard is served by a listening server only')
-    return new Response(await loadShell(server), { headers: DASHBOARD_HEADERS })
-  }
+  const page = async ({ request }: { request: Request }): Promise<Response> =>
+    encoded(request, (await webBundle()).shell, DASHBOARD_HEADERS)
   return new Elysia()
     .get('/app', page, { detail: { hide: true } })
     .get('/app/*', page, { detail: { hide: true } })
+    .get(`${ASSETS_PATH}:name`, async ({ request, params }) => {
+      const file = (await webBundle()).files.get(params.name)
+      if (!file) throw new AppError('NOT_FOUND', `No dashboard file ${params.name}`)
+      return encoded(request, file, ASSET_HEADERS)
+    }, { detail: { hide: true } })
     .get('/', ({ request, set }) => {
       if ((request.headers.get('accept') ?? '').includes('text/html')) {
         set.status = 302

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { TestEnv } from '../helpers/env'
 import { loadDashboard } from '../helpers/dashboard'
+import { brotliDecompressSync } from 'node:zlib'
 import { DASHBOARD_CSP } from '../../src/http/dashboard'
+import { bundleWeb, firstLoad } from '../../src/http/web-build'
 
 /** The source tree serves the dashboard too (`npm start`): Bun bundles web/index.html on the first request. */
 const env = new TestEnv('sqlite')
@@ -53,4 +55,43 @@ test('the page carries a CSP that runs no inline script, framing protection and 
     const html = await res.text()
     for (const m of html.matchAll(/<script\b[^>]*>/g)) expect(m[0]).toContain('src=')
   }
+})
+
+test('the chunks are served compressed by Accept-Encoding and cached for good; the HTML is never cached (issue 37)', async () => {
+  const page = await loadDashboard(base, '/app/')
+  const script = page.assets.find((a) => a.type?.startsWith('text/javascript'))
+  if (!script) throw new Error('the page names no script')
+  const plain = await fetch(script.url, { headers: { 'accept-encoding': 'identity' } })
+  const raw = new Uint8Array(await plain.arrayBuffer())
+  expect(plain.headers.get('content-encoding')).toBeNull()
+  expect(plain.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+  expect(plain.headers.get('vary')).toBe('accept-encoding')
+  for (const [accept, want] of [['gzip, deflate, br', 'br'], ['gzip', 'gzip'], ['br;q=0, gzip', 'gzip'], ['deflate', null]] as const) {
+    // decompress: false keeps the bytes as sent, to check them against the plain answer.
+    const res = await fetch(script.url, { headers: { 'accept-encoding': accept }, decompress: false })
+    expect({ accept, encoding: res.headers.get('content-encoding') }).toEqual({ accept, encoding: want })
+    const body = new Uint8Array(await res.arrayBuffer())
+    const decoded = want === 'br' ? new Uint8Array(brotliDecompressSync(body)) : want === 'gzip' ? Bun.gunzipSync(body) : body
+    expect(decoded).toEqual(raw)
+    if (want) expect(body.byteLength).toBeLessThan(raw.byteLength / 2)
+  }
+  const html = await fetch(`${base}/app/`, { headers: { 'accept-encoding': 'br' }, decompress: false })
+  expect(html.headers.get('content-encoding')).toBe('br')
+  expect(html.headers.get('cache-control')).toBe('no-cache')
+  const missing = await fetch(`${base}/app-assets/nothing-here.js`)
+  expect(missing.status).toBe(404)
+  expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND')
+})
+
+test('the first load is the shell; each page is a chunk loaded later (issue 37)', async () => {
+  const { shell, chunks } = await bundleWeb()
+  const first = firstLoad(shell, chunks)
+  const later = [...chunks.keys()].filter((n) => n.endsWith('.js') && !first.includes(n))
+  expect(first.some((n) => n.endsWith('.js'))).toBe(true)
+  expect(later.length).toBeGreaterThanOrEqual(10)
+  const firstCode = first.filter((n) => n.endsWith('.js')).map((n) => new TextDecoder().decode(chunks.get(n))).join('\n')
+  const laterCode = later.map((n) => new TextDecoder().decode(chunks.get(n))).join('\n')
+  // The workflow page's graph library is in a later chunk, not in the first load.
+  expect(laterCode).toContain('react-flow__')
+  expect(firstCode).not.toContain('react-flow__')
 })
