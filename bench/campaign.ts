@@ -6,6 +6,7 @@
  *   node_modules/.bin/bun bench/campaign.ts
  *     BENCH_RECIPIENTS=100000  subscribed contacts in the audience (the issue's two runs: 100000 and 1000000)
  *     BENCH_DATABASE_URL=pg    a fresh PostgreSQL database (default: a fresh SQLite file, the embedded store)
+ *     BENCH_ALTERNATE=2        2 runs on SQLite and 2 on PostgreSQL, alternated, then PostgreSQL's rate against SQLite's (bench/_alternate.ts)
  *     BENCH_SQLITE_SYNCHRONOUS=NORMAL   default FULL (fsync per commit)
  *     BENCH_SIGN_SECONDS=3     length of each signing-ceiling measurement
  *     BENCH_SERVER_ENV="K=V ..."   more environment for the server (e.g. BUN_JSC_* or MIMALLOC_* options;
@@ -49,6 +50,7 @@ import { createProject } from '../src/modules/projects/service'
 import { freshPgDatabase } from '../test/helpers/env'
 import { startTestDns } from '../test/helpers/dns'
 import { freePort, lines, verifiedBenchDomain } from './_proc'
+import { alternateStores } from './_alternate'
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 100_000)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
@@ -112,6 +114,8 @@ async function signatureCeiling(): Promise<number> {
   }
   return Math.round(total)
 }
+
+if (await alternateStores(import.meta.path, 'deliveredPerSecond', ['firstMessageMs', 'received', 'endToEndSeconds', 'cpuMsPerMessage'])) process.exit(0)
 
 const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-campaign-'))
 const pg = process.env.BENCH_DATABASE_URL === 'pg' ? await freshPgDatabase() : null

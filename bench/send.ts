@@ -9,6 +9,7 @@
  *     BENCH_LOG_LEVEL=info     the server's log level (info writes one line per request, as in production)
  *     BENCH_SQLITE_SYNCHRONOUS=NORMAL   default FULL (fsync per commit); NORMAL survives kill -9, not power loss
  *     BENCH_SINK=smtp-server   receive with smtp-server (test/helpers/smtp.ts) instead of the minimal sink
+ *     BENCH_ALTERNATE=3        3 runs on SQLite and 3 on PostgreSQL, alternated, then PostgreSQL's rate against SQLite's (bench/_alternate.ts)
  *
  * Three processes on this machine: the server (`mailctl serve --role api --role worker`, direct MX
  * delivery through a loopback DNS server, signer threads on every core), the sink (bench/_sink.ts, a
@@ -28,6 +29,7 @@ import { createProject } from '../src/modules/projects/service'
 import { freshPgDatabase } from '../test/helpers/env'
 import { startTestDns } from '../test/helpers/dns'
 import { freePort, lines, verifiedBenchDomain } from './_proc'
+import { alternateStores } from './_alternate'
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 20_000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
@@ -62,7 +64,7 @@ function threadSeconds(pid: number): Record<string, number> {
   return out
 }
 
-
+if (await alternateStores(import.meta.path, 'deliveredPerSecond', ['apiAcceptPerSecond', 'errors', 'received', 'cpuMsPerMessage'])) process.exit(0)
 
 const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-send-'))
 const pg = process.env.BENCH_DATABASE_URL === 'pg' ? await freshPgDatabase() : null

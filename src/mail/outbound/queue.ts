@@ -21,7 +21,7 @@
  * What both queues share is jobs/lease.ts: holder ids, renewal, release of a dead holder's leases and
  * of what a stopping worker holds, and the wake-up signal.
  */
-import { and, asc, count, eq, gt, inArray, isNull, lte, min, notInArray } from 'drizzle-orm'
+import { and, asc, count, eq, gt, inArray, isNull, lte, min, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
 import { mayClaim } from '../../jobs/nodes'
@@ -59,7 +59,7 @@ export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): P
  */
 export async function claimDue(store: Store, workerId: string, limit: number, leaseMs: number, now = new Date(), skipDomains: string[] = []): Promise<QueueRow[]> {
   if (!mayClaim(workerId)) return []
-  const { outboundQueue: q, emails: e } = store.t
+  const q = store.t.outboundQueue
   const until = leaseEnd(now, leaseMs)
   return store.tx(async (db) => {
     if (store.dialect === 'sqlite') {
@@ -77,17 +77,21 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
       }
       return rows
     }
-    const due = db.select({ id: q.emailId }).from(q)
-      .where(skipDomains.length ? and(lte(q.runAt, now), notInArray(q.domain, skipDomains)) : lte(q.runAt, now))
-      .orderBy(asc(q.priority), asc(q.runAt)).limit(limit)
-      .for('update', { skipLocked: true })
-    const rows = await db.update(q).set({ runAt: until, lockedBy: workerId, lockedUntil: until })
-      .where(inArray(q.emailId, due)).returning()
-    if (rows.length) {
-      await db.update(e).set({ status: 'SENDING', updatedAt: now })
-        .where(and(inArray(e.id, rows.map((r) => r.emailId)), eq(e.status, 'PENDING')))
-    }
-    return rows
+    // PostgreSQL: one statement (the due rows locked, skipping those another node holds locked, leased
+    // and their emails marked SENDING) instead of three awaited in turn.
+    const skip = skipDomains.length ? sql`AND domain <> ALL(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(skipDomains)}::jsonb)))` : sql``
+    const raw = await store.rows<Record<string, unknown>>(sql`WITH due AS (
+        SELECT email_id FROM outbound_queue WHERE run_at <= ${now.toISOString()}::timestamptz ${skip}
+        ORDER BY priority, run_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+      ), claimed AS (
+        UPDATE outbound_queue AS q SET run_at = ${until.toISOString()}::timestamptz, locked_by = ${workerId}, locked_until = ${until.toISOString()}::timestamptz
+        FROM due WHERE q.email_id = due.email_id RETURNING ${sql.raw(columnList(q, 'q'))}
+      ), sending AS (
+        UPDATE emails SET status = 'SENDING', updated_at = ${now.toISOString()}::timestamptz
+        WHERE id IN (SELECT email_id FROM claimed) AND status = 'PENDING'
+      )
+      SELECT * FROM claimed`, db)
+    return raw.map((r) => fromRaw<QueueRow>(q, r))
     // A claim lost in a crash leaves the rows due and the emails PENDING, as an expired lease does: it
     // does not wait for the disk (the outcome's commit, which does, makes it durable with it).
   }, { durable: false })
@@ -102,6 +106,25 @@ export async function rescheduleRow(store: Store, db: Db, r: { emailId: string; 
   const rows = await db.update(q).set({ runAt: r.runAt, attempts: r.attempts, lastError: r.lastError, lockedBy: null, lockedUntil: null })
     .where(heldBy(outboundLeases(store), r.workerId, [r.emailId])).returning({ id: q.emailId })
   return rows.length > 0
+}
+
+/**
+ * rescheduleRow of many rows (a recorder batch's deferrals); returns the ids this worker still held, which
+ * alone were rescheduled. One statement on PostgreSQL.
+ */
+export async function rescheduleRows(store: Store, db: Db, workerId: string, rows: Array<{ emailId: string; runAt: Date; attempts: number; lastError: string | null }>): Promise<Set<string>> {
+  if (store.dialect === 'sqlite' || rows.length <= 1) {
+    const mine = new Set<string>()
+    for (const r of rows) if (await rescheduleRow(store, db, { ...r, workerId })) mine.add(r.emailId)
+    return mine
+  }
+  const payload = JSON.stringify(rows.map((r) => ({ email_id: r.emailId, run_at: r.runAt.toISOString(), attempts: r.attempts, last_error: r.lastError })))
+  const done = await store.rows<{ email_id: string }>(sql`UPDATE outbound_queue SET run_at = x.run_at, attempts = x.attempts, last_error = x.last_error, locked_by = NULL, locked_until = NULL
+    FROM jsonb_to_recordset(${payload}::jsonb) AS x(email_id text, run_at timestamptz, attempts integer, last_error text)
+    WHERE outbound_queue.email_id = ANY(ARRAY(SELECT jsonb_array_elements(${payload}::jsonb) ->> 'email_id'))
+      AND outbound_queue.email_id = x.email_id AND outbound_queue.locked_by = ${workerId}
+    RETURNING outbound_queue.email_id`, db)
+  return new Set(done.map((r) => r.email_id))
 }
 
 /** Deletes rows (final outcomes); returns the ids actually deleted, so an outcome is applied once. */

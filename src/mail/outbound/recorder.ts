@@ -19,11 +19,11 @@ import { inlineMatches } from '../../modules/events/inline'
 import { projectHasConsumers } from '../../modules/events/interest'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../../modules/events/stream'
 import * as emailsRepo from '../../modules/emails/repo'
-import type { DeliveryEmail } from '../../modules/emails/repo'
+import type { DeliveryEmail, OutcomeSet } from '../../modules/emails/repo'
 import { suppress } from '../../modules/suppressions/service'
 import { bumpCampaign, type CampaignDelta } from '../../modules/tracking/repo'
 import { insertCaptured, type CapturedRow } from './capture'
-import { deleteRows, rescheduleRow, type QueueRow } from './queue'
+import { deleteRows, rescheduleRows, type QueueRow } from './queue'
 import { retryDelayMs, retryHintMs, type SmtpReply } from './replies'
 import type { Delivery } from './types'
 
@@ -50,7 +50,11 @@ export interface RecorderOptions {
   onWire?: () => number
 }
 
-interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): void }
+/** The final outcomes' email rows of a batch, written together (emails repo recordOutcomes). */
+type OutcomeWrites = Array<{ id: string; set: OutcomeSet }>
+
+/** `alone`: written in a transaction of its own (its batch failed: one outcome must not fail the others). */
+interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): void; alone?: boolean }
 
 /** The first and the longest wait before writing outcomes again after the store failed (disk full, database down). */
 const RETRY_FIRST_MS = 100
@@ -129,9 +133,10 @@ export class OutcomeRecorder {
     let retryMs = RETRY_FIRST_MS
     try {
       while (this.pending.length) {
-        await this.gather()
-        const batch = this.pending
-        this.pending = []
+        if (!this.pending[0].alone) await this.gather()
+        // Outcomes to be written alone go one at a time; the others together, up to the first of those.
+        const cut = this.pending.findIndex((p) => p.alone)
+        const batch = this.pending.splice(0, cut === 0 ? 1 : cut < 0 ? this.pending.length : cut)
         try {
           const t0 = performance.now()
           const events = await this.apply(batch.map((p) => p.outcome))
@@ -156,6 +161,14 @@ export class OutcomeRecorder {
             this.pending = batch.concat(this.pending)
             await new Promise((resolve) => setTimeout(resolve, retryMs))
             retryMs = Math.min(RETRY_MAX_MS, retryMs * 2)
+            continue
+          }
+          if (batch.length > 1) {
+            // Not the store as a whole: an outcome it refuses (a value, a constraint) fails its batch's
+            // transaction. Each is then written alone, so only that one fails and the others are recorded.
+            this.deps.log.warn('recording delivery outcomes failed; writing them one by one', { count: batch.length, ...errorFields(err) })
+            for (const p of batch) p.alone = true
+            this.pending = batch.concat(this.pending)
             continue
           }
           this.deps.log.error('recording delivery outcomes failed', { count: batch.length, ...errorFields(err) })
@@ -208,6 +221,7 @@ export class OutcomeRecorder {
       }
       const deleted = new Set(await deleteRows(store, db, finals.map((f) => f.o.queue.emailId)))
       const captured: CapturedRow[] = []
+      const outcomes: OutcomeWrites = []
       const writes: Array<Promise<unknown>> = []
       // Campaign counters: each final outcome is applied once (the one that deleted the queue row), so
       // each counts once; summed per campaign, one update each per commit.
@@ -234,23 +248,29 @@ export class OutcomeRecorder {
       for (const { o, expiredReply } of finals) {
         // Not deleted here: another worker recorded this email's outcome already (its lease had expired).
         if (!deleted.has(o.queue.emailId)) continue
-        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, now, count, quiet))
+        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, outcomes, count, quiet))
       }
-      for (const { o, reply, runAt } of deferrals) {
-        writes.push((async () => {
-          const mine = await rescheduleRow(store, db, { emailId: o.queue.emailId, workerId: this.opts.workerId, runAt, attempts: o.queue.attempts + 1, lastError: reply.text.slice(0, 1000) })
-          if (!mine) return
-          await emailsRepo.recordDeferral(store, db, o.email.id, o.queue.attempts + 1, reply.text.slice(0, 1000), now)
+      // Deferrals: the rows this worker still holds are rescheduled, and their emails' attempts written, in
+      // one statement each on PostgreSQL (queue.ts rescheduleRows, emails repo recordDeferrals).
+      writes.push((async () => {
+        if (!deferrals.length) return
+        const attempt = (o: Outcome) => o.queue.attempts + 1
+        const mine = await rescheduleRows(store, db, this.opts.workerId, deferrals.map(({ o, reply, runAt }) => ({ emailId: o.queue.emailId, runAt, attempts: attempt(o), lastError: reply.text.slice(0, 1000) })))
+        const held = deferrals.filter(({ o }) => mine.has(o.queue.emailId))
+        await emailsRepo.recordDeferrals(store, db, held.map(({ o, reply }) => ({ id: o.email.id, attempts: attempt(o), lastReply: reply.text.slice(0, 1000) })), now)
+        for (const { o, reply, runAt } of held) {
           // Each attempt's SMTP reply stays readable (GET /emails/:id/attempts), not only the last one.
           const d = o.delivery as Extract<Delivery, { kind: 'deferred' }>
           const base = emailBase(o.email)
           emit(o, {
             contactId: o.email.contactId, name: 'email.deferred', emailId: o.email.id, createdAt: o.at, base,
-            data: { ...base, attempt: o.queue.attempts + 1, ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString(), ...tlsNote(d.clearReason) },
+            data: { ...base, attempt: attempt(o), ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString(), ...tlsNote(d.clearReason) },
           })
-        })())
-      }
+        }
+      })())
       await Promise.all(writes)
+      // The final outcomes' email rows: one statement per kind of outcome on PostgreSQL.
+      await emailsRepo.recordOutcomes(store, db, outcomes, now)
       for (const [campaignId, c] of counts) await bumpCampaign(store, db, c.projectId, campaignId, c.d, now)
       await insertCaptured(store, db, captured, now)
       const committed = new Map<string, EventRow[]>()
@@ -263,11 +283,10 @@ export class OutcomeRecorder {
 
   private async applyFinal(
     db: Db, o: Outcome, expiredReply: SmtpReply | undefined,
-    emit: (o: Outcome, e: NewEvent) => void, captured: CapturedRow[], now: Date,
+    emit: (o: Outcome, e: NewEvent) => void, captured: CapturedRow[], outcomes: OutcomeWrites,
     count: (e: DeliveryEmail, add: Partial<Record<'sent' | 'delivered' | 'bounced' | 'failed', number>>) => void,
     quiet: (projectId: string) => Promise<boolean>,
   ): Promise<void> {
-    const { store } = this.deps
     const e = o.email
     const base = emailBase(e)
     const attempts = o.queue.attempts + 1
@@ -278,7 +297,7 @@ export class OutcomeRecorder {
     const bounced = e.bouncedAt ? 0 : 1
     if (expiredReply) {
       count(e, { bounced })
-      await emailsRepo.recordOutcome(store, db, e.id, { status: 'BOUNCED', attempts, bounceType: 'soft', bouncedAt: at, lastReply: expiredReply.text, dropAttachmentContent: drop }, now)
+      outcomes.push({ id: e.id, set: { status: 'BOUNCED', attempts, bounceType: 'soft', bouncedAt: at, lastReply: expiredReply.text, dropAttachmentContent: drop } })
       ev('email.bounce', { bounceType: 'soft', ...replyFields(expiredReply), host: null, suppressed: false, bouncedAt: at.toISOString(), reason: 'The message could not be delivered before the retry period ended' })
       return
     }
@@ -296,10 +315,10 @@ export class OutcomeRecorder {
           const source = { id: e.id, projectId: e.projectId, contactId: e.contactId, attempts, deliveredAt: at, deliveredTo: d.host, lastReply: d.reply.text, inlineEvents: d.secure ? 1 : 0 }
           if (inlineMatches(source, { sent: { attempt: attempts, ...sent }, delivery: { attempt: attempts, ...delivery } })) inlineEvents = source.inlineEvents
         }
-        await emailsRepo.recordOutcome(store, db, e.id, {
+        outcomes.push({ id: e.id, set: {
           status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
           lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop, inlineEvents,
-        }, now)
+        } })
         if (inlineEvents !== undefined) return
         ev('email.sent', sent)
         if (delivery) ev('email.delivery', delivery)
@@ -307,14 +326,14 @@ export class OutcomeRecorder {
       }
       case 'captured': {
         count(e, { sent: 1 })
-        await emailsRepo.recordOutcome(store, db, e.id, { status: 'SENT', attempts, sentAt: at, deliveredTo: 'capture', size: o.size, dropAttachmentContent: drop }, now)
+        outcomes.push({ id: e.id, set: { status: 'SENT', attempts, sentAt: at, deliveredTo: 'capture', size: o.size, dropAttachmentContent: drop } })
         captured.push({ emailId: e.id, projectId: e.projectId, from: e.fromAddress, to: e.toAddress, subject: e.subject, raw: d.raw.toString('latin1'), envelopeFrom: o.envelopeFrom })
         ev('email.sent', { sentAt: at.toISOString(), host: 'capture' })
         return
       }
       case 'bounced': {
         count(e, { bounced })
-        await emailsRepo.recordOutcome(store, db, e.id, { status: 'BOUNCED', attempts, bounceType: 'hard', bouncedAt: at, lastReply: d.reply.text, deliveredTo: d.host, dropAttachmentContent: drop }, now)
+        outcomes.push({ id: e.id, set: { status: 'BOUNCED', attempts, bounceType: 'hard', bouncedAt: at, lastReply: d.reply.text, deliveredTo: d.host, dropAttachmentContent: drop } })
         let suppressed = false
         if (d.suppress) {
           await suppress(ctxFor(this.deps, e.projectId, { kind: 'job', name: 'outbound' }), db, { email: e.toAddress, reason: 'bounce', emailId: e.id, detail: d.reply.text })
@@ -325,7 +344,7 @@ export class OutcomeRecorder {
       }
       case 'failed': {
         count(e, { failed: 1 })
-        await emailsRepo.recordOutcome(store, db, e.id, { status: 'FAILED', attempts, failedAt: at, lastReply: d.reason, dropAttachmentContent: drop }, now)
+        outcomes.push({ id: e.id, set: { status: 'FAILED', attempts, failedAt: at, lastReply: d.reason, dropAttachmentContent: drop } })
         ev('email.failed', { reason: d.reason, failedAt: at.toISOString() })
         return
       }

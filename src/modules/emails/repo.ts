@@ -132,10 +132,81 @@ export async function recordOutcome(store: Store, db: Db, id: string, o: Outcome
   }
 }
 
+/** PostgreSQL types of the outcome columns, for jsonb_to_recordset (recordOutcomes). */
+const PG_OUTCOME_TYPES: Record<(typeof OUTCOME_COLUMNS)[number][0], string> = {
+  attempts: 'integer', lastReply: 'text', deliveredTo: 'text', bounceType: 'text', size: 'integer',
+  deliveredAt: 'timestamptz', bouncedAt: 'timestamptz', failedAt: 'timestamptz', inlineEvents: 'integer',
+}
+
+/**
+ * Records many outcomes (the outbound recorder's batch). SQLite: each as recordOutcome does (statements
+ * compiled once, in-process: a statement per email costs µs). PostgreSQL: one UPDATE per shape of outcome
+ * (its status and the fields it sets: delivered, sent, bounced, failed...), the rows as one JSON
+ * parameter, and one UPDATE of the contents whose attachments are dropped, instead of a statement per email.
+ */
+export async function recordOutcomes(store: Store, db: Db, writes: Array<{ id: string; set: OutcomeSet }>, now: Date): Promise<void> {
+  if (!writes.length) return
+  if (store.dialect === 'sqlite' || writes.length === 1) {
+    for (const w of writes) await recordOutcome(store, db, w.id, w.set, now)
+    return
+  }
+  const shapes = new Map<string, { status: EmailStatus; keys: Array<(typeof OUTCOME_COLUMNS)[number]>; sentAt: boolean; rows: Array<Record<string, unknown>> }>()
+  for (const { id, set } of writes) {
+    const keys = OUTCOME_COLUMNS.filter(([k]) => set[k] !== undefined)
+    const shape = `${set.status}|${keys.map(([k]) => k).join(',')}|${set.sentAt ? 1 : 0}`
+    let g = shapes.get(shape)
+    if (!g) {
+      g = { status: set.status, keys, sentAt: Boolean(set.sentAt), rows: [] }
+      shapes.set(shape, g)
+    }
+    const row: Record<string, unknown> = { id }
+    for (const [k, col] of keys) {
+      const v = set[k]
+      row[col] = v instanceof Date ? v.toISOString() : v
+    }
+    if (set.sentAt) row.sent_at = set.sentAt.toISOString()
+    g.rows.push(row)
+  }
+  for (const g of shapes.values()) {
+    const rank = statusRank(g.status)
+    if (rank < 0) throw new Error(`unknown email status ${g.status}`)
+    const cols = g.keys.map(([k, col]) => ({ col, type: PG_OUTCOME_TYPES[k] }))
+    if (g.sentAt) cols.push({ col: 'sent_at', type: 'timestamptz' })
+    const sets = g.keys.map(([, col]) => `${col} = x.${col}`)
+    if (g.sentAt) sets.push('sent_at = COALESCE(emails.sent_at, x.sent_at)')
+    const payload = JSON.stringify(g.rows)
+    // Constants only in the raw parts: the status (one of EMAIL_STATUSES) and column names and types.
+    await store.exec(sql`UPDATE emails SET ${sql.raw(`status = CASE WHEN (CASE emails.status ${STATUS_RANKS} ELSE -1 END) < ${rank} THEN '${g.status}' ELSE emails.status END`)},
+      updated_at = ${now.toISOString()}::timestamptz${sql.raw(sets.map((s) => `, ${s}`).join(''))}
+      FROM jsonb_to_recordset(${payload}::jsonb) AS x(${sql.raw(['id text', ...cols.map((c) => `${c.col} ${c.type}`)].join(', '))})
+      WHERE emails.id = ANY(ARRAY(SELECT jsonb_array_elements(${payload}::jsonb) ->> 'id')) AND emails.id = x.id`, db)
+  }
+  const drop = writes.filter((w) => w.set.dropAttachmentContent).map((w) => w.id)
+  if (drop.length) {
+    await store.exec(sql`UPDATE email_contents SET attachments = (SELECT jsonb_agg(jsonb_set(a, '{content}', 'null'::jsonb)) FROM jsonb_array_elements(attachments) a)
+      WHERE email_id = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(drop)}::jsonb))) AND attachments IS NOT NULL`, db)
+  }
+}
+
+/** `WHEN '<status>' THEN <rank>` for every status (a constant). */
+const STATUS_RANKS = EMAIL_STATUSES.map((st, i) => `WHEN '${st}' THEN ${i}`).join(' ')
+
 /** Attempts and last reply of a deferred email (its status stays SENDING). */
 export async function recordDeferral(store: Store, db: Db, id: string, attempts: number, lastReply: string, now: Date): Promise<void> {
   const e = store.t.emails
   await db.update(e).set({ attempts, lastReply, updatedAt: now }).where(eq(e.id, id))
+}
+
+/** recordDeferral of many emails: one statement on PostgreSQL. */
+export async function recordDeferrals(store: Store, db: Db, rows: Array<{ id: string; attempts: number; lastReply: string }>, now: Date): Promise<void> {
+  if (store.dialect === 'sqlite' || rows.length <= 1) {
+    for (const r of rows) await recordDeferral(store, db, r.id, r.attempts, r.lastReply, now)
+    return
+  }
+  const payload = JSON.stringify(rows.map((r) => ({ id: r.id, attempts: r.attempts, last_reply: r.lastReply })))
+  await store.exec(sql`UPDATE emails SET attempts = x.attempts, last_reply = x.last_reply, updated_at = ${now.toISOString()}::timestamptz
+    FROM jsonb_to_recordset(${payload}::jsonb) AS x(id text, attempts integer, last_reply text)
+    WHERE emails.id = ANY(ARRAY(SELECT jsonb_array_elements(${payload}::jsonb) ->> 'id')) AND emails.id = x.id`, db)
 }
 
 export async function findEmail(store: Store, projectId: string, id: string): Promise<EmailRow | null> {
