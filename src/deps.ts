@@ -23,7 +23,7 @@ export interface Deps {
    * fetch when absent. Tests inject one that never leaves the machine.
    */
   fetch?: FetchLike
-  /** The clock of the workflow engine (DELAY due times, waits, step records); real time when absent. Tests move it. */
+  /** The clock of the workflow engine (DELAY due times, waits, step records) and of campaign waves and A/B waits; real time when absent. Tests move it. */
   clock?: () => Date
 }
 

@@ -3,12 +3,14 @@ import { AppError } from '../../errors'
 import { defineJob, type AnyJob } from '../../jobs/queue'
 import { fanOut, type FanOutOptions } from './fanout'
 import * as repo from './repo'
-import { assertWithinCap, SCHEDULER_JOB, SEND_JOB, startSending } from './service'
+import { nowOf } from './fanout'
+import { AB_WINNER_JOB, assertWithinCap, decideAbWinner, SCHEDULER_JOB, SEND_JOB, startSending } from './service'
 
 /**
  * Background work of the campaigns module:
  * - `campaign.send`: the fan-out of one campaign (queued with SENDING, unique per campaign); a failed run is
  *   retried by the job queue and resumes from the campaign's checkpoint;
+ * - `campaign.ab-winner`: an A/B test's winner when its wait ends, and the send to the rest;
  * - `campaigns.scheduler`: every few seconds, SCHEDULED campaigns whose time has come start sending. A time
  *   that passed while no worker ran is caught at the next run (the next boot).
  * A campaign whose audience would pass the project's monthly campaigns cap does not start: a scheduled
@@ -57,7 +59,7 @@ export const campaignSchedulerJob = defineJob({
   name: SCHEDULER_JOB,
   everyMs: SCHEDULER_EVERY_MS,
   async run({ deps }) {
-    const due = await repo.dueScheduled(deps.store, new Date(), SCHEDULER_BATCH)
+    const due = await repo.dueScheduled(deps.store, nowOf({ deps }), SCHEDULER_BATCH)
     let started = 0
     for (const c of due) {
       const ctx = jobCtx(deps, c.projectId, SCHEDULER_JOB)
@@ -80,4 +82,13 @@ export const campaignSchedulerJob = defineJob({
   },
 })
 
-export const campaignJobs: AnyJob[] = [campaignSendJob(), campaignSchedulerJob]
+/** `campaign.ab-winner`: an A/B test's winner, chosen when its wait ends (queued with that run time). */
+export const abWinnerJob = defineJob<SendPayload>({
+  name: AB_WINNER_JOB,
+  maxAttempts: 10,
+  async run({ deps, job }, payload) {
+    return decideAbWinner(jobCtx(deps, job.projectId, AB_WINNER_JOB), payload.campaignId)
+  },
+})
+
+export const campaignJobs: AnyJob[] = [campaignSendJob(), campaignSchedulerJob, abWinnerJob]

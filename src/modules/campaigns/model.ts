@@ -43,6 +43,36 @@ const OptFromName = t.Optional(t.Union([FromName, t.Null()], { error: 'fromName 
 const OptReplyTo = t.Optional(t.Union([Email, t.Null()], { error: 'replyTo must be an email address, or null' }))
 const OptSegmentId = t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()], { error: 'segmentId must be a segment id, or null' }))
 
+/** POST/PUT /campaigns `abTest` (issue 36.5): 2-4 variants of the subject (and, optionally, the body). */
+export const AbTest = t.Object({
+  variants: t.Array(t.Object({
+    subject: Subject,
+    body: t.Optional(Body),
+  }, { additionalProperties: false }), {
+    minItems: 2, maxItems: 4, error: 'abTest.variants must be 2 to 4 variants, each {subject, body?}',
+    description: 'Variant i is sent with its subject and its body (the campaign\'s body when it has none)',
+  }),
+  testPercent: t.Integer({ minimum: 5, maximum: 50, error: 'abTest.testPercent must be an integer from 5 to 50', description: 'Share of the audience in the test group, split evenly over the variants at random' }),
+  metric: t.Union([t.Literal('opens'), t.Literal('clicks')], { error: 'abTest.metric must be "opens" or "clicks"', description: 'The winner has the highest rate of unique opens or clicks' }),
+  waitMinutes: t.Integer({ minimum: 10, maximum: 1440, error: 'abTest.waitMinutes must be an integer from 10 to 1440', description: 'Minutes between the end of the test send and the choice of the winner' }),
+}, { additionalProperties: false, error: 'abTest must be {variants, testPercent, metric, waitMinutes}' })
+export type AbTestInput = Static<typeof AbTest>
+
+const AbTestStatus = t.Object({
+  phase: t.String({ description: 'TEST (the test group is being sent), WAITING (for the winner), WINNER (the winner goes to the rest)' }),
+  decideAt: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the winner is (or was) chosen' }),
+  winner: t.Union([t.Integer(), t.Null()], { description: 'Index of the winning variant, once chosen' }),
+  reason: t.Union([t.String(), t.Null()], { description: 'How the winner was chosen' }),
+})
+
+/** POST /campaigns/:id/send `sendAt` (issue 36.6): one local time in each recipient's time zone. */
+export const LocalSendAt = t.Object({
+  date: t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', error: 'sendAt.date must be a date YYYY-MM-DD', description: 'The local date' }),
+  localTime: t.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', error: 'sendAt.localTime must be a time HH:MM (00:00-23:59)', description: 'The local time of day' }),
+  fallbackTimeZone: t.String({ minLength: 1, maxLength: 100, error: 'sendAt.fallbackTimeZone must be an IANA time zone name', description: 'IANA zone of contacts whose data.timezone is missing or not a known IANA name' }),
+}, { additionalProperties: false, error: 'sendAt must be {date, localTime, fallbackTimeZone}' })
+export type LocalSendAtInput = Static<typeof LocalSendAt>
+
 export const Campaign = t.Object({
   id: t.String(),
   name: t.String(),
@@ -60,6 +90,10 @@ export const Campaign = t.Object({
   audienceCondition: t.Union([t.Unknown(), t.Null()]),
   segmentId: t.Union([t.String(), t.Null()]),
   scheduledFor: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  abTest: t.Union([AbTest, t.Null()], { description: 'The A/B test, or null' }),
+  abTestStatus: t.Union([AbTestStatus, t.Null()], { description: 'Where the A/B test is, once sending started' }),
+  sendAt: t.Union([LocalSendAt, t.Null()], { description: 'A send at one local time in each recipient\'s zone, or null' }),
+  nextWaveAt: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'A local-time send: the wave in progress or next' }),
   totalRecipients: t.Integer({ description: 'Contacts the fan-out has handled so far: queued plus skipped' }),
   sentCount: t.Integer({ description: 'Emails handed to the outbound queue' }),
   deliveredCount: t.Integer(),
@@ -93,6 +127,8 @@ export const CampaignBody = t.Object({
   audienceType: AudienceField,
   segmentId: OptSegmentId,
   audienceCondition: t.Optional(Condition),
+  /** A replacement: PUT without abTest (or null) leaves none. */
+  abTest: t.Optional(t.Union([AbTest, t.Null()], { error: 'abTest must be {variants: [{subject, body?}] (2-4), testPercent: 5..50, metric: "opens"|"clicks", waitMinutes: 10..1440}, or null' })),
 })
 export type CampaignInput = Static<typeof CampaignBody>
 
@@ -100,6 +136,7 @@ export const SendBody = t.Object({
   scheduledFor: t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()], {
     error: 'scheduledFor must be a date string, or null', description: 'Any value Date.parse accepts; omitted, null or in the past: send now',
   })),
+  sendAt: t.Optional(LocalSendAt),
 })
 export type SendInput = Static<typeof SendBody>
 
@@ -143,6 +180,18 @@ export const CampaignStats = t.Object({
   unsubscribed: t.Integer({ description: 'Contacts who unsubscribed through this campaign (link or List-Unsubscribe), once each' }),
   skippedUnsubscribed: t.Integer(),
   skippedSuppressed: t.Integer(),
+  variants: t.Array(t.Object({
+    index: t.Integer(),
+    subject: t.String(),
+    winner: t.Boolean(),
+    recipients: t.Integer({ description: 'Test-group contacts drawn for the variant and sent to' }),
+    delivered: t.Integer(),
+    opened: t.Integer({ description: 'Emails opened at least once' }),
+    clicked: t.Integer({ description: 'Emails with at least one tracked click' }),
+    bounced: t.Integer(),
+    openRate: t.Number({ description: 'opened / recipients (0 with no recipients)' }),
+    clickRate: t.Number({ description: 'clicked / recipients' }),
+  }), { description: 'An A/B campaign: its test group per variant (empty otherwise)' }),
 })
 export type CampaignStats = Static<typeof CampaignStats>
 

@@ -3,6 +3,7 @@ import type { DeliveryEmail } from '../emails/repo'
 import { trackingEnabled } from '../tracking/service'
 import { renderCampaignContent, type CampaignSource } from './body'
 import * as repo from './repo'
+import { withVariant } from './abtest'
 
 /**
  * Campaign-shaped storage (docs/architecture.md, Campaigns): a campaign's subject and body are stored
@@ -27,7 +28,10 @@ async function campaignSource(deps: Deps, projectId: string, id: string): Promis
   const hit = cache.get(key)
   if (hit && Date.now() - hit.at < CACHE_TTL_MS) return hit.value
   const row = await repo.findById(deps.store, deps.store.db, projectId, id)
-  const value = row ? { id: row.id, projectId: row.projectId, subject: row.subject, body: row.body, type: row.type } : null
+  // An A/B campaign's mail rendered here is the winner's (its test group's is, when its variants have
+  // bodies of their own, rendered at fan-out), or the campaign's own body that every variant shares.
+  const sent = row ? withVariant(row, row.abState?.phase === 'WINNER' ? row.abState.winner : null) : null
+  const value = sent ? { id: sent.id, projectId: sent.projectId, subject: sent.subject, body: sent.body, type: sent.type } : null
   if (cache.size > 1000) cache.clear()
   cache.set(key, { at: Date.now(), value })
   return value

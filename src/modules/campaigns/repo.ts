@@ -259,3 +259,57 @@ export async function topLinks(store: Store, db: Db, projectId: string, campaign
     .groupBy(url).orderBy(desc(clicks), asc(url)).limit(limit)
   return rows.filter((r) => typeof r.url === 'string' && r.url !== '').map((r) => ({ url: r.url, clicks: Number(r.clicks), uniqueClicks: Number(r.uniqueClicks) }))
 }
+
+/**
+ * A phase change of an A/B or local-time fan-out (test → waiting, the next wave, the end): only while the
+ * campaign is SENDING and unchanged since `seenAt` (its updatedAt as this runner last wrote or read it),
+ * so a second runner that finished first makes this a no-op (null).
+ */
+export async function transition(
+  store: Store, db: Db, projectId: string, id: string, seenAt: Date, set: Partial<Omit<CampaignRow, 'id' | 'projectId' | 'createdAt'>>,
+): Promise<CampaignRow | null> {
+  const { campaigns: c } = store.t
+  const [row] = await db.update(c).set(set)
+    .where(and(eq(c.projectId, projectId), eq(c.id, id), eq(c.status, 'SENDING'), eq(c.updatedAt, seenAt))).returning()
+  return row ?? null
+}
+
+export type RecipientRow = typeof import('../../db/schema').pgSchema.campaignRecipients.$inferSelect
+
+/** Of `contactIds`, those an A/B test group or an earlier wave of the campaign handled already. */
+export async function handledAmong(store: Store, db: Db, campaignId: string, contactIds: string[]): Promise<Set<string>> {
+  if (!contactIds.length) return new Set()
+  const r = store.t.campaignRecipients
+  const rows = await db.select({ id: r.contactId }).from(r).where(and(eq(r.campaignId, campaignId), inArray(r.contactId, contactIds)))
+  return new Set(rows.map((x) => x.id))
+}
+
+export async function insertRecipients(store: Store, db: Db, rows: RecipientRow[]): Promise<void> {
+  const r = store.t.campaignRecipients
+  for (let i = 0; i < rows.length; i += 500) await db.insert(r).values(rows.slice(i, i + 500)).onConflictDoNothing()
+}
+
+/** The A/B test group per variant: contacts sent to, and their emails delivered, opened, clicked, bounced (unique per email). */
+export async function variantCounts(store: Store, db: Db, projectId: string, campaignId: string) {
+  const { campaignRecipients: r, emails: e } = store.t
+  const n = (col: SQL) => sql<number | string>`count(${col})`
+  const rows = await db.select({
+    variant: r.variant, recipients: n(sql`${e.id}`), delivered: n(sql`${e.deliveredAt}`), opened: n(sql`${e.openedAt}`),
+    clicked: n(sql`${e.clickedAt}`), bounced: n(sql`${e.bouncedAt}`),
+  }).from(r).innerJoin(e, and(eq(e.id, r.emailId), eq(e.projectId, projectId)))
+    .where(and(eq(r.campaignId, campaignId), isNotNull(r.variant))).groupBy(r.variant)
+  return rows.map((x) => ({
+    index: Number(x.variant), recipients: Number(x.recipients), delivered: Number(x.delivered), opened: Number(x.opened),
+    clicked: Number(x.clicked), bounced: Number(x.bounced),
+  }))
+}
+
+/** The distinct `data.timezone` values of the audience (a local-time send's waves). */
+export async function audienceZones(store: Store, db: Db, projectId: string, where: SQL | null): Promise<Array<string | null>> {
+  const c = store.t.contacts
+  const tz = store.dialect === 'pg' ? sql<string | null>`(${c.data}->>'timezone')` : sql<string | null>`json_extract(${c.data}, '$.timezone')`
+  const conds: SQL[] = [eq(c.projectId, projectId)]
+  if (where) conds.push(where)
+  const rows = await db.selectDistinct({ tz }).from(c).where(and(...conds)).limit(10_000)
+  return rows.map((x) => (typeof x.tz === 'string' ? x.tz : null))
+}

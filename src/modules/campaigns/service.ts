@@ -1,5 +1,5 @@
 import type { Ctx } from '../../deps'
-import { badRequest, conflict, invalidField, notFound } from '../../errors'
+import { AppError, badRequest, conflict, invalidField, notFound } from '../../errors'
 import { cleanTree, prepareFilter, type FilterTree } from '../../filters'
 import { loadSegments } from '../../filters/repo'
 import { enqueue } from '../../jobs/queue'
@@ -12,7 +12,10 @@ import { suppressedAmong } from '../suppressions/service'
 import { notifyQueued } from '../../mail/outbound'
 import { checkCap } from '../billing/service'
 import { renderCampaignBodyOffThread, renderCampaignSubject } from './body'
-import { audienceWhere, campaignEmail } from './fanout'
+import { audienceWhere, campaignEmail, nowOf, SEND_JOB } from './fanout'
+import { chooseWinner } from './abtest'
+import { isCalendarDate, isTimeZone, waveInstants } from './localtime'
+import type { AbTestConfig } from '../../db/schema/campaigns'
 import {
   CAMPAIGN_STATUSES, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
   type AudienceCount, type AudienceInput, type Campaign, type CampaignInput, type CampaignLinks, type CampaignList, type CampaignStats, type CampaignStatus, type ListCampaignsQuery, type SendInput, type SendResult, type TestInput, type TestResult,
@@ -21,7 +24,7 @@ import * as repo from './repo'
 
 /** Campaign verbs, shared by the HTTP routes, the send and scheduler jobs and (later) the CLI. */
 
-export const SEND_JOB = 'campaign.send'
+export { AB_WINNER_JOB, SEND_JOB } from './fanout'
 export const SCHEDULER_JOB = 'campaigns.scheduler'
 
 /** States a campaign may be edited in (PUT). */
@@ -69,6 +72,10 @@ function toCampaign(row: repo.CampaignRow, stored?: repo.CounterRow): Campaign {
     audienceCondition: row.audienceCondition ?? null,
     segmentId: row.segmentId,
     scheduledFor: iso(row.scheduledFor),
+    abTest: row.abTest ?? null,
+    abTestStatus: row.abState ? { phase: row.abState.phase, decideAt: row.abState.decideAt, winner: row.abState.winner, reason: row.abState.reason } : null,
+    sendAt: row.sendAt ?? null,
+    nextWaveAt: row.sendAt ? iso(row.waveAt) : null,
     totalRecipients: row.totalRecipients,
     sentCount: row.sentCount,
     deliveredCount: counts.delivered,
@@ -114,6 +121,7 @@ async function checkInput(ctx: Ctx, input: CampaignInput, previousFrom: string |
   // A replacement: the body gets the preheader given, or loses the one it had.
   const body = withPreheader(input.body, input.preheader)
   await checkTemplateSource({ subject: input.subject, body })
+  const abTest = await checkAbTest(input)
   const audience = await checkAudience(ctx, input)
   const from = normEmail(input.from)
   if (from !== previousFrom) await assertSenderAllowed(ctx, from)
@@ -130,7 +138,25 @@ async function checkInput(ctx: Ctx, input: CampaignInput, previousFrom: string |
     type: input.type ?? 'MARKETING',
     audienceType: input.audienceType,
     ...audience,
+    abTest,
   }
+}
+
+/** The variants of an A/B test compile (422 naming the variant); their bodies get the campaign's preheader. */
+async function checkAbTest(input: CampaignInput): Promise<AbTestConfig | null> {
+  if (!input.abTest) return null
+  const variants: AbTestConfig['variants'] = []
+  for (const [i, v] of input.abTest.variants.entries()) {
+    const body = v.body === undefined ? undefined : withPreheader(v.body, input.preheader)
+    try {
+      await checkTemplateSource({ subject: v.subject, body })
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'VALIDATION_ERROR') throw invalidField(`abTest.variants.${i}`, `abTest.variants.${i}: ${err.message}`, 'invalid_template')
+      throw err
+    }
+    variants.push(body === undefined ? { subject: v.subject } : { subject: v.subject, body })
+  }
+  return { variants, testPercent: input.abTest.testPercent, metric: input.abTest.metric, waitMinutes: input.abTest.waitMinutes }
 }
 
 /** POST /campaigns: a new DRAFT. */
@@ -141,6 +167,7 @@ export async function createCampaign(ctx: Ctx, input: CampaignInput): Promise<Ca
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, ...fields, status: 'DRAFT',
     scheduledFor: null, startedAt: null, finishedAt: null, sentAt: null, cancelledAt: null, lastContactId: null,
     totalRecipients: 0, sentCount: 0, skippedUnsubscribed: 0, skippedSuppressed: 0, createdAt: now, updatedAt: now,
+    abState: null, sendAt: null, waveAt: null,
   }
   await ctx.store.tx((db) => repo.insert(ctx.store, db, row))
   return toCampaign(row)
@@ -186,6 +213,7 @@ export async function replaceCampaign(ctx: Ctx, id: string, input: CampaignInput
   const existing = await load(ctx, id)
   if (!EDITABLE.includes(existing.status as CampaignStatus)) throw refused(existing, 'edited', EDITABLE)
   const fields = await checkInput(ctx, input, existing.fromEmail)
+  if (fields.abTest && existing.sendAt) throw abWithLocalTime()
   const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, EDITABLE, { ...fields, updatedAt: new Date() }))
   if (!row) {
     // The status changed in between (a send or cancel): answer as if it had come first.
@@ -215,6 +243,7 @@ export async function duplicateCampaign(ctx: Ctx, id: string): Promise<Campaign>
     name: src.name.length + suffix.length > 255 ? `${src.name.slice(0, 255 - suffix.length)}${suffix}` : `${src.name}${suffix}`,
     status: 'DRAFT', scheduledFor: null, startedAt: null, finishedAt: null, sentAt: null, cancelledAt: null, lastContactId: null,
     totalRecipients: 0, sentCount: 0, skippedUnsubscribed: 0, skippedSuppressed: 0, createdAt: now, updatedAt: now,
+    abState: null, sendAt: null, waveAt: null,
   }
   await ctx.store.tx((db) => repo.insert(ctx.store, db, row))
   return toCampaign(row)
@@ -241,7 +270,7 @@ export async function cancelCampaign(ctx: Ctx, id: string): Promise<Campaign> {
 export async function unscheduleCampaign(ctx: Ctx, id: string): Promise<Campaign> {
   const existing = await load(ctx, id)
   if (existing.status !== 'SCHEDULED') throw refused(existing, 'unscheduled', ['SCHEDULED'])
-  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
+  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, sendAt: null, waveAt: null, updatedAt: new Date() }))
   if (!row) throw refused(await load(ctx, id), 'unscheduled', ['SCHEDULED'])
   return toCampaign(row, (await countersOf(ctx, [id])).get(id))
 }
@@ -253,17 +282,34 @@ export async function campaignStats(ctx: Ctx, id: string): Promise<CampaignStats
   return {
     campaignId: id, status: row.status, totalRecipients: row.totalRecipients, queued: row.sentCount, ...counts,
     skippedUnsubscribed: row.skippedUnsubscribed, skippedSuppressed: row.skippedSuppressed,
+    variants: await variantStats(ctx, row),
   }
+}
+
+/** An A/B campaign's test group per variant (none before its test starts, or without a test). */
+async function variantStats(ctx: Ctx, row: repo.CampaignRow): Promise<CampaignStats['variants']> {
+  const config = row.abTest
+  if (!config) return []
+  const counts = new Map((await repo.variantCounts(ctx.store, ctx.store.db, ctx.projectId, row.id)).map((c) => [c.index, c]))
+  return config.variants.map((v, index) => {
+    const c = counts.get(index)
+    const n = c?.recipients ?? 0
+    return {
+      index, subject: v.subject, winner: row.abState?.winner === index, recipients: n,
+      delivered: c?.delivered ?? 0, opened: c?.opened ?? 0, clicked: c?.clicked ?? 0, bounced: c?.bounced ?? 0,
+      openRate: n ? (c?.opened ?? 0) / n : 0, clickRate: n ? (c?.clicked ?? 0) / n : 0,
+    }
+  })
 }
 
 /**
  * Moves a campaign from one of `from` to SENDING and queues its fan-out job, in one transaction (the
  * job's unique key is the campaign id). Null when the campaign was not in one of `from`.
  */
-export async function startSending(ctx: Ctx, id: string, from: readonly CampaignStatus[]): Promise<repo.CampaignRow | null> {
+export async function startSending(ctx: Ctx, id: string, from: readonly CampaignStatus[], set: Partial<repo.CampaignRow> = {}): Promise<repo.CampaignRow | null> {
   const now = new Date()
   return ctx.store.tx(async (db) => {
-    const row = await repo.updateIn(ctx.store, db, ctx.projectId, id, from, { status: 'SENDING', startedAt: now, updatedAt: now })
+    const row = await repo.updateIn(ctx.store, db, ctx.projectId, id, from, { ...set, status: 'SENDING', startedAt: now, updatedAt: now })
     if (!row) return null
     await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { projectId: ctx.projectId, uniqueKey: id, maxAttempts: 10 }, db)
     return row
@@ -283,17 +329,30 @@ export async function assertWithinCap(ctx: Ctx, row: repo.CampaignRow): Promise<
 }
 
 /**
- * POST /campaigns/:id/send. Only a DRAFT is sent (409 otherwise). `scheduledFor` absent, null or not in
- * the future: the fan-out starts now (SENDING); a future time: SCHEDULED until the scheduler starts it.
- * An unparseable value is a 400. The sender domain is checked again (403).
+ * Job `campaign.ab-winner`, at the end of an A/B test's wait: the winner by the metric (abtest.ts,
+ * chooseWinner) is recorded and the send to the rest of the audience queued, in one transaction; a
+ * crash before it runs the job again, after it the send job is there. Anything but a waiting test: no-op.
  */
-export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Promise<SendResult> {
-  let at: Date | null = null
-  if (input.scheduledFor !== undefined && input.scheduledFor !== null) {
-    const ms = Date.parse(input.scheduledFor)
-    if (Number.isNaN(ms)) throw badRequest(`scheduledFor "${input.scheduledFor}" is not a date: use an ISO 8601 date-time such as 2030-01-31T09:00:00Z`)
-    if (ms > Date.now()) at = new Date(ms)
+export async function decideAbWinner(ctx: Ctx, id: string): Promise<{ winner: number | null; reason: string }> {
+  const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
+  const state = row?.abState
+  if (!row?.abTest || !state || row.status !== 'SENDING' || state.phase !== 'WAITING') {
+    return { winner: state?.winner ?? null, reason: `nothing to decide (${row ? `${row.status}, ${state?.phase ?? 'no test'}` : 'deleted'})` }
   }
+  const counts = await repo.variantCounts(ctx.store, ctx.store.db, ctx.projectId, id)
+  const { winner, reason } = chooseWinner(counts, row.abTest.metric, row.abTest.variants.length)
+  const moved = await ctx.store.tx(async (db) => {
+    const done = await repo.transition(ctx.store, db, ctx.projectId, id, row.updatedAt, {
+      abState: { ...state, phase: 'WINNER', winner, reason }, lastContactId: null, updatedAt: new Date(),
+    })
+    if (done) await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { projectId: ctx.projectId, uniqueKey: `${id}:winner`, maxAttempts: 10 }, db)
+    return done
+  })
+  return moved ? { winner, reason } : { winner: null, reason: 'changed meanwhile (cancelled, or decided by another run)' }
+}
+
+/** The checks before any send: a DRAFT (409), whose segment still exists (422) and whose sender is allowed (403). */
+async function sendable(ctx: Ctx, id: string): Promise<repo.CampaignRow> {
   const existing = await load(ctx, id)
   if (existing.status !== 'DRAFT') {
     throw conflict(`The campaign is ${existing.status}: only a DRAFT campaign can be sent (duplicate it to send it again)`, { status: existing.status })
@@ -303,6 +362,69 @@ export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Prom
     if (!seg) throw invalidField('segmentId', 'segmentId: the campaign\'s segment no longer exists: choose another audience (PUT) before sending', 'unknown_segment', existing.segmentId)
   }
   await assertSenderAllowed(ctx, existing.fromEmail)
+  return existing
+}
+
+const abWithLocalTime = () => invalidField('sendAt', 'sendAt: an A/B test is sent at one time to its test group; remove abTest (PUT) to send in each recipient\'s time zone', 'ab_test_local_time')
+
+/**
+ * POST /campaigns/:id/send with `sendAt` (issue 36.6): each contact at the local date and time in its
+ * `data.timezone` (an IANA name; else the fallback zone). The waves are the distinct instants of the
+ * audience's zones; the campaign is SCHEDULED until the first and SENDING until the last. Waves whose
+ * time has already passed go at once, in the first; a time passed in every zone of the audience is a 422.
+ */
+async function sendAtLocalTime(ctx: Ctx, id: string, input: SendInput): Promise<SendResult> {
+  const at = input.sendAt
+  if (!at) throw invalidField('sendAt', 'sendAt: required', 'required')
+  if (input.scheduledFor !== undefined && input.scheduledFor !== null) throw invalidField('sendAt', 'sendAt: give scheduledFor or sendAt, not both', 'conflicting_fields')
+  if (!isCalendarDate(at.date)) throw invalidField('sendAt.date', `sendAt.date: ${at.date} is not a day of the calendar`, 'invalid_date', at.date)
+  if (!isTimeZone(at.fallbackTimeZone)) {
+    throw invalidField('sendAt.fallbackTimeZone', `sendAt.fallbackTimeZone: "${at.fallbackTimeZone}" is not an IANA time zone name (such as Europe/Paris or UTC)`, 'invalid_time_zone', at.fallbackTimeZone)
+  }
+  const existing = await sendable(ctx, id)
+  if (existing.abTest) throw abWithLocalTime()
+  const where = await audienceWhere(ctx, existing)
+  const waves = waveInstants(at, await repo.audienceZones(ctx.store, ctx.store.db, ctx.projectId, where))
+  const now = nowOf(ctx)
+  const first = waves[0]
+  const last = waves[waves.length - 1]
+  if (last.getTime() <= now.getTime()) {
+    throw invalidField('sendAt', `sendAt: ${at.date} ${at.localTime} has passed in every time zone of the audience`, 'in_the_past')
+  }
+  let row: repo.CampaignRow | null
+  if (first.getTime() <= now.getTime()) {
+    // The zones whose time has passed go now, as the first wave.
+    await assertWithinCap(ctx, existing)
+    row = await startSending(ctx, id, ['DRAFT'], { sendAt: at, waveAt: now, scheduledFor: null })
+  } else {
+    row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['DRAFT'], { status: 'SCHEDULED', scheduledFor: first, sendAt: at, waveAt: first, updatedAt: new Date() }))
+  }
+  if (!row) {
+    const again = await load(ctx, id)
+    throw conflict(`The campaign is ${again.status}: only a DRAFT campaign can be sent`, { status: again.status })
+  }
+  const n = waves.filter((w) => w.getTime() > now.getTime()).length
+  return {
+    success: true,
+    data: { id: row.id, name: row.name, status: row.status, scheduledFor: iso(row.scheduledFor) },
+    message: `Campaign sent at ${at.localTime} on ${at.date} in each recipient's time zone: ${n} wave${n === 1 ? '' : 's'} from ${(row.waveAt ?? first).toISOString()} to ${last.toISOString()}`,
+  }
+}
+
+/**
+ * POST /campaigns/:id/send. Only a DRAFT is sent (409 otherwise). `scheduledFor` absent, null or not in
+ * the future: the fan-out starts now (SENDING); a future time: SCHEDULED until the scheduler starts it.
+ * An unparseable value is a 400. The sender domain is checked again (403).
+ */
+export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Promise<SendResult> {
+  if (input.sendAt) return sendAtLocalTime(ctx, id, input)
+  let at: Date | null = null
+  if (input.scheduledFor !== undefined && input.scheduledFor !== null) {
+    const ms = Date.parse(input.scheduledFor)
+    if (Number.isNaN(ms)) throw badRequest(`scheduledFor "${input.scheduledFor}" is not a date: use an ISO 8601 date-time such as 2030-01-31T09:00:00Z`)
+    if (ms > Date.now()) at = new Date(ms)
+  }
+  const existing = await sendable(ctx, id)
   let row: repo.CampaignRow | null
   if (at) {
     const when = at

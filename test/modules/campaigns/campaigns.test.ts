@@ -264,7 +264,7 @@ forEachStore('campaigns API', (env) => {
       expect(r.status).toBe(200)
       expect(r.body).toEqual({
         campaignId: c.id, status: 'DRAFT', totalRecipients: 0, queued: 0, pending: 0, sent: 0, delivered: 0, opened: 0, clicked: 0,
-        bounced: 0, complained: 0, failed: 0, unsubscribed: 0, skippedUnsubscribed: 0, skippedSuppressed: 0,
+        bounced: 0, complained: 0, failed: 0, unsubscribed: 0, skippedUnsubscribed: 0, skippedSuppressed: 0, variants: [],
       })
     })
   })
