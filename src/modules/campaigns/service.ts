@@ -407,7 +407,7 @@ async function sendAtLocalTime(ctx: Ctx, id: string, input: SendInput): Promise<
   return {
     success: true,
     data: { id: row.id, name: row.name, status: row.status, scheduledFor: iso(row.scheduledFor) },
-    message: `Campaign sent at ${at.localTime} on ${at.date} in each recipient's time zone: ${n} wave${n === 1 ? '' : 's'} from ${(row.waveAt ?? first).toISOString()} to ${last.toISOString()}`,
+    message: `Campaign scheduled for ${at.localTime} on ${at.date} in each recipient's time zone: ${n} wave${n === 1 ? '' : 's'} from ${(row.waveAt ?? first).toISOString()} to ${last.toISOString()}`,
   }
 }
 
