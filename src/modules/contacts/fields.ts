@@ -1,5 +1,9 @@
 import type { Ctx } from '../../deps'
-import { invalidField, notFound } from '../../errors'
+import { ctxFor } from '../../deps'
+import { conflict, invalidField, notFound } from '../../errors'
+import { defineJob, enqueue } from '../../jobs/queue'
+import { RESERVED_DATA_KEYS } from './data'
+import * as contactRepo from './repo/contact'
 import * as repo from './repo/fields'
 import { countContacts } from './repo/list'
 import { fieldUsage as usageOf } from './usage'
@@ -13,7 +17,7 @@ export const STANDARD_FIELDS = [
   { name: 'updatedAt', type: 'date' },
 ] as const
 
-const STANDARD_NAMES: ReadonlySet<string> = new Set(STANDARD_FIELDS.map((f) => f.name))
+export const STANDARD_NAMES: ReadonlySet<string> = new Set(STANDARD_FIELDS.map((f) => f.name))
 
 function percent(n: number, total: number): number {
   return total ? Math.round((n / total) * 1000) / 10 : 0
@@ -70,3 +74,164 @@ export async function deleteField(ctx: Ctx, field: string) {
   if (!updated) throw notFound('field')
   return { field, deleted: true, contactsUpdated: updated }
 }
+
+// Rename and retype ---------------------------------------------------------------------------------
+
+export const FIELD_JOB = 'contacts.field'
+/** A rename or retype of a field held by more contacts than this runs as a job (progress by GET /contacts/bulk/:jobId). */
+export const FIELD_INLINE_MAX = 5000
+const FIELD_BATCH = 1000
+
+export type FieldType = 'string' | 'number' | 'boolean' | 'date'
+export type FieldOp = { op: 'rename'; field: string; to: string } | { op: 'retype'; field: string; type: FieldType }
+
+const NUMBER_RE = /^-?(\d+(\.\d+)?|\.\d+)([eE][-+]?\d+)?$/
+const DATE_ONLY_RE = /^\d{4}-\d{2}-\d{2}$/
+const DATETIME_RE = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/
+const TRUE = new Set(['true', 'yes', 'y', '1', 'on'])
+const FALSE = new Set(['false', 'no', 'n', '0', 'off'])
+
+/**
+ * `value` as `type`, or undefined when it does not fit (docs/decisions.md, Custom fields): numbers from
+ * numeric text; booleans from true/false, yes/no, 1/0, on/off; dates from ISO 8601 text (a date-time
+ * becomes UTC ISO, a date stays YYYY-MM-DD); strings from numbers and booleans. Objects and arrays fit
+ * no type but themselves.
+ */
+export function convertValue(value: unknown, type: FieldType): unknown {
+  if (type === 'string') {
+    if (typeof value === 'string') return value
+    if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+    return undefined
+  }
+  if (type === 'number') {
+    if (typeof value === 'number') return value
+    if (typeof value === 'string' && NUMBER_RE.test(value.trim())) {
+      const n = Number(value.trim())
+      return Number.isFinite(n) ? n : undefined
+    }
+    if (typeof value === 'boolean') return undefined
+    return undefined
+  }
+  if (type === 'boolean') {
+    if (typeof value === 'boolean') return value
+    if (typeof value === 'number') return value === 1 ? true : value === 0 ? false : undefined
+    if (typeof value === 'string') {
+      const v = value.trim().toLowerCase()
+      if (TRUE.has(v)) return true
+      if (FALSE.has(v)) return false
+    }
+    return undefined
+  }
+  if (typeof value !== 'string') return undefined
+  const v = value.trim()
+  if (DATE_ONLY_RE.test(v)) return Number.isNaN(Date.parse(`${v}T00:00:00Z`)) ? undefined : v
+  if (DATETIME_RE.test(v)) {
+    const t = Date.parse(v.replace(' ', 'T'))
+    return Number.isNaN(t) ? undefined : new Date(t).toISOString()
+  }
+  return undefined
+}
+
+function checkCustomName(name: string, what: string) {
+  if (STANDARD_NAMES.has(name) || RESERVED_DATA_KEYS.has(name)) {
+    throw invalidField(what, `${name} is a standard or reserved name, not a custom field`, 'reserved_field', name)
+  }
+}
+
+/** Applies `op` to the data of one contact; null when it does not change. */
+function applyOp(data: Record<string, unknown>, op: FieldOp): Record<string, unknown> | null {
+  if (!(op.field in data)) return null
+  if (op.op === 'rename') {
+    const { [op.field]: value, ...rest } = data
+    return { ...rest, [op.to]: value }
+  }
+  const next = convertValue(data[op.field], op.type)
+  if (next === undefined || Object.is(next, data[op.field])) return null
+  return { ...data, [op.field]: next }
+}
+
+/** Walks every contact holding the field, FIELD_BATCH per transaction; returns how many changed. */
+export async function runFieldOp(ctx: Ctx, op: FieldOp, progress?: (done: number) => Promise<void>): Promise<{ changed: number; seen: number }> {
+  let after = ''
+  let changed = 0
+  let seen = 0
+  for (;;) {
+    const n = await ctx.store.tx(async (db) => {
+      const ids = await repo.idsWithField(ctx.store, db, ctx.projectId, op.field, after, FIELD_BATCH)
+      if (!ids.length) return 0
+      after = ids[ids.length - 1]
+      const rows = await contactRepo.findByIds(ctx.store, db, ctx.projectId, ids, true)
+      const now = new Date()
+      const next = []
+      for (const row of rows) {
+        const data = applyOp(row.data ?? {}, op)
+        if (data) next.push({ ...row, data, updatedAt: now })
+      }
+      await contactRepo.saveStates(ctx.store, db, next)
+      changed += next.length
+      return ids.length
+    })
+    seen += n
+    if (progress && n) await progress(seen)
+    if (n < FIELD_BATCH) return { changed, seen }
+  }
+}
+
+async function startFieldOp(ctx: Ctx, op: FieldOp, contacts: number) {
+  if (contacts > FIELD_INLINE_MAX) {
+    const jobId = await enqueue(ctx.store, FIELD_JOB, { ...op }, { projectId: ctx.projectId, total: contacts, maxAttempts: 3 })
+    if (!jobId) throw new Error(`the ${FIELD_JOB} job was not queued`)
+    return { jobId, changed: 0 }
+  }
+  const r = await runFieldOp(ctx, op)
+  return { jobId: null, changed: r.changed }
+}
+
+/** POST /contacts/fields/:field/rename: the field's values move to the new name on every contact. */
+export async function renameField(ctx: Ctx, field: string, to: string) {
+  checkCustomName(field, 'field')
+  const name = to.trim()
+  if (!name) throw invalidField('to', 'to: the new name is empty', 'too_small', to)
+  checkCustomName(name, 'to')
+  if (name === field) throw invalidField('to', 'to: the new name is the current name', 'unchanged', to)
+  const [contacts, taken] = await Promise.all([repo.fieldCount(ctx.store, ctx.projectId, field), repo.fieldCount(ctx.store, ctx.projectId, name)])
+  if (!contacts) throw notFound('field')
+  if (taken) throw conflict(`${taken} contacts already have a field ${name}: delete or rename it first`, { field: 'to', contacts: taken })
+  const r = await startFieldOp(ctx, { op: 'rename', field, to: name }, contacts)
+  return { field: name, contacts, ...r }
+}
+
+/** POST /contacts/fields/:field/retype: converts the values that fit (counted first; dryRun counts only). */
+export async function retypeField(ctx: Ctx, field: string, type: FieldType, dryRun = false) {
+  checkCustomName(field, 'field')
+  const values = await repo.allFieldValues(ctx.store, ctx.projectId, field)
+  if (!values.length) throw notFound('field')
+  let fit = 0
+  let misfit = 0
+  const examples: unknown[] = []
+  for (const v of values) {
+    if (convertValue(v.value, type) !== undefined) fit += v.count
+    else {
+      misfit += v.count
+      if (examples.length < 5) examples.push(v.value)
+    }
+  }
+  const contacts = fit + misfit
+  const r = dryRun ? { jobId: null, changed: 0 } : await startFieldOp(ctx, { op: 'retype', field, type }, contacts)
+  return { field, type, contacts, fit, misfit, examples, dryRun, ...r }
+}
+
+export const fieldJob = defineJob<FieldOp>({
+  name: FIELD_JOB,
+  maxAttempts: 3,
+  leaseMs: 120_000,
+  async run(jc, payload) {
+    const projectId = jc.job.projectId
+    if (!projectId) throw new Error('field job without a project')
+    const ctx = ctxFor(jc.deps, projectId, { kind: 'job', name: FIELD_JOB })
+    const total = jc.job.total
+    const r = await runFieldOp(ctx, payload, (done) => jc.progress(done, Math.max(total, done)))
+    await jc.progress(r.seen, r.seen)
+    return { created: 0, updated: r.changed, skipped: r.seen - r.changed, failed: 0, errors: [] }
+  },
+})

@@ -1,10 +1,15 @@
+import { t } from 'elysia'
 import Papa from 'papaparse'
 import type { Ctx } from '../../deps'
 import { ctxFor } from '../../deps'
-import { invalidField, notFound, tooLarge } from '../../errors'
+import { invalidField, notFound, tooLarge, validation, type FieldError } from '../../errors'
 import { defineJob, enqueue, getJob, type JobRow } from '../../jobs/queue'
 import { notifyEvents } from '../events/stream'
-import { checkDataLimits, isDataLimitError, isEmail, normalizeEmail, type ContactData } from './data'
+import { parseInput } from '../validate'
+import { checkDataLimits, isDataLimitError, isEmail, normalizeEmail, RESERVED_DATA_KEYS, type ContactData } from './data'
+import { convertValue, STANDARD_NAMES, type FieldType } from './fields'
+import { ImportMapping, type ColumnMap } from './model'
+import * as fieldsRepo from './repo/fields'
 import * as repo from './repo/imports'
 import { upsertMany, type UpsertInput } from './service'
 
@@ -38,26 +43,89 @@ export interface ImportResult {
   errors: Array<{ row: number; message: string }>
 }
 
-const EMAIL_HEADERS = new Set(['email', 'e-mail', 'email address', 'emailaddress', 'email_address'])
+const EMAIL_HEADERS = new Set(['email', 'e-mail', 'emailaddress', 'email_address', 'mail'])
+const SUBSCRIBED_HEADERS = new Set(['subscribed', 'issubscribed', 'subscribe', 'optin', 'opted_in'])
 /** Standard fields written by `mailctl contacts export`; they are not custom fields (id is a reserved key anyway). */
 const IGNORED_HEADERS = new Set(['createdat', 'updatedat'])
 
-interface Columns { email: number; subscribed: number; fields: Array<{ index: number; name: string }> }
+/** How a column's cells are read: `auto` types each value (typedValue); the others convert or fail the row. */
+export type CellType = 'auto' | FieldType
 
-function mapHeader(header: string[]): Columns {
+interface Columns { email: number; subscribed: number; fields: Array<{ index: number; name: string; type: CellType }> }
+
+/** A header or field name compared case- and space-insensitively ("Signup Date" ~ "signupdate" ~ "signup_date"). */
+export function matchKey(name: string): string {
+  return name.replace(/^\uFEFF/, '').toLowerCase().replace(/[\s_-]+/g, '')
+}
+
+/**
+ * The name a new field gets from a header: words lower-cased and joined by "_" ("Signup Date" ->
+ * signup_date), a capitalised word lower-cased ("Name" -> name); one identifier as written (firstName,
+ * first_name), so API clients' headers keep naming the fields their templates use.
+ */
+export function fieldNameOf(header: string): string {
+  const h = header.replace(/^\uFEFF/, '').trim().replace(/\s+/g, ' ')
+  if (h.includes(' ')) return h.split(' ').join('_').toLowerCase()
+  return /^\p{Lu}[\p{Ll}\d]*$/u.test(h) ? h.toLowerCase() : h
+}
+
+/** An existing field of the project, by name and its single type (string/number/boolean/date; else auto). */
+export interface KnownField { name: string; type: string }
+
+/**
+ * The automatic mapping of a header (docs/decisions.md, Import mapping): the email column and `subscribed`
+ * by their usual names, `createdAt`/`updatedAt` ignored, a column whose name matches an existing field
+ * case- and space-insensitively goes to that field (with its type), any other to a new field named by
+ * fieldNameOf, typed from its values.
+ */
+export function suggestMapping(header: string[], known: KnownField[]): ColumnMap[] {
+  const byKey = new Map<string, KnownField>()
+  for (const f of known) if (!byKey.has(matchKey(f.name))) byKey.set(matchKey(f.name), f)
+  let email = false
+  let subscribed = false
+  return header.map((raw) => {
+    const column = raw.replace(/^\uFEFF/, '').trim()
+    const key = matchKey(column)
+    if (!email && EMAIL_HEADERS.has(key)) { email = true; return { column, to: 'email' as const } }
+    if (!subscribed && SUBSCRIBED_HEADERS.has(key)) { subscribed = true; return { column, to: 'subscribed' as const } }
+    if (!column || IGNORED_HEADERS.has(key) || key === 'id') return { column, to: 'ignore' as const }
+    const f = byKey.get(key)
+    if (f) return { column, to: 'field' as const, field: f.name, type: (['string', 'number', 'boolean', 'date'].includes(f.type) ? f.type : 'auto') as CellType }
+    return { column, to: 'field' as const, field: fieldNameOf(column), type: 'auto' as const }
+  })
+}
+
+/**
+ * The columns of a header under `mapping` (entries by column name override the automatic mapping of
+ * suggestMapping). 422 naming `mapping.<i>.column` for a column not in the header, and `file` when no
+ * column is the email.
+ */
+function mapHeader(header: string[], mapping: ColumnMap[] = [], known: KnownField[] = []): Columns {
+  const auto = suggestMapping(header, known)
+  const names = header.map((h) => h.replace(/^\uFEFF/, '').trim())
+  const errors: FieldError[] = []
+  const given = new Map<string, ColumnMap>()
+  mapping.forEach((m, i) => {
+    const column = m.column.trim()
+    if (!names.includes(column)) errors.push({ field: `mapping.${i}.column`, message: `mapping.${i}.column: the file has no column "${column}"`, code: 'unknown_column', received: m.column })
+    else if (m.to === 'field' && !m.field?.trim()) errors.push({ field: `mapping.${i}.field`, message: `mapping.${i}.field: required when to is "field"`, code: 'required' })
+    else if (m.to === 'field' && (RESERVED_DATA_KEYS.has(m.field?.trim() ?? '') || STANDARD_NAMES.has(m.field?.trim() ?? ''))) errors.push({ field: `mapping.${i}.field`, message: `mapping.${i}.field: ${m.field} is a standard or reserved name`, code: 'reserved_field', received: m.field })
+    else given.set(column, m)
+  })
+  if (errors.length) throw validation(errors, errors[0].message)
   let email = -1
   let subscribed = -1
   const fields: Columns['fields'] = []
-  header.forEach((raw, index) => {
-    const name = raw.replace(/^\uFEFF/, '').trim()
-    const lower = name.toLowerCase()
-    if (email < 0 && EMAIL_HEADERS.has(lower)) email = index
-    else if (subscribed < 0 && lower === 'subscribed') subscribed = index
-    else if (IGNORED_HEADERS.has(lower)) return
-    else if (name) fields.push({ index, name })
+  const fromGiven = new Set(given.keys())
+  names.forEach((name, index) => {
+    const m = given.get(name) ?? auto[index]
+    // A column the mapping sends to email or subscribed takes it from an automatic one.
+    if (m.to === 'email') { if (email < 0 || fromGiven.has(name)) email = index }
+    else if (m.to === 'subscribed') { if (subscribed < 0 || fromGiven.has(name)) subscribed = index }
+    else if (m.to === 'field' && m.field) fields.push({ index, name: m.field.trim(), type: m.type ?? 'auto' })
   })
-  if (email < 0) throw invalidField('file', 'The CSV header row must have an "email" column', 'missing_email_column', header.join(','))
-  return { email, subscribed, fields }
+  if (email < 0) throw invalidField('file', 'The CSV needs an email column: name one "email" or map a column to email', 'missing_email_column', header.join(','))
+  return { email, subscribed, fields: fields.filter((f) => f.index !== email && f.index !== subscribed) }
 }
 
 function parseCsv(text: string, preview = 0): string[][] {
@@ -66,10 +134,11 @@ function parseCsv(text: string, preview = 0): string[][] {
 }
 
 /** Reads the header of an upload so that a file without an email column is refused at once (422). */
-export function checkHeader(text: string): void {
+export function checkHeader(text: string, mapping?: ColumnMap[]): string[] {
   const [header] = parseCsv(text, 1)
   if (!header?.some((h) => h.trim())) throw invalidField('file', 'The CSV file is empty: it needs a header row with an "email" column', 'empty_file')
-  mapHeader(header)
+  mapHeader(header, mapping)
+  return header
 }
 
 const INT_RE = /^-?(0|[1-9]\d*)$/
@@ -95,6 +164,14 @@ export function typedValue(cell: string): unknown {
   return v
 }
 
+/** A cell as the column's type: '' stays '' (ignored), undefined when it does not fit. */
+export function cellValue(cell: string, type: CellType): unknown {
+  if (type === 'auto') return typedValue(cell)
+  const v = cell.trim()
+  if (v === '') return ''
+  return convertValue(v, type)
+}
+
 function parseSubscribed(cell: string): boolean | undefined | null {
   const v = cell.trim().toLowerCase()
   if (v === '') return undefined
@@ -106,18 +183,98 @@ function parseSubscribed(cell: string): boolean | undefined | null {
 // ---------------------------------------------------------------------------------------------------
 // Upload and poll
 
-/** POST /contacts/import: stores the file and queues its job in one transaction. */
-export async function queueImport(ctx: Ctx, file: { name: string; size: number; arrayBuffer(): Promise<ArrayBuffer> }) {
+/** The project's custom fields with their single type (auto when mixed), for the automatic mapping. */
+export async function knownFields(ctx: Ctx): Promise<KnownField[]> {
+  const kinds = await fieldsRepo.fieldKinds(ctx.store, ctx.projectId)
+  const byName = new Map<string, Set<string>>()
+  for (const k of kinds) {
+    if (k.kind === 'null') continue
+    const s = byName.get(k.key) ?? new Set<string>()
+    s.add(k.kind)
+    byName.set(k.key, s)
+  }
+  return [...byName].map(([name, types]) => ({ name, type: types.size === 1 ? [...types][0] : 'auto' }))
+}
+
+/** The `mapping` form field (JSON text), checked against the ImportMapping model: 422 naming `mapping...`. */
+export function parseMapping(value: unknown): ColumnMap[] | undefined {
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return undefined
+  // The multipart parser hands JSON text over already parsed; the CLI and a hand-made form may send text.
+  let raw: unknown = value
+  if (typeof value === 'string') {
+    try { raw = JSON.parse(value) } catch { throw invalidField('mapping', 'mapping: not valid JSON', 'invalid_json', value.slice(0, 100)) }
+  }
+  return parseInput(t.Object({ mapping: ImportMapping }), { mapping: raw }).mapping
+}
+
+/**
+ * The complete mapping of `header`: every column named, `given` entries over the automatic ones. It is
+ * what the job runs with, so a field created between the upload and the job does not change the import.
+ */
+export function fullMapping(header: string[], given: ColumnMap[] | undefined, known: KnownField[]): ColumnMap[] {
+  const cols = mapHeader(header, given, known)
+  const auto = suggestMapping(header, known)
+  return header.map((_, index) => {
+    const column = auto[index].column
+    if (index === cols.email) return { column, to: 'email' as const }
+    if (index === cols.subscribed) return { column, to: 'subscribed' as const }
+    const f = cols.fields.find((x) => x.index === index)
+    return f ? { column, to: 'field' as const, field: f.name, type: f.type } : { column, to: 'ignore' as const }
+  })
+}
+
+/** POST /contacts/import: stores the file and queues its job (with its complete mapping) in one transaction. */
+export async function queueImport(ctx: Ctx, file: { name: string; size: number; arrayBuffer(): Promise<ArrayBuffer> }, mapping?: ColumnMap[]) {
   if (file.size > MAX_IMPORT_BYTES) throw tooLarge(`The CSV file is ${file.size} bytes; imports are limited to 5 MB (${MAX_IMPORT_BYTES} bytes)`)
   const bytes = new Uint8Array(await file.arrayBuffer())
-  checkHeader(new TextDecoder().decode(bytes.subarray(0, Math.min(bytes.length, 64 * 1024))))
+  const header = checkHeader(new TextDecoder().decode(bytes.subarray(0, Math.min(bytes.length, 64 * 1024))), mapping)
+  const full = fullMapping(header, mapping, await knownFields(ctx))
   const id = Bun.randomUUIDv7()
   const jobId = await ctx.store.tx(async (db) => {
     await repo.insertImport(ctx.store, db, { id, projectId: ctx.projectId, filename: file.name || 'import.csv', size: bytes.length, content: bytes, createdAt: new Date() })
-    return enqueue(ctx.store, IMPORT_JOB, { importId: id }, { projectId: ctx.projectId, maxAttempts: 3 }, db)
+    return enqueue(ctx.store, IMPORT_JOB, { importId: id, mapping: full }, { projectId: ctx.projectId, maxAttempts: 3 }, db)
   })
   if (!jobId) throw new Error(`the ${IMPORT_JOB} job was not queued`)
   return { jobId, status: 'queued' as const }
+}
+
+const PREVIEW_ROWS = 10
+const PREVIEW_ERRORS = 100
+
+/**
+ * POST /contacts/import/preview (and `mailctl contacts import --dry-run`): the complete mapping of the
+ * file's columns, its first rows, and every row that would fail under that mapping (a cell that does not
+ * fit its column's type, a missing or invalid email, a bad subscribed value), counted before anything is
+ * written. Nothing is stored.
+ */
+export async function previewImport(ctx: Ctx, text: string, mapping?: ColumnMap[]) {
+  const records = parseCsv(text)
+  const header = records[0]
+  if (!header?.some((h) => h.trim())) throw invalidField('file', 'The CSV file is empty: it needs a header row with an "email" column', 'empty_file')
+  const known = await knownFields(ctx)
+  const full = fullMapping(header, mapping, known)
+  const cols = mapHeader(header, full, known)
+  const result: ImportResult = { created: 0, updated: 0, skipped: 0, failed: 0, errors: [] }
+  const rows = readRows(records, cols, result)
+  const existing = new Set(known.map((k) => k.name))
+  const columns = full.map((m, index) => {
+    let misfit = 0
+    const f = cols.fields.find((x) => x.index === index)
+    if (f && f.type !== 'auto') {
+      for (let r = 1; r < records.length; r++) {
+        const cell = records[r][index]
+        if (cell !== undefined && cellValue(cell, f.type) === undefined) misfit++
+      }
+    }
+    return { ...m, existing: m.to === 'field' && existing.has(m.field ?? ''), misfit }
+  })
+  return {
+    columns,
+    rows: records.slice(1).filter((r) => !(r.length === 1 && r[0].trim() === '')).slice(0, PREVIEW_ROWS),
+    totalRows: rows.length + result.failed,
+    errors: result.errors.slice(0, PREVIEW_ERRORS),
+    failing: result.failed,
+  }
 }
 
 /** The job record of docs/decisions.md (Job records) for an import or bulk job. */
@@ -170,10 +327,15 @@ export function readRows(records: string[][], cols: Columns, result: ImportResul
       subscribed = s
     }
     const data: ContactData = {}
+    let bad: string | null = null
     for (const f of cols.fields) {
       const cell = rec[f.index]
-      if (cell !== undefined) data[f.name] = typedValue(cell)
+      if (cell === undefined) continue
+      const v = cellValue(cell, f.type)
+      if (v === undefined) { bad = `Column ${f.name}: "${cell.trim().slice(0, 50)}" is not a ${f.type}`; break }
+      data[f.name] = v
     }
+    if (bad) { fail(row, bad); continue }
     // A JSON cell too deep or too big: this row fails, the others go on.
     try { checkDataLimits(data) } catch (err) {
       if (!isDataLimitError(err)) throw err
@@ -211,11 +373,11 @@ function batches(groups: Group[]): Group[][] {
 }
 
 /** Imports `text` into the project of `ctx`; `progress` is told after every committed batch. */
-export async function importCsv(ctx: Ctx, text: string, progress: (processed: number, total: number) => Promise<void>): Promise<ImportResult> {
+export async function importCsv(ctx: Ctx, text: string, progress: (processed: number, total: number) => Promise<void>, mapping?: ColumnMap[]): Promise<ImportResult> {
   const result: ImportResult = { created: 0, updated: 0, skipped: 0, failed: 0, errors: [] }
   const records = parseCsv(text)
   if (!records.length) return result
-  const cols = mapHeader(records[0])
+  const cols = mapHeader(records[0], mapping, mapping ? [] : await knownFields(ctx))
   const rows = readRows(records, cols, result)
   const total = rows.length + result.failed
   let processed = result.failed
@@ -245,7 +407,7 @@ export async function importCsv(ctx: Ctx, text: string, progress: (processed: nu
   return result
 }
 
-export const importJob = defineJob<{ importId: string }>({
+export const importJob = defineJob<{ importId: string; mapping?: ColumnMap[] }>({
   name: IMPORT_JOB,
   maxAttempts: 3,
   leaseMs: 120_000,
@@ -256,7 +418,7 @@ export const importJob = defineJob<{ importId: string }>({
     const upload = await repo.findImport(ctx.store, projectId, payload.importId)
     if (!upload) throw new Error(`upload ${payload.importId} not found`)
     try {
-      const result = await importCsv(ctx, new TextDecoder().decode(upload.content), (processed, total) => jc.progress(processed, total))
+      const result = await importCsv(ctx, new TextDecoder().decode(upload.content), (processed, total) => jc.progress(processed, total), payload.mapping)
       await ctx.store.tx((db) => repo.deleteImport(ctx.store, db, projectId, upload.id))
       return { ...result }
     } catch (err) {

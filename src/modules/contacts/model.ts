@@ -123,3 +123,86 @@ export const JobRecord = t.Object({
 export const ImportBody = t.Object({
   file: t.File({ description: 'CSV, at most 5 MB. Header row: email (required), subscribed (optional), every other column is a custom field.' }),
 })
+
+// The dashboard's contacts page: a filter (segment condition, search, state), pages, bulk jobs and CSV export of it.
+
+export const ContactFilter = t.Object({
+  condition: t.Optional(t.Unknown({ description: 'A segment filter tree (see POST /segments); omitted: every contact' })),
+  search: t.Optional(t.String({ maxLength: 200, description: 'Substring of the email or of a custom field\'s text value; case and accents are folded ("muller" finds "Müller")' })),
+  subscribed: t.Optional(t.Boolean()),
+})
+export type ContactFilter = Static<typeof ContactFilter>
+
+export const QueryBody = t.Composite([ContactFilter, t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, description: '1 to 100, default 20' })),
+  cursor: t.Optional(t.String({ maxLength: 1000, description: 'Opaque cursor from the previous page' })),
+  sort: t.Optional(t.Union([t.Literal('createdAt'), t.Literal('email')])),
+  dir: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')])),
+  total: t.Optional(t.Boolean({ description: 'false: no count on the first page (0), as GET /contacts?total=false' })),
+})])
+export type QueryBody = Static<typeof QueryBody>
+
+export const CountResult = t.Object({ total: t.Integer() })
+
+export const BULK_ACTIONS = ['subscribe', 'unsubscribe', 'delete', 'addToSegment', 'removeFromSegment', 'setField'] as const
+export const BulkActionBody = t.Object({
+  action: t.Union(BULK_ACTIONS.map((a) => t.Literal(a))),
+  contactIds: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 1000, description: 'A selection of at most 1,000 ids; or `filter`' })),
+  filter: t.Optional(ContactFilter),
+  segmentId: t.Optional(t.String({ minLength: 1, maxLength: 64, description: 'addToSegment / removeFromSegment: a STATIC segment of the project' })),
+  field: t.Optional(t.String({ minLength: 1, maxLength: 255, description: 'setField: the custom field' })),
+  value: t.Optional(t.Union([t.String({ maxLength: 10_000 }), t.Number(), t.Boolean(), t.Null()], { description: 'setField: the value (null removes the field)' })),
+})
+export type BulkActionBody = Static<typeof BulkActionBody>
+
+export const FieldType = t.Union([t.Literal('string'), t.Literal('number'), t.Literal('boolean'), t.Literal('date')])
+export type FieldType = Static<typeof FieldType>
+
+export const RenameFieldBody = t.Object({ to: t.String({ minLength: 1, maxLength: 255, description: 'The new name' }) })
+export const RetypeFieldBody = t.Object({ type: FieldType, dryRun: t.Optional(t.Boolean({ description: 'true: only count the values that do not fit' })) })
+export const FieldChange = t.Object({
+  field: t.String(),
+  contacts: t.Integer({ description: 'Contacts holding the field' }),
+  jobId: t.Union([t.String(), t.Null()], { description: 'Set when the change runs as a job (more than 5,000 contacts): poll GET /contacts/bulk/:jobId' }),
+  changed: t.Integer({ description: 'Contacts changed now (0 when queued)' }),
+})
+export const RetypeResult = t.Composite([FieldChange, t.Object({
+  type: FieldType,
+  fit: t.Integer({ description: 'Values that convert to the type' }),
+  misfit: t.Integer({ description: 'Values that do not convert: the retype leaves them as they are' }),
+  examples: t.Array(t.Unknown(), { description: 'Up to 5 values that do not fit' }),
+  dryRun: t.Boolean(),
+})])
+
+// Import with a column mapping
+
+export const ColumnMap = t.Object({
+  column: t.String({ maxLength: 255, description: 'A header of the file, as written' }),
+  to: t.Union([t.Literal('email'), t.Literal('subscribed'), t.Literal('field'), t.Literal('ignore')]),
+  field: t.Optional(t.String({ minLength: 1, maxLength: 255, description: 'to=field: an existing field or a new one' })),
+  type: t.Optional(t.Union([FieldType, t.Literal('auto')], { description: 'to=field: how cells are read (auto: typed from each value, the default)' })),
+})
+export type ColumnMap = Static<typeof ColumnMap>
+export const ImportMapping = t.Array(ColumnMap, { maxItems: 500, description: 'One entry per column; a column not named keeps its automatic mapping' })
+export type ImportMapping = Static<typeof ImportMapping>
+
+export const MappedImportBody = t.Object({
+  file: t.File({ description: 'CSV, at most 5 MB' }),
+  /** JSON text (multipart); checked against ImportMapping by the service, so that errors name `mapping.<i>.<key>`. */
+  mapping: t.Optional(t.Unknown({ description: 'JSON of an array of {column, to: email|subscribed|field|ignore, field?, type?: auto|string|number|boolean|date}' })),
+})
+
+export const ImportPreview = t.Object({
+  columns: t.Array(t.Object({
+    column: t.String(),
+    to: t.String(),
+    field: t.Optional(t.String()),
+    type: t.Optional(t.String()),
+    existing: t.Boolean({ description: 'to=field: the field exists in the project already' }),
+    misfit: t.Integer({ description: 'Cells of the file that do not fit the type' }),
+  })),
+  rows: t.Array(t.Array(t.String()), { description: 'The first 10 data rows' }),
+  totalRows: t.Integer(),
+  errors: t.Array(t.Object({ row: t.Integer(), message: t.String() }), { description: 'Rows that would fail (first 100)' }),
+  failing: t.Integer({ description: 'Rows that would fail' }),
+})

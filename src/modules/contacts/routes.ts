@@ -3,9 +3,11 @@ import type { Deps } from '../../deps'
 import { invalidField, tooLarge } from '../../errors'
 import { authPlugin } from '../../http/auth'
 import * as bulk from './bulk'
+import { exportCsv } from './export'
 import * as fields from './fields'
 import * as imports from './import'
 import * as m from './model'
+import * as query from './query'
 import * as service from './service'
 
 const tags = ['contacts']
@@ -47,6 +49,30 @@ export function contactsRoutes(deps: Deps) {
       }, response: { 200: m.ContactWithMeta, 201: m.ContactWithMeta, 400: ErrorBody },
       detail: { tags, summary: 'Create or update a contact by email', description: '201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`.' },
     })
+    // The dashboard's filtered list (docs/decisions.md, Contacts page)
+    .post('/query', ({ ctx, body }) => query.queryContacts(ctx, body), {
+      apiKey: 'secret', body: m.QueryBody, response: { 200: m.ContactList },
+      detail: { tags, summary: 'List contacts matching a filter (cursor list)', description: `Keyset pages like GET /contacts, over a filter: \`condition\` (a segment filter tree, 422 with its path when bad), \`subscribed\`, and \`search\` over the email and the text values of the custom fields, folding case and accents. ${m.ContactFilter.properties.condition.description ?? ''}` },
+    })
+    .post('/query/count', ({ ctx, body }) => query.countContacts(ctx, body), {
+      apiKey: 'secret', body: m.ContactFilter, response: { 200: m.CountResult },
+      detail: { tags, summary: 'Count the contacts a filter matches' },
+    })
+    .post('/export', async ({ ctx, body }) => {
+      const where = await query.filterWhere(ctx, body)
+      const chunks = exportCsv(ctx, where)
+      const stream = new ReadableStream<string>({
+        async pull(controller) {
+          const next = await chunks.next()
+          if (next.done) controller.close()
+          else controller.enqueue(next.value)
+        },
+      })
+      return new Response(stream, { headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': 'attachment; filename="contacts.csv"' } })
+    }, {
+      apiKey: 'secret', body: m.ContactFilter,
+      detail: { tags, summary: 'CSV of the contacts a filter matches', description: 'Columns as `mailctl contacts export`: id, email, subscribed, createdAt, updatedAt, then one per custom field; creation order. POST /contacts/import reads it back.' },
+    })
     .post('/lookup', ({ ctx, body }) => service.lookupContacts(ctx, body.emails), {
       apiKey: 'secret', body: m.LookupBody, response: { 200: m.LookupResult },
       detail: { tags, summary: 'Check which of up to 500 emails are contacts' },
@@ -64,6 +90,14 @@ export function contactsRoutes(deps: Deps) {
       apiKey: 'secret', params: m.FieldParams, response: { 200: m.FieldUsage },
       detail: { tags, summary: 'Segments, campaigns and workflows referencing a field' },
     })
+    .post('/fields/:field/rename', ({ ctx, params, body }) => fields.renameField(ctx, params.field, body.to), {
+      apiKey: 'secret', params: m.FieldParams, body: m.RenameFieldBody, response: { 200: m.FieldChange },
+      detail: { tags, summary: 'Rename a custom field on every contact', description: `The values move to the new name. 409 when contacts already hold the new name. Above ${fields.FIELD_INLINE_MAX} contacts it runs as a job: poll GET /contacts/bulk/:jobId.` },
+    })
+    .post('/fields/:field/retype', ({ ctx, params, body }) => fields.retypeField(ctx, params.field, body.type, body.dryRun), {
+      apiKey: 'secret', params: m.FieldParams, body: m.RetypeFieldBody, response: { 200: m.RetypeResult },
+      detail: { tags, summary: 'Convert a custom field\'s values to a type', description: `Counts the values that fit and those that do not (left as they are); \`dryRun: true\` only counts. Above ${fields.FIELD_INLINE_MAX} contacts the conversion runs as a job: poll GET /contacts/bulk/:jobId.` },
+    })
     .delete('/fields/:field', ({ ctx, params }) => fields.deleteField(ctx, params.field), {
       apiKey: 'secret', params: m.FieldParams,
       response: { 200: t.Object({ field: t.String(), deleted: t.Boolean(), contactsUpdated: t.Integer() }) },
@@ -71,17 +105,28 @@ export function contactsRoutes(deps: Deps) {
     })
     // CSV import
     .post('/import', async ({ ctx, body, set }) => {
-      const queued = await imports.queueImport(ctx, body.file)
+      const queued = await imports.queueImport(ctx, body.file, imports.parseMapping(body.mapping))
       set.status = 202
       return queued
     }, {
-      apiKey: 'secret', type: 'multipart/form-data', body: m.ImportBody, response: { 202: m.JobQueued },
+      apiKey: 'secret', type: 'multipart/form-data', body: m.MappedImportBody, response: { 202: m.JobQueued },
       parse: ({ request }) => {
         const len = Number(request.headers.get('content-length') ?? 0)
         // The multipart envelope adds a little to the file; anything well beyond 5 MB is refused unread.
         if (len > imports.MAX_IMPORT_BYTES + 64 * 1024) throw tooLarge(`Request of ${len} bytes: CSV imports are limited to 5 MB`)
       },
-      detail: { tags, summary: 'Upload a CSV (multipart field `file`, at most 5 MB); queued', description: 'Header row: email (required), subscribed (optional), other columns become custom fields with typed values. Answers 202 {jobId}; poll GET /contacts/import/:jobId.' },
+      detail: { tags, summary: 'Upload a CSV (multipart field `file`, at most 5 MB); queued', description: 'Header row: an email column (required), subscribed (optional), other columns go to custom fields: one matching the header case- and space-insensitively, else a new one. The optional multipart field `mapping` (JSON: [{column, to: email|subscribed|field|ignore, field?, type?: auto|string|number|boolean|date}]) overrides that per column; a cell that does not fit its column\'s type fails its row. Answers 202 {jobId}; poll GET /contacts/import/:jobId.' },
+    })
+    .post('/import/preview', async ({ ctx, body }) => {
+      if (body.file.size > imports.MAX_IMPORT_BYTES) throw tooLarge(`The CSV file is ${body.file.size} bytes; imports are limited to 5 MB`)
+      return imports.previewImport(ctx, await body.file.text(), imports.parseMapping(body.mapping))
+    }, {
+      apiKey: 'secret', type: 'multipart/form-data', body: m.MappedImportBody, response: { 200: m.ImportPreview },
+      parse: ({ request }) => {
+        const len = Number(request.headers.get('content-length') ?? 0)
+        if (len > imports.MAX_IMPORT_BYTES + 64 * 1024) throw tooLarge(`Request of ${len} bytes: CSV imports are limited to 5 MB`)
+      },
+      detail: { tags, summary: 'Preview an import: the mapping of each column, the first rows, the rows that would fail', description: 'Same multipart fields as POST /contacts/import; nothing is stored.' },
     })
     .get('/import/:jobId', ({ ctx, params }) => imports.getImportJob(ctx, params.jobId), {
       apiKey: 'secret', params: m.JobParams, response: { 200: m.JobRecord },
@@ -99,6 +144,10 @@ export function contactsRoutes(deps: Deps) {
     .post('/bulk-delete', async ({ ctx, body, set }) => { set.status = 202; return bulk.queueBulk(ctx, 'delete', body.contactIds) }, {
       apiKey: 'secret', body: m.BulkBody, response: { 202: m.JobQueued },
       detail: { tags, summary: 'Delete up to 1,000 contacts by id; queued' },
+    })
+    .post('/bulk', async ({ ctx, body, set }) => { set.status = 202; return bulk.queueBulkAction(ctx, body) }, {
+      apiKey: 'secret', body: m.BulkActionBody, response: { 202: t.Composite([m.JobQueued, t.Object({ total: t.Integer() })]) },
+      detail: { tags, summary: 'A bulk action on a selection or on every match of a filter; queued', description: 'action: subscribe, unsubscribe, delete, addToSegment / removeFromSegment (segmentId of a STATIC segment), setField (field, value; null removes it). Either `contactIds` (at most 1,000) or `filter` ({condition?, search?, subscribed?}, as POST /contacts/query). Poll GET /contacts/bulk/:jobId.' },
     })
     .get('/bulk/:jobId', ({ ctx, params }) => bulk.getBulkJob(ctx, params.jobId), {
       apiKey: 'secret', params: m.JobParams, response: { 200: m.JobRecord },

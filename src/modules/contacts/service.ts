@@ -230,13 +230,13 @@ export async function deleteContact(ctx: Ctx, id: string): Promise<void> {
 
 // Cursor list -----------------------------------------------------------------------------------------
 
-interface CursorState { s: listRepo.SortKey; d: listRepo.SortDir; v: string | number; i: string }
+export interface CursorState { s: listRepo.SortKey; d: listRepo.SortDir; v: string | number; i: string }
 
-function encodeCursor(c: CursorState): string {
+export function encodeCursor(c: CursorState): string {
   return Buffer.from(JSON.stringify([c.s, c.d, c.v, c.i])).toString('base64url')
 }
 
-function decodeCursor(text: string): CursorState {
+export function decodeCursor(text: string): CursorState {
   try {
     const [s, d, v, i] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
     if ((s === 'createdAt' && typeof v === 'number') || (s === 'email' && typeof v === 'string')) {

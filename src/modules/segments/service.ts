@@ -1,3 +1,4 @@
+import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { badRequest, conflict, flatError, invalidField, notFound } from '../../errors'
 import { cleanTree, countMatching, pageMatching, prepareFilter, whereOf, type FilterTree, type PreparedFilter } from '../../filters'
@@ -243,6 +244,38 @@ export async function removeMembers(ctx: Ctx, id: string, body: { emails: string
   await notifyEvents(ctx, result.events)
   const { events: _events, ...out } = result
   return out
+}
+
+/** The STATIC segment `id` of the project (404 when not the project's, 400 when DYNAMIC): contacts' bulk actions. */
+export async function staticSegmentOf(ctx: Ctx, id: string): Promise<SegmentRow> {
+  const seg = await load(ctx, id)
+  staticOnly(seg)
+  return seg
+}
+
+/**
+ * Adds contacts by id to a STATIC segment inside the caller's transaction (contacts' bulk job); returns how
+ * many joined and the entry events of a tracked segment (the caller notifies after commit).
+ */
+export async function addMemberIds(ctx: Ctx, db: Db, id: string, contactIds: string[], now: Date): Promise<{ changed: number; events: EventRow[] }> {
+  const seg = await repo.findById(ctx.store, ctx.projectId, id, db)
+  if (!seg) throw notFound('segment')
+  staticOnly(seg)
+  const added = await repo.addMembers(ctx.store, db, ctx.projectId, id, contactIds, now)
+  const events = seg.trackMembership ? await appendEvents(ctx, db, added.map((cid) => entryEvent(seg, cid))) : []
+  await repo.recountMembers(ctx.store, db, ctx.projectId, id, now)
+  return { changed: added.length, events }
+}
+
+/** `addMemberIds` in reverse: removes contacts by id, with exit events for a tracked segment. */
+export async function removeMemberIds(ctx: Ctx, db: Db, id: string, contactIds: string[], now: Date): Promise<{ changed: number; events: EventRow[] }> {
+  const seg = await repo.findById(ctx.store, ctx.projectId, id, db)
+  if (!seg) throw notFound('segment')
+  staticOnly(seg)
+  const removed = await repo.removeMembers(ctx.store, db, ctx.projectId, id, contactIds)
+  const events = seg.trackMembership ? await appendEvents(ctx, db, removed.map((cid) => exitEvent(seg, cid))) : []
+  await repo.recountMembers(ctx.store, db, ctx.projectId, id, now)
+  return { changed: removed.length, events }
 }
 
 export interface ComputeOutcome { id: string; entered: number; exited: number; memberCount: number; computedAt: string }

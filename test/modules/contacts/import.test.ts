@@ -72,7 +72,7 @@ forEachStore('CSV import', (env) => {
     })
     expect(typeof job.finishedAt).toBe('string')
     const ann = await contactByEmail(env, p.secretKey, 'ann@example.com')
-    expect(ann.data).toEqual({ 'First Name': 'Ann B.', age: 35, vip: true, joined: '2024-01-15', score: 1.5 })
+    expect(ann.data).toEqual({ first_name: 'Ann B.', age: 35, vip: true, joined: '2024-01-15', score: 1.5 })
     expect(ann.subscribed).toBe(true)
     const bob = await contactByEmail(env, p.secretKey, 'bob@example.com')
     expect(bob.subscribed).toBe(false)

@@ -104,3 +104,21 @@ export async function deleteField(store: Store, db: Db, projectId: string, field
   }
   return rows.length
 }
+
+function hasField(store: Store, field: string) {
+  return store.dialect === 'pg'
+    ? sql`(contacts.data -> ${field}::text) IS NOT NULL`
+    : sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.key = ${field})`
+}
+
+/** Ids of the project's contacts that hold `field`, in id order after `afterId` (rename and retype walk them). */
+export async function idsWithField(store: Store, db: Db, projectId: string, field: string, afterId: string, limit: number): Promise<string[]> {
+  const rows = await store.rows<{ id: string }>(sql`SELECT id FROM contacts WHERE project_id = ${projectId} AND id > ${afterId} AND ${hasField(store, field)} ORDER BY id LIMIT ${limit}`, db)
+  return rows.map((r) => r.id)
+}
+
+/** Distinct values of `field` with their counts, every one (a retype classifies them). */
+export async function allFieldValues(store: Store, projectId: string, field: string): Promise<Array<{ value: unknown; count: number }>> {
+  const r = await fieldValues(store, projectId, field, Number.MAX_SAFE_INTEGER)
+  return r.values
+}
