@@ -30,6 +30,7 @@ const SignedOut = lazyPage(() => auth().then((m) => m.SignedOut))
 const VerifyEmail = lazyPage(() => auth().then((m) => m.VerifyEmail))
 const ContactsPage = lazyPage(() => contacts().then((m) => m.ContactsPage))
 const ContactDetail = lazyPage(() => contacts().then((m) => m.ContactDetail))
+const FieldsPage = lazyPage(() => contacts().then((m) => m.FieldsPage))
 const DomainsPage = lazyPage(() => domains().then((m) => m.DomainsPage))
 const DomainDetail = lazyPage(() => domains().then((m) => m.DomainDetail))
 const SegmentsPage = lazyPage(() => segments().then((m) => m.SegmentsPage))
@@ -253,6 +254,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/domains"><DomainsPage project={project} /></Route>
             <Route path="/domains/:id">{(p) => <DomainDetail project={project} id={p.id} />}</Route>
             <Route path="/contacts"><ContactsPage project={project} /></Route>
+            <Route path="/contacts/fields"><FieldsPage project={project} /></Route>
             <Route path="/contacts/:id">{(p) => <ContactDetail project={project} id={p.id} />}</Route>
             <Route path="/segments"><SegmentsPage project={project} /></Route>
             <Route path="/segments/new"><NewSegment project={project} /></Route>

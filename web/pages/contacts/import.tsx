@@ -1,18 +1,37 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { type FormEvent, useEffect, useId } from 'react'
+import { type FormEvent, useEffect, useId, useState } from 'react'
 import { call, get, type Job, type Project } from '../../api'
 import { ErrorBox } from '../../components/ui'
 
-/** CSV import: upload (5 MB at most), then the job's progress bar and its per-row report. */
+/** One column of the file and where it goes (POST /contacts/import/preview answers the automatic mapping). */
+export interface ColumnMap { column: string; to: 'email' | 'subscribed' | 'field' | 'ignore'; field?: string; type?: string; existing?: boolean; misfit?: number }
+interface Preview { columns: ColumnMap[]; rows: string[][]; totalRows: number; errors: Array<{ row: number; message: string }>; failing: number }
+
+const TYPES = ['auto', 'string', 'number', 'boolean', 'date'] as const
+const TYPE_LABEL: Record<string, string> = { auto: 'automatic', string: 'text', number: 'number', boolean: 'yes/no', date: 'date' }
+
+function form(file: File, mapping?: ColumnMap[]) {
+  const f = new FormData()
+  f.append('file', file)
+  if (mapping) f.append('mapping', JSON.stringify(mapping.map(({ column, to, field, type }) => ({ column, to, ...(to === 'field' ? { field, type } : {}) }))))
+  return f
+}
+
+/**
+ * CSV import: choose a file, check the preview (first rows, where each column goes, what would fail),
+ * adjust the mapping, import; then the job's progress bar and its per-row report.
+ */
 export function ImportContacts({ project, onClose }: { project: Project; onClose: () => void }) {
   const qc = useQueryClient()
   const fileId = useId()
+  const [file, setFile] = useState<File | null>(null)
+  const [mapping, setMapping] = useState<ColumnMap[] | null>(null)
+  const preview = useMutation({
+    mutationFn: (v: { file: File; mapping?: ColumnMap[] }) => call<Preview>('POST', '/contacts/import/preview', { body: form(v.file, v.mapping), project: project.id }),
+    onSuccess: (p) => setMapping(p.columns),
+  })
   const upload = useMutation({
-    mutationFn: (file: File) => {
-      const form = new FormData()
-      form.append('file', file)
-      return call<{ jobId: string }>('POST', '/contacts/import', { body: form, project: project.id })
-    },
+    mutationFn: (v: { file: File; mapping: ColumnMap[] }) => call<{ jobId: string }>('POST', '/contacts/import', { body: form(v.file, v.mapping), project: project.id }),
   })
   const jobId = upload.data?.jobId
   const job = useQuery({
@@ -24,25 +43,82 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
   const finished = job.data?.status === 'completed' || job.data?.status === 'failed'
   const completed = job.data?.status === 'completed'
   useEffect(() => { if (completed) qc.invalidateQueries({ queryKey: ['contacts', project.id] }) }, [completed, qc, project.id])
-  const submit = (e: FormEvent<HTMLFormElement>) => {
+  const choose = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
-    const file = new FormData(e.currentTarget).get('file')
-    if (file instanceof File && file.size > 0) upload.mutate(file)
+    const f = new FormData(e.currentTarget).get('file')
+    if (f instanceof File && f.size > 0) { setFile(f); setMapping(null); preview.mutate({ file: f }) }
   }
+  const change = (i: number, patch: Partial<ColumnMap>) => {
+    if (!mapping || !file) return
+    const next = mapping.map((m, j) => (j === i ? { ...m, ...patch } : m))
+    setMapping(next)
+    upload.reset()
+    preview.mutate({ file, mapping: next })
+  }
+  const p = preview.data
   const r = job.data?.result
   return (
     <div className="card">
       <h2>Import contacts from CSV</h2>
       {!jobId && (
-        <form onSubmit={submit}>
-          <p className="small muted">The first row names the columns: <code>email</code> (required), <code>subscribed</code> (optional); every other column becomes a data field, typed from its values. At most 5 MB.</p>
-          <ErrorBox error={upload.error} />
+        <form onSubmit={choose}>
+          <p className="small muted">Choose a file (at most 5 MB) to see its first rows and where each column goes before anything is imported.</p>
           <div className="row">
             <div className="field"><span><label htmlFor={fileId}>CSV file</label></span><input id={fileId} name="file" type="file" accept=".csv,text/csv" required /></div>
-            <button type="submit" disabled={upload.isPending}>{upload.isPending ? 'Uploading…' : 'Import'}</button>
+            <button type="submit" className="secondary" disabled={preview.isPending}>{preview.isPending ? 'Reading…' : 'Preview'}</button>
             <button type="button" className="secondary" onClick={onClose}>Cancel</button>
           </div>
         </form>
+      )}
+      {!jobId && <ErrorBox error={preview.error} />}
+      {!jobId && p && mapping && file && (
+        <div className="stack">
+          <h3>Columns</h3>
+          <div className="table-wrap"><table className="mapping rows">
+            <thead><tr><th scope="col">Column</th><th scope="col">Goes to</th><th scope="col">Field</th><th scope="col">Read as</th><th scope="col">First value</th></tr></thead>
+            <tbody>{mapping.map((m, i) => {
+              const shown = p.columns[i]
+              return (
+                <tr key={m.column}>
+                  <th scope="row">{m.column}</th>
+                  <td><select aria-label={`${m.column}: goes to`} value={m.to} onChange={(e) => change(i, { to: e.target.value as ColumnMap['to'], ...(e.target.value === 'field' && !m.field ? { field: m.column.trim().toLowerCase().replace(/\s+/g, '_'), type: 'auto' } : {}) })}>
+                    <option value="email">Email</option><option value="subscribed">Subscribed</option><option value="field">A field</option><option value="ignore">Ignore</option>
+                  </select></td>
+                  <td>{m.to === 'field' && (
+                    <>
+                      <input aria-label={`${m.column}: field name`} defaultValue={m.field} onBlur={(e) => { if (e.target.value.trim() && e.target.value.trim() !== m.field) change(i, { field: e.target.value.trim() }) }} />
+                      <span className="small muted"> {shown?.existing ? 'existing field' : 'new field'}</span>
+                    </>
+                  )}</td>
+                  <td>{m.to === 'field' && (
+                    <>
+                      <select aria-label={`${m.column}: read as`} value={m.type ?? 'auto'} onChange={(e) => change(i, { type: e.target.value })}>
+                        {TYPES.map((t) => <option key={t} value={t}>{TYPE_LABEL[t]}</option>)}
+                      </select>
+                      {(shown?.misfit ?? 0) > 0 && <span className="err small"> {shown?.misfit} value{shown?.misfit === 1 ? ' does' : 's do'} not fit</span>}
+                    </>
+                  )}</td>
+                  <td className="small">{p.rows[0]?.[i] ?? ''}</td>
+                </tr>
+              )
+            })}</tbody>
+          </table></div>
+          <h3>First rows</h3>
+          <div className="table-wrap"><table className="small">
+            <thead><tr>{mapping.map((m) => <th scope="col" key={m.column}>{m.column}</th>)}</tr></thead>
+            <tbody>{p.rows.map((row, ri) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: the preview's rows are a fixed list; two rows may be equal
+              <tr key={ri}>{mapping.map((m, ci) => <td key={m.column}>{row[ci] ?? ''}</td>)}</tr>
+            ))}</tbody>
+          </table></div>
+          <p role="status">{p.totalRows.toLocaleString()} rows; {p.failing === 0 ? 'all can be imported.' : `${p.failing.toLocaleString()} would not be imported:`}</p>
+          {p.errors.length > 0 && <ul className="small">{p.errors.slice(0, 10).map((e) => <li key={`${e.row}-${e.message}`}>Row {e.row}: {e.message}</li>)}</ul>}
+          <ErrorBox error={upload.error} />
+          <div className="row">
+            <button type="button" disabled={upload.isPending || preview.isPending} onClick={() => upload.mutate({ file, mapping })}>{upload.isPending ? 'Uploading…' : `Import ${(p.totalRows - p.failing).toLocaleString()} row${p.totalRows - p.failing === 1 ? '' : 's'}`}</button>
+            <button type="button" className="secondary" onClick={onClose}>Cancel</button>
+          </div>
+        </div>
       )}
       {jobId && (
         <div className="stack">

@@ -1,9 +1,12 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
-import { type Contact, type ContactPage, get, type Project, post } from '../../api'
-import { ImportContacts } from './import'
+import { call, type Contact, type ContactPage, get, type Project, post } from '../../api'
 import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { useFields } from '../segments'
+import { type ApiTree, emptyTree, fromApi, rowPaths, toApi, type Tree, TreeEditor } from '../segments/builder'
+import { BulkBar, type Target } from './bulk'
+import { ImportContacts } from './import'
 
 const PAGE = 50
 
@@ -32,7 +35,54 @@ export function contactsTotalQuery(projectId: string, search: string, subscribed
   }
 }
 
-/** Keyset pages (the API's cursor): fast at any depth; the previous pages' cursors are kept for "Previous". */
+/** The filter of the page as the API takes it (POST /contacts/query, /bulk, /export). */
+export interface ListFilter { search?: string; subscribed?: boolean; condition?: ApiTree }
+
+function filterBody(search: string, subscribed: string, condition: ApiTree | null): ListFilter {
+  return {
+    ...(search ? { search } : {}),
+    ...(subscribed ? { subscribed: subscribed === 'true' } : {}),
+    ...(condition ? { condition } : {}),
+  }
+}
+
+/** A page of the filtered list: the rows without the count, as GET /contacts?total=false. */
+function filteredQuery(projectId: string, filter: ListFilter, cursor: string | null) {
+  return {
+    queryKey: ['contacts', projectId, 'query', JSON.stringify(filter), cursor] as const,
+    queryFn: () => post<ContactPage>('/contacts/query', { ...filter, limit: PAGE, ...(cursor ? { cursor } : { total: false }) }, projectId),
+  }
+}
+
+const columnsKey = (projectId: string) => `mailctl.contacts.columns.${projectId}`
+
+/** The columns picked on this browser for the project (localStorage; docs/decisions.md, issue 37). */
+function useColumns(projectId: string): [string[], (c: string[]) => void] {
+  const [cols, setCols] = useState<string[]>(() => {
+    try {
+      const v = JSON.parse(localStorage.getItem(columnsKey(projectId)) ?? '[]') as unknown
+      return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []
+    } catch { return [] }
+  })
+  const set = (c: string[]) => {
+    setCols(c)
+    try { localStorage.setItem(columnsKey(projectId), JSON.stringify(c)) } catch { /* private mode: not remembered */ }
+  }
+  return [cols, set]
+}
+
+function valueAt(data: Record<string, unknown> | null, path: string): string {
+  let v: unknown = data
+  for (const k of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined
+  if (v === undefined || v === null) return ''
+  return typeof v === 'object' ? JSON.stringify(v) : String(v)
+}
+
+/**
+ * Keyset pages (the API's cursor): fast at any depth; the previous pages' cursors are kept for "Previous".
+ * Without a search or conditions the page reads GET /contacts (the in-memory index of the emails); with
+ * them, POST /contacts/query (search over the email and text fields, the segment builder's conditions).
+ */
 export function ContactsPage({ project }: { project: Project }) {
   const qc = useQueryClient()
   const [typed, setTyped] = useState('')
@@ -41,18 +91,50 @@ export function ContactsPage({ project }: { project: Project }) {
   const [cursors, setCursors] = useState<Array<string | null>>([null])
   const [adding, setAdding] = useState(false)
   const [importing, setImporting] = useState(false)
+  const [filtering, setFiltering] = useState(false)
+  const [tree, setTree] = useState<Tree | null>(null)
+  const [applied, setApplied] = useState<ApiTree | null>(null)
+  const [selected, setSelected] = useState<Set<string>>(new Set())
+  const [allMatching, setAllMatching] = useState(false)
+  const [columns, setColumns] = useColumns(project.id)
+  const fieldsCat = useFields(project)
+  const dataFields = fieldsCat.fields.filter((f) => f.kind === 'data').map((f) => f.label)
   useEffect(() => {
     const t = setTimeout(() => { setSearch(typed.trim()); setCursors([null]) }, 250)
     return () => clearTimeout(t)
   }, [typed])
+  // A new filter is a new list: the selection and the pages start again.
+  const filterKey = JSON.stringify([search, subscribed, applied])
+  const [listKey, setListKey] = useState(filterKey)
+  if (listKey !== filterKey) {
+    setListKey(filterKey)
+    setSelected(new Set())
+    setAllMatching(false)
+  }
+  const filter = filterBody(search, subscribed, applied)
+  const filtered = Boolean(search || applied)
   const cursor = cursors[cursors.length - 1]
-  const page = useQuery({ ...contactsQuery(project.id, search, subscribed, cursor), placeholderData: keepPreviousData })
+  const page = useQuery({ ...(filtered ? filteredQuery(project.id, filter, cursor) : contactsQuery(project.id, '', subscribed, cursor)), placeholderData: keepPreviousData })
   // Asked after the rows: SQLite answers one request at a time, and the rows should not wait for the count.
-  const totalQuery = useQuery({ ...contactsTotalQuery(project.id, search, subscribed), enabled: page.isSuccess && !page.isPlaceholderData })
+  const countQuery: { queryKey: readonly unknown[]; queryFn: () => Promise<number> } = filtered
+    ? { queryKey: ['contacts', project.id, 'count', JSON.stringify(filter)] as const, queryFn: () => post<{ total: number }>('/contacts/query/count', filter, project.id).then((r) => r.total) }
+    : contactsTotalQuery(project.id, '', subscribed)
+  const totalQuery = useQuery({ ...countQuery, enabled: page.isSuccess && !page.isPlaceholderData })
   const total = totalQuery.data
   const create = useMutation({
     mutationFn: (body: { email: string; subscribed: boolean }) => post<Contact>('/contacts', body, project.id),
     onSuccess: async () => { setAdding(false); await qc.invalidateQueries({ queryKey: ['contacts', project.id] }) },
+  })
+  const exportCsv = useMutation({
+    mutationFn: () => call<string>('POST', '/contacts/export', { body: filter, project: project.id }),
+    onSuccess: (csv) => {
+      const url = URL.createObjectURL(new Blob([csv], { type: 'text/csv' }))
+      const a = document.createElement('a')
+      a.href = url
+      a.download = `contacts-${new Date().toISOString().slice(0, 10)}.csv`
+      a.click()
+      setTimeout(() => URL.revokeObjectURL(url), 1000)
+    },
   })
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
@@ -60,9 +142,17 @@ export function ContactsPage({ project }: { project: Project }) {
     create.mutate({ email: String(f.get('email') ?? '').trim(), subscribed: f.get('subscribed') === 'on' })
   }
   const rows = page.data?.data ?? []
+  const pageIds = rows.map((c) => c.id)
+  const allOnPage = pageIds.length > 0 && pageIds.every((id) => selected.has(id))
+  const toggle = (id: string) => { setAllMatching(false); setSelected((s) => { const n = new Set(s); if (n.has(id)) n.delete(id); else n.add(id); return n }) }
+  const togglePage = () => { setAllMatching(false); setSelected((s) => { const n = new Set(s); for (const id of pageIds) { if (allOnPage) n.delete(id); else n.add(id) } return n }) }
+  const target: Target | null = allMatching
+    ? { kind: 'filter', filter: filter as Record<string, unknown>, count: total }
+    : selected.size ? { kind: 'ids', ids: [...selected] } : null
   return (
     <div>
       <PageHead title="Contacts">
+        <Link className="button secondary" href="/contacts/fields">Fields</Link>
         <button type="button" className="secondary" onClick={() => setImporting((a) => !a)} aria-expanded={importing}>Import CSV</button>
         <button type="button" onClick={() => setAdding((a) => !a)} aria-expanded={adding}>Add contact</button>
       </PageHead>
@@ -80,29 +170,54 @@ export function ContactsPage({ project }: { project: Project }) {
       )}
       <div className="card">
         <search className="row">
-          <Field label="Search by email" type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder="ada@" />
+          <Field label="Search email and fields" type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder="ada@ or Müller" />
           <div className="field"><span><label htmlFor="sub-filter">Subscription</label></span>
             <select id="sub-filter" value={subscribed} onChange={(e) => { setSubscribed(e.target.value); setCursors([null]) }}>
               <option value="">All</option><option value="true">Subscribed</option><option value="false">Unsubscribed</option>
             </select>
           </div>
+          <button type="button" className="secondary" aria-expanded={filtering} onClick={() => { setFiltering((f) => !f); if (!tree) setTree(applied ? fromApi(applied, new Set(fieldsCat.fields.map((f) => f.field))) : emptyTree()) }}>
+            Conditions{applied ? ` (${applied.groups.reduce((n, g) => n + (g.filters?.length ?? 0), 0)})` : ''}
+          </button>
+          <ColumnPicker fields={dataFields} columns={columns} setColumns={setColumns} />
+          <button type="button" className="secondary" onClick={() => exportCsv.mutate()} disabled={exportCsv.isPending}>{exportCsv.isPending ? 'Exporting…' : 'Export CSV'}</button>
         </search>
+        <ErrorBox error={exportCsv.error} />
+        {filtering && tree && (
+          <ConditionsPanel project={project} tree={tree} setTree={setTree} fields={fieldsCat} applied={applied}
+            onApply={(t) => { setApplied(t); setCursors([null]) }} onClear={() => { setApplied(null); setTree(emptyTree()); setCursors([null]) }} />
+        )}
       </div>
       <div className="card">
         {page.isPending && <Loading />}
         <ErrorBox error={page.error} />
-        {page.data && rows.length === 0 && (search || subscribed
+        {page.data && rows.length === 0 && (search || subscribed || applied
           ? <Empty title="No contact matches">Try another search or filter.</Empty>
           : <Empty title="No contacts yet">Add one above, send them with <code>POST /contacts</code>, or track an event for a new address.</Empty>)}
         {rows.length > 0 && (
           <>
             <p className="small muted" aria-live="polite">{total !== undefined ? `${total.toLocaleString()} contact${total === 1 ? '' : 's'}` : 'Counting…'}{page.isFetching && ' · loading…'}</p>
+            {(selected.size > 0 || allMatching) && (
+              <p className="small">
+                {allMatching ? `All ${total?.toLocaleString() ?? ''} matching contacts are selected.` : `${selected.size.toLocaleString()} selected.`}{' '}
+                {!allMatching && total !== undefined && total > selected.size && <button type="button" className="link" onClick={() => setAllMatching(true)}>Select all {total.toLocaleString()} matching</button>}{' '}
+                <button type="button" className="link" onClick={() => { setSelected(new Set()); setAllMatching(false) }}>Clear the selection</button>
+              </p>
+            )}
+            {target && <BulkBar key={JSON.stringify(target.kind === 'ids' ? target.ids.length : 'all')} project={project} target={target} fields={dataFields} />}
             <div className="table-wrap"><table>
-              <thead><tr><th scope="col">Email</th><th scope="col">Subscription</th><th scope="col">Created</th></tr></thead>
+              <thead><tr>
+                <th scope="col" className="pick"><input type="checkbox" aria-label="Select the contacts of this page" checked={allOnPage || allMatching} onChange={togglePage} /></th>
+                <th scope="col">Email</th><th scope="col">Subscription</th>
+                {columns.map((c) => <th scope="col" key={c}>{c}</th>)}
+                <th scope="col">Created</th>
+              </tr></thead>
               <tbody>{rows.map((c) => (
                 <tr key={c.id}>
+                  <td className="pick"><input type="checkbox" aria-label={`Select ${c.email}`} checked={allMatching || selected.has(c.id)} onChange={() => toggle(c.id)} /></td>
                   <td><Link href={`/contacts/${c.id}`}>{c.email}</Link></td>
                   <td><Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? 'Subscribed' : 'Unsubscribed'}</Badge></td>
+                  {columns.map((k) => <td key={k}>{valueAt(c.data, k)}</td>)}
                   <td>{formatDate(c.createdAt)}</td>
                 </tr>
               ))}</tbody>
@@ -116,4 +231,60 @@ export function ContactsPage({ project }: { project: Project }) {
   )
 }
 
+/** The columns shown besides email, subscription and date: custom fields, remembered per project on this browser. */
+function ColumnPicker({ fields, columns, setColumns }: { fields: string[]; columns: string[]; setColumns: (c: string[]) => void }) {
+  const all = [...new Set([...columns, ...fields])]
+  return (
+    <details className="picker">
+      <summary className="button secondary">Columns{columns.length ? ` (${columns.length})` : ''}</summary>
+      <fieldset>
+        <legend>Custom fields to show</legend>
+        {all.length === 0 && <p className="small muted">No custom fields yet.</p>}
+        {all.map((f) => (
+          <label key={f} className="check">
+            <input type="checkbox" checked={columns.includes(f)} onChange={(e) => setColumns(e.target.checked ? [...columns, f] : columns.filter((c) => c !== f))} /> {f}
+          </label>
+        ))}
+      </fieldset>
+    </details>
+  )
+}
+
+/** The segment builder on the list: apply the conditions, or save them as a dynamic segment. */
+function ConditionsPanel({ project, tree, setTree, fields, applied, onApply, onClear }: {
+  project: Project; tree: Tree; setTree: (t: Tree) => void; fields: ReturnType<typeof useFields>; applied: ApiTree | null
+  onApply: (t: ApiTree) => void; onClear: () => void
+}) {
+  const [name, setName] = useState('')
+  const [check, setCheck] = useState<unknown>(null)
+  const save = useMutation({
+    mutationFn: () => post<{ id: string; name: string }>('/segments', { name: name.trim(), condition: toApi(tree) }, project.id),
+  })
+  const apply = async () => {
+    // The count checks the conditions (422 with their paths) before the list uses them.
+    try {
+      await post('/segments/preview', { condition: toApi(tree) }, project.id)
+      setCheck(null)
+      onApply(toApi(tree))
+    } catch (err) { setCheck(err) }
+  }
+  return (
+    <div className="stack conditions">
+      <ErrorBox error={fields.error} />
+      {!fields.ready ? <Loading label="Loading the fields…" /> : (
+        <TreeEditor tree={tree} onChange={(t) => { setTree(t); setCheck(null) }} path="condition" label="" depth={1} ctx={{ fields: fields.fields, error: check ?? save.error }} />
+      )}
+      <ErrorBox error={check ?? save.error} shown={rowPaths(tree)} />
+      <div className="row">
+        <button type="button" onClick={apply}>Apply conditions</button>
+        {applied && <button type="button" className="secondary" onClick={onClear}>Clear conditions</button>}
+        <Field label="Segment name" value={name} onChange={(e) => { setName(e.target.value); save.reset() }} placeholder="Pro customers" />
+        <button type="button" className="secondary" disabled={!name.trim() || save.isPending} onClick={() => save.mutate()}>Save as segment</button>
+      </div>
+      {save.data && <p role="status">Saved as <Link href={`/segments/${save.data.id}`}>{save.data.name}</Link>.</p>}
+    </div>
+  )
+}
+
 export { ContactDetail } from './detail'
+export { FieldsPage } from './fields'

@@ -48,7 +48,7 @@ export function SegmentsPage({ project }: { project: Project }) {
 interface FieldsResult { contact: FieldInfo[] }
 
 /** The field catalogue: the engine's fields seen in the project (GET /workflows/fields) and the project's segments. */
-function useFields(project: Project) {
+export function useFields(project: Project) {
   const fields = useQuery({ queryKey: ['filter-fields', project.id], queryFn: () => get<FieldsResult>('/workflows/fields', project.id) })
   const segments = useQuery(segmentsQuery(project.id))
   const all = useMemo<FieldInfo[]>(() => [
