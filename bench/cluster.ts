@@ -13,7 +13,7 @@
  * request much less.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { cpuMs, fmt, runLoad, type Req } from './_load'
@@ -27,6 +27,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 5000)
 const CLI = join(import.meta.dir, '..', 'cli', 'mailctl.ts')
 const SECRET = 'bench-cluster-secret-0123456789abcdefghij'
+/** The machine's load average, printed with every figure (the machine is shared). */
+const loadAverageNow = () => `load average ${loadavg().map((v) => v.toFixed(2)).join(' ')}`
 
 const dns = await startTestDns()
 const sink = await startSink({})
@@ -112,7 +114,7 @@ async function run(count: number) {
     const cpu0 = cpuOf(nodes)
     const r = await load(SECONDS, 'm')
     const trackCpu = cpuOf(nodes) - cpu0
-    console.log(`${fmt(`track, ${count} node${count > 1 ? 's' : ''}`, r)}; node CPU ${(trackCpu * 1000 / r.requests).toFixed(0)} µs/request`)
+    console.log(`${fmt(`track, ${count} node${count > 1 ? 's' : ''}`, r)}; node CPU ${(trackCpu * 1000 / r.requests).toFixed(0)} µs/request; ${loadAverageNow()}`)
 
     // Campaign delivery.
     const contacts = Array.from({ length: RECIPIENTS }, (_, i) => `r${i}@bench.test`)
@@ -133,7 +135,7 @@ async function run(count: number) {
     }
     const secs = (performance.now() - t0) / 1000
     const campaignCpu = cpuOf(nodes) - cpu1
-    console.log(`campaign, ${count} node${count > 1 ? 's' : ''}: ${RECIPIENTS} messages in ${secs.toFixed(1)} s = ${(RECIPIENTS / secs).toFixed(0)} messages/s (sink accepted ${sink.accepted - base}); node CPU ${(campaignCpu * 1000 / RECIPIENTS).toFixed(0)} µs/message`)
+    console.log(`campaign, ${count} node${count > 1 ? 's' : ''}: ${RECIPIENTS} messages in ${secs.toFixed(1)} s = ${(RECIPIENTS / secs).toFixed(0)} messages/s (sink accepted ${sink.accepted - base}); node CPU ${(campaignCpu * 1000 / RECIPIENTS).toFixed(0)} µs/message; ${loadAverageNow()}`)
     return { track: r.rps, trackCpu: trackCpu / r.requests, campaign: RECIPIENTS / secs, campaignCpu: campaignCpu / RECIPIENTS }
   } finally {
     for (const n of nodes) await stopNode(n)
@@ -145,7 +147,7 @@ async function run(count: number) {
 try {
   const one = await run(1)
   const two = await run(2)
-  console.log(`2 nodes / 1 node: track ${(two.track / one.track).toFixed(2)}x (CPU per request ${(two.trackCpu / one.trackCpu).toFixed(2)}x), campaign ${(two.campaign / one.campaign).toFixed(2)}x (CPU per message ${(two.campaignCpu / one.campaignCpu).toFixed(2)}x)`)
+  console.log(`2 nodes / 1 node: track ${(two.track / one.track).toFixed(2)}x (CPU per request ${(two.trackCpu / one.trackCpu).toFixed(2)}x), campaign ${(two.campaign / one.campaign).toFixed(2)}x (CPU per message ${(two.campaignCpu / one.campaignCpu).toFixed(2)}x); ${loadAverageNow()}`)
 } finally {
   await redis.kill()
   await sink.close()
