@@ -197,7 +197,10 @@ export type CampaignStats = Static<typeof CampaignStats>
 
 export const IdParams = t.Object({ id: t.String() })
 
-export const TestBody = t.Object({ email: Email })
+export const TestBody = t.Object({
+  email: Email,
+  contactId: t.Optional(t.String({ minLength: 1, maxLength: 64, error: 'contactId must be a contact id', description: 'Render with this contact\'s data instead (a contact of the project, else 404); issue 36' })),
+})
 export type TestInput = Static<typeof TestBody>
 
 export const TestResult = t.Object({

@@ -69,7 +69,7 @@ export function campaignsRoutes(deps: Deps) {
     })
     .post('/:id/test', ({ ctx, params, body }) => service.testCampaign(ctx, params.id, body), {
       apiKey: 'secret', params: m.IdParams, body: m.TestBody, response: { 200: m.TestResult },
-      detail: { tags, summary: 'Send a test email of the campaign to one address', description: 'In any state. Rendered with the contact data of that address when it is a contact; marked as a test (sourceType test) and not counted in the campaign\'s stats. A suppressed address answers 422.' },
+      detail: { tags, summary: 'Send a test email of the campaign to one address', description: 'In any state. Rendered with the contact data of that address when it is a contact, or with the data of `contactId` (a contact of the project, else 404; the subscription links stay those of the address); marked as a test (sourceType test) and not counted in the campaign\'s stats. A suppressed address answers 422.' },
     })
     .post('/:id/send', ({ ctx, params, body }) => service.sendCampaign(ctx, params.id, body ?? {}), {
       apiKey: 'secret', params: m.IdParams, body: t.Optional(m.SendBody), response: { 200: m.SendResult },

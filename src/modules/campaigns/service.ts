@@ -7,6 +7,7 @@ import { renderRefusal, checkTemplateSource } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { checkDesign } from '../templates/design'
 import { withPreheader } from '../templates/preheader'
+import { getContact } from '../contacts/service'
 import { queueEmails } from '../emails/service'
 import { suppressedAmong } from '../suppressions/service'
 import { notifyQueued } from '../../mail/outbound'
@@ -458,7 +459,10 @@ export async function testCampaign(ctx: Ctx, id: string, input: TestInput): Prom
   // Rendered before the transaction, within the render budgets (a heavy body in a render thread): past
   // one, a 422 naming it (issue 35.1).
   const contact = await repo.contactByEmail(ctx.store, ctx.store.db, ctx.projectId, email)
-  const recipient = { id: contact?.id ?? null, email, data: contact?.data ?? {} }
+  // Rendered as another contact (issue 36): its data; the subscription links stay the address's own, so
+  // trying a test's unsubscribe link never unsubscribes the contact previewed.
+  const as = input.contactId ? await getContact(ctx, input.contactId) : null
+  const recipient = { id: contact?.id ?? null, email, data: as ? as.data : contact?.data ?? {} }
   const emailId = Bun.randomUUIDv7()
   let body: { html: string; text: string }
   try {

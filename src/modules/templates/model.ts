@@ -128,3 +128,34 @@ export type TemplateUsage = Static<typeof TemplateUsage>
 
 export const IdParams = t.Object({ id: t.String() })
 export const ErrorBody = t.Object({ error: t.String() })
+
+/** POST /templates/preview (issue 36, item 3): content saved or not, and the contact to render it as. */
+export const PreviewBody = t.Object({
+  subject: t.String({ maxLength: 998, pattern: '^[^\\r\\n]*$', error: 'subject must be at most 998 characters without line breaks' }),
+  body: Body,
+  preheader: OptPreheader,
+  contactId: t.Optional(t.String({ minLength: 1, maxLength: 64, error: 'contactId must be a contact id' , description: 'A contact of the project (404 otherwise); omitted: rendered as for an address that is not a contact' })),
+})
+export type PreviewInput = Static<typeof PreviewBody>
+
+export const PreviewResult = t.Object({
+  subject: t.String(),
+  html: t.String(),
+  text: t.String(),
+  contact: t.Union([t.Object({ id: t.String(), email: t.String() }), t.Null()], { description: 'The contact rendered as, or null' }),
+  missing: t.Array(t.String(), { description: 'Variables used without a fallback that render empty for this contact; built-in ones (email, unsubscribeUrl, subscribeUrl, manageUrl) are never listed' }),
+})
+export type PreviewResult = Static<typeof PreviewResult>
+
+/** POST /templates/:id/test (issue 36, item 3). */
+export const TemplateTestBody = t.Object({
+  email: Email,
+  contactId: t.Optional(t.String({ minLength: 1, maxLength: 64, error: 'contactId must be a contact id', description: 'Render with this contact\'s data (a contact of the project, else 404)' })),
+})
+export type TemplateTestInput = Static<typeof TemplateTestBody>
+export const TemplateTestResult = t.Object({
+  success: t.Literal(true),
+  data: t.Object({ id: t.String({ description: 'The id of the queued test email' }), email: t.String() }),
+  message: t.String(),
+})
+export type TemplateTestResult = Static<typeof TemplateTestResult>

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import { authPlugin } from '../../http/auth'
 import * as m from './model'
+import { previewMessage, testTemplate } from './preview'
 import * as service from './service'
 
 const tags = ['templates']
@@ -10,7 +11,7 @@ const tags = ['templates']
 function trimAddresses({ body }: { body: unknown }) {
   if (!body || typeof body !== 'object') return
   const b = body as Record<string, unknown>
-  for (const k of ['from', 'replyTo']) if (typeof b[k] === 'string') b[k] = (b[k] as string).trim()
+  for (const k of ['from', 'replyTo', 'email']) if (typeof b[k] === 'string') b[k] = (b[k] as string).trim()
 }
 
 /** On create, an empty or null `from` is a missing one: the flat 400 of docs/decisions.md, Errors, not a 422. */
@@ -36,6 +37,13 @@ export function templatesRoutes(deps: Deps) {
       detail: {
         tags, summary: 'Create a template',
         description: `201 with the template. A missing \`from\` answers 400 \`{error}\`; a \`from\` whose domain is not verified for the project answers 403 (code INTERNAL_SERVER_ERROR, kept for compatibility with Plunk's API). \`type\` defaults to MARKETING. ${VARIABLES}`,
+      },
+    })
+    .post('/preview', ({ ctx, body }) => previewMessage(ctx, body), {
+      apiKey: 'secret', body: m.PreviewBody, response: { 200: m.PreviewResult },
+      detail: {
+        tags, summary: 'Preview a subject and body as one contact gets them (writes nothing)',
+        description: `Not in the contract (issue 36). Content saved or not (the editors send what they show), rendered with the data, email and subscription links of \`contactId\` (a contact of the project, else 404), or without it as for an address that is not a contact. \`missing\` lists the variables used without a fallback that render empty for that contact; the built-in ones never. A source that does not compile or exceeds a render budget answers 422. ${VARIABLES}`,
       },
     })
     .get('', ({ ctx, query }) => service.listTemplates(ctx, query), {
@@ -65,6 +73,10 @@ export function templatesRoutes(deps: Deps) {
     }, {
       apiKey: 'secret', params: m.IdParams, response: { 201: m.Template },
       detail: { tags, summary: 'Duplicate a template', description: '201 with the new template (its `id` is the new template id), named "<name> (copy)". The sender is not re-checked.' },
+    })
+    .post('/:id/test', ({ ctx, params, body }) => testTemplate(ctx, params.id, body), {
+      apiKey: 'secret', params: m.IdParams, body: m.TemplateTestBody, response: { 200: m.TemplateTestResult },
+      detail: { tags, summary: 'Send a test email of the saved template to one address', description: 'Not in the contract (issue 36). Rendered with the data of `contactId` (a contact of the project, else 404) or of the address\'s own contact; the subscription links are only ever the address\'s own. Marked as a test (sourceType test). A suppressed address answers 422; a sender domain no longer verified 403.' },
     })
     .get('/:id/usage', ({ ctx, params }) => service.getTemplateUsage(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.TemplateUsage },
