@@ -31,10 +31,12 @@ export function preview(html: string, sample: Record<string, unknown>): string {
  * The HTML source of an email next to its live preview (a sandboxed iframe), with sample contact data for
  * the variables and the list of variables used (templates and campaigns).
  */
-export function HtmlEditor({ subject, body, onBody, error, onSourceFocus }: {
+export function HtmlEditor({ subject, body, onBody, error, onSourceFocus, previewHtml }: {
   subject: string; body: string; onBody: (body: string) => void; error?: string
   /** The source got the focus (the email editor's variable picker inserts there). */
   onSourceFocus?: (el: HTMLTextAreaElement) => void
+  /** The server's rendering for a chosen contact (the editor's "Preview as a contact"): shown instead of the sample's. */
+  previewHtml?: string
 }) {
   const [sampleText, setSampleText] = useState('{\n  "name": "Ada",\n  "email": "ada@example.com"\n}')
   const bodyId = useId()
@@ -52,7 +54,7 @@ export function HtmlEditor({ subject, body, onBody, error, onSourceFocus }: {
         <div className="field">
           <span>Preview</span>
           {/* sandbox without allow-scripts: the template's HTML cannot run code or reach the dashboard */}
-          <iframe title="Preview of the email" sandbox="" srcDoc={sample ? preview(body, sample) : body} className="preview" />
+          <iframe title="Preview of the email" sandbox="" srcDoc={previewHtml ?? (sample ? preview(body, sample) : body)} className="preview" />
         </div>
       </div>
       <div className="row">

@@ -5,6 +5,7 @@ import {
   asDesign, BLOCK_LABELS, type Block, type BlockStyle, type BlockType, type Design, designToHtml, emptyDesign, findBlock, FONTS,
   indexOf, mapBlocks, moveBlock, newBlock, type Settings,
 } from './design'
+import { PreviewAs, type Rendered } from './contact-preview'
 import { markdownBody } from './markdown'
 import { STARTERS } from './starters'
 
@@ -26,6 +27,8 @@ export interface EditorProps {
   error?: string
   /** For content without a design: open Visual mode on this starter (an id of STARTERS) or 'blank'. */
   startWith?: string
+  /** The saved template's or campaign's test endpoint (`/templates/<id>/test`): test sends as a contact. */
+  testPath?: string
   onChange: (v: EditorValue) => void
 }
 
@@ -49,6 +52,7 @@ export function EmailEditor(props: EditorProps) {
   const [design, setDesign] = useState<Design>(start ?? emptyDesign())
   const [html, setHtml] = useState(props.initial.body)
   const target = useRef<Target | null>(null)
+  const [asContact, setAsContact] = useState<Rendered | null>(null)
   const seen = useRef(props.revision)
   // biome-ignore lint/correctness/useExhaustiveDependencies: starts again only when the page says so (revision)
   useEffect(() => {
@@ -110,11 +114,12 @@ export function EmailEditor(props: EditorProps) {
         <VariablePicker fields={props.fields} target={target} />
       </div>
       {props.error && <div className="alert error" role="alert">{props.error}</div>}
-      {mode === 'visual' && <Visual design={design} onChange={changeDesign} body={body} target={target} project={props.project} />}
+      <PreviewAs project={props.project} subject={props.subject} body={body} testPath={props.testPath} onRendered={setAsContact} />
+      {mode === 'visual' && <Visual design={design} onChange={changeDesign} body={body} target={target} project={props.project} rendered={asContact} />}
       {mode === 'markdown' && (
-        <MarkdownPane design={design} body={body} target={target} onChange={(md) => changeDesign({ ...design, markdown: md })} />
+        <MarkdownPane design={design} body={body} target={target} rendered={asContact} onChange={(md) => changeDesign({ ...design, markdown: md })} />
       )}
-      {mode === 'html' && <HtmlPane html={html} subject={props.subject} onChange={changeHtml} target={target} />}
+      {mode === 'html' && <HtmlPane html={html} subject={props.subject} onChange={changeHtml} target={target} rendered={asContact} />}
     </div>
   )
 }
@@ -181,11 +186,11 @@ function inputTarget(target: React.RefObject<Target | null>, el: HTMLInputElemen
 
 // ---- HTML and Markdown modes ----
 
-function HtmlPane({ html, subject, onChange, target }: { html: string; subject: string; onChange: (h: string) => void; target: React.RefObject<Target | null> }) {
-  return <HtmlEditor subject={subject} body={html} onBody={onChange} onSourceFocus={(el) => inputTarget(target, el, onChange)} />
+function HtmlPane({ html, subject, onChange, target, rendered }: { html: string; subject: string; onChange: (h: string) => void; target: React.RefObject<Target | null>; rendered: Rendered | null }) {
+  return <HtmlEditor subject={subject} body={html} onBody={onChange} onSourceFocus={(el) => inputTarget(target, el, onChange)} previewHtml={rendered?.html} />
 }
 
-function MarkdownPane({ design, body, onChange, target }: { design: Design; body: string; onChange: (md: string) => void; target: React.RefObject<Target | null> }) {
+function MarkdownPane({ design, body, onChange, target, rendered }: { design: Design; body: string; onChange: (md: string) => void; target: React.RefObject<Target | null>; rendered: Rendered | null }) {
   const id = useId()
   return (
     <div className="editor">
@@ -194,15 +199,18 @@ function MarkdownPane({ design, body, onChange, target }: { design: Design; body
         <textarea id={id} className="mono" rows={18} value={design.markdown ?? ''} onChange={(e) => onChange(e.target.value)} onFocus={(e) => inputTarget(target, e.currentTarget, onChange)} />
         <span className="hint">CommonMark with GitHub's tables; merge tags as in the other modes.</span>
       </div>
-      <Preview html={body} />
+      <Preview html={body} rendered={rendered} />
     </div>
   )
 }
 
 const SAMPLE = { firstName: 'Ada', name: 'Ada', email: 'ada@example.com', unsubscribeUrl: '#unsubscribe', manageUrl: '#manage', subscribeUrl: '#subscribe' }
 
-/** The email as sent, filled with a sample contact, at desktop or phone width (a sandboxed frame: no scripts). */
-function Preview({ html }: { html: string }) {
+/**
+ * The email at desktop or phone width (a sandboxed frame: no scripts): as the server renders it for the
+ * contact chosen in "Preview as a contact", else filled with a sample contact (or one without data).
+ */
+function Preview({ html, rendered }: { html: string; rendered: Rendered | null }) {
   const [phone, setPhone] = useState(false)
   const [empty, setEmpty] = useState(false)
   return (
@@ -213,10 +221,10 @@ function Preview({ html }: { html: string }) {
           <button type="button" className={phone ? 'secondary small' : 'small'} aria-pressed={!phone} onClick={() => setPhone(false)}>Desktop</button>
           <button type="button" className={phone ? 'small' : 'secondary small'} aria-pressed={phone} onClick={() => setPhone(true)}>Phone</button>
         </fieldset>
-        <label className="small mc-inline"><input type="checkbox" checked={empty} onChange={(e) => setEmpty(e.target.checked)} /> Contact without data</label>
+        {!rendered && <label className="small mc-inline"><input type="checkbox" checked={empty} onChange={(e) => setEmpty(e.target.checked)} /> Contact without data</label>}
       </div>
       <div className={phone ? 'mc-frame phone' : 'mc-frame'}>
-        <iframe title="Preview of the email" sandbox="" srcDoc={preview(html, empty ? { email: 'someone@example.com' } : SAMPLE)} className="preview" />
+        <iframe title="Preview of the email" sandbox="" srcDoc={rendered ? rendered.html : preview(html, empty ? { email: 'someone@example.com' } : SAMPLE)} className="preview" />
       </div>
     </div>
   )
@@ -226,7 +234,7 @@ function Preview({ html }: { html: string }) {
 
 const ADDABLE: BlockType[] = ['heading', 'text', 'button', 'image', 'divider', 'spacer', 'columns', 'social', 'footer', 'html']
 
-function Visual({ design, onChange, body, target, project }: { design: Design; onChange: (d: Design) => void; body: string; target: React.RefObject<Target | null>; project: string }) {
+function Visual({ design, onChange, body, target, project, rendered }: { design: Design; onChange: (d: Design) => void; body: string; target: React.RefObject<Target | null>; project: string; rendered: Rendered | null }) {
   const [selected, setSelected] = useState<string | null>(design.blocks[0]?.id ?? null)
   const [tab, setTab] = useState<'edit' | 'preview'>('edit')
   const dragged = useRef<string | null>(null)
@@ -313,7 +321,7 @@ function Visual({ design, onChange, body, target, project }: { design: Design; o
               {renderList(design.blocks)}
             </div>
           </div>
-        ) : <Preview html={body} />}
+        ) : <Preview html={body} rendered={rendered} />}
       </div>
       <aside className="mc-side" aria-labelledby={`${id}-side`}>
         <h3 id={`${id}-side`}>{sel ? `${BLOCK_LABELS[sel.type]} block` : 'Email settings'}</h3>

@@ -152,7 +152,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
         <Field label="Subject" value={subject} onChange={(e) => { setSubject(e.target.value); touch('subject') }} error={fieldError(shownError, 'subject')} />
         <Field label="Preheader" value={preheader} onChange={(e) => { setPreheader(e.target.value); touch('preheader') }} maxLength={255}
           hint="The preview text inboxes show after the subject" error={fieldError(shownError, 'preheader')} />
-        <EmailEditor project={project.id} initial={initial.value} revision={initial.revision} startWith={campaign || initial.revision > 0 ? undefined : 'blank'} subject={subject}
+        <EmailEditor project={project.id} initial={initial.value} revision={initial.revision} testPath={campaign ? `/campaigns/${campaign.id}/test` : undefined} startWith={campaign || initial.revision > 0 ? undefined : 'blank'} subject={subject}
           onChange={onContent} error={fieldError(shownError, 'body') ?? fieldError(shownError, 'design')} />
       </div>
       <AudiencePicker project={project} value={audience} onChange={(a) => { setAudience(a); touch('type', 'audienceType', 'segmentId', 'audienceCondition') }} error={shownError} />

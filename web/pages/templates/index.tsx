@@ -119,7 +119,7 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
         <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
         <Field label="Preheader" value={preheader} onChange={(e) => setPreheader(e.target.value)} maxLength={255}
           hint="The preview text inboxes show after the subject" error={fieldError(save.error, 'preheader')} />
-        <EmailEditor project={project.id} initial={saved} revision={0} startWith={new URLSearchParams(location.search).get('start') ?? undefined} subject={subject} onChange={setContent} error={fieldError(save.error, 'body') ?? fieldError(save.error, 'design')} />
+        <EmailEditor project={project.id} initial={saved} revision={0} testPath={`/templates/${tpl.id}/test`} startWith={new URLSearchParams(location.search).get('start') ?? undefined} subject={subject} onChange={setContent} error={fieldError(save.error, 'body') ?? fieldError(save.error, 'design')} />
         <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
       </form>
     </div>
