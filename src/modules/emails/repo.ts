@@ -170,7 +170,7 @@ export async function recordOutcomes(store: Store, db: Db, writes: Array<{ id: s
   for (const g of shapes.values()) {
     const rank = statusRank(g.status)
     if (rank < 0) throw new Error(`unknown email status ${g.status}`)
-    const cols = g.keys.map(([k, col]) => ({ col, type: PG_OUTCOME_TYPES[k] }))
+    const cols: Array<{ col: string; type: string }> = g.keys.map(([k, col]) => ({ col, type: PG_OUTCOME_TYPES[k] }))
     if (g.sentAt) cols.push({ col: 'sent_at', type: 'timestamptz' })
     const sets = g.keys.map(([, col]) => `${col} = x.${col}`)
     if (g.sentAt) sets.push('sent_at = COALESCE(emails.sent_at, x.sent_at)')
