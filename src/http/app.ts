@@ -1,5 +1,4 @@
 import { Elysia, type ValidationError } from 'elysia'
-import { openapi } from '@elysiajs/openapi'
 import { Kind } from '@sinclair/typebox'
 import './formats'
 import type { Deps } from '../deps'
@@ -19,6 +18,7 @@ import { projectsRoutes } from '../modules/projects/routes'
 import { membersRoutes } from '../modules/members/routes'
 import { configRoutes } from '../modules/config/routes'
 import { renderDocs, type OpenApiDoc } from './docs'
+import { openApiDocument } from './openapi'
 import { contactsRoutes } from '../modules/contacts/routes'
 import { eventsRoutes, trackRoutes } from '../modules/events/routes'
 import { verifyRoutes } from '../modules/verify/routes'
@@ -76,6 +76,19 @@ function pathOf(url: string): string {
   return q < 0 ? url.slice(start) : url.slice(start, q)
 }
 
+/** The document's own parts: GET /openapi.json adds the routes (src/http/openapi.ts). */
+const DOCUMENTATION = {
+  info: { title: 'mailctl API', version: '0.1.0', description: 'The HTTP API of mailctl, a self-hosted email platform: contacts, events, templates, segments, campaigns and transactional sending. It is compatible with Plunk\'s API, so the official SDK (`@plunk/node`) works with `baseUrl` set to this server\'s `/v1/`. Project API keys go in `Authorization: Bearer <key>`: the secret key (`sk_...`) for everything, the public key (`pk_...`) only for `POST /v1/track`.' },
+  components: {
+    securitySchemes: {
+      secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key, sk_...' },
+      publicKey: { type: 'http', scheme: 'bearer', description: 'Project public key, pk_... (POST /v1/track only)' },
+      session: { type: 'apiKey', in: 'cookie', name: 'mailctl_session' },
+      projectId: { type: 'apiKey', in: 'header', name: 'X-Project-Id', description: 'The dashboard: with the session cookie, the project acted on (in place of a secret key)' },
+    },
+  },
+}
+
 /**
  * The Elysia root: request ids, the error envelope, body limits, request logs, OpenAPI, then the routes
  * of every module. Modules build their routes with `authPlugin(deps)` and are mounted here.
@@ -84,6 +97,7 @@ export function buildApp(deps: Deps) {
   const log = deps.log
   // GET /docs: rendered once from /openapi.json into self-contained HTML (no CDN: works offline).
   let docs: Promise<string> | null = null
+  let spec: Record<string, unknown> | null = null
   const docsPage = (): Promise<string> => (docs ??= app.handle(new Request('http://localhost/openapi.json'))
     .then((r: Response) => r.json() as Promise<OpenApiDoc>).then((doc) => renderDocs(doc, { baseUrl: deps.config.publicUrl })))
   let jsonRoutes: Set<string> | null = null
@@ -174,11 +188,6 @@ export function buildApp(deps: Deps) {
         ? `The body must be a JSON object sent with Content-Type: application/json (it came as ${type})`
         : 'The body must be a JSON object')
     })
-    // The OpenAPI generator describes a request body only for routes without function parsers; every route
-    // now has the body-cap and key parsers (which read nothing), so their body's content is restored here.
-    .onAfterHandle({ as: 'global' }, ({ route, response }) => {
-      if (route === '/openapi.json') restoreRequestBodies(response as OpenApiDoc, app.routes)
-    })
     .onAfterResponse({ as: 'global' }, ({ request, route, set }) => {
       const i = (set as Tracked)[REQ]
       if (!i) return
@@ -194,23 +203,9 @@ export function buildApp(deps: Deps) {
       // The route's pattern (bounded), never the raw path; a request that matched no route is "unmatched".
       httpMetrics.observe(request.method, route || 'unmatched', status, ms / 1000)
     })
-    .use(openapi({
-      path: '/docs',
-      specPath: '/openapi.json',
-      provider: null,
-      documentation: {
-        openapi: '3.1.0',
-        info: { title: 'mailctl API', version: '0.1.0', description: 'The HTTP API of mailctl, a self-hosted email platform: contacts, events, templates, segments, campaigns and transactional sending. It is compatible with Plunk\'s API, so the official SDK (`@plunk/node`) works with `baseUrl` set to this server\'s `/v1/`. Project API keys go in `Authorization: Bearer <key>`: the secret key (`sk_...`) for everything, the public key (`pk_...`) only for `POST /v1/track`.' },
-        components: {
-          securitySchemes: {
-            secretKey: { type: 'http', scheme: 'bearer', description: 'Project secret key, sk_...' },
-            publicKey: { type: 'http', scheme: 'bearer', description: 'Project public key, pk_... (POST /v1/track only)' },
-            session: { type: 'apiKey', in: 'cookie', name: 'mailctl_session' },
-            projectId: { type: 'apiKey', in: 'header', name: 'X-Project-Id', description: 'The dashboard: with the session cookie, the project acted on (in place of a secret key)' },
-          },
-        },
-      },
-    }))
+    // The OpenAPI generator describes a request body only for routes without function parsers; every route
+    // now has the body-cap and key parsers (which read nothing), so their body's content is restored.
+    .get('/openapi.json', (): Record<string, unknown> => (spec ??= openApiDocument(app, deps.config, DOCUMENTATION, (doc: { paths: unknown }) => restoreRequestBodies(doc as OpenApiDoc, app.routes))), { detail: { hide: true } })
     .get('/docs', async (): Promise<Response> => new Response(await docsPage(), { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
     .use(systemRoutes(deps))
     .use(metricsRoutes(deps))
