@@ -74,6 +74,11 @@ export interface Member {
   id: string; userId: string | null; email: string; name: string | null; role: Role
   status: 'active' | 'invited'; createdAt: string; expiresAt?: string
 }
+/** A pending invitation to the signed-in user; projectName is the inviting project's own (untrusted) text. */
+export interface Invitation {
+  id: string; projectId: string; projectName: string; role: Role; invitedBy: string | null; createdAt: string; expiresAt: string
+}
+export interface InvitationAccepted { projectId: string; role: Role }
 export interface PublicConfig { version: string; features: { signup: { disabled: boolean } } }
 export interface SetupState { projectId: string; steps: Array<{ id: string; title: string; done: boolean }>; completed: boolean }
 export interface DnsRecord {

@@ -26,6 +26,7 @@ const projectPages = () => import('./pages/projects')
 const analytics = () => import('./pages/analytics')
 const mail = () => import('./pages/mail')
 const tools = () => import('./pages/tools')
+const invitations = () => import('./pages/invitations')
 const SignedOut = lazyPage(() => auth().then((m) => m.SignedOut))
 const VerifyEmail = lazyPage(() => auth().then((m) => m.VerifyEmail))
 const ContactsPage = lazyPage(() => contacts().then((m) => m.ContactsPage))
@@ -57,6 +58,7 @@ const ActivityPage = lazyPage(() => mail().then((m) => m.ActivityPage))
 const EmailDetail = lazyPage(() => mail().then((m) => m.EmailDetail))
 const SuppressionsPage = lazyPage(() => mail().then((m) => m.SuppressionsPage))
 const ToolsPage = lazyPage(() => tools().then((m) => m.ToolsPage))
+const InvitationsPage = lazyPage(() => invitations().then((m) => m.InvitationsPage))
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -106,6 +108,7 @@ function SignedIn({ user }: { user: User }) {
     <Switch>
       <Route path="/verify-email"><VerifyEmail /></Route>
       <Route path="/projects/new"><Bare user={user}><CreateProject first={projects.data.length === 0} /></Bare></Route>
+      <Route path="/invitations"><Bare user={user}><InvitationsPage /></Bare></Route>
       <Route path="/p/:pid" nest><ProjectShell user={user} projects={projects.data} /></Route>
       <Route><Home projects={projects.data} /></Route>
     </Switch>
@@ -139,7 +142,7 @@ function Bare({ user, children }: { user: User; children: React.ReactNode }) {
     <div className="shell">
       <aside className="side">
         <Link className="brand" href="/">mailctl</Link>
-        <div className="user"><span>{user.email}</span><ThemeSwitch /><SignOut /></div>
+        <div className="user"><span>{user.email}</span><Link href="~/app/invitations">Invitations</Link><ThemeSwitch /><SignOut /></div>
       </aside>
       <main id="main"><Suspense fallback={<Loading />}>{children}</Suspense></main>
     </div>
@@ -242,7 +245,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
           <option value="__new">+ New project…</option>
         </select>
         <SideNav section={section} role={project?.role} />
-        <div className="user"><span>{user.email}{project && <><br />Role: {project.role}</>}</span><ThemeSwitch /><SignOut /></div>
+        <div className="user"><span>{user.email}{project && <><br />Role: {project.role}</>}</span><Link href="~/app/invitations">Invitations</Link><ThemeSwitch /><SignOut /></div>
       </aside>
       <main id="main">
         {!project ? (

@@ -15,7 +15,7 @@ import { counter, histogram } from '../metrics'
 import { authRoutes } from '../modules/auth/routes'
 import { usersRoutes } from '../modules/users/routes'
 import { projectsRoutes } from '../modules/projects/routes'
-import { membersRoutes } from '../modules/members/routes'
+import { invitationsRoutes, membersRoutes } from '../modules/members/routes'
 import { configRoutes } from '../modules/config/routes'
 import { renderDocs, type OpenApiDoc } from './docs'
 import { openApiDocument } from './openapi'
@@ -214,6 +214,7 @@ export function buildApp(deps: Deps) {
     .use(usersRoutes(deps))
     .use(projectsRoutes(deps))
     .use(membersRoutes(deps))
+    .use(invitationsRoutes(deps))
     .use(contactsRoutes(deps))
     .use(trackRoutes(deps))
     .use(corsRoutes())

@@ -48,10 +48,18 @@ export function tokenIn(text: string | null | undefined): string {
   return decodeURIComponent(m[1])
 }
 
-/** A new verified user added to the project by its owner with `role` (ADMIN or MEMBER). */
+/** Invites `email` to the project as `by` and returns the token of the emailed link. */
+export async function inviteToken(env: TestEnv, by: TestUser, projectId: string, email: string, role: 'ADMIN' | 'MEMBER' = 'MEMBER'): Promise<{ id: string; token: string }> {
+  const res = await env.request('POST', `/projects/${projectId}/members`, { cookie: by.cookie, body: { email, role } })
+  if (res.status !== 201 || res.body.status !== 'invited') throw new Error(`invite failed: ${res.status} ${res.text}`)
+  return { id: res.body.id, token: tokenIn((await lastMail(env, email, 'invitation'))?.text) }
+}
+
+/** A new verified user invited to the project by its owner with `role` (ADMIN or MEMBER), who accepted through the emailed link. */
 export async function memberOf(env: TestEnv, owner: TestUser, projectId: string, role: 'ADMIN' | 'MEMBER', prefix = role.toLowerCase()): Promise<TestUser> {
   const u = await verifiedUser(env, prefix)
-  const res = await env.request('POST', `/projects/${projectId}/members`, { cookie: owner.cookie, body: { email: u.email, role } })
-  if (res.status !== 201 || res.body.status !== 'active') throw new Error(`invite failed: ${res.status} ${res.text}`)
+  const { token } = await inviteToken(env, owner, projectId, u.email, role)
+  const res = await env.request('POST', '/users/@me/invitations/accept', { cookie: u.cookie, body: { token } })
+  if (res.status !== 200 || res.body.role !== role) throw new Error(`accept failed: ${res.status} ${res.text}`)
   return u
 }

@@ -22,6 +22,7 @@ const PUBLIC = [
 const VALID: Record<string, unknown> = {
   'POST /projects/:id/members': { email: 'invitee@example.com', role: 'MEMBER' },
   'PATCH /projects/:id/members/:userId': { role: 'ADMIN' },
+  'POST /users/@me/invitations/accept': { token: 'x'.repeat(43) },
 }
 
 function authOf(r: Route): Auth {
@@ -66,12 +67,15 @@ forEachStore('security sweep over the route table', (env) => {
     const workflow = (await env.request('POST', '/workflows', { key: a.secretKey, body: { name: 'Sweep', eventName: 'sweep' } })).body.id
     const domain = (await env.request('POST', '/domains', { key: a.secretKey, body: { projectId: a.id, domain: `sweep-${Math.random().toString(36).slice(2, 8)}.example.com` } })).body.id
     const endpoint = (await env.request('POST', '/webhooks/endpoints', { key: a.secretKey, body: { url: 'https://hooks.example.com/x', events: ['email.sent'] } })).body.id
+    // An invitation of project A addressed to someone else: the invitee routes answer 404 to anyone else.
+    const invitation = (await env.request('POST', `/projects/${a.id}/members`, { cookie: owner.cookie, body: { email: 'sweep-invitee@example.com' } })).body.id
     const ids: Record<string, string> = {
       'contacts:id': contact, 'events/contact:contactId': contact, 'segments:id': segment, 'workflows:id': workflow,
       'domains:id': domain, 'domains/project:projectId': a.id, 'webhooks/endpoints:id': endpoint,
-      'users/@me/projects:id': a.id, 'projects:id': a.id, id: a.id,
+      'users/@me/projects:id': a.id, 'users/@me/invitations:id': invitation, 'projects:id': a.id, id: a.id,
     }
     const failures: string[] = []
+    let invitee = 0
     const check = (label: string, got: { status: number; body: { error?: { code?: string } } }, status: number, code?: string) => {
       if (got.status !== status || (code && got.body?.error?.code !== code)) failures.push(`${label}: ${got.status} ${got.body?.error?.code ?? ''} (want ${status}${code ? ` ${code}` : ''})`)
     }
@@ -98,8 +102,16 @@ forEachStore('security sweep over the route table', (env) => {
         if (/\/(projects|users\/@me\/projects)\/:id/.test(r.path)) {
           check(`${label} non-member session`, await env.request(r.method, path, { body, cookie: stranger.cookie }), 404)
         }
+        // Someone else's invitation (by id or by a token that is not theirs): 404 (issue 35, item 4).
+        if (r.method === 'POST' && /^\/users\/@me\/invitations\//.test(r.path)) {
+          check(`${label} someone else's invitation`, await env.request(r.method, path, { body, cookie: stranger.cookie }), 404, 'NOT_FOUND')
+          check(`${label} the inviter`, await env.request(r.method, path, { body, cookie: owner.cookie }), 404, 'NOT_FOUND')
+          invitee += 1
+        }
       }
     }
     expect(failures).toEqual([])
+    // The invitee routes were walked: accept by token, accept and decline by id.
+    expect(invitee).toBe(3)
   }, 120_000)
 })

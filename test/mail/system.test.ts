@@ -82,7 +82,10 @@ forEachStore('system mail', (env) => {
     expect(head).not.toMatch(/^Bcc:/im)
     expect(head).not.toMatch(/^X-Injected:/im)
     const parsed = await simpleParser(m.raw)
-    expect(parsed.subject).toBe('You are invited to the project Evil Bcc: victim@dest.test X-Injected: yes on mailctl')
+    // The name is the inviter's text: not in the subject (issue 35, item 4), one quoted line in the body.
+    expect(parsed.subject).toBe(`${owner.email} invited you to a project on mailctl`)
+    expect(parsed.text).toContain('"Evil Bcc: victim@dest.test X-Injected: yes"')
+    expect(parsed.text).toContain('/app/invitations?token=')
     expect(headerSafe('a\r\nb\u2028c\td')).toBe('a b c d')
   })
 

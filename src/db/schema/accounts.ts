@@ -11,7 +11,7 @@ export function accountTables(c: Cols) {
     revokedAt: c.ts('revoked_at'),
   }, (t) => [c.index('sessions_user_idx').on(t.userId)])
 
-  /** An invitation to a project for an address without a verified account; accepted when it is verified. */
+  /** An invitation to a project: a pending offer that becomes a membership only when the invitee accepts it. */
   const invitations = c.table('invitations', {
     id: c.text('id').primaryKey(),
     projectId: c.text('project_id').notNull(),
@@ -20,7 +20,12 @@ export function accountTables(c: Cols) {
     invitedBy: c.text('invited_by'),
     createdAt: c.ts('created_at').notNull(),
     expiresAt: c.ts('expires_at').notNull(),
-  }, (t) => [c.uniqueIndex('invitations_project_email_uq').on(t.projectId, t.email), c.index('invitations_email_idx').on(t.email)])
+    /** SHA-256 of the token in the emailed link (issue 35, item 4); null for invitations made before it. */
+    tokenHash: c.text('token_hash'),
+  }, (t) => [
+    c.uniqueIndex('invitations_project_email_uq').on(t.projectId, t.email), c.index('invitations_email_idx').on(t.email),
+    c.uniqueIndex('invitations_token_hash_uq').on(t.tokenHash),
+  ])
 
   return { sessions, invitations }
 }

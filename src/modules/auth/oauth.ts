@@ -1,7 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Deps } from '../../deps'
 import { AppError } from '../../errors'
-import { acceptInvitations } from '../members/service'
 import { normalizeEmail } from '../users/email'
 import * as users from '../users/repo'
 import { hashPassword, insertUser } from '../users/service'
@@ -131,7 +130,6 @@ export async function finishSignIn(deps: Deps, p: ProviderName, q: CallbackQuery
         await revokeAllSessions(deps.store, db, user.id, now)
         await users.markVerified(deps.store, db, user.id, now)
         user = { ...user, emailVerifiedAt: now }
-        await acceptInvitations(deps, db, user, now)
       } else if (!user) {
         if (deps.config.signupDisabled) throw new OAuthFailure('signup_disabled', `${p}: no account uses ${email} and sign-up is disabled`)
         user = await insertUser(deps, db, {

@@ -105,7 +105,7 @@ export function authRoutes(deps: Deps) {
     })
     .post('/verify-email', ({ body }) => service.verifyEmail(deps, body.token), {
       body: TokenBody, response: { 200: UserOut },
-      detail: detail('Verify an email address', 'Spends the single-use token mailed at signup (valid 24 hours). Pending project invitations for the address are accepted. 400 BAD_REQUEST for an invalid, expired or used token.'),
+      detail: detail('Verify an email address', 'Spends the single-use token mailed at signup (valid 24 hours). Project invitations stay pending until the user accepts them. 400 BAD_REQUEST for an invalid, expired or used token.'),
     })
     .post('/request-verification', ({ body, server, request }) => service.requestVerification(deps, body.email, { ip: clientIp(server, request) }), {
       body: EmailBody, response: { 200: Ack },

@@ -1,7 +1,6 @@
 import type { Deps } from '../../deps'
 import { AppError, badRequest, forbidden } from '../../errors'
 import type { SystemMail } from '../../mail/system'
-import { acceptInvitations } from '../members/service'
 import { normalizeEmail } from '../users/email'
 import type { UserOut } from '../users/model'
 import * as users from '../users/repo'
@@ -148,7 +147,7 @@ export async function requestVerification(deps: Deps, emailIn: string, meta: Cli
   return { success: true, message: SENT }
 }
 
-/** POST /auth/verify-email: spends the token, marks the address verified and accepts pending invitations. */
+/** POST /auth/verify-email: spends the token and marks the address verified (invitations wait for the user's answer). */
 export async function verifyEmail(deps: Deps, token: string): Promise<UserOut> {
   const now = new Date()
   return deps.store.tx(async (db) => {
@@ -157,7 +156,6 @@ export async function verifyEmail(deps: Deps, token: string): Promise<UserOut> {
     const user = await users.byId(deps.store, db, userId)
     if (!user) throw badRequest('This verification token is invalid, expired or already used; request a new one')
     if (await users.markVerified(deps.store, db, user.id, now)) user.emailVerifiedAt = now
-    await acceptInvitations(deps, db, user, now)
     return toUserOut(user)
   })
 }
@@ -177,7 +175,7 @@ export async function requestPasswordReset(deps: Deps, emailIn: string, meta: Cl
 
 /**
  * POST /auth/reset-password: spends the token, sets the password and ends every session of the account.
- * The token came by email, so it also proves the address (verified, invitations accepted).
+ * The token came by email, so it also proves the address (verified).
  */
 export async function resetPassword(deps: Deps, token: string, password: string): Promise<{ success: true; message: string }> {
   const passwordHash = await hashPassword(password)
@@ -188,7 +186,7 @@ export async function resetPassword(deps: Deps, token: string, password: string)
     if (!user) throw badRequest('This reset token is invalid, expired or already used; request a new one')
     await users.setPassword(deps.store, db, user.id, passwordHash, now)
     await revokeAllSessions(deps.store, db, user.id, now)
-    if (await users.markVerified(deps.store, db, user.id, now)) await acceptInvitations(deps, db, { ...user, emailVerifiedAt: now }, now)
+    await users.markVerified(deps.store, db, user.id, now)
   })
   return { success: true, message: 'Password changed; log in again with the new password' }
 }

@@ -1,16 +1,20 @@
+import { createHash, randomBytes } from 'node:crypto'
 import type { Db } from '../../db/client'
 import type { Deps } from '../../deps'
 import { conflict, forbidden, notFound } from '../../errors'
-import type { SystemMail } from '../../mail/system'
+import { headerSafe, type SystemMail } from '../../mail/system'
 import * as users from '../users/repo'
 import { normalizeEmail } from '../users/email'
 import type { UserRow } from '../users/repo'
 import { requireAccess, type Role } from './access'
-import type { InviteBody, MemberOut } from './model'
+import type { AcceptedOut, InvitationOut, InviteBody, MemberOut } from './model'
 import * as repo from './repo'
 
-/** How long an invitation waits for its address to be verified. */
+/** How long an invitation waits for an answer. */
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000
+
+/** The SHA-256 of an invitation link's token: only the hash is stored. */
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex')
 
 function activeOut(m: { userId: string; email: string; name: string | null; role: string; createdAt: Date }): MemberOut {
   return { id: m.userId, userId: m.userId, email: m.email, name: m.name ?? null, role: m.role as Role, status: 'active', createdAt: m.createdAt }
@@ -32,42 +36,37 @@ export async function listTeam(deps: Deps, userId: string, projectId: string): P
 }
 
 /**
- * Invites an address. A verified account joins at once; any other address gets an invitation that is
- * accepted when that address is verified (so nobody can claim an invitation with an address they do not own).
+ * Invites an address (issue 35, item 4): always a pending invitation, never a membership, and the same
+ * answer, queries and mail whether or not an account uses the address, so the inviter learns nothing about
+ * it. The invitee accepts in the dashboard or through the emailed link. 409 only for a current member (the
+ * inviter can list those anyway); an inviter whose own address is unverified may not invite (403).
  */
 export async function invite(deps: Deps, userId: string, projectId: string, input: InviteBody): Promise<MemberOut> {
   const { store } = deps
   const email = normalizeEmail(input.email)
   const role = input.role ?? 'MEMBER'
   const now = new Date()
+  const token = randomBytes(32).toString('base64url')
   const { out, mail } = await store.tx(async (db) => {
     await requireAccess(deps, userId, projectId, 'members', db)
-    const name = (await repo.projectName(store, db, projectId)) ?? projectId
     const inviter = await users.byId(store, db, userId)
-    const by = inviter?.name || inviter?.email || 'A team member'
-    const existing = await users.byEmail(store, db, email)
-    if (existing && (await repo.member(store, db, projectId, existing.id))) throw conflict(`${email} is already a member of this project`)
-    if (existing?.emailVerifiedAt) {
-      const row = { projectId, userId: existing.id, role, createdAt: now }
-      await repo.insertMember(store, db, row)
-      const mail: SystemMail = {
-        kind: 'invitation', to: email, projectId,
-        subject: `You were added to the project ${name} on mailctl`,
-        text: `${by} added you to the project "${name}" as ${role}.\n\nOpen ${deps.config.publicUrl}/app/ to see it.\n`,
-      }
-      return { out: activeOut({ ...row, email, name: existing.name }), mail }
-    }
+    if (!inviter?.emailVerifiedAt) throw forbidden('Verify your email address before inviting anyone')
+    if (await repo.memberByEmail(store, db, projectId, email)) throw conflict(`${email} is already a member of this project`)
+    const name = headerSafe((await repo.projectName(store, db, projectId)) ?? '').slice(0, 100)
     const saved = await repo.upsertInvitation(store, db, {
-      id: Bun.randomUUIDv7(), projectId, email, role, invitedBy: userId, createdAt: now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+      id: Bun.randomUUIDv7(), projectId, email, role, invitedBy: userId, createdAt: now,
+      expiresAt: new Date(now.getTime() + INVITATION_TTL_MS), tokenHash: hashToken(token),
     })
-    const signup = `${deps.config.publicUrl}/app/signup?email=${encodeURIComponent(email)}`
+    const link = `${deps.config.publicUrl}/app/invitations?token=${token}`
+    // The project's name is the inviter's text: it is quoted as such and kept out of the subject, which
+    // names the inviter by their verified address instead.
     const mail: SystemMail = {
       kind: 'invitation', to: email, projectId,
-      subject: `You are invited to the project ${name} on mailctl`,
-      text: `${by} invited you to the project "${name}" as ${role}.\n\n` +
-        (existing ? 'Verify your email address to join: request a new verification email from the login page.\n'
-          : `Create your account with this address to join: ${signup}\n`) +
-        `The invitation is valid for 7 days.\n`,
+      subject: `${inviter.email} invited you to a project on mailctl`,
+      text: `${inviter.email} invited you to join a project on mailctl as ${role}.\n` +
+        `The project calls itself (its owner chose this name; mailctl does not vouch for it): "${name}"\n\n` +
+        `Nothing happens unless you accept. To accept or decline, open this link and sign in, or create an account, with ${email}:\n${link}\n\n` +
+        `The invitation is valid for 7 days. If you did not expect it, ignore this email.\n`,
     }
     return { out: invitedOut(saved), mail }
   })
@@ -133,15 +132,67 @@ export async function removeMember(deps: Deps, userId: string, projectId: string
   })
 }
 
-/** Turns the pending invitations of a just-verified address into memberships (inside the caller's transaction). */
-export async function acceptInvitations(deps: Deps, db: Db, user: UserRow, now: Date): Promise<number> {
+function invitationOut(v: repo.InvitationView): InvitationOut {
+  return { ...v, role: v.role as Role }
+}
+
+/** The signed-in user's pending invitations; none until their address is verified (it is what they are addressed to). */
+export async function myInvitations(deps: Deps, userId: string): Promise<InvitationOut[]> {
   const { store } = deps
-  const pending = await repo.pendingFor(store, db, user.email, now)
-  for (const inv of pending) {
-    if (!(await repo.member(store, db, inv.projectId, user.id))) {
-      await repo.insertMember(store, db, { projectId: inv.projectId, userId: user.id, role: inv.role, createdAt: now })
-    }
-  }
-  await repo.deleteInvitationsByIds(store, db, pending.map((p) => p.id))
-  return pending.length
+  const user = await users.byId(store, store.db, userId)
+  if (!user?.emailVerifiedAt) return []
+  return (await repo.invitationsFor(store, store.db, user.email, new Date())).map(invitationOut)
+}
+
+/** Makes the membership an invitation offers and ends the invitation (a member already keeps their role). */
+async function join(deps: Deps, db: Db, inv: repo.InvitationRow, userId: string, now: Date): Promise<AcceptedOut> {
+  const { store } = deps
+  if (!(await repo.takeInvitation(store, db, inv.id))) throw notFound('invitation')
+  await repo.insertMemberIfAbsent(store, db, { projectId: inv.projectId, userId, role: inv.role, createdAt: now })
+  const m = await repo.member(store, db, inv.projectId, userId)
+  return { projectId: inv.projectId, role: (m?.role ?? inv.role) as Role }
+}
+
+/** The user's verified account, or 404 for the invitation (an unverified address has no invitations to answer by id). */
+async function verifiedInvitee(deps: Deps, db: Db, userId: string): Promise<UserRow> {
+  const user = await users.byId(deps.store, db, userId)
+  if (!user?.emailVerifiedAt) throw notFound('invitation')
+  return user
+}
+
+/** POST /users/@me/invitations/:id/accept: only an invitation addressed to the user's verified address. */
+export async function acceptInvitation(deps: Deps, userId: string, id: string): Promise<AcceptedOut> {
+  const now = new Date()
+  return deps.store.tx(async (db) => {
+    const user = await verifiedInvitee(deps, db, userId)
+    const inv = await repo.invitationForEmail(deps.store, db, id, user.email, now)
+    if (!inv) throw notFound('invitation')
+    return join(deps, db, inv, user.id, now)
+  })
+}
+
+/**
+ * POST /users/@me/invitations/accept: the emailed link. The token must name a pending invitation addressed
+ * to the signed-in user's address; it came by email to that address, so it also proves the address
+ * (an unverified account is marked verified, as a password reset does).
+ */
+export async function acceptInvitationByToken(deps: Deps, userId: string, token: string): Promise<AcceptedOut> {
+  const now = new Date()
+  return deps.store.tx(async (db) => {
+    const user = await users.byId(deps.store, db, userId)
+    const inv = await repo.invitationByTokenHash(deps.store, db, hashToken(token), now)
+    if (!user || !inv || inv.email !== user.email) throw notFound('invitation')
+    await users.markVerified(deps.store, db, user.id, now)
+    return join(deps, db, inv, user.id, now)
+  })
+}
+
+/** POST /users/@me/invitations/:id/decline: the invitation ends; the inviter sees it gone from the team list. */
+export async function declineInvitation(deps: Deps, userId: string, id: string): Promise<void> {
+  const now = new Date()
+  await deps.store.tx(async (db) => {
+    const user = await verifiedInvitee(deps, db, userId)
+    const inv = await repo.invitationForEmail(deps.store, db, id, user.email, now)
+    if (!inv || !(await repo.takeInvitation(deps.store, db, inv.id))) throw notFound('invitation')
+  })
 }

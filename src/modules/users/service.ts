@@ -2,7 +2,6 @@ import type { Db } from '../../db/client'
 import type { Deps } from '../../deps'
 import { AppError, conflict, notFound } from '../../errors'
 import { parseInput } from '../validate'
-import { acceptInvitations } from '../members/service'
 import { NewUser, type UserOut } from './model'
 import * as repo from './repo'
 import { normalizeEmail } from './email'
@@ -51,13 +50,12 @@ export async function insertUser(deps: Deps, db: Db, row: UserRow): Promise<User
     if (isUniqueViolation(err)) throw conflict('An account with this email already exists')
     throw err
   }
-  if (row.emailVerifiedAt) await acceptInvitations(deps, db, row, row.emailVerifiedAt)
   return row
 }
 
 /**
- * Creates a dashboard user. `verified` (CLI-created accounts) marks the address verified at once, which
- * also accepts pending project invitations for it.
+ * Creates a dashboard user. `verified` (CLI-created accounts) marks the address verified at once; pending
+ * project invitations for it still wait for the user's answer.
  */
 export async function createUser(deps: Deps, input: NewUser, opts: { verified?: boolean } = {}): Promise<UserRow> {
   const row = await prepareUser(input, opts)

@@ -176,7 +176,7 @@ forEachStore('oauth: sign-in round trips', (env) => {
     expect((await env.request('POST', '/auth/login', { body: { email, password: 'chosen by someone else' } })).status).toBe(401)
   })
 
-  test('an OAuth sign-up accepts the pending project invitations of the address', async () => {
+  test('an OAuth sign-up joins no project: the invitation of the address waits for an answer', async () => {
     const owner = await verifiedUser(env, 'inv-owner')
     const project = await ownedProject(env, owner)
     const email = uniqueEmail('gh-invited')
@@ -188,7 +188,10 @@ forEachStore('oauth: sign-in round trips', (env) => {
     const flow = await signIn(env, 'github')
     const projects = await env.request('GET', '/users/@me/projects', { cookie: flow.session ?? '' })
     expect(projects.status).toBe(200)
-    expect(projects.body.map((p: { id: string }) => p.id)).toEqual([project.id])
+    expect(projects.body).toEqual([])
+    const pending = await env.request('GET', '/users/@me/invitations', { cookie: flow.session ?? '' })
+    expect(pending.body.map((i: { id: string; projectId: string }) => `${i.id}:${i.projectId}`)).toEqual([`${invite.body.id}:${project.id}`])
+    expect((await env.request('POST', `/users/@me/invitations/${invite.body.id}/accept`, { cookie: flow.session ?? '' })).body).toEqual({ projectId: project.id, role: 'MEMBER' })
   })
 
   test('an unverified primary email is refused, even with another verified address (GitHub); email_verified false (Google)', async () => {

@@ -16,43 +16,70 @@ forEachStore('/projects/:id/members', (env) => {
     expect((await env.request('GET', `/projects/${p.id}/members`, { key: p.secretKey })).status).toBe(401)
   })
 
-  test('invite a verified account: it joins at once, is told by mail, and sees the project', async () => {
+  test('invite: a pending invitation whether or not the address has an account; the same answer shape either way; membership only on acceptance', async () => {
     const p = await ownedProject(env, owner, 'Team project')
     const u = await verifiedUser(env, 'joiner')
-    const res = await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email: u.email.toUpperCase(), role: 'ADMIN' } })
-    expect(res.status).toBe(201)
-    expect(res.body).toMatchObject({ id: u.id, userId: u.id, email: u.email, role: 'ADMIN', status: 'active' })
-    const mail = await lastMail(env, u.email, 'invitation')
-    expect(mail?.subject).toContain('Team project')
+    const unknown = uniqueEmail('nobody')
+    const a = await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email: u.email.toUpperCase(), role: 'ADMIN' } })
+    const b = await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email: unknown, role: 'ADMIN' } })
+    for (const [res, email] of [[a, u.email], [b, unknown]] as const) {
+      expect(res.status).toBe(201)
+      expect(Object.keys(res.body).sort()).toEqual(['createdAt', 'email', 'expiresAt', 'id', 'name', 'role', 'status', 'userId'])
+      expect(res.body).toMatchObject({ userId: null, name: null, email, role: 'ADMIN', status: 'invited' })
+      expect(res.body.id).not.toBe(u.id)
+      const mail = await lastMail(env, email, 'invitation')
+      expect(mail?.text).toContain('/app/invitations?token=')
+      expect(mail?.subject).toBe(`${owner.email} invited you to a project on mailctl`)
+    }
+    // The two mails differ only in the address and the token.
+    const strip = (t: string | null | undefined, email: string) => (t ?? '').replaceAll(email, 'X').replace(/token=[\w-]+/, 'token=T')
+    expect(strip((await lastMail(env, u.email, 'invitation'))?.text, u.email)).toBe(strip((await lastMail(env, unknown, 'invitation'))?.text, unknown))
+    // Not a member yet: no project for them, no access, and the team lists the invitation as pending.
+    expect((await env.request('GET', '/users/@me/projects', { cookie: u.cookie })).body).toEqual([])
+    expect((await env.request('GET', `/projects/${p.id}/members`, { cookie: u.cookie })).status).toBe(404)
+    expect((await env.request('GET', '/contacts', { cookie: u.cookie, headers: { 'x-project-id': p.id } })).status).toBe(404)
+    const team = (await env.request('GET', `/projects/${p.id}/members`, { cookie: owner.cookie })).body
+    expect(team.map((m: { email: string; status: string }) => `${m.email}:${m.status}`)).toEqual([`${owner.email}:active`, `${u.email}:invited`, `${unknown}:invited`])
+
+    const mine = await env.request('GET', '/users/@me/invitations', { cookie: u.cookie })
+    expect(mine.status).toBe(200)
+    expect(mine.body).toEqual([{ id: a.body.id, projectId: p.id, projectName: 'Team project', role: 'ADMIN', invitedBy: owner.email, createdAt: expect.any(String), expiresAt: expect.any(String) }])
+    const accepted = await env.request('POST', `/users/@me/invitations/${a.body.id}/accept`, { cookie: u.cookie })
+    expect(accepted.status).toBe(200)
+    expect(accepted.body).toEqual({ projectId: p.id, role: 'ADMIN' })
     const theirs = await env.request('GET', '/users/@me/projects', { cookie: u.cookie })
     expect(theirs.body.map((x: { id: string; role: string }) => `${x.id}:${x.role}`)).toEqual([`${p.id}:ADMIN`])
+    expect((await env.request('GET', '/users/@me/invitations', { cookie: u.cookie })).body).toEqual([])
+    // Answered: accepting again is 404; inviting a member is 409.
+    expect((await env.request('POST', `/users/@me/invitations/${a.body.id}/accept`, { cookie: u.cookie })).status).toBe(404)
     const again = await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email: u.email } })
     expect(again.status).toBe(409)
     expect(again.body.error.code).toBe('CONFLICT')
     expect((await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email: owner.email } })).status).toBe(409)
   })
 
-  test('invite an unknown address: a pending invitation, accepted when that address signs up and verifies', async () => {
+  test('an unknown address: signing up and verifying joins nothing; the invitation waits in the list, and the link works', async () => {
     const p = await ownedProject(env, owner)
     const email = uniqueEmail('invitee')
     const res = await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email } })
     expect(res.status).toBe(201)
-    expect(res.body).toMatchObject({ userId: null, email, role: 'MEMBER', status: 'invited', expiresAt: expect.any(String) })
-    expect((await lastMail(env, email, 'invitation'))?.text).toContain('/signup?email=')
-    const team = (await env.request('GET', `/projects/${p.id}/members`, { cookie: owner.cookie })).body
-    expect(team.map((m: { email: string; status: string }) => `${m.email}:${m.status}`)).toEqual([`${owner.email}:active`, `${email}:invited`])
-
+    const token = tokenIn((await lastMail(env, email, 'invitation'))?.text)
     expect((await env.request('POST', '/auth/signup', { body: { email, password: 'invitee password' } })).status).toBe(202)
     const cookie = cookieFrom((await env.request('POST', '/auth/login', { body: { email, password: 'invitee password' } })).headers)
-    // Not yet: the address is unverified, so the invitation is not claimed by whoever signed up with it.
+    // Unverified: no invitations listed, none answerable by id.
+    expect((await env.request('GET', '/users/@me/invitations', { cookie })).body).toEqual([])
+    expect((await env.request('POST', `/users/@me/invitations/${res.body.id}/accept`, { cookie })).status).toBe(404)
+    const verify = tokenIn((await lastMail(env, email, 'verify-email'))?.text)
+    expect((await env.request('POST', '/auth/verify-email', { body: { token: verify } })).status).toBe(200)
     expect((await env.request('GET', '/users/@me/projects', { cookie })).body).toEqual([])
-    expect((await env.request('GET', `/projects/${p.id}/members`, { cookie })).status).toBe(404)
-    const token = tokenIn((await lastMail(env, email, 'verify-email'))?.text)
-    expect((await env.request('POST', '/auth/verify-email', { body: { token } })).status).toBe(200)
-    const mine = (await env.request('GET', '/users/@me/projects', { cookie })).body
-    expect(mine.map((x: { id: string; role: string }) => `${x.id}:${x.role}`)).toEqual([`${p.id}:MEMBER`])
+    expect((await env.request('GET', '/users/@me/invitations', { cookie })).body.map((i: { id: string }) => i.id)).toEqual([res.body.id])
+    // The emailed link accepts it.
+    const accepted = await env.request('POST', '/users/@me/invitations/accept', { cookie, body: { token } })
+    expect(accepted.status).toBe(200)
+    expect(accepted.body).toEqual({ projectId: p.id, role: 'MEMBER' })
     const after = (await env.request('GET', `/projects/${p.id}/members`, { cookie: owner.cookie })).body
     expect(after.map((m: { email: string; status: string }) => `${m.email}:${m.status}`)).toEqual([`${owner.email}:active`, `${email}:active`])
+    expect((await env.request('POST', '/users/@me/invitations/accept', { cookie, body: { token } })).status).toBe(404)
   })
 
   test('invite validation: 422 for a bad address or role (OWNER cannot be invited)', async () => {
@@ -132,19 +159,21 @@ forEachStore('/projects/:id/members', (env) => {
     expect(team.map((m: { userId: string }) => m.userId).sort()).toEqual([owner.id, admin.id].sort())
   })
 
-  test('invitations: role change and cancellation by invitation id; a cancelled invitation is not accepted later', async () => {
+  test('invitations: role change and revocation by invitation id; a revoked invitation cannot be accepted by link or in the list', async () => {
     const p = await ownedProject(env, owner)
-    const email = uniqueEmail('cancelled')
-    const inv = (await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email } })).body
+    const u = await verifiedUser(env, 'revoked')
+    const inv = (await env.request('POST', `/projects/${p.id}/members`, { cookie: owner.cookie, body: { email: u.email } })).body
+    const token = tokenIn((await lastMail(env, u.email, 'invitation'))?.text)
     const changed = await env.request('PATCH', `/projects/${p.id}/members/${inv.id}`, { cookie: owner.cookie, body: { role: 'ADMIN' } })
     expect(changed.status).toBe(200)
     expect(changed.body).toMatchObject({ id: inv.id, status: 'invited', role: 'ADMIN' })
+    expect((await env.request('GET', '/users/@me/invitations', { cookie: u.cookie })).body[0]).toMatchObject({ id: inv.id, role: 'ADMIN' })
     expect((await env.request('PATCH', `/projects/${p.id}/members/${inv.id}`, { cookie: owner.cookie, body: { role: 'OWNER' } })).status).toBe(409)
     expect((await env.request('DELETE', `/projects/${p.id}/members/${inv.id}`, { cookie: owner.cookie })).status).toBe(204)
-    await env.request('POST', '/auth/signup', { body: { email, password: 'cancelled password' } })
-    const signup = await env.request('POST', '/auth/login', { body: { email, password: 'cancelled password' } })
-    const token = tokenIn((await lastMail(env, email, 'verify-email'))?.text)
-    await env.request('POST', '/auth/verify-email', { body: { token } })
-    expect((await env.request('GET', '/users/@me/projects', { cookie: cookieFrom(signup.headers) })).body).toEqual([])
+    expect((await env.request('GET', '/users/@me/invitations', { cookie: u.cookie })).body).toEqual([])
+    expect((await env.request('POST', '/users/@me/invitations/accept', { cookie: u.cookie, body: { token } })).status).toBe(404)
+    expect((await env.request('POST', `/users/@me/invitations/${inv.id}/accept`, { cookie: u.cookie })).status).toBe(404)
+    expect((await env.request('GET', '/users/@me/projects', { cookie: u.cookie })).body).toEqual([])
+    expect((await env.request('GET', `/projects/${p.id}/members`, { cookie: owner.cookie })).body.map((m: { email: string }) => m.email)).toEqual([owner.email])
   })
 })

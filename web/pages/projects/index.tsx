@@ -185,7 +185,7 @@ export function MembersPage({ project, user }: { project: Project; user: User })
             </div>
             <button type="submit" disabled={invite.isPending}>Invite</button>
           </div>
-          <p className="hint small muted">A verified account joins at once; another address gets an email and joins when it is verified.</p>
+          <p className="hint small muted">The address gets an email with a link; it joins only when its owner accepts. Pending invitations are listed below until then.</p>
         </form>
       )}
       <div className="card">
