@@ -1,4 +1,5 @@
-import { type ReactNode, useId, useState } from 'react'
+import { useQueryClient } from '@tanstack/react-query'
+import { type ReactNode, useEffect, useId, useRef, useState } from 'react'
 import { ApiError } from '../api'
 
 /** A labelled input; `error` (from the API's field errors) highlights it and is read out with it. */
@@ -22,14 +23,22 @@ export function Field(props: { label: string; hint?: string; error?: string } & 
  * of saying it twice.
  */
 export function ErrorBox({ error, shown }: { error: unknown; shown?: string[] }) {
+  const qc = useQueryClient()
   if (!error) return null
   const e = error instanceof ApiError ? error : null
+  // A failed connection or a server error of a query can be asked again (issue 37, item 6); a form's
+  // error is retried by sending the form again.
+  const retryable = e !== null && (e.status === 0 || e.status >= 500)
+  const failed = retryable ? qc.getQueryCache().findAll({ predicate: (q) => q.state.error === error }) : []
   const atFields = e && shown && e.fields.length > 0 && e.fields.every((f) => shown.some((n) => f.field === n || f.field.startsWith(`${n}.`)))
   const message = atFields ? `Check the highlighted field${(e?.fields.length ?? 0) > 1 ? 's' : ''}.` : e ? e.message : error instanceof Error ? error.message : String(error)
   return (
     <div className="alert error" role="alert">
       {message}
       {e && !atFields && e.fields.length > 1 && <ul>{e.fields.map((f) => <li key={f.field}>{f.message}</li>)}</ul>}
+      {failed.length > 0 && (
+        <div><button type="button" className="secondary small" onClick={() => { for (const q of failed) qc.refetchQueries({ queryKey: q.queryKey, exact: true }) }}>Try again</button></div>
+      )}
     </div>
   )
 }
@@ -87,16 +96,27 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
   )
 }
 
-/** A button that asks once more inline before it acts (no modal to trap focus). */
+/**
+ * A button that asks once more inline before it acts (no modal to trap focus). Focus moves into the
+ * question when it opens and back to the button when it closes (issue 37, item 6); Escape cancels.
+ */
 export function ConfirmButton({ label, confirm, onConfirm, busy }: { label: string; confirm: string; onConfirm: () => void; busy?: boolean }) {
   const [asking, setAsking] = useState(false)
-  if (!asking) return <button type="button" className="secondary" onClick={() => setAsking(true)} disabled={busy}>{label}</button>
+  const opener = useRef<HTMLButtonElement>(null)
+  const question = useRef<HTMLSpanElement>(null)
+  const moved = useRef(false)
+  const id = useId()
+  useEffect(() => {
+    if (asking) { question.current?.focus(); moved.current = true }
+    else if (moved.current) { opener.current?.focus(); moved.current = false }
+  }, [asking])
+  if (!asking) return <button ref={opener} type="button" className="secondary" onClick={() => setAsking(true)} disabled={busy}>{label}</button>
   return (
-    <span className="row">
-      <span>{confirm}</span>
+    <fieldset className="plain row confirm" aria-labelledby={id} onKeyDown={(e) => { if (e.key === 'Escape') setAsking(false) }}>
+      <span id={id} ref={question} tabIndex={-1}>{confirm}</span>
       <button type="button" className="danger" onClick={() => { setAsking(false); onConfirm() }}>Yes, {label.toLowerCase()}</button>
       <button type="button" className="secondary" onClick={() => setAsking(false)}>Cancel</button>
-    </span>
+    </fieldset>
   )
 }
 

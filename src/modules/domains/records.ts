@@ -57,12 +57,25 @@ function show(value: string, max = 80): string {
   return JSON.stringify(v)
 }
 
+/** What a failed look-up's code means, in words for the people who fix DNS (issue 37, item 6). */
+const LOOKUP_WORDS: Record<string, string> = {
+  SERVFAIL: "the domain's DNS servers gave no answer (often a name server that is down or misconfigured)",
+  REFUSED: 'the DNS server refused to answer',
+  NOTIMP: 'the DNS server did not understand the question',
+  FORMERR: 'the DNS server did not understand the question',
+  TIMEOUT: 'no DNS server answered in time',
+  BADRESP: 'the DNS server sent an answer that could not be read',
+  NETWORK: 'this server could not reach its DNS server',
+  BADNAME: 'the name is not a valid DNS name',
+}
+
 function lookupFailure(err: unknown, type: string, name: string): Outcome {
   if (err instanceof DnsError && err.notFound) {
     return failed(`missing: no ${type} record at ${name}${err.code === 'NXDOMAIN' ? ' (the name does not exist)' : ''}`)
   }
   const code = err instanceof DnsError ? err.code : 'error'
-  return { status: 'pending', reason: `DNS look-up of ${name} failed temporarily (${code}); it will be checked again`, definitive: false }
+  const words = LOOKUP_WORDS[code] ?? 'the look-up went wrong'
+  return { status: 'pending', reason: `DNS look-up of ${name} failed temporarily (${code}): ${words}; it will be checked again`, definitive: false }
 }
 
 /** DKIM tag list (RFC 6376 3.2): `tag=value` pairs separated by `;`, whitespace around both ignored. */

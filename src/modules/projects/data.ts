@@ -29,6 +29,8 @@ export const PROJECT_DATA_TABLES: readonly string[] = [
  * project. A module adds its step here (`sql` gets the project id; keep it to one indexed `SELECT 1`).
  */
 export const SETUP_STEPS: ReadonlyArray<{ id: string; title: string; done: (projectId: string) => SQL }> = [
+  // verified_at is set while the domain is verified and cleared when it stops being so (domains/service.ts).
+  { id: 'domain', title: 'Verify a sending domain', done: (p) => sql`SELECT 1 AS x FROM domains WHERE project_id = ${p} AND verified_at IS NOT NULL LIMIT 1` },
   { id: 'contact', title: 'Add a contact', done: (p) => sql`SELECT 1 AS x FROM contacts WHERE project_id = ${p} LIMIT 1` },
   {
     id: 'event', title: 'Track an event with POST /v1/track',

@@ -5,6 +5,7 @@ import { memberOf, ownedProject, verifiedUser, type TestUser } from '../../helpe
 import { hashSecret } from '../../../src/modules/projects/keys'
 import { projectForKey } from '../../../src/modules/projects/service'
 import { PROJECT_DATA_TABLES } from '../../../src/modules/projects/data'
+import * as domainsRepo from '../../../src/modules/domains/repo'
 
 async function addContact(env: TestEnv, key: string, email = `c-${Math.random().toString(36).slice(2)}@example.com`) {
   const res = await env.request('POST', '/contacts', { key, body: { email } })
@@ -170,13 +171,23 @@ forEachStore('/projects/:id/setup-state', (env) => {
     expect(first.status).toBe(200)
     expect(first.body.projectId).toBe(p.id)
     const done = (body: { steps: Array<{ id: string; done: boolean }> }) => Object.fromEntries(body.steps.map((s) => [s.id, s.done]))
-    expect(done(first.body)).toMatchObject({ project: true, contact: false, event: false })
+    expect(done(first.body)).toMatchObject({ project: true, domain: false, contact: false, event: false })
     expect(first.body.completed).toBe(false)
     await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 's@example.com', event: 'signed-up' } })
     const member = await memberOf(env, owner, p.id, 'MEMBER')
     const second = await env.request('GET', `/projects/${p.id}/setup-state`, { cookie: member.cookie })
     expect(second.status).toBe(200)
-    expect(done(second.body)).toMatchObject({ project: true, contact: true, event: true })
+    expect(done(second.body)).toMatchObject({ project: true, domain: false, contact: true, event: true })
+    expect(second.body.completed).toBe(false)
+    // Verifying a sending domain is a step (issue 37, item 6): an unverified domain does not count.
+    const added = await env.request('POST', '/domains', { key: p.secretKey, body: { projectId: p.id, domain: 'setup.example.com' } })
+    expect(added.status).toBe(201)
+    expect(done((await env.request('GET', `/projects/${p.id}/setup-state`, { cookie: owner.cookie })).body)).toMatchObject({ domain: false })
+    const now = new Date()
+    await env.deps.store.tx((db) => domainsRepo.saveCheck(env.deps.store, db, p.id, added.body.id, { verified: true, checks: {}, lastCheckedAt: now, verifiedAt: now, updatedAt: now }))
+    const third = await env.request('GET', `/projects/${p.id}/setup-state`, { cookie: owner.cookie })
+    expect(done(third.body)).toMatchObject({ project: true, domain: true, contact: true, event: true })
+    expect(third.body.completed).toBe(true)
     const stranger = await verifiedUser(env, 'stranger')
     expect((await env.request('GET', `/projects/${p.id}/setup-state`, { cookie: stranger.cookie })).status).toBe(404)
     expect((await env.request('GET', `/projects/${p.id}/setup-state`)).status).toBe(401)

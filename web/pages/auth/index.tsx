@@ -113,10 +113,24 @@ export function SignIn() {
 /** An instance with no account: the first is made on the server, by whoever runs it. */
 export function FirstRun() {
   const qc = useQueryClient()
+  const config = useQuery({ queryKey: ['config'], queryFn: () => get<PublicConfig>('/config') })
+  if (config.isPending) return <Loading />
+  // With sign-up open, the first account is made here like any other (issue 37, item 6).
+  if (config.data && !config.data.features.signup.disabled) {
+    return (
+      <AuthCard title="Welcome to mailctl">
+        <OAuthError />
+        <p>This server has no accounts yet. Create yours to start: you can then create projects and invite your team.</p>
+        <Link className="button" href="/signup">Create your account</Link>
+        <OAuthButtons />
+        <p className="small muted">Or on the machine that runs mailctl: <code>mailctl user create --email you@example.com</code>. <Link href="/">Sign in</Link> once it exists.</p>
+      </AuthCard>
+    )
+  }
   return (
     <AuthCard title="Welcome to mailctl">
       <OAuthError />
-      <p>This server has no accounts yet. Create the first one on the machine that runs mailctl:</p>
+      <p>This server has no accounts yet, and sign-up is turned off. Create the first one on the machine that runs mailctl:</p>
       <pre className="code">mailctl user create --email you@example.com</pre>
       <p className="muted small">It asks for a password (or takes <code>--password</code>). Then sign in here with that address; you can create projects and invite your team from the dashboard.</p>
       <button type="button" onClick={() => qc.invalidateQueries({ queryKey: ['first-run'] })}>I have created it: sign in</button>
@@ -196,7 +210,8 @@ export function VerifyEmail() {
   const qc = useQueryClient()
   const verify = useMutation({
     mutationFn: () => post<User>('/auth/verify-email', { token }),
-    onSuccess: () => qc.invalidateQueries({ queryKey: ['me'] }),
+    // Verifying accepts the invitations for the address: the projects list changes too (issue 37, item 6).
+    onSuccess: () => Promise.all([qc.invalidateQueries({ queryKey: ['me'] }), qc.invalidateQueries({ queryKey: ['projects'] })]),
   })
   const { mutate } = verify
   useEffect(() => { if (token) mutate() }, [token, mutate])

@@ -43,13 +43,13 @@ export function DomainsPage({ project }: { project: Project }) {
         <ErrorBox error={domains.error} />
         {domains.data?.length === 0 && <Empty title="No domains yet">Add the domain you send from; mailctl shows the DNS records to publish.</Empty>}
         {domains.data && domains.data.length > 0 && (
-          <div className="table-wrap"><table>
+          <div className="table-wrap"><table className="stacked">
             <thead><tr><th scope="col">Domain</th><th scope="col">Status</th><th scope="col">Last checked</th></tr></thead>
             <tbody>{domains.data.map((d) => (
               <tr key={d.id}>
                 <td><Link href={`/domains/${d.id}`}>{d.domain}</Link></td>
                 <td><Badge status={d.verified ? 'verified' : 'pending'}>{d.verified ? 'Verified' : 'Not verified'}</Badge></td>
-                <td>{formatDate(d.lastCheckedAt)}</td>
+                <td data-label="Last checked: ">{formatDate(d.lastCheckedAt)}</td>
               </tr>
             ))}</tbody>
           </table></div>
@@ -89,14 +89,14 @@ export function DomainDetail({ project, id }: { project: Project; id: string }) 
         <p className="muted small">Add these at your DNS host. The DKIM record is required before mail from {d.domain} is sent; the others are recommended. Last checked: {formatDate(d.lastCheckedAt)}.</p>
         {checked && <div className="alert ok" role="status">Checked just now: {d.verified ? 'the domain is verified.' : 'see each record’s result below.'}</div>}
         <ErrorBox error={verify.error} />
-        <div className="table-wrap"><table>
+        <div className="table-wrap"><table className="stacked">
           <thead><tr><th scope="col">Record</th><th scope="col">Name</th><th scope="col">Value</th><th scope="col">Status</th></tr></thead>
           <tbody>{d.records.map((r) => (
             <tr key={`${r.purpose}-${r.name}`}>
               <td><strong>{r.type}</strong>{r.priority !== undefined && <span className="muted"> {r.priority}</span>}<div className="small muted">{PURPOSE[r.purpose] ?? r.purpose}</div></td>
-              <td className="value"><code>{r.name}</code> <CopyButton text={r.name} label="Copy name" /></td>
-              <td className="value"><code>{r.value}</code> <CopyButton text={r.value} label="Copy value" /></td>
-              <td><Badge status={r.status} />{r.reason && <div className="small muted">{r.reason}</div>}</td>
+              <td className="value" data-label="Name: "><code>{r.name}</code> <CopyButton text={r.name} label="Copy name" /></td>
+              <td className="value" data-label="Value: "><code>{r.value}</code> <CopyButton text={r.value} label="Copy value" /></td>
+              <td data-label="Status: "><Badge status={r.status} />{r.reason && <div className="small muted">{r.reason}</div>}</td>
             </tr>
           ))}</tbody>
         </table></div>
