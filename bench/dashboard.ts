@@ -54,7 +54,7 @@ try {
       await deps.store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
         SELECT lpad(i::text, 8, '0'), ${project.id}, 'user' || i || '@example' || (i % 1000) || '.com', (i % 10) <> 0,
           jsonb_build_object('plan', (ARRAY['pro','free','team'])[i % 3 + 1], 'name', CASE WHEN i % 1000 = 7 THEN 'Anna Müller' ELSE 'User ' || i END),
-          to_timestamp((${base} + i * 1000) / 1000.0), to_timestamp((${base} + i * 1000) / 1000.0)
+          to_timestamp(${base / 1000}::bigint + i), to_timestamp(${base / 1000}::bigint + i)
         FROM generate_series(${start}::int, ${end}::int) AS i`)
       continue
     }

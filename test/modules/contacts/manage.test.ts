@@ -66,7 +66,7 @@ forEachStore('contacts page API (issue 37)', (env) => {
       { email: 'anna@example.com', data: { name: 'Müller', plan: 'pro' } },
       { email: 'bob@mueller.example', data: { name: 'Bob', plan: 'free' } },
       { email: 'carl@example.com', subscribed: false, data: { name: 'Carl MÜLLER', plan: 'pro', age: 40 } },
-      { email: 'dora@example.com', data: { plan: 'pro', note: 'nothing "ÜBER" here' } },
+      { email: 'dora@example.com', data: { plan: 'pro', note: 'nothing "ÜBER" here', greeting: 'ΣΟΦΊΑ' } },
     ])
     const emails = (r: { body: { data: Array<{ email: string }> } }) => r.body.data.map((c) => c.email).sort()
     const s = await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: 'Müller' } })
@@ -77,6 +77,8 @@ forEachStore('contacts page API (issue 37)', (env) => {
     expect(emails(await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: 'MUELLER' } }))).toEqual(['bob@mueller.example'])
     // A term JSON escapes (a quote) is matched on the values, not on the stored text.
     expect(emails(await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: '"uber"' } }))).toEqual(['dora@example.com'])
+    // Other scripts fold their case (not their accents).
+    expect(emails(await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: 'σοφ' } }))).toEqual(['dora@example.com'])
     // Numbers are not text: 40 does not match "40" in a text search, the email does not contain it either.
     expect((await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: '40' } })).body.total).toBe(0)
     const f = await env.request('POST', '/contacts/query', { key: p.secretKey, body: { condition: planIs('pro'), subscribed: true } })

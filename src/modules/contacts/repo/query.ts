@@ -73,16 +73,9 @@ export interface QueryWhere {
 
 /** The text values of the top-level custom fields that contain `term`. */
 function dataSearch(store: Store, term: string): SQL {
-  if (store.dialect === 'pg') {
-    return sql`EXISTS (SELECT 1 FROM jsonb_each(contacts.data) e WHERE jsonb_typeof(e.value) = 'string' AND (e.value #>> '{}') ~ ${regexPattern(term)})`
-  }
-  const glob = globPattern(term)
-  const exact = sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.type = 'text' AND j.value GLOB ${glob})`
-  // The stored JSON text holds a string value as written unless JSON escapes one of its characters: for a
-  // term without those, a GLOB over the whole text is a necessary condition that skips the JSON parse of
-  // every contact whose text cannot match (json_each is the cost of the search on a large project).
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON escapes
-  return /["\\\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(term) ? exact : sql`(contacts.data GLOB ${glob} AND ${exact})`
+  return store.dialect === 'pg'
+    ? sql`EXISTS (SELECT 1 FROM jsonb_each(contacts.data) e WHERE jsonb_typeof(e.value) = 'string' AND (e.value #>> '{}') ~ ${regexPattern(term)})`
+    : sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.type = 'text' AND j.value GLOB ${globPattern(term)})`
 }
 
 export function whereOf(store: Store, projectId: string, w: QueryWhere): SQL {
