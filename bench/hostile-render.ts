@@ -9,6 +9,8 @@
  *
  *   node_modules/.bin/bun bench/hostile-render.ts
  *     BENCH_DATABASE_URL=pg    a fresh PostgreSQL database instead of a SQLite file
+ *     BENCH_ONLY=text          only the cases whose name contains it
+ *     BENCH_BUN_ARGS="--cpu-prof"  extra bun arguments for the server (a CPU profile written at exit)
  *
  * The CPU is shared with other work on this machine: latencies are pessimistic. The "idle" figures are
  * /health polled the same way for 2 s before the corpus, the ceiling of the same run.
@@ -62,7 +64,8 @@ try {
   await deps.store.tx((db) => db.update(deps.store.t.projects).set({ trackingEnabled: true }).where(eq(deps.store.t.projects.id, project.id)))
   await closeDeps(deps)
 
-  const server = Bun.spawn([process.execPath, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
+  const bunArgs = (process.env.BENCH_BUN_ARGS ?? '').split(' ').filter(Boolean)
+  const server = Bun.spawn([process.execPath, ...bunArgs, join(ROOT, 'cli/mailctl.ts'), 'serve', '--role', 'api', '--role', 'worker'], {
     env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit',
   })
   cleanups.unshift(async () => { server.kill('SIGTERM'); await server.exited })
@@ -122,7 +125,9 @@ try {
   await Bun.sleep(2_000)
   const idle = health.splice(0)
   const results: Array<Record<string, unknown>> = []
+  const only = process.env.BENCH_ONLY
   for (const c of corpus) {
+    if (only && !c.name.includes(only)) continue
     const t0 = performance.now()
     const from = health.length
     const res = await post(c.path, c.body)

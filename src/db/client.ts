@@ -27,6 +27,7 @@ import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
 import { PG_CONNECT_TIMEOUT_S, PgGuard, pgReconnectDelayS } from './pg-guard'
+import { PgChangeWatch, type WatchedTable } from './changes'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -83,6 +84,26 @@ export interface Store {
    */
   dataVersion(): number | null
   /**
+   * A number that changes whenever anyone commits a change to `table`, on either store, or null when that
+   * cannot be known right now: SQLite's dataVersion() (any commit); on PostgreSQL the change notices of
+   * the watched tables (changes.ts), null while their listener is not in place. A process may keep an
+   * exact read cache of `table` by dropping it when this changes, and must not cache while it is null.
+   * Another node's change is seen once its notice arrives, a few milliseconds after its commit.
+   */
+  changeVersion(table: WatchedTable): number | null
+  /**
+   * The transaction `db` changes the watched `table`: once it commits, this process's changeVersion(table)
+   * moves at once (other nodes learn it from the change notice). Needed on PostgreSQL only, where this
+   * process's own notice arrives a little after its commit; nothing on SQLite.
+   */
+  noteChange(db: Db, table: WatchedTable): void
+  /**
+   * Runs `fn` once the outermost transaction of `db` has committed (never when it rolls back); at once
+   * when `db` is not a transaction. For what must not happen before the data is visible to everyone:
+   * wake-ups of other workers, cache invalidations. An error thrown by `fn` is not the transaction's.
+   */
+  afterCommit(db: Db, fn: () => void): void
+  /**
    * Another connection of this process (a writer thread) has just committed: reads from now on must see
    * it. On SQLite this ends the reader's snapshot of the current event-loop turn; nothing on PostgreSQL.
    */
@@ -113,6 +134,13 @@ function txStateOf<S>(states: TxStates, key: object, init: () => S, flush: (stat
   const state = init()
   states.set(key, { state, flush: flush as (state: unknown) => Promise<void> | void })
   return state
+}
+
+/** Runs the afterCommit callbacks of a transaction that has committed; one that throws does not stop the rest. */
+function runAfterCommit(fns: Array<() => void>): void {
+  for (const fn of fns) {
+    try { fn() } catch (err) { console.error('mailctl: a callback after commit failed:', err) }
+  }
 }
 
 /** What a `Db` of a SQLite store is at run time: drizzle's bun-sqlite handle over one connection. */
@@ -272,6 +300,8 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
   const current = new AsyncLocalStorage<Db>()
   /** The txState of the transaction in progress (one at a time: the mutex). */
   let txStates: TxStates | undefined
+  /** What runs after the transaction in progress commits (afterCommit). */
+  let committed: Array<() => void> | undefined
   let closed = false
   /** BEGIN IMMEDIATE, retried without blocking the event loop while another connection holds the write lock. */
   const beginWrite = async () => {
@@ -308,6 +338,9 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
           })
           endRead()
           writer.run('COMMIT')
+          const after = committed
+          committed = undefined
+          if (after) runAfterCommit(after)
           return result
         } catch (err) {
           if (writer.inTransaction) writer.run('ROLLBACK')
@@ -315,6 +348,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
         }
       } finally {
         txStates = undefined
+        committed = undefined
         if (lazy) writer.run('PRAGMA synchronous = FULL')
         release()
       }
@@ -376,6 +410,15 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
       }
       return version
     },
+    changeVersion() {
+      return this.dataVersion()
+    },
+    noteChange() {},
+    afterCommit(db, fn) {
+      if (db !== writeDb) { fn(); return }
+      committed ??= []
+      committed.push(fn)
+    },
     async close() {
       closed = true
       const release = await mutex.lock()
@@ -395,6 +438,9 @@ function openPg(url: string): Store {
   const guard = new PgGuard(() => client`SELECT 1`)
   const current = new AsyncLocalStorage<Db>()
   const txStates = new WeakMap<Db, TxStates>()
+  const changes = new PgChangeWatch(url)
+  /** What runs after each transaction commits (afterCommit), by its outermost handle. */
+  const committed = new WeakMap<Db, Array<() => void>>()
   let closed = false
   return {
     dialect: 'pg',
@@ -404,12 +450,17 @@ function openPg(url: string): Store {
     async tx(fn, opts) {
       const outer = current.getStore()
       if (outer) return fn(outer)
-      return guard.run(() => db.transaction((tx) => current.run(tx, async () => {
+      let of: Db | undefined
+      const result = await guard.run(() => db.transaction((tx) => current.run(tx, async () => {
+        of = tx
         if (opts?.durable === false) await tx.execute(sql`SET LOCAL synchronous_commit = off`)
         const r = await fn(tx)
         await flushTxStates(txStates.get(tx))
         return r
       })))
+      const after = of && committed.get(of)
+      if (after) runAfterCommit(after)
+      return result
     },
     txState(_db, key, init, flush) {
       // The outermost transaction's (a savepoint of it commits with it).
@@ -449,10 +500,25 @@ function openPg(url: string): Store {
     dataVersion() {
       return null
     },
+    changeVersion(table) {
+      return changes.version(table)
+    },
+    noteChange(on, table) {
+      this.afterCommit(on, () => changes.moved(table))
+    },
+    afterCommit(on, fn) {
+      // The outermost transaction's (a savepoint's work commits with it).
+      const tx = current.getStore()
+      if (!tx || on === db) { fn(); return }
+      let list = committed.get(tx)
+      if (!list) { list = []; committed.set(tx, list) }
+      list.push(fn)
+    },
     refresh() {},
     async close() {
       closed = true
       guard.stop()
+      await changes.close()
       await client.end({ timeout: 5 })
     },
   }

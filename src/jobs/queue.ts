@@ -79,7 +79,8 @@ export async function enqueue(store: Store, name: string, payload: Record<string
     lastError: null, total: opts.total ?? 0, processed: 0, result: null, createdAt: now, updatedAt: now, finishedAt: null,
   }).onConflictDoNothing().returning({ id: jobs.id })
   const rows = db ? await insert(db) : await store.tx(insert)
-  if (rows.length) queueMicrotask(() => jobWakeups.notify(wakeupRemote(store)))
+  // Once the job is visible to every claim: after the caller's transaction commits (at once without one).
+  if (rows.length) store.afterCommit(db ?? store.db, () => jobWakeups.notify(wakeupRemote(store)))
   return rows.length ? id : null
 }
 
@@ -102,9 +103,6 @@ export async function getJob(store: Store, projectId: string, id: string, names?
 
 const jobRuns = () => counter('mailctl_job_runs_total', 'Job runs by kind and outcome (completed, retried, failed)', ['job', 'outcome'])
 const jobSeconds = () => histogram('mailctl_job_duration_seconds', 'Job run time by kind', ['job'], [0.01, 0.05, 0.25, 1, 5, 30, 120, 600])
-
-/** A remote wake-up claims at once and once more this long after (see `Worker.remoteWake`). */
-export const REMOTE_WAKE_RETRY_MS = 200
 
 const defaultBackoff = (attempt: number) => Math.min(3600_000, 1000 * 2 ** attempt)
 
@@ -160,7 +158,6 @@ export class Worker {
   private inflight = new Set<Promise<void>>()
   private unlisten: (() => void) | null = null
   private unsubscribe: (() => void) | null = null
-  private retry: Timer | null = null
   /** Jobs running now: id -> kind (the shutdown's warning names them). */
   private current = new Map<string, string>()
   /** Recurring jobs claimed or running now (each has its own slot: tickRecurring). */
@@ -201,7 +198,7 @@ export class Worker {
     const wake = AsyncResource.bind(() => this.tick())
     this.unlisten = jobWakeups.on(wake)
     // With Redis, a job queued on another node wakes this worker at once instead of at its next poll.
-    if (this.deps.redis) this.unsubscribe = await jobWakeups.subscribe(this.deps.redis, this.deps.log, AsyncResource.bind(() => this.remoteWake()))
+    if (this.deps.redis) this.unsubscribe = await jobWakeups.subscribe(this.deps.redis, this.deps.log, wake)
     this.timer = setInterval(() => { this.tick(); this.tickRecurring() }, this.opts.pollMs ?? 1000)
     this.tick()
     this.tickRecurring()
@@ -219,8 +216,6 @@ export class Worker {
     this.unlisten = null
     this.unsubscribe?.()
     this.unsubscribe = null
-    if (this.retry) clearTimeout(this.retry)
-    this.retry = null
     if (this.timer) clearInterval(this.timer)
     this.timer = null
     let timer: Timer | null = null
@@ -239,17 +234,6 @@ export class Worker {
       this.joined = false
       await this.node.leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
     }
-  }
-
-  /**
-   * A job queued on another node. `enqueue` inside a transaction notifies before that transaction
-   * commits, so the publish may arrive first: claim now, and once more REMOTE_WAKE_RETRY_MS later.
-   */
-  private remoteWake() {
-    this.tick()
-    if (this.retry) clearTimeout(this.retry)
-    this.retry = setTimeout(() => { this.retry = null; this.tick() }, REMOTE_WAKE_RETRY_MS)
-    this.retry.unref?.()
   }
 
   private tick() {

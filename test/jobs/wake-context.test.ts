@@ -10,8 +10,8 @@ import { defineJob, enqueue, Worker } from '../../src/jobs/queue'
  */
 
 const env = new TestEnv('pg')
-beforeAll(() => env.start())
-afterAll(() => env.stop())
+beforeAll(() => env.start(), 60_000)
+afterAll(() => env.stop(), 60_000)
 
 test('after a recurring job re-queues itself in its transaction, the worker claims new jobs and stops', async () => {
   const tag = Math.random().toString(36).slice(2, 8)
