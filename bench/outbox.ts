@@ -38,7 +38,7 @@ for (const kind of kinds) {
       await env.store.tx((db) => appendEvents(ctx, db, Array.from({ length: n }, (_, k) => ({ contactId: null, name: 'bench', data: { i: i + k } }))))
     }
     let delivered = 0
-    const noop: EventConsumer = { name: 'bench.noop', async handle(_c, events) { delivered += events.length } }
+    const noop: EventConsumer = { name: 'bench.noop', interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0", async handle(_c, events) { delivered += events.length } }
     const drainer = new Outbox(env.deps, { consumers: () => [noop] })
     const t0 = performance.now()
     await drainer.drain(600_000)
@@ -50,6 +50,7 @@ for (const kind of kinds) {
     const lat: number[] = []
     const timing: EventConsumer = {
       name: 'bench.latency',
+      interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0",
       async handle(_c, events) {
         const now = performance.now()
         for (const e of events) {

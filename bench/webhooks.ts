@@ -10,7 +10,7 @@
  * the stream does after a commit; the receivers run in this process and note the arrival time of each
  * webhook-id. Event-to-delivery is the arrival time minus the event's own timestamp (in the body).
  */
-import { settleEvents } from '../src/modules/events/consumers'
+import { settleEvents } from '../test/helpers/events'
 import { appendEvents, notifyEvents } from '../src/modules/events/stream'
 import { ctxFor } from '../src/deps'
 import { Dispatcher } from '../src/modules/hooks/dispatcher'

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import type { Locator } from 'playwright-core'
 import { Worker } from '../../src/jobs/queue'
-import { settleEvents } from '../../src/modules/events/consumers'
+import { settleEvents } from '../helpers/events'
 import { workflowJobs } from '../../src/modules/workflows/jobs'
 import { insertTestDomain } from '../helpers/domains'
 import { chromiumAvailable, shot } from './browser'

@@ -1,5 +1,4 @@
-import type { Ctx, Deps } from '../../deps'
-import { drainOutboxes } from './outbox'
+import type { Ctx } from '../../deps'
 import type { EventRow } from './stream'
 
 /**
@@ -12,28 +11,33 @@ import type { EventRow } from './stream'
 export interface EventConsumer {
   /** Stable name (logs, metrics, the outbox's bookkeeping), e.g. 'segments.hints', 'workflows.triggers'. */
   name: string
+  /**
+   * When the consumer may react to some event of a project: a SQL query over the project's rows ($1: the
+   * project id, valid on both stores) that returns a row while it may, e.g. "an enabled workflow exists".
+   * The outbox writes a transaction's events for delivery only when some registered consumer's interest
+   * holds (interest.ts); for other projects it costs one look-up per transaction instead of a delivery.
+   */
+  interest: string
   /** Handles `events` (all of `ctx.projectId`, oldest first). Throwing means "try this batch again later". */
   handle(ctx: Ctx, events: EventRow[]): Promise<void>
 }
 
 const consumers: EventConsumer[] = []
+let generation = 0
 
 /** Adds a consumer (from `wireConsumers` only). Returns its remover. */
 export function registerEventConsumer(c: EventConsumer): () => void {
   consumers.push(c)
-  return () => { const i = consumers.indexOf(c); if (i >= 0) consumers.splice(i, 1) }
+  generation++
+  return () => { const i = consumers.indexOf(c); if (i >= 0) { consumers.splice(i, 1); generation++ } }
+}
+
+/** A number that changes whenever a consumer is added or removed (what interest.ts derives is redone). */
+export function consumersGeneration(): number {
+  return generation
 }
 
 /** The registered consumers, in registration order. */
 export function eventConsumers(): readonly EventConsumer[] {
   return consumers
-}
-
-/**
- * Waits until every committed event has reached its consumers (tests): delivers, in this process and
- * now, what the outbox holds for the stores this process committed events to (and `deps`' store). A
- * consumer that throws is not waited for again: its retry is due after a backoff (outbox.ts).
- */
-export async function settleEvents(deps?: Deps): Promise<void> {
-  await drainOutboxes(deps)
 }

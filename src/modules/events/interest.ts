@@ -1,41 +1,53 @@
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
-import { ENABLED_ENDPOINT_SQL } from '../hooks/repo'
-import { TRACKED_SEGMENT_SQL } from '../segments/repo'
-import { ENABLED_WORKFLOW_SQL, WAITING_EXECUTION_SQL } from '../workflows/repo'
+import { consumersGeneration, eventConsumers } from './consumers'
 
 /**
  * Whether anything consumes a project's events: the outbox (outbox.ts) writes a transaction's row only
  * for a project where some consumer could react. A project without workflows, webhooks or tracked segments
  * then pays one look-up per transaction for its events instead of an outbox row and its delivery.
  *
- * One entry per consumer registered in `wireConsumers` (src/main.ts), by its name: a condition ($1: the
- * project id) that holds while the consumer may react to some event of the project. A test checks that
- * every registered consumer has its entry. The look-up runs inside the appending transaction, on its own
- * connection, just before COMMIT:
+ * The look-up is made of the `interest` each registered consumer declares (consumers.ts; `wireConsumers`,
+ * src/main.ts, registers them), so a consumer cannot be added without saying when it is owed events. It
+ * runs inside the appending transaction, on its own connection, just before COMMIT:
  * - on SQLite that transaction holds the write lock, so what it reads cannot change before the events
  *   commit: a workflow enabled, an endpoint added, an execution put to wait commits either before the
  *   events (which are then owed) or after them (the events came first);
  * - on PostgreSQL a change that commits while the transaction runs may not be seen: it happened at the
  *   same moment as the events, and either order is right (docs/decisions.md, Event delivery).
  */
-export const CONSUMER_INTEREST: Readonly<Record<string, string>> = {
-  // Segment recompute hints: tracked DYNAMIC segments (segments/jobs.ts, trackedDeps).
-  'segments.hints': TRACKED_SEGMENT_SQL,
-  // Customer webhooks: an enabled endpoint (hooks/service.ts, createDeliveries).
-  'hooks.deliveries': ENABLED_ENDPOINT_SQL,
-  // Workflow triggers: an enabled workflow (workflows/engine.ts, startFromEvents).
-  'workflows.triggers': ENABLED_WORKFLOW_SQL,
-  // Waits for events: a WAITING execution (workflows/engine.ts, resumeOnEvents).
-  'workflows.waits': WAITING_EXECUTION_SQL,
+interface Probe { generation: number; sqlite: string | null; pg: SQL[] | null }
+let probe: Probe | null = null
+/** Interests handed to a thread that has no consumers of its own (the track writer, adoptInterests). */
+let adopted: { generation: number; interests: string[] } | null = null
+
+/** The interests of the registered consumers, in registration order. */
+export function declaredInterests(): string[] {
+  return eventConsumers().map((c) => c.interest)
 }
 
-const PROBE = `SELECT 1 AS owed WHERE ${Object.values(CONSUMER_INTEREST).map((q) => `EXISTS (${q})`).join(' OR ')}`
-const SQLITE_PROBE = PROBE.replace(/\$1/g, '?1')
-const PG_PARTS = PROBE.split('$1').map((part) => sql.raw(part))
+/**
+ * In a thread without consumers (the track writer thread, writer-worker.ts): decide with these interests,
+ * the main thread's `declaredInterests()`, which it sends again whenever they change.
+ */
+export function adoptInterests(interests: string[]): void {
+  adopted = { generation: (adopted?.generation ?? 0) - 1, interests }
+}
 
-/** Whether some consumer may react to events of `projectId`, read in the transaction `db` (see above). */
+function currentProbe(): Probe {
+  // Adopted interests use negative generations, so they never match the registry's.
+  const generation = adopted ? adopted.generation : consumersGeneration()
+  if (probe?.generation === generation) return probe
+  const interests = adopted ? adopted.interests : declaredInterests()
+  const text = interests.length ? `SELECT 1 AS owed WHERE ${interests.map((q) => `EXISTS (${q})`).join(' OR ')}` : null
+  probe = { generation, sqlite: text === null ? null : text.replace(/\$1/g, '?1'), pg: text === null ? null : text.split('$1').map((part) => sql.raw(part)) }
+  return probe
+}
+
+/** Whether some registered consumer may react to events of `projectId`, read in the transaction `db` (see above). */
 export async function projectHasConsumers(store: Store, db: Db, projectId: string): Promise<boolean> {
-  if (store.dialect === 'sqlite') return sqliteConnection(db).query(SQLITE_PROBE).get(projectId) !== null
-  return (await store.rows(sql.join(PG_PARTS, sql`${projectId}`), db)).length > 0
+  const p = currentProbe()
+  if (!p.sqlite || !p.pg) return false
+  if (store.dialect === 'sqlite') return sqliteConnection(db).query(p.sqlite).get(projectId) !== null
+  return (await store.rows(sql.join(p.pg, sql`${projectId}`), db)).length > 0
 }

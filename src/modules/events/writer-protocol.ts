@@ -42,8 +42,12 @@ export interface WriterStats { batches: number; writes: number; retries: number 
 export type ToThread =
   | { type: 'init'; role: 'writer'; url: string; synchronous: 'FULL' | 'NORMAL'; port: MessagePort }
   | { type: 'init'; role: 'checkpointer'; url: string; port: MessagePort }
-  /** encodeBatch's buffer, in the transfer list. */
-  | { type: 'batch'; items: ArrayBuffer }
+  /**
+   * encodeBatch's buffer, in the transfer list; `interests`: the registered consumers' interests
+   * (events/interest.ts) when they changed since the last batch, so that the thread decides "owed" as the
+   * main thread would (the thread has no consumers of its own).
+   */
+  | { type: 'batch'; items: ArrayBuffer; interests?: string[] }
   /**
    * An outbox drainer's claim and settlement (outbox.ts, RoutedClaim), carried by the thread's next commit;
    * answered with an `outbox` message of the same id once it has committed.

@@ -17,6 +17,7 @@ import { openStore, sqliteConnection, sqlitePath, type Store } from '../../db/cl
 import { GroupCommit } from '../../db/group-commit'
 import { AppError } from '../../errors'
 import { writeTrack } from './track-write'
+import { adoptInterests } from './interest'
 import { owedToConsumers } from './outbox'
 import { claimOutboxIn } from './repo'
 import { decodeBatch, encodeReplies, type FromWriter, type ToThread, type TrackReply } from './writer-protocol'
@@ -59,6 +60,7 @@ async function onMessage(store: Store, group: GroupCommit, port: MessagePort, ms
     return
   }
   if (msg.type !== 'batch') return
+  if (msg.interests) adoptInterests(msg.interests)
   const items = decodeBatch(msg.items)
   // Submitted in one turn: one batch, one commit (GroupCommit splits above its maximum batch).
   const settled = await Promise.allSettled(items.map((item) => {

@@ -1,5 +1,7 @@
 import { sqlitePath, type Store } from '../../db/client'
 import { AppError } from '../../errors'
+import { consumersGeneration } from './consumers'
+import { declaredInterests } from './interest'
 import { eventRow } from './stream'
 import { markNotOwed, routeOutboxClaims, type RoutedClaim } from './outbox'
 import type { OutboxRow } from './repo'
@@ -51,6 +53,8 @@ export class TrackWriter {
   private scheduled = false
   /** Batches handed to the thread and not answered yet. */
   private messages = 0
+  /** The consumers' generation whose interests the running thread has (-1: none sent yet). */
+  private sentInterests = -1
   private nextId = 1
   /** Outbox claims handed to the thread and not answered yet. */
   private claims = new Map<number, { resolve(rows: OutboxRow[]): void; reject(e: Error): void }>()
@@ -105,10 +109,14 @@ export class TrackWriter {
     this.messages++
     for (const job of batch) this.inflight.set(job.item.id, job)
     const items = encodeBatch(batch.map((j) => j.item))
-    port.postMessage({ type: 'batch', items } satisfies ToThread, [items])
+    const generation = consumersGeneration()
+    const interests = generation === this.sentInterests ? undefined : declaredInterests()
+    this.sentInterests = generation
+    port.postMessage({ type: 'batch', items, interests } satisfies ToThread, [items])
   }
 
   private start(): MessagePort {
+    this.sentInterests = -1
     // Batches travel on MessageChannels: Worker#postMessage can block the caller for milliseconds while
     // the thread is busy committing (measured on Bun 1.4.5).
     const spawn = (role: 'writer' | 'checkpointer') => {

@@ -1,4 +1,5 @@
 import type { EventConsumer } from '../events/consumers'
+import { ENABLED_ENDPOINT_SQL } from './repo'
 import { createDeliveries } from './service'
 
 /**
@@ -8,6 +9,8 @@ import { createDeliveries } from './service'
  */
 export const webhookDeliveriesConsumer: EventConsumer = {
   name: 'hooks.deliveries',
+  // An enabled endpoint.
+  interest: ENABLED_ENDPOINT_SQL,
   async handle(ctx, events) {
     await createDeliveries(ctx, events)
   },

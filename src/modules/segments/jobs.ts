@@ -111,6 +111,8 @@ async function hint(ctx: Ctx, rows: EventRow[]): Promise<void> {
  */
 export const segmentHintConsumer: EventConsumer = {
   name: 'segments.hints',
+  // A tracked DYNAMIC segment (trackedDeps).
+  interest: repo.TRACKED_SEGMENT_SQL,
   async handle(ctx, rows) {
     if (rows.length) await hint(ctx, rows)
   },

@@ -1,4 +1,5 @@
 import type { EventConsumer } from '../events/consumers'
+import { ENABLED_WORKFLOW_SQL, WAITING_EXECUTION_SQL } from './repo'
 
 /**
  * The workflows' consumers of the event stream (registered in `wireConsumers`, src/main.ts). Both are
@@ -10,6 +11,8 @@ import type { EventConsumer } from '../events/consumers'
  */
 export const workflowTriggerConsumer: EventConsumer = {
   name: 'workflows.triggers',
+  // An enabled workflow.
+  interest: ENABLED_WORKFLOW_SQL,
   async handle(ctx, events) {
     const { startFromEvents } = await import('./engine')
     await startFromEvents(ctx, events)
@@ -18,6 +21,8 @@ export const workflowTriggerConsumer: EventConsumer = {
 
 export const workflowWaitConsumer: EventConsumer = {
   name: 'workflows.waits',
+  // A WAITING execution.
+  interest: WAITING_EXECUTION_SQL,
   async handle(ctx, events) {
     const { resumeOnEvents } = await import('./engine')
     await resumeOnEvents(ctx, events)

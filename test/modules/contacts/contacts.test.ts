@@ -2,7 +2,8 @@ import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import type { EventRow } from '../../../src/modules/events/stream'
-import { registerEventConsumer, settleEvents } from '../../../src/modules/events/consumers'
+import { registerEventConsumer } from '../../../src/modules/events/consumers'
+import { settleEvents } from '../../helpers/events'
 
 async function eventsOf(env: TestEnv, projectId: string): Promise<string[]> {
   const rows = await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE project_id = ${projectId} ORDER BY created_at, id`)
@@ -102,7 +103,7 @@ forEachStore('contacts endpoints', (env) => {
   test('PATCH /contacts/:id: email change, 409 on a taken email, subscription events once per flip, data rules', async () => {
     const p = await env.consumedProject()
     const seen: EventRow[] = []
-    const off = registerEventConsumer({ name: 'test.seen', async handle(_ctx, rows) { seen.push(...rows) } })
+    const off = registerEventConsumer({ name: 'test.seen', interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0", async handle(_ctx, rows) { seen.push(...rows) } })
     env.onStop(off)
     const a = (await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'a@example.com', data: { keep: 1, drop: 2 } } })).body
     await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'b@example.com' } })

@@ -4,8 +4,9 @@ import { forEachStore, type TestEnv } from '../../helpers/env'
 import { wfClient } from '../workflows/fixture'
 import { ctxFor } from '../../../src/deps'
 import { wireConsumers } from '../../../src/main'
-import { eventConsumers, registerEventConsumer, settleEvents } from '../../../src/modules/events/consumers'
-import { CONSUMER_INTEREST, projectHasConsumers } from '../../../src/modules/events/interest'
+import { eventConsumers, registerEventConsumer } from '../../../src/modules/events/consumers'
+import { settleEvents } from '../../helpers/events'
+import { projectHasConsumers } from '../../../src/modules/events/interest'
 import { owedToConsumers } from '../../../src/modules/events/outbox'
 import { appendEvents, type EventRow } from '../../../src/modules/events/stream'
 
@@ -16,9 +17,9 @@ async function outboxIds(env: TestEnv, projectId: string): Promise<string[]> {
 
 test('every consumer wired into the event stream says what it reacts to (events/interest.ts)', () => {
   wireConsumers()
-  const names = eventConsumers().map((c) => c.name)
-  expect(names.length).toBeGreaterThanOrEqual(4)
-  for (const name of names) expect({ name, interest: typeof CONSUMER_INTEREST[name] }).toEqual({ name, interest: 'string' })
+  const wired = eventConsumers().map((c) => ({ name: c.name, declares: /\$1/.test(c.interest) }))
+  expect(wired.map((c) => c.name).sort()).toEqual(['hooks.deliveries', 'segments.hints', 'workflows.triggers', 'workflows.waits'])
+  for (const c of wired) expect(c).toEqual({ name: c.name, declares: true })
 })
 
 forEachStore('the outbox of a project nothing consumes', (env) => {
@@ -27,7 +28,7 @@ forEachStore('the outbox of a project nothing consumes', (env) => {
   test('its events commit with no outbox row and are not announced; a track too (on SQLite, the writer thread)', async () => {
     const p = await env.project()
     const seen: EventRow[] = []
-    env.onStop(registerEventConsumer({ name: 'test.interest', async handle(_c, rows) { seen.push(...rows.filter((r) => r.projectId === p.id)) } }))
+    env.onStop(registerEventConsumer({ name: 'test.interest', interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0", async handle(_c, rows) { seen.push(...rows.filter((r) => r.projectId === p.id)) } }))
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
     const rows = await env.store.tx((db) => appendEvents(ctx, db, [{ contactId: null, name: 'quiet' }]))
     expect(rows.map(owedToConsumers)).toEqual([false])
@@ -39,6 +40,27 @@ forEachStore('the outbox of a project nothing consumes', (env) => {
     // Both events are in the stream all the same.
     const e = env.store.t.events
     expect((await env.store.db.select({ name: e.name }).from(e).where(eq(e.projectId, p.id))).map((x) => x.name).sort()).toEqual(['quiet', 'quiet-track'])
+  })
+
+  test('a consumer registered later is owed the events of the projects its own interest names, and only those', async () => {
+    const p = await env.project()
+    const other = await env.project()
+    expect(await has(p.id)).toBe(false)
+    const seen: EventRow[] = []
+    const off = registerEventConsumer({
+      name: 'test.declared', interest: `SELECT 1 FROM projects WHERE id = $1 AND name = '${p.name.replace(/'/g, "''")}'`,
+      async handle(_c, rows) { seen.push(...rows) },
+    })
+    try {
+      expect(await has(p.id)).toBe(true)
+      expect(await has(other.id)).toBe(false)
+      const mine = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'd@example.com', event: 'declared' } })
+      const theirs = await env.request('POST', '/v1/track', { key: other.publicKey, body: { email: 'd@example.com', event: 'declared' } })
+      expect([mine.status, theirs.status]).toEqual([200, 200])
+      await settleEvents(env.deps)
+      expect(seen.map((e) => e.id)).toEqual([mine.body.data.event])
+    } finally { off() }
+    expect(await has(p.id)).toBe(false)
   })
 
   test('a tracked segment, an enabled endpoint, an enabled workflow or a waiting execution makes its events owed', async () => {

@@ -3,7 +3,8 @@ import { eq, inArray } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { openStore } from '../../../src/db/client'
 import { ctxFor, type Ctx, type Deps } from '../../../src/deps'
-import { registerEventConsumer, settleEvents, type EventConsumer } from '../../../src/modules/events/consumers'
+import { registerEventConsumer, type EventConsumer } from '../../../src/modules/events/consumers'
+import { settleEvents } from '../../helpers/events'
 import { MAX_ATTEMPTS, Outbox, outboxBackoffMs } from '../../../src/modules/events/outbox'
 import { claimOutbox } from '../../../src/modules/events/repo'
 import { appendEvents, notifyEvents, type EventRow } from '../../../src/modules/events/stream'
@@ -14,6 +15,7 @@ function recorder(name: string, projects: string[], fail: () => boolean = () => 
   let calls = 0
   const c: EventConsumer = {
     name,
+    interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0",
     async handle(_ctx, events) {
       const mine = events.filter((e) => projects.includes(e.projectId))
       if (!mine.length) return
@@ -115,6 +117,7 @@ forEachStore('the events outbox', (env) => {
     const calls: EventRow[][] = []
     const c: EventConsumer = {
       name: 'test.recent',
+      interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0",
       async handle(_ctx, events) {
         const mine = events.filter((e) => e.projectId === p.id)
         if (!mine.length) return
@@ -215,6 +218,7 @@ forEachStore('the events outbox', (env) => {
       let overlap = 0
       const consumer: EventConsumer = {
         name: 'test.nodes',
+        interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0",
         async handle(ctx, events) {
           if (!ids.includes(ctx.projectId)) return
           busy.set(ctx.projectId, (busy.get(ctx.projectId) ?? 0) + 1)

@@ -2,7 +2,8 @@ import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import type { EventRow } from '../../../src/modules/events/stream'
-import { registerEventConsumer, settleEvents } from '../../../src/modules/events/consumers'
+import { registerEventConsumer } from '../../../src/modules/events/consumers'
+import { settleEvents } from '../../helpers/events'
 
 async function contactOf(env: TestEnv, key: string, email: string) {
   const r = await env.request('POST', '/contacts/lookup', { key, body: { emails: [email] } })
@@ -19,7 +20,7 @@ forEachStore('POST /v1/track', (env) => {
   test('public key: creates the contact (subscribed) and the event; answers the track result', async () => {
     const p = await env.consumedProject()
     const seen: EventRow[] = []
-    env.onStop(registerEventConsumer({ name: 'test.seen', async handle(_c, rows) { seen.push(...rows) } }))
+    env.onStop(registerEventConsumer({ name: 'test.seen', interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0", async handle(_c, rows) { seen.push(...rows) } }))
     const r = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: ' New@Example.com', event: 'signed-up', data: { plan: 'pro' } } })
     expect(r.status).toBe(200)
     expect(r.body.success).toBe(true)

@@ -128,7 +128,7 @@ describe('track writer thread [sqlite]', () => {
   test('while its thread runs, the outbox drainer\'s claims and settlements go into its commits; stopped, the drainer claims on its own connection', async () => {
     const p = await env.consumedProject()
     const seen: string[] = []
-    const consumer: EventConsumer = { name: 'test.routed', async handle(_c, rows) { for (const r of rows) if (r.projectId === p.id) seen.push(r.name) } }
+    const consumer: EventConsumer = { name: 'test.routed', interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0", async handle(_c, rows) { for (const r of rows) if (r.projectId === p.id) seen.push(r.name) } }
     const outboxRows = async () => (await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM event_outbox WHERE project_id = ${p.id}`))[0].n
     const w = must(trackWriter(env.store, 'NORMAL'), 'the track writer')
     await done(w, p.id, new Date(), { email: 'routed@example.com', event: 'routed' })

@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { startWorkerProcess, until } from '../../helpers/worker'
-import { settleEvents } from '../../../src/modules/events/consumers'
+import { settleEvents } from '../../helpers/events'
 import { startReceiver, verified } from './receiver'
 
 /**

@@ -3,7 +3,7 @@ import { and, eq, like, sql } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { Worker } from '../../../src/jobs/queue'
 import { forgetSegmentHintCache, segmentJobs } from '../../../src/modules/segments/jobs'
-import { settleEvents } from '../../../src/modules/events/consumers'
+import { settleEvents } from '../../helpers/events'
 import { computeKey } from '../../../src/modules/segments/service'
 import { must } from '../../helpers/must'
 

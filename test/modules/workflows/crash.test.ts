@@ -5,7 +5,7 @@ import { startSink } from '../../helpers/smtp'
 import { startWorkerProcess, until } from '../../helpers/worker'
 import { ctxFor } from '../../../src/deps'
 import { upsertMany } from '../../../src/modules/contacts/service'
-import { settleEvents } from '../../../src/modules/events/consumers'
+import { settleEvents } from '../../helpers/events'
 import { mxTo, projectWithDomain, startTestDns } from '../emails/fixture'
 import { wfClient } from './fixture'
 
