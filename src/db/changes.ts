@@ -2,13 +2,13 @@ import postgres from 'postgres'
 import { PG_CONNECT_TIMEOUT_S } from './pg-guard'
 
 /**
- * Tables whose every committed change is announced on PostgreSQL (migration 0030: a statement trigger
+ * Tables whose every committed change is announced on PostgreSQL (migration 0031: a statement trigger
  * calls `pg_notify('mailctl_changes', <table>)`, delivered to listeners when the writing transaction
  * commits). Only tables that change rarely and are read on hot paths belong here.
  */
 export type WatchedTable = 'projects'
 
-/** The channel of the change notices (migrations/pg/0030_change_notices.sql). */
+/** The channel of the change notices (migrations/pg/0031_change_notices.sql). */
 export const CHANGE_CHANNEL = 'mailctl_changes'
 
 /** How long a listener waits before connecting again after its connection closed. */
