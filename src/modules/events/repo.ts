@@ -42,10 +42,26 @@ export async function insertEvents(store: Store, db: Db, rows: EventRow[]): Prom
 }
 
 /**
- * SQLite: adds `n` to a counter of `activity_counts` in `db`'s transaction (PostgreSQL's triggers do it
- * there). For whoever inserts events on SQLite: insertEvents, segments' appendSameEvents.
+ * Inserts events that share name, data and time (a membership change of many contacts), one per contact,
+ * in one statement with one JSON parameter: the rows `insertEvents` writes, at a fraction of the cost per
+ * row for tens of thousands of them. On SQLite it counts a counted type as insertEvents does.
  */
-export function addActivityCount(db: Db, projectId: string, kind: string, hour: number, n: number): void {
+export async function insertSameEvents(store: Store, db: Db, projectId: string, name: string, data: Record<string, unknown>, contactIds: string[], at: Date): Promise<EventRow[]> {
+  if (!contactIds.length) return []
+  const rows: EventRow[] = contactIds.map((contactId) => ({ id: Bun.randomUUIDv7(), projectId, contactId, name, data, emailId: null, createdAt: at }))
+  const pairs = JSON.stringify(rows.map((r) => [r.id, r.contactId]))
+  const payload = JSON.stringify(data)
+  await store.exec(store.dialect === 'pg'
+    ? sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
+        SELECT r->>0, ${projectId}, r->>1, ${name}, ${payload}::jsonb, NULL, ${at.toISOString()}::timestamptz FROM jsonb_array_elements(${pairs}::jsonb) r`
+    : sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
+        SELECT r.value ->> 0, ${projectId}, r.value ->> 1, ${name}, ${payload}, NULL, ${at.getTime()} FROM json_each(${pairs}) r`, db)
+  if (store.dialect === 'sqlite' && isCountedEvent(name)) addActivityCount(db, projectId, name, activityHour(at.getTime()), rows.length)
+  return rows
+}
+
+/** SQLite: adds `n` to a counter of `activity_counts` in `db`'s transaction (PostgreSQL's triggers do it there). */
+function addActivityCount(db: Db, projectId: string, kind: string, hour: number, n: number): void {
   sqliteConnection(db).query(`INSERT INTO activity_counts (project_id, kind, hour, slot, n) VALUES (?, ?, ?, 0, ?)
     ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = n + excluded.n`).run(projectId, kind, hour, n)
 }

@@ -51,6 +51,17 @@ export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>
 }
 
 /**
+ * Appends one event per contact that share name, data and time (a segment's membership change of many
+ * contacts), in one statement, with their outbox row, inside the caller's transaction `db`. Call
+ * `notifyEvents` after the transaction commits.
+ */
+export async function appendSameEvents(ctx: Pick<Ctx, 'store' | 'projectId'>, db: Db, name: string, data: Record<string, unknown>, contactIds: string[], at: Date): Promise<EventRow[]> {
+  const rows = await repo.insertSameEvents(ctx.store, db, ctx.projectId, name, data, contactIds, at)
+  recordOutbox(ctx.store, db, ctx.projectId, rows)
+  return rows
+}
+
+/**
  * Events have committed: wakes the outbox's drainers so that the consumers get them now rather than at
  * the next poll (events no consumer was interested in, which have no outbox row, are left out). Only an
  * accelerator: a caller that never calls it loses nothing.

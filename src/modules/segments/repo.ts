@@ -1,7 +1,5 @@
 import { and, count, desc, eq, inArray, like, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
-import { activityHour, isCountedEvent } from '../events/counted'
-import { addActivityCount } from '../events/repo'
 
 /** The only SQL of the segments module. Every function takes the project id. */
 
@@ -178,29 +176,6 @@ export async function leave(store: Store, db: Db, id: string, ids: string[]): Pr
     DELETE FROM segment_members WHERE segment_id = ${id} AND ${inIds(store, sql.raw('contact_id'), ids)}
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
-}
-
-export type EventRow = typeof import('../../db/schema').pgSchema.events.$inferSelect
-
-/**
- * Appends rows of the event stream that share name, data and time (a membership change of many contacts) in
- * one statement with one JSON parameter: the same rows `appendEvents` writes, at a fraction of the cost per
- * row for tens of thousands of them. The caller records them in the outbox (`recordOutbox`, in `db`) and
- * wakes its drainers after commit (`notifyEvents`).
- */
-export async function appendSameEvents(store: Store, db: Db, projectId: string, name: string, data: Record<string, unknown>, contactIds: string[], at: Date): Promise<EventRow[]> {
-  if (!contactIds.length) return []
-  const rows: EventRow[] = contactIds.map((contactId) => ({ id: Bun.randomUUIDv7(), projectId, contactId, name, data, emailId: null, createdAt: at }))
-  const pairs = JSON.stringify(rows.map((r) => [r.id, r.contactId]))
-  const payload = JSON.stringify(data)
-  await store.exec(store.dialect === 'pg'
-    ? sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
-        SELECT r->>0, ${projectId}, r->>1, ${name}, ${payload}::jsonb, NULL, ${ts(store, at)} FROM jsonb_array_elements(${pairs}::jsonb) r`
-    : sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
-        SELECT r.value ->> 0, ${projectId}, r.value ->> 1, ${name}, ${payload}, NULL, ${ts(store, at)} FROM json_each(${pairs}) r`, db)
-  // SQLite has no insert trigger on events (events/repo.ts, insertEvents): a counted type is counted here.
-  if (store.dialect === 'sqlite' && isCountedEvent(name)) addActivityCount(db, projectId, name, activityHour(at.getTime()), rows.length)
-  return rows
 }
 
 /** Every segment of every project (the 5-minute sweep only: it queues one job per segment, each project-scoped). */

@@ -8,8 +8,7 @@ import { enqueue } from '../../jobs/queue'
 import { normalizeEmail } from '../contacts/data'
 import { toContact, upsertContact } from '../contacts/service'
 import type { UsageProvider, UsageRef } from '../contacts/usage'
-import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
-import { recordOutbox } from '../events/outbox'
+import { appendEvents, appendSameEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import type { AddMembersBody, CreateSegmentBody, PreviewBody, SegmentOut, UpdateSegmentBody } from './model'
 import * as repo from './repo'
 import type { SegmentRow } from './repo'
@@ -306,9 +305,7 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
         ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, at)
         : await repo.leave(ctx.store, db, seg.id, chunk)
       const e = (enter ? entryEvent : exitEvent)(live, '')
-      const appended = await repo.appendSameEvents(ctx.store, db, ctx.projectId, e.name, e.data ?? {}, changed, at)
-      recordOutbox(ctx.store, db, ctx.projectId, appended)
-      return appended
+      return appendSameEvents(ctx, db, e.name, e.data ?? {}, changed, at)
     })
     if (!rows) { stopped = true; return }
     if (enter) entered += rows.length
