@@ -76,7 +76,7 @@ forEachStore('CSV import', (env) => {
     expect(ann.subscribed).toBe(true)
     const bob = await contactByEmail(env, p.secretKey, 'bob@example.com')
     expect(bob.subscribed).toBe(false)
-    expect(bob.data).toEqual({ 'First Name': 'Bob', vip: false, joined: '2024-02-01T10:00:00.000Z' })
+    expect(bob.data).toEqual({ first_name: 'Bob', vip: false, joined: '2024-02-01T10:00:00.000Z' })
     expect((await contactByEmail(env, p.secretKey, 'dora@example.com')).subscribed).toBe(true)
 
     const before = await env.store.rows<{ id: string; updated_at: unknown; data: unknown }>(sql`SELECT id, updated_at, data FROM contacts WHERE project_id = ${p.id} ORDER BY id`)
