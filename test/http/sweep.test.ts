@@ -15,7 +15,7 @@ type Auth = 'key' | 'track' | 'session' | 'none'
 const PUBLIC = [
   /^GET \/(health|ready|metrics|config|docs|openapi\.json|)$/, /^(GET|POST) \/auth\//, /^(GET|POST) \/(unsubscribe|subscribe|manage)\/:token$/,
   /^GET \/t\/[oc]\/:token$/, /^POST \/webhooks\/(notifications|incoming\/:provider)$/, /^GET \/uploads\/:name$/,
-  /^OPTIONS \/v1\/track$/, /^GET \/app(\/\*)?$/,
+  /^OPTIONS \/v1\/track$/, /^GET \/app(\/\*)?$/, /^GET \/app-assets\/:name$/,
 ]
 
 /** Bodies that pass validation, where a route validates before it looks at the project. */
