@@ -57,6 +57,8 @@ export interface Config {
   systemFrom: string | null
   /** MAILCTL_MTA_STS_CA: extra CA certificates (a PEM file path or the PEM itself) trusted for MTA-STS policy hosts and enforced MX hosts. */
   mtaStsCa: string | null
+  /** MAILCTL_TLS_REPORTS: count TLS results of direct delivery and send daily TLS reports (RFC 8460; src/mail/tlsrpt/). */
+  tlsReports: boolean
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null
   /** A separate listener for GET /metrics (0: none); without a token, the only place metrics are served. */
@@ -157,6 +159,7 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_DELIVERY_ALLOW_HOSTS: 'deliveryAllowHosts',
   MAILCTL_SYSTEM_FROM: 'systemFrom',
   MAILCTL_MTA_STS_CA: 'mtaStsCa',
+  MAILCTL_TLS_REPORTS: 'tlsReports',
   MAILCTL_METRICS_TOKEN: 'metricsToken',
   MAILCTL_METRICS_PORT: 'metricsPort',
   MAILCTL_METRICS_HOST: 'metricsHost',
@@ -285,6 +288,7 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     deliveryAllowHosts: allowList('MAILCTL_DELIVERY_ALLOW_HOSTS', raw.MAILCTL_DELIVERY_ALLOW_HOSTS),
     systemFrom: systemFrom(raw.MAILCTL_SYSTEM_FROM),
     mtaStsCa: raw.MAILCTL_MTA_STS_CA?.trim() || null,
+    tlsReports: bool('MAILCTL_TLS_REPORTS', raw.MAILCTL_TLS_REPORTS ?? 'true'),
     metricsToken: raw.MAILCTL_METRICS_TOKEN || null,
     metricsPort: int('MAILCTL_METRICS_PORT', raw.MAILCTL_METRICS_PORT ?? '0', 0, 65535),
     metricsHost: raw.MAILCTL_METRICS_HOST ?? '127.0.0.1',

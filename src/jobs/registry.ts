@@ -13,6 +13,7 @@ import { hooksPruneJob } from '../modules/hooks/jobs'
 import { analyticsJobs } from '../modules/analytics/jobs'
 import { securityJobs } from '../modules/security/service'
 import { backupJobs } from '../ops/schedule'
+import { tlsrptJobs } from '../mail/tlsrpt/jobs'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: AnyJob[] = [
@@ -30,4 +31,5 @@ export const allJobs: AnyJob[] = [
   ...analyticsJobs,
   ...securityJobs,
   ...backupJobs,
+  ...tlsrptJobs,
 ]

@@ -48,6 +48,8 @@ export interface OutboundMessage {
   listUnsubscribe?: Record<string, string> | null
   /** Feedback-ID (RFC-less, used by large mailbox providers for complaint loops). */
   feedbackId?: string | null
+  /** A report with attachments (RFC 6522): `multipart/report; report-type=<this>` instead of multipart/mixed (TLS reports: `tlsrpt`). */
+  reportType?: 'tlsrpt' | null
 }
 
 /** Header names a caller may not set: they are built from the request or by the server. */
@@ -331,6 +333,7 @@ export function composeAlternative(m: OutboundMessage): Buffer | null {
 function compileMessage(m: OutboundMessage): MimeNode {
   const node = new MailComposer(composerOptions(m)).compile()
   node.keepBcc = false
+  if (m.reportType && /^multipart\/mixed/i.test(String(node.getHeader('Content-Type') ?? ''))) node.setHeader('Content-Type', `multipart/report; report-type=${m.reportType}`)
   return node
 }
 

@@ -130,6 +130,13 @@ describe.skipIf(!canBind443)('MTA-STS in delivery', () => {
       expect(away.status).toBe('SENDING')
       expect(String(away.lastReply)).toContain('451 4.7.5 No MX host of')
       expect(await row(ids.testing)).toMatchObject({ status: 'DELIVERED' })
+      // TLS reporting counted the sessions under each policy: verified TLS, or why not.
+      const counts = (await env.store.db.select().from(env.store.t.tlsReportCounts))
+        .map((r) => ({ domain: r.domain, policyType: r.policyType, result: r.result }))
+      expect(counts.filter((c) => c.domain === good)).toEqual([{ domain: good, policyType: 'sts', result: 'success' }])
+      // smtp-server's built-in self-signed certificate has also expired, which is what OpenSSL reports first.
+      expect(counts.filter((c) => c.domain === selfSigned)).toEqual([{ domain: selfSigned, policyType: 'sts', result: 'certificate-expired' }])
+      expect(counts.filter((c) => c.domain === testing)).toEqual([{ domain: testing, policyType: 'sts', result: 'success' }])
     })
   }, { outbound: 'direct' })
 })

@@ -44,13 +44,15 @@ const main = await startSink({
     'reject.test': rejectRecipients('550 5.1.1 <user> No such user here'),
     'policy.test': (c) => (c.stage === 'data' ? '550 5.7.1 Message rejected as spam' : null),
     'hint.test': (c) => (c.stage === 'data' ? '451 4.7.1 Greylisted, please try again in 300 seconds' : null),
+    'ratelimit.test': tempFailThenAccept(1, '451 4.7.1 Rate limited: too many messages, slow down'),
+    'ratelimit2.test': tempFailThenAccept(2, '451 4.7.1 Rate limited: too many messages, slow down'),
   }),
 })
 // Same port on other loopback addresses: MX records choose the sink, MAILCTL_MX_PORT stays one number.
 const busy = await startSink({ host: '127.0.0.3', port: main.port, script: tooManyConnections(2), delayMs: 30 })
 const relay = await startSink({ host: '127.0.0.4', auth: { user: 'relayuser', pass: 's3cret' } })
 
-for (const d of ['dest.test', 'greylist.test', 'reject.test', 'policy.test', 'hint.test']) mxTo(dns, d)
+for (const d of ['dest.test', 'greylist.test', 'reject.test', 'policy.test', 'hint.test', 'ratelimit.test', 'ratelimit2.test']) mxTo(dns, d)
 mxTo(dns, 'busy.test', '127.0.0.3')
 mxTo(dns, 'fallback.test', '127.0.0.2', 'mx1.fallback.test', 10) // nothing listens on 127.0.0.2
 mxTo(dns, 'fallback.test', '127.0.0.1', 'mx2.fallback.test', 20)
@@ -252,6 +254,19 @@ forEachStore('outbound delivery', (env) => {
     expect(await email(id)).toMatchObject({ status: 'BOUNCED', bounceType: 'soft', attempts: 2 })
     expect((await eventsOf(id)).map((e) => [e.name, e.data.bounceType, e.data.suppressed])).toEqual([['email.deferred', undefined, undefined], ['email.bounce', 'soft', false]])
     expect(await queueRow(id)).toBeNull()
+  })
+
+  test('a "rate limited" refusal at DATA is sent again once in the attempt, paced; a second one is a throttled deferral, retried soon', async () => {
+    const [once] = await send({ to: `r.${rnd()}@ratelimit.test` })
+    const [twice] = await send({ to: `r.${rnd()}@ratelimit2.test` })
+    await pipelineFor(env).drain()
+    expect(await email(once)).toMatchObject({ status: 'DELIVERED', attempts: 1 })
+    expect(main.byMessageId(mid(once))).toHaveLength(1)
+    expect((await eventsOf(once)).map((e) => e.name)).not.toContain('email.deferred')
+    // Refused twice: deferred as throttled (the throttle delay, 100 ms in these tests, not the 1-minute
+    // backoff of other 4xx replies).
+    const [deferral] = await eventsOf(twice)
+    expect(deferral).toMatchObject({ name: 'email.deferred', data: { attempt: 1, smtpCode: 451, throttled: true } })
   })
 
   test('421 "too many connections": the destination\'s concurrency backs off and every message arrives once', async () => {

@@ -82,29 +82,37 @@ describe('per-destination throttle (AIMD)', () => {
     expect(throttleKind(parseReply('451 4.7.1 Rate limited: too many messages, slow down'))).toBe('rate')
     expect(throttleKind(parseReply('421 4.7.0 Try again later'))).toBe('connections')
     const d = new Destination('mx.rate', { initial: 8, max: 8, min: 1, recoverAfter: 5, maxWaiting: 100 })
-    // 40 accepted within the last 2 s: 20/s; a rate reply paces at 0.8 of that; the connection limit stays.
+    // 40 accepted since its first success 1.5 s ago: 26.7/s; a rate reply paces at 0.9 of that; the connection limit stays.
     const t0 = Date.now()
     for (let i = 0; i < 40; i++) d.success(t0 - 1500 + i * 30)
     d.throttled('rate', t0)
-    expect(d.rate).toBeCloseTo(16, 5)
+    expect(d.rate).toBeCloseTo(24, 5)
     expect(d.limit).toBe(8)
-    // Paced: 4 deliveries take at least 3 intervals of 1/16 s (62.5 ms) after the first one's wait.
+    // More refusals within a second are of deliveries started before the cut: no further cut.
+    d.throttled('rate', t0 + 500)
+    expect(d.rate).toBeCloseTo(24, 5)
+    // Paced: 4 deliveries take at least 3 intervals of 1/24 s (41.7 ms) after the first one's wait.
     const start = Date.now()
     for (let i = 0; i < 4; i++) { expect(await d.acquire()).toBe(true); d.release() }
-    expect(Date.now() - start).toBeGreaterThanOrEqual(3 * 62)
-    // recoverAfter successes: +1/s and 5 %.
+    expect(Date.now() - start).toBeGreaterThanOrEqual(3 * 41)
+    // recoverAfter successes: +1/s and 5 %, but not above 0.95 of the rate it accepted when it refused (25.3).
     for (let i = 0; i < 5; i++) d.success()
-    expect(d.rate).toBeCloseTo(16 + 1 + 16 * 0.05, 5)
+    expect(d.rate).toBeCloseTo(0.95 * 40 / 1.5, 5)
+    // At that ceiling, 1/s more only after ten runs of successes.
+    for (let i = 0; i < 45; i++) d.success()
+    expect(d.rate).toBeCloseTo(0.95 * 40 / 1.5, 5)
+    for (let i = 0; i < 5; i++) d.success()
+    expect(d.rate).toBeCloseTo(0.95 * 40 / 1.5 + 1, 5)
     // A connection reply lowers the connections (idle: by half), not the rate.
     d.throttled('connections')
     expect(d.limit).toBe(4)
-    expect(d.rate).toBeCloseTo(17.8, 5)
+    expect(d.rate).toBeCloseTo(0.95 * 40 / 1.5 + 1, 5)
     // Successes at 5/s while the rate climbs: once it is far above that (4 x 5 + 10), the pacing is lifted.
     const later = Date.now() + 10_000
     let n = 0
-    for (; n < 200 && d.rate !== null; n++) d.success(later + n * 200)
+    for (; n < 1000 && d.rate !== null; n++) d.success(later + n * 200)
     expect(d.rate).toBeNull()
-    expect(n).toBeGreaterThan(5)
+    expect(n).toBeGreaterThanOrEqual(5)
     // Refused one connection more than it takes: the limit goes to the connections that worked.
     const c = new Destination('mx.conns', { initial: 8, max: 8, min: 1, recoverAfter: 5, maxWaiting: 100 })
     for (let i = 0; i < 3; i++) expect(await c.acquire()).toBe(true)
@@ -114,6 +122,18 @@ describe('per-destination throttle (AIMD)', () => {
     for (let i = 0; i < 4; i++) expect(await c.acquire()).toBe(true)
     c.throttled('connections')
     expect(c.limit).toBe(3) // 4 active (3 working and the refused one)
+    // Refused again at the limit it last refused at: twice as many runs of successes before asking again.
+    for (let i = 0; i < 4; i++) c.release()
+    for (let i = 0; i < 10 * 5; i++) c.success()
+    expect(c.limit).toBe(4)
+    for (let i = 0; i < 4; i++) expect(await c.acquire()).toBe(true)
+    c.throttled('connections')
+    expect(c.limit).toBe(3)
+    for (let i = 0; i < 4; i++) c.release()
+    for (let i = 0; i < 10 * 5; i++) c.success()
+    expect(c.limit).toBe(3)
+    for (let i = 0; i < 10 * 5; i++) c.success()
+    expect(c.limit).toBe(4)
     // A rate reply with nothing accepted lately halves the rate (here: from the connection limit).
     const e = new Destination('mx.quiet', { initial: 8, max: 8, min: 1, recoverAfter: 5, maxWaiting: 100 })
     e.throttled('rate')

@@ -16,6 +16,7 @@ import { workflowTables } from './workflows'
 import { analyticsTables } from './analytics'
 import { billingTables } from './billing'
 import { oauthTables } from './oauth'
+import { tlsrptTables } from './tlsrpt'
 
 /** Every table of mailctl, built from one definition per table for the given store. */
 export function buildSchema(c: Cols) {
@@ -37,6 +38,7 @@ export function buildSchema(c: Cols) {
     ...analyticsTables(c),
     ...billingTables(c),
     ...oauthTables(c),
+    ...tlsrptTables(c),
   }
 }
 

@@ -35,6 +35,7 @@ import { OutcomeRecorder, type Outcome } from './recorder'
 import { parseReply } from './replies'
 import type { Delivery, Transport } from './types'
 import { unsubscribeAddress, verpAddress } from './verp'
+import { TLS_REPORT_SOURCE } from '../tlsrpt/results'
 
 /** The largest message accepted for delivery (docs/decisions.md, Limits: 40 MB). */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
@@ -632,5 +633,6 @@ export async function outboundMessage(deps: Deps, email: DeliveryEmail, returnPa
       ? listUnsubscribeHeaders(deps, { projectId: email.projectId, contactId: email.contactId, emailId: email.id }, unsubscribeAddress(deps, email.id, returnPathDomain))
       : null,
     feedbackId: `${email.campaignId ?? email.sourceType}:${email.projectId}:mailctl`,
+    ...(email.sourceType === 'system' && email.sourceId === TLS_REPORT_SOURCE ? { reportType: 'tlsrpt' } : {}),
   }
 }

@@ -12,8 +12,10 @@ import { guardRoute } from './guard'
 import { MtaSts, mxMatches } from './mta-sts'
 import { RouteError, resolveRoute, type MxHost } from './mx'
 import { parseReply, shouldSuppress, verdictOf, type SmtpReply } from './replies'
-import { Throttle, throttleKind, type ThrottleOptions } from './throttle'
+import { Throttle, throttleKind, type Slot, type ThrottleOptions } from './throttle'
 import type { Delivery, Envelope, Transport } from './types'
+import type { TlsResults } from '../tlsrpt/results'
+import type { StsPolicy } from './mta-sts'
 
 /** Successful routes are reused this long (failures are never cached here). */
 const ROUTE_TTL_MS = 30_000
@@ -31,15 +33,21 @@ export interface SmtpTransportOptions {
   mtaStsCa?: string[]
   /** MAILCTL_DNS_SERVERS, for the policy fetch. */
   dnsServers?: readonly string[]
+  /** TLS reporting's counts (src/mail/tlsrpt/results.ts; MAILCTL_TLS_REPORTS): none when unset. */
+  tlsResults?: TlsResults
   /** Where MTA-STS says something worth a warning (a failed fetch, an MX a testing policy would refuse). */
   onWarning?: (message: string, fields: Record<string, unknown>) => void
 }
+
+/** Told of each session a message used (or of the TLS failure that ended one): TLS reporting counts them. */
+export type TlsHook = (conn: SmtpConn | null, err: ConnectError | null) => void
 
 /** Sends on one connection and turns the reply into a Delivery (or null: try the next host). */
 export async function attempt(
   pool: ConnectionPool, target: SmtpTarget, env: Envelope, raw: Buffer, final: boolean,
   settle: (d: Delivery) => Promise<void>,
   onThrottle: (reply: SmtpReply) => void,
+  tls?: TlsHook,
 ): Promise<{ settled: true } | { settled: false; reply: SmtpReply; throttle: boolean; stage: Stage; clearReason: string | null }> {
   const host = targetLabel(target)
   let conn: SmtpConn
@@ -52,11 +60,13 @@ export async function attempt(
     } catch (err) {
       pool.onWire--
       if (!(err instanceof ConnectError)) throw err
+      tls?.(null, err)
       const throttle = verdictOf(err.outcome.reply) === 'throttle'
       if (throttle) { onThrottle(err.outcome.reply); pool.closeIdle(target) }
       return { settled: false, reply: err.outcome.reply, throttle, stage: 'connect', clearReason: null }
     }
     conn = acquired.conn
+    tls?.(conn, null)
     try {
       res = await conn.send(env.from, env.to, raw)
     } catch (err) {
@@ -109,7 +119,10 @@ export class DirectTransport implements Transport {
   private sts: MtaSts
   private warn: (message: string, fields: Record<string, unknown>) => void
 
+  private tlsResults: TlsResults | null
+
   constructor(private resolver: Resolver, private port: number, opts: SmtpTransportOptions) {
+    this.tlsResults = opts.tlsResults ?? null
     this.allow = parseAllowList(opts.allowHosts ?? [])
     this.warn = opts.onWarning ?? (() => {})
     this.sts = new MtaSts(resolver, { ca: opts.mtaStsCa, allowHosts: opts.allowHosts, dnsServers: opts.dnsServers, onWarning: this.warn })
@@ -161,21 +174,45 @@ export class DirectTransport implements Transport {
       if (dest.stopped || slot === 'shed') return
       return settle({ kind: 'deferred', reply: parseReply(`451 4.4.5 Too many messages waiting for ${dest.key} in this process`), host: null, throttle: true })
     }
+    let held = true
     try {
-      let last: { reply: SmtpReply; host: string; throttle: boolean; clearReason: string | null } | null = null
+      let last: { reply: SmtpReply; host: string; throttle: boolean; stage: Stage; clearReason: string | null } | null = null
+      // One throttling refusal (a connection over the receiver's limit, a message over its rate) is tried
+      // again once in this attempt, after the throttle lowered the limit or the pace: the wait is the
+      // receiver's own ask, and a deferral through the queue would come back 15 s later.
+      let retried = false
       for (const mx of hosts) {
         for (const address of mx.addresses) {
           const target: SmtpTarget = { host: address, port: this.port, servername: mx.name, ...(requireTls ? { requireTls } : {}) }
-          const r = await attempt(this.pool, target, env, raw, true, settle, (reply) => dest.throttled(throttleKind(reply)))
-          if (r.settled) {
-            dest.success()
-            return
+          for (;;) {
+            const r = await attempt(this.pool, target, env, raw, true, settle, (reply) => dest.throttled(throttleKind(reply)), this.tlsHook(env.domain, policy, mx.name))
+            if (r.settled) {
+              dest.success()
+              return
+            }
+            last = { reply: r.reply, host: targetLabel(target), throttle: r.throttle, stage: r.stage, clearReason: r.clearReason }
+            if (r.throttle && !retried && (r.stage === 'connect' || r.stage === 'data')) {
+              retried = true
+              let again: Slot
+              if (throttleKind(r.reply) === 'connections') {
+                // Back in line for a slot under the lowered connection limit.
+                held = false
+                dest.release()
+                again = await dest.acquire()
+                held = again === true
+              } else {
+                again = await dest.turn()
+              }
+              if (again === true) continue
+              // Stopping, or shed: not sent, so handed back to the queue by the pipeline.
+              if (dest.stopped || again === 'shed') return
+            }
+            break
           }
-          last = { reply: r.reply, host: targetLabel(target), throttle: r.throttle, clearReason: r.clearReason }
           // A reply to the message itself (not to the session) ends this attempt: retry later. So does a
           // connection lost after the message was sent (it may have been accepted: no second host now).
-          if (r.stage === 'data' || (r.stage !== 'connect' && r.reply.code !== 421 && r.reply.code !== 0 && !r.throttle)) {
-            return settle({ kind: 'deferred', reply: r.reply, host: last.host, throttle: false, clearReason: r.clearReason })
+          if (last.stage === 'data' || (last.stage !== 'connect' && last.reply.code !== 421 && last.reply.code !== 0 && !last.throttle)) {
+            return settle({ kind: 'deferred', reply: last.reply, host: last.host, throttle: last.throttle, clearReason: last.clearReason })
           }
         }
       }
@@ -183,7 +220,24 @@ export class DirectTransport implements Transport {
       if (!last) throw new Error(`no address to deliver to for ${env.domain}`)
       return settle({ kind: 'deferred', reply: last.reply, host: last.host, throttle: last.throttle, clearReason: last.clearReason })
     } finally {
-      dest.release()
+      if (held) dest.release()
+    }
+  }
+
+  /**
+   * Counts a session's TLS result for `domain` (TLS reporting): once per connection and domain, under the
+   * domain's MTA-STS policy (testing or enforce: the certificate must be valid) or as no-policy-found.
+   */
+  private tlsHook(domain: string, policy: StsPolicy | null, mxHost: string): TlsHook | undefined {
+    const results = this.tlsResults
+    if (!results) return undefined
+    const sts = policy && policy.mode !== 'none' ? policy : null
+    return (conn, err) => {
+      if (conn) {
+        if (conn.firstFor(domain)) results.add(domain, sts, mxHost, conn.tlsResult(sts !== null))
+      } else if (err?.tlsResult) {
+        results.add(domain, sts, mxHost, err.tlsResult)
+      }
     }
   }
 
@@ -209,5 +263,8 @@ export class DirectTransport implements Transport {
 
   onWire(): number { return this.pool.onWire }
 
-  async close(): Promise<void> { this.pool.closeAll() }
+  async close(): Promise<void> {
+    this.pool.closeAll()
+    await this.tlsResults?.close()
+  }
 }

@@ -2,7 +2,6 @@
  * Assembly of the outbound pipeline from the settings (MAILCTL_OUTBOUND, MAILCTL_MX_PORT,
  * MAILCTL_DNS_SERVERS, MAILCTL_HOSTNAME) and the wake-up path from "queued" to the pipeline.
  */
-import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import type { Config } from '../../config'
 import type { Deps } from '../../deps'
@@ -12,22 +11,13 @@ import { inlineBuilder, SignerPool, type MessageBuilder } from '../signer'
 import { CaptureTransport } from './capture'
 import { OutboundPipeline, outboundWakeups, type PipelineOptions } from './deliver'
 import { DirectTransport, type SmtpTransportOptions } from './direct'
+import { mtaStsCa } from './mta-sts'
+import { TlsResults } from '../tlsrpt/results'
+import { errorFields } from '../../log'
 import { SmartHostTransport, smartHostTarget } from './smarthost'
 import type { Transport } from './types'
 
 export { OutboundPipeline } from './deliver'
-
-/** MAILCTL_MTA_STS_CA: a PEM file path or the PEM text itself; unreadable is an error at start-up. */
-function mtaStsCa(config: Config): string[] | undefined {
-  const v = config.mtaStsCa
-  if (!v) return undefined
-  if (v.includes('-----BEGIN')) return [v]
-  try {
-    return [readFileSync(v, 'utf8')]
-  } catch (err) {
-    throw new Error(`MAILCTL_MTA_STS_CA: cannot read ${v}: ${err instanceof Error ? err.message : String(err)}`)
-  }
-}
 
 /** The transport MAILCTL_OUTBOUND names. */
 export function createTransport(config: Config, opts: Partial<SmtpTransportOptions> = {}): Transport {
@@ -54,7 +44,10 @@ export function createOutbound(deps: Deps, opts: OutboundOptions = {}): Outbound
   // Plain data: a signer thread is posted it (campaign messages' links are signed where they are built).
   const links: LinkDeps = { secret: deps.secret, config: { publicUrl: deps.config.publicUrl } }
   const builder: MessageBuilder = threads > 0 ? new SignerPool(threads, undefined, deps.config.heapGrowthMb * 1024 * 1024, links) : inlineBuilder(links)
-  const smtp: Partial<SmtpTransportOptions> = { onWarning: (message, fields) => deps.log.warn(message, fields), ...opts.smtp }
+  const tlsResults = deps.config.tlsReports && deps.config.outbound === 'direct' && !opts.transport
+    ? new TlsResults(deps.store, (err) => deps.log.warn('TLS results could not be written; kept for the next try', errorFields(err)))
+    : undefined
+  const smtp: Partial<SmtpTransportOptions> = { onWarning: (message, fields) => deps.log.warn(message, fields), ...(tlsResults ? { tlsResults } : {}), ...opts.smtp }
   return new OutboundPipeline(deps, { ...opts, transport: opts.transport ?? createTransport(deps.config, smtp), builder })
 }
 

@@ -12,10 +12,24 @@
  *
  * The policy host and the MX hosts are reached like any delivery target: internal addresses need
  * MAILCTL_DELIVERY_ALLOW_HOSTS. MAILCTL_MTA_STS_CA adds trusted CA certificates (tests run the policy
- * host and the MX on loopback with a test CA). TLS reporting (RFC 8460) is not built.
+ * host and the MX on loopback with a test CA). Sessions under a policy are counted for TLS reporting (src/mail/tlsrpt/).
  */
+import { readFileSync } from 'node:fs'
+import type { Config } from '../../config'
 import type { Resolver } from '../../dns'
 import { safeFetch } from '../../net/safe-fetch'
+
+/** MAILCTL_MTA_STS_CA: a PEM file path or the PEM text itself; unreadable is an error at start-up. */
+export function mtaStsCa(config: Config): string[] | undefined {
+  const v = config.mtaStsCa
+  if (!v) return undefined
+  if (v.includes('-----BEGIN')) return [v]
+  try {
+    return [readFileSync(v, 'utf8')]
+  } catch (err) {
+    throw new Error(`MAILCTL_MTA_STS_CA: cannot read ${v}: ${err instanceof Error ? err.message : String(err)}`)
+  }
+}
 
 export interface StsPolicy {
   mode: 'enforce' | 'testing' | 'none'

@@ -11,6 +11,8 @@
  * with credentials never falls back: its password would go in clear.
  */
 import { isIP } from 'node:net'
+import { rootCertificates } from 'node:tls'
+import { certResult, type TlsResult, type TlsResultType } from '../tlsrpt/results'
 import { parseReply, type SmtpReply } from './replies'
 import { isTlsHandshakeFailure, SmtpClient, SmtpClientError } from './smtp-client'
 
@@ -55,10 +57,30 @@ export type SendOutcome =
 
 /** A connection that could not be opened (or authenticated); `outcome.stage` is 'connect'. */
 export class ConnectError extends Error {
-  /** `tlsHandshake`: it failed in the STARTTLS handshake (smtp-client.ts isTlsHandshakeFailure). */
-  constructor(readonly outcome: Extract<SendOutcome, { ok: false }>, readonly tlsHandshake = false) {
+  /**
+   * `tlsHandshake`: it failed in the STARTTLS handshake (smtp-client.ts isTlsHandshakeFailure).
+   * `tlsResult`: the session failed for TLS (a policy demanded it: no STARTTLS, a refused one, a bad
+   * certificate), as TLS reporting names it; null when it failed for another reason.
+   */
+  constructor(readonly outcome: Extract<SendOutcome, { ok: false }>, readonly tlsHandshake = false, readonly tlsResult: TlsResultType | null = null) {
     super(outcome.message)
   }
+}
+
+/** The TLS reporting result type of a session that failed (SmtpConn.open), or null when TLS had no part in it. */
+function tlsFailureOf(err: unknown): TlsResultType | null {
+  if (!(err instanceof SmtpClientError)) return null
+  if (err.command === 'TLSPOLICY') return 'starttls-not-supported'
+  if (isTlsHandshakeFailure(err)) return certResult(/^TLS handshake failed: ([A-Z0-9_]+) /.exec(err.message)?.[1] ?? err.message)
+  return null
+}
+
+/** The system's CAs plus `extra` (a `ca` option replaces the system's list; undefined: the system's alone). */
+let trustedCache: { extra: string[]; all: string[] } | null = null
+function trusted(extra: string[] | undefined): string[] | undefined {
+  if (!extra?.length) return undefined
+  if (trustedCache?.extra !== extra) trustedCache = { extra, all: [...rootCertificates, ...extra] }
+  return trustedCache.all
 }
 
 /** After a failed STARTTLS handshake, connections to that target skip STARTTLS this long. */
@@ -84,7 +106,31 @@ export class SmtpConn {
   messages = 0
   idleTimer: Timer | null = null
 
+  /** Recipient domains whose TLS result this session was counted for (TLS reporting counts a session once per domain). */
+  private reportedFor: Set<string> | null = null
+
   private constructor(readonly target: SmtpTarget, private conn: SmtpClient) {}
+
+  /** True the first time for each domain (then the caller counts the session for it). */
+  firstFor(domain: string): boolean {
+    if (!this.reportedFor) this.reportedFor = new Set()
+    if (this.reportedFor.has(domain)) return false
+    this.reportedFor.add(domain)
+    return true
+  }
+
+  /**
+   * The session's TLS result for TLS reporting: with `validated` (an MTA-STS policy applies) TLS must come
+   * with a certificate valid for the server's name; without, any TLS is a success.
+   */
+  tlsResult(validated: boolean): TlsResult {
+    if (!this.conn.secure) {
+      // In clear after a failed handshake (the pool's reason), else STARTTLS was not offered or refused.
+      return this.conn.clearReason && !this.conn.clearReason.startsWith('STARTTLS refused') ? 'validation-failure' : 'starttls-not-supported'
+    }
+    if (!validated || !this.conn.certError) return 'success'
+    return certResult(this.conn.certError)
+  }
 
   get dead(): boolean { return this.conn.dead }
 
@@ -109,7 +155,8 @@ export class SmtpConn {
         name: opts.name,
         auth: target.auth,
         startTls: clearReason === undefined,
-        ...(target.requireTls ? { requireTls: { ca: opts.tlsCa } } : {}),
+        ...(target.requireTls ? { requireTls: { ca: trusted(opts.tlsCa) } } : {}),
+        ...(opts.tlsCa?.length && !target.secure ? { checkCa: trusted(opts.tlsCa) } : {}),
         connectionTimeout: opts.connectTimeoutMs ?? 30_000,
         greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
         socketTimeout: opts.socketTimeoutMs ?? 300_000,
@@ -117,7 +164,7 @@ export class SmtpConn {
       if (clearReason !== undefined) conn.clearReason = clearReason
       return new SmtpConn(target, conn)
     } catch (err) {
-      throw new ConnectError(failure(err, false), isTlsHandshakeFailure(err))
+      throw new ConnectError(failure(err, false), isTlsHandshakeFailure(err), tlsFailureOf(err))
     }
   }
 

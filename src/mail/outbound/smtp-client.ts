@@ -49,6 +49,8 @@ export interface SmtpClientOptions {
    * for `servername` (the system's CAs plus `ca`), else the session fails; never clear.
    */
   requireTls?: { ca?: string[] }
+  /** CAs the certificate of an opportunistic session is checked against, without refusing it (TLS reporting); default the system's. */
+  checkCa?: string[]
   connectionTimeout: number
   greetingTimeout: number
   /** Inactivity timeout of the socket. */
@@ -67,6 +69,8 @@ export class SmtpClient {
   secure = false
   /** Why a session offered STARTTLS stayed in clear (a refused STARTTLS); set by the pool after a failed handshake. */
   clearReason: string | null = null
+  /** Over TLS: why its certificate is not valid for the server's name (an error code), null when it is. */
+  certError: string | null = null
   /** The session is unusable (closed, failed or timed out). */
   dead = false
   private socket!: Socket | TLSSocket
@@ -175,7 +179,9 @@ export class SmtpClient {
     const { opts } = this
     await new Promise<void>((resolve, reject) => {
       // Opportunistic TLS checks no certificate; a policy's (requireTls) is checked against the MX host's name.
-      const verify = opts.requireTls ? { rejectUnauthorized: true, ...(opts.requireTls.ca?.length ? { ca: opts.requireTls.ca } : {}) } : { rejectUnauthorized: false }
+      const verify = opts.requireTls
+        ? { rejectUnauthorized: true, ...(opts.requireTls.ca?.length ? { ca: opts.requireTls.ca } : {}) }
+        : { rejectUnauthorized: false, ...(opts.checkCa?.length ? { ca: opts.checkCa } : {}) }
       const secure = tlsConnect({ socket: plain, ...verify, ...(opts.servername ? { servername: opts.servername } : {}) })
       const failed = (err: Error & { code?: string }) => {
         secure.removeListener('close', closed)
@@ -188,6 +194,7 @@ export class SmtpClient {
       secure.once('secureConnect', () => {
         secure.removeListener('error', failed)
         secure.removeListener('close', closed)
+        this.certError = secure.authorized ? null : String(secure.authorizationError ?? 'UNVERIFIED')
         resolve()
       })
       this.attach(secure)

@@ -17,13 +17,20 @@
  * lowers this node's view of the limit; the others learn it from their own replies.
  *
  * Message rate: a reply that says the rate is the problem ("rate limited", "too many messages", "slow
- * down"; `throttleKind`) gives the destination a rate: 0.8 times what it accepted over the last 2 s (or
- * half its previous rate when it accepted nothing), at least `minRate`. Deliveries then start at most
- * `rate` per second, spaced evenly. Every `recoverAfter` consecutive successes raise the rate by 1 message
- * per second plus 5 %, and once it is well above what the destination takes the pacing is lifted: it
- * settles just under the receiver's limit, the way Postfix's destination concurrency feedback does for
- * connections. A reply about connections ("too many connections") lowers the connection limit to the connections that were working (at least by one,
- * at most by half).
+ * down"; `throttleKind`) gives the destination a rate: 0.9 times what it accepted over the last 2 s (or
+ * since its first success, when that is more recent; half its previous rate when it accepted nothing), at
+ * least `minRate`, and remembers what it accepted as the destination's ceiling. Refusals within a second of
+ * that cut are of deliveries started before it and cut nothing more. Deliveries then start at most `rate`
+ * per second, spaced evenly. Every `recoverAfter` consecutive successes raise the rate by 1 message per
+ * second plus 5 %, up to 0.95 of the ceiling; from there on it takes ten times as many successes to add 1
+ * message per second (probing whether the receiver takes more), so the rate settles just under the
+ * receiver's limit with a refusal now and then, the way Postfix's destination concurrency feedback does
+ * for connections. Once the rate is far above what the destination takes the pacing is lifted.
+ *
+ * Connections: a reply about connections ("too many connections") lowers the connection limit to the
+ * connections that were working (at least by one, at most by half). Climbing back to the limit at which it
+ * last refused takes ten runs of successes, twice as many after each further refusal at that limit (up to
+ * 160 runs), so a receiver that allows 2 connections is asked for a third ever more rarely.
  */
 
 import type { SmtpReply } from './replies'
@@ -43,6 +50,10 @@ export function throttleKind(reply: SmtpReply): ThrottleKind {
 const MIN_RATE = 1
 /** Successes remembered for the accepted rate (over RATE_WINDOW_MS). */
 const RATE_WINDOW_MS = 2000
+/** Rate refusals this soon after a cut are of deliveries started before it: no further cut. */
+const CUT_HOLD_MS = 1000
+/** The pacing climbs fast up to this share of the ceiling (the rate accepted when last refused), slowly above. */
+const NEAR_CEILING = 0.95
 
 export interface ThrottleOptions {
   initial: number
@@ -77,6 +88,15 @@ export class Destination {
   /** The limit at which the destination last refused a connection (null: never), and runs of successes towards it. */
   private refusedAt: number | null = null
   private connStreak = 0
+  /** Runs of successes needed to climb back to `refusedAt` (10, doubled by each refusal at that limit). */
+  private refusedRuns = 10
+  /** The accepted rate when the destination last refused on the rate (null: never, or pacing lifted). */
+  private ceiling: number | null = null
+  /** When the rate was last cut, and runs of successes counted towards a probe above NEAR_CEILING. */
+  private cutAt = 0
+  private rateRuns = 0
+  /** The first success seen (the accepted rate of a young destination is over the time since). */
+  private since = 0
   /** Messages per second this node starts for the destination (null: not paced). */
   rate: number | null = null
   /** When the next paced delivery may start (ms). */
@@ -124,7 +144,16 @@ export class Destination {
   /** Messages per second the destination accepted over the last RATE_WINDOW_MS. */
   acceptedRate(now = Date.now()): number {
     while (this.accepted.length && this.accepted[0] < now - RATE_WINDOW_MS) this.accepted.shift()
-    return this.accepted.length / (RATE_WINDOW_MS / 1000)
+    if (!this.accepted.length) return 0
+    // Over the last RATE_WINDOW_MS, or over the time since the first success when that is shorter (at
+    // least 500 ms): a destination that took 50 in its first second took 50/s, not 25.
+    const span = Math.max(500, Math.min(RATE_WINDOW_MS, now - this.since))
+    return this.accepted.length / (span / 1000)
+  }
+
+  /** Resolves with true once the destination's pacing lets a delivery that holds a slot start again (direct.ts). */
+  turn(): Promise<Slot> {
+    return this.stopped ? Promise.resolve(false) : this.paced(true)
   }
 
   /**
@@ -159,19 +188,30 @@ export class Destination {
   }
 
   success(now = Date.now()): void {
+    if (!this.since) this.since = now
     this.accepted.push(now)
     if (this.accepted.length > 4096) this.accepted.shift()
     this.streak++
     if (this.streak < this.opts.recoverAfter) return
     this.streak = 0
     if (this.rate !== null) {
-      this.rate += 1 + this.rate * 0.05
+      const near = this.ceiling !== null ? NEAR_CEILING * this.ceiling : Number.POSITIVE_INFINITY
+      if (this.rate < near) {
+        this.rate = Math.min(near, this.rate + 1 + this.rate * 0.05)
+      } else if (++this.rateRuns >= 10) {
+        // At the ceiling: a probe of 1 message/s more now and then (the receiver may take more by now).
+        this.rateRuns = 0
+        this.rate += 1
+      }
       // Well above what the destination takes now: the pacing is lifted (a later rate reply sets it again).
-      if (this.rate > 4 * Math.max(MIN_RATE, this.acceptedRate(now)) + 10) this.rate = null
+      if (this.rate > 4 * Math.max(MIN_RATE, this.acceptedRate(now)) + 10) {
+        this.rate = null
+        this.ceiling = null
+      }
     }
-    // Back at the limit where the destination last refused a connection: ten times more successes first.
+    // Back at the limit where the destination last refused a connection: more successes first.
     this.connStreak++
-    const need = this.refusedAt !== null && this.limit + 1 >= this.refusedAt ? 10 : 1
+    const need = this.refusedAt !== null && this.limit + 1 >= this.refusedAt ? this.refusedRuns : 1
     if (this.limit < this.opts.max && this.connStreak >= need) {
       this.connStreak = 0
       this.limit++
@@ -184,8 +224,9 @@ export class Destination {
    * destination below what it accepted lately (see the top of this file).
    */
   throttled(kind: ThrottleKind = 'connections', now = Date.now()): void {
-    this.streak = 0
     if (kind === 'connections') {
+      this.streak = 0
+      this.refusedRuns = this.refusedAt === this.limit ? Math.min(160, this.refusedRuns * 2) : 10
       this.refusedAt = this.limit
       this.connStreak = 0
       // Down to the connections that were working when it refused one more (the refused delivery holds a
@@ -193,8 +234,14 @@ export class Destination {
       this.limit = Math.max(this.opts.min, Math.min(this.limit - 1, Math.max(Math.floor(this.limit / 2), this.active - 1)))
       return
     }
+    // Started before the last cut: that cut already answered it.
+    if (this.rate !== null && now - this.cutAt < CUT_HOLD_MS) return
+    this.streak = 0
+    this.rateRuns = 0
+    this.cutAt = now
     const seen = this.acceptedRate(now)
-    this.rate = Math.max(MIN_RATE, seen > 0 ? seen * 0.8 : (this.rate ?? this.local) / 2)
+    this.ceiling = seen > 0 ? seen : null
+    this.rate = Math.max(MIN_RATE, seen > 0 ? seen * 0.9 : (this.rate ?? this.local) / 2)
     this.nextStart = Math.max(this.nextStart, now + 1000 / this.rate)
   }
 }
