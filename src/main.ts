@@ -236,9 +236,9 @@ function portError(setting: string, host: string, port: number, err: unknown, hi
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /**
- * `mailctl serve`: migrations first, then HTTP, workers and SMTP for the roles asked. HTTP listens
- * first, and the event loop runs between the later steps, so /health and the API answer while the
- * workers and the SMTP servers start; `serve` resolves (or fails, naming the busy port) once all have.
+ * `mailctl serve`: migrations first, then the outbound pipeline (its threads start in the background),
+ * HTTP, the other workers and SMTP for the roles asked. The event loop runs between the later steps, so
+ * /health and the API answer while the workers and the SMTP servers start; `serve` resolves (or fails, naming the busy port) once all have.
  */
 export async function serve(config: Config, roles: Role[] = ['api', 'worker', 'smtp']): Promise<Running> {
   const deps = await createDeps(config)
@@ -262,7 +262,16 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
   stops.push(() => heap.stop())
   let httpPort = 0
   const smtp: Running['smtp'] = { inbound: null, relay: null, secure: null }
+  // The outbound pipeline first: its signer threads load their modules on the other cores while this
+  // thread builds the HTTP app, so queued mail (after a restart, the backlog) goes out as soon as a
+  // thread is ready instead of after everything else started (bench/recovery.ts, docs/decisions.md).
   try {
+    if (roles.includes('worker')) {
+      const { startOutbound } = await import('./mail/outbound')
+      const outbound = await startOutbound(deps)
+      stops.push(() => outbound.stop())
+      await yieldToLoop()
+    }
     if (roles.includes('api')) {
       const { buildApp } = await import('./http/app')
       const app = buildApp(deps)
@@ -305,10 +314,6 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       const { startOutbox } = await import('./modules/events/outbox')
       const outbox = await startOutbox(deps)
       stops.push(() => outbox.stop())
-      await yieldToLoop()
-      const { startOutbound } = await import('./mail/outbound')
-      const outbound = await startOutbound(deps)
-      stops.push(() => outbound.stop())
       await yieldToLoop()
       const { startHookDispatcher } = await import('./modules/hooks/dispatcher')
       const hooks = await startHookDispatcher(deps)
