@@ -4,15 +4,16 @@ import { Link, useLocation } from 'wouter'
 import { call, type Domain, get, post, type Project } from '../../api'
 import { EmailEditor, type EditorValue } from '../../components/email-editor'
 import { ErrorBox, Field, fieldError, Loading, PageHead, withoutChanged } from '../../components/ui'
+import { AbTestFields } from './abtest'
 import { AudiencePicker } from './audience'
-import type { Audience, Campaign, CampaignInput } from './types'
+import type { AbTest, Audience, Campaign, CampaignInput } from './types'
 
 interface Template { id: string; name: string; subject: string; preheader: string | null; body: string; design: Record<string, unknown> | null; from: string; fromName: string | null; replyTo: string | null; type: string }
 
 const STARTER = '<h1>Hello {{name}},</h1>\n<p>Write your message here.</p>\n<p><a href="https://example.com">Read more</a></p>\n<p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>'
 
 /** The fields the form highlights with the API's own message. */
-const SHOWN = ['name', 'subject', 'preheader', 'from', 'fromName', 'replyTo', 'body', 'segmentId', 'audienceCondition', 'type']
+const SHOWN = ['name', 'subject', 'preheader', 'from', 'fromName', 'replyTo', 'body', 'segmentId', 'audienceCondition', 'type', 'abTest.testPercent', 'abTest.waitMinutes', 'abTest.variants.0', 'abTest.variants.1', 'abTest.variants.2', 'abTest.variants.3']
 
 export function NewCampaign({ project }: { project: Project }) {
   return (
@@ -37,6 +38,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   const [name, setName] = useState(campaign?.name ?? '')
   const [subject, setSubject] = useState(campaign?.subject ?? '')
   const [preheader, setPreheader] = useState(campaign?.preheader ?? '')
+  const [abTest, setAbTest] = useState<AbTest | null>(campaign?.abTest ?? null)
   // `initial` is what the editor opens (the campaign, or a template chosen later: `revision` tells it to
   // start again); `content` follows every change.
   const [initial, setInitial] = useState<{ value: EditorValue; revision: number }>({ value: { body: campaign?.body ?? STARTER, design: campaign?.design ?? null }, revision: 0 })
@@ -97,6 +99,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
       type: audience.type, audienceType: audience.audienceType,
       segmentId: audience.audienceType === 'SEGMENT' ? audience.segmentId : null,
       ...(audience.audienceType === 'FILTERED' ? { audienceCondition: audience.audienceCondition } : {}),
+      ...(abTest ? { abTest } : {}),
     })
   }
   if (domains.isPending) return <Loading />
@@ -155,6 +158,7 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
         <EmailEditor project={project.id} initial={initial.value} revision={initial.revision} testPath={campaign ? `/campaigns/${campaign.id}/test` : undefined} startWith={campaign || initial.revision > 0 ? undefined : 'blank'} subject={subject}
           onChange={onContent} error={fieldError(shownError, 'body') ?? fieldError(shownError, 'design')} />
       </div>
+      <AbTestFields value={abTest} subject={subject} onChange={(v) => { setAbTest(v); touch('abTest') }} fieldError={(f) => fieldError(shownError, f)} />
       <AudiencePicker project={project} value={audience} onChange={(a) => { setAudience(a); touch('type', 'audienceType', 'segmentId', 'audienceCondition') }} error={shownError} />
       <div className="row">
         <button type="submit" disabled={save.isPending || verified.length === 0}>{save.isPending ? 'Saving…' : campaign ? 'Save changes' : 'Save draft'}</button>

@@ -5,10 +5,11 @@ import { del, get, post, type Project } from '../../api'
 import { Badge, ConfirmButton, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 import { useAudienceCount } from './audience'
 import { CampaignForm } from './compose'
-import { localZone, ScheduleForm } from './schedule'
+import { LocalTimeForm, localZone, ScheduleForm } from './schedule'
+import { VariantResults } from './abtest'
 import { CampaignResults, useCampaignStats } from './stats'
 import { PreSendChecks, usePreSendChecks } from './checks'
-import { type Campaign, statusBadge } from './types'
+import { type Campaign, type LocalSendAt, statusBadge } from './types'
 
 /**
  * One campaign: its state and what can be done in it. DRAFT: send now, schedule, test, edit. SCHEDULED:
@@ -31,7 +32,7 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
     await qc.invalidateQueries({ queryKey: ['campaigns', project.id] })
   }
   const send = useMutation({
-    mutationFn: (scheduledFor: string | null) => post(`/campaigns/${id}/send`, { scheduledFor }, project.id),
+    mutationFn: (body: { scheduledFor: string | null } | { sendAt: LocalSendAt }) => post(`/campaigns/${id}/send`, body, project.id),
     onSuccess: () => done(),
   })
   const cancel = useMutation({ mutationFn: () => post<Campaign>(`/campaigns/${id}/cancel`, {}, project.id), onSuccess: (n) => done(n) })
@@ -61,7 +62,10 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
       </PageHead>
       <p className="small muted">
         <Link href="/campaigns">← All campaigns</Link> · <Badge status={statusBadge(k.status)}>{k.status}</Badge>
-        {k.status === 'SCHEDULED' && <> · scheduled for {formatDate(k.scheduledFor)} ({localZone()})</>}
+        {k.status === 'SCHEDULED' && !k.sendAt && <> · scheduled for {formatDate(k.scheduledFor)} ({localZone()})</>}
+        {k.sendAt && (k.status === 'SCHEDULED' || k.status === 'SENDING') && (
+          <span data-testid="local-send"> · {k.sendAt.localTime} on {k.sendAt.date} in each recipient's time zone (else {k.sendAt.fallbackTimeZone}) · {k.status === 'SCHEDULED' ? 'first' : 'next'} wave {formatDate(k.nextWaveAt)} ({localZone()})</span>
+        )}
         {k.sentAt && <> · sent {formatDate(k.sentAt)}</>}
         {k.status !== 'DRAFT' && k.status !== 'SCHEDULED' && <> · <Link href={`/campaigns/${id}/stats`}>Results page</Link></>}
       </p>
@@ -71,10 +75,11 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
         <section className="card" aria-labelledby="send-h">
           <h2 id="send-h">Send</h2>
           <ErrorBox error={send.error} />
-          <SendSection project={project} campaign={k} onSend={(at) => send.mutate(at)} busy={busy} />
+          <SendSection project={project} campaign={k} onSend={(body) => send.mutate(body)} busy={busy} />
         </section>
       )}
       {k.status === 'SENDING' && <LiveView project={project} campaign={k} />}
+      {k.abTest && k.status !== 'DRAFT' && k.status !== 'SCHEDULED' && <VariantResults project={project} campaign={k} every={k.status === 'SENDING' ? 5_000 : false} />}
       {(k.status === 'DRAFT' || k.status === 'SCHEDULED' || k.status === 'SENDING') && <TestSend project={project} id={id} />}
       {(k.status === 'DRAFT' || k.status === 'SCHEDULED') && <CampaignForm key={k.id} project={project} campaign={k} />}
       {(k.status === 'SENT' || k.status === 'CANCELLED') && <CampaignResults project={project} campaign={k} />}
@@ -83,19 +88,26 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
 }
 
 /** The checks before sending (checks.tsx), then send now or schedule; with warnings, both ask first. */
-function SendSection({ project, campaign, onSend, busy }: { project: Project; campaign: Campaign; onSend: (at: string | null) => void; busy: boolean }) {
+function SendSection({ project, campaign, onSend, busy }: { project: Project; campaign: Campaign; onSend: (body: { scheduledFor: string | null } | { sendAt: LocalSendAt }) => void; busy: boolean }) {
   const pre = usePreSendChecks(project, campaign)
   const warned = pre.checks.length
   const note = warned ? ` ${warned} check${warned === 1 ? '' : 's'} above ${warned === 1 ? 'is' : 'are'} not met.` : ''
   return (
     <>
       <PreSendChecks checks={pre.checks} pending={pre.pending} />
-      <SendNow project={project} campaign={campaign} onSend={() => onSend(null)} busy={busy} note={note} />
+      <SendNow project={project} campaign={campaign} onSend={() => onSend({ scheduledFor: null })} busy={busy} note={note} />
       <h3>Or schedule it</h3>
       <ScheduleForm busy={busy} onSchedule={(at) => {
         if (warned && !window.confirm(`Schedule it anyway?${note}`)) return
-        onSend(at.toISOString())
+        onSend({ scheduledFor: at.toISOString() })
       }} />
+      <h3>Or send it in each recipient's time zone</h3>
+      {campaign.abTest
+        ? <p className="small muted">An A/B test is sent at one time; remove the test to send in each recipient's time zone.</p>
+        : <LocalTimeForm busy={busy} onSend={(sendAt) => {
+          if (warned && !window.confirm(`Schedule it anyway?${note}`)) return
+          onSend({ sendAt })
+        }} />}
     </>
   )
 }

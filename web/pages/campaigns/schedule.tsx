@@ -78,3 +78,46 @@ export function ScheduleForm({ onSchedule, busy, error }: { onSchedule: (at: Dat
     </form>
   )
 }
+
+/**
+ * A send at one local time in each recipient's time zone (issue 36): the contact's `timezone` field, or
+ * the fallback zone for contacts without one (or with a name that is not a time zone).
+ */
+export function LocalTimeForm({ onSend, busy }: { onSend: (at: { date: string; localTime: string; fallbackTimeZone: string }) => void; busy: boolean }) {
+  const id = useId()
+  const tomorrow = new Date(Date.now() + 86_400_000)
+  const [date, setDate] = useState(`${tomorrow.getFullYear()}-${pad(tomorrow.getMonth() + 1)}-${pad(tomorrow.getDate())}`)
+  const [time, setTime] = useState('09:00')
+  const [zone, setZone] = useState(localZone())
+  const [problem, setProblem] = useState<string | null>(null)
+  const options = useMemo(zones, [])
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !/^\d{2}:\d{2}$/.test(time)) { setProblem('Enter a date and a time.'); return }
+    setProblem(null)
+    onSend({ date, localTime: time, fallbackTimeZone: zone })
+  }
+  return (
+    <form onSubmit={submit} noValidate aria-label="Send in each recipient's time zone">
+      <div className="row">
+        <div className="field">
+          <span><label htmlFor={`${id}-date`}>Local date</label></span>
+          <input id={`${id}-date`} type="date" value={date} onChange={(e) => setDate(e.target.value)} aria-invalid={problem ? true : undefined} aria-describedby={problem ? `${id}-err` : undefined} />
+        </div>
+        <div className="field">
+          <span><label htmlFor={`${id}-time`}>Local time</label></span>
+          <input id={`${id}-time`} type="time" value={time} onChange={(e) => setTime(e.target.value)} aria-invalid={problem ? true : undefined} aria-describedby={problem ? `${id}-err` : undefined} />
+        </div>
+        <div className="field">
+          <span><label htmlFor={`${id}-zone`}>Zone for contacts without one</label></span>
+          <select id={`${id}-zone`} value={zone} onChange={(e) => setZone(e.target.value)}>
+            {options.map((z) => <option key={z} value={z}>{z.replace(/_/g, ' ')}</option>)}
+          </select>
+        </div>
+        <button type="submit" disabled={busy}>Send at local time</button>
+      </div>
+      {problem && <p id={`${id}-err`} className="err" role="alert">{problem}</p>}
+      <p className="small muted">Each contact receives it at {time || 'that time'} on {date || 'that day'} in the time zone of its <code>timezone</code> field (an IANA name such as Europe/Paris), else in {zone.replace(/_/g, ' ')}. Zones where that time has passed get it at once.</p>
+    </form>
+  )
+}

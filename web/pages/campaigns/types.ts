@@ -13,13 +13,23 @@ export interface Campaign {
   scheduledFor: string | null; totalRecipients: number; sentCount: number; deliveredCount: number; openedCount: number
   clickedCount: number; bouncedCount: number; complainedCount: number; unsubscribedCount: number
   skippedUnsubscribed: number; skippedSuppressed: number; sentAt: string | null; createdAt: string; updatedAt: string
+  abTest: AbTest | null
+  abTestStatus: { phase: 'TEST' | 'WAITING' | 'WINNER'; decideAt: string | null; winner: number | null; reason: string | null } | null
+  sendAt: LocalSendAt | null; nextWaveAt: string | null
+}
+/** An A/B test (issue 36): 2-4 variants of the subject, and optionally of the body. */
+export interface AbTest { variants: Array<{ subject: string; body?: string }>; testPercent: number; metric: 'opens' | 'clicks'; waitMinutes: number }
+/** A send at one local time in each recipient's time zone (issue 36). */
+export interface LocalSendAt { date: string; localTime: string; fallbackTimeZone: string }
+export interface VariantStat {
+  index: number; subject: string; winner: boolean; recipients: number; delivered: number; opened: number; clicked: number; bounced: number; openRate: number; clickRate: number
 }
 export interface CampaignList { data: Campaign[]; page: number; pageSize: number; total: number; totalPages: number }
 
 export interface CampaignStats {
   campaignId: string; status: Status; totalRecipients: number; queued: number; pending: number; sent: number
   delivered: number; opened: number; clicked: number; bounced: number; complained: number; failed: number
-  unsubscribed: number; skippedUnsubscribed: number; skippedSuppressed: number
+  unsubscribed: number; skippedUnsubscribed: number; skippedSuppressed: number; variants: VariantStat[]
 }
 
 export interface AudienceCount { matching: number; recipients: number; skippedUnsubscribed: number; skippedSuppressed: number }
@@ -40,6 +50,7 @@ export interface Timeseries { interval: string; timezone: string; from: string; 
 export interface CampaignInput {
   name: string; subject: string; preheader: string | null; body: string; design: Record<string, unknown> | null; from: string; fromName: string | null; replyTo: string | null
   type: string; audienceType: Campaign['audienceType']; segmentId: string | null; audienceCondition?: FilterTree | null
+  abTest?: AbTest
 }
 
 export const statusBadge = (s: string) => (s === 'SENT' ? 'ok' : s === 'CANCELLED' ? 'failed' : s === 'DRAFT' ? '' : 'pending')

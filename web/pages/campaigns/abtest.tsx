@@ -1,0 +1,111 @@
+import { useId } from 'react'
+import type { Project } from '../../api'
+import { Badge, ErrorBox, Field, Loading } from '../../components/ui'
+import { useCampaignStats } from './stats'
+import type { AbTest, Campaign } from './types'
+
+/** A/B tests of a campaign (issue 36): the composer's part, and the results per variant. */
+
+const letter = (i: number) => String.fromCharCode(65 + i)
+const pct = (x: number) => `${(x * 100).toLocaleString(undefined, { maximumFractionDigits: 1 })}%`
+
+export const newAbTest = (subject: string): AbTest => ({
+  variants: [{ subject }, { subject: '' }], testPercent: 20, metric: 'opens', waitMinutes: 240,
+})
+
+/** The composer's A/B section: off, or 2-4 subject variants (each with an optional body of its own) and the rules. */
+export function AbTestFields({ value, subject, onChange, fieldError }: {
+  value: AbTest | null; subject: string; onChange: (v: AbTest | null) => void; fieldError: (field: string) => string | undefined
+}) {
+  const id = useId()
+  const set = (patch: Partial<AbTest>) => value && onChange({ ...value, ...patch })
+  const setVariant = (i: number, patch: { subject?: string; body?: string | undefined }) => value && set({
+    variants: value.variants.map((v, j) => {
+      if (j !== i) return v
+      const next = { ...v, ...patch }
+      if (next.body === undefined) delete next.body
+      return next
+    }),
+  })
+  return (
+    <fieldset className="card" aria-labelledby={`${id}-h`}>
+      <h2 id={`${id}-h`}>A/B test</h2>
+      <div className="check">
+        <input id={`${id}-on`} type="checkbox" checked={value !== null} onChange={(e) => onChange(e.target.checked ? newAbTest(subject) : null)} />
+        <label htmlFor={`${id}-on`}>Test 2 to 4 subjects on part of the audience, then send the winner to the rest</label>
+      </div>
+      {value && (
+        <div className="stack">
+          {value.variants.map((v, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: a variant is its place (A, B, C, D); the inputs are controlled, so re-keying after a removal loses nothing
+            <div key={letter(i)} className="row">
+              <Field label={`Subject ${letter(i)}`} value={v.subject} onChange={(e) => setVariant(i, { subject: e.target.value })}
+                error={fieldError(`abTest.variants.${i}`) ?? fieldError(`abTest.variants.${i}.subject`)} />
+              <div className="field">
+                <span><label htmlFor={`${id}-b${i}`}>Body {letter(i)} (optional)</label></span>
+                <textarea id={`${id}-b${i}`} rows={2} value={v.body ?? ''} placeholder="Empty: the campaign's body"
+                  onChange={(e) => setVariant(i, { body: e.target.value === '' ? undefined : e.target.value })} />
+              </div>
+              {value.variants.length > 2 && (
+                <button type="button" className="secondary" onClick={() => set({ variants: value.variants.filter((_, j) => j !== i) })}>Remove {letter(i)}</button>
+              )}
+            </div>
+          ))}
+          {value.variants.length < 4 && (
+            <p><button type="button" className="secondary" onClick={() => set({ variants: [...value.variants, { subject: '' }] })}>Add variant {letter(value.variants.length)}</button></p>
+          )}
+          <div className="row">
+            <Field label="Test group (% of the audience)" type="number" min={5} max={50} value={value.testPercent}
+              onChange={(e) => set({ testPercent: Number(e.target.value) })} hint="5 to 50, split evenly over the variants at random" error={fieldError('abTest.testPercent')} />
+            <div className="field">
+              <span><label htmlFor={`${id}-metric`}>Winner by</label></span>
+              <select id={`${id}-metric`} value={value.metric} onChange={(e) => set({ metric: e.target.value === 'clicks' ? 'clicks' : 'opens' })}>
+                <option value="opens">Open rate</option>
+                <option value="clicks">Click rate</option>
+              </select>
+            </div>
+            <Field label="Wait before choosing (minutes)" type="number" min={10} max={1440} value={value.waitMinutes}
+              onChange={(e) => set({ waitMinutes: Number(e.target.value) })} hint="10 to 1440 (24 hours)" error={fieldError('abTest.waitMinutes')} />
+          </div>
+        </div>
+      )}
+    </fieldset>
+  )
+}
+
+const PHASES = { TEST: 'Sending the test group', WAITING: 'Waiting for results', WINNER: 'Winner chosen' } as const
+
+/** The test group per variant, where the test is and, once chosen, the winner and why. */
+export function VariantResults({ project, campaign, every }: { project: Project; campaign: Campaign; every: number | false }) {
+  const stats = useCampaignStats(project, campaign.id, every)
+  const st = campaign.abTestStatus
+  const metric = campaign.abTest?.metric ?? 'opens'
+  return (
+    <section className="card" aria-labelledby="ab-h">
+      <h2 id="ab-h">A/B test</h2>
+      <ErrorBox error={stats.error} />
+      <p data-testid="ab-phase">
+        {st ? <strong>{PHASES[st.phase]}</strong> : 'Not started'}
+        {st?.phase === 'WAITING' && st.decideAt && <> · the winner is chosen by {metric === 'opens' ? 'open' : 'click'} rate at {new Date(st.decideAt).toLocaleString()}</>}
+        {st?.reason && <> · {st.reason}</>}
+      </p>
+      {!stats.data ? <Loading /> : (
+        <table>
+          <caption className="small muted">Test group per variant</caption>
+          <thead><tr><th scope="col">Variant</th><th scope="col">Subject</th><th scope="col">Recipients</th><th scope="col">Delivered</th><th scope="col">Opened</th><th scope="col">Clicked</th><th scope="col">Open rate</th><th scope="col">Click rate</th></tr></thead>
+          <tbody>
+            {stats.data.variants.map((v) => (
+              <tr key={v.index} data-testid={`variant-${letter(v.index)}`}>
+                <th scope="row">{letter(v.index)}{v.winner && <> <Badge status="ok">Winner</Badge></>}</th>
+                <td>{v.subject}</td>
+                <td>{v.recipients.toLocaleString()}</td><td>{v.delivered.toLocaleString()}</td>
+                <td>{v.opened.toLocaleString()}</td><td>{v.clicked.toLocaleString()}</td>
+                <td>{pct(v.openRate)}</td><td>{pct(v.clickRate)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  )
+}
