@@ -37,7 +37,6 @@ export function AbTestFields({ value, subject, onChange, fieldError }: {
       {value && (
         <div className="stack">
           {value.variants.map((v, i) => (
-            // biome-ignore lint/suspicious/noArrayIndexKey: a variant is its place (A, B, C, D); the inputs are controlled, so re-keying after a removal loses nothing
             <div key={letter(i)} className="row">
               <Field label={`Subject ${letter(i)}`} value={v.subject} onChange={(e) => setVariant(i, { subject: e.target.value })}
                 error={fieldError(`abTest.variants.${i}`) ?? fieldError(`abTest.variants.${i}.subject`)} />
