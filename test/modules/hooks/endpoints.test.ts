@@ -66,6 +66,21 @@ forEachStore('webhook endpoints API', (env) => {
     expect((await req('GET', '/webhooks/endpoints', p.secretKey)).body.data).toEqual([])
   })
 
+  test('an allow-list entry with a port allows that port only (issue 35, item 13)', async () => {
+    const p = await env.project()
+    const before = env.deps.config.webhookAllowHosts
+    env.deps.config.webhookAllowHosts = ['10.1.2.3:8080']
+    try {
+      const other = await req('POST', '/webhooks/endpoints', p.secretKey, { url: 'http://10.1.2.3:6379/' })
+      expect(other.status).toBe(422)
+      expect(other.body.error.errors[0]).toMatchObject({ field: 'url', code: 'forbidden_address' })
+      expect((await req('POST', '/webhooks/endpoints', p.secretKey, { url: 'http://10.1.2.3/' })).status).toBe(422)
+      expect((await req('POST', '/webhooks/endpoints', p.secretKey, { url: 'http://10.1.2.3:8080/hook' })).status).toBe(201)
+    } finally {
+      env.deps.config.webhookAllowHosts = before
+    }
+  })
+
   test('PATCH: url, types, description, enabled; 404 for an unknown id and for another project\'s', async () => {
     const p = await env.project()
     const q = await env.project()
