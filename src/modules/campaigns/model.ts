@@ -240,3 +240,29 @@ export const CampaignLinks = t.Object({
   })),
 })
 export type CampaignLinks = Static<typeof CampaignLinks>
+
+/** GET /campaigns/:id/recipients (issue 36, item 7). */
+export const RecipientsQuery = t.Object({
+  filter: t.Optional(t.Union(['all', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'failed'].map((v) => t.Literal(v)), {
+    error: 'filter must be all, delivered, opened, clicked, bounced, complained, unsubscribed or failed',
+    description: 'all (default), delivered, opened (an open or a click), clicked, bounced, complained, unsubscribed or failed',
+  })),
+  link: t.Optional(t.String({ minLength: 1, maxLength: 4096, error: 'link must be 1-4096 characters', description: 'Only recipients who clicked this exact URL (as GET /campaigns/:id/links lists it)' })),
+  limit: t.Optional(t.Numeric({ minimum: 1, error: 'limit must be a positive number', description: '1 to 500, default 50; larger values are clamped' })),
+  cursor: t.Optional(t.String({ description: 'Opaque cursor from the previous page' })),
+})
+export type RecipientsQuery = Static<typeof RecipientsQuery>
+
+const Stamp = t.Union([t.String(), t.Null()])
+export const RecipientRow = t.Object({
+  emailId: t.String(), contactId: t.Union([t.String(), t.Null()]), email: t.String(), status: t.String(),
+  deliveredAt: Stamp, openedAt: Stamp, clickedAt: Stamp, bouncedAt: Stamp, bounceType: t.Union([t.String(), t.Null()]),
+  complainedAt: Stamp, unsubscribedAt: Stamp, opens: t.Integer(), clicks: t.Integer(),
+  links: t.Array(t.String(), { description: 'The distinct links this recipient clicked' }),
+})
+export type RecipientRow = Static<typeof RecipientRow>
+export const RecipientsPage = t.Object({
+  campaignId: t.String(), filter: t.String(), data: t.Array(RecipientRow),
+  cursor: t.Union([t.String(), t.Null()]), hasMore: t.Boolean(),
+})
+export type RecipientsPage = Static<typeof RecipientsPage>

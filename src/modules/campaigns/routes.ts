@@ -2,6 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import { authPlugin } from '../../http/auth'
 import * as m from './model'
+import { campaignRecipients, campaignRecipientsCsv } from './report'
 import * as service from './service'
 
 const tags = ['campaigns']
@@ -66,6 +67,19 @@ export function campaignsRoutes(deps: Deps) {
     .get('/:id/links', ({ ctx, params, query }) => service.campaignLinks(ctx, params.id, query), {
       apiKey: 'secret', params: m.IdParams, query: m.LinksQuery, response: { 200: m.CampaignLinks },
       detail: { tags, summary: 'The links clicked in a campaign\'s emails, most clicked first', description: 'Each link with its clicks and its unique clicks (emails with at least one click on it); test emails are not counted.' },
+    })
+    .get('/:id/recipients', ({ ctx, params, query }) => campaignRecipients(ctx, params.id, query), {
+      apiKey: 'secret', params: m.IdParams, query: m.RecipientsQuery, response: { 200: m.RecipientsPage },
+      detail: { tags, summary: 'Per-recipient report of a campaign (keyset pages)', description: 'Not in the contract (issue 36). Each recipient\'s email in send order: delivery, first open (a click counts as an open), first click, opens, clicks and the links clicked, bounce, complaint, unsubscribe. `filter` narrows it, `link` keeps those who clicked that URL. Test emails are not listed. An unknown filter or a bad cursor answers 400.' },
+    })
+    .get('/:id/recipients.csv', async ({ ctx, params, query, set }) => {
+      const csv = await campaignRecipientsCsv(ctx, params.id, query)
+      set.headers['content-type'] = 'text/csv; charset=utf-8'
+      set.headers['content-disposition'] = `attachment; filename="campaign-${params.id}-recipients.csv"`
+      return csv
+    }, {
+      apiKey: 'secret', params: m.IdParams, query: m.RecipientsQuery,
+      detail: { tags, summary: 'The per-recipient report as CSV', description: 'Every recipient matching `filter` and `link` (limit and cursor are ignored), one row each: email, status, deliveredAt, openedAt, clickedAt, opens, clicks, links (space separated), bouncedAt, bounceType, complainedAt, unsubscribedAt, contactId, emailId. Cells a spreadsheet would run as a formula are prefixed with an apostrophe.' },
     })
     .post('/:id/test', ({ ctx, params, body }) => service.testCampaign(ctx, params.id, body), {
       apiKey: 'secret', params: m.IdParams, body: m.TestBody, response: { 200: m.TestResult },
