@@ -204,7 +204,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     // The preview is the iframe's srcdoc, rendered with the sample contact, in a sandbox with no permissions
     // (its script cannot run nor reach the page): both read from the DOM, not from inside the opaque frame.
     expect(await previewShows(page, '<h1>Hello Ada</h1>')).toBe('')
-    expect(await page.title()).toBe('mailctl')
+    expect(await page.title()).toMatch(/^Template · .* · mailctl$/)
     expect(await page.getByText('(not in the sample)').count()).toBe(1)
     await page.getByRole('button', { name: 'Save' }).click()
     await page.getByText('Saved.').waitFor()

@@ -123,7 +123,9 @@ export function FirstRun() {
         <p>This server has no accounts yet. Create yours to start: you can then create projects and invite your team.</p>
         <Link className="button" href="/signup">Create your account</Link>
         <OAuthButtons />
-        <p className="small muted">Or on the machine that runs mailctl: <code>mailctl user create --email you@example.com</code>. <Link href="/">Sign in</Link> once it exists.</p>
+        <p className="small muted">Or on the machine that runs mailctl: <code>mailctl user create --email you@example.com</code>, then sign in.</p>
+        {/* The first-run answer is cached: asking again shows the sign-in form once an account exists. */}
+        <button type="button" onClick={() => qc.invalidateQueries({ queryKey: ['first-run'] })}>I have created it: sign in</button>
       </AuthCard>
     )
   }
