@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { rollup } from '../../src/modules/analytics/service'
-import { invite } from '../../src/modules/members/service'
+import { acceptInvitation, invite } from '../../src/modules/members/service'
 import { createMyProject } from '../../src/modules/projects/service'
 import * as securityRepo from '../../src/modules/security/repo'
 import { createUser } from '../../src/modules/users/service'
@@ -86,7 +86,9 @@ describe.skipIf(!available)('analytics, security and usage in Chromium', () => {
 
     quietId = (await createMyProject(env.deps, d.owner.id, { name: 'Quiet' })).id
     const m = await createUser(env.deps, member, { verified: true })
-    await invite(env.deps, d.owner.id, d.projectId, { email: m.email, role: 'MEMBER' })
+    // Membership needs the invitee's consent: the member accepts the invitation.
+    const invitation = await invite(env.deps, d.owner.id, d.projectId, { email: m.email, role: 'MEMBER' })
+    await acceptInvitation(env.deps, m.id, invitation.id)
   }, 120_000)
 
   /** The figure of one tile (Sent, Delivered...) under `scope`. */
