@@ -186,7 +186,7 @@ describe.skipIf(!available)('campaign pages in Chromium', () => {
     const year = new Date().getUTCFullYear() + 1
     await page.getByLabel('Date', { exact: true }).fill(`${year}-07-01`)
     await page.getByLabel('Time', { exact: true }).fill('09:30')
-    await page.getByLabel('Time zone').selectOption('Europe/Paris')
+    await page.getByLabel('Time zone', { exact: true }).selectOption('Europe/Paris')
     // The checks before sending warn (no preheader): scheduling asks first (issue 36).
     page.once('dialog', (dialog) => { expect(dialog.message()).toContain('check above is not met'); dialog.accept() })
     await page.getByRole('button', { name: 'Schedule' }).click()
