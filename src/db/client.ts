@@ -27,7 +27,6 @@ import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
 import { PG_CONNECT_TIMEOUT_S, PgGuard, pgReconnectDelayS } from './pg-guard'
-import { PgChangeWatch, type WatchedTable } from './changes'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -83,20 +82,6 @@ export interface Store {
    * node's commit cannot be seen without a query), where such caches must not be used.
    */
   dataVersion(): number | null
-  /**
-   * A number that changes whenever anyone commits a change to `table`, on either store, or null when that
-   * cannot be known right now: SQLite's dataVersion() (any commit); on PostgreSQL the change notices of
-   * the watched tables (changes.ts), null while their listener is not in place. A process may keep an
-   * exact read cache of `table` by dropping it when this changes, and must not cache while it is null.
-   * Another node's change is seen once its notice arrives, a few milliseconds after its commit.
-   */
-  changeVersion(table: WatchedTable): number | null
-  /**
-   * The transaction `db` changes the watched `table`: once it commits, this process's changeVersion(table)
-   * moves at once (other nodes learn it from the change notice). Needed on PostgreSQL only, where this
-   * process's own notice arrives a little after its commit; nothing on SQLite.
-   */
-  noteChange(db: Db, table: WatchedTable): void
   /**
    * Runs `fn` once the outermost transaction of `db` has committed (never when it rolls back); at once
    * when `db` is not a transaction. For what must not happen before the data is visible to everyone:
@@ -410,10 +395,6 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
       }
       return version
     },
-    changeVersion() {
-      return this.dataVersion()
-    },
-    noteChange() {},
     afterCommit(db, fn) {
       if (db !== writeDb) { fn(); return }
       committed ??= []
@@ -438,7 +419,6 @@ function openPg(url: string): Store {
   const guard = new PgGuard(() => client`SELECT 1`)
   const current = new AsyncLocalStorage<Db>()
   const txStates = new WeakMap<Db, TxStates>()
-  const changes = new PgChangeWatch(url)
   /** What runs after each transaction commits (afterCommit), by its outermost handle. */
   const committed = new WeakMap<Db, Array<() => void>>()
   let closed = false
@@ -500,12 +480,6 @@ function openPg(url: string): Store {
     dataVersion() {
       return null
     },
-    changeVersion(table) {
-      return changes.version(table)
-    },
-    noteChange(on, table) {
-      this.afterCommit(on, () => changes.moved(table))
-    },
     afterCommit(on, fn) {
       // The outermost transaction's (a savepoint's work commits with it).
       const tx = current.getStore()
@@ -518,7 +492,6 @@ function openPg(url: string): Store {
     async close() {
       closed = true
       guard.stop()
-      await changes.close()
       await client.end({ timeout: 5 })
     },
   }

@@ -39,7 +39,6 @@ export async function insert(store: Store, db: Db, p: NewProjectRow): Promise<vo
 export async function setKeys(store: Store, db: Db, projectId: string, publicKey: string, secretKeyHash: string, now: Date): Promise<boolean> {
   const { projects } = store.t
   const rows = await db.update(projects).set({ publicKey, secretKeyHash, updatedAt: now }).where(eq(projects.id, projectId)).returning({ id: projects.id })
-  store.noteChange(db, 'projects')
   return rows.length > 0
 }
 
@@ -67,7 +66,6 @@ export async function all(store: Store, db: Db) {
 export async function update(store: Store, db: Db, projectId: string, patch: { name?: string; trackingEnabled?: boolean }, now: Date): Promise<void> {
   const { projects } = store.t
   await db.update(projects).set({ ...patch, updatedAt: now }).where(eq(projects.id, projectId))
-  store.noteChange(db, 'projects')
 }
 
 /** Sets (or, with null, removes) one key of the project's settings. */
@@ -79,7 +77,6 @@ export async function setSetting(store: Store, db: Db, projectId: string, key: s
   if (value === null) delete settings[key]
   else settings[key] = value
   await db.update(projects).set({ settings, updatedAt: now }).where(eq(projects.id, projectId))
-  store.noteChange(db, 'projects')
 }
 
 /** The project's settings (an empty object for an unknown project). */
@@ -92,7 +89,6 @@ export async function settingsOf(store: Store, db: Db, projectId: string): Promi
 export async function remove(store: Store, db: Db, projectId: string): Promise<void> {
   const { projects } = store.t
   await db.delete(projects).where(eq(projects.id, projectId))
-  store.noteChange(db, 'projects')
 }
 
 export type ProjectRow = typeof import('../../db/schema').pgSchema.projects.$inferSelect
@@ -117,20 +113,20 @@ function toProject(r: RawProject): ProjectRow {
   }
 }
 
-/** Exact read cache of key lookups: dropped as soon as anyone commits a change of the projects. */
+/** Exact read cache of key lookups, SQLite only: dropped as soon as anyone commits to the database. */
 const keyCache = new WeakMap<Store, { version: number; rows: Map<string, ProjectRow> }>()
 const KEY_CACHE_MAX = 10_000
 
 /**
  * The project of an API key: by the public key in clear or by the SHA-256 of the secret key. Runs on every
- * authenticated request: a prepared statement, and a cache that is valid only while
- * `store.changeVersion('projects')` is unchanged, so a rotated or disabled key fails on the very next
- * request whichever process or node changed it (on PostgreSQL, once its change notice arrived, within
- * milliseconds of its commit; with no notice listener in place, nothing is cached). The returned row is
- * frozen (shared between requests).
+ * authenticated request: a prepared statement, and on SQLite a cache that is valid only while
+ * `store.dataVersion()` is unchanged, so a rotated key fails on the very next request whichever process
+ * rotated it. On PostgreSQL another node's commit cannot be seen without a query, and a key must stop
+ * working with the commit that rotates or disables it (docs/decisions.md, API keys): no cache there. The
+ * returned row is frozen (shared between requests).
  */
 export async function byKey(store: Store, kind: 'public' | 'secret', value: string): Promise<ProjectRow | undefined> {
-  const version = store.changeVersion('projects')
+  const version = store.dataVersion()
   const cacheKey = kind === 'public' ? value : `#${value}`
   let cache = version === null ? undefined : keyCache.get(store)
   if (version !== null) {
@@ -145,6 +141,6 @@ export async function byKey(store: Store, kind: 'public' | 'secret', value: stri
   if (!raw) return undefined
   const row = Object.freeze(toProject(raw))
   // Only if nothing was committed while the query ran (else the row may already be stale for the new version).
-  if (cache && store.changeVersion('projects') === cache.version) cache.rows.set(cacheKey, row)
+  if (cache && store.dataVersion() === cache.version) cache.rows.set(cacheKey, row)
   return row
 }

@@ -19,7 +19,6 @@ export async function projectState(store: Store, projectId: string, db?: Db): Pr
 export async function suspend(store: Store, db: Db, projectId: string, reason: string, now: Date): Promise<boolean> {
   const p = store.t.projects
   const changed = await db.update(p).set({ disabled: true, updatedAt: now }).where(and(eq(p.id, projectId), eq(p.disabled, false))).returning({ id: p.id })
-  store.noteChange(db, 'projects')
   if (!changed.length) return false
   await db.insert(store.t.projectSuspensions).values({ id: Bun.randomUUIDv7(), projectId, reason, at: now, liftedAt: null, liftedBy: null })
   return true
@@ -30,7 +29,6 @@ export async function lift(store: Store, db: Db, projectId: string, by: string, 
   const p = store.t.projects
   const s = store.t.projectSuspensions
   const changed = await db.update(p).set({ disabled: false, updatedAt: now }).where(and(eq(p.id, projectId), eq(p.disabled, true))).returning({ id: p.id })
-  store.noteChange(db, 'projects')
   await db.update(s).set({ liftedAt: now, liftedBy: by }).where(and(eq(s.projectId, projectId), isNull(s.liftedAt)))
   return changed.length > 0
 }
