@@ -17,6 +17,10 @@ const dir = mkdtempSync(join(tmpdir(), 'mailctl-compiled-track-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 test('a compiled server records tracks on its writer thread', async () => {
+  // The dashboard's bundle the executable embeds (dist/web/), as `npm run build`'s prebuild writes it first.
+  const web = Bun.spawn([join(ROOT, 'node_modules/.bin/bun'), 'scripts/build-web.ts'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
+  const [webErr, webCode] = await Promise.all([new Response(web.stderr).text(), web.exited])
+  if (webCode !== 0) throw new Error(`web build failed (${webCode}): ${webErr}`)
   const script = (await Bun.file(join(ROOT, 'package.json')).json() as { scripts: { build: string } }).scripts.build
   const args = script.split(/\s+/).slice(1).map((a) => (a === 'dist/mailctl' ? join(dir, 'mailctl') : a))
   const build = Bun.spawn([join(ROOT, 'node_modules/.bin/bun'), ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
