@@ -340,7 +340,7 @@ forEachStore('campaigns API', (env) => {
     const routes = Object.entries(doc.paths).filter(([path]) => path.startsWith('/campaigns'))
       .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{id\}/, ':id')}`)).sort()
     expect(routes).toEqual([
-      'DELETE /campaigns/:id', 'GET /campaigns', 'GET /campaigns/:id', 'GET /campaigns/:id/links', 'GET /campaigns/:id/stats', 'POST /campaigns',
+      'DELETE /campaigns/:id', 'GET /campaigns', 'GET /campaigns/:id', 'GET /campaigns/:id/links', 'GET /campaigns/:id/recipients', 'GET /campaigns/:id/stats', 'POST /campaigns',
       'POST /campaigns/:id/cancel', 'POST /campaigns/:id/duplicate', 'POST /campaigns/:id/send', 'POST /campaigns/:id/test', 'POST /campaigns/:id/unschedule', 'POST /campaigns/audience/count', 'PUT /campaigns/:id',
     ])
   })
