@@ -43,6 +43,7 @@ const CampaignsPage = lazyPage(() => campaigns().then((m) => m.CampaignsPage))
 const NewCampaign = lazyPage(() => campaigns().then((m) => m.NewCampaign))
 const CampaignPage = lazyPage(() => campaigns().then((m) => m.CampaignPage))
 const CampaignStatsPage = lazyPage(() => campaigns().then((m) => m.CampaignStatsPage))
+const CampaignRecipientsPage = lazyPage(() => campaigns().then((m) => m.CampaignRecipientsPage))
 const WorkflowsPage = lazyPage(() => workflows().then((m) => m.WorkflowsPage))
 const WorkflowEditor = lazyPage(() => workflows().then((m) => m.WorkflowEditor))
 const WorkflowExecutions = lazyPage(() => workflows().then((m) => m.WorkflowExecutions))
@@ -180,7 +181,7 @@ const NAV: Array<{ group: string | null; links: NavLink[] }> = [
 const DETAIL_TITLES: Array<[RegExp, string]> = [
   [/^\/contacts\/.+/, 'Contact'], [/^\/domains\/.+/, 'Domain'], [/^\/segments\/new$/, 'New segment'],
   [/^\/segments\/.+/, 'Segment'], [/^\/templates\/.+/, 'Template'], [/^\/campaigns\/new$/, 'New campaign'],
-  [/^\/campaigns\/[^/]+\/stats$/, 'Campaign report'], [/^\/campaigns\/.+/, 'Campaign'],
+  [/^\/campaigns\/[^/]+\/stats$/, 'Campaign report'], [/^\/campaigns\/[^/]+\/recipients$/, 'Campaign recipients'], [/^\/campaigns\/.+/, 'Campaign'],
   [/^\/workflows\/[^/]+\/executions$/, 'Workflow executions'], [/^\/workflows\/.+/, 'Workflow'], [/^\/emails\/.+/, 'Email'],
 ]
 
@@ -266,6 +267,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/templates/:id">{(p) => <TemplateEditor project={project} id={p.id} />}</Route>
             <Route path="/campaigns"><CampaignsPage project={project} /></Route>
             <Route path="/campaigns/new"><NewCampaign project={project} /></Route>
+            <Route path="/campaigns/:id/recipients">{(p) => <CampaignRecipientsPage project={project} id={p.id} />}</Route>
             <Route path="/campaigns/:id/stats">{(p) => <CampaignStatsPage project={project} id={p.id} />}</Route>
             <Route path="/campaigns/:id">{(p) => <CampaignPage key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/analytics"><AnalyticsPage project={project} /></Route>

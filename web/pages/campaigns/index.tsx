@@ -91,3 +91,4 @@ export function CampaignsPage({ project }: { project: Project }) {
 export { CampaignPage } from './detail'
 export { NewCampaign } from './compose'
 export { CampaignStatsPage } from './stats'
+export { CampaignRecipientsPage } from './recipients'

@@ -4,8 +4,9 @@ import { Link } from 'wouter'
 import { get, type Project } from '../../api'
 import { type Series, TimeChart } from '../../components/chart'
 import { Badge, Empty, ErrorBox, Loading, PageHead } from '../../components/ui'
+import { recipientsHref } from './recipients'
 import { localZone } from './schedule'
-import { type Campaign, type CampaignStats, type LinkStat, statusBadge, type Timeseries } from './types'
+import { type Campaign, type CampaignStats, type LinkStat, type ReportFilter, statusBadge, type Timeseries } from './types'
 
 /**
  * A campaign's results: delivered, opened, clicked, bounced, complained and unsubscribed as counts and
@@ -46,7 +47,7 @@ export function CampaignResults({ project, campaign }: { project: Project; campa
   return (
     <>
       <section className="card" aria-labelledby="results-h">
-        <h2 id="results-h">Results</h2>
+        <div className="head"><h2 id="results-h">Results</h2><Link className="button secondary" href={recipientsHref(campaign.id)}>Recipients</Link></div>
         <ErrorBox error={stats.error} />
         {!s && stats.isPending && <Loading />}
         {s && (
@@ -57,12 +58,12 @@ export function CampaignResults({ project, campaign }: { project: Project; campa
               {s.failed > 0 ? ` · ${s.failed.toLocaleString()} failed` : ''}
             </p>
             <dl className="tiles">
-              <Tile label="Delivered" value={s.delivered} rate={pct(s.delivered, s.queued)} of="of sent" />
-              <Tile label="Opened" value={s.opened} rate={pct(s.opened, s.delivered)} of="of delivered" />
-              <Tile label="Clicked" value={s.clicked} rate={pct(s.clicked, s.delivered)} of="of delivered" />
-              <Tile label="Bounced" value={s.bounced} rate={pct(s.bounced, s.queued)} of="of sent" />
-              <Tile label="Complained" value={s.complained} rate={pct(s.complained, s.delivered)} of="of delivered" />
-              <Tile label="Unsubscribed" value={s.unsubscribed} rate={pct(s.unsubscribed, s.delivered)} of="of delivered" />
+              <Tile id={campaign.id} filter="delivered" label="Delivered" value={s.delivered} rate={pct(s.delivered, s.queued)} of="of sent" />
+              <Tile id={campaign.id} filter="opened" label="Opened" value={s.opened} rate={pct(s.opened, s.delivered)} of="of delivered" />
+              <Tile id={campaign.id} filter="clicked" label="Clicked" value={s.clicked} rate={pct(s.clicked, s.delivered)} of="of delivered" />
+              <Tile id={campaign.id} filter="bounced" label="Bounced" value={s.bounced} rate={pct(s.bounced, s.queued)} of="of sent" />
+              <Tile id={campaign.id} filter="complained" label="Complained" value={s.complained} rate={pct(s.complained, s.delivered)} of="of delivered" />
+              <Tile id={campaign.id} filter="unsubscribed" label="Unsubscribed" value={s.unsubscribed} rate={pct(s.unsubscribed, s.delivered)} of="of delivered" />
             </dl>
           </>
         )}
@@ -73,10 +74,10 @@ export function CampaignResults({ project, campaign }: { project: Project; campa
   )
 }
 
-function Tile({ label, value, rate, of }: { label: string; value: number; rate: string; of: string }) {
+function Tile({ id, filter, label, value, rate, of }: { id: string; filter: ReportFilter; label: string; value: number; rate: string; of: string }) {
   return (
     <div className="tile" data-testid={`tile-${label.toLowerCase()}`}>
-      <dt>{label}</dt>
+      <dt><Link href={recipientsHref(id, filter)}>{label}</Link></dt>
       <dd><strong>{value.toLocaleString()}</strong> <span className="muted small">{rate} {of}</span></dd>
     </div>
   )
@@ -162,9 +163,9 @@ function TopLinks({ project, id }: { project: Project; id: string }) {
       {links.data?.data.length === 0 && <Empty title="No clicks yet">Links in the campaign are tracked when the project's click tracking is on (Settings).</Empty>}
       {links.data && links.data.data.length > 0 && (
         <div className="table-wrap"><table>
-          <thead><tr><th scope="col">Link</th><th scope="col">Clicks</th><th scope="col">Unique clicks</th></tr></thead>
+          <thead><tr><th scope="col">Link</th><th scope="col">Clicks</th><th scope="col">Unique clicks</th><th scope="col"><span className="sr-only">Recipients</span></th></tr></thead>
           <tbody>{links.data.data.map((l) => (
-            <tr key={l.url}><td className="value"><a href={l.url} target="_blank" rel="noreferrer noopener">{l.url}</a></td><td>{l.clicks.toLocaleString()}</td><td>{l.uniqueClicks.toLocaleString()}</td></tr>
+            <tr key={l.url}><td className="value"><a href={l.url} target="_blank" rel="noreferrer noopener">{l.url}</a></td><td>{l.clicks.toLocaleString()}</td><td>{l.uniqueClicks.toLocaleString()}</td><td><Link href={recipientsHref(id, 'clicked', l.url)}>Who clicked</Link></td></tr>
           ))}</tbody>
         </table></div>
       )}

@@ -54,3 +54,13 @@ export interface CampaignInput {
 }
 
 export const statusBadge = (s: string) => (s === 'SENT' ? 'ok' : s === 'CANCELLED' ? 'failed' : s === 'DRAFT' ? '' : 'pending')
+
+/** GET /campaigns/:id/recipients (issue 36, item 7). */
+export const REPORT_FILTERS = ['all', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'failed'] as const
+export type ReportFilter = (typeof REPORT_FILTERS)[number]
+export interface RecipientRow {
+  emailId: string; contactId: string | null; email: string; status: string; deliveredAt: string | null; openedAt: string | null
+  clickedAt: string | null; bouncedAt: string | null; bounceType: string | null; complainedAt: string | null; unsubscribedAt: string | null
+  opens: number; clicks: number; links: string[]
+}
+export interface RecipientsPage { campaignId: string; filter: string; data: RecipientRow[]; cursor: string | null; hasMore: boolean }
