@@ -105,9 +105,15 @@ try {
   else await pg.freeze(false)
   const back = performance.now()
   phase = 'after'
-  const readyAgainMs = await Promise.all(bases.map(async (base) => {
+  /** Per node, the last /ready answer that was not 200 (what kept it unready), with its time since `back`. */
+  const lastNotReady: Array<string | null> = bases.map(() => null)
+  const readyAgainMs = await Promise.all(bases.map(async (base, k) => {
     for (;;) {
-      try { if ((await fetch(`${base}/ready`)).ok) return Math.round(performance.now() - back) } catch { /* not yet */ }
+      try {
+        const res = await fetch(`${base}/ready`)
+        if (res.ok) return Math.round(performance.now() - back)
+        lastNotReady[k] = `${Math.round(performance.now() - back)} ms: ${res.status} ${await res.text()}`
+      } catch (err) { lastNotReady[k] = `${Math.round(performance.now() - back)} ms: ${(err as Error).message}` }
       if (performance.now() - back > 60_000) return null
       await Bun.sleep(20)
     }
@@ -120,7 +126,7 @@ try {
   console.log(JSON.stringify({
     mode: MODE, clients: CLIENTS, outageMs: OUTAGE_MS,
     before: round(stats.before), during: round(stats.during), after: round(stats.after),
-    openWhenLoadStopped: stillOpen, openAfter30s: open, readyAgainMs,
+    openWhenLoadStopped: stillOpen, openAfter30s: open, readyAgainMs, lastNotReady,
     note: 'shared 2-core machine; "before" is the same-run ceiling of latency',
   }, null, 1))
 } finally {

@@ -74,6 +74,14 @@ export interface Store {
    */
   prepared<T = Record<string, unknown>>(text: string): (...params: Array<string | number | null>) => Promise<T[]>
   /**
+   * A read for health checks (/ready, the PostgreSQL outage probe) on a connection of its own, outside any
+   * transaction, so that it never waits behind the pool's queue: on PostgreSQL a one-connection client
+   * beside the pool (after an outage the pool's connections reconnect under the load that waited, and a
+   * /ready queued behind them said "no answer" for seconds while the database answered); on SQLite the
+   * reader connection. Not refused while the database is known down: it is how "back" is seen.
+   */
+  probe<T = Record<string, unknown>>(text: string): Promise<T[]>
+  /**
    * A number that changes whenever anyone (this process's writer, another process such as the CLI) commits
    * to the database: SQLite's `PRAGMA data_version` on the reader connection. A process may keep a read
    * cache that is exact by dropping it when this changes. The pragma costs a few µs on a WAL database (it
@@ -348,6 +356,9 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
     async rows<T>(query: SQL, db?: Db) {
       return sqliteHandle(db ?? current.getStore() ?? readDb).all<T>(query)
     },
+    async probe<T>(text: string) {
+      return sqliteHandle(readDb).all<T>(sql.raw(text))
+    },
     async exec(query, db) {
       const target = db ?? current.getStore()
       if (target) { sqliteHandle(target).run(query); return }
@@ -416,7 +427,9 @@ function openPg(url: string): Store {
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl' } })
   const db: Db = drizzlePg(client)
   // Fail fast while the database is down, a deadline on compiled reads, a bound on waiting calls (pg-guard.ts).
-  const guard = new PgGuard(() => client`SELECT 1`)
+  // Health checks' own connection (Store.probe), also the guard's probe of a database that was down.
+  const probeClient = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl-probe' } })
+  const guard = new PgGuard(() => probeClient`SELECT 1`)
   const current = new AsyncLocalStorage<Db>()
   const txStates = new WeakMap<Db, TxStates>()
   /** What runs after each transaction commits (afterCommit), by its outermost handle. */
@@ -456,6 +469,9 @@ function openPg(url: string): Store {
       const res = target ? await target.execute(query) : await guard.run(() => db.execute(query))
       return res as T[]
     },
+    async probe<T>(text: string) {
+      return await probeClient.unsafe<T[]>(text)
+    },
     async exec(query, on) {
       const target = on ?? current.getStore()
       if (target) await target.execute(query)
@@ -492,7 +508,7 @@ function openPg(url: string): Store {
     async close() {
       closed = true
       guard.stop()
-      await client.end({ timeout: 5 })
+      await Promise.all([client.end({ timeout: 5 }), probeClient.end({ timeout: 1 })])
     },
   }
 }

@@ -67,7 +67,7 @@ function problem(err: unknown): string {
 /** Runs the checks at once, each within `deadlineMs`; never waits longer than that. */
 export async function readiness(store: Store, deadlineMs = READY_DEADLINE_MS): Promise<Readiness> {
   const [database, migrations, storage] = await Promise.allSettled([
-    within(store.rows(sql`SELECT 1 AS one`), deadlineMs),
+    within(store.probe('SELECT 1 AS one'), deadlineMs),
     within(migrationsApplied(store), deadlineMs),
     within(probeWrite(store), deadlineMs),
   ])
