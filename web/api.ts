@@ -66,7 +66,9 @@ export const del = <T = void>(path: string, project?: string) => call<T>('DELETE
 export type Role = 'OWNER' | 'ADMIN' | 'MEMBER'
 export interface User { id: string; email: string; name: string | null; emailVerified: boolean; createdAt: string }
 export interface Project {
-  id: string; name: string; publicKey: string; disabled: boolean; trackingEnabled: boolean; role: Role
+  id: string; name: string; publicKey: string; disabled: boolean; trackingEnabled: boolean
+  /** The project's own campaign sending rate (messages per second); null: the server's default. */
+  sendRatePerSecond: number | null; role: Role
   createdAt: string; updatedAt: string
 }
 export interface ProjectWithSecret extends Project { secretKey: string }

@@ -27,6 +27,7 @@ const analytics = () => import('./pages/analytics')
 const mail = () => import('./pages/mail')
 const tools = () => import('./pages/tools')
 const invitations = () => import('./pages/invitations')
+const webhooks = () => import('./pages/webhooks')
 const SignedOut = lazyPage(() => auth().then((m) => m.SignedOut))
 const VerifyEmail = lazyPage(() => auth().then((m) => m.VerifyEmail))
 const ContactsPage = lazyPage(() => contacts().then((m) => m.ContactsPage))
@@ -60,6 +61,8 @@ const EmailDetail = lazyPage(() => mail().then((m) => m.EmailDetail))
 const SuppressionsPage = lazyPage(() => mail().then((m) => m.SuppressionsPage))
 const ToolsPage = lazyPage(() => tools().then((m) => m.ToolsPage))
 const InvitationsPage = lazyPage(() => invitations().then((m) => m.InvitationsPage))
+const WebhooksPage = lazyPage(() => webhooks().then((m) => m.WebhooksPage))
+const WebhookEndpointPage = lazyPage(() => webhooks().then((m) => m.WebhookEndpointPage))
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -172,7 +175,7 @@ const NAV: Array<{ group: string | null; links: NavLink[] }> = [
     group: 'Project',
     links: [
       { path: '/settings', label: 'Settings', managers: true }, { path: '/keys', label: 'API keys', managers: true },
-      { path: '/members', label: 'Members' }, { path: '/tools', label: 'Tools' },
+      { path: '/webhooks', label: 'Webhooks' }, { path: '/members', label: 'Members' }, { path: '/tools', label: 'Tools' },
     ],
   },
 ]
@@ -183,6 +186,7 @@ const DETAIL_TITLES: Array<[RegExp, string]> = [
   [/^\/segments\/.+/, 'Segment'], [/^\/templates\/.+/, 'Template'], [/^\/campaigns\/new$/, 'New campaign'],
   [/^\/campaigns\/[^/]+\/stats$/, 'Campaign report'], [/^\/campaigns\/[^/]+\/recipients$/, 'Campaign recipients'], [/^\/campaigns\/.+/, 'Campaign'],
   [/^\/workflows\/[^/]+\/executions$/, 'Workflow executions'], [/^\/workflows\/.+/, 'Workflow'], [/^\/emails\/.+/, 'Email'],
+  [/^\/webhooks\/.+/, 'Webhook endpoint'],
 ]
 
 /** The tab's title for a path inside a project: "Contacts · Acme · mailctl". */
@@ -282,6 +286,8 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/workflows/:id/executions">{(p) => <WorkflowExecutions key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/settings"><SettingsPage project={project} /></Route>
             <Route path="/keys"><KeysPage project={project} /></Route>
+            <Route path="/webhooks"><WebhooksPage project={project} /></Route>
+            <Route path="/webhooks/:id">{(p) => <WebhookEndpointPage key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>
             <Route><div className="card"><h1>Page not found</h1><Link href="/">Back to the overview</Link></div></Route>
           </Switch>

@@ -84,11 +84,22 @@ function NotAllowed({ role, what }: { role: Role; what: string }) {
   return <div className="card"><p>Your role ({role}) does not allow you to {what}. Ask an owner or admin of this project.</p></div>
 }
 
+/** The settings form's body: an empty rate is the server's default (null). */
+export function settingsBody(f: FormData): { name: string; trackingEnabled: boolean; sendRatePerSecond: number | string | null } {
+  const rate = String(f.get('rate') ?? '').trim()
+  const n = Number(rate)
+  return {
+    name: String(f.get('name') ?? ''), trackingEnabled: f.get('tracking') === 'on',
+    // A value the API refuses (0, 2.5, text) still goes as it is: its error shows at the field.
+    sendRatePerSecond: rate === '' ? null : Number.isFinite(n) ? n : rate,
+  }
+}
+
 export function SettingsPage({ project }: { project: Project }) {
   const qc = useQueryClient()
   const [, navigate] = useLocation()
   const save = useMutation({
-    mutationFn: (body: { name: string; trackingEnabled: boolean }) => patch<Project>(`/users/@me/projects/${project.id}`, body),
+    mutationFn: (body: ReturnType<typeof settingsBody>) => patch<Project>(`/users/@me/projects/${project.id}`, body),
     onSuccess: () => qc.invalidateQueries({ queryKey: ['projects'] }),
   })
   const remove = useMutation({
@@ -98,22 +109,31 @@ export function SettingsPage({ project }: { project: Project }) {
   if (!canManage(project.role)) return <><PageHead title="Settings" /><NotAllowed role={project.role} what="change project settings" /></>
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
-    const f = new FormData(e.currentTarget)
-    save.mutate({ name: String(f.get('name') ?? ''), trackingEnabled: f.get('tracking') === 'on' })
+    save.mutate(settingsBody(new FormData(e.currentTarget)))
   }
   return (
     <div>
       <PageHead title="Settings" />
       <form className="card" onSubmit={submit} noValidate>
-        <ErrorBox error={save.error} shown={['name']} />
+        <ErrorBox error={save.error} shown={['name', 'sendRatePerSecond']} />
         {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
         <Field label="Project name" name="name" defaultValue={project.name} required maxLength={100} error={fieldError(save.error, 'name')} />
+        <h2>Sending</h2>
+        <Field label="Campaign sending rate (emails per second)" name="rate" type="number" min={1} step={1} inputMode="numeric"
+          defaultValue={project.sendRatePerSecond ?? ''} placeholder="Server default"
+          hint="Campaigns of this project go out at most this fast; transactional and workflow emails are never held back. Leave it empty for the server's default."
+          error={fieldError(save.error, 'sendRatePerSecond') && 'A whole number from 1 to 1,000,000, or empty for the server’s default.'} />
         <div className="check">
-          <input id="tracking" name="tracking" type="checkbox" defaultChecked={project.trackingEnabled} />
+          <input id="tracking" name="tracking" type="checkbox" defaultChecked={project.trackingEnabled} aria-describedby="tracking-hint" />
           <label htmlFor="tracking">Track opens and clicks in this project's mail</label>
         </div>
+        <p id="tracking-hint" className="small muted">Adds an invisible image and rewrites links, so reports can count opens and clicks.</p>
         <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
       </form>
+      <div className="card">
+        <h2>Webhooks</h2>
+        <p className="muted">Send this project's events (bounces, opens, unsubscribes, your tracked events) to your own server. <Link href="/webhooks">Manage webhooks</Link></p>
+      </div>
       {project.role === 'OWNER' && (
         <div className="card">
           <h2>Delete the project</h2>
