@@ -5,6 +5,7 @@ import { Link, Redirect, Route, Router, Switch, useLocation, useParams } from 'w
 import { ApiError, canManage, get, type Project, type User } from './api'
 import { ErrorBox, Loading } from './components/ui'
 import { startTheme, ThemeSwitch } from './components/theme'
+import { chooseLanguage, currentLang, followUser, LANGUAGES, type Lang, type MessageKey, startLanguage, t } from './i18n'
 
 startTheme()
 
@@ -99,6 +100,7 @@ if (opened) {
 
 function App() {
   const me = useQuery(meQuery)
+  useEffect(() => { if (me.data) followUser(me.data.id) }, [me.data])
   if (me.isPending) return <div className="center"><Loading /></div>
   if (me.error) return <div className="center"><ErrorBox error={me.error} /></div>
   return <Suspense fallback={<div className="center"><Loading /></div>}>{me.data ? <SignedIn user={me.data} /> : <SignedOut />}</Suspense>
@@ -137,7 +139,28 @@ function SignOut() {
     qc.setQueryData(['me'], null)
     navigate('~/app/', { replace: true })
   }
-  return <button type="button" className="secondary small" onClick={out}>Sign out</button>
+  return <button type="button" className="secondary small" onClick={out}>{t('shell.signOut')}</button>
+}
+
+/** The user's language (web/i18n): kept for them on this browser; choosing one draws the page again in it. */
+function LanguageSwitch({ user }: { user: User }) {
+  return (
+    <span className="theme-switch">
+      <label htmlFor="language-switch">{t('shell.language')}</label>
+      <select id="language-switch" value={currentLang()} onChange={(e) => chooseLanguage(user.id, e.target.value as Lang)}>
+        {LANGUAGES.map((l) => <option key={l.id} value={l.id} lang={l.id}>{l.name}</option>)}
+      </select>
+    </span>
+  )
+}
+
+function UserBox({ user, project }: { user: User; project?: Project }) {
+  return (
+    <div className="user">
+      <span>{user.email}{project && <><br />{t('shell.role', { role: t(`role.${project.role}`) })}</>}</span>
+      <Link href="~/app/invitations">{t('shell.invitations')}</Link><ThemeSwitch /><LanguageSwitch user={user} /><SignOut />
+    </div>
+  )
 }
 
 /** A page outside any project (creating one), with the user's controls. */
@@ -146,55 +169,55 @@ function Bare({ user, children }: { user: User; children: React.ReactNode }) {
     <div className="shell">
       <aside className="side">
         <Link className="brand" href="/">mailctl</Link>
-        <div className="user"><span>{user.email}</span><Link href="~/app/invitations">Invitations</Link><ThemeSwitch /><SignOut /></div>
+        <UserBox user={user} />
       </aside>
       <main id="main"><Suspense fallback={<Loading />}>{children}</Suspense></main>
     </div>
   )
 }
 
-interface NavLink { path: string; label: string; managers?: boolean }
+interface NavLink { path: string; label: MessageKey; managers?: boolean }
 
 /** The sections, grouped as a marketer looks for them; on a phone the list folds behind a Menu button. */
-const NAV: Array<{ group: string | null; links: NavLink[] }> = [
-  { group: null, links: [{ path: '/', label: 'Overview' }] },
-  { group: 'Audience', links: [{ path: '/contacts', label: 'Contacts' }, { path: '/segments', label: 'Segments' }] },
+const NAV: Array<{ group: MessageKey | null; links: NavLink[] }> = [
+  { group: null, links: [{ path: '/', label: 'nav.overview' }] },
+  { group: 'nav.audience', links: [{ path: '/contacts', label: 'nav.contacts' }, { path: '/segments', label: 'nav.segments' }] },
   {
-    group: 'Messages',
-    links: [{ path: '/campaigns', label: 'Campaigns' }, { path: '/workflows', label: 'Workflows' }, { path: '/templates', label: 'Templates' }],
+    group: 'nav.messages',
+    links: [{ path: '/campaigns', label: 'nav.campaigns' }, { path: '/workflows', label: 'nav.workflows' }, { path: '/templates', label: 'nav.templates' }],
   },
   {
-    group: 'Delivery',
-    links: [{ path: '/activity', label: 'Activity' }, { path: '/suppressions', label: 'Suppressions' }, { path: '/domains', label: 'Domains' }],
+    group: 'nav.delivery',
+    links: [{ path: '/activity', label: 'nav.activity' }, { path: '/suppressions', label: 'nav.suppressions' }, { path: '/domains', label: 'nav.domains' }],
   },
   {
-    group: 'Reports',
-    links: [{ path: '/analytics', label: 'Analytics' }, { path: '/security', label: 'Security' }, { path: '/usage', label: 'Usage' }],
+    group: 'nav.reports',
+    links: [{ path: '/analytics', label: 'nav.analytics' }, { path: '/security', label: 'nav.security' }, { path: '/usage', label: 'nav.usage' }],
   },
   {
-    group: 'Project',
+    group: 'nav.project',
     links: [
-      { path: '/settings', label: 'Settings', managers: true }, { path: '/keys', label: 'API keys', managers: true },
-      { path: '/webhooks', label: 'Webhooks' }, { path: '/members', label: 'Members' }, { path: '/tools', label: 'Tools' },
+      { path: '/settings', label: 'nav.settings', managers: true }, { path: '/keys', label: 'nav.keys', managers: true },
+      { path: '/webhooks', label: 'nav.webhooks' }, { path: '/members', label: 'nav.members' }, { path: '/tools', label: 'nav.tools' },
     ],
   },
 ]
 
 /** Titles of the pages that are not a section of their own (a detail page names what it shows). */
-const DETAIL_TITLES: Array<[RegExp, string]> = [
-  [/^\/contacts\/.+/, 'Contact'], [/^\/domains\/.+/, 'Domain'], [/^\/segments\/new$/, 'New segment'],
-  [/^\/segments\/.+/, 'Segment'], [/^\/templates\/.+/, 'Template'], [/^\/campaigns\/new$/, 'New campaign'],
-  [/^\/campaigns\/[^/]+\/stats$/, 'Campaign report'], [/^\/campaigns\/[^/]+\/recipients$/, 'Campaign recipients'], [/^\/campaigns\/.+/, 'Campaign'],
-  [/^\/workflows\/[^/]+\/executions$/, 'Workflow executions'], [/^\/workflows\/.+/, 'Workflow'], [/^\/emails\/.+/, 'Email'],
-  [/^\/webhooks\/.+/, 'Webhook endpoint'],
+const DETAIL_TITLES: Array<[RegExp, MessageKey]> = [
+  [/^\/contacts\/fields$/, 'title.fields'], [/^\/contacts\/.+/, 'title.contact'], [/^\/domains\/.+/, 'title.domain'], [/^\/segments\/new$/, 'title.newSegment'],
+  [/^\/segments\/.+/, 'title.segment'], [/^\/templates\/.+/, 'title.template'], [/^\/campaigns\/new$/, 'title.newCampaign'],
+  [/^\/campaigns\/[^/]+\/stats$/, 'title.campaignReport'], [/^\/campaigns\/[^/]+\/recipients$/, 'title.campaignRecipients'], [/^\/campaigns\/.+/, 'title.campaign'],
+  [/^\/workflows\/[^/]+\/executions$/, 'title.workflowExecutions'], [/^\/workflows\/.+/, 'title.workflow'], [/^\/emails\/.+/, 'title.email'],
+  [/^\/webhooks\/.+/, 'title.webhook'],
 ]
 
 /** The tab's title for a path inside a project: "Contacts · Acme · mailctl". */
 export function pageTitle(location: string, project: string | undefined): string {
   const section = `/${location.split('/')[1] ?? ''}`
-  const title = DETAIL_TITLES.find(([re]) => re.test(location))?.[1]
-    ?? NAV.flatMap((g) => g.links).find((l) => l.path === section)?.label ?? 'Page not found'
-  return [title, project, 'mailctl'].filter(Boolean).join(' · ')
+  const key = DETAIL_TITLES.find(([re]) => re.test(location))?.[1]
+    ?? NAV.flatMap((g) => g.links).find((l) => l.path === section)?.label ?? 'title.notFound'
+  return [t(key), project, 'mailctl'].filter(Boolean).join(' · ')
 }
 
 function SideNav({ section, role }: { section: string; role: Project['role'] | undefined }) {
@@ -206,19 +229,19 @@ function SideNav({ section, role }: { section: string; role: Project['role'] | u
   return (
     <>
       <button type="button" className="menu-toggle secondary small" aria-expanded={open} aria-controls="sections" onClick={() => setOpen(!open)}>
-        Menu
+        {t('shell.menu')}
       </button>
-      <nav id="sections" aria-label="Sections" className={open ? 'open' : undefined}>
+      <nav id="sections" aria-label={t('shell.sections')} className={open ? 'open' : undefined}>
         {NAV.map((g) => {
           const links = g.links.filter((n) => !n.managers || canManage(role))
           if (links.length === 0) return null
           const items = links.map((n) => (
-            <Link key={n.path} href={n.path} aria-current={section === n.path ? 'page' : undefined}>{n.label}</Link>
+            <Link key={n.path} href={n.path} aria-current={section === n.path ? 'page' : undefined}>{t(n.label)}</Link>
           ))
           if (!g.group) return <div key="top" className="nav-group">{items}</div>
           return (
             <div key={g.group} className="nav-group">
-              <span className="nav-title">{g.group}</span>
+              <span className="nav-title">{t(g.group)}</span>
               {items}
             </div>
           )
@@ -237,24 +260,24 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
   useEffect(() => { document.title = pageTitle(location, project?.name) }, [location, project?.name])
   return (
     <div className="shell">
-      <a className="skip" href="#main">Skip to content</a>
+      <a className="skip" href="#main">{t('shell.skip')}</a>
       <aside className="side">
         <Link className="brand" href="~/app/">mailctl</Link>
-        <label htmlFor="project-switch">Project</label>
+        <label htmlFor="project-switch">{t('shell.project')}</label>
         <select id="project-switch" value={pid} onChange={(e) => {
           if (e.target.value === '__new') navigate('~/app/projects/new')
           else navigate(`~/app/p/${e.target.value}${section === '/' ? '' : section}`)
         }}>
-          {!project && <option value={pid}>Unknown project</option>}
+          {!project && <option value={pid}>{t('shell.unknownProject')}</option>}
           {projects.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
-          <option value="__new">+ New project…</option>
+          <option value="__new">{t('shell.newProject')}</option>
         </select>
         <SideNav section={section} role={project?.role} />
-        <div className="user"><span>{user.email}{project && <><br />Role: {project.role}</>}</span><Link href="~/app/invitations">Invitations</Link><ThemeSwitch /><SignOut /></div>
+        <UserBox user={user} project={project} />
       </aside>
       <main id="main">
         {!project ? (
-          <div className="card"><h1>Project not found</h1><p>This project does not exist or you are not a member of it.</p><Link href="~/app/">Go to your projects</Link></div>
+          <div className="card"><h1>{t('shell.projectNotFound')}</h1><p>{t('shell.projectNotFoundText')}</p><Link href="~/app/">{t('shell.toProjects')}</Link></div>
         ) : (
           <Suspense fallback={<Loading />}>
           <Switch>
@@ -289,7 +312,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
             <Route path="/webhooks"><WebhooksPage project={project} /></Route>
             <Route path="/webhooks/:id">{(p) => <WebhookEndpointPage key={p.id} project={project} id={p.id} />}</Route>
             <Route path="/members"><MembersPage project={project} user={user} /></Route>
-            <Route><div className="card"><h1>Page not found</h1><Link href="/">Back to the overview</Link></div></Route>
+            <Route><div className="card"><h1>{t('title.notFound')}</h1><Link href="/">{t('shell.toOverview')}</Link></div></Route>
           </Switch>
           </Suspense>
         )}
@@ -298,6 +321,8 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
   )
 }
 
+// The language's catalogue is loaded before anything is drawn (German is a chunk of its own).
+await startLanguage()
 createRoot(document.getElementById('root') as HTMLElement).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>

@@ -1,4 +1,5 @@
 import { useEffect, useId, useState } from 'react'
+import { t } from '../i18n'
 
 /**
  * The colour theme (issue 37, item 7): the system's setting unless the user picks light or dark; the choice
@@ -34,11 +35,11 @@ export function ThemeSwitch() {
   }, [choice])
   return (
     <span className="theme-switch">
-      <label htmlFor={id}>Theme</label>
+      <label htmlFor={id}>{t('theme.label')}</label>
       <select id={id} value={choice} onChange={(e) => setChoice(e.target.value as ThemeChoice)}>
-        <option value="system">System</option>
-        <option value="light">Light</option>
-        <option value="dark">Dark</option>
+        <option value="system">{t('theme.system')}</option>
+        <option value="light">{t('theme.light')}</option>
+        <option value="dark">{t('theme.dark')}</option>
       </select>
     </span>
   )

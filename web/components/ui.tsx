@@ -1,6 +1,8 @@
 import { useQueryClient } from '@tanstack/react-query'
 import { type ReactNode, useEffect, useId, useRef, useState } from 'react'
 import { ApiError } from '../api'
+import { formatDate as formatMoment } from '../format'
+import { t } from '../i18n'
 
 /** A labelled input; `error` (from the API's field errors) highlights it and is read out with it. */
 export function Field(props: { label: string; hint?: string; error?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
@@ -31,16 +33,25 @@ export function ErrorBox({ error, shown }: { error: unknown; shown?: string[] })
   const retryable = e !== null && (e.status === 0 || e.status >= 500)
   const failed = retryable ? qc.getQueryCache().findAll({ predicate: (q) => q.state.error === error }) : []
   const atFields = e && shown && e.fields.length > 0 && e.fields.every((f) => shown.some((n) => f.field === n || f.field.startsWith(`${n}.`)))
-  const message = atFields ? `Check the highlighted field${(e?.fields.length ?? 0) > 1 ? 's' : ''}.` : e ? e.message : error instanceof Error ? error.message : String(error)
+  const message = atFields ? t('ui.checkFields', { count: e?.fields.length ?? 1 }) : e ? (e.status === 0 ? t('ui.network') : e.message) : error instanceof Error ? error.message : String(error)
   return (
     <div className="alert error" role="alert">
       {message}
       {e && !atFields && e.fields.length > 1 && <ul>{e.fields.map((f) => <li key={f.field}>{f.message}</li>)}</ul>}
       {failed.length > 0 && (
-        <div><button type="button" className="secondary small" onClick={() => { for (const q of failed) qc.refetchQueries({ queryKey: q.queryKey, exact: true }) }}>Try again</button></div>
+        <div><button type="button" className="secondary small" onClick={() => { for (const q of failed) qc.refetchQueries({ queryKey: q.queryKey, exact: true }) }}>{t('ui.tryAgain')}</button></div>
       )}
     </div>
   )
+}
+
+/**
+ * For a form of one input: an API validation error (400/422) that names no field (some routes answer a flat
+ * `{error}`, e.g. POST /contacts without an email) is about that input, and is shown on it (issue 37, item 6).
+ */
+export function onField(error: unknown, name: string): unknown {
+  if (!(error instanceof ApiError) || error.fields.length > 0 || (error.status !== 400 && error.status !== 422)) return error
+  return new ApiError(error.status, error.code, error.message, [{ field: name, message: error.message, code: error.code }])
 }
 
 /** The field's message from an API error, if it names that field. */
@@ -60,8 +71,8 @@ export function withoutChanged(error: unknown, changed: ReadonlySet<string>): un
   return new ApiError(error.status, error.code, left.length === 1 ? left[0].message : error.message, left)
 }
 
-export function Loading({ label = 'Loading…' }: { label?: string }) {
-  return <div className="loading" role="status" aria-live="polite">{label}</div>
+export function Loading({ label }: { label?: string }) {
+  return <div className="loading" role="status" aria-live="polite">{label ?? t('ui.loading')}</div>
 }
 
 export function Empty({ title, children }: { title: string; children?: ReactNode }) {
@@ -73,7 +84,7 @@ export function PageHead({ title, children }: { title: string; children?: ReactN
 }
 
 /** Copies `text`; works on plain http too (the Clipboard API needs a secure context). */
-export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+export function CopyButton({ text, label }: { text: string; label?: string }) {
   const [done, setDone] = useState(false)
   const copy = async () => {
     try {
@@ -91,7 +102,7 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
   }
   return (
     <button type="button" className="secondary small" onClick={copy}>
-      <span aria-live="polite">{done ? 'Copied' : label}</span>
+      <span aria-live="polite">{done ? t('ui.copied') : label ?? t('ui.copy')}</span>
     </button>
   )
 }
@@ -114,8 +125,8 @@ export function ConfirmButton({ label, confirm, onConfirm, busy }: { label: stri
   return (
     <fieldset className="plain row confirm" aria-labelledby={id} onKeyDown={(e) => { if (e.key === 'Escape') setAsking(false) }}>
       <span id={id} ref={question} tabIndex={-1}>{confirm}</span>
-      <button type="button" className="danger" onClick={() => { setAsking(false); onConfirm() }}>Yes, {label.toLowerCase()}</button>
-      <button type="button" className="secondary" onClick={() => setAsking(false)}>Cancel</button>
+      <button type="button" className="danger" onClick={() => { setAsking(false); onConfirm() }}>{t('ui.yes', { action: label.toLowerCase() })}</button>
+      <button type="button" className="secondary" onClick={() => setAsking(false)}>{t('ui.cancel')}</button>
     </fieldset>
   )
 }
@@ -124,24 +135,23 @@ export function Badge({ status, children }: { status: string; children?: ReactNo
   return <span className={`badge ${status}`}>{children ?? status}</span>
 }
 
+/** A moment in the viewer's locale (web/format.ts, the one date format of the dashboard). */
 export function formatDate(iso: string | null | undefined): string {
-  if (!iso) return '—'
-  const d = new Date(iso)
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString()
+  return formatMoment(iso)
 }
 
 /**
  * Previous / Next under a list: `where` says the page ("Page 2 of 7"); Next waits while a page is fetched,
  * so a double click does not skip one.
  */
-export function Pager({ label = 'Pages', where, hasPrev, hasNext, busy, onPrev, onNext }: {
+export function Pager({ label, where, hasPrev, hasNext, busy, onPrev, onNext }: {
   label?: string; where: string; hasPrev: boolean; hasNext: boolean; busy?: boolean; onPrev: () => void; onNext: () => void
 }) {
   return (
-    <nav className="pager" aria-label={label}>
-      <button type="button" className="secondary" disabled={!hasPrev} onClick={onPrev}>Previous</button>
+    <nav className="pager" aria-label={label ?? t('ui.pages')}>
+      <button type="button" className="secondary" disabled={!hasPrev} onClick={onPrev}>{t('ui.previous')}</button>
       <span className="small muted">{where}</span>
-      <button type="button" className="secondary" disabled={!hasNext || busy} onClick={onNext}>Next</button>
+      <button type="button" className="secondary" disabled={!hasNext || busy} onClick={onNext}>{t('ui.next')}</button>
     </nav>
   )
 }

@@ -2,7 +2,8 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { call, type Contact, type ContactPage, get, type Project, post } from '../../api'
-import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, onField, PageHead, Pager } from '../../components/ui'
+import { t } from '../../i18n'
 import { useFields } from '../segments'
 import { type ApiTree, emptyTree, fromApi, rowPaths, toApi, type Tree, TreeEditor } from '../segments/builder'
 import { BulkBar, type Target } from './bulk'
@@ -100,8 +101,8 @@ export function ContactsPage({ project }: { project: Project }) {
   const fieldsCat = useFields(project)
   const dataFields = fieldsCat.fields.filter((f) => f.kind === 'data').map((f) => f.label)
   useEffect(() => {
-    const t = setTimeout(() => { setSearch(typed.trim()); setCursors([null]) }, 250)
-    return () => clearTimeout(t)
+    const timer = setTimeout(() => { setSearch(typed.trim()); setCursors([null]) }, 250)
+    return () => clearTimeout(timer)
   }, [typed])
   // A new filter is a new list: the selection and the pages start again.
   const filterKey = JSON.stringify([search, subscribed, applied])
@@ -125,6 +126,7 @@ export function ContactsPage({ project }: { project: Project }) {
     mutationFn: (body: { email: string; subscribed: boolean }) => post<Contact>('/contacts', body, project.id),
     onSuccess: async () => { setAdding(false); await qc.invalidateQueries({ queryKey: ['contacts', project.id] }) },
   })
+  const createError = onField(create.error, 'email')
   const exportCsv = useMutation({
     mutationFn: () => call<string>('POST', '/contacts/export', { body: filter, project: project.id }),
     onSuccess: (csv) => {
@@ -151,36 +153,36 @@ export function ContactsPage({ project }: { project: Project }) {
     : selected.size ? { kind: 'ids', ids: [...selected] } : null
   return (
     <div>
-      <PageHead title="Contacts">
-        <Link className="button secondary" href="/contacts/fields">Fields</Link>
-        <button type="button" className="secondary" onClick={() => setImporting((a) => !a)} aria-expanded={importing}>Import CSV</button>
-        <button type="button" onClick={() => setAdding((a) => !a)} aria-expanded={adding}>Add contact</button>
+      <PageHead title={t('contacts.title')}>
+        <Link className="button secondary" href="/contacts/fields">{t('contacts.fields')}</Link>
+        <button type="button" className="secondary" onClick={() => setImporting((a) => !a)} aria-expanded={importing}>{t('contacts.import')}</button>
+        <button type="button" onClick={() => setAdding((a) => !a)} aria-expanded={adding}>{t('contacts.add')}</button>
       </PageHead>
       {importing && <ImportContacts project={project} onClose={() => setImporting(false)} />}
       {adding && (
         <form className="card" onSubmit={submit} noValidate>
-          <h2>New contact</h2>
-          <ErrorBox error={create.error} shown={['email']} />
+          <h2>{t('contacts.new')}</h2>
+          <ErrorBox error={createError} shown={['email']} />
           <div className="row">
-            <Field label="Email" name="email" type="email" required autoFocus error={fieldError(create.error, 'email')} />
-            <div className="check"><input id="new-subscribed" name="subscribed" type="checkbox" defaultChecked /><label htmlFor="new-subscribed">Subscribed</label></div>
-            <button type="submit" disabled={create.isPending}>Save</button>
+            <Field label={t('contacts.email')} name="email" type="email" required autoFocus error={fieldError(createError, 'email')} />
+            <div className="check"><input id="new-subscribed" name="subscribed" type="checkbox" defaultChecked /><label htmlFor="new-subscribed">{t('contacts.subscribed')}</label></div>
+            <button type="submit" disabled={create.isPending}>{t('ui.save')}</button>
           </div>
         </form>
       )}
       <div className="card">
         <search className="row">
-          <Field label="Search email and fields" type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder="ada@ or Müller" />
-          <div className="field"><span><label htmlFor="sub-filter">Subscription</label></span>
+          <Field label={t('contacts.search')} type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder={t('contacts.searchPlaceholder')} />
+          <div className="field"><span><label htmlFor="sub-filter">{t('contacts.subscription')}</label></span>
             <select id="sub-filter" value={subscribed} onChange={(e) => { setSubscribed(e.target.value); setCursors([null]) }}>
-              <option value="">All</option><option value="true">Subscribed</option><option value="false">Unsubscribed</option>
+              <option value="">{t('ui.all')}</option><option value="true">{t('contacts.subscribed')}</option><option value="false">{t('contacts.unsubscribed')}</option>
             </select>
           </div>
           <button type="button" className="secondary" aria-expanded={filtering} onClick={() => { setFiltering((f) => !f); if (!tree) setTree(applied ? fromApi(applied, new Set(fieldsCat.fields.map((f) => f.field))) : emptyTree()) }}>
-            Conditions{applied ? ` (${applied.groups.reduce((n, g) => n + (g.filters?.length ?? 0), 0)})` : ''}
+            {applied ? t('contacts.conditionsN', { n: applied.groups.reduce((n, g) => n + (g.filters?.length ?? 0), 0) }) : t('contacts.conditions')}
           </button>
           <ColumnPicker fields={dataFields} columns={columns} setColumns={setColumns} />
-          <button type="button" className="secondary" onClick={() => exportCsv.mutate()} disabled={exportCsv.isPending}>{exportCsv.isPending ? 'Exporting…' : 'Export CSV'}</button>
+          <button type="button" className="secondary" onClick={() => exportCsv.mutate()} disabled={exportCsv.isPending}>{exportCsv.isPending ? t('ui.exporting') : t('ui.exportCsv')}</button>
         </search>
         <ErrorBox error={exportCsv.error} />
         {filtering && tree && (
@@ -192,37 +194,37 @@ export function ContactsPage({ project }: { project: Project }) {
         {page.isPending && <Loading />}
         <ErrorBox error={page.error} />
         {page.data && rows.length === 0 && (search || subscribed || applied
-          ? <Empty title="No contact matches">Try another search or filter.</Empty>
-          : <Empty title="No contacts yet">Add one above, send them with <code>POST /contacts</code>, or track an event for a new address.</Empty>)}
+          ? <Empty title={t('contacts.noMatch')}>{t('contacts.noMatchText')}</Empty>
+          : <Empty title={t('contacts.none')}>{t('contacts.noneText1')}<code>POST /contacts</code>{t('contacts.noneText2')}</Empty>)}
         {rows.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{total !== undefined ? `${total.toLocaleString()} contact${total === 1 ? '' : 's'}` : 'Counting…'}{page.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{total !== undefined ? t('contacts.count', { count: total }) : t('contacts.counting')}{page.isFetching && t('ui.loadingMore')}</p>
             {(selected.size > 0 || allMatching) && (
               <p className="small">
-                {allMatching ? `All ${total?.toLocaleString() ?? ''} matching contacts are selected.` : `${selected.size.toLocaleString()} selected.`}{' '}
-                {!allMatching && total !== undefined && total > selected.size && <button type="button" className="link" onClick={() => setAllMatching(true)}>Select all {total.toLocaleString()} matching</button>}{' '}
-                <button type="button" className="link" onClick={() => { setSelected(new Set()); setAllMatching(false) }}>Clear the selection</button>
+                {allMatching ? t('contacts.allSelected', { count: total ?? 0 }) : t('contacts.selected', { count: selected.size })}{' '}
+                {!allMatching && total !== undefined && total > selected.size && <button type="button" className="link" onClick={() => setAllMatching(true)}>{t('contacts.selectAll', { count: total })}</button>}{' '}
+                <button type="button" className="link" onClick={() => { setSelected(new Set()); setAllMatching(false) }}>{t('contacts.clearSelection')}</button>
               </p>
             )}
             {target && <BulkBar key={JSON.stringify(target.kind === 'ids' ? target.ids.length : 'all')} project={project} target={target} fields={dataFields} />}
             <div className="table-wrap"><table>
               <thead><tr>
-                <th scope="col" className="pick"><input type="checkbox" aria-label="Select the contacts of this page" checked={allOnPage || allMatching} onChange={togglePage} /></th>
-                <th scope="col">Email</th><th scope="col">Subscription</th>
+                <th scope="col" className="pick"><input type="checkbox" aria-label={t('contacts.selectPage')} checked={allOnPage || allMatching} onChange={togglePage} /></th>
+                <th scope="col">{t('contacts.email')}</th><th scope="col">{t('contacts.subscription')}</th>
                 {columns.map((c) => <th scope="col" key={c}>{c}</th>)}
-                <th scope="col">Created</th>
+                <th scope="col">{t('contacts.created')}</th>
               </tr></thead>
               <tbody>{rows.map((c) => (
                 <tr key={c.id}>
-                  <td className="pick"><input type="checkbox" aria-label={`Select ${c.email}`} checked={allMatching || selected.has(c.id)} onChange={() => toggle(c.id)} /></td>
+                  <td className="pick"><input type="checkbox" aria-label={t('contacts.selectOne', { email: c.email })} checked={allMatching || selected.has(c.id)} onChange={() => toggle(c.id)} /></td>
                   <td><Link href={`/contacts/${c.id}`}>{c.email}</Link></td>
-                  <td><Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? 'Subscribed' : 'Unsubscribed'}</Badge></td>
+                  <td><Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? t('contacts.subscribed') : t('contacts.unsubscribed')}</Badge></td>
                   {columns.map((k) => <td key={k}>{valueAt(c.data, k)}</td>)}
                   <td>{formatDate(c.createdAt)}</td>
                 </tr>
               ))}</tbody>
             </table></div>
-            <Pager where={`Page ${cursors.length}`} hasPrev={cursors.length > 1} hasNext={!!page.data?.hasMore} busy={page.isFetching}
+            <Pager where={t('ui.page', { page: cursors.length })} hasPrev={cursors.length > 1} hasNext={!!page.data?.hasMore} busy={page.isFetching}
               onPrev={() => setCursors((c) => c.slice(0, -1))} onNext={() => { const next = page.data?.cursor; if (next) setCursors((c) => [...c, next]) }} />
           </>
         )}
@@ -236,10 +238,10 @@ function ColumnPicker({ fields, columns, setColumns }: { fields: string[]; colum
   const all = [...new Set([...columns, ...fields])]
   return (
     <details className="picker">
-      <summary className="button secondary">Columns{columns.length ? ` (${columns.length})` : ''}</summary>
+      <summary className="button secondary">{columns.length ? t('contacts.columnsN', { n: columns.length }) : t('contacts.columns')}</summary>
       <fieldset>
-        <legend>Custom fields to show</legend>
-        {all.length === 0 && <p className="small muted">No custom fields yet.</p>}
+        <legend>{t('contacts.columnsLegend')}</legend>
+        {all.length === 0 && <p className="small muted">{t('contacts.noFields')}</p>}
         {all.map((f) => (
           <label key={f} className="check">
             <input type="checkbox" checked={columns.includes(f)} onChange={(e) => setColumns(e.target.checked ? [...columns, f] : columns.filter((c) => c !== f))} /> {f}
@@ -271,17 +273,17 @@ function ConditionsPanel({ project, tree, setTree, fields, applied, onApply, onC
   return (
     <div className="stack conditions">
       <ErrorBox error={fields.error} />
-      {!fields.ready ? <Loading label="Loading the fields…" /> : (
-        <TreeEditor tree={tree} onChange={(t) => { setTree(t); setCheck(null) }} path="condition" label="" depth={1} ctx={{ fields: fields.fields, error: check ?? save.error }} />
+      {!fields.ready ? <Loading label={t('contacts.loadingFields')} /> : (
+        <TreeEditor tree={tree} onChange={(next) => { setTree(next); setCheck(null) }} path="condition" label="" depth={1} ctx={{ fields: fields.fields, error: check ?? save.error }} />
       )}
       <ErrorBox error={check ?? save.error} shown={rowPaths(tree)} />
       <div className="row">
-        <button type="button" onClick={apply}>Apply conditions</button>
-        {applied && <button type="button" className="secondary" onClick={onClear}>Clear conditions</button>}
-        <Field label="Segment name" value={name} onChange={(e) => { setName(e.target.value); save.reset() }} placeholder="Pro customers" />
-        <button type="button" className="secondary" disabled={!name.trim() || save.isPending} onClick={() => save.mutate()}>Save as segment</button>
+        <button type="button" onClick={apply}>{t('contacts.apply')}</button>
+        {applied && <button type="button" className="secondary" onClick={onClear}>{t('contacts.clearConditions')}</button>}
+        <Field label={t('contacts.segmentName')} value={name} onChange={(e) => { setName(e.target.value); save.reset() }} placeholder={t('contacts.segmentPlaceholder')} />
+        <button type="button" className="secondary" disabled={!name.trim() || save.isPending} onClick={() => save.mutate()}>{t('contacts.saveSegment')}</button>
       </div>
-      {save.data && <p role="status">Saved as <Link href={`/segments/${save.data.id}`}>{save.data.name}</Link>.</p>}
+      {save.data && <p role="status">{t('contacts.savedAs')} <Link href={`/segments/${save.data.id}`}>{save.data.name}</Link>.</p>}
     </div>
   )
 }

@@ -1,0 +1,60 @@
+import { afterAll, expect, test } from 'bun:test'
+import { formatDate, formatNumber, formatPercent, setFormatLocale } from '../../web/format'
+import { de } from '../../web/i18n/de'
+import { en } from '../../web/i18n/en'
+import { t, useLanguageForTest } from '../../web/i18n'
+
+/**
+ * The message catalogue (issue 37, item 7): German has every key of English and no other, each message with
+ * the same placeholders and, where English has plural forms, both forms; `t` fills placeholders, picks the
+ * plural form and formats counts in the locale; the one formatter follows the locale.
+ */
+const placeholders = (m: string | { one: string; other: string }) =>
+  [...new Set((typeof m === 'string' ? m : `${m.one} ${m.other}`).match(/\{\w+\}/g) ?? [])].sort()
+
+afterAll(async () => { await useLanguageForTest('en') })
+
+test('German has exactly the keys of English, none empty, with the same placeholders and plural forms', () => {
+  expect(Object.keys(de).sort()).toEqual(Object.keys(en).sort())
+  const english = en as Record<string, string | { one: string; other: string }>
+  for (const [key, m] of Object.entries(english)) {
+    const g = de[key as keyof typeof en]
+    expect({ key, kind: typeof g }).toEqual({ key, kind: typeof m })
+    if (typeof g === 'string') expect({ key, empty: g.trim() === '' }).toEqual({ key, empty: false })
+    else expect({ key, one: g.one.trim() !== '', other: g.other.trim() !== '' }).toEqual({ key, one: true, other: true })
+    // A plural message names its count in its "other" form at least (the one form may say "the contact").
+    expect({ key, placeholders: placeholders(g) }).toEqual({ key, placeholders: placeholders(m) })
+  }
+})
+
+test('the German catalogue is German: most messages differ from the English ones', () => {
+  const same = Object.keys(en).filter((k) => JSON.stringify(de[k as keyof typeof en]) === JSON.stringify(en[k as keyof typeof en]))
+  // Words both languages share (Workflows, Domains, Segment, System) are allowed, but only a few.
+  expect(same.length).toBeLessThan(Object.keys(en).length / 10)
+})
+
+test('t fills placeholders, picks the plural form and formats counts in the language', async () => {
+  await useLanguageForTest('en')
+  expect(t('contacts.count', { count: 1 })).toBe('1 contact')
+  expect(t('contacts.count', { count: 1234 })).toBe('1,234 contacts')
+  expect(t('shell.role', { role: 'owner' })).toBe('Role: owner')
+  await useLanguageForTest('de')
+  expect(t('contacts.count', { count: 1 })).toBe('1 Kontakt')
+  expect(t('contacts.count', { count: 1234 })).toBe('1.234 Kontakte')
+  expect(t('nav.contacts')).toBe('Kontakte')
+})
+
+test('dates and numbers follow the locale set', () => {
+  const at = '2026-11-27T23:41:00Z'
+  setFormatLocale('de-DE')
+  expect(formatNumber(1234567)).toBe('1.234.567')
+  expect(formatPercent(0.256)).toBe('25,6\u00a0%')
+  expect(formatDate(at)).toMatch(/27\.11\.2026/)
+  setFormatLocale('en-US')
+  expect(formatNumber(1234567)).toBe('1,234,567')
+  expect(formatPercent(0.256)).toBe('25.6%')
+  expect(formatDate(at)).toMatch(/Nov 2[78], 2026/)
+  expect(formatDate(null)).toBe('—')
+  setFormatLocale('not a locale!')
+  expect(formatNumber(1000)).toBe('1,000')
+})
