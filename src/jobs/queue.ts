@@ -1,6 +1,7 @@
 import { AsyncResource } from 'node:async_hooks'
 import { and, asc, count, eq, inArray, lte, min, or, sql } from 'drizzle-orm'
 import type { Db, Store } from '../db/client'
+import { skipLocked } from '../db/dialect'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
 import { counter, histogram } from '../metrics'
@@ -125,7 +126,7 @@ export async function claim(store: Store, names: string[], workerId: string, lim
     return db.update(jobs).set({
       status: 'running', lockedBy: workerId, lockedUntil: leaseEnd(now, leaseMs),
       attempts: sql`${jobs.attempts} + 1`, updatedAt: now,
-    }).where(inArray(jobs.id, store.dialect === 'pg' ? due.for('update', { skipLocked: true }) : due)).returning()
+    }).where(inArray(jobs.id, skipLocked(store, due))).returning()
     // Lost in a crash, a claim is only a due job claimed again (jobs run at least once).
   }, { durable: false })
 }

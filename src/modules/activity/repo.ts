@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gt, gte, inArray, lt, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { momentParam, noIndex, utcHourMs } from '../../db/dialect'
 import { EVENT_TYPES } from './model'
 import type { EmailRow } from '../emails/repo'
 import { hydrateEmailEvents } from '../events/repo'
@@ -34,14 +35,11 @@ export interface EventItemRow {
 const eventCampaign = sql.raw('"events"."campaign_id"')
 
 /**
- * A column whose terms must not choose the index (SQLite: unary +, which its planner reads as "no index
- * for this term"): the feed anchors a read on its most selective filter (one email, then one contact,
- * then one campaign), and without statistics SQLite would rather take the (project, type) index, walking
- * every event of a type to find one contact's. PostgreSQL's planner has its statistics: left as is.
+ * The feed anchors a read on its most selective filter (one email, then one contact, then one campaign);
+ * the other terms are `noIndex` (src/db/dialect.ts) so that SQLite, without statistics, does not take the
+ * (project, type) index instead and walk every event of a type to find one contact's.
  */
-function unindexed(store: Store, column: AnyColumn, anchored: boolean): SQL {
-  return anchored && store.dialect === 'sqlite' ? sql`+${column}` : sql`${column}`
-}
+const unindexed = (store: Store, column: AnyColumn, anchored: boolean): SQL => noIndex(store, column, anchored)
 
 function emailConds(store: Store, projectId: string, f: EmailFilter): SQL[] {
   const e = store.t.emails
@@ -63,7 +61,7 @@ function eventConds(store: Store, projectId: string, f: EventFilter): SQL[] {
   const out: SQL[] = [eq(unindexed(store, e.projectId, anchored), projectId), f.types.length === 1 ? eq(name, f.types[0]) : inArray(name, [...f.types])]
   if (f.contactId) out.push(eq(unindexed(store, e.contactId, Boolean(f.emailId)), f.contactId))
   if (f.emailId) out.push(eq(e.emailId, f.emailId))
-  if (f.campaignId) out.push(sql`${(f.emailId || f.contactId) && store.dialect === 'sqlite' ? sql`+` : sql``}${eventCampaign} = ${f.campaignId}`)
+  if (f.campaignId) out.push(sql`${noIndex(store, eventCampaign, Boolean(f.emailId || f.contactId))} = ${f.campaignId}`)
   if (f.since) out.push(gte(e.createdAt, f.since))
   if (f.until) out.push(lt(e.createdAt, f.until))
   return out
@@ -81,8 +79,7 @@ function upperBound<F extends { until?: Date }>(f: F, after: After | null): [F, 
 
 /** Rows strictly before the cursor in (created_at, id) order: a row-value comparison, so both stores walk the index. */
 function olderThan(store: Store, createdAt: AnyColumn, id: AnyColumn, after: After): SQL {
-  const at = store.dialect === 'pg' ? new Date(after.at).toISOString() : after.at
-  return sql`(${createdAt}, ${id}) < (${at}, ${after.id})`
+  return sql`(${createdAt}, ${id}) < (${momentParam(store, after.at)}, ${after.id})`
 }
 
 export async function emailPage(store: Store, projectId: string, f: EmailFilter, limit: number, after: After | null): Promise<EmailItemRow[]> {
@@ -273,16 +270,16 @@ export async function countDeferredEmails(store: Store, projectId: string): Prom
  * bulk load that bypassed the triggers (bench/analytics.ts), or to check the counters against the rows.
  */
 export async function recountActivity(store: Store, db: Db): Promise<void> {
-  const hour = store.dialect === 'pg' ? 'activity_hour(created_at)' : 'created_at / 3600000 * 3600000'
-  const kinds = EVENT_TYPES.map((t) => `'${t}'`).join(', ')
+  const hour = utcHourMs(store, sql.raw('created_at'))
+  const inlineHour = utcHourMs(store, sql.raw('delivered_at'))
+  const kinds = sql.raw(EVENT_TYPES.map((t) => `'${t}'`).join(', '))
   await store.exec(sql`DELETE FROM activity_counts`, db)
-  await store.exec(sql.raw(`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
-    SELECT project_id, 'email', ${hour}, 0, count(*) FROM emails GROUP BY project_id, ${hour}`), db)
-  await store.exec(sql.raw(`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
-    SELECT project_id, name, ${hour}, 0, count(*) FROM events WHERE name IN (${kinds}) GROUP BY project_id, name, ${hour}`), db)
+  await store.exec(sql`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
+    SELECT project_id, 'email', ${hour}, 0, count(*) FROM emails GROUP BY project_id, ${hour}`, db)
+  await store.exec(sql`INSERT INTO activity_counts (project_id, kind, hour, slot, n)
+    SELECT project_id, name, ${hour}, 0, count(*) FROM events WHERE name IN (${kinds}) GROUP BY project_id, name, ${hour}`, db)
   // email.delivery read from emails' rows (events/inline.ts), added to the stored ones' hours.
-  const inlineHour = hour.replace(/created_at/g, 'delivered_at')
-  await store.exec(sql.raw(`INSERT INTO activity_counts AS c (project_id, kind, hour, slot, n)
+  await store.exec(sql`INSERT INTO activity_counts AS c (project_id, kind, hour, slot, n)
     SELECT project_id, 'email.delivery', ${inlineHour}, 0, count(*) FROM emails WHERE inline_events IS NOT NULL GROUP BY project_id, ${inlineHour}
-    ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = c.n + excluded.n`), db)
+    ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = c.n + excluded.n`, db)
 }

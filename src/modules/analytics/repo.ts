@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gte, inArray, lt, min, ne, sql } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { epochMs, jsonText, momentParam, utcHourMs } from '../../db/dialect'
 import { INLINE_NAMES } from '../events/inline'
 
 /**
@@ -46,12 +47,9 @@ export function metricsOf(name: string, sub: unknown): string[] {
 export async function countEvents(store: Store, projectId: string, from: Date, to: Date, db?: Db): Promise<Count[]> {
   if (to <= from) return []
   const { events: e, emails: m } = store.t
-  const hour = store.dialect === 'pg'
-    ? sql<string>`(floor(extract(epoch from ${e.createdAt}) / 3600) * 3600000)::bigint`
-    : sql<number>`(${e.createdAt} / 3600000) * 3600000`
-  const sub = store.dialect === 'pg'
-    ? sql<unknown>`CASE ${e.name} WHEN 'email.open' THEN ${e.data}->>'isFirstOpen' WHEN 'email.click' THEN ${e.data}->>'isFirstClick' WHEN 'email.bounce' THEN ${e.data}->>'bounceType' END`
-    : sql<unknown>`CASE ${e.name} WHEN 'email.open' THEN json_extract(${e.data}, '$.isFirstOpen') WHEN 'email.click' THEN json_extract(${e.data}, '$.isFirstClick') WHEN 'email.bounce' THEN json_extract(${e.data}, '$.bounceType') END`
+  const hour = utcHourMs(store, e.createdAt)
+  // SQLite's json_extract gives a JSON boolean as 1/0, PostgreSQL's ->> as 'true'/'false' (read below).
+  const sub = sql<unknown>`CASE ${e.name} WHEN 'email.open' THEN ${jsonText(store, e.data, 'isFirstOpen')} WHEN 'email.click' THEN ${jsonText(store, e.data, 'isFirstClick')} WHEN 'email.bounce' THEN ${jsonText(store, e.data, 'bounceType')} END`
   const rows: EventCount[] = await (db ?? store.db).select({ campaignId: m.campaignId, hour, name: e.name, sub, n: sql<number>`count(*)` })
     .from(e).leftJoin(m, eq(m.id, e.emailId))
     .where(and(eq(e.projectId, projectId), gte(e.createdAt, from), lt(e.createdAt, to)))
@@ -64,9 +62,7 @@ export async function countEvents(store: Store, projectId: string, from: Date, t
     else out.set(k, { campaignId, hour: h, metric, value: n })
   }
   // A direct delivery's email.sent and email.delivery may be its email's row's (events/inline.ts).
-  const inlineHour = store.dialect === 'pg'
-    ? sql<string>`(floor(extract(epoch from ${m.deliveredAt}) / 3600) * 3600000)::bigint`
-    : sql<number>`(${m.deliveredAt} / 3600000) * 3600000`
+  const inlineHour = utcHourMs(store, m.deliveredAt)
   const inline = await (db ?? store.db).select({ campaignId: m.campaignId, hour: inlineHour, n: sql<number>`count(*)` }).from(m)
     .where(and(sql`${m.inlineEvents} IS NOT NULL`, eq(m.projectId, projectId), gte(m.deliveredAt, from), lt(m.deliveredAt, to)))
     .groupBy(m.campaignId, inlineHour)
@@ -128,10 +124,9 @@ export async function replaceHours(store: Store, db: Db, projectId: string, from
 /** Rolled-up counters of the project's totals (campaign '') or of one campaign, hours in [from, to): raw rows, no per-row mapping. */
 export async function hourly(store: Store, projectId: string, campaignId: string, from: Date, to: Date, metrics?: readonly string[]): Promise<Count[]> {
   if (to <= from) return []
-  const pg = store.dialect === 'pg'
-  const at = (d: Date) => (pg ? d.toISOString() : d.getTime())
+  const at = (d: Date) => momentParam(store, d)
   const only = metrics ? sql` AND metric IN (${sql.join(metrics.map((m) => sql`${m}`), sql`, `)})` : sql``
-  const hour = pg ? sql.raw('(extract(epoch from hour) * 1000)::bigint') : sql.raw('hour')
+  const hour = epochMs(store, sql.raw('hour'))
   const rows = await store.rows<{ hour: number | string; metric: string; value: number | string }>(sql`SELECT ${hour} AS hour, metric, value FROM analytics_hourly
     WHERE project_id = ${projectId} AND campaign_id = ${campaignId} AND hour >= ${at(from)} AND hour < ${at(to)}${only}`)
   return rows.map((r) => ({ campaignId, hour: Number(r.hour), metric: r.metric, value: Number(r.value) }))

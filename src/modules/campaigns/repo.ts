@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gt, gte, inArray, isNotNull, isNull, lte, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { jsonText, laterPlusMs, noIndex } from '../../db/dialect'
 
 /** The only SQL of the campaigns module. Every function that reads tenant data takes the project id. */
 
@@ -151,7 +152,7 @@ export async function dueScheduled(store: Store, now: Date, limit: number): Prom
  */
 function ofProject(store: Store, projectId: string): SQL {
   const c = store.t.contacts
-  return store.dialect === 'sqlite' ? sql`+${c.projectId} = ${projectId}` : eq(c.projectId, projectId)
+  return sql`${noIndex(store, c.projectId)} = ${projectId}`
 }
 
 export async function audienceBatch(store: Store, db: Db, projectId: string, where: SQL | null, afterId: string | null, limit: number): Promise<AudienceContact[]> {
@@ -214,9 +215,7 @@ export async function withStatus(store: Store, db: Db, projectId: string, status
  */
 export async function reservePacing(store: Store, db: Db, projectId: string, span: number, now: Date): Promise<Date> {
   const p = store.t.sendPacing
-  const next = store.dialect === 'pg'
-    ? sql`GREATEST(${p.nextAt}, ${now.toISOString()}::timestamptz) + (${span} * interval '1 millisecond')`
-    : sql`MAX(${p.nextAt}, ${now.getTime()}) + ${span}`
+  const next = laterPlusMs(store, p.nextAt, now, span)
   const [row] = await db.insert(p).values({ projectId, nextAt: new Date(now.getTime() + span) })
     .onConflictDoUpdate({ target: p.projectId, set: { nextAt: next } }).returning({ nextAt: p.nextAt })
   return new Date(new Date(row.nextAt).getTime() - span)
@@ -251,7 +250,7 @@ export async function audienceBreakdown(store: Store, db: Db, projectId: string,
  */
 export async function topLinks(store: Store, db: Db, projectId: string, campaignId: string, since: Date, limit: number): Promise<Array<{ url: string; clicks: number; uniqueClicks: number }>> {
   const { events: e, emails: m } = store.t
-  const url = store.dialect === 'pg' ? sql<string>`(${e.data}->>'link')` : sql<string>`json_extract(${e.data}, '$.link')`
+  const url = jsonText(store, e.data, 'link') as SQL<string>
   const clicks = sql<number | string>`count(*)`
   const rows = await db.select({ url, clicks, uniqueClicks: sql<number | string>`count(DISTINCT ${e.emailId})` })
     .from(e).innerJoin(m, eq(m.id, e.emailId))
@@ -307,7 +306,7 @@ export async function variantCounts(store: Store, db: Db, projectId: string, cam
 /** The distinct `data.timezone` values of the audience (a local-time send's waves). */
 export async function audienceZones(store: Store, db: Db, projectId: string, where: SQL | null): Promise<Array<string | null>> {
   const c = store.t.contacts
-  const tz = store.dialect === 'pg' ? sql<string | null>`(${c.data}->>'timezone')` : sql<string | null>`json_extract(${c.data}, '$.timezone')`
+  const tz = jsonText(store, c.data, 'timezone')
   const conds: SQL[] = [eq(c.projectId, projectId)]
   if (where) conds.push(where)
   const rows = await db.selectDistinct({ tz }).from(c).where(and(...conds)).limit(10_000)

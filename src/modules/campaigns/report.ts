@@ -1,5 +1,6 @@
 import { and, asc, eq, gt, inArray, isNotNull, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { jsonText } from '../../db/dialect'
 import type { Ctx } from '../../deps'
 import { notFound } from '../../errors'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
@@ -21,9 +22,9 @@ const MAX_LIMIT = 500
 
 function filterSql(store: Store, f: ReportFilter, link: string | undefined): SQL | undefined {
   const { emails: m, campaignUnsubscribes: u, events: e } = store.t
-  const clicked = link === undefined ? undefined : store.dialect === 'pg'
-    ? sql`EXISTS (SELECT 1 FROM ${e} WHERE ${e.emailId} = ${m.id} AND ${e.name} = 'email.click' AND ${e.data}->>'link' = ${link})`
-    : sql`EXISTS (SELECT 1 FROM ${e} WHERE ${e.emailId} = ${m.id} AND ${e.name} = 'email.click' AND json_extract(${e.data}, '$.link') = ${link})`
+  const clicked = link === undefined
+    ? undefined
+    : sql`EXISTS (SELECT 1 FROM ${e} WHERE ${e.emailId} = ${m.id} AND ${e.name} = 'email.click' AND ${jsonText(store, e.data, 'link')} = ${link})`
   switch (f) {
     case 'all': return clicked
     case 'delivered': return isNotNull(m.deliveredAt)
@@ -57,7 +58,7 @@ async function linksOf(store: Store, db: Db, projectId: string, emailIds: string
   const out = new Map<string, string[]>()
   if (!emailIds.length) return out
   const e = store.t.events
-  const link = store.dialect === 'pg' ? sql<string>`(${e.data}->>'link')` : sql<string>`json_extract(${e.data}, '$.link')`
+  const link = jsonText(store, e.data, 'link') as SQL<string>
   const rows = await db.selectDistinct({ emailId: e.emailId, link }).from(e)
     .where(and(eq(e.projectId, projectId), inArray(e.emailId, emailIds), eq(e.name, 'email.click')))
   for (const r of rows) {

@@ -1,6 +1,7 @@
 import type { SQLQueryBindings } from 'bun:sqlite'
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
+import { moment } from '../../db/dialect'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { CampaignContent } from '../campaigns/body'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
@@ -240,7 +241,7 @@ export async function pruneContents(store: Store, before: Date, limit: number): 
   const bound = uuidV7Floor(before)
   const rows = await store.tx((db) => store.rows<{ id: string }>(sql`DELETE FROM email_contents WHERE email_id IN (
       SELECT c.email_id FROM email_contents c JOIN emails e ON e.id = c.email_id
-      WHERE c.email_id < ${bound} AND e.created_at < ${store.dialect === 'pg' ? sql`${before.toISOString()}::timestamptz` : sql`${before.getTime()}`}
+      WHERE c.email_id < ${bound} AND e.created_at < ${moment(store, before)}
         AND NOT EXISTS (SELECT 1 FROM outbound_queue q WHERE q.email_id = c.email_id)
       ORDER BY c.email_id LIMIT ${limit}
     ) RETURNING email_id AS id`, db))

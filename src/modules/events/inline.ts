@@ -18,6 +18,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { asStoredJson, moment, noIndex } from '../../db/dialect'
 import { parseReply } from '../../mail/outbound/replies'
 import type { EventRow } from './stream'
 
@@ -103,10 +104,7 @@ export function inlineNamesOf(names: readonly string[] | undefined): InlineName[
   return names === undefined ? [...INLINE_NAMES] : INLINE_NAMES.filter((n) => names.includes(n))
 }
 
-function ts(store: Store, d: Date | number): SQL {
-  const ms = typeof d === 'number' ? d : d.getTime()
-  return store.dialect === 'pg' ? sql`${new Date(ms).toISOString()}::timestamptz` : sql`${ms}`
-}
+const ts = moment
 
 /**
  * The conditions on `emails m` of the inline events of `projectId` matching `f` (names aside). One
@@ -115,12 +113,11 @@ function ts(store: Store, d: Date | number): SQL {
  */
 function inlineWhere(store: Store, projectId: string, f: InlineFilter): SQL {
   const col = (name: string) => sql.raw(`m.${name}`)
-  const plus = (anchored: boolean) => (anchored && store.dialect === 'sqlite' ? sql.raw('+') : sql``)
   const anchored = Boolean(f.emailId || f.contactId || f.campaignId)
-  const out: SQL[] = [sql`${col('inline_events')} IS NOT NULL`, sql`${plus(anchored)}${col('project_id')} = ${projectId}`]
+  const out: SQL[] = [sql`${col('inline_events')} IS NOT NULL`, sql`${noIndex(store, col('project_id'), anchored)} = ${projectId}`]
   if (f.emailId) out.push(sql`${col('id')} = ${f.emailId}`)
-  if (f.contactId) out.push(sql`${plus(Boolean(f.emailId))}${col('contact_id')} = ${f.contactId}`)
-  if (f.campaignId) out.push(sql`${plus(Boolean(f.emailId || f.contactId))}${col('campaign_id')} = ${f.campaignId}`)
+  if (f.contactId) out.push(sql`${noIndex(store, col('contact_id'), Boolean(f.emailId))} = ${f.contactId}`)
+  if (f.campaignId) out.push(sql`${noIndex(store, col('campaign_id'), Boolean(f.emailId || f.contactId))} = ${f.campaignId}`)
   if (f.since) out.push(sql`${col('delivered_at')} >= ${ts(store, f.since)}`)
   if (f.until) out.push(sql`${col('delivered_at')} < ${ts(store, f.until)}`)
   return sql.join(out, sql` AND `)
@@ -138,12 +135,6 @@ async function readInline(store: Store, where: SQL, limit: number | null, db?: D
     WHERE ${where} ORDER BY m.delivered_at DESC, m.id DESC${limit === null ? sql`` : sql` LIMIT ${limit}`}`, db)
 }
 
-/** PostgreSQL's jsonb keeps an object's keys shorter first, then in byte order: a stored event reads so. */
-function jsonbOrder(data: Record<string, unknown>): Record<string, unknown> {
-  const keys = Object.keys(data).sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0))
-  return Object.fromEntries(keys.map((k) => [k, data[k]]))
-}
-
 function expand(store: Store, rows: RawInline[], names: readonly string[]): InlineEventRow[] {
   const out: InlineEventRow[] = []
   for (const r of rows) {
@@ -151,7 +142,7 @@ function expand(store: Store, rows: RawInline[], names: readonly string[]): Inli
       id: r.id, projectId: r.project_id, contactId: r.contact_id, attempts: Number(r.attempts), deliveredAt: toDate(r.delivered_at),
       deliveredTo: r.delivered_to, lastReply: r.last_reply, inlineEvents: Number(r.inline_events),
     }
-    for (const e of inlineEventsOf(src, names)) out.push({ ...e, data: store.dialect === 'pg' ? jsonbOrder(e.data) : e.data, contactEmail: r.contact_email })
+    for (const e of inlineEventsOf(src, names)) out.push({ ...e, data: asStoredJson(store, e.data), contactEmail: r.contact_email })
   }
   return out
 }

@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, sqliteConnection, type Db, type Store } from '../../db/client'
+import { deleteCounted, inJsonList, momentParam, noIndex, skipLocked, tryTxLock, utcDay } from '../../db/dialect'
 import { columnList, fromRaw } from '../../db/sqlite-statements'
 import { activityHour, isCountedEvent } from './counted'
 import { carriesBase, emailBase, lacksBase, withBase, type EmailBase } from './email-base'
@@ -77,11 +78,8 @@ function addActivityCount(db: Db, projectId: string, kind: string, hour: number,
 export async function emailBases(store: Store, projectId: string, ids: string[]): Promise<Map<string, EmailBase>> {
   const out = new Map<string, EmailBase>()
   for (let i = 0; i < ids.length; i += 500) {
-    const chunk = JSON.stringify(ids.slice(i, i + 500))
-    // SQLite: unary + keeps the planner off the project's index (it would walk every email of the project).
-    const among = store.dialect === 'pg'
-      ? sql`project_id = ${projectId} AND id = ANY (ARRAY(SELECT jsonb_array_elements_text(${chunk}::jsonb)))`
-      : sql`+project_id = ${projectId} AND id IN (SELECT value FROM json_each(${chunk}))`
+    // noIndex: SQLite would otherwise walk the project's index over every email of the project.
+    const among = sql`${noIndex(store, sql.raw('project_id'))} = ${projectId} AND ${inJsonList(store, sql.raw('id'), ids.slice(i, i + 500))}`
     const rows = await store.rows<{ id: string; message_id: string; subject: string; from_address: string; to_address: string; template_id: string | null; campaign_id: string | null; source_type: string }>(sql`
       SELECT id, message_id, subject, from_address, to_address, template_id, campaign_id, source_type FROM emails WHERE ${among}`)
     for (const r of rows) {
@@ -159,9 +157,7 @@ export async function periodStats(store: Store, projectId: string, since: Date) 
     SELECT count(*) AS n, count(DISTINCT name) AS names, count(DISTINCT contact_id) AS contacts FROM ${all}`)
   const top = await store.rows<{ name: string; count: number | string }>(sql`
     SELECT name, count(*) AS count FROM ${all} GROUP BY name ORDER BY count(*) DESC, name LIMIT 20`)
-  const day = store.dialect === 'pg'
-    ? sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
-    : sql`strftime('%Y-%m-%d', created_at / 1000, 'unixepoch')`
+  const day = utcDay(store, sql.raw('created_at'))
   const daily = await store.rows<{ date: string; count: number | string }>(sql`
     SELECT ${day} AS date, count(*) AS count FROM ${all} GROUP BY 1 ORDER BY 1`)
   return {
@@ -187,15 +183,7 @@ function toDate(v: unknown): Date {
 }
 
 export async function deleteByName(store: Store, db: Db, projectId: string, name: string): Promise<number> {
-  if (store.dialect === 'pg') {
-    const [row] = await store.rows<{ n: string | number }>(sql`
-      WITH d AS (DELETE FROM events WHERE project_id = ${projectId} AND name = ${name} RETURNING 1)
-      SELECT count(*) AS n FROM d`, db)
-    return Number(row?.n ?? 0)
-  }
-  await store.exec(sql`DELETE FROM events WHERE project_id = ${projectId} AND name = ${name}`, db)
-  const [row] = await store.rows<{ n: number }>(sql`SELECT changes() AS n`, db)
-  return Number(row?.n ?? 0)
+  return deleteCounted(store, db, sql`DELETE FROM events WHERE project_id = ${projectId} AND name = ${name}`)
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -227,7 +215,7 @@ const CLAIMABLE_SQL = 'failed_at IS NULL AND due_at <= $1 AND (locked_until IS N
 
 /** `now` as the stores bind a timestamp in raw statements (epoch ms on SQLite, ISO text on PostgreSQL), twice. */
 const claimParams = (store: Store, now: Date): [string | number, string | number] => {
-  const v = store.dialect === 'sqlite' ? now.getTime() : now.toISOString()
+  const v = momentParam(store, now)
   return [v, v]
 }
 
@@ -315,15 +303,12 @@ export async function claimOutboxIn(store: Store, db: Db, holder: string, now: D
     return []
   }
   for (const projectId of candidates) {
-    if (store.dialect === 'pg') {
-      const [lock] = await store.rows<{ ok: boolean }>(sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${`mailctl.outbox.${projectId}`}, 0)) AS ok`, db)
-      if (!lock?.ok) continue
-    }
+    if (!(await tryTxLock(store, db, `mailctl.outbox.${projectId}`))) continue
     const held = await db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), gte(o.lockedUntil, now))).limit(1)
     if (held.length) continue
     const ids = db.select({ id: o.id }).from(o).where(and(eq(o.projectId, projectId), claimable(store, now))).orderBy(asc(o.id)).limit(maxRows)
     const rows = await db.update(o).set({ lockedBy: holder, lockedUntil: until })
-      .where(inArray(o.id, store.dialect === 'pg' ? ids.for('update', { skipLocked: true }) : ids)).returning()
+      .where(inArray(o.id, skipLocked(store, ids))).returning()
     if (rows.length) return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
   return []
@@ -337,7 +322,7 @@ export async function eventsByIds(store: Store, projectId: string, ids: string[]
     const chunk = ids.slice(i, i + 500)
     if (store.dialect === 'pg') {
       // One array parameter (500 bound parameters cost more to parse and plan than the look-ups).
-      out.push(...await store.db.select().from(e).where(and(eq(e.projectId, projectId), sql`${e.id} = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(chunk)}::jsonb)))`)))
+      out.push(...await store.db.select().from(e).where(and(eq(e.projectId, projectId), inJsonList(store, e.id, chunk))))
       continue
     }
     // By primary key, one look-up per id: SQLite would otherwise walk the project's index over all its events.

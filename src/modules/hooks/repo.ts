@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gte, inArray, isNotNull, lt, lte, notInArray, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, type Db, type Store } from '../../db/client'
+import { skipLocked } from '../../db/dialect'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
 import { mayClaim } from '../../jobs/nodes'
 
@@ -105,7 +106,7 @@ export async function claimDue(store: Store, holder: string, limit: number, room
   return store.tx(async (db) => {
     const where = skip.length ? and(due, notInArray(d.endpointId, skip)) : due
     const q = db.select({ id: d.id, endpointId: d.endpointId }).from(d).where(where).orderBy(asc(d.nextAttemptAt)).limit(limit * 2)
-    const candidates = store.dialect === 'pg' ? await q.for('update', { skipLocked: true }) : await q
+    const candidates = await skipLocked(store, q)
     const taken = new Map<string, number>()
     const ids: string[] = []
     for (const c of candidates) {

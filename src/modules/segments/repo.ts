@@ -1,5 +1,6 @@
 import { and, count, desc, eq, inArray, like, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { inJsonList, locked, moment } from '../../db/dialect'
 
 /** The only SQL of the segments module. Every function takes the project id. */
 
@@ -7,9 +8,7 @@ export type SegmentRow = typeof import('../../db/schema').pgSchema.segments.$inf
 export type ContactRow = typeof import('../../db/schema').pgSchema.contacts.$inferSelect
 
 /** A timestamp as a bound parameter of raw SQL (SQLite: epoch ms; PostgreSQL: timestamptz). */
-function ts(store: Store, d: Date): SQL {
-  return store.dialect === 'pg' ? sql`${d.toISOString()}::timestamptz` : sql`${d.getTime()}`
-}
+const ts = moment
 
 /**
  * With `db` (a transaction) the row is locked on PostgreSQL until it commits: `update` excludes every other
@@ -18,7 +17,7 @@ function ts(store: Store, d: Date): SQL {
 export async function findById(store: Store, projectId: string, id: string, db?: Db, lock: 'update' | 'share' = 'update'): Promise<SegmentRow | null> {
   const s = store.t.segments
   let q = (db ?? store.db).select().from(s).where(and(eq(s.projectId, projectId), eq(s.id, id))).limit(1)
-  if (db && store.dialect === 'pg') q = q.for(lock) as typeof q
+  if (db) q = locked(store, q, lock)
   const [row] = await q
   return row ?? null
 }
@@ -119,16 +118,6 @@ export async function clearMembers(store: Store, db: Db, projectId: string, id: 
 
 // ---- tracked membership: the diff between the condition (set form) and the member rows ----
 
-/**
- * `column` is one of `ids`, the list bound as ONE parameter (a JSON array) so the statement text is the same
- * for any chunk. PostgreSQL: `= ANY(ARRAY(...))`, an index condition whatever the table statistics say.
- */
-function inIds(store: Store, column: SQL, ids: string[]): SQL {
-  const json = JSON.stringify(ids)
-  return store.dialect === 'pg'
-    ? sql`${column} = ANY (ARRAY(SELECT jsonb_array_elements_text(${json}::jsonb)))`
-    : sql`${column} IN (SELECT value FROM json_each(${json}))`
-}
 
 /**
  * The membership diff in one query that evaluates the condition (`where`, set form) once per contact:
@@ -159,7 +148,7 @@ export async function enter(store: Store, db: Db, projectId: string, id: string,
   // Each id is one primary-key look-up (SQLite: the id list drives the join, CROSS JOIN fixes the order),
   // never a pass over the project's contacts.
   const from = store.dialect === 'pg'
-    ? sql`contacts WHERE ${inIds(store, sql.raw('contacts.id'), ids)}`
+    ? sql`contacts WHERE ${inJsonList(store, sql.raw('contacts.id'), ids)}`
     : sql`json_each(${JSON.stringify(ids)}) AS j CROSS JOIN contacts ON contacts.id = j.value WHERE 1 = 1`
   const rows = await store.rows<{ contact_id: string }>(sql`
     INSERT INTO segment_members (segment_id, contact_id, project_id, created_at)
@@ -173,7 +162,7 @@ export async function enter(store: Store, db: Db, projectId: string, id: string,
 export async function leave(store: Store, db: Db, id: string, ids: string[]): Promise<string[]> {
   if (!ids.length) return []
   const rows = await store.rows<{ contact_id: string }>(sql`
-    DELETE FROM segment_members WHERE segment_id = ${id} AND ${inIds(store, sql.raw('contact_id'), ids)}
+    DELETE FROM segment_members WHERE segment_id = ${id} AND ${inJsonList(store, sql.raw('contact_id'), ids)}
     RETURNING contact_id`, db)
   return rows.map((r) => r.contact_id)
 }

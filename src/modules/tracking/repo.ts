@@ -1,5 +1,6 @@
-import { and, eq, sql, type SQL } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
+import { locked, moment } from '../../db/dialect'
 import { advanceSql, type EmailStatus } from '../emails/status'
 import { spillInlineEvents } from '../events/inline'
 import { insertEvents } from '../events/repo'
@@ -48,7 +49,7 @@ function columns(store: Store) {
 export async function emailById(store: Store, db: Db, id: string, forUpdate = false): Promise<FeedbackEmail | null> {
   const e = store.t.emails
   let q = db.select(columns(store)).from(e).where(eq(e.id, id)).limit(1)
-  if (forUpdate && store.dialect === 'pg') q = q.for('update') as typeof q
+  if (forUpdate) q = locked(store, q)
   const [row] = await q
   return row ?? null
 }
@@ -60,9 +61,7 @@ export async function emailsByMessageId(store: Store, db: Db, messageId: string,
   return db.select(columns(store)).from(e).where(cond).limit(50)
 }
 
-function tsParam(store: Store, d: Date): SQL {
-  return store.dialect === 'pg' ? sql`${d.toISOString()}::timestamptz` : sql`${d.getTime()}`
-}
+const tsParam = moment
 
 export interface EmailAdvance {
   status: EmailStatus

@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, inArray, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, type Db, type Store } from '../../db/client'
+import { inJsonList } from '../../db/dialect'
 
 /** The only SQL of the workflows module. Every function that reads tenant data takes the project id. */
 
@@ -221,10 +222,7 @@ export async function waitingFor(store: Store, db: Db, projectId: string, contac
   const { workflowExecutions: e } = store.t
   // The contact ids (a batch of the event stream: hundreds) go as one JSON parameter: bound one by one,
   // building and binding the query cost more than the look-ups (about 0.6 ms a batch of 285 on SQLite).
-  const ids = JSON.stringify(contactIds)
-  const inContacts = store.dialect === 'pg'
-    ? sql`${e.contactId} = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)))`
-    : sql`${e.contactId} IN (SELECT value FROM json_each(${ids}))`
+  const inContacts = inJsonList(store, e.contactId, contactIds)
   return db.select().from(e).where(and(eq(e.projectId, projectId), inContacts, inArray(e.waitEvent, names), eq(e.status, 'WAITING')))
 }
 

@@ -1,5 +1,6 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../../db/client'
+import { locked } from '../../../db/dialect'
 import { CONTACT_COLS, fromPg, fromRaw, type ContactRow, type PgContact, type RawContact } from './rows'
 
 /**
@@ -125,7 +126,7 @@ export async function findById(store: Store, db: Db, projectId: string, id: stri
   }
   const c = store.t.contacts
   let q = db.select().from(c).where(and(eq(c.projectId, projectId), eq(c.id, id))).limit(1)
-  if (forUpdate && store.dialect === 'pg') q = q.for('update') as typeof q
+  if (forUpdate) q = locked(store, q)
   const [row] = await q
   return row ?? null
 }
@@ -134,7 +135,8 @@ export async function findByIds(store: Store, db: Db, projectId: string, ids: st
   if (!ids.length) return []
   const c = store.t.contacts
   let q = db.select().from(c).where(and(eq(c.projectId, projectId), inArray(c.id, ids)))
-  if (forUpdate && store.dialect === 'pg') q = q.orderBy(asc(c.id)).for('update') as typeof q
+  // In id order: two transactions lock shared rows in the same order (no deadlock on PostgreSQL).
+  if (forUpdate) q = locked(store, q.orderBy(asc(c.id)) as typeof q)
   return q
 }
 

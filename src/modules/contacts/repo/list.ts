@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { Store } from '../../../db/client'
+import { boolLiteral, momentParam } from '../../../db/dialect'
 import { allMatches, currentIndex, pageCandidates, scan, type Matches } from '../search'
 import { CONTACT_COLS, fromPg, fromRaw, likePattern, type ContactRow, type PgContact, type RawContact } from './rows'
 
@@ -28,7 +29,7 @@ interface ListQuery { text: string; params: Param[] }
 function listWhere(store: Store, projectId: string, f: ListFilter, params: Param[]): string {
   params.push(projectId)
   let where = `project_id = $${params.length}`
-  if (f.subscribed !== undefined) where += ` AND subscribed = ${store.dialect === 'pg' ? String(f.subscribed) : f.subscribed ? 1 : 0}`
+  if (f.subscribed !== undefined) where += ` AND subscribed = ${boolLiteral(store, f.subscribed)}`
   if (f.search) {
     params.push(likePattern(f.search))
     where += ` AND email LIKE $${params.length} ESCAPE '\\'`
@@ -44,7 +45,7 @@ function keysetText(store: Store, sort: SortKey, dir: SortDir, after: After, par
     return ` AND email ${cmp} $${params.length}`
   }
   const at = Number(after.value)
-  params.push(store.dialect === 'pg' ? new Date(at).toISOString() : at, after.id)
+  params.push(momentParam(store, at), after.id)
   const [t, id] = [params.length - 1, params.length]
   return ` AND created_at ${cmp}= $${t} AND (created_at ${cmp} $${t} OR id ${cmp} $${id})`
 }
