@@ -10,7 +10,8 @@ import { nodeOf } from './jobs/nodes'
 import type { Deps } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
-import { captureMailOut, pipelineMailOut } from './mail/system'
+import { captureMailOut } from './mail/system'
+import { pipelineMailOut } from './modules/emails/system'
 import { closeRenderThreads } from './mail/render/threads'
 import { trackWriter } from './modules/events/writer'
 import { registerUsageProvider } from './modules/contacts/usage'
@@ -267,8 +268,9 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
   // thread is ready instead of after everything else started (bench/recovery.ts, docs/decisions.md).
   try {
     if (roles.includes('worker')) {
-      const { startOutbound } = await import('./mail/outbound')
-      const outbound = await startOutbound(deps)
+      // The pipeline reads and records through the emails module's DeliveryStore (src/mail/outbound/store.ts).
+      const [{ startOutbound }, { deliveryStore }] = await Promise.all([import('./mail/outbound'), import('./modules/emails/delivery')])
+      const outbound = await startOutbound(deps, deliveryStore)
       stops.push(() => outbound.stop())
       await yieldToLoop()
     }
@@ -321,14 +323,14 @@ export async function serve(config: Config, roles: Role[] = ['api', 'worker', 's
       await yieldToLoop()
     }
     if (roles.includes('smtp')) {
-      const { startInbound } = await import('./mail/inbound/receiver')
+      const { startInbound } = await import('./smtp/receiver')
       const inbound = await startInbound(deps).catch((err) => { throw portError('MAILCTL_SMTP_INBOUND_PORT', '0.0.0.0', config.smtpInboundPort, err) })
       if (inbound) {
         stops.push(() => inbound.close())
         smtp.inbound = inbound.port
       }
       await yieldToLoop()
-      const { startRelay } = await import('./mail/relay')
+      const { startRelay } = await import('./smtp/relay')
       const relay = await startRelay(deps).catch((err) => { throw portError('MAILCTL_SMTP_RELAY_PORT', '0.0.0.0', config.smtpRelayPort, err) })
       if (relay) {
         stops.push(() => relay.close())

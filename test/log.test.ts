@@ -5,6 +5,7 @@ import { buildApp } from '../src/http/app'
 import { errorFields, MAX_LOGGED_CHARS, type Logger } from '../src/log'
 import { createOutbound } from '../src/mail/outbound'
 import { projectWithDomain, startTestDns } from './modules/emails/fixture'
+import { deliveryStore } from '../src/modules/emails/delivery'
 
 /** A logger that keeps its records. */
 function recorder() {
@@ -101,7 +102,7 @@ forEachStore('log lines name the node', (env) => {
     const sent = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to: 'someone@log-dest.test', from: p.from, subject: 's', body: 'b' } })
     const emailId = sent.body.data.emails[0].email
     const { log, lines } = recorder()
-    const pipeline = createOutbound({ ...env.deps, log: log.child({ node: 'n-test' }) }, { signerThreads: 0 })
+    const pipeline = createOutbound({ ...env.deps, log: log.child({ node: 'n-test' }) }, deliveryStore, { signerThreads: 0 })
     try {
       await pipeline.drain()
     } finally {

@@ -113,9 +113,9 @@ async function checkKeys(config: Config, store: Store, recorded: boolean): Promi
   return problem ? fail('keys', problem) : ok('keys', `from ${source}; they match those the database was first served with`)
 }
 
-/** System mail (src/mail/system.ts): MAILCTL_SYSTEM_FROM set, on a domain some project has verified. */
+/** System mail (src/modules/emails/system.ts): MAILCTL_SYSTEM_FROM set, on a domain some project has verified. */
 async function checkSystemMail(config: Config, store: Store | null): Promise<Check> {
-  const { systemSenderCheck } = await import('../../src/mail/system')
+  const { systemSenderCheck } = await import('../../src/modules/emails/system')
   try {
     const r = await systemSenderCheck(config, store)
     if (!r) return warn('system mail', 'the database could not be read: MAILCTL_SYSTEM_FROM not checked')

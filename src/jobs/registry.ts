@@ -7,13 +7,13 @@ import { segmentJobs } from '../modules/segments/jobs'
 import { campaignJobs } from '../modules/campaigns/jobs'
 import { workflowJobs } from '../modules/workflows/jobs'
 import { emailJobs } from '../modules/emails/jobs'
-import { inboundJobs } from '../mail/inbound/process'
+import { inboundJobs } from '../modules/inbound/jobs'
 import { webhooksPruneJob } from '../modules/webhooks/service'
 import { hooksPruneJob } from '../modules/hooks/jobs'
 import { analyticsJobs } from '../modules/analytics/jobs'
 import { securityJobs } from '../modules/security/service'
 import { backupJobs } from '../ops/schedule'
-import { tlsrptJobs } from '../mail/tlsrpt/jobs'
+import { tlsrptJobs } from './tlsrpt'
 
 /** Every job kind of mailctl; `serve --role worker` runs them all. One line per module. */
 export const allJobs: AnyJob[] = [

@@ -10,7 +10,7 @@ import { foldLines, quoteString } from 'nodemailer/lib/mime-funcs'
 import MimeNode from 'nodemailer/lib/mime-node'
 import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64'
 import { encode, wrap } from 'nodemailer/lib/qp'
-import type { CampaignContent } from '../modules/campaigns/body'
+import type { CampaignContent } from './render/campaign'
 import { dkimSign, type DkimKey } from './dkim'
 
 export interface MessageAddress { name?: string | null; address: string }

@@ -5,7 +5,7 @@
  */
 import { setPriority } from 'node:os'
 import { keepHeapSmall } from '../heap'
-import { ContentError } from '../modules/campaigns/body'
+import { ContentError } from './render/campaign'
 import type { LinkDeps } from './links'
 import { dataContent } from './outbound/data-content'
 import { buildOutbound, type SignerInit, type SignRequest, type SignResponse } from './signer'

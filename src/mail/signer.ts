@@ -5,7 +5,7 @@
  * tiny installs).
  */
 import { availableParallelism } from 'node:os'
-import { ContentError, renderCampaignContent } from '../modules/campaigns/body'
+import { ContentError, renderCampaignContent } from './render/campaign'
 import type { DkimKey } from './dkim'
 import type { LinkDeps } from './links'
 import { buildMessage, type OutboundMessage } from './mime'

@@ -8,6 +8,7 @@ import { OutcomeRecorder, type Outcome } from '../../src/mail/outbound/recorder'
 import { parseReply } from '../../src/mail/outbound/replies'
 import type { Delivery } from '../../src/mail/outbound/types'
 import { emailEvents, loadForDelivery } from '../../src/modules/emails/repo'
+import { deliveryStore } from '../../src/modules/emails/delivery'
 
 /**
  * The delivery pipeline's batched writes (issue 33, item 5): a claim takes many rows in one statement and
@@ -94,7 +95,7 @@ forEachStore('batched delivery writes', (env) => {
     const c = await claimed(env, worker, ids)
     expect(c.size).toBe(5)
     const [delivered, relayed, bounced, failed, deferred] = ids.map((id) => c.get(id) as { row: QueueRow; email: Outcome['email'] })
-    const recorder = new OutcomeRecorder(env.deps, { workerId: worker, windowMs: 200 })
+    const recorder = new OutcomeRecorder(env.deps, deliveryStore, { workerId: worker, windowMs: 200 })
     await Promise.all([
       recorder.record(outcome(delivered, { kind: 'accepted', final: true, host: 'mx.dest.test', reply: parseReply('250 2.0.0 Ok: queued as A1'), secure: false })),
       recorder.record(outcome(relayed, { kind: 'accepted', final: false, host: 'relay.test', reply: parseReply('250 2.0.0 Ok: queued as B2'), secure: true })),
@@ -134,7 +135,7 @@ forEachStore('batched delivery writes', (env) => {
     const [mine, lost] = ids.map((id) => c.get(id) as { row: QueueRow; email: Outcome['email'] })
     const { outboundQueue: q, emails: e } = env.store.t
     await env.store.tx((db) => db.update(q).set({ lockedBy: 'new-holder:1' }).where(eq(q.emailId, lost.email.id)))
-    const recorder = new OutcomeRecorder(env.deps, { workerId: worker, windowMs: 200 })
+    const recorder = new OutcomeRecorder(env.deps, deliveryStore, { workerId: worker, windowMs: 200 })
     const reply = parseReply('451 4.3.0 Try later')
     await Promise.all([mine, lost].map((x) => recorder.record(outcome(x, { kind: 'deferred', host: null, reply, throttle: false }))))
     const rows = new Map((await env.store.db.select().from(q).where(inArray(q.emailId, ids))).map((r) => [r.emailId, r]))
@@ -159,7 +160,7 @@ forEachStore('batched delivery writes', (env) => {
       await env.store.tx((db) => env.store.exec(sql.raw(`CREATE TRIGGER ${trigger} BEFORE UPDATE ON emails FOR EACH ROW WHEN (NEW.id = '${bad}') EXECUTE FUNCTION ${trigger}()`), db))
     }
     try {
-      const recorder = new OutcomeRecorder(env.deps, { workerId: worker, windowMs: 200 })
+      const recorder = new OutcomeRecorder(env.deps, deliveryStore, { workerId: worker, windowMs: 200 })
       const results = await Promise.allSettled(ids.map((id) => recorder.record(outcome(c.get(id) as { row: QueueRow; email: Outcome['email'] }, {
         kind: 'accepted', final: true, host: 'mx.dest.test', reply: parseReply('250 2.0.0 Ok'), secure: false,
       }))))

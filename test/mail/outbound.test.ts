@@ -20,6 +20,7 @@ import { returnPathDomain } from '../../src/modules/domains/service'
 import { must } from '../helpers/must'
 import { emailEvents } from '../../src/modules/emails/repo'
 import { BASE_EVENT_NAMES } from '../../src/modules/events/email-base'
+import { deliveryStore } from '../../src/modules/emails/delivery'
 
 /**
  * Delivery through real SMTP sinks found through a real DNS server on loopback: what arrives (DKIM,
@@ -350,7 +351,7 @@ forEachStore('outbound delivery', (env) => {
     const log: Logger = { debug: at, info: at, warn: at, error: at, child: () => log }
     const [ok] = await send({ to: `logged.${rnd()}@dest.test` })
     const [gone] = await send({ to: `logged.${rnd()}@reject.test` })
-    const pl = createOutbound({ ...env.deps, log }, { signerThreads: 0, pollMs: 50 })
+    const pl = createOutbound({ ...env.deps, log }, deliveryStore, { signerThreads: 0, pollMs: 50 })
     env.onStop(() => pl.stop())
     await pl.drain()
     const line = (id: string) => must(lines.find((l) => l.msg === 'delivery' && l.fields.emailId === id), `the delivery line of ${id}`).fields

@@ -6,7 +6,7 @@ import type { DkimKey } from '../../src/mail/dkim'
 import { LINK_PATHS, verifyLinkToken, type LinkDeps } from '../../src/mail/links'
 import { dataContent } from '../../src/mail/outbound/data-content'
 import type { OutboundMessage } from '../../src/mail/mime'
-import { ContentError, type CampaignSource } from '../../src/modules/campaigns/body'
+import { ContentError, type CampaignSource } from '../../src/mail/render/campaign'
 import { must } from '../helpers/must'
 
 /** The signer pool: messages built and signed in worker threads, in batches, errors per message. */

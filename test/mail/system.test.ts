@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import type { Deps } from '../../src/deps'
-import { captureMailOut, headerSafe, pipelineMailOut, systemSenderCheck } from '../../src/mail/system'
+import { captureMailOut, headerSafe } from '../../src/mail/system'
+import { pipelineMailOut, systemSenderCheck } from '../../src/modules/emails/system'
 import { createOutbound } from '../../src/mail/outbound'
 import { requestPasswordReset, signup } from '../../src/modules/auth/service'
 import { invite } from '../../src/modules/members/service'
@@ -10,6 +11,7 @@ import { startSink } from '../helpers/smtp'
 import { lastMail, ownedProject, uniqueEmail, verifiedUser } from '../helpers/accounts'
 import { dkimOf, mxTo, projectWithDomain, startTestDns } from '../modules/emails/fixture'
 import { must } from '../helpers/must'
+import { deliveryStore } from '../../src/modules/emails/delivery'
 
 /**
  * System mail (verification, password reset, invitation) through the outbound pipeline from
@@ -38,7 +40,7 @@ forEachStore('system mail', (env) => {
   })
 
   async function deliverAll(d: Deps = deps) {
-    const pl = createOutbound(d, { signerThreads: 0, pollMs: 50 })
+    const pl = createOutbound(d, deliveryStore, { signerThreads: 0, pollMs: 50 })
     env.onStop(() => pl.stop())
     await pl.drain()
     await pl.stop()

@@ -7,6 +7,7 @@ import type { Deps } from '../../src/deps'
 import { nodeOf } from '../../src/jobs/nodes'
 import { createOutbound } from '../../src/mail/outbound'
 import { Throttle, type Slot } from '../../src/mail/outbound/throttle'
+import { deliveryStore } from '../../src/modules/emails/delivery'
 
 /**
  * Issue 14, "the per-destination throttle is per node": two nodes (two stores, each with its node row and
@@ -53,8 +54,8 @@ test('two nodes deliver 80 messages to one slow host with at most its limit of s
   const storeB = openStore(env.config.databaseUrl)
   const depsB: Deps = { ...env.deps, store: storeB }
   const opts = { signerThreads: 0, pollMs: 50, smtp: { throttle } }
-  const a = createOutbound(env.deps, opts)
-  const b = createOutbound(depsB, opts)
+  const a = createOutbound(env.deps, deliveryStore, opts)
+  const b = createOutbound(depsB, deliveryStore, opts)
   try {
     a.start()
     b.start()

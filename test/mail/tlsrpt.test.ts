@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { buildReport, reportFilename, sendTlsReports, tlsrptRua, type TlsReport } from '../../src/mail/tlsrpt/report'
 import { certResult } from '../../src/mail/tlsrpt/results'
+import { systemSender } from '../../src/modules/emails/system'
 import { forEachStore } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
@@ -148,9 +149,9 @@ describe('TLS reporting in delivery', () => {
       expect(rows.map((r) => r.domain).sort()).toEqual([secured, clear, silent, refusing].sort())
 
       // Today is not finished: nothing is sent.
-      expect(await sendTlsReports(env.deps, new Date(), [ca])).toEqual({ sent: 0, failed: 0, noRecord: 0, gaveUp: 0 })
+      expect(await sendTlsReports(env.deps, systemSender, new Date(), [ca])).toEqual({ sent: 0, failed: 0, noRecord: 0, gaveUp: 0 })
       const tomorrow = new Date(Date.now() + 86_400_000)
-      expect(await sendTlsReports(env.deps, tomorrow, [ca])).toEqual({ sent: 2, failed: 1, noRecord: 1, gaveUp: 0 })
+      expect(await sendTlsReports(env.deps, systemSender, tomorrow, [ca])).toEqual({ sent: 2, failed: 1, noRecord: 1, gaveUp: 0 })
       const byPath = (path: string) => posts.filter((x) => x.path === path && x.report.policies[0].policy['policy-domain'] === (path === '/secured' ? secured : path === '/clear' ? clear : refusing))
       const [clearPost] = byPath('/clear')
       expect(clearPost.type).toBe('application/tlsrpt+gzip')
@@ -186,8 +187,8 @@ describe('TLS reporting in delivery', () => {
 
       // The refused report: tried again at the next run, given up a day after its first failure. (The
       // report's own delivery was a session too, to a domain without a record: no report.)
-      expect(await sendTlsReports(env.deps, new Date(tomorrow.getTime() + 3600_000), [ca])).toEqual({ sent: 0, failed: 1, noRecord: 1, gaveUp: 0 })
-      expect(await sendTlsReports(env.deps, new Date(tomorrow.getTime() + 25 * 3600_000), [ca])).toEqual({ sent: 0, failed: 0, noRecord: 0, gaveUp: 1 })
+      expect(await sendTlsReports(env.deps, systemSender, new Date(tomorrow.getTime() + 3600_000), [ca])).toEqual({ sent: 0, failed: 1, noRecord: 1, gaveUp: 0 })
+      expect(await sendTlsReports(env.deps, systemSender, new Date(tomorrow.getTime() + 25 * 3600_000), [ca])).toEqual({ sent: 0, failed: 0, noRecord: 0, gaveUp: 1 })
       expect(await env.store.db.select().from(t)).toEqual([])
       expect(byPath('/fail')).toHaveLength(3)
     }, 60_000)

@@ -18,6 +18,7 @@ import { settleEvents } from '../helpers/events'
 import { workflowJobs } from '../../src/modules/workflows/jobs'
 import { freshPgDatabase, pgReachableSync } from '../helpers/env'
 import { until } from '../helpers/worker'
+import { deliveryStore } from '../../src/modules/emails/delivery'
 
 /*
  * Upgrades keep everything (issue 39, item 4). Each folder of test/fixtures/upgrade holds a SQLite data dir
@@ -180,7 +181,7 @@ for (const version of versions) {
       test('the old DKIM key signs new mail, verifying against the DNS record the old version published', async () => {
         const r = await call('POST', '/v1/send', { to: 'person3@example.com', subject: 'After the upgrade', body: '<p>Still signed</p>', from: m.from })
         expect(r.status).toBe(200)
-        const pipeline = createOutbound(deps, { signerThreads: 0, pollMs: 50 })
+        const pipeline = createOutbound(deps, deliveryStore, { signerThreads: 0, pollMs: 50 })
         pipeline.start()
         try {
           const { mailCapture } = deps.store.t
@@ -216,7 +217,7 @@ for (const version of versions) {
         }
         const worker = new Worker(deps, [...campaignJobs, ...workflowJobs], { now: () => later })
         await worker.ensureRecurring()
-        const pipeline = createOutbound(deps, { signerThreads: 0, pollMs: 50 })
+        const pipeline = createOutbound(deps, deliveryStore, { signerThreads: 0, pollMs: 50 })
         pipeline.start()
         try {
           await until(async () => {

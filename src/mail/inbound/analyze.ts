@@ -1,7 +1,7 @@
 /**
  * What an inbound message is, read once and before any database work: a bounce (DSN), a complaint
  * (ARF), ordinary mail (with the few fields email.received records), or unreadable. `inbound.process`
- * (process.ts) calls parseInbound, then opens its transaction only for the writes.
+ * (src/modules/inbound/service.ts) calls parseInbound, then opens its transaction only for the writes.
  *
  * The parsers are linear in their input (mime.ts), but a 25 MB message still costs tens of
  * milliseconds: messages over INLINE_PARSE_BYTES are parsed in a worker thread of their own

@@ -18,21 +18,19 @@
  * more, whatever its backlog, and a busy healthy destination keeps its connections fed from `held`
  * without a round trip to the database.
  */
-import { ctxFor, type Deps } from '../../deps'
+import type { StoredAttachment } from '../../db/schema/sending'
+import type { Deps } from '../../deps'
 import { errorFields, type Logger } from '../../log'
-import { signingKeyFor, type VerifiedDomain } from '../../modules/domains/service'
-import * as emailsRepo from '../../modules/emails/repo'
-import type { DeliveryEmail } from '../../modules/emails/repo'
-import { ContentError } from '../../modules/campaigns/body'
-import { prepareDeferred } from '../../modules/campaigns/render'
+import { ContentError } from '../render/campaign'
 import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
 import { release, renew, renewAfterMs, Wakeups } from '../../jobs/lease'
 import { nodeOf, type NodeRegistry } from '../../jobs/nodes'
 import { claimDue, outboundLeases, type QueueRow } from './queue'
-import { OutcomeRecorder, type Outcome } from './recorder'
+import { OutcomeRecorder } from './recorder'
 import { parseReply } from './replies'
+import type { DeliveryEmail, DeliveryStore, Outcome, SigningDomain } from './store'
 import type { Delivery, Transport } from './types'
 import { unsubscribeAddress, verpAddress } from './verp'
 import { TLS_REPORT_SOURCE } from '../tlsrpt/results'
@@ -67,6 +65,8 @@ const DEFAULT_STALL_MS = 10_000
 export const outboundWakeups = new Wakeups('outbound')
 
 export interface PipelineOptions {
+  /** What the pipeline reads and records (store.ts), built on the modules by the composition root. */
+  store: DeliveryStore
   transport: Transport
   builder: MessageBuilder
   workerId?: string
@@ -96,7 +96,7 @@ export interface PipelineOptions {
   log?: Logger
 }
 
-interface DomainEntry { at: number; value: Promise<VerifiedDomain | null> }
+interface DomainEntry { at: number; value: Promise<SigningDomain | null> }
 
 const DOMAIN_TTL_MS = 30_000
 
@@ -150,7 +150,7 @@ export class OutboundPipeline {
     this.node = nodeOf(deps.store, deps.log)
     this.workerId = opts.workerId ?? this.node.newId()
     const onWire = opts.transport.onWire?.bind(opts.transport)
-    this.recorder = new OutcomeRecorder(deps, { workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs, onWire })
+    this.recorder = new OutcomeRecorder(deps, opts.store, { workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs, onWire })
     this.log = opts.log ?? deps.log
   }
 
@@ -397,11 +397,8 @@ export class OutboundPipeline {
     this.stats.claimed += rows.length
     const inProgress = new Set(rows.filter((r) => this.claimedIds.has(r.emailId)).map((r) => r.emailId))
     for (const r of rows) this.claimedIds.add(r.emailId)
-    const loaded = await emailsRepo.loadForDelivery(this.deps.store, rows.map((r) => r.emailId))
-    // Campaign mail is stored without content: its body is rendered from the campaign and the contact's
-    // data where the message is built (a signer thread); what that needs is read now.
-    const deferred = loaded.filter((e) => !e.hasContent)
-    if (deferred.length) await prepareDeferred(this.deps, deferred)
+    // Campaign mail comes with what its body's rendering needs (a signer thread renders it: store.ts).
+    const loaded = await this.opts.store.load(this.deps, rows.map((r) => r.emailId))
     const emails = new Map(loaded.map((e) => [e.id, e]))
     // The claim's order (priority, then age) is the order in which a destination's held messages start.
     rows.sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime())
@@ -549,20 +546,21 @@ export class OutboundPipeline {
     this.inFlight.add(p)
   }
 
-  private async senderDomain(projectId: string, from: string): Promise<VerifiedDomain | null> {
+  private async senderDomain(projectId: string, from: string): Promise<SigningDomain | null> {
     const key = `${projectId}\0${domainOf(from)}`
     const hit = this.domains.get(key)
     if (hit && Date.now() - hit.at < DOMAIN_TTL_MS) return hit.value
     // The promise is cached, so a batch of messages from one sender looks the domain up once.
-    const value = signingKeyFor(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), domainOf(from))
+    const value = this.opts.store.signingKey(this.deps, projectId, domainOf(from))
     if (this.domains.size > 10_000) this.domains.clear()
     this.domains.set(key, { at: Date.now(), value })
     value.catch(() => this.domains.delete(key))
     return value
   }
 
-  private message(email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
-    return outboundMessage(this.deps, email, returnPathDomain)
+  private async message(email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
+    const attachments = email.hasAttachments ? await this.opts.store.attachments(this.deps, email.id) : []
+    return outboundMessage(this.deps, email, attachments, returnPathDomain)
   }
 
   /** Builds and delivers one message; 'not-started' when it was handed back without an outcome. */
@@ -612,8 +610,7 @@ export class OutboundPipeline {
  * The message of an email as the pipeline builds it (before DKIM signing); also used by GET /emails/:id/headers
  * to show the headers an email went out with.
  */
-export async function outboundMessage(deps: Deps, email: DeliveryEmail, returnPathDomain: string): Promise<OutboundMessage> {
-  const attachments = email.hasAttachments ? await emailsRepo.loadAttachments(deps.store, email.id) : []
+export function outboundMessage(deps: Pick<Deps, 'config' | 'secret'>, email: DeliveryEmail, attachments: StoredAttachment[], returnPathDomain: string): OutboundMessage {
   return {
     messageId: email.messageId,
     date: email.createdAt.getTime(),

@@ -15,6 +15,7 @@ import { mtaStsCa } from './mta-sts'
 import { TlsResults } from '../tlsrpt/results'
 import { errorFields } from '../../log'
 import { SmartHostTransport, smartHostTarget } from './smarthost'
+import type { DeliveryStore } from './store'
 import type { Transport } from './types'
 
 export { OutboundPipeline } from './deliver'
@@ -31,15 +32,18 @@ export function createTransport(config: Config, opts: Partial<SmtpTransportOptio
   return new SmartHostTransport(smartHostTarget(config.outbound), smtp)
 }
 
-export interface OutboundOptions extends Partial<Omit<PipelineOptions, 'transport' | 'builder'>> {
+export interface OutboundOptions extends Partial<Omit<PipelineOptions, 'store' | 'transport' | 'builder'>> {
   transport?: Transport
   /** Signer threads: default one per core; 0 builds on the main thread. */
   signerThreads?: number
   smtp?: Partial<SmtpTransportOptions>
 }
 
-/** A pipeline with the configured transport and a signer pool (not started). */
-export function createOutbound(deps: Deps, opts: OutboundOptions = {}): OutboundPipeline {
+/**
+ * A pipeline with the configured transport and a signer pool (not started). `store` is what it reads and
+ * records (store.ts): the composition root passes the emails module's (src/modules/emails/delivery.ts).
+ */
+export function createOutbound(deps: Deps, store: DeliveryStore, opts: OutboundOptions = {}): OutboundPipeline {
   const threads = opts.signerThreads ?? availableParallelism()
   // Plain data: a signer thread is posted it (campaign messages' links are signed where they are built).
   const links: LinkDeps = { secret: deps.secret, config: { publicUrl: deps.config.publicUrl } }
@@ -48,15 +52,15 @@ export function createOutbound(deps: Deps, opts: OutboundOptions = {}): Outbound
     ? new TlsResults(deps.store, (err) => deps.log.warn('TLS results could not be written; kept for the next try', errorFields(err)))
     : undefined
   const smtp: Partial<SmtpTransportOptions> = { onWarning: (message, fields) => deps.log.warn(message, fields), ...(tlsResults ? { tlsResults } : {}), ...opts.smtp }
-  return new OutboundPipeline(deps, { ...opts, transport: opts.transport ?? createTransport(deps.config, smtp), builder })
+  return new OutboundPipeline(deps, { ...opts, store, transport: opts.transport ?? createTransport(deps.config, smtp), builder })
 }
 
 /**
  * Started by `serve` for the worker role: the delivery loop, and with Redis a subscription so that mail
  * queued on another node is picked up at once rather than at the next poll.
  */
-export async function startOutbound(deps: Deps, opts: OutboundOptions = {}): Promise<{ pipeline: OutboundPipeline; stop(): Promise<void> }> {
-  const pipeline = createOutbound(deps, { stopGraceMs: deps.config.shutdownGraceSeconds * 1000, ...opts })
+export async function startOutbound(deps: Deps, store: DeliveryStore, opts: OutboundOptions = {}): Promise<{ pipeline: OutboundPipeline; stop(): Promise<void> }> {
+  const pipeline = createOutbound(deps, store, { stopGraceMs: deps.config.shutdownGraceSeconds * 1000, ...opts })
   pipeline.start()
   const unsubscribe = deps.redis ? await outboundWakeups.subscribe(deps.redis, deps.log, () => pipeline.wake()) : null
   deps.log.info('outbound started', { transport: pipeline.transport.name, worker: pipeline.workerId })

@@ -4,38 +4,23 @@
  * reuse the connection that carried a message before its outcome is recorded, so a crash can repeat at
  * most the messages in flight on open connections, never one whose acceptance was already recorded.
  *
- * Per outcome, in one transaction: the email's forward-only status and facts, the queue row (deleted on a
- * final outcome, rescheduled on a deferral, only by its lease holder), suppression on a hard bounce,
- * captured mail, the campaign's counters, and the email.* events (appendEvents, then notifyEvents after commit):
- * email.deferred for each deferral, and the final outcome's events, each with the attempt's number.
+ * Per outcome, in one transaction: the queue row (deleted on a final outcome, rescheduled on a deferral,
+ * only by its lease holder), captured mail, and what the outcome means for the rest of the system, which
+ * the DeliveryStore records (store.ts; src/modules/emails/delivery.ts): the email's forward-only status
+ * and facts, suppression on a hard bounce, the campaign's counters, and the email.* events (email.deferred
+ * for each deferral, and the final outcome's events, each with the attempt's number), handed to their
+ * consumers after the commit.
  */
-import type { Db } from '../../db/client'
 import { storageFailure } from '../../db/failures'
-import { ctxFor, type Deps } from '../../deps'
+import type { Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { bounces, deliveries, domainLabel } from '../../metrics'
-import { emailBase } from '../../modules/events/email-base'
-import { inlineMatches } from '../../modules/events/inline'
-import { projectHasConsumers } from '../../modules/events/interest'
-import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../../modules/events/stream'
-import * as emailsRepo from '../../modules/emails/repo'
-import type { DeliveryEmail, OutcomeSet } from '../../modules/emails/repo'
-import { suppress } from '../../modules/suppressions/service'
-import { bumpCampaign, type CampaignDelta } from '../../modules/tracking/repo'
 import { insertCaptured, type CapturedRow } from './capture'
-import { deleteRows, rescheduleRows, type QueueRow } from './queue'
+import { deleteRows, rescheduleRows } from './queue'
 import { retryDelayMs, retryHintMs, type SmtpReply } from './replies'
-import type { Delivery } from './types'
+import type { DeferredOutcome, DeliveryStore, FinalOutcome, Outcome } from './store'
 
-export interface Outcome {
-  email: DeliveryEmail
-  queue: QueueRow
-  delivery: Delivery
-  /** The envelope sender used (VERP). */
-  envelopeFrom: string
-  size: number | null
-  at: Date
-}
+export type { Outcome } from './store'
 
 export interface RecorderOptions {
   workerId: string
@@ -50,9 +35,6 @@ export interface RecorderOptions {
   onWire?: () => number
 }
 
-/** The final outcomes' email rows of a batch, written together (emails repo recordOutcomes). */
-type OutcomeWrites = Array<{ id: string; set: OutcomeSet }>
-
 /** `alone`: written in a transaction of its own (its batch failed: one outcome must not fail the others). */
 interface Pending { outcome: Outcome; resolve(): void; reject(err: unknown): void; alone?: boolean }
 
@@ -62,15 +44,6 @@ const RETRY_MAX_MS = 5000
 
 /** Outcomes that end a gathering window at once: connections wait on their outcome, so do not hold many. */
 const MAX_GATHER = 64
-
-function replyFields(r: SmtpReply) {
-  return { reply: r.text, smtpCode: r.code || null, enhancedCode: r.enhanced }
-}
-
-/** Why the attempt's session went in clear although TLS was tried (issue 34): only when it did. */
-function tlsNote(reason: string | null | undefined) {
-  return reason ? { tls: false, tlsNote: reason } : {}
-}
 
 export class OutcomeRecorder {
   private pending: Pending[] = []
@@ -82,7 +55,7 @@ export class OutcomeRecorder {
   /** After this time (ms), outcomes whose write fails are no longer kept for another try (stop). */
   private keepUntil = Number.POSITIVE_INFINITY
 
-  constructor(private deps: Deps, private opts: RecorderOptions) {}
+  constructor(private deps: Deps, private store: DeliveryStore, private opts: RecorderOptions) {}
 
   /** Resolves once the outcome is committed. */
   record(outcome: Outcome): Promise<void> {
@@ -139,16 +112,14 @@ export class OutcomeRecorder {
         const batch = this.pending.splice(0, cut === 0 ? 1 : cut < 0 ? this.pending.length : cut)
         try {
           const t0 = performance.now()
-          const events = await this.apply(batch.map((p) => p.outcome))
+          const published = await this.apply(batch.map((p) => p.outcome))
           this.lastCommitMs = performance.now() - t0
           for (const p of batch) {
             countOutcome(p.outcome)
             this.deps.log.info('delivery', outcomeFields(p.outcome))
             p.resolve()
           }
-          for (const [projectId, rows] of events) {
-            await notifyEvents(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), rows)
-          }
+          await published()
           retryMs = RETRY_FIRST_MS
         } catch (err) {
           // The store cannot write now (disk full, database unreachable): the outcomes are kept and written
@@ -196,161 +167,45 @@ export class OutcomeRecorder {
     return { runAt: new Date(Math.min(now + delay, expires)), expired: false }
   }
 
-  /** Applies a batch in one transaction; returns the committed events by project. */
-  private async apply(batch: Outcome[]): Promise<Map<string, EventRow[]>> {
+  /** Applies a batch in one transaction; resolves with what to run after its commit. */
+  private async apply(batch: Outcome[]): Promise<() => Promise<void>> {
     const { store } = this.deps
     const now = new Date()
-    const events = new Map<string, NewEvent[]>()
-    const emit = (o: Outcome, e: NewEvent) => {
-      const list = events.get(o.email.projectId)
-      if (list) list.push(e)
-      else events.set(o.email.projectId, [e])
-    }
     return store.tx(async (db) => {
-      const finals: Array<{ o: Outcome; expiredReply?: SmtpReply }> = []
-      const deferrals: Array<{ o: Outcome; reply: SmtpReply; runAt: Date }> = []
+      const finals: FinalOutcome[] = []
+      const deferrals: DeferredOutcome[] = []
       for (const o of batch) {
         const d = o.delivery
         if (d.kind === 'deferred') {
           const r = this.deferral(o, d.reply, d.throttle)
-          if (r.expired) finals.push({ o, expiredReply: d.reply })
-          else deferrals.push({ o, reply: d.reply, runAt: r.runAt })
+          if (r.expired) finals.push({ outcome: o, expiredReply: d.reply })
+          else deferrals.push({ outcome: o, reply: d.reply, runAt: r.runAt })
         } else {
-          finals.push({ o })
+          finals.push({ outcome: o })
         }
       }
-      const deleted = new Set(await deleteRows(store, db, finals.map((f) => f.o.queue.emailId)))
+      const deleted = new Set(await deleteRows(store, db, finals.map((f) => f.outcome.queue.emailId)))
+      // Not deleted here: another worker recorded this email's outcome already (its lease had expired).
+      // Each final outcome is thus applied once, and counted once in its campaign's counters.
+      const applied = finals.filter((f) => deleted.has(f.outcome.queue.emailId))
+      // Deferrals: the rows this worker still holds are rescheduled, in one statement on PostgreSQL
+      // (queue.ts rescheduleRows); only theirs are recorded.
+      let held: DeferredOutcome[] = []
+      if (deferrals.length) {
+        const mine = await rescheduleRows(store, db, this.opts.workerId, deferrals.map(({ outcome: o, reply, runAt }) => ({ emailId: o.queue.emailId, runAt, attempts: o.queue.attempts + 1, lastError: reply.text.slice(0, 1000) })))
+        held = deferrals.filter(({ outcome: o }) => mine.has(o.queue.emailId))
+      }
+      const published = await this.store.record(this.deps, db, applied, held, now)
       const captured: CapturedRow[] = []
-      const outcomes: OutcomeWrites = []
-      const writes: Array<Promise<unknown>> = []
-      // Campaign counters: each final outcome is applied once (the one that deleted the queue row), so
-      // each counts once; summed per campaign, one update each per commit.
-      const counts = new Map<string, { projectId: string; d: Required<Pick<CampaignDelta, 'sent' | 'delivered' | 'bounced' | 'failed' | 'settled'>> }>()
-      const count = (e: DeliveryEmail, add: Partial<Record<'sent' | 'delivered' | 'bounced' | 'failed', number>>) => {
-        if (!e.campaignId) return
-        let c = counts.get(e.campaignId)
-        if (!c) {
-          c = { projectId: e.projectId, d: { sent: 0, delivered: 0, bounced: 0, failed: 0, settled: 0 } }
-          counts.set(e.campaignId, c)
-        }
-        c.d.settled++
-        for (const [k, v] of Object.entries(add) as Array<[keyof typeof add, number]>) c.d[k] += v
-      }
-      // Projects no event consumer listens to (events/interest.ts), asked once per project and commit.
-      const quietProjects = new Map<string, Promise<boolean>>()
-      const quiet = (projectId: string) => {
-        const known = quietProjects.get(projectId)
-        if (known) return known
-        const q = projectHasConsumers(store, db, projectId).then((has) => !has)
-        quietProjects.set(projectId, q)
-        return q
-      }
-      for (const { o, expiredReply } of finals) {
-        // Not deleted here: another worker recorded this email's outcome already (its lease had expired).
-        if (!deleted.has(o.queue.emailId)) continue
-        writes.push(this.applyFinal(db, o, expiredReply, emit, captured, outcomes, count, quiet))
-      }
-      // Deferrals: the rows this worker still holds are rescheduled, and their emails' attempts written, in
-      // one statement each on PostgreSQL (queue.ts rescheduleRows, emails repo recordDeferrals).
-      writes.push((async () => {
-        if (!deferrals.length) return
-        const attempt = (o: Outcome) => o.queue.attempts + 1
-        const mine = await rescheduleRows(store, db, this.opts.workerId, deferrals.map(({ o, reply, runAt }) => ({ emailId: o.queue.emailId, runAt, attempts: attempt(o), lastError: reply.text.slice(0, 1000) })))
-        const held = deferrals.filter(({ o }) => mine.has(o.queue.emailId))
-        await emailsRepo.recordDeferrals(store, db, held.map(({ o, reply }) => ({ id: o.email.id, attempts: attempt(o), lastReply: reply.text.slice(0, 1000) })), now)
-        for (const { o, reply, runAt } of held) {
-          // Each attempt's SMTP reply stays readable (GET /emails/:id/attempts), not only the last one.
-          const d = o.delivery as Extract<Delivery, { kind: 'deferred' }>
-          const base = emailBase(o.email)
-          emit(o, {
-            contactId: o.email.contactId, name: 'email.deferred', emailId: o.email.id, createdAt: o.at, base,
-            data: { ...base, attempt: attempt(o), ...replyFields(reply), host: d.host, throttled: d.throttle, nextAttemptAt: runAt.toISOString(), ...tlsNote(d.clearReason) },
-          })
-        }
-      })())
-      await Promise.all(writes)
-      // The final outcomes' email rows: one statement per kind of outcome on PostgreSQL.
-      await emailsRepo.recordOutcomes(store, db, outcomes, now)
-      for (const [campaignId, c] of counts) await bumpCampaign(store, db, c.projectId, campaignId, c.d, now)
-      await insertCaptured(store, db, captured, now)
-      const committed = new Map<string, EventRow[]>()
-      for (const [projectId, list] of events) {
-        committed.set(projectId, await appendEvents(ctxFor(this.deps, projectId, { kind: 'job', name: 'outbound' }), db, list))
-      }
-      return committed
-    })
-  }
-
-  private async applyFinal(
-    db: Db, o: Outcome, expiredReply: SmtpReply | undefined,
-    emit: (o: Outcome, e: NewEvent) => void, captured: CapturedRow[], outcomes: OutcomeWrites,
-    count: (e: DeliveryEmail, add: Partial<Record<'sent' | 'delivered' | 'bounced' | 'failed', number>>) => void,
-    quiet: (projectId: string) => Promise<boolean>,
-  ): Promise<void> {
-    const e = o.email
-    const base = emailBase(e)
-    const attempts = o.queue.attempts + 1
-    const drop = e.hasAttachments
-    const at = o.at
-    const ev = (name: string, data: Record<string, unknown>) => emit(o, { contactId: e.contactId, name, emailId: e.id, data: { ...base, attempt: attempts, ...data }, createdAt: at, base })
-    // A bounce or delivery already recorded for the email (by a report that came first) is not counted again.
-    const bounced = e.bouncedAt ? 0 : 1
-    if (expiredReply) {
-      count(e, { bounced })
-      outcomes.push({ id: e.id, set: { status: 'BOUNCED', attempts, bounceType: 'soft', bouncedAt: at, lastReply: expiredReply.text, dropAttachmentContent: drop } })
-      ev('email.bounce', { bounceType: 'soft', ...replyFields(expiredReply), host: null, suppressed: false, bouncedAt: at.toISOString(), reason: 'The message could not be delivered before the retry period ended' })
-      return
-    }
-    const d = o.delivery
-    switch (d.kind) {
-      case 'accepted': {
-        count(e, { sent: 1, delivered: d.final && !e.deliveredAt ? 1 : 0 })
-        // The accepting server's reply is stored once: on email.delivery when the hop was final (direct MX
-        // delivery), else on email.sent (a smart host took it); GET /emails/:id/attempts reads either.
-        const sent = { sentAt: at.toISOString(), host: d.host, ...(d.final ? {} : { ...replyFields(d.reply), ...tlsNote(d.clearReason) }) }
-        const delivery = d.final ? { deliveredAt: at.toISOString(), host: d.host, ...replyFields(d.reply), tls: d.secure, ...tlsNote(d.clearReason) } : null
-        // A first delivery in a project no consumer listens to: the two events are the row's (events/inline.ts).
-        let inlineEvents: number | undefined
-        if (delivery && !e.sentAt && !e.deliveredAt && await quiet(e.projectId)) {
-          const source = { id: e.id, projectId: e.projectId, contactId: e.contactId, attempts, deliveredAt: at, deliveredTo: d.host, lastReply: d.reply.text, inlineEvents: d.secure ? 1 : 0 }
-          if (inlineMatches(source, { sent: { attempt: attempts, ...sent }, delivery: { attempt: attempts, ...delivery } })) inlineEvents = source.inlineEvents
-        }
-        outcomes.push({ id: e.id, set: {
-          status: d.final ? 'DELIVERED' : 'SENT', attempts, sentAt: at, ...(d.final ? { deliveredAt: at } : {}),
-          lastReply: d.reply.text, deliveredTo: d.host, size: o.size, dropAttachmentContent: drop, inlineEvents,
-        } })
-        if (inlineEvents !== undefined) return
-        ev('email.sent', sent)
-        if (delivery) ev('email.delivery', delivery)
-        return
-      }
-      case 'captured': {
-        count(e, { sent: 1 })
-        outcomes.push({ id: e.id, set: { status: 'SENT', attempts, sentAt: at, deliveredTo: 'capture', size: o.size, dropAttachmentContent: drop } })
+      for (const { outcome: o, expiredReply } of applied) {
+        const d = o.delivery
+        if (expiredReply || d.kind !== 'captured') continue
+        const e = o.email
         captured.push({ emailId: e.id, projectId: e.projectId, from: e.fromAddress, to: e.toAddress, subject: e.subject, raw: d.raw.toString('latin1'), envelopeFrom: o.envelopeFrom })
-        ev('email.sent', { sentAt: at.toISOString(), host: 'capture' })
-        return
       }
-      case 'bounced': {
-        count(e, { bounced })
-        outcomes.push({ id: e.id, set: { status: 'BOUNCED', attempts, bounceType: 'hard', bouncedAt: at, lastReply: d.reply.text, deliveredTo: d.host, dropAttachmentContent: drop } })
-        let suppressed = false
-        if (d.suppress) {
-          await suppress(ctxFor(this.deps, e.projectId, { kind: 'job', name: 'outbound' }), db, { email: e.toAddress, reason: 'bounce', emailId: e.id, detail: d.reply.text })
-          suppressed = true
-        }
-        ev('email.bounce', { bounceType: 'hard', ...replyFields(d.reply), host: d.host, suppressed, bouncedAt: at.toISOString(), ...tlsNote(d.clearReason) })
-        return
-      }
-      case 'failed': {
-        count(e, { failed: 1 })
-        outcomes.push({ id: e.id, set: { status: 'FAILED', attempts, failedAt: at, lastReply: d.reason, dropAttachmentContent: drop } })
-        ev('email.failed', { reason: d.reason, failedAt: at.toISOString() })
-        return
-      }
-      case 'deferred':
-        throw new Error('a deferral is not a final outcome')
-    }
+      await insertCaptured(store, db, captured, now)
+      return published
+    })
   }
 }
 

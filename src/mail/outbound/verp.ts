@@ -40,8 +40,8 @@ export function parseVerp(deps: { secret: string }, address: string): { emailId:
  *   u+<emailId>.<tag>@<return-path domain>
  *
  * Same shape as the VERP address, with its own HMAC label, so neither can be made from the other. The
- * inbound receiver accepts it (src/mail/inbound/routing.ts) and a message to it unsubscribes the email's
- * contact (src/mail/inbound/process.ts).
+ * inbound receiver accepts it (src/modules/inbound/routing.ts) and a message to it unsubscribes the email's
+ * contact (src/modules/inbound/service.ts).
  */
 const UNSUB_RE = /^u\+([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.([0-9a-f]{10})@(.+)$/
 

@@ -3,9 +3,17 @@
  * the contact's `email` and `id`, and the message URLs. Values are deep-copied plain data, so nothing a
  * template reaches can be a function, a prototype or a mark character of the text derivation.
  */
-import { RESERVED_DATA_KEYS } from '../../modules/contacts/data'
 import { MARK_CHARS, MARK_CHARS_G } from './marks'
 import type { TemplateVars } from './sandbox'
+
+/**
+ * Keys of a contact's data that templates reserve: the contact's own fields and the message URLs are never
+ * read from data (contacts refuse them as field names; src/modules/contacts/data.ts re-exports this set).
+ */
+export const RESERVED_DATA_KEYS: ReadonlySet<string> = new Set([
+  'id', 'service_id', 'service_email', 'email', 'unsubscribeUrl', 'subscribeUrl', 'manageUrl',
+])
+
 
 export interface MessageUrls { unsubscribeUrl?: string; subscribeUrl?: string; manageUrl?: string }
 

@@ -16,11 +16,10 @@
  */
 import { gzipSync } from 'node:zlib'
 import type { Deps } from '../../deps'
-import { ctxFor } from '../../deps'
 import { resolverFor } from '../../dns'
 import { safeFetch, safeFetchOptions } from '../../net/safe-fetch'
-import { isEmail, normalizeEmail } from '../../modules/contacts/data'
-import { systemSenderProject } from '../system'
+import { isEmail, normalizeEmail } from '../address'
+import type { SystemSender } from '../system'
 import { countsOf, deleteCounts, finishedDays, markFailed, type CountRow } from './repo'
 import { TLS_REPORT_SOURCE, utcDay } from './results'
 
@@ -105,33 +104,25 @@ async function postReport(deps: Deps, url: string, body: Uint8Array, ca: string[
   }
 }
 
-async function mailReport(deps: Deps, to: string, day: string, domain: string, report: TlsReport, gz: Buffer): Promise<Outcome> {
+async function mailReport(deps: Deps, sender: SystemSender, to: string, day: string, domain: string, report: TlsReport, gz: Buffer): Promise<Outcome> {
   const from = deps.config.systemFrom
   const address = normalizeEmail(to)
   if (!isEmail(address)) return `not an address: ${to}`
   if (!from) return 'MAILCTL_SYSTEM_FROM is not set'
-  const owner = await systemSenderProject(deps.store, from)
+  const owner = await sender.ownerOf(deps.store, from)
   if (!owner) return `the domain of MAILCTL_SYSTEM_FROM (${from}) is not a verified domain of any project`
-  const [{ assertSenderAllowed }, { PRIORITY, queueEmails }, { notifyQueued }] = await Promise.all([
-    import('../../modules/domains/service'), import('../../modules/emails/service'), import('../outbound'),
-  ])
-  const ctx = ctxFor(deps, owner.projectId, { kind: 'job', name: 'tlsrpt.send' })
-  const sender = await assertSenderAllowed(ctx, from)
   const submitter = deps.config.hostname
   const filename = reportFilename(submitter, domain, day)
   const total = report.policies.reduce((a, p) => a + p.summary['total-successful-session-count'] + p.summary['total-failure-session-count'], 0)
   const failed = report.policies.reduce((a, p) => a + p.summary['total-failure-session-count'], 0)
-  await deps.store.tx((db) => queueEmails(ctx, db, [{
-    contactId: null, to: { email: address }, from: { email: from, name: 'mailctl TLS reporting' },
+  await sender.queue(deps, owner.projectId, from, 'tlsrpt.send', {
+    to: address, fromName: 'mailctl TLS reporting',
     subject: `Report Domain: ${domain} Submitter: ${submitter} Report-ID: <${report['report-id']}>`,
-    html: null,
     text: `This is an aggregate TLS report (RFC 8460) from ${submitter} for ${domain}, ${day} (UTC): ${total} sessions, ${failed} of them failed.\r\nThe report is attached as ${filename}.\r\n`,
     headers: { 'TLS-Report-Domain': domain, 'TLS-Report-Submitter': submitter, 'Auto-Submitted': 'auto-generated' },
     attachments: [{ filename, content: gz.toString('base64'), contentType: 'application/tlsrpt+gzip', disposition: 'attachment', size: gz.length }],
-    type: 'TRANSACTIONAL', sourceType: 'system', sourceId: TLS_REPORT_SOURCE, domainId: sender.domainId,
-    listUnsubscribe: false, priority: PRIORITY.bulk,
-  }]))
-  notifyQueued(deps)
+    sourceId: TLS_REPORT_SOURCE, priority: 'bulk',
+  })
   return null
 }
 
@@ -142,9 +133,10 @@ const GIVE_UP_MS = 24 * 3600_000
 
 /**
  * Sends the reports of days before `now`'s UTC day (see the top of this file). `ca`: MAILCTL_MTA_STS_CA's
- * certificates. Returns what it did, for the job's result.
+ * certificates. `sender` queues the emailed reports (src/modules/emails/system.ts). Returns what it did, for the
+ * job's result.
  */
-export async function sendTlsReports(deps: Deps, now = new Date(), ca?: string[]): Promise<{ sent: number; failed: number; noRecord: number; gaveUp: number }> {
+export async function sendTlsReports(deps: Deps, sender: SystemSender, now = new Date(), ca?: string[]): Promise<{ sent: number; failed: number; noRecord: number; gaveUp: number }> {
   const out = { sent: 0, failed: 0, noRecord: 0, gaveUp: 0 }
   const resolver = resolverFor(deps.config, { cache: true })
   const organization = deps.config.hostname
@@ -170,7 +162,7 @@ export async function sendTlsReports(deps: Deps, now = new Date(), ca?: string[]
       let why: Outcome
       try {
         why = uri.toLowerCase().startsWith('mailto:')
-          ? await mailReport(deps, decodeURIComponent(uri.slice(7).split('?')[0]), day, domain, report, gz)
+          ? await mailReport(deps, sender, decodeURIComponent(uri.slice(7).split('?')[0]), day, domain, report, gz)
           : await postReport(deps, uri, gz, ca)
       } catch (err) {
         why = err instanceof Error ? err.message : String(err)

@@ -12,7 +12,7 @@ import { settingsOf } from '../projects/repo'
 import { sendRateOf } from '../projects/service'
 import { suppressedAmong } from '../suppressions/service'
 import * as repo from './repo'
-import { renderCampaignBody, renderCampaignSubject } from './body'
+import { renderCampaignBody, renderCampaignSubject } from '../../mail/render/campaign'
 import { cutsOf, drawOf, variantBodies, variantOf, withVariant } from './abtest'
 import { instantCache, waveInstants } from './localtime'
 

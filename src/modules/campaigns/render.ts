@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps'
-import type { DeliveryEmail } from '../emails/repo'
+import type { DeliveryEmail } from '../../mail/outbound/store'
 import { trackingEnabled } from '../tracking/service'
-import { renderCampaignContent, type CampaignSource } from './body'
+import { renderCampaignContent, type CampaignSource } from '../../mail/render/campaign'
 import * as repo from './repo'
 import { withVariant } from './abtest'
 
@@ -9,7 +9,7 @@ import { withVariant } from './abtest'
  * Campaign-shaped storage (docs/architecture.md, Campaigns): a campaign's subject and body are stored
  * once, on the campaign. The fan-out stores each recipient's email record (with its rendered subject) but
  * no content; each message's body is rendered from the campaign and the contact's data when it is built
- * for delivery, with the unsubscribe footer and the tracking links (src/modules/campaigns/body.ts). The
+ * for delivery, with the unsubscribe footer and the tracking links (src/mail/render/campaign.ts). The
  * pipeline reads what that needs here (`prepareDeferred`) and a signer thread renders it; a test email
  * (one address) is rendered at once and stored like any other email.
  */

@@ -12,10 +12,11 @@
  */
 
 import { validation, type AppError } from '../../errors'
+import { isEmail, normalizeEmail } from '../../mail/address'
+import { RESERVED_DATA_KEYS } from '../../mail/render/variables'
 
-export const RESERVED_DATA_KEYS: ReadonlySet<string> = new Set([
-  'id', 'service_id', 'service_email', 'email', 'unsubscribeUrl', 'subscribeUrl', 'manageUrl',
-])
+/** Keys of a contact's data that templates reserve (src/mail/render/variables.ts, where they are defined). */
+export { RESERVED_DATA_KEYS }
 
 export type ContactData = Record<string, unknown>
 
@@ -218,14 +219,5 @@ function checkStoredSize(existing: ContactData, next: ContactData) {
   if (after > before) throw tooBig(true)
 }
 
-/** Trims and lower-cases an email address (docs/decisions.md, Requests: before storage and comparison). */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase()
-}
-
-/** The email syntax HTTP bodies are validated with (Elysia's `format: 'email'`), for inputs that do not come through HTTP. */
-const EMAIL_RE = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i
-
-export function isEmail(email: string): boolean {
-  return email.length <= 320 && EMAIL_RE.test(email)
-}
+/** Address syntax lives with the mail layer (src/mail/address.ts); contacts use the same rules. */
+export { isEmail, normalizeEmail }

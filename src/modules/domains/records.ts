@@ -1,6 +1,6 @@
 import type { RecordCheck } from '../../db/schema/domains'
 import { DnsError, type Resolver } from '../../dns'
-import { dkimRecordName, dmarcRecordName, returnPathDomain } from './names'
+import { dkimRecordName, dmarcRecordName, returnPathDomain } from '../../mail/names'
 
 /**
  * The DNS records a sending domain publishes, and the live check of each one.

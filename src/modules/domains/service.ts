@@ -7,11 +7,11 @@ import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
 import { dkimKey } from '../../secrets'
 import { decryptPrivateKey, encryptPrivateKey, generateDkimKeyPair, newSelector } from './keys'
 import type { CreateDomainBody, DomainOut, UpdateDomainBody } from './model'
-import { parseDomain, returnPathDomain, senderDomainCandidates } from './names'
+import { parseDomain, returnPathDomain, senderDomainCandidates } from '../../mail/names'
 import { checkRecords, expectedRecords, PURPOSES } from './records'
 import * as repo from './repo'
 
-export { returnPathDomain } from './names'
+export { returnPathDomain } from '../../mail/names'
 
 /** What the DKIM signer and the envelope builder need for one verified sending domain. */
 export interface VerifiedDomain {

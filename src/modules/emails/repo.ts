@@ -3,7 +3,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { moment } from '../../db/dialect'
 import type { StoredAttachment } from '../../db/schema/sending'
-import type { CampaignContent } from '../campaigns/body'
+import type { DeliveryEmail } from '../../mail/outbound/store'
 import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
 import { hydrateEmailEvents } from '../events/repo'
 import { inlineOfEmail, newestFirst } from '../events/inline'
@@ -14,18 +14,8 @@ import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './stat
 export type EmailRow = typeof import('../../db/schema').pgSchema.emails.$inferSelect
 export type EmailContentRow = typeof import('../../db/schema').pgSchema.emailContents.$inferSelect
 
-/**
- * An email as the delivery pipeline loads it: the record and its content, but not attachment contents.
- * `hasContent` is false for an email stored without content (campaign mail, rendered from its campaign
- * when it is built: src/modules/campaigns/render.ts); `campaignContent` is what that rendering needs, and
- * `contentError` says why such content could not be made.
- */
-export type DeliveryEmail = EmailRow & Omit<EmailContentRow, 'emailId' | 'attachments'> & {
-  hasAttachments: boolean
-  hasContent: boolean
-  campaignContent?: CampaignContent
-  contentError?: string
-}
+/** An email as the delivery pipeline loads it (src/mail/outbound/store.ts). */
+export type { DeliveryEmail }
 
 export async function insertEmails(store: Store, db: Db, rows: EmailRow[], contents: EmailContentRow[]): Promise<void> {
   const { emails: e, emailContents: c } = store.t

@@ -22,7 +22,7 @@ import { withIdempotency } from '../idempotency/service'
 import { suppressedAmong } from '../suppressions/service'
 import { getTemplate } from '../templates/service'
 import { trackingEnabled } from '../tracking/service'
-import { rewriteForTracking } from '../tracking/rewrite'
+import { rewriteForTracking } from '../../mail/render/tracking'
 import type { Template } from '../templates/model'
 import { MAX_ATTACHMENT_BYTES, MAX_HEADER_VALUE, type EmailAttempts, type EmailDetail, type EmailHeaders, type EmailRecord, type SendBody } from './model'
 import * as repo from './repo'
@@ -446,7 +446,7 @@ export async function getEmailHeaders(ctx: Ctx, id: string): Promise<EmailHeader
   const pruned = !email.hasContent && !email.campaignId
   if (!email.hasContent && email.campaignId) await renderDeferred(ctx.deps, [email])
   const vd = await signingKeyFor(ctx, domainOf(email.fromAddress))
-  const message = await outboundMessage(ctx.deps, { ...email, hasAttachments: false }, vd?.returnPathDomain ?? domainOf(email.fromAddress))
+  const message = outboundMessage(ctx.deps, email, [], vd?.returnPathDomain ?? domainOf(email.fromAddress))
   if (email.hasAttachments) {
     // Contents are dropped once the email is final; the structure (and so Content-Type) is the same.
     message.attachments = (await repo.loadAttachments(ctx.store, id)).map((a) => ({

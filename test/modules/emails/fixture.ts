@@ -13,6 +13,7 @@ import { createOutbound, type OutboundOptions } from '../../../src/mail/outbound
 import { createLogger } from '../../../src/log'
 import type { OutboundPipeline } from '../../../src/mail/outbound/deliver'
 import type { NewProject } from '../../../src/modules/projects/service'
+import { deliveryStore } from '../../../src/modules/emails/delivery'
 
 /** Publishes the domain's records in `dns` and verifies it; returns its id. */
 export async function verifiedDomain(env: TestEnv, dns: TestDns, projectId: string, domain: string): Promise<string> {
@@ -46,7 +47,7 @@ export async function dkimOf(raw: Buffer, dns: TestDns) {
 }
 
 export function pipelineFor(env: TestEnv, opts: OutboundOptions = {}): OutboundPipeline {
-  const p = createOutbound(env.deps, { signerThreads: 0, pollMs: 50, throttleDelayMs: 100, ...(process.env.DEBUG_OUTBOUND ? { log: createLogger('debug') } : {}), ...opts })
+  const p = createOutbound(env.deps, deliveryStore, { signerThreads: 0, pollMs: 50, throttleDelayMs: 100, ...(process.env.DEBUG_OUTBOUND ? { log: createLogger('debug') } : {}), ...opts })
   env.onStop(() => p.stop())
   return p
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { clickUrl } from '../../../src/mail/links'
-import { rewriteForTracking } from '../../../src/modules/tracking/rewrite'
+import { rewriteForTracking } from '../../../src/mail/render/tracking'
 import { urlsIn } from './fixture'
 
 const deps = { secret: 'rewrite-secret', config: { publicUrl: 'https://mail.example.net' } }

@@ -1,7 +1,7 @@
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../../mail/links'
 import { notifyQueued } from '../../../mail/outbound'
 import { RenderLimitError, renderMessage, templateVariables, TemplateSyntaxError } from '../../../mail/render'
-import { withUnsubscribeFooter } from '../../campaigns/body'
+import { withUnsubscribeFooter } from '../../../mail/render/campaign'
 import { assertSenderAllowed } from '../../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../../emails/service'
 import { suppressedAmong } from '../../suppressions/service'

@@ -33,12 +33,12 @@ import { MAX_HEADER_VALUE } from '../modules/emails/model'
 import { notifyEvents, type EventRow } from '../modules/events/stream'
 import { projectForKey } from '../modules/projects/service'
 import { suppressedAmong } from '../modules/suppressions/service'
-import { closeServer, listen, readMessage } from './inbound/receiver'
-import { smtpReply, smtpTls } from './inbound/tls'
-import { STRUCTURAL_HEADERS } from './mime'
-import { refusedHeader } from './header-policy'
-import { notifyQueued } from './outbound'
-import { MAX_MESSAGE_BYTES } from './outbound/deliver'
+import { STRUCTURAL_HEADERS } from '../mail/mime'
+import { refusedHeader } from '../mail/header-policy'
+import { notifyQueued } from '../mail/outbound'
+import { MAX_MESSAGE_BYTES } from '../mail/outbound/deliver'
+import { closeServer, listen, readMessage } from './receiver'
+import { smtpReply, smtpTls } from './tls'
 
 /** Failed logins allowed per client address and window before the address is refused outright. */
 export const AUTH_FAILURE_LIMIT = 10

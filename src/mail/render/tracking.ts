@@ -12,7 +12,7 @@
  * tokenizer reads them: a tag ends at the first ">" outside a quoted attribute value, and a tag that the end
  * of the HTML cuts (no ">", or a quote never closed) is no tag, nor is anything after it.
  */
-import { checkedClickUrl, isTrackableUrl, LINK_PATHS, openPixelUrl, type LinkDeps } from '../../mail/links'
+import { checkedClickUrl, isTrackableUrl, LINK_PATHS, openPixelUrl, type LinkDeps } from '../links'
 
 export interface RewriteInput<H extends string | null | undefined = string> {
   emailId: string

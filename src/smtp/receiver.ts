@@ -1,21 +1,18 @@
 /**
  * The inbound SMTP receiver (MAILCTL_SMTP_INBOUND_PORT; 0 disables): the MX of the bounce subdomains
- * and of the verified domains. It refuses at RCPT TO every address it does not serve (routing.ts: no
- * open relay), and answers 250 to a message only once the raw message and the job that will process it
- * are committed together: a crash after the 250 loses nothing, a crash before it makes the sender retry.
- * Processing (bounces, complaints, email.received) happens in the `inbound.process` job (process.ts), so
- * a message the parsers choke on is stored and logged, never a crash of the listener.
+ * and of the verified domains. It refuses at RCPT TO every address it does not serve
+ * (src/modules/inbound/routing.ts: no open relay), and answers 250 to a message only once the raw message
+ * and the job that will process it are committed together (storeInbound): a crash after the 250 loses
+ * nothing, a crash before it makes the sender retry. Processing (bounces, complaints, email.received)
+ * happens in the `inbound.process` job (src/modules/inbound/), so a message the parsers choke on is
+ * stored and logged, never a crash of the listener.
  */
 import type { Server } from 'node:net'
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerOptions } from 'smtp-server'
-import type { Deps } from '../../deps'
-import { errorFields } from '../../log'
-import { enqueue } from '../../jobs/queue'
-import { insertInbound } from './repo'
-import { routeRecipient, type Route } from './routing'
+import type { Deps } from '../deps'
+import { errorFields } from '../log'
+import { routeRecipient, storeInbound, type Route } from '../modules/inbound/service'
 import { smtpReply, smtpTls } from './tls'
-
-export const INBOUND_JOB = 'inbound.process'
 /** The largest message the receiver takes (bounces and reports are small; replies may carry files). */
 export const MAX_INBOUND_BYTES = 25 * 1024 * 1024
 const MAX_RECIPIENTS = 100
@@ -62,24 +59,6 @@ export function readMessage(stream: SMTPServerDataStream, max: number): Promise<
     stream.on('error', reject)
     stream.on('end', () => resolve(Buffer.concat(chunks)))
   })
-}
-
-/**
- * Stores a received message and its processing job in one transaction; returns the message id.
- * Exported for the relay's tests and tools that import mail (the receiver calls it before its 250).
- */
-export async function storeInbound(deps: Deps, input: { raw: Buffer; mailFrom: string; rcptTo: string[]; projectId: string | null; remoteAddress: string | null; helo: string | null; id?: string; at?: Date }): Promise<string> {
-  const id = input.id ?? Bun.randomUUIDv7()
-  const at = input.at ?? new Date()
-  await deps.store.tx(async (db) => {
-    await insertInbound(deps.store, db, {
-      id, projectId: input.projectId, mailFrom: input.mailFrom, rcptTo: input.rcptTo, remoteAddress: input.remoteAddress,
-      helo: input.helo, size: input.raw.length, raw: input.raw, status: 'queued', kind: null, emailId: null, detail: null,
-      receivedAt: at, processedAt: null,
-    })
-    await enqueue(deps.store, INBOUND_JOB, { inboundId: id }, { projectId: input.projectId, maxAttempts: 5 }, db)
-  })
-  return id
 }
 
 /** The receiver's smtp-server, not yet listening. */

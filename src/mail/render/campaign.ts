@@ -5,13 +5,12 @@
  * delivery (src/mail/signer.ts: the pipeline hands the thread the campaign, the contact and the tracking
  * flag, and the thread renders, adds the tracking links, builds and signs).
  */
-import { manageUrl, subscribeUrl, unsubscribeUrl, type LinkDeps } from '../../mail/links'
-import { renderEmail, renderMessage, renderSubject, templateVariables, type MessageUrls } from '../../mail/render'
-import { rewriteForTracking } from '../tracking/rewrite'
-import type { CampaignRow } from './repo'
+import { manageUrl, subscribeUrl, unsubscribeUrl, type LinkDeps } from '../links'
+import { renderEmail, renderMessage, renderSubject, templateVariables, type MessageUrls } from './index'
+import { rewriteForTracking } from './tracking'
 
 /** What rendering needs of a campaign. */
-export type CampaignSource = Pick<CampaignRow, 'id' | 'projectId' | 'subject' | 'body' | 'type'>
+export interface CampaignSource { id: string; projectId: string; subject: string; body: string; type: string }
 
 /** The recipient: its contact (null id: an address that is not a contact, test emails only) and data. */
 export interface Recipient { id: string | null; email: string; data: Record<string, unknown> }
@@ -21,7 +20,7 @@ export interface CampaignContent {
   emailId: string
   campaign: CampaignSource
   contact: Recipient
-  /** The project's click and open tracking (src/modules/tracking/rewrite.ts). */
+  /** The project's click and open tracking (tracking.ts). */
   tracking: boolean
 }
 

@@ -11,8 +11,8 @@
  * - everything else is refused with 550 5.7.1.
  */
 import type { Deps } from '../../deps'
-import { parseDomain, returnPathDomain } from '../../modules/domains/names'
-import { parseUnsubscribeAddress, parseVerp } from '../outbound/verp'
+import { parseDomain, returnPathDomain } from '../../mail/names'
+import { parseUnsubscribeAddress, parseVerp } from '../../mail/outbound/verp'
 import { domainOwners } from './repo'
 
 export type Route =

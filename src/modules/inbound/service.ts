@@ -1,5 +1,6 @@
 /**
- * The `inbound.process` job: what a stored inbound message means.
+ * Inbound mail (the receiver, src/smtp/receiver.ts, stores it; the `inbound.process` job, jobs.ts, processes
+ * it): what a stored inbound message means.
  *
  * - A DSN (RFC 3464, or a plain-text bounce): the email is found by the VERP return path (envelope
  *   recipient, the report's To/Delivered-To, the returned original's Return-Path; the tag must verify),
@@ -19,19 +20,22 @@
  */
 import { ctxFor, type Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { defineJob } from '../../jobs/queue'
-import { errorFields } from '../../log'
-import { appendEvents, notifyEvents, type EventRow } from '../../modules/events/stream'
-import { chargeUsage } from '../../modules/billing/service'
-import { applyBounce, applyComplaint, applyDelay, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult } from '../../modules/tracking/feedback'
-import { parseUnsubscribeAddress, parseVerp } from '../outbound/verp'
-import { unsubscribeThroughEmail } from '../../modules/campaigns/unsubscribes'
-import { parseInbound, type ReceivedSummary } from './analyze'
-import type { ArfReport } from './arf'
-import type { DsnRecipient, DsnReport } from './dsn'
-import { contactIdByEmail, finishInbound, inboundStatus, loadInbound, pruneInbound, type InboundOutcome, type InboundRow, type InboundStatus } from './repo'
-import { INBOUND_JOB } from './receiver'
+import { enqueue } from '../../jobs/queue'
+import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
+import { chargeUsage } from '../billing/service'
+import { applyBounce, applyComplaint, applyDelay, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult } from '../tracking/feedback'
+import { parseUnsubscribeAddress, parseVerp } from '../../mail/outbound/verp'
+import { unsubscribeThroughEmail } from '../campaigns/unsubscribes'
+import { parseInbound, type ReceivedSummary } from '../../mail/inbound/analyze'
+import type { ArfReport } from '../../mail/inbound/arf'
+import type { DsnRecipient, DsnReport } from '../../mail/inbound/dsn'
+import { contactIdByEmail, finishInbound, inboundStatus, insertInbound, loadInbound, pruneInbound, type InboundOutcome, type InboundRow, type InboundStatus } from './repo'
 import { routeRecipient } from './routing'
+
+export { routeRecipient, type Route } from './routing'
+
+/** The job that processes a stored inbound message (jobs.ts). */
+export const INBOUND_JOB = 'inbound.process'
 
 export interface ProcessResult {
   status: InboundStatus
@@ -200,38 +204,35 @@ export async function processInbound(deps: Deps, inboundId: string): Promise<Pro
 }
 
 /** Marks a message failed after its last attempt threw (so it is not left queued forever). */
-async function giveUp(deps: Deps, inboundId: string, err: unknown): Promise<void> {
+export async function giveUpInbound(deps: Deps, inboundId: string, err: unknown): Promise<void> {
   await deps.store.tx((db) => finishInbound(deps.store, db, inboundId, {
     status: 'failed', kind: null, emailId: null, processedAt: new Date(),
     detail: `processing failed: ${err instanceof Error ? err.message : String(err)}`,
   }))
 }
 
-export const inboundProcessJob = defineJob<{ inboundId: string }>({
-  name: INBOUND_JOB,
-  maxAttempts: 5,
-  async run(ctx, payload) {
-    try {
-      const r = await processInbound(ctx.deps, payload.inboundId)
-      return r ? { status: r.status, kind: r.kind, emailId: r.emailId } : { status: 'skipped' }
-    } catch (err) {
-      ctx.deps.log.error('inbound processing failed', { inboundId: payload.inboundId, attempt: ctx.job.attempts, ...errorFields(err) })
-      if (ctx.job.attempts >= ctx.job.maxAttempts) await giveUp(ctx.deps, payload.inboundId, err)
-      throw err
-    }
-  },
-})
-
 /** Finished inbound messages are kept this long (for an operator to look at), then deleted. */
 export const INBOUND_RETENTION_MS = 30 * 24 * 3600_000
 
-export const inboundPruneJob = defineJob({
-  name: 'inbound.prune',
-  everyMs: 24 * 3600_000,
-  async run(ctx) {
-    const deleted = await ctx.deps.store.tx((db) => pruneInbound(ctx.deps.store, db, new Date(Date.now() - INBOUND_RETENTION_MS)))
-    return { deleted }
-  },
-})
+/** Deletes finished inbound messages older than the retention; how many. */
+export function pruneInboundMessages(deps: Deps, now = new Date()): Promise<number> {
+  return deps.store.tx((db) => pruneInbound(deps.store, db, new Date(now.getTime() - INBOUND_RETENTION_MS)))
+}
 
-export const inboundJobs = [inboundProcessJob, inboundPruneJob]
+/**
+ * Stores a received message and queues its processing, in one transaction (the receiver answers 250 only
+ * after it commits).
+ */
+export async function storeInbound(deps: Deps, input: { raw: Buffer; mailFrom: string; rcptTo: string[]; projectId: string | null; remoteAddress: string | null; helo: string | null; id?: string; at?: Date }): Promise<string> {
+  const id = input.id ?? Bun.randomUUIDv7()
+  const at = input.at ?? new Date()
+  await deps.store.tx(async (db) => {
+    await insertInbound(deps.store, db, {
+      id, projectId: input.projectId, mailFrom: input.mailFrom, rcptTo: input.rcptTo, remoteAddress: input.remoteAddress,
+      helo: input.helo, size: input.raw.length, raw: input.raw, status: 'queued', kind: null, emailId: null, detail: null,
+      receivedAt: at, processedAt: null,
+    })
+    await enqueue(deps.store, INBOUND_JOB, { inboundId: id }, { projectId: input.projectId, maxAttempts: 5 }, db)
+  })
+  return id
+}

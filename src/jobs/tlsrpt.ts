@@ -1,7 +1,7 @@
-import { defineJob } from '../../jobs/queue'
+import { defineJob } from './queue'
 
 /**
- * tlsrpt.send runs every hour and sends the TLS reports of finished UTC days (report.ts): a day's reports
+ * tlsrpt.send runs every hour and sends the TLS reports of finished UTC days (src/mail/tlsrpt/report.ts): a day's reports
  * go out within the hour after it ends, and a report that no destination took is tried again at the next
  * runs. One queued row for the cluster (a recurring job), so one node sends each report.
  */
@@ -13,8 +13,10 @@ export const tlsrptJobs = [
     async run({ deps }) {
       if (!deps.config.tlsReports) return { skipped: 'MAILCTL_TLS_REPORTS is off' }
       // Loaded when the job runs: the composition root imports the registry (CLI start-up stays light).
-      const [{ sendTlsReports }, { mtaStsCa }] = await Promise.all([import('./report'), import('../outbound/mta-sts')])
-      return sendTlsReports(deps, new Date(), mtaStsCa(deps.config))
+      const [{ sendTlsReports }, { mtaStsCa }, { systemSender }] = await Promise.all([
+        import('../mail/tlsrpt/report'), import('../mail/outbound/mta-sts'), import('../modules/emails/system'),
+      ])
+      return sendTlsReports(deps, systemSender, new Date(), mtaStsCa(deps.config))
     },
   }),
 ]

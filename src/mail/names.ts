@@ -2,8 +2,9 @@ import { isIP } from 'node:net'
 import { domainToASCII } from 'node:url'
 
 /**
- * Domain-name rules of the domains module, shared with senders: normalisation (IDNA), the names of
- * the records we ask users to publish, and the parent-domain walk of the sender gate.
+ * Domain-name rules of mail, used by the domains module, the sender gate and inbound routing:
+ * normalisation (IDNA), the names of the records we ask users to publish, and the parent-domain walk of
+ * the sender gate.
  */
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/

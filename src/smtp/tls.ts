@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import type { Config } from '../../config'
+import type { Config } from '../config'
 
 /**
  * The certificate of the SMTP servers (inbound receiver, relay) from MAILCTL_SMTP_TLS_CERT and
