@@ -20,8 +20,6 @@ import { deleteRows, rescheduleRows } from './queue'
 import { retryDelayMs, retryHintMs, type SmtpReply } from './replies'
 import type { DeferredOutcome, DeliveryStore, FinalOutcome, Outcome } from './store'
 
-export type { Outcome } from './store'
-
 export interface RecorderOptions {
   workerId: string
   /** Delay after a throttling reply without a hint (ms, jittered +-50%). */

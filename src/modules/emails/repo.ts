@@ -14,9 +14,6 @@ import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './stat
 export type EmailRow = typeof import('../../db/schema').pgSchema.emails.$inferSelect
 export type EmailContentRow = typeof import('../../db/schema').pgSchema.emailContents.$inferSelect
 
-/** An email as the delivery pipeline loads it (src/mail/outbound/store.ts). */
-export type { DeliveryEmail }
-
 export async function insertEmails(store: Store, db: Db, rows: EmailRow[], contents: EmailContentRow[]): Promise<void> {
   const { emails: e, emailContents: c } = store.t
   if (store.dialect === 'sqlite') {
