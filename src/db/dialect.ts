@@ -119,6 +119,37 @@ export async function deleteCounted(store: Store, db: Db, del: SQL): Promise<num
   return Number(row?.n ?? 0)
 }
 
+/**
+ * The rows of a JSON array parameter as a FROM item named `alias`, one row per element (read them with
+ * jsonElement): PostgreSQL `jsonb_array_elements`, SQLite `json_each`.
+ */
+export function jsonArrayRows(store: Store, json: string, alias: string): SQL {
+  if (!/^[a-z_]+$/.test(alias)) throw new Error(`jsonArrayRows: not a plain alias: ${alias}`)
+  return store.dialect === 'pg'
+    ? sql`jsonb_array_elements(${json}::jsonb) ${sql.raw(alias)}`
+    : sql`json_each(${json}) ${sql.raw(alias)}`
+}
+
+/** Element `index` (as text) of the array row `alias` of jsonArrayRows. */
+export function jsonElement(store: Store, alias: string, index: number): SQL {
+  if (!/^[a-z_]+$/.test(alias) || !Number.isInteger(index) || index < 0) throw new Error('jsonElement: not a plain alias or index')
+  return store.dialect === 'pg' ? sql.raw(`(${alias}->>${index})`) : sql.raw(`(${alias}.value ->> ${index})`)
+}
+
+/** A JSON text parameter as a value of a JSON column (PostgreSQL jsonb; SQLite stores the text). */
+export function jsonValue(store: Store, json: string): SQL {
+  return store.dialect === 'pg' ? sql`${json}::jsonb` : sql`${json}`
+}
+
+/**
+ * The slot of a counter row this transaction adds to: on PostgreSQL one of 8 by transaction id, so that
+ * concurrent writers of one counter add to different rows instead of queueing on one until they commit
+ * (readers sum the slots); SQLite has one writer: always 0.
+ */
+export function writerSlot(store: Store): SQL {
+  return store.dialect === 'pg' ? sql.raw('((pg_current_xact_id()::text::bigint % 8)::int)') : sql.raw('0')
+}
+
 /** A select of drizzle's PostgreSQL builder (the type of every store's queries, src/db/client.ts `Db`). */
 interface Lockable { for(strength: 'update' | 'share', config?: { skipLocked?: boolean }): unknown }
 

@@ -124,7 +124,7 @@ export function coreTables(c: Cols) {
     c.index('events_email_created_idx').on(t.emailId, t.createdAt),
     c.index('events_contact_created_idx').on(t.contactId, t.createdAt, t.id),
     // Also (migration 0024, not mapped here so that no record of an event grows a field): campaign_id, the
-    // email's campaign set by a trigger, and its index events_campaign_name_created_idx (campaign_id, name, created_at, id).
+    // email's campaign set by events/repo.ts insertEvents, and its index events_campaign_name_created_idx (campaign_id, name, created_at, id).
   ])
 
   return { users, projects, members, authTokens, idempotencyKeys, jobs, mailCapture, contacts, events }

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, sqliteConnection, type Db, type Store } from '../../db/client'
-import { deleteCounted, inJsonList, momentParam, noIndex, skipLocked, tryTxLock, utcDay } from '../../db/dialect'
+import { deleteCounted, inJsonList, jsonArrayRows, jsonElement, jsonValue, moment, momentParam, noIndex, skipLocked, tryTxLock, utcDay, writerSlot } from '../../db/dialect'
 import { columnList, fromRaw } from '../../db/sqlite-statements'
 import { activityHour, isCountedEvent } from './counted'
 import { carriesBase, emailBase, lacksBase, withBase, type EmailBase } from './email-base'
@@ -12,59 +12,69 @@ import type { EventRow } from './stream'
 export interface EventWithContact extends EventRow { contactEmail: string | null }
 
 /**
- * Inserts event rows in `db`'s transaction. On SQLite, the hot path of every track: one statement compiled
- * once on the writer, off drizzle's builder. It also does there what PostgreSQL's insert triggers do
- * (migration 0024): `campaign_id` is the campaign of the event's email, and the counted types are added
- * to `activity_counts`. On SQLite an insert trigger, even one whose WHEN is false, made every event insert
- * cost about a quarter more (migration 0026 dropped them); the delete and update triggers stay.
+ * Inserts event rows in `db`'s transaction: the one insert path of events (insertSameEvents below is its
+ * bulk form). It also sets `campaign_id` to the campaign of the event's email and adds the counted types
+ * to `activity_counts` (addToActivityCounts), on both stores: insert triggers did it on PostgreSQL until migration
+ * 0032; on SQLite an insert trigger, even one whose WHEN was false, made every event insert cost about a
+ * quarter more (migration 0026). The delete and update triggers stay (a contact's cascade, a moved event).
+ * The statement differs by store for speed: SQLite (the hot path of every track, on the writer thread)
+ * runs one statement compiled once on the connection per row; PostgreSQL one statement for the batch,
+ * the rows as one JSON parameter (one round trip, and no statement text that grows with the batch).
  */
 export async function insertEvents(store: Store, db: Db, rows: EventRow[]): Promise<void> {
+  if (!rows.length) return
   if (store.dialect === 'sqlite') {
-    const conn = sqliteConnection(db)
-    const insert = conn.query(`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at, campaign_id)
+    const insert = sqliteConnection(db).query(`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at, campaign_id)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?6 IS NULL THEN NULL ELSE (SELECT campaign_id FROM emails WHERE id = ?6) END)`)
-    let counts: Map<string, { projectId: string; name: string; hour: number; n: number }> | null = null
-    for (const r of rows) {
-      const at = r.createdAt.getTime()
-      insert.run(r.id, r.projectId, r.contactId, r.name, JSON.stringify(r.data), r.emailId, at)
-      if (isCountedEvent(r.name)) {
-        counts ??= new Map()
-        const hour = activityHour(at)
-        const key = `${r.projectId} ${r.name} ${hour}`
-        const c = counts.get(key)
-        if (c) c.n++
-        else counts.set(key, { projectId: r.projectId, name: r.name, hour, n: 1 })
-      }
-    }
-    if (counts) for (const c of counts.values()) addActivityCount(db, c.projectId, c.name, c.hour, c.n)
-    return
+    for (const r of rows) insert.run(r.id, r.projectId, r.contactId, r.name, JSON.stringify(r.data), r.emailId, r.createdAt.getTime())
+  } else {
+    const json = JSON.stringify(rows.map((r) => ({ id: r.id, p: r.projectId, c: r.contactId, n: r.name, d: r.data, e: r.emailId, t: r.createdAt.toISOString() })))
+    await store.exec(sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at, campaign_id)
+      SELECT r.id, r.p, r.c, r.n, r.d, r.e, r.t, CASE WHEN r.e IS NULL THEN NULL ELSE (SELECT m.campaign_id FROM emails m WHERE m.id = r.e) END
+      FROM jsonb_to_recordset(${json}::jsonb) AS r(id text, p text, c text, n text, d jsonb, e text, t timestamptz)`, db)
   }
-  await db.insert(store.t.events).values(rows)
+  await addToActivityCounts(store, db, rows)
 }
 
 /**
  * Inserts events that share name, data and time (a membership change of many contacts), one per contact,
  * in one statement with one JSON parameter: the rows `insertEvents` writes, at a fraction of the cost per
- * row for tens of thousands of them. On SQLite it counts a counted type as insertEvents does.
+ * row for tens of thousands of them, counted as insertEvents counts them.
  */
 export async function insertSameEvents(store: Store, db: Db, projectId: string, name: string, data: Record<string, unknown>, contactIds: string[], at: Date): Promise<EventRow[]> {
   if (!contactIds.length) return []
   const rows: EventRow[] = contactIds.map((contactId) => ({ id: Bun.randomUUIDv7(), projectId, contactId, name, data, emailId: null, createdAt: at }))
   const pairs = JSON.stringify(rows.map((r) => [r.id, r.contactId]))
   const payload = JSON.stringify(data)
-  await store.exec(store.dialect === 'pg'
-    ? sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
-        SELECT r->>0, ${projectId}, r->>1, ${name}, ${payload}::jsonb, NULL, ${at.toISOString()}::timestamptz FROM jsonb_array_elements(${pairs}::jsonb) r`
-    : sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
-        SELECT r.value ->> 0, ${projectId}, r.value ->> 1, ${name}, ${payload}, NULL, ${at.getTime()} FROM json_each(${pairs}) r`, db)
-  if (store.dialect === 'sqlite' && isCountedEvent(name)) addActivityCount(db, projectId, name, activityHour(at.getTime()), rows.length)
+  await store.exec(sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)
+    SELECT ${jsonElement(store, 'r', 0)}, ${projectId}, ${jsonElement(store, 'r', 1)}, ${name}, ${jsonValue(store, payload)}, NULL, ${moment(store, at)}
+    FROM ${jsonArrayRows(store, pairs, 'r')}`, db)
+  await addToActivityCounts(store, db, rows)
   return rows
 }
 
-/** SQLite: adds `n` to a counter of `activity_counts` in `db`'s transaction (PostgreSQL's triggers do it there). */
-function addActivityCount(db: Db, projectId: string, kind: string, hour: number, n: number): void {
-  sqliteConnection(db).query(`INSERT INTO activity_counts (project_id, kind, hour, slot, n) VALUES (?, ?, ?, 0, ?)
-    ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = n + excluded.n`).run(projectId, kind, hour, n)
+/**
+ * Adds the counted types among `rows` to `activity_counts`, one row per (project, type, hour), in key
+ * order (two transactions lock shared counters in the same order), on a counter slot of the writer
+ * (writerSlot: PostgreSQL's concurrent writers of one hour spread over 8 rows; readers sum them).
+ */
+async function addToActivityCounts(store: Store, db: Db, rows: EventRow[]): Promise<void> {
+  let counts: Map<string, { projectId: string; name: string; hour: number; n: number }> | null = null
+  for (const r of rows) {
+    if (!isCountedEvent(r.name)) continue
+    counts ??= new Map()
+    const hour = activityHour(r.createdAt.getTime())
+    const key = `${r.projectId}\u0000${r.name}\u0000${String(hour).padStart(16, '0')}`
+    const c = counts.get(key)
+    if (c) c.n++
+    else counts.set(key, { projectId: r.projectId, name: r.name, hour, n: 1 })
+  }
+  if (!counts) return
+  for (const key of [...counts.keys()].sort()) {
+    const c = counts.get(key) as { projectId: string; name: string; hour: number; n: number }
+    await store.exec(sql`INSERT INTO activity_counts AS a (project_id, kind, hour, slot, n) VALUES (${c.projectId}, ${c.name}, ${c.hour}, ${writerSlot(store)}, ${c.n})
+      ON CONFLICT (project_id, kind, hour, slot) DO UPDATE SET n = a.n + excluded.n`, db)
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------

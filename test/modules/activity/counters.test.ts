@@ -175,7 +175,7 @@ forEachStore('activity counters', (env) => {
     await expectExact(env, p.id)
   })
 
-  test('events of a campaign\'s emails carry the campaign (PostgreSQL: a trigger; SQLite: insertEvents), whoever inserts them', async () => {
+  test('events of a campaign\'s emails carry the campaign (set by insertEvents on both stores), whoever inserts them', async () => {
     const rows = await env.store.rows<{ email_id: string; campaign_id: string | null }>(sql`SELECT email_id, campaign_id FROM events WHERE project_id = ${p.id} AND email_id IS NOT NULL`)
     expect(rows.length).toBeGreaterThan(0)
     for (const r of rows) expect(r.campaign_id).toBe(ids.indexOf(r.email_id) < 2 ? CAMPAIGN : null)
