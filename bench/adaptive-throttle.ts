@@ -1,5 +1,5 @@
 /**
- * Adaptive throttles (issue 34, item 8): a receiver that answers 421 above 2 concurrent connections and 451
+ * Adaptive throttles: a receiver that answers 421 above 2 concurrent connections and 451
  * "rate limited" above 50 messages/s. Every message must arrive, with deferrals a small fraction of the
  * messages and a total time close to what the receiver allows (the ceiling: messages / 50 per second).
  *

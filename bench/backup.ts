@@ -1,5 +1,5 @@
 /**
- * `mailctl backup` of a large SQLite install while POST /v1/track runs at full load (issue 39, Figures),
+ * `mailctl backup` of a large SQLite install while POST /v1/track runs at full load,
  * then its restore, `mailctl store copy` of the same install to PostgreSQL, and a backup and restore of
  * that PostgreSQL copy.
  *

@@ -1,5 +1,5 @@
 /**
- * A campaign to a large audience (issue 11, Performance): from POST /campaigns/:id/send until a loopback
+ * A campaign to a large audience: from POST /campaigns/:id/send until a loopback
  * SMTP sink has received every message, DKIM (RSA-2048) on, direct MX delivery through a loopback DNS
  * server.
  *
@@ -206,7 +206,7 @@ try {
   }
   const loadSeconds = (performance.now() - t0Load) / 1000
   process.stderr.write(`bench: ${RECIPIENTS} contacts loaded in ${loadSeconds.toFixed(1)} s\n`)
-  // BENCH_BODY=design: the body the dashboard's visual editor makes (issue 36: tables, inline styles, a
+  // BENCH_BODY=design: the body the dashboard's visual editor makes (tables, inline styles, a
   // Liquid-style fallback), from bench/fixtures/design-body.txt; otherwise the hand-written one.
   const body = process.env.BENCH_BODY === 'design'
     ? await Bun.file(join(import.meta.dir, 'fixtures', 'design-body.txt')).text()

@@ -1,5 +1,5 @@
 /**
- * Several nodes on PostgreSQL (issue 14): /v1/track and campaign delivery with 1 node and with 2 nodes
+ * Several nodes on PostgreSQL: /v1/track and campaign delivery with 1 node and with 2 nodes
  * (real `mailctl serve` processes on one fresh PostgreSQL database and one private Redis), with the CPU
  * per request or per message of the nodes, so that the coordination overhead shows even where 2 nodes on
  * 2 cores cannot go faster.

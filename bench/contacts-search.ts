@@ -1,6 +1,6 @@
 /**
  * GET /contacts?search= on 1,000,000 contacts: time to answer the first page (which includes the exact
- * `total`). Target (issue 3): under 50 ms. SQLite always; PostgreSQL too when BENCH_PG_URL is set
+ * `total`). Target: under 50 ms. SQLite always; PostgreSQL too when BENCH_PG_URL is set
  * (e.g. postgres://postgres@127.0.0.1:5432/test).
  *
  *   node_modules/.bin/bun bench/contacts-search.ts        (BENCH_CONTACTS=1000000, BENCH_SKIP_SQLITE=1)

@@ -1,12 +1,12 @@
 /**
- * The dashboard's contacts page on a project of 1,000,000 contacts (issue 15): the time from navigation
+ * The dashboard's contacts page on a project of 1,000,000 contacts: the time from navigation
  * (page.goto of /app/p/<id>/contacts) to the table showing 50 rows, in Debian's Chromium on loopback.
  * Target: under 1 s. Prints figures; asserts nothing.
  *
  *   node_modules/.bin/bun bench/dashboard.ts              (BENCH_CONTACTS=1000000, BENCH_STORE=sqlite)
  *   BENCH_STORE=pg node_modules/.bin/bun bench/dashboard.ts   (a fresh database on MAILCTL_TEST_PG_URL's server)
  *
- * Issue 37 adds the filtered list: every contact has `plan` (pro, free or team) and a `name` (one in a
+ * The filtered list too: every contact has `plan` (pro, free or team) and a `name` (one in a
  * thousand is "Anna Müller"). Printed: POST /contacts/query for a condition (plan = pro), for a search of a
  * name ("muller": case and accents folded, over the email and the text fields) and for both, each as the
  * page asks it (the first rows without the count, then the count apart), and in the browser the time from
@@ -122,7 +122,7 @@ try {
     api.sort((a, b) => a - b)
     console.log(`  GET /contacts?${query} (${what}): median ${api[2].toFixed(0)} ms`)
   }
-  // Issue 37: the filtered list through POST /contacts/query, as the page asks it.
+  // The filtered list through POST /contacts/query, as the page asks it.
   const pro = { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] }
   const headers = { cookie: `mailctl_session=${token}`, 'x-project-id': project.id, 'content-type': 'application/json', origin }
   for (const [body, what] of [

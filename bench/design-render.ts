@@ -1,5 +1,5 @@
 /**
- * Rendering a body made by the visual editor (issue 36) against the hand-written body of bench/campaign.ts,
+ * Rendering a body made by the visual editor against the hand-written body of bench/campaign.ts,
  * per recipient as the campaign fan-out does: subject, HTML and text alternative. Single core, runs
  * alternated; "cpu" is renders per second of this process's CPU time (fairer on a shared machine).
  *

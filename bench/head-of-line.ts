@@ -1,5 +1,5 @@
 /**
- * Head-of-line blocking (issue 34): a backlog to one stalled destination must not delay mail to the others.
+ * Head-of-line blocking: a backlog to one stalled destination must not delay mail to the others.
  *
  *   node_modules/.bin/bun bench/head-of-line.ts
  *     BENCH_STALLED=5000       messages queued to the stalled destination first

@@ -1,5 +1,5 @@
 /**
- * Hostile renders through the real server (issue 35 item 1): a corpus of templates and bodies built to
+ * Hostile renders through the real server: a corpus of templates and bodies built to
  * make rendering, Markdown or the tracking rewrite run for seconds or minutes, each sent through the API
  * of `mailctl serve` on SQLite or PostgreSQL while GET /health is polled throughout. Each case has an
  * answer budget (the render budgets of src/mail/render/sandbox.ts plus slack for a busy machine) and the

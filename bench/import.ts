@@ -1,7 +1,7 @@
 /**
  * CSV import: a ~5 MB file of about 50,000 rows (10 columns, typed values, 1 bad row in 1,000) uploaded
  * with POST /contacts/import and processed by the import job, on SQLite (and PostgreSQL when
- * BENCH_PG_URL is set, e.g. postgres://postgres@127.0.0.1:5432/test). Target (issue 3): under 5 s.
+ * BENCH_PG_URL is set, e.g. postgres://postgres@127.0.0.1:5432/test). Target: under 5 s.
  * Then the same file again (every row unchanged).
  *
  *   node_modules/.bin/bun bench/import.ts

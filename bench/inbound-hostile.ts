@@ -1,6 +1,6 @@
 /**
  * Hostile inbound mail: the time to classify and read each message of a corpus built to make
- * backtracking parsers quadratic (issue 18 A: 1 MB of "<" in a text/html body took 357 s). Each message
+ * backtracking parsers quadratic (with a backtracking parser, 1 MB of "<" in a text/html body took 357 s). Each message
  * has a budget for its parse; the script exits with status 1 when one is exceeded (benches assert times,
  * tests do not).
  *

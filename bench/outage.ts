@@ -1,5 +1,5 @@
 /**
- * A PostgreSQL outage under load (issue 40, item 4): two `mailctl serve` nodes on a private PostgreSQL
+ * A PostgreSQL outage under load: two `mailctl serve` nodes on a private PostgreSQL
  * server (test/helpers/private-pg.ts; the shared server is never touched), clients writing contacts
  * through both, and the database stopped at once (`pg_ctl -m immediate`, as a crash) for a while, then
  * started again.

@@ -1,5 +1,5 @@
 /**
- * Recovery after a fault mid-campaign (issue 40): the rate at which the rest of a campaign drains after the
+ * Recovery after a fault mid-campaign: the rate at which the rest of a campaign drains after the
  * server is killed (kill -9, or SIGTERM) and started again, against the rate before the fault.
  *
  *   node_modules/.bin/bun bench/recovery.ts

@@ -1,5 +1,5 @@
 /**
- * What mailctl's own markup adds to SpamAssassin's score (issue 34, item 11). A realistic short
+ * What mailctl's own markup adds to SpamAssassin's score. A realistic short
  * campaign, a longer newsletter and a transactional receipt are sent through the real pipeline (campaign
  * send or POST /v1/send, DKIM-signed, tracking on) to a loopback SMTP sink; the same content is also
  * composed alone (nodemailer's MailComposer: subject, HTML, text, From, To, nothing else). Both are

@@ -1,5 +1,5 @@
 /**
- * Speed of starting (issue 18): the compiled executable, from exec to a first 200 from GET /health, and
+ * Speed of starting: the compiled executable, from exec to a first 200 from GET /health, and
  * the time of whole CLI commands. Targets: /health within 300 ms on an existing data dir and 500 ms on a
  * new one (the migrations run), every CLI command within 300 ms. Exits 1 when a median misses its target
  * (benches assert times, tests do not).

@@ -1,6 +1,6 @@
 /**
  * POST /v1/track over real HTTP on SQLite, new and existing contacts mixed, 64 keep-alive connections.
- * Target (issue 3): >= 10,000 requests/s sustained with p99 < 25 ms, durable: an answered event survives
+ * Target: >= 10,000 requests/s sustained with p99 < 25 ms, durable: an answered event survives
  * kill -9 of the server.
  *
  *   node_modules/.bin/bun bench/track.ts
@@ -14,7 +14,7 @@
  * On PostgreSQL (BENCH_DATABASE_URL=pg) there is one run of mailctl, then, under the same load, the ceiling:
  * a bare Elysia + postgres.js server doing one durable INSERT per request (bench/_pg-ceiling-server.ts),
  * and mailctl's ratio to it. CPU per request counts the server's process and the PostgreSQL backends of
- * its database (from /proc). Target (issue 33): >= 0.6 of the ceiling, p99 < 50 ms, no errors.
+ * its database (from /proc). Target: >= 0.6 of the ceiling, p99 < 50 ms, no errors.
  *
  * For each synchronous mode: the server (a child process, request log lines written to /dev/null as in
  * production unless BENCH_LOG_LEVEL=warn) starts with 10,000 existing contacts; a warm-up, then the

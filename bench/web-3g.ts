@@ -1,5 +1,5 @@
 /**
- * The contacts page on a slow network (issue 37, item 7): the time from navigation to the first rows of
+ * The contacts page on a slow network: the time from navigation to the first rows of
  * /app/p/<id>/contacts in Debian's Chromium with the network throttled through the DevTools protocol to
  * the "Fast 3G" profile of Chrome's DevTools (which Playwright users take for it): 562.5 ms round trip,
  * 180,000 B/s down, 84,375 B/s up. Cold: a fresh browser profile (nothing cached). Target < 1.5 s.

@@ -1,5 +1,5 @@
 /**
- * The dashboard's first-load budget (issue 15; issue 37: 150 KB): the JS and CSS that /app/ loads before
+ * The dashboard's first-load budget (150 KB): the JS and CSS that /app/ loads before
  * it shows anything, bundled the way the server bundles it (src/http/web-build.ts: Bun's bundler, minified,
  * production React, split by page), must stay within 150 KB gzip-compressed. The pages' own chunks,
  * loaded when a page is opened, are listed apart (bench/web-3g.ts times a page opened on a slow network).
@@ -30,7 +30,7 @@ export async function measureDashboard(): Promise<WebSize & { later: WebSize['fi
   return { files, later, raw: files.reduce((s, f) => s + f.raw, 0), gzip: files.reduce((s, f) => s + f.gzip, 0) }
 }
 
-/** The JS and CSS of the email editor's bundle (web/editor.html), which only the template and campaign pages load (issue 36). */
+/** The JS and CSS of the email editor's bundle (web/editor.html), which only the template and campaign pages load. */
 export async function measureWebBundle(page = 'editor.html'): Promise<WebSize> {
   const out = mkdtempSync(join(tmpdir(), 'mailctl-web-'))
   try {

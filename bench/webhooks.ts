@@ -1,5 +1,5 @@
 /**
- * Customer webhooks (issue 19): 10,000 events fanned out to 2 endpoints on loopback, delivered by the
+ * Customer webhooks: 10,000 events fanned out to 2 endpoints on loopback, delivered by the
  * dispatcher (src/modules/hooks/dispatcher.ts) through the SSRF guard with signatures. Prints deliveries
  * per second and the time from each event to its delivery (p50, p99); then the same with one endpoint
  * answering after 5 s, to show the other one is not held back. Asserts nothing.

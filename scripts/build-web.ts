@@ -1,5 +1,5 @@
 /**
- * Writes the dashboard's bundle for the executable (issue 37, item 7): dist/web/ holds every chunk raw,
+ * Writes the dashboard's bundle for the executable: dist/web/ holds every chunk raw,
  * gzip- and brotli-compressed (compressed here, once, not by the running server), and manifest.ts, which
  * imports each file `with { type: 'file' }` so that `bun build --compile` embeds them
  * (src/http/dashboard.ts reads it when running as the executable). `npm run build` runs it first.

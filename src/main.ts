@@ -44,13 +44,14 @@ let wired: Array<() => void> | null = null
  * any deps are handed out.
  *
  * - the event consumers (`registerEventConsumer`, src/modules/events/consumers.ts), fed by the outbox:
- *   segment recompute hints, customer webhook deliveries (src/modules/hooks);
+ *   segment recompute hints, customer webhook deliveries (src/modules/hooks), workflow triggers and waits;
  * - who uses a segment (src/modules/segments/usage.ts, DELETE /segments/:id answers 409): other segments and
  *   SCHEDULED or SENDING campaigns;
- * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments and campaigns;
- * - where a template is referenced (src/modules/templates/usage.ts): no source yet (a campaign keeps its own
- *   subject and body). Workflows will register theirs here (`registerTemplateUsageSource`), as they will
- *   their segment users, field and event usage, and the workflow trigger listener.
+ * - where a contact field or an event is referenced (src/modules/contacts/usage.ts): segments, campaigns and
+ *   workflows;
+ * - where a template is referenced (src/modules/templates/usage.ts): workflow SEND_EMAIL steps (a campaign
+ *   keeps its own subject and body, so it is no user of a template);
+ * - what is due next in /activity/upcoming (src/modules/activity/upcoming.ts): workflow waits.
  */
 export function wireConsumers(): void {
   if (wired) return

@@ -10,7 +10,7 @@ import { chooseLanguage, currentLang, followUser, LANGUAGES, type Lang, type Mes
 startTheme()
 
 /**
- * Each area of pages is a chunk of its own (issue 37, item 7: the first load carries the shell, React and
+ * Each area of pages is a chunk of its own (the first load carries the shell, React and
  * the API client); the router loads an area's chunk when one of its pages is first opened.
  */
 function lazyPage<P extends object>(load: () => Promise<ComponentType<P>>) {

@@ -8,7 +8,7 @@ async function cliCtx(deps: Deps, projectRef: string) {
   return ctxFor(deps, project.id, { kind: 'cli' })
 }
 
-/** `mailctl webhook list|add|remove PROJECT ...`: a project's customer webhook endpoints (issue 19). */
+/** `mailctl webhook list|add|remove PROJECT ...`: a project's customer webhook endpoints. */
 export function register(program: Command): void {
   const cmd = program.command('webhook').description('customer webhooks: the endpoints that receive a project\'s events, signed (Standard Webhooks)')
   cmd.command('list')

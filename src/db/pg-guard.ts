@@ -1,5 +1,5 @@
 /**
- * PostgreSQL through an outage (issue 40, item 4): requests answer within a deadline and load is shed
+ * PostgreSQL through an outage: requests answer within a deadline and load is shed
  * instead of queued without bound. postgres.js queues every query while it (re)connects, and a connection
  * to a server that stopped answering waits as long as TCP does, so without this a request held on for
  * tens of seconds and thousands piled up behind it.

@@ -13,7 +13,7 @@ export interface Repair { name: string; run(store: Store, db: Db): Promise<void>
 const SQLITE_JSON_DEPTH = 1000
 
 /**
- * Issue 18: before data was limited to 10 levels, a track could store contact data nested 1,000 levels or
+ * Before contact data was limited to 10 levels, a track could store contact data nested 1,000 levels or
  * more. SQLite's JSON functions then fail ("malformed JSON") on every query that reads the data of the
  * project's contacts (custom fields, segments). Each such contact keeps every field SQLite can read and
  * loses those it cannot (the values nested that deep); its updated_at is left alone. Event data is not

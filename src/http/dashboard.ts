@@ -5,12 +5,12 @@ import { ASSETS_PATH, buildWeb, type WebBundle, type WebFile } from './web-build
 
 /**
  * The web dashboard (docs/decisions.md, The dashboard): the single-page app of web/, split by page
- * (issue 37, item 7). `web-build.ts` bundles web/index.html with Bun's bundler and compresses every file;
+ *. `web-build.ts` bundles web/index.html with Bun's bundler and compresses every file;
  * `/app` and every path under it answer the page with the browser headers below, `/app-assets/<name>` its
  * hashed chunks (brotli or gzip by Accept-Encoding, cached for good). From the source tree the bundle is
  * built on the first request; the executable carries it prebuilt (scripts/build-web.ts, run by
  * `npm run build`), compressed at build time.
- * `/app-editor` is the email editor's bundle (issue 36, web/editor.html), a Bun HTML import that Bun.serve
+ * `/app-editor` is the email editor's bundle (web/editor.html), a Bun HTML import that Bun.serve
  * answers: the template and campaign pages read that page for its script and stylesheet and load them.
  */
 export const dashboardAssets = { '/app-editor': editor }

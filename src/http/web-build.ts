@@ -2,7 +2,7 @@ import { brotliCompressSync, constants as zlib } from 'node:zlib'
 import { resolve } from 'node:path'
 
 /**
- * The dashboard's bundle (issue 37, item 7): web/index.html built by Bun's bundler with code splitting, so
+ * The dashboard's bundle: web/index.html built by Bun's bundler with code splitting, so
  * each page's code is a chunk of its own that the router loads when the page is first opened. Every file is
  * kept raw, gzip- and brotli-compressed, compressed once (at `npm run build` for the executable, on the
  * first request from the source tree); the server answers the encoding the browser accepts.

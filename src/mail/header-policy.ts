@@ -1,5 +1,5 @@
 /**
- * Headers a tenant may not set on its mail (issue 35, item 11), on POST /v1/send and through the SMTP relay:
+ * Headers a tenant may not set on its mail, on POST /v1/send and through the SMTP relay:
  * the ones receivers read as the platform's word about trust (authentication results, signatures, the
  * sending project's Feedback-ID) or about where mail goes and came from (resent, return and delivery
  * traces). Setting them would let one project speak for another, or for the platform. Each is refused

@@ -10,7 +10,7 @@ import { TOOLS, type Tool } from './tools'
  * are the project API's verbs (tools.ts), acting for the project of the secret key in MAILCTL_MCP_KEY.
  * Every call looks the key up again and is refused as HTTP would refuse it: an invalid or public key, a
  * disabled project, the project's rate limit; a tool's input is checked against the route's model, and a
- * refusal is the tool's error result carrying the error envelope of API.md (code, message, field errors).
+ * refusal is the tool's error result carrying the API's error envelope (src/http/errors.ts: code, message, field errors).
  */
 
 /** Protocol revisions this server speaks; an unknown one asked by the client is answered with the newest. */

@@ -98,7 +98,7 @@ const pools = new Map<string, Agents>()
 
 /**
  * The keep-alive agents of one pool (a tenant): its sockets are keyed by the checked address, and never
- * lent to another pool (issue 35, item 12: a connection shared by tenants lets one tenant's bytes frame
+ * lent to another pool (a connection shared by tenants lets one tenant's bytes frame
  * another's request on servers that read framing differently).
  */
 function agentsOf(pool: string): Agents {
@@ -285,7 +285,7 @@ export async function safeFetch(url: string, init: SafeFetchInit = {}, opts: Saf
           throw new SafeFetchError('redirect', `Refused to follow a redirect from ${u.host} to a ${next.protocol} URL`)
         }
         // Only to the host and port already checked and allowed: another host, or the same host on another
-        // port (another service, issue 35 item 13), is refused even when the allow-list names it.
+        // port (another service), is refused even when the allow-list names it.
         if (next.hostname.toLowerCase() !== firstHost) {
           throw new SafeFetchError('redirect', `Refused to follow a redirect from ${u.host} to another host (${next.host})`)
         }

@@ -6,7 +6,7 @@ import type { EditorModule, EditorHandle } from '../editor/entry'
 import { ErrorBox, Loading } from './ui'
 
 /**
- * The email editor of the template and campaign pages (issue 36). Its code is a bundle of its own
+ * The email editor of the template and campaign pages. Its code is a bundle of its own
  * (web/editor.html, served at /app-editor), fetched the first time a page shows it: the dashboard's first
  * load does not carry it (bench/web-size.ts reports both). Type imports only: nothing of it is bundled here.
  */

@@ -2,7 +2,7 @@ import { useEffect, useId, useState } from 'react'
 import { t } from '../i18n'
 
 /**
- * The colour theme (issue 37, item 7): the system's setting unless the user picks light or dark; the choice
+ * The colour theme: the system's setting unless the user picks light or dark; the choice
  * is kept in this browser. `<html data-theme>` holds the theme in effect, which app.css colours by.
  */
 export type ThemeChoice = 'system' | 'light' | 'dark'

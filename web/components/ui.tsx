@@ -28,7 +28,7 @@ export function ErrorBox({ error, shown }: { error: unknown; shown?: string[] })
   const qc = useQueryClient()
   if (!error) return null
   const e = error instanceof ApiError ? error : null
-  // A failed connection or a server error of a query can be asked again (issue 37, item 6); a form's
+  // A failed connection or a server error of a query can be asked again; a form's
   // error is retried by sending the form again.
   const retryable = e !== null && (e.status === 0 || e.status >= 500)
   const failed = retryable ? qc.getQueryCache().findAll({ predicate: (q) => q.state.error === error }) : []
@@ -60,7 +60,7 @@ export function fieldError(error: unknown, name: string): string | undefined {
 }
 
 /**
- * The error as it stands once some fields were changed since it came (issue 36: an error disappears once its
+ * The error as it stands once some fields were changed since it came (an error disappears once its
  * field is fixed): their field errors are dropped, and an error that was only about them is gone.
  */
 export function withoutChanged(error: unknown, changed: ReadonlySet<string>): unknown {
@@ -109,7 +109,7 @@ export function CopyButton({ text, label }: { text: string; label?: string }) {
 
 /**
  * A button that asks once more inline before it acts (no modal to trap focus). Focus moves into the
- * question when it opens and back to the button when it closes (issue 37, item 6); Escape cancels.
+ * question when it opens and back to the button when it closes; Escape cancels.
  */
 export function ConfirmButton({ label, confirm, onConfirm, busy }: { label: string; confirm: string; onConfirm: () => void; busy?: boolean }) {
   const [asking, setAsking] = useState(false)

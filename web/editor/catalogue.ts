@@ -1,5 +1,5 @@
 /**
- * The starter designs by name (issue 36): the pages that create a template or a campaign offer these
+ * The starter designs by name: the pages that create a template or a campaign offer these
  * without loading the editor's bundle; web/editor/starters.ts builds each one.
  */
 export const STARTER_NAMES: Array<{ id: string; name: string }> = [

@@ -2,7 +2,7 @@ import { useEffect, useId, useState } from 'react'
 import { call, type Contact, type ContactPage } from '../api'
 
 /**
- * Preview as a real contact (issue 36, item 3): search the project's contacts by email, pick one, and the
+ * Preview as a real contact: search the project's contacts by email, pick one, and the
  * editor's previews show the email as the server renders it for that contact (`POST /templates/preview`),
  * with the variables that come out empty for it (built-in ones never count). With a saved template or
  * campaign (`testPath`), a test goes to up to five addresses rendered with the chosen contact's data.

@@ -1,5 +1,5 @@
 /**
- * The visual editor's document (issue 36) and the email HTML made from it. The document is what the API
+ * The visual editor's document and the email HTML made from it. The document is what the API
  * stores as `design`; `designToHtml` gives the `body` that is sent: tables for layout, inline styles, a
  * 600 px column that narrows on phones, and Outlook's conditional fixed-width wrapper.
  */

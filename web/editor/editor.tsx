@@ -10,7 +10,7 @@ import { markdownBody } from './markdown'
 import { STARTERS } from './starters'
 
 /**
- * The email editor (issue 36), loaded only on the template and campaign pages (web/components/email-editor.tsx
+ * The email editor, loaded only on the template and campaign pages (web/components/email-editor.tsx
  * mounts it). Three modes: Visual (blocks), HTML (the source) and Markdown. Every change hands the page the
  * `body` to save and the `design` that re-opens the blocks (null in HTML mode).
  */

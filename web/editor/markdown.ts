@@ -1,7 +1,7 @@
 import { Marked } from 'marked'
 
 /**
- * The Markdown mode's HTML (issue 36): CommonMark with GitHub's extensions, as `/v1/send` reads Markdown.
+ * The Markdown mode's HTML: CommonMark with GitHub's extensions, as `/v1/send` reads Markdown.
  * Merge tags are set aside before and put back after, so marked neither escapes their quotes nor
  * percent-encodes them inside a link (`[Unsubscribe]({{unsubscribeUrl}})`); inside a tag their double
  * quotes become single ones.

@@ -1,6 +1,6 @@
 import { type Block, type BlockStyle, DEFAULT_SETTINGS, type Design, newBlock } from './design'
 
-/** The starter designs (issue 36): six emails a user starts from, each built from the editor's blocks. */
+/** The starter designs: six emails a user starts from, each built from the editor's blocks. */
 
 const h = (text: string, level: 1 | 2 | 3 = 1, style: BlockStyle = {}): Block => ({ ...newBlock('heading'), text, level, style: { padding: 16, ...style } })
 const p = (html: string, style: BlockStyle = {}): Block => ({ ...newBlock('text'), html, style: { padding: 16, ...style } })

@@ -20,7 +20,7 @@ export function accountTables(c: Cols) {
     invitedBy: c.text('invited_by'),
     createdAt: c.ts('created_at').notNull(),
     expiresAt: c.ts('expires_at').notNull(),
-    /** SHA-256 of the token in the emailed link (issue 35, item 4); null for invitations made before it. */
+    /** SHA-256 of the token in the emailed link; null for invitations made before it. */
     tokenHash: c.text('token_hash'),
   }, (t) => [
     c.uniqueIndex('invitations_project_email_uq').on(t.projectId, t.email), c.index('invitations_email_idx').on(t.email),

@@ -1,7 +1,7 @@
 import type { Cols } from '../columns'
 import type { FilterTree } from '../../filters/types'
 
-/** A campaign's A/B test as saved (issue 36.5). */
+/** A campaign's A/B test as saved. */
 export interface AbTestConfig {
   variants: Array<{ subject: string; body?: string }>
   testPercent: number
@@ -23,11 +23,11 @@ export interface AbTestState {
   reason: string | null
 }
 
-/** A send at one local time in each recipient's time zone (issue 36.6). */
+/** A send at one local time in each recipient's time zone. */
 export interface LocalSendAt { date: string; localTime: string; fallbackTimeZone: string }
 
 /**
- * Campaigns (issue 11): the message (subject and body stored once), its audience, its state, and the fan-out
+ * Campaigns: the message (subject and body stored once), its audience, its state, and the fan-out
  * checkpoint: `lastContactId` and the counters advance in the transaction that queues a batch's emails.
  */
 export function campaignTables(c: Cols) {
@@ -38,9 +38,9 @@ export function campaignTables(c: Cols) {
     description: c.text('description'),
     subject: c.text('subject').notNull(),
     body: c.text('body').notNull(),
-    /** The dashboard editor's document that produced `body` (issue 36); NULL for a body written as HTML. */
+    /** The dashboard editor's document that produced `body`; NULL for a body written as HTML. */
     design: c.json<Record<string, unknown>>('design'),
-    /** Inbox preview text (issue 36); also a hidden block at the top of `body`. */
+    /** Inbox preview text; also a hidden block at the top of `body`. */
     preheader: c.text('preheader'),
     /** Lower-cased sender address; its domain was verified when it was saved (and is checked again at send). */
     fromEmail: c.text('from_email').notNull(),

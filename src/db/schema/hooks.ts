@@ -1,7 +1,7 @@
 import type { Cols } from '../columns'
 
 /**
- * Customer webhooks (issue 19; migration 0018_hooks; src/modules/hooks): a project's endpoints, one
+ * Customer webhooks (migration 0018_hooks; src/modules/hooks): a project's endpoints, one
  * delivery per (endpoint, event) that the delivery queue leases like the outbound queue, and the log of
  * every attempt.
  */

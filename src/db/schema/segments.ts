@@ -1,7 +1,7 @@
 import type { Cols } from '../columns'
 import type { FilterTree } from '../../filters/types'
 
-/** Segments (issue 7): definitions, and member rows (STATIC lists, tracked DYNAMIC membership). */
+/** Segments: definitions, and member rows (STATIC lists, tracked DYNAMIC membership). */
 export function segmentTables(c: Cols) {
   const segments = c.table('segments', {
     id: c.text('id').primaryKey(),

@@ -9,9 +9,9 @@ export function templateTables(c: Cols) {
     description: c.text('description'),
     subject: c.text('subject').notNull(),
     body: c.text('body').notNull(),
-    /** The dashboard editor's document that produced `body` (issue 36); NULL for a body written as HTML. */
+    /** The dashboard editor's document that produced `body`; NULL for a body written as HTML. */
     design: c.json<Record<string, unknown>>('design'),
-    /** Inbox preview text (issue 36); also a hidden block at the top of `body`. */
+    /** Inbox preview text; also a hidden block at the top of `body`. */
     preheader: c.text('preheader'),
     /** Lower-cased sender address; its domain was verified when it was saved. */
     fromEmail: c.text('from_email').notNull(),

@@ -1,7 +1,7 @@
 import type { Cols } from '../columns'
 
 /**
- * Workflows (issue 12): the graph (a workflow, its steps and the transitions between them) and its runs
+ * Workflows: the graph (a workflow, its steps and the transitions between them) and its runs
  * (executions and one record per step execution). Two unique indexes decide what timing must not:
  * `(workflow_id, trigger_event_id)`, so one event record starts at most one execution of a workflow on any
  * number of nodes, and `(workflow_id, contact_id, entry_key)`, the allowReentry rule (entry_key 'once' for a

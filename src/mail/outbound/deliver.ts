@@ -90,7 +90,7 @@ export interface PipelineOptions {
   /**
    * A destination none of whose messages in progress has finished for this long is stalled (default
    * 10 s): it keeps what its connections carry, and its other messages go back to the queue, unclaimed
-   * until it moves again (issue 34: one stalled destination must not hold the pipeline).
+   * until it moves again (one stalled destination must not hold the pipeline).
    */
   stallMs?: number
   log?: Logger

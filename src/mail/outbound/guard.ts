@@ -1,5 +1,5 @@
 /**
- * Direct delivery never connects to internal addresses (issue 34): an MX host (or implicit MX) that
+ * Direct delivery never connects to internal addresses: an MX host (or implicit MX) that
  * resolves to a loopback, private, link-local, metadata or other refused address (src/net/address-guard.ts,
  * the check customer webhooks get) is not tried, so an internal server's banner and replies never reach a
  * tenant through `/emails/:id/attempts`. Public addresses of the same route are still tried. When nothing

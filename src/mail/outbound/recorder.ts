@@ -122,7 +122,7 @@ export class OutcomeRecorder {
         } catch (err) {
           // The store cannot write now (disk full, database unreachable): the outcomes are kept and written
           // again until it can. Their messages stay claimed (and their connections wait), so mail the
-          // receivers already accepted is never sent again because the store hiccuped (issue 40, item 5).
+          // receivers already accepted is never sent again because the store hiccuped.
           // Applying a batch again is harmless: a final outcome applies only where it deletes the queue
           // row, a deferral only where this worker still holds the lease.
           if (storageFailure(err) && Date.now() < this.keepUntil) {
@@ -215,7 +215,11 @@ function countOutcome(o: Outcome): void {
   if (d.kind === 'bounced') bounces().inc({ type: 'hard', source: 'smtp' })
 }
 
-/** The fields of a delivery attempt's log line (one per attempt, OPERATIONS.md; the node comes with the logger). */
+/**
+ * The fields of a delivery attempt's log line: one line per attempt, so that an operator can follow a
+ * message through the log by its email id (README, `MAILCTL_LOG_LEVEL`: one JSON line per request and per
+ * delivery attempt); the node comes with the logger.
+ */
 function outcomeFields(o: Outcome): Record<string, unknown> {
   const d = o.delivery
   // The reply's text starts with its code already (parseReply); a failure without a reply has code 0.

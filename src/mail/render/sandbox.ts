@@ -8,7 +8,7 @@
  * - Bodies are HTML: every `{{value}}` is HTML-escaped (`{{{value}}}` is the explicit, author-chosen way
  *   to insert raw HTML). Subjects are text: not escaped.
  * - A missing variable renders empty. Prototype properties and methods are never reachable.
- * - Fallbacks (issue 36): Plunk's Liquid-style `{{ name | default: "there" }}` (or 'there') renders the
+ * - Fallbacks: Plunk's Liquid-style `{{ name | default: "there" }}` (or 'there') renders the
  *   literal when the value is missing, null, false, 0, or an empty string or list, as LiquidJS's `default`
  *   does with Plunk's `jsTruthy`. `parse` rewrites it, in place and at the same length, to a call of the
  *   internal helper FALLBACK, so positions in the source stay those of the tree.
@@ -28,7 +28,7 @@ export class TemplateSyntaxError extends Error {
 }
 
 /**
- * The budgets of one render (issue 35 item 1). A template is tenant code run with tenant data: without a
+ * The budgets of one render. A template is tenant code run with tenant data: without a
  * bound, three nested `{{#each}}` over 200 keys took 10.6 s of the thread that serves HTTP.
  *
  * - work: every iteration of an `{{#each}}` costs 1 plus the number of statements its block holds

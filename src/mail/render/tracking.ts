@@ -7,7 +7,7 @@
  * Left alone: mailto:, tel:, anchors and other non-http links, mailctl's own links (subscription pages and
  * tracking URLs under MAILCTL_PUBLIC_URL), and any link whose tag carries `data-notrack`.
  *
- * The HTML is a tenant's: every scan here is linear in its length (issue 35: the regular expressions this
+ * The HTML is a tenant's: every scan here is linear in its length (the regular expressions this
  * replaced backtracked, 7.7 s for "<a " x 300,000). Tags and attributes are read the way a browser's
  * tokenizer reads them: a tag ends at the first ">" outside a quoted attribute value, and a tag that the end
  * of the HTML cuts (no ">", or a quote never closed) is no tag, nor is anything after it.
@@ -153,8 +153,8 @@ function hasImage(html: string): boolean {
 /**
  * The open pixel. In HTML that has images of its own it is a 1x1 `<img>`. In HTML without any, an
  * `<img>` would be the message's only image, which SpamAssassin scores as an image-only message
- * (HTML_IMAGE_ONLY_04 to _32, up to 2.8 points, for up to 3,200 bytes of text: issue 34, item 11, and
- * bench/spam-score.ts); there it is the `background` of an empty 1x1 table cell instead, which Gmail,
+ * (HTML_IMAGE_ONLY_04 to _32, up to 2.8 points, for up to 3,200 bytes of text: bench/spam-score.ts,
+ * docs/adr/0017-open-pixel-as-background.md); there it is the `background` of an empty 1x1 table cell instead, which Gmail,
  * Apple Mail and Outlook.com fetch like an image (Outlook for Windows does not: its opens of such mail
  * are not seen).
  */

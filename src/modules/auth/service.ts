@@ -72,7 +72,7 @@ function accountExistsMail(deps: Deps, to: string): SystemMail {
 export const SIGNUP_SENT = 'Check your inbox: we sent a message to this address to continue. Then sign in.'
 
 /**
- * POST /auth/signup: answers the same whether or not the address has an account (issue 35, item 6), so
+ * POST /auth/signup: answers the same whether or not the address has an account, so
  * it cannot be used to find out which addresses do. A new address gets an unverified account and a
  * verification email; an address with an account gets a note saying so (or, unverified, a new
  * verification email), and its account is left as it is. No session is opened: the user signs in.
@@ -109,7 +109,7 @@ export async function signup(deps: Deps, input: SignupBody, meta: ClientMeta): P
 /**
  * POST /auth/login: throttled per account and source together, and per source; the same answer for an
  * unknown address and a wrong password. An attacker elsewhere spends only their own budget for the
- * account, so they cannot lock its owner out (issue 35, item 5); past half of it, each failure is slowed.
+ * account, so they cannot lock its owner out; past half of it, each failure is slowed.
  */
 export async function login(deps: Deps, input: LoginBody, meta: ClientMeta): Promise<Session> {
   const email = normalizeEmail(input.email)

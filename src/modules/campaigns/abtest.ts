@@ -1,5 +1,5 @@
 /**
- * A/B tests of campaigns (issue 36.5; docs/architecture.md, Campaigns): the draw of the test group, the
+ * A/B tests of campaigns (docs/architecture.md, Campaigns): the draw of the test group, the
  * content of a variant and the choice of the winner. Pure functions; the fan-out and the winner job
  * (fanout.ts, jobs.ts) hold the state.
  */

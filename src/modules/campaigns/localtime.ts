@@ -1,5 +1,5 @@
 /**
- * Local-time sends (issue 36.6): one local date and time, reached in each recipient's own time zone. Pure
+ * Local-time sends: one local date and time, reached in each recipient's own time zone. Pure
  * functions over IANA zone names (the runtime's Intl data); no database.
  */
 import type { LocalSendAt } from '../../db/schema/campaigns'

@@ -8,7 +8,7 @@ import type { RecipientsQuery, RecipientsPage, RecipientRow } from './model'
 import * as repo from './repo'
 
 /**
- * Per-recipient report of a campaign (issue 36, item 7): each recipient's email with its delivery,
+ * Per-recipient report of a campaign: each recipient's email with its delivery,
  * first open and click, bounce, complaint and unsubscribe, and the links it clicked; filterable and
  * exported as CSV. Keyset pages over the campaign's emails in (created_at, id) order, which is
  * emails_campaign_created_idx; opens and clicks come from email_stats (by email id), the unsubscribe from

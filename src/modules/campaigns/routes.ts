@@ -58,7 +58,7 @@ export function campaignsRoutes(deps: Deps) {
     })
     .post('/:id/unschedule', ({ ctx, params }) => service.unscheduleCampaign(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.Campaign },
-      detail: { tags, summary: 'Take a SCHEDULED campaign back to DRAFT', description: 'Not in the contract (issue 36). The campaign becomes a DRAFT again, its scheduledFor cleared, to be edited and sent or scheduled later; cancel stays final. Other states answer 409 CONFLICT.' },
+      detail: { tags, summary: 'Take a SCHEDULED campaign back to DRAFT', description: 'Not in the contract. The campaign becomes a DRAFT again, its scheduledFor cleared, to be edited and sent or scheduled later; cancel stays final. Other states answer 409 CONFLICT.' },
     })
     .get('/:id/stats', ({ ctx, params }) => service.campaignStats(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.CampaignStats },
@@ -70,7 +70,7 @@ export function campaignsRoutes(deps: Deps) {
     })
     .get('/:id/recipients', ({ ctx, params, query }) => campaignRecipients(ctx, params.id, query), {
       apiKey: 'secret', params: m.IdParams, query: m.RecipientsQuery, response: { 200: m.RecipientsPage },
-      detail: { tags, summary: 'Per-recipient report of a campaign (keyset pages)', description: 'Not in the contract (issue 36). Each recipient\'s email in send order: delivery, first open (a click counts as an open), first click, opens, clicks and the links clicked, bounce, complaint, unsubscribe. `filter` narrows it, `link` keeps those who clicked that URL. Test emails are not listed. An unknown filter or a bad cursor answers 400.' },
+      detail: { tags, summary: 'Per-recipient report of a campaign (keyset pages)', description: 'Not in the contract. Each recipient\'s email in send order: delivery, first open (a click counts as an open), first click, opens, clicks and the links clicked, bounce, complaint, unsubscribe. `filter` narrows it, `link` keeps those who clicked that URL. Test emails are not listed. An unknown filter or a bad cursor answers 400.' },
     })
     .get('/:id/recipients.csv', async ({ ctx, params, query, set }) => {
       const csv = await campaignRecipientsCsv(ctx, params.id, query)

@@ -264,7 +264,7 @@ export async function cancelCampaign(ctx: Ctx, id: string): Promise<Campaign> {
 }
 
 /**
- * POST /campaigns/:id/unschedule (issue 36): SCHEDULED → DRAFT, its time cleared; it can be edited and sent
+ * POST /campaigns/:id/unschedule: SCHEDULED → DRAFT, its time cleared; it can be edited and sent
  * or scheduled again. Other states answer 409 (cancel stays final). The update requires SCHEDULED, so a
  * scheduler that started it in between wins and this answers 409 SENDING.
  */
@@ -369,7 +369,7 @@ async function sendable(ctx: Ctx, id: string): Promise<repo.CampaignRow> {
 const abWithLocalTime = () => invalidField('sendAt', 'sendAt: an A/B test is sent at one time to its test group; remove abTest (PUT) to send in each recipient\'s time zone', 'ab_test_local_time')
 
 /**
- * POST /campaigns/:id/send with `sendAt` (issue 36.6): each contact at the local date and time in its
+ * POST /campaigns/:id/send with `sendAt`: each contact at the local date and time in its
  * `data.timezone` (an IANA name; else the fallback zone). The waves are the distinct instants of the
  * audience's zones; the campaign is SCHEDULED until the first and SENDING until the last. Waves whose
  * time has already passed go at once, in the first; a time passed in every zone of the audience is a 422.
@@ -457,9 +457,9 @@ export async function testCampaign(ctx: Ctx, id: string, input: TestInput): Prom
   const email = normEmail(input.email)
   const sender = await assertSenderAllowed(ctx, row.fromEmail)
   // Rendered before the transaction, within the render budgets (a heavy body in a render thread): past
-  // one, a 422 naming it (issue 35.1).
+  // one, a 422 naming it.
   const contact = await repo.contactByEmail(ctx.store, ctx.store.db, ctx.projectId, email)
-  // Rendered as another contact (issue 36): its data; the subscription links stay the address's own, so
+  // Rendered as another contact: its data; the subscription links stay the address's own, so
   // trying a test's unsubscribe link never unsubscribes the contact previewed.
   const as = input.contactId ? await getContact(ctx, input.contactId) : null
   const recipient = { id: contact?.id ?? null, email, data: as ? as.data : contact?.data ?? {} }

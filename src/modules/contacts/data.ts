@@ -6,7 +6,8 @@
  * 3. an empty string is ignored (the stored value stays);
  * 4. `{value, persistent: false}` is used for this request only (template data), never stored;
  * 5. reserved keys are dropped silently.
- * And the limits of issue 18, checked here so that every writer shares them: `data` nests at most
+ * And the limits of `data`, checked here so that every writer shares them (deeper or larger data broke
+ * SQLite's JSON functions and PostgreSQL's parser: docs/decisions.md, Contact data): `data` nests at most
  * MAX_DATA_DEPTH levels of objects and arrays (`data` itself the first), and the request's `data` as well as
  * the contact's stored data after the change take at most MAX_DATA_BYTES as compact JSON (UTF-8).
  */

@@ -57,7 +57,7 @@ function show(value: string, max = 80): string {
   return JSON.stringify(v)
 }
 
-/** What a failed look-up's code means, in words for the people who fix DNS (issue 37, item 6). */
+/** What a failed look-up's code means, in words for the people who fix DNS. */
 const LOOKUP_WORDS: Record<string, string> = {
   SERVFAIL: "the domain's DNS servers gave no answer (often a name server that is down or misconfigured)",
   REFUSED: 'the DNS server refused to answer',

@@ -307,7 +307,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
           ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
         },
       })
-      // Within the render budgets; a heavy render (Markdown, {{#each}}) runs in a render thread (issue 35.1).
+      // Within the render budgets; a heavy render (Markdown, {{#each}}) runs in a render thread.
       const rendered = await renderMessage({ subject: subjectSrc, body: bodySrc, format }, vars).catch((err: unknown) => { throw renderRefusal(err) })
       // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
       const estimate = Math.ceil(encodedChars * 1.03) + Math.ceil((rendered.html.length + rendered.text.length) * 1.1) + 4096

@@ -6,7 +6,7 @@
  * `delivered_to`, `last_reply`, `sent_at` = `delivered_at`), so for a project that no consumer listens to
  * (events/interest.ts) the recorder stores no event row at all: it sets `inline_events` (0, or 1 when the
  * session used TLS) and the readers of events add the two events of such rows to the ones of `events`
- * (issue 11: two event rows and their six indexes were 1,800 of the 2,900 bytes a campaign recipient cost).
+ * (two event rows and their six indexes were 1,800 of the 2,900 bytes a campaign recipient cost).
  *
  * - The events read the same as stored ones: same names, same data in the same order (the recorder checks
  *   that before it inlines, `inlineMatches`), the email's base put back like any other's (email-base.ts).

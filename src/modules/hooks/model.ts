@@ -1,7 +1,7 @@
 import { t, type Static } from 'elysia'
 import { positiveIntQuery } from '../query'
 
-/** TypeBox models of customer webhooks (issue 19): request validation and the OpenAPI document. */
+/** TypeBox models of customer webhooks: request validation and the OpenAPI document. */
 
 const EventType = t.String({
   minLength: 1, maxLength: 255,

@@ -1,7 +1,7 @@
 import { Wakeups } from '../../jobs/lease'
 
 /**
- * When deliveries are tried (issue 19, Retries): the first attempt at once, then after about 5 s, 5 min,
+ * When deliveries are tried: the first attempt at once, then after about 5 s, 5 min,
  * 30 min, 2 h, 5 h and 10 h, and every 10 h after that while the 3 days since the first attempt last.
  * An endpoint whose attempts have all failed for 5 days is disabled.
  */

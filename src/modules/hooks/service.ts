@@ -13,7 +13,7 @@ import { hookWakeups } from './schedule'
 import { newSecret, openSecret, sealSecret, wants } from './signing'
 
 /**
- * Customer webhooks (issue 19): a project's endpoints, and the deliveries of its events to them. The event
+ * Customer webhooks: a project's endpoints, and the deliveries of its events to them. The event
  * consumer (consumer.ts) turns committed events into deliveries; the dispatcher (dispatcher.ts) sends
  * them. The verbs here serve the HTTP routes and the CLI.
  */

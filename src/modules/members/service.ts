@@ -36,7 +36,7 @@ export async function listTeam(deps: Deps, userId: string, projectId: string): P
 }
 
 /**
- * Invites an address (issue 35, item 4): always a pending invitation, never a membership, and the same
+ * Invites an address: always a pending invitation, never a membership, and the same
  * answer, queries and mail whether or not an account uses the address, so the inviter learns nothing about
  * it. The invitee accepts in the dashboard or through the emailed link. 409 only for a current member (the
  * inviter can list those anyway); an inviter whose own address is unverified may not invite (403).

@@ -90,7 +90,7 @@ export async function createSegment(ctx: Ctx, body: CreateSegmentBody): Promise<
   // STATIC: the condition is accepted and ignored (the contract leaves it undefined; ignoring keeps old clients working; docs/decisions.md, Segments).
   const checked = type === 'DYNAMIC' ? await checkCondition(ctx, body.condition, id) : null
   const track = body.trackMembership ?? false
-  // Counted before anything is written: a failing count leaves no segment behind (issue 18).
+  // Counted before anything is written: a failing count leaves no segment behind.
   const memberCount = checked ? await countMatching(ctx, checked.prepared) : 0
   const now = new Date()
   const base = slugify(name)

@@ -2,7 +2,7 @@ import { t } from 'elysia'
 import { invalidField } from '../../errors'
 
 /**
- * A design (issue 36): the dashboard editor's JSON document kept beside a template's or a campaign's `body`.
+ * A design: the dashboard editor's JSON document kept beside a template's or a campaign's `body`.
  * The API stores and returns it as given and never renders it: `body` is what is sent.
  */
 

@@ -129,7 +129,7 @@ export type TemplateUsage = Static<typeof TemplateUsage>
 export const IdParams = t.Object({ id: t.String() })
 export const ErrorBody = t.Object({ error: t.String() })
 
-/** POST /templates/preview (issue 36, item 3): content saved or not, and the contact to render it as. */
+/** POST /templates/preview: content saved or not, and the contact to render it as. */
 export const PreviewBody = t.Object({
   subject: t.String({ maxLength: 998, pattern: '^[^\\r\\n]*$', error: 'subject must be at most 998 characters without line breaks' }),
   body: Body,
@@ -147,7 +147,7 @@ export const PreviewResult = t.Object({
 })
 export type PreviewResult = Static<typeof PreviewResult>
 
-/** POST /templates/:id/test (issue 36, item 3). */
+/** POST /templates/:id/test. */
 export const TemplateTestBody = t.Object({
   email: Email,
   contactId: t.Optional(t.String({ minLength: 1, maxLength: 64, error: 'contactId must be a contact id', description: 'Render with this contact\'s data (a contact of the project, else 404)' })),

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 
 /**
- * Preheaders (issue 36): the preview text an inbox shows after the subject. It is kept as a field of
+ * Preheaders: the preview text an inbox shows after the subject. It is kept as a field of
  * templates and campaigns and, so that every way of sending them shows it without knowing about it (the
  * send API, workflows, campaign fan-out in the signer threads), as a hidden block at the top of `body`
  * between two marker comments: saving a preheader puts the block there (replacing an earlier one), saving

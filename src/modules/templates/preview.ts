@@ -12,7 +12,7 @@ import { withPreheader } from './preheader'
 import { getTemplate } from './service'
 
 /**
- * Preview as a real contact (issue 36, item 3): a subject and body, saved or still in the editor, rendered
+ * Preview as a real contact: a subject and body, saved or still in the editor, rendered
  * as one contact of the project would get them (its data, its email, its own subscription links, whose GET
  * pages only ask to confirm) by the renderer that sends them, within its budgets. Without a contact: as an
  * address that is not a contact gets them. Also lists the variables used without a fallback that render

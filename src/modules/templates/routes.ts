@@ -43,7 +43,7 @@ export function templatesRoutes(deps: Deps) {
       apiKey: 'secret', body: m.PreviewBody, response: { 200: m.PreviewResult },
       detail: {
         tags, summary: 'Preview a subject and body as one contact gets them (writes nothing)',
-        description: `Not in the contract (issue 36). Content saved or not (the editors send what they show), rendered with the data, email and subscription links of \`contactId\` (a contact of the project, else 404), or without it as for an address that is not a contact. \`missing\` lists the variables used without a fallback that render empty for that contact; the built-in ones never. A source that does not compile or exceeds a render budget answers 422. ${VARIABLES}`,
+        description: `Not in the contract. Content saved or not (the editors send what they show), rendered with the data, email and subscription links of \`contactId\` (a contact of the project, else 404), or without it as for an address that is not a contact. \`missing\` lists the variables used without a fallback that render empty for that contact; the built-in ones never. A source that does not compile or exceeds a render budget answers 422. ${VARIABLES}`,
       },
     })
     .get('', ({ ctx, query }) => service.listTemplates(ctx, query), {
@@ -76,7 +76,7 @@ export function templatesRoutes(deps: Deps) {
     })
     .post('/:id/test', ({ ctx, params, body }) => testTemplate(ctx, params.id, body), {
       apiKey: 'secret', params: m.IdParams, body: m.TemplateTestBody, response: { 200: m.TemplateTestResult },
-      detail: { tags, summary: 'Send a test email of the saved template to one address', description: 'Not in the contract (issue 36). Rendered with the data of `contactId` (a contact of the project, else 404) or of the address\'s own contact; the subscription links are only ever the address\'s own. Marked as a test (sourceType test). A suppressed address answers 422; a sender domain no longer verified 403.' },
+      detail: { tags, summary: 'Send a test email of the saved template to one address', description: 'Not in the contract. Rendered with the data of `contactId` (a contact of the project, else 404) or of the address\'s own contact; the subscription links are only ever the address\'s own. Marked as a test (sourceType test). A suppressed address answers 422; a sender domain no longer verified 403.' },
     })
     .get('/:id/usage', ({ ctx, params }) => service.getTemplateUsage(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.TemplateUsage },

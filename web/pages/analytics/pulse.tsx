@@ -34,7 +34,7 @@ function describe(a: ActivityItem): { what: string; who: string; tone: string } 
 }
 
 /**
- * The overview's figures (issue 16, Home): mail of the last 24 hours and 30 days, deliverability alerts
+ * The overview's figures (the Home page): mail of the last 24 hours and 30 days, deliverability alerts
  * (domains not verified, bounce or complaint rates at warning or suspended), what is scheduled, and the
  * latest activity. Every part reads the API the other pages use; a part that fails says so on its own.
  */

@@ -115,7 +115,7 @@ export function FirstRun() {
   const qc = useQueryClient()
   const config = useQuery({ queryKey: ['config'], queryFn: () => get<PublicConfig>('/config') })
   if (config.isPending) return <Loading />
-  // With sign-up open, the first account is made here like any other (issue 37, item 6).
+  // With sign-up open, the first account is made here like any other.
   if (config.data && !config.data.features.signup.disabled) {
     return (
       <AuthCard title="Welcome to mailctl">
@@ -212,7 +212,7 @@ export function VerifyEmail() {
   const qc = useQueryClient()
   const verify = useMutation({
     mutationFn: () => post<User>('/auth/verify-email', { token }),
-    // Verifying accepts the invitations for the address: the projects list changes too (issue 37, item 6).
+    // Verifying accepts the invitations for the address: the projects list changes too.
     onSuccess: () => Promise.all([qc.invalidateQueries({ queryKey: ['me'] }), qc.invalidateQueries({ queryKey: ['projects'] })]),
   })
   const { mutate } = verify

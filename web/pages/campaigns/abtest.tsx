@@ -4,7 +4,7 @@ import { Badge, ErrorBox, Field, Loading } from '../../components/ui'
 import { useCampaignStats } from './stats'
 import type { AbTest, Campaign } from './types'
 
-/** A/B tests of a campaign (issue 36): the composer's part, and the results per variant. */
+/** A/B tests of a campaign: the composer's part, and the results per variant. */
 
 const letter = (i: number) => String.fromCharCode(65 + i)
 const pct = (x: number) => `${(x * 100).toLocaleString(undefined, { maximumFractionDigits: 1 })}%`

@@ -3,7 +3,7 @@ import { post, type Project } from '../../api'
 import type { AudienceCount, Campaign, FilterTree } from './types'
 
 /**
- * Checks before a campaign goes out (issue 36, item 4), shown above "Send now" and "Schedule": the
+ * Checks before a campaign goes out, shown above "Send now" and "Schedule": the
  * recipients who would get an empty value for a variable without a fallback (counted by the API over the
  * campaign's audience), links that are not absolute http(s) URLs, images without alt text, a subject
  * empty or over 78 characters, and a missing preheader. They warn; sending still works once confirmed.

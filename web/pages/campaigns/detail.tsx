@@ -36,7 +36,7 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
     onSuccess: () => done(),
   })
   const cancel = useMutation({ mutationFn: () => post<Campaign>(`/campaigns/${id}/cancel`, {}, project.id), onSuccess: (n) => done(n) })
-  // Back to DRAFT (issue 36): cancel is final, this is how a scheduled campaign is taken back to be changed.
+  // Back to DRAFT: cancel is final, this is how a scheduled campaign is taken back to be changed.
   const unschedule = useMutation({ mutationFn: () => post<Campaign>(`/campaigns/${id}/unschedule`, {}, project.id), onSuccess: (n) => done(n) })
   const duplicate = useMutation({
     mutationFn: () => post<Campaign>(`/campaigns/${id}/duplicate`, {}, project.id),

@@ -29,7 +29,7 @@ export function CampaignsPage({ project }: { project: Project }) {
     refetchInterval: (q) => (q.state.data?.data.some((c) => c.status === 'SENDING') ? 3_000 : false),
   })
   const rows = list.data?.data ?? []
-  // The segment's name in the audience column (issue 36), asked only when a row has a segment.
+  // The segment's name in the audience column, asked only when a row has a segment.
   const segments = useQuery({
     queryKey: ['segments', project.id], queryFn: () => get<Segment[]>('/segments', project.id),
     enabled: rows.some((c) => c.audienceType === 'SEGMENT'),

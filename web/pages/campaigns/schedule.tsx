@@ -80,7 +80,7 @@ export function ScheduleForm({ onSchedule, busy, error }: { onSchedule: (at: Dat
 }
 
 /**
- * A send at one local time in each recipient's time zone (issue 36): the contact's `timezone` field, or
+ * A send at one local time in each recipient's time zone: the contact's `timezone` field, or
  * the fallback zone for contacts without one (or with a name that is not a time zone).
  */
 export function LocalTimeForm({ onSend, busy }: { onSend: (at: { date: string; localTime: string; fallbackTimeZone: string }) => void; busy: boolean }) {

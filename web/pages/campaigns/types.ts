@@ -1,4 +1,4 @@
-/** The campaign shapes the dashboard reads (API.md, Campaign; src/modules/campaigns/model.ts). */
+/** The campaign shapes the dashboard reads (the Campaign model of /openapi.json, from src/modules/campaigns/model.ts). */
 
 export const STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'] as const
 export type Status = (typeof STATUSES)[number]
@@ -17,9 +17,9 @@ export interface Campaign {
   abTestStatus: { phase: 'TEST' | 'WAITING' | 'WINNER'; decideAt: string | null; winner: number | null; reason: string | null } | null
   sendAt: LocalSendAt | null; nextWaveAt: string | null
 }
-/** An A/B test (issue 36): 2-4 variants of the subject, and optionally of the body. */
+/** An A/B test: 2-4 variants of the subject, and optionally of the body. */
 export interface AbTest { variants: Array<{ subject: string; body?: string }>; testPercent: number; metric: 'opens' | 'clicks'; waitMinutes: number }
-/** A send at one local time in each recipient's time zone (issue 36). */
+/** A send at one local time in each recipient's time zone. */
 export interface LocalSendAt { date: string; localTime: string; fallbackTimeZone: string }
 export interface VariantStat {
   index: number; subject: string; winner: boolean; recipients: number; delivered: number; opened: number; clicked: number; bounced: number; openRate: number; clickRate: number

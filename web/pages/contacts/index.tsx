@@ -57,7 +57,7 @@ function filteredQuery(projectId: string, filter: ListFilter, cursor: string | n
 
 const columnsKey = (projectId: string) => `mailctl.contacts.columns.${projectId}`
 
-/** The columns picked on this browser for the project (localStorage; docs/decisions.md, issue 37). */
+/** The columns picked on this browser for the project (localStorage; docs/decisions.md). */
 function useColumns(projectId: string): [string[], (c: string[]) => void] {
   const [cols, setCols] = useState<string[]>(() => {
     try {

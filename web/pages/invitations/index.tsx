@@ -4,7 +4,7 @@ import { get, type Invitation, type InvitationAccepted, post } from '../../api'
 import { Empty, ErrorBox, formatDate, Loading, PageHead } from '../../components/ui'
 
 /**
- * The signed-in user's pending invitations (issue 35, item 4): nothing is joined until they accept here or
+ * The signed-in user's pending invitations: nothing is joined until they accept here or
  * through the emailed link (/app/invitations?token=…). A project's name is its owner's text, shown as text
  * and said to be so; the inviter is named by their verified address.
  */

@@ -45,7 +45,7 @@ export const sendEmail: StepRunner = async ({ ctx, step, exec, contact }) => {
     : {}
   const vars = templateVariables({ contact: { id: contact.id, email: contact.email, data: contact.data }, data: exec.context, urls })
   // Within the render budgets (a heavy template renders in a render thread); past one, this contact's
-  // step fails with the reason (issue 35.1).
+  // step fails with the reason.
   const rendered = await renderMessage({ subject: tpl.subject, body: tpl.body }, vars).catch((err: unknown) => {
     if (err instanceof RenderLimitError) throw new StepFailure(`template ${tpl.id} could not be rendered: ${err.part ?? 'body'}: ${err.message}`)
     if (err instanceof TemplateSyntaxError) throw new StepFailure(`template ${tpl.id} does not compile: ${err.message}`)

@@ -3,7 +3,8 @@ import type { ContactData } from '../../contacts/data'
 import type { StepRunner } from './types'
 
 /**
- * UPDATE_CONTACT: the contact update of PATCH /contacts/:id (the data rules of API.md: null deletes a key,
+ * UPDATE_CONTACT: the contact update of PATCH /contacts/:id (the data rules of src/modules/contacts/data.ts,
+ * docs/decisions.md, Contact data: null deletes a key,
  * an empty string is ignored, reserved keys are dropped), so a subscription change emits
  * contact.subscribed or contact.unsubscribed like any other. Repeating it changes nothing more.
  */
