@@ -4,6 +4,10 @@
  *
  * `forEachStore(title, body)` runs `body` once per store. When PostgreSQL is unreachable outside CI a
  * loud notice is printed and the PostgreSQL half is skipped; under CI (CI=1) that is a failure.
+ *
+ * `MAILCTL_TEST_STORES=sqlite` (set by `npm run test:fast`) runs the SQLite half only: every suite that
+ * asks `pgReachableSync()` or `describePrivatePg` skips its PostgreSQL part, on purpose and without the
+ * notice. Unset, both stores run (`npm test`, CI).
  */
 import { afterAll, beforeAll, describe } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -24,6 +28,15 @@ import { must } from './must'
 
 export type StoreKind = 'sqlite' | 'pg'
 export const PG_ADMIN_URL = process.env.MAILCTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+/** True under `MAILCTL_TEST_STORES=sqlite` (the fast tier): the PostgreSQL suites are skipped on purpose. */
+export const sqliteOnly = testStores(process.env.MAILCTL_TEST_STORES)
+
+function testStores(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === 'sqlite,pg') return false
+  if (value === 'sqlite') return true
+  throw new Error(`MAILCTL_TEST_STORES=${value}: expected "sqlite" (the fast tier) or unset (both stores)`)
+}
 
 /** Creates a database named uniquely for one test file and returns its URL and a drop function. */
 export async function freshPgDatabase(adminUrl = PG_ADMIN_URL): Promise<{ url: string; drop(): Promise<void> }> {
@@ -146,6 +159,10 @@ let pgSync: boolean | null = null
 /** Synchronous reachability check (suites are registered synchronously). */
 export function pgReachableSync(): boolean {
   if (pgSync !== null) return pgSync
+  if (sqliteOnly) {
+    pgSync = false
+    return pgSync
+  }
   const u = new URL(PG_ADMIN_URL)
   try {
     const r = Bun.spawnSync(['pg_isready', '-h', u.hostname, '-p', u.port || '5432', '-t', '3'])

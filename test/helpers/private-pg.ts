@@ -8,7 +8,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe } from 'bun:test'
 import type { Config } from '../../src/config'
-import { TestEnv } from './env'
+import { sqliteOnly, TestEnv } from './env'
 
 const BIN = process.env.MAILCTL_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin'
 
@@ -87,9 +87,13 @@ export interface PrivatePgSuite { pg: PrivatePg; env: TestEnv }
 /**
  * A describe block on a private PostgreSQL server (started before its tests, stopped and removed after),
  * with a TestEnv on it. Never skipped silently: without initdb/pg_ctl a notice says so, and under CI
- * (CI=1) that is a failure.
+ * (CI=1) that is a failure. Skipped on purpose under `MAILCTL_TEST_STORES=sqlite` (the fast tier).
  */
 export function describePrivatePg(title: string, overrides: Partial<Config>, body: (s: PrivatePgSuite) => void): void {
+  if (sqliteOnly) {
+    describe.skip(title, () => body({} as PrivatePgSuite))
+    return
+  }
   if (!privatePgAvailable) {
     if (process.env.CI) throw new Error(`a private PostgreSQL (initdb, pg_ctl in ${BIN}) is needed for "${title}"`)
     console.warn(`\n*** NOTICE: no private PostgreSQL (initdb/pg_ctl in ${BIN}): "${title}" is SKIPPED ***\n`)
