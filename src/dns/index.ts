@@ -1,6 +1,6 @@
 /** DNS look-ups for every module (delivery MX, /v1/verify, domain verification). See resolver.ts. */
 export {
-  createResolver, resolverFor, resolveMx, resolveTxt, resolveA, resolveAAAA, parseServer, systemServers,
+  createResolver, resolverFor, resolveMx, resolveTxt, parseServer,
   DnsError, isDnsError, isNotFound,
-  type DnsErrorCode, type MxAnswer, type MxRecord, type Resolver, type ResolverOptions,
+  type MxAnswer, type Resolver,
 } from './resolver'

@@ -353,5 +353,3 @@ export function resolverFor(config: { dnsServers: string[] }, opts: Omit<Resolve
 /** One-off look-ups (no cache) against `opts.servers` or the system's resolvers. */
 export const resolveMx = (name: string, opts: ResolverOptions = {}) => createResolver(opts).resolveMx(name)
 export const resolveTxt = (name: string, opts: ResolverOptions = {}) => createResolver(opts).resolveTxt(name)
-export const resolveA = (name: string, opts: ResolverOptions = {}) => createResolver(opts).resolveA(name)
-export const resolveAAAA = (name: string, opts: ResolverOptions = {}) => createResolver(opts).resolveAAAA(name)

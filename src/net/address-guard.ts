@@ -212,11 +212,6 @@ export function forbiddenReason(address: string): ForbiddenReason | null {
   return b.length === 4 ? v4Reason(b) : v6Reason(b)
 }
 
-/** Whether `address` is a public unicast address an outbound request may connect to. */
-export function isPublicAddress(address: string): boolean {
-  return forbiddenReason(address) === null
-}
-
 /** A host name in the form the allow-list compares: lower case, no trailing dot, IPs canonical, no brackets. */
 export function normalizeHost(host: string): string {
   const h = host.trim().toLowerCase().replace(/\.$/, '')

@@ -11,7 +11,7 @@
  *
  * - markdown.ts: Markdown bodies (variables first, as text, then Markdown) and the API's own Markdown.
  * - pool.ts: the render threads: renders that can be heavy (Markdown, `{{#each}}`) run there, with a
- *   deadline; the budgets of every render are in sandbox.ts (issue 35 item 1).
+ *   deadline; the budgets of every render are in sandbox.ts.
  *
  * Subjects are text: not escaped, CR/LF in the result become one space. Bodies are HTML-escaped.
  */
@@ -21,13 +21,13 @@ import { htmlToText } from './html-to-text'
 import { RenderLimitError, TemplateSyntaxError, type TemplateKind, type TemplateVars } from './sandbox'
 import { renderDerivedText } from './text'
 
-export { clearRenderCache, compileTemplate, RENDER_CACHE_MAX_CHARS, RENDER_CACHE_MAX_ENTRIES, renderCacheStats, textStrategy } from './cache'
+export { clearRenderCache, compileTemplate, RENDER_CACHE_MAX_ENTRIES, renderCacheStats, textStrategy } from './cache'
 export { htmlToText } from './html-to-text'
 export { markdownInlineToHtml, markdownToHtml } from './markdown'
-export { checkTemplateSource, closeRenderPool, renderMessage, renderPool } from './pool'
+export { checkTemplateSource, closeRenderPool, renderMessage } from './pool'
 export {
-  escapeHtml, MARKDOWN_MAX_DEPTH, MAX_TEMPLATE_EXPRESSIONS, MAX_TEMPLATE_NESTING, RENDER_MAX_OUTPUT, RENDER_MAX_WORK, RENDER_TIMEOUT_MS, RENDER_WALL_MAX_MS,
-  RenderLimitError, SUBJECT_MAX_OUTPUT, TemplateSyntaxError, type RenderFn, type RenderLimit, type TemplateKind, type TemplateVars,
+  escapeHtml, MAX_TEMPLATE_EXPRESSIONS, MAX_TEMPLATE_NESTING, RENDER_MAX_OUTPUT, RENDER_TIMEOUT_MS, RENDER_WALL_MAX_MS,
+  RenderLimitError, SUBJECT_MAX_OUTPUT, TemplateSyntaxError, type TemplateVars,
 } from './sandbox'
 export { templateVariables, type MessageUrls } from './variables'
 
@@ -73,7 +73,7 @@ function inPart<T>(part: 'subject' | 'body', fn: () => T): T {
 }
 
 /**
- * A render that exceeded a budget (or a stored source that no longer compiles) as the 422 of API.md:
+ * A render that exceeded a budget (or a stored source that no longer compiles) as the API's 422 (src/errors.ts):
  * VALIDATION_ERROR, field `subject` or `body`, code `render_<limit>_limit` (`work`, `output`, `time`,
  * `depth`) or `invalid_template`, the message naming the limit. Other errors are returned as they are.
  */

@@ -13,7 +13,6 @@ import { COUNTED_EVENT_TYPES } from '../events/counted'
  */
 export const EVENT_TYPES = COUNTED_EVENT_TYPES
 export const ACTIVITY_TYPES = ['email', ...EVENT_TYPES] as const
-export type ActivityType = (typeof ACTIVITY_TYPES)[number]
 
 export const EmailItem = t.Composite([t.Object({ kind: t.Literal('email') }), EmailRecord, t.Object({
   opens: t.Integer({ description: 'Opens counted for this email (every pixel load)' }),

@@ -16,10 +16,6 @@ import * as repo from './repo'
 /** Statuses in which a project already has a subscription (a second checkout is refused: use the portal). */
 const SUBSCRIBED = new Set(['active', 'trialing', 'past_due', 'unpaid'])
 
-export function billingEnabled(deps: Deps): boolean {
-  return providerSettings(deps.config) !== null
-}
-
 /** Checkout, billing portal, invoices and the provider's webhook while billing is off: 404, in the standard envelope. */
 export function billingDisabled(): AppError {
   return new AppError('NOT_FOUND', 'Billing through a payment provider is not enabled on this server; usage caps (billing-limits) and consumption work without it', {

@@ -6,7 +6,7 @@ import { subscriptionOf } from './payments'
 import * as repo from './repo'
 import { CATEGORIES, type Category, type Limits } from './repo'
 
-export { CATEGORIES, type Category } from './repo'
+export type { Category } from './repo'
 
 /**
  * Usage caps (docs/decisions.md, Usage caps): per project and category, a number of emails per calendar

@@ -6,9 +6,7 @@ import { Preheader } from '../templates/preheader'
 /** TypeBox models of the campaigns module: request validation and the OpenAPI document. */
 
 export const CAMPAIGN_TYPES = ['TRANSACTIONAL', 'MARKETING', 'HEADLESS'] as const
-export type CampaignType = (typeof CAMPAIGN_TYPES)[number]
 export const AUDIENCE_TYPES = ['ALL', 'SEGMENT', 'FILTERED'] as const
-export type AudienceType = (typeof AUDIENCE_TYPES)[number]
 export const CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED'] as const
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
 
@@ -43,7 +41,7 @@ const OptFromName = t.Optional(t.Union([FromName, t.Null()], { error: 'fromName 
 const OptReplyTo = t.Optional(t.Union([Email, t.Null()], { error: 'replyTo must be an email address, or null' }))
 const OptSegmentId = t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()], { error: 'segmentId must be a segment id, or null' }))
 
-/** POST/PUT /campaigns `abTest` (issue 36.5): 2-4 variants of the subject (and, optionally, the body). */
+/** POST/PUT /campaigns `abTest`: 2-4 variants of the subject (and, optionally, the body). */
 export const AbTest = t.Object({
   variants: t.Array(t.Object({
     subject: Subject,
@@ -56,7 +54,6 @@ export const AbTest = t.Object({
   metric: t.Union([t.Literal('opens'), t.Literal('clicks')], { error: 'abTest.metric must be "opens" or "clicks"', description: 'The winner has the highest rate of unique opens or clicks' }),
   waitMinutes: t.Integer({ minimum: 10, maximum: 1440, error: 'abTest.waitMinutes must be an integer from 10 to 1440', description: 'Minutes between the end of the test send and the choice of the winner' }),
 }, { additionalProperties: false, error: 'abTest must be {variants, testPercent, metric, waitMinutes}' })
-export type AbTestInput = Static<typeof AbTest>
 
 const AbTestStatus = t.Object({
   phase: t.String({ description: 'TEST (the test group is being sent), WAITING (for the winner), WINNER (the winner goes to the rest)' }),
@@ -65,13 +62,12 @@ const AbTestStatus = t.Object({
   reason: t.Union([t.String(), t.Null()], { description: 'How the winner was chosen' }),
 })
 
-/** POST /campaigns/:id/send `sendAt` (issue 36.6): one local time in each recipient's time zone. */
+/** POST /campaigns/:id/send `sendAt`: one local time in each recipient's time zone. */
 export const LocalSendAt = t.Object({
   date: t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', error: 'sendAt.date must be a date YYYY-MM-DD', description: 'The local date' }),
   localTime: t.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', error: 'sendAt.localTime must be a time HH:MM (00:00-23:59)', description: 'The local time of day' }),
   fallbackTimeZone: t.String({ minLength: 1, maxLength: 100, error: 'sendAt.fallbackTimeZone must be an IANA time zone name', description: 'IANA zone of contacts whose data.timezone is missing or not a known IANA name' }),
 }, { additionalProperties: false, error: 'sendAt must be {date, localTime, fallbackTimeZone}' })
-export type LocalSendAtInput = Static<typeof LocalSendAt>
 
 export const Campaign = t.Object({
   id: t.String(),
@@ -199,7 +195,7 @@ export const IdParams = t.Object({ id: t.String() })
 
 export const TestBody = t.Object({
   email: Email,
-  contactId: t.Optional(t.String({ minLength: 1, maxLength: 64, error: 'contactId must be a contact id', description: 'Render with this contact\'s data instead (a contact of the project, else 404); issue 36' })),
+  contactId: t.Optional(t.String({ minLength: 1, maxLength: 64, error: 'contactId must be a contact id', description: 'Render with this contact\'s data instead (a contact of the project, else 404)' })),
 })
 export type TestInput = Static<typeof TestBody>
 
@@ -241,7 +237,7 @@ export const CampaignLinks = t.Object({
 })
 export type CampaignLinks = Static<typeof CampaignLinks>
 
-/** GET /campaigns/:id/recipients (issue 36, item 7). */
+/** GET /campaigns/:id/recipients. */
 export const RecipientsQuery = t.Object({
   filter: t.Optional(t.Union(['all', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'failed'].map((v) => t.Literal(v)), {
     error: 'filter must be all, delivered, opened, clicked, bounced, complained, unsubscribed or failed',

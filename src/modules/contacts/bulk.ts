@@ -26,7 +26,6 @@ import { subscriptionEvent } from './service'
 
 export const BULK_JOB = 'contacts.bulk'
 export type BulkAction = BulkActionBody['action']
-export const MAX_BULK = 1000
 const BULK_BATCH = 1000
 const MAX_REPORTED_ERRORS = 1000
 

@@ -120,10 +120,6 @@ export const JobRecord = t.Object({
   finishedAt: t.Union([t.String({ format: 'date-time' }), t.Null()]),
 })
 
-export const ImportBody = t.Object({
-  file: t.File({ description: 'CSV, at most 5 MB. Header row: email (required), subscribed (optional), every other column is a custom field.' }),
-})
-
 // The dashboard's contacts page: a filter (segment condition, search, state), pages, bulk jobs and CSV export of it.
 
 export const ContactFilter = t.Object({

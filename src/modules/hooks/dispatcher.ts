@@ -46,14 +46,6 @@ export interface DispatcherOptions {
   fetch?: Partial<SafeFetchOptions>
 }
 
-/** Outcomes of attempts made by this process, by outcome (metrics). */
-const outcomeCounts: Record<string, number> = {}
-
-/** What /metrics reads: this process's attempts by outcome, and the store's backlog. */
-export async function webhookMetrics(deps: Pick<Deps, 'store'>, now = new Date()): Promise<{ attemptsByOutcome: Record<string, number>; backlog: Awaited<ReturnType<typeof repo.backlog>> }> {
-  return { attemptsByOutcome: { ...outcomeCounts }, backlog: await repo.backlog(deps.store, now) }
-}
-
 const RESPONSE_LOG_BYTES = 1024
 /** How long the first outcome of a batch waits for others before they are written together. */
 const FLUSH_WAIT_MS = 10
@@ -308,7 +300,6 @@ export class Dispatcher {
       response = err instanceof Error ? err.message.slice(0, RESPONSE_LOG_BYTES) : String(err)
     }
     const latencyMs = Math.round(performance.now() - t0)
-    outcomeCounts[outcome] = (outcomeCounts[outcome] ?? 0) + 1
     const now = this.now()
     const ok = outcome === 'success'
     const next = ok ? null : nextAttemptAt(firstAttemptAt, attempts, now)

@@ -1,7 +1,7 @@
-import { and, asc, count, desc, eq, gte, inArray, isNotNull, lt, lte, notInArray, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, inArray, isNotNull, lt, lte, notInArray, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, type Db, type Store } from '../../db/client'
 import { skipLocked } from '../../db/dialect'
-import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
+import { heldBy, leaseEnd, type LeasedTable } from '../../jobs/lease'
 import { mayClaim } from '../../jobs/nodes'
 
 /**
@@ -249,16 +249,7 @@ export async function requeue(store: Store, db: Db, projectId: string, endpointI
   return rows.map((r) => r.id)
 }
 
-// ---- metrics and housekeeping ----
-
-/** Deliveries by status (all projects), and how many pending ones are due now and held. */
-export async function backlog(store: Store, now: Date): Promise<{ byStatus: Record<string, number>; due: number; inFlight: number }> {
-  const d = store.t.webhookDeliveries
-  const rows = await store.db.select({ status: d.status, n: count() }).from(d).groupBy(d.status)
-  const [due] = await store.db.select({ n: count() }).from(d).where(and(eq(d.status, 'pending'), lte(d.nextAttemptAt, now)))
-  const [held] = await store.db.select({ n: count() }).from(d).where(and(eq(d.status, 'pending'), liveLease(deliveryLeases(store), now)))
-  return { byStatus: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])), due: Number(due?.n ?? 0), inFlight: Number(held?.n ?? 0) }
-}
+// ---- housekeeping ----
 
 /** Deletes finished deliveries (and their attempts, by cascade) created before `before`. Returns how many. */
 export async function pruneFinished(store: Store, before: Date, max = 5000): Promise<number> {

@@ -3,7 +3,7 @@ import type { Ctx } from '../../deps'
 import { AppError, invalidField } from '../../errors'
 import * as repo from './repo'
 
-export type { Claim, HeldKey } from './repo'
+export type { Claim } from './repo'
 
 const KEY_RE = /^[\x20-\x7e]{1,255}$/
 

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lt } from 'drizzle-orm'
+import { and, eq, inArray, lt } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /**
@@ -44,15 +44,6 @@ export async function finishInbound(store: Store, db: Db, id: string, o: Inbound
   const rows = await db.update(m).set({ ...rest, ...(projectId !== undefined ? { projectId } : {}), detail: o.detail?.slice(0, 2000) ?? null })
     .where(and(eq(m.id, id), eq(m.status, 'queued'))).returning({ id: m.id })
   return rows.length > 0
-}
-
-/** Newest first: the inbound messages of a project (diagnostics, tests). */
-export async function listInbound(store: Store, projectId: string, limit: number): Promise<Array<Omit<InboundRow, 'raw'>>> {
-  const m = store.t.inboundMessages
-  return store.db.select({
-    id: m.id, projectId: m.projectId, mailFrom: m.mailFrom, rcptTo: m.rcptTo, remoteAddress: m.remoteAddress, helo: m.helo,
-    size: m.size, status: m.status, kind: m.kind, emailId: m.emailId, detail: m.detail, receivedAt: m.receivedAt, processedAt: m.processedAt,
-  }).from(m).where(eq(m.projectId, projectId)).orderBy(desc(m.receivedAt)).limit(limit)
 }
 
 /** Deletes finished messages received before `before` (queued ones are kept); returns how many. */

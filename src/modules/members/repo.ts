@@ -19,10 +19,6 @@ export async function member(store: Store, db: Db, projectId: string, userId: st
   return row
 }
 
-export async function insertMember(store: Store, db: Db, row: MemberRow): Promise<void> {
-  await db.insert(store.t.members).values(row)
-}
-
 export async function setRole(store: Store, db: Db, projectId: string, userId: string, role: string): Promise<void> {
   const { members } = store.t
   await db.update(members).set({ role }).where(and(eq(members.projectId, projectId), eq(members.userId, userId)))

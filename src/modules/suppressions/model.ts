@@ -3,7 +3,7 @@ import { positiveIntQuery } from '../query'
 
 /** TypeBox models of the suppression list: request validation and the OpenAPI document. */
 
-export { SUPPRESSION_REASONS, type SuppressionReason } from './reasons'
+export type { SuppressionReason } from './reasons'
 const Reason = t.Union([t.Literal('bounce'), t.Literal('complaint'), t.Literal('manual')])
 
 export const Suppression = t.Object({

@@ -17,7 +17,6 @@ import { parseVerp } from '../../mail/outbound/verp'
 import type { EventRow } from '../events/stream'
 import { applyBounce, applyComplaint, applyDelivery, emailsByMessageId, feedbackEmailById, type FeedbackEmail } from '../tracking/feedback'
 
-export type SesKind = 'Bounce' | 'Complaint' | 'Delivery'
 
 export interface SesOutcome {
   kind: string

@@ -10,14 +10,10 @@ export const ADDABLE_STEP_TYPES = STEP_TYPES.filter((s) => s !== 'TRIGGER')
 
 export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number]
-/** Executions that still hold the contact in the workflow (delete refused, cancel-all acts on these). */
-export const ACTIVE_STATUSES: readonly ExecutionStatus[] = ['RUNNING', 'WAITING']
 
 export const STEP_EXECUTION_STATUSES = ['PENDING', 'SCHEDULED', 'WAITING', 'RUNNING', 'COMPLETED', 'SKIPPED', 'FAILED'] as const
-export type StepExecutionStatus = (typeof STEP_EXECUTION_STATUSES)[number]
 
 export const BRANCHES = ['yes', 'no', 'event', 'timeout'] as const
-export type Branch = (typeof BRANCHES)[number]
 
 export const MAX_PAGE_SIZE = 100
 export const DEFAULT_PAGE_SIZE = 20

@@ -260,12 +260,6 @@ export async function updateStepExecution(store: Store, db: Db, projectId: strin
   await db.update(x).set(set).where(and(eq(x.projectId, projectId), eq(x.id, id)))
 }
 
-export async function findStepExecution(store: Store, db: Db, projectId: string, id: string): Promise<StepExecutionRow | null> {
-  const { workflowStepExecutions: x } = store.t
-  const [row] = await db.select().from(x).where(and(eq(x.projectId, projectId), eq(x.id, id))).limit(1)
-  return row ?? null
-}
-
 export async function stepExecutionsOf(store: Store, db: Db, projectId: string, executionIds: string[]): Promise<StepExecutionRow[]> {
   if (!executionIds.length) return []
   const { workflowStepExecutions: x } = store.t

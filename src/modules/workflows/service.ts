@@ -4,9 +4,9 @@ import { badRequest, conflict, invalidField, notFound, validation } from '../../
 import { listFilterFields } from '../../filters'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { normalizeEmail } from '../contacts/data'
-import { cancelExecution, clockOf, createExecution } from './engine'
+import { cancelExecution, createExecution } from './engine'
 import {
-  ACTIVE_STATUSES, DEFAULT_PAGE_SIZE, EXECUTION_STATUSES, MAX_PAGE_SIZE,
+  DEFAULT_PAGE_SIZE, EXECUTION_STATUSES, MAX_PAGE_SIZE,
   type AddStep, type AddTransition, type CreateWorkflow, type Execution, type ExecutionList, type ListExecutionsQuery,
   type ListWorkflowsQuery, type StartExecution, type Step, type StepExecution, type StepType, type Transition,
   type UpdateStep, type UpdateWorkflow, type Workflow, type WorkflowList, type WorkflowSummary,
@@ -338,5 +338,3 @@ export async function cancelAll(ctx: Ctx, workflowId: string): Promise<{ cancell
   }
   return { cancelled }
 }
-
-export { ACTIVE_STATUSES, clockOf }

@@ -18,4 +18,4 @@ export const STEP_RUNNERS: Record<StepType, StepRunner> = {
   EXIT: exit,
 }
 
-export { StepFailure, type StepOutcome, type StepInput } from './types'
+export { StepFailure, type StepOutcome } from './types'

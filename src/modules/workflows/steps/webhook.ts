@@ -1,5 +1,5 @@
 import { safeFetch, safeFetchOptions, SafeFetchError, type SafeResponse } from '../../../net/safe-fetch'
-import { StepFailure, type StepRunner } from './types'
+import type { StepRunner } from './types'
 
 /**
  * WEBHOOK: one HTTP(S) call, 10 s at most, the response body kept up to 64 KB. The request and the response
@@ -26,7 +26,7 @@ export const webhook: StepRunner = async ({ ctx, step, exec, contact }) => {
   try {
     res = await safeFetch(url, { method, headers, body }, {
       ...safeFetchOptions(ctx.deps.config), timeoutMs: WEBHOOK_TIMEOUT_MS, maxBodyBytes: MAX_RESPONSE_BYTES,
-      // Keep-alive connections are this project's alone (issue 35, item 12).
+      // Keep-alive connections are this project's alone.
       pool: ctx.projectId,
     })
   } catch (err) {
@@ -39,5 +39,3 @@ export const webhook: StepRunner = async ({ ctx, step, exec, contact }) => {
   }
   return { kind: 'next', status: 'COMPLETED', output: { request, response } }
 }
-
-export { StepFailure }
