@@ -1,5 +1,5 @@
 /**
- * The one place the dashboard turns dates and numbers into text (issue 37, item 7: "dates and numbers follow
+ * The one place the dashboard turns dates and numbers into text ("dates and numbers follow
  * the viewer's locale, one format everywhere"). Every page formats through these functions, never through
  * toLocaleString or an Intl object of its own. The locale is set once at start (web/i18n): the browser's
  * own locale when its language is the dashboard's language (so en-GB keeps day/month order), else the

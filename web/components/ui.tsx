@@ -47,7 +47,7 @@ export function ErrorBox({ error, shown }: { error: unknown; shown?: string[] })
 
 /**
  * For a form of one input: an API validation error (400/422) that names no field (some routes answer a flat
- * `{error}`, e.g. POST /contacts without an email) is about that input, and is shown on it (issue 37, item 6).
+ * `{error}`, e.g. POST /contacts without an email) is about that input, and is shown on it.
  */
 export function onField(error: unknown, name: string): unknown {
   if (!(error instanceof ApiError) || error.fields.length > 0 || (error.status !== 400 && error.status !== 422)) return error

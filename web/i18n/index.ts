@@ -1,5 +1,5 @@
 /**
- * The dashboard's message catalogue (issue 37, item 7: every user-facing string in one catalogue, English and
+ * The dashboard's message catalogue (every user-facing string in one catalogue, English and
  * German complete, the language chosen per user). `t('nav.contacts')` looks a key up in the catalogue of the
  * language in effect; `{name}` is replaced by `vars.name`, and a message with `one`/`other` forms is chosen
  * by `vars.count` (Intl.PluralRules), whose `{count}` is formatted in the viewer's locale. English is in the

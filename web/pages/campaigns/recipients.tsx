@@ -6,7 +6,7 @@ import { Badge, Empty, ErrorBox, formatDate, Loading, PageHead, Pager } from '..
 import { type Campaign, type LinkStat, type RecipientsPage, REPORT_FILTERS, type ReportFilter, statusBadge } from './types'
 
 /**
- * Per-recipient report of a campaign (issue 36, item 7): who was delivered, opened, clicked which link,
+ * Per-recipient report of a campaign: who was delivered, opened, clicked which link,
  * bounced, complained or unsubscribed (GET /campaigns/:id/recipients, keyset pages in send order), filtered
  * by what happened and by the link clicked, and exported as CSV (GET /campaigns/:id/recipients.csv, the same
  * filter). The filter lives in the address (`?filter=opened&link=…`), so the results page links straight to

@@ -55,7 +55,7 @@ export interface CampaignInput {
 
 export const statusBadge = (s: string) => (s === 'SENT' ? 'ok' : s === 'CANCELLED' ? 'failed' : s === 'DRAFT' ? '' : 'pending')
 
-/** GET /campaigns/:id/recipients (issue 36, item 7). */
+/** GET /campaigns/:id/recipients. */
 export const REPORT_FILTERS = ['all', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'failed'] as const
 export type ReportFilter = (typeof REPORT_FILTERS)[number]
 export interface RecipientRow {

@@ -7,7 +7,7 @@ import { EventChoice, eventsText } from './events'
 import './webhooks.css'
 
 /**
- * Customer webhooks (issue 37, item 4): the project's endpoints, each with its events, its signing secret
+ * Customer webhooks: the project's endpoints, each with its events, its signing secret
  * (shown once, rotated with a day's overlap), and its delivery log with the attempts and replays. The API is
  * /webhooks/endpoints (src/modules/hooks); changes are for owners and admins, as the API enforces.
  */
