@@ -57,6 +57,14 @@ export interface TxOptions {
 export interface Store {
   dialect: Dialect
   url: string
+  /**
+   * One transaction writes at a time (SQLite: one writer; a commit blocks the event loop while it syncs):
+   * concurrent writers only queue, and batching them is the one way to write more. False on PostgreSQL,
+   * where transactions write side by side on the pool's connections.
+   */
+  readonly singleWriter: boolean
+  /** The database file of a file-backed SQLite store; null on PostgreSQL and for a database in memory. */
+  readonly file: string | null
   db: Db
   t: Schema
   tx<T>(fn: (db: Db) => Promise<T>, opts?: TxOptions): Promise<T>
@@ -311,6 +319,8 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
   }
   return {
     dialect: 'sqlite',
+    singleWriter: true,
+    file: path === ':memory:' || path.startsWith('file::memory:') ? null : path,
     url,
     db: readDb,
     t: sqliteSchema,
@@ -437,6 +447,8 @@ function openPg(url: string): Store {
   let closed = false
   return {
     dialect: 'pg',
+    singleWriter: false,
+    file: null,
     url,
     db,
     t: pgSchema,

@@ -9,7 +9,7 @@
  *   rolled-back write touches no disk.
  */
 import { sql } from 'drizzle-orm'
-import { describeStoreError, sqlitePath, type Store } from './client'
+import { describeStoreError, type Store } from './client'
 import { freeBytesFor, MIN_FREE_BYTES, storageFailure } from './failures'
 import { migrationsApplied } from './migrate'
 
@@ -38,9 +38,7 @@ const rollback = new Error('readiness probe: roll back')
  * memory, or unknown). Root may also use the blocks reserved for it.
  */
 export function sqliteFreeBytes(store: Store): number | null {
-  if (store.dialect !== 'sqlite') return null
-  const path = sqlitePath(store.url)
-  return path === ':memory:' ? null : freeBytesFor(path)
+  return store.file === null ? null : freeBytesFor(store.file)
 }
 
 /** A write that needs a new page, rolled back; throws what the store throws. */

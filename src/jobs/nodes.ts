@@ -26,7 +26,7 @@ import { count, eq, gt, inArray, lt } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import { existsSync, unlinkSync } from 'node:fs'
 import { hostname as osHostname } from 'node:os'
-import { sqlitePath, type Store } from '../db/client'
+import type { Store } from '../db/client'
 import { errorFields, type Logger } from '../log'
 import { releaseDead, type Holders, type LeasedTable } from './lease'
 
@@ -67,9 +67,7 @@ export function mayClaim(holder: string): boolean {
 
 /** The lock file of node `id` on a file-backed SQLite store (null: none, PostgreSQL or in memory). */
 function lockFile(store: Store, id: string): string | null {
-  if (store.dialect !== 'sqlite') return null
-  const path = sqlitePath(store.url)
-  return path === ':memory:' ? null : `${path}-node-${id}.lock`
+  return store.file === null ? null : `${store.file}-node-${id}.lock`
 }
 
 /** Takes the exclusive lock of `path` (created when missing); null when another connection holds it. */

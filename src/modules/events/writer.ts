@@ -1,4 +1,4 @@
-import { sqlitePath, type Store } from '../../db/client'
+import type { Store } from '../../db/client'
 import { AppError } from '../../errors'
 import { consumersGeneration } from './consumers'
 import { declaredInterests } from './interest'
@@ -212,8 +212,7 @@ const perStore = new WeakMap<Store, TrackWriter | null>()
 export function trackWriter(store: Store, synchronous: 'FULL' | 'NORMAL'): TrackWriter | null {
   let w = perStore.get(store)
   if (w === undefined) {
-    const file = sqlitePath(store.url)
-    w = store.dialect === 'sqlite' && file !== ':memory:' && !file.startsWith('file::memory:') ? new TrackWriter(store.url, synchronous, () => store.refresh()) : null
+    w = store.file !== null ? new TrackWriter(store.url, synchronous, () => store.refresh()) : null
     perStore.set(store, w)
     const writer = w
     if (writer) routeOutboxClaims(store, (c) => writer.claimOutbox(c))
