@@ -310,6 +310,32 @@ export async function cancelExecution(ctx: Ctx, exec: repo.ExecutionRow): Promis
   return false
 }
 
+/**
+ * "Continue now" (a test run skips its wait): a WAITING execution whose wait ends by time (a DELAY, or a
+ * WAIT_FOR_EVENT with a timeout) becomes due now, and a run is queued for now; the run ends the wait as at
+ * its time (the DELAY goes on, the WAIT_FOR_EVENT takes its timeout branch). The version moves, so the run
+ * queued for the old due time is stale. Null when it does not wait for a time (ended, or waiting for an
+ * event without a timeout).
+ */
+export async function continueExecution(ctx: Ctx, exec: repo.ExecutionRow): Promise<repo.ExecutionRow | null> {
+  let cur: repo.ExecutionRow | null = exec
+  for (let i = 0; i < 20 && cur; i++) {
+    const at: repo.ExecutionRow = cur
+    if (at.status !== 'WAITING' || !at.waitUntil || !at.waitStepExecutionId) return null
+    const now = clockOf(ctx.deps)()
+    const moved = await ctx.store.tx(async (db) => {
+      const m = await repo.updateExecutionAt(ctx.store, db, ctx.projectId, at.id, at.version, { waitUntil: now, updatedAt: now })
+      if (!m) return null
+      await repo.updateStepExecution(ctx.store, db, ctx.projectId, at.waitStepExecutionId as string, { dueAt: now })
+      await enqueueRun(ctx, db, m, now)
+      return m
+    })
+    if (moved) return moved
+    cur = await repo.findExecution(ctx.store, ctx.store.db, ctx.projectId, exec.id)
+  }
+  return null
+}
+
 /** The time a UUIDv7 was made (ms since the epoch): when a step execution began, on the writer's clock. */
 function uuidTime(id: string): number {
   return Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16)

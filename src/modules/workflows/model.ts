@@ -167,6 +167,17 @@ export type ExecutionList = Static<typeof ExecutionList>
 
 export const CancelAllResult = t.Object({ cancelled: t.Integer() })
 
+export const StepStats = t.Object({
+  data: t.Array(t.Object({
+    stepId: t.String(),
+    entered: t.Integer({ description: 'Step executions of the step: each time an execution reached it' }),
+    waiting: t.Integer({ description: 'Executions WAITING at the step now (a DELAY or WAIT_FOR_EVENT)' }),
+    completed: t.Integer({ description: 'Step executions COMPLETED' }),
+    failed: t.Integer({ description: 'Step executions FAILED' }),
+  })),
+}, { description: 'Per step of the workflow (every step, zeros included), counted over all its executions' })
+export type StepStats = Static<typeof StepStats>
+
 export const FieldsResult = t.Object({
   contact: t.Array(t.Object({ field: t.String(), label: t.String(), kind: t.String(), operators: t.Array(t.String()) }, { additionalProperties: true })),
   event: t.Array(t.Object({ field: t.String(), label: t.String(), kind: t.String(), operators: t.Array(t.String()) }, { additionalProperties: true })),

@@ -182,6 +182,19 @@ export async function updateExecutionAt(store: Store, db: Db, projectId: string,
   return row ?? null
 }
 
+/** Per step of a workflow: its step executions by status, and the executions WAITING at it now. */
+export async function stepCounts(store: Store, db: Db, projectId: string, workflowId: string): Promise<{
+  runs: Array<{ stepId: string; status: string; n: number }>; waiting: Array<{ stepId: string | null; n: number }>
+}> {
+  const { workflowExecutions: e, workflowStepExecutions: x } = store.t
+  const runs = await db.select({ stepId: x.stepId, status: x.status, n: count() }).from(x)
+    .innerJoin(e, and(eq(e.id, x.executionId), eq(e.projectId, projectId)))
+    .where(and(eq(x.projectId, projectId), eq(e.workflowId, workflowId))).groupBy(x.stepId, x.status)
+  const waiting = await db.select({ stepId: e.currentStepId, n: count() }).from(e)
+    .where(and(eq(e.projectId, projectId), eq(e.workflowId, workflowId), eq(e.status, 'WAITING'))).groupBy(e.currentStepId)
+  return { runs: runs.map((r) => ({ ...r, n: Number(r.n) })), waiting: waiting.map((r) => ({ ...r, n: Number(r.n) })) }
+}
+
 export async function countActive(store: Store, db: Db, projectId: string, workflowId: string): Promise<number> {
   const { workflowExecutions: e } = store.t
   const [{ n }] = await db.select({ n: count() }).from(e)

@@ -92,6 +92,14 @@ export function workflowsRoutes(deps: Deps) {
       apiKey: 'secret', params: m.IdParams, query: m.ListExecutionsQuery, response: { 200: m.ExecutionList },
       detail: { tags, summary: 'List executions (cursor list, newest first), filterable by status' },
     })
+    .get('/:id/stats', ({ ctx, params }) => service.stepStats(ctx, params.id), {
+      apiKey: 'secret', params: m.IdParams, response: { 200: m.StepStats },
+      detail: { tags, summary: 'Per-step counts', description: 'For every step: how many times executions entered it, how many wait there now, and how many of its runs completed or failed.' },
+    })
+    .post('/:id/executions/:executionId/continue', ({ ctx, params }) => service.continueOne(ctx, params.id, params.executionId), {
+      apiKey: 'secret', params: m.ExecutionParams, response: { 200: m.Execution },
+      detail: { tags, summary: 'Continue a waiting execution now', description: 'For test runs: a WAITING execution\'s DELAY, or WAIT_FOR_EVENT with a timeout, ends now as it would at its time (the DELAY goes on; the WAIT_FOR_EVENT takes its timeout branch). 409 CONFLICT when it is not WAITING, or waits for an event without a timeout.' },
+    })
     .post('/:id/executions/cancel-all', ({ ctx, params }) => service.cancelAll(ctx, params.id), {
       apiKey: 'secret', params: m.IdParams, response: { 200: m.CancelAllResult },
       detail: { tags, summary: 'Cancel every RUNNING or WAITING execution', description: 'Their pending steps are skipped; answers how many were cancelled.' },

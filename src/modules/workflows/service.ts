@@ -4,11 +4,11 @@ import { badRequest, conflict, invalidField, notFound, validation } from '../../
 import { listFilterFields } from '../../filters'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
 import { normalizeEmail } from '../contacts/data'
-import { cancelExecution, createExecution } from './engine'
+import { cancelExecution, continueExecution, createExecution } from './engine'
 import {
   DEFAULT_PAGE_SIZE, EXECUTION_STATUSES, MAX_PAGE_SIZE,
   type AddStep, type AddTransition, type CreateWorkflow, type Execution, type ExecutionList, type ListExecutionsQuery,
-  type ListWorkflowsQuery, type StartExecution, type Step, type StepExecution, type StepType, type Transition,
+  type ListWorkflowsQuery, type StartExecution, type Step, type StepExecution, type StepStats, type StepType, type Transition,
   type UpdateStep, type UpdateWorkflow, type Workflow, type WorkflowList, type WorkflowSummary,
 } from './model'
 import * as repo from './repo'
@@ -321,6 +321,35 @@ export async function cancelOne(ctx: Ctx, workflowId: string, executionId: strin
     throw conflict(`The execution is ${now?.status ?? e.status}: only a RUNNING or WAITING execution can be cancelled`)
   }
   return getExecution(ctx, workflowId, executionId)
+}
+
+/** POST /workflows/:id/executions/:executionId/continue: a test run's wait ends now (engine.continueExecution). */
+export async function continueOne(ctx: Ctx, workflowId: string, executionId: string): Promise<Execution> {
+  await mustWorkflow(ctx, ctx.store.db, workflowId)
+  const e = await repo.findExecution(ctx.store, ctx.store.db, ctx.projectId, executionId, workflowId)
+  if (!e) throw notFound('execution')
+  if (!(await continueExecution(ctx, e))) {
+    const now = await repo.findExecution(ctx.store, ctx.store.db, ctx.projectId, executionId, workflowId)
+    const s = now ?? e
+    throw conflict(s.status === 'WAITING'
+      ? 'The execution waits for an event without a timeout: track the event to continue it'
+      : `The execution is ${s.status}: only a WAITING execution can continue now`)
+  }
+  return getExecution(ctx, workflowId, executionId)
+}
+
+/** GET /workflows/:id/stats: per step, how many executions entered, wait there now, completed and failed it. */
+export async function stepStats(ctx: Ctx, workflowId: string): Promise<StepStats> {
+  const wf = await mustWorkflow(ctx, ctx.store.db, workflowId)
+  const steps = await repo.stepsOf(ctx.store, ctx.store.db, ctx.projectId, [wf.id])
+  const { runs, waiting } = await repo.stepCounts(ctx.store, ctx.store.db, ctx.projectId, wf.id)
+  return {
+    data: steps.map((s) => {
+      const of = runs.filter((r) => r.stepId === s.id)
+      const sum = (status?: string) => of.filter((r) => !status || r.status === status).reduce((a, r) => a + r.n, 0)
+      return { stepId: s.id, entered: sum(), waiting: waiting.find((w) => w.stepId === s.id)?.n ?? 0, completed: sum('COMPLETED'), failed: sum('FAILED') }
+    }),
+  }
 }
 
 /** POST /workflows/:id/executions/cancel-all: every RUNNING or WAITING execution, in batches. */
