@@ -153,8 +153,8 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     await addStep()
 
     await dropStep('Condition', 300, 400)
-    await d.page.getByLabel('Field', { exact: true }).fill('subscribed')
-    await d.page.getByLabel('Operator').selectOption('equals')
+    await d.page.getByLabel('Check', { exact: true }).selectOption({ label: 'Subscribed' })
+    await d.page.getByLabel('Condition', { exact: true }).selectOption({ label: 'is' })
     await d.page.getByLabel('Step name').fill('Subscribed?')
     await addStep()
 
@@ -252,8 +252,10 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     expect(await path.locator('.react-flow__edge.taken').count()).toBe(4)
     const rows = d.page.locator('section[aria-labelledby="ex-h"] tbody tr')
     expect(await rows.count()).toBe(5)
-    expect(await rows.nth(1).textContent()).toContain('"emailId"')
-    expect(await rows.nth(3).textContent()).toContain('"result":true')
+    // Each step's output in words (issue 37, item 5), not its JSON.
+    expect(await rows.nth(1).textContent()).toContain('Email sent to ada@example.com')
+    expect(await rows.nth(3).textContent()).toContain('Yes: the contact matched')
+    expect(await d.page.locator('section[aria-labelledby="ex-h"] tbody').textContent()).not.toContain('{"')
     await shot(d.page, 'workflows-07-execution-path')
     await d.a11y('workflow executions, a path')
   })
@@ -268,7 +270,10 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     await d.page.getByText('Started: its path is shown below.').waitFor()
     await runJobs()
     await d.page.getByRole('button', { name: 'Refresh' }).last().click()
-    await d.page.getByText('waiting for “purchase”').waitFor()
+    await d.page.getByText('waiting for “purchase”').first().waitFor()
+    // A wait for an event without a time limit cannot be skipped; the page says how it goes on.
+    await d.page.getByText('It waits for “purchase” with no time limit: track that event for the contact to go on.').waitFor()
+    expect(await d.page.getByRole('button', { name: 'Continue now' }).count()).toBe(0)
     await d.page.getByRole('button', { name: 'Cancel this execution' }).click()
     await d.page.locator('#ex-h .badge', { hasText: 'CANCELLED' }).waitFor()
 

@@ -45,7 +45,7 @@ forEachStore('workflow step stats and continue now', (env) => {
   const stats = async (wf: string) => {
     const r = await req('GET', `/workflows/${wf}/stats`)
     expect(r.status).toBe(200)
-    return new Map((r.body.data as Array<{ stepId: string }>).map((s) => [s.stepId, s]))
+    return new Map((r.body.data as Array<{ stepId: string; entered: number; waiting: number; completed: number; failed: number }>).map((s) => [s.stepId, s]))
   }
 
   test('stats count entered, waiting, completed and failed per step; continue now ends a DELAY, then a timed wait by its timeout branch', async () => {

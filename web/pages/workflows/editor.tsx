@@ -8,10 +8,13 @@ import { type DragEvent, type FormEvent, useCallback, useEffect, useMemo, useRef
 import { Link } from 'wouter'
 import { del, get, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
+import { edgeTypes } from './edges'
 import { type ConditionField, FormFault, StepFields, toConfig, toValues, type Values } from './forms'
 import {
-  branchesOf, faultsByStep, nodeTypes, PALETTE, type Step, type StepNode, summary, type Transition, TYPE_LABEL, type Workflow,
+  branchesOf, countsText, faultsByStep, nodeTypes, PALETTE, type Step, type StepCounts, type StepNode, summary, type Transition, TYPE_LABEL, type Workflow,
 } from './graph'
+
+const waitingWords = (n: number) => (n === 1 ? '1 contact' : `${n.toLocaleString()} contacts`)
 
 const DRAG_TYPE = 'application/x-mailctl-step'
 
@@ -41,6 +44,9 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   const [fitAtStart] = useState(wf.steps.length > 1)
   const templates = useQuery({ queryKey: ['templates', project.id, 'all'], queryFn: () => get<{ data: TemplateRow[] }>('/templates?pageSize=100', project.id) })
   const fields = useQuery({ queryKey: ['workflow-fields', project.id], queryFn: () => get<{ contact: ConditionField[]; event: ConditionField[] }>('/workflows/fields', project.id) })
+  // Per-step counts on the graph, kept fresh while the page is open.
+  const stats = useQuery({ queryKey: ['workflow-stats', project.id, wf.id], queryFn: () => get<{ data: StepCounts[] }>(`/workflows/${wf.id}/stats`, project.id), refetchInterval: 15_000 })
+  const countsOf = useMemo(() => new Map((stats.data?.data ?? []).map((c) => [c.stepId, c])), [stats.data])
   const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
   const faults = useMemo(() => faultsByStep(faultError), [faultError])
   const steps = useMemo(() => [...wf.steps, ...drafts], [wf.steps, drafts])
@@ -55,18 +61,19 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   const build = useCallback((): StepNode[] => steps.map((s) => {
     const draft = s.id.startsWith('draft-')
     const f = faults.byStep.get(s.id)
+    const counts = countsOf.get(s.id)
     return {
       id: s.id, type: 'step', position: s.position, selected: s.id === selId, deletable: s.type !== 'TRIGGER',
-      data: { step: s, draft, faults: f, text: draft ? 'Set it up in the panel' : summary(s.type, s.config, tplNames) },
-      ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”${draft ? ', not saved' : ''}${f ? `, ${f.length} problem${f.length > 1 ? 's' : ''}` : ''}`,
+      data: { step: s, draft, faults: f, counts, text: draft ? 'Set it up in the panel' : summary(s.type, s.config, tplNames) },
+      ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”${draft ? ', not saved' : ''}${f ? `, ${f.length} problem${f.length > 1 ? 's' : ''}` : ''}${counts ? `: ${countsText(counts)}` : ''}`,
       className: `step-${s.type.toLowerCase()}`,
     }
-  }), [steps, faults, selId, tplNames])
+  }), [steps, faults, selId, tplNames, countsOf])
   const [nodes, setNodes] = useState<StepNode[]>(build)
   useEffect(() => setNodes(build()), [build])
 
   const edges = useMemo((): Edge[] => wf.transitions.map((t) => ({
-    id: t.id, source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? null, label: t.branch ?? undefined,
+    id: t.id, type: 'routed', source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? null, label: t.branch ?? undefined,
     className: t.branch ? `b-${t.branch}` : undefined, selected: t.id === selId, markerEnd: { type: MarkerType.ArrowClosed },
     ariaLabel: `From “${byId.get(t.fromStepId)?.name}” to “${byId.get(t.toStepId)?.name}”${t.branch ? ` on ${t.branch}` : ''}`,
   })), [wf.transitions, selId, byId])
@@ -182,7 +189,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
         </section>
         <section className="wf-canvas" aria-label="Workflow graph" onDrop={onDrop} onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move' }}>
           <ReactFlow<StepNode, Edge>
-            nodes={nodes} edges={edges} nodeTypes={nodeTypes} onNodesChange={onNodesChange}
+            nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} onNodesChange={onNodesChange}
             onNodeDragStop={(_, n) => savePosition(n.id, n.position)}
             onSelectionChange={onSelectionChange}
             onConnect={connect}
@@ -198,7 +205,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
         </section>
         <aside className="wf-panel" aria-label="Selected step">
           {selStep
-            ? <StepPanel key={selStep.id} project={project} wf={wf} step={selStep} steps={wf.steps} faults={faults.byStep.get(selStep.id)}
+            ? <StepPanel key={selStep.id} project={project} wf={wf} step={selStep} steps={wf.steps} faults={faults.byStep.get(selStep.id)} counts={countsOf.get(selStep.id)}
                 templates={templates.data?.data ?? []} fields={[...(fields.data?.contact ?? []), ...(fields.data?.event ?? [])]}
                 onSaved={(s, wasDraft) => {
                   // The saved step replaces its draft at once (still selected), before the refetch.
@@ -251,8 +258,8 @@ function WorkflowPanel({ project, wf }: { project: Project; wf: Workflow }) {
   )
 }
 
-function StepPanel({ project, wf, step, steps, faults, templates, fields, onSaved, onDelete, onFault }: {
-  project: Project; wf: Workflow; step: Step; steps: Step[]; faults?: string[]; templates: TemplateRow[]; fields: ConditionField[]
+function StepPanel({ project, wf, step, steps, faults, counts, templates, fields, onSaved, onDelete, onFault }: {
+  project: Project; wf: Workflow; step: Step; steps: Step[]; faults?: string[]; counts?: StepCounts; templates: TemplateRow[]; fields: ConditionField[]
   onSaved: (s: Step, wasDraft: string | null) => void; onDelete: () => void; onFault: (err: unknown) => void
 }) {
   const qc = useQueryClient()
@@ -266,7 +273,7 @@ function StepPanel({ project, wf, step, steps, faults, templates, fields, onSave
       : step.type === 'TRIGGER'
         ? patch<Workflow>(`/workflows/${wf.id}`, { eventName: values.eventName }, project.id).then(() => patch<Step>(`/workflows/${wf.id}/steps/${step.id}`, { name }, project.id))
         : patch<Step>(`/workflows/${wf.id}/steps/${step.id}`, body, project.id),
-    onSuccess: (s) => onSaved(s, draft ? step.id : null),
+    onSuccess: (s) => { onSaved(s, draft ? step.id : null); qc.invalidateQueries({ queryKey: ['workflow-stats', project.id, wf.id] }) },
     onError: onFault,
   })
   const submit = (e: FormEvent) => {
@@ -281,6 +288,9 @@ function StepPanel({ project, wf, step, steps, faults, templates, fields, onSave
   }
   const errorOf = (field: string) => (local?.field === field ? local.message : fieldError(save.error, field))
   const shown = ['name', 'config', 'eventName']
+  // A DELAY's change does not move the executions already waiting at it (their due time is kept).
+  const delayWaiting = step.type === 'DELAY' && !draft ? counts?.waiting ?? 0 : 0
+  const delayChanged = step.type === 'DELAY' && (values.amount !== String(step.config.amount ?? '') || values.unit !== String(step.config.unit ?? ''))
   const outs = branchesOf(step.type)
   return (
     <div className="card">
@@ -295,7 +305,12 @@ function StepPanel({ project, wf, step, steps, faults, templates, fields, onSave
       <form onSubmit={submit} noValidate>
         <ErrorBox error={save.error} shown={shown} />
         {local && <div className="alert error" role="alert">Check the highlighted field.</div>}
-        {save.isSuccess && !draft && <div className="alert ok" role="status">Saved.</div>}
+        {save.isSuccess && !draft && <div className="alert ok" role="status">Saved.{delayWaiting > 0 && ` ${waitingWords(delayWaiting)} already waiting ${delayWaiting === 1 ? 'keeps the time it was' : 'keep the time they were'} given.`}</div>}
+        {delayChanged && delayWaiting > 0 && !save.isPending && (
+          <div className="alert warn" role="status" data-testid="delay-change">
+            {waitingWords(delayWaiting)} {delayWaiting === 1 ? 'is' : 'are'} waiting at this step now. {delayWaiting === 1 ? 'It keeps' : 'They keep'} the time {delayWaiting === 1 ? 'it was' : 'they were'} given; the new delay applies to contacts who reach this step after you save.
+          </div>
+        )}
         <Field label="Step name" value={name} onChange={(e) => setName(e.target.value)} error={errorOf('name')} />
         {step.type === 'TRIGGER'
           ? <Field label="Trigger event" value={values.eventName ?? String(step.config.eventName ?? '')} onChange={(e) => setValues((v) => ({ ...v, eventName: e.target.value }))} hint="The event that starts an execution for its contact" error={fieldError(save.error, 'eventName')} />

@@ -1,11 +1,13 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { Background, Controls, type Edge, MarkerType, ReactFlow, ReactFlowProvider } from '@xyflow/react'
 import '@xyflow/react/dist/style.css'
-import { type FormEvent, useEffect, useId, useMemo, useState } from 'react'
+import { type FormEvent, useEffect, useId, useMemo, useRef, useState } from 'react'
 import { Link } from 'wouter'
 import { type Contact, type ContactPage, del, get, post, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { edgeTypes } from './edges'
 import { workflowQuery } from './editor'
+import { StepOutput } from './outputs'
 import { EXECUTION_STATUSES, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, TYPE_LABEL, type Workflow } from './graph'
 
 const TONE: Record<string, string> = { COMPLETED: 'ok', EXITED: 'ok', RUNNING: 'pending', WAITING: 'pending', FAILED: 'failed', CANCELLED: 'cancelled' }
@@ -91,27 +93,57 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
     queryKey: ['execution', project.id, wf.id, executionId],
     queryFn: () => get<Execution>(`/workflows/${wf.id}/executions/${executionId}`, project.id),
     // A running execution moves on within moments; a waiting one when its event comes or its time is up.
-    refetchInterval: (q) => (q.state.data?.status === 'RUNNING' ? 1000 : q.state.data?.status === 'WAITING' ? 10_000 : false),
+    // (A wait that is due, after "Continue now", is picked up within moments too.)
+    refetchInterval: (q) => {
+      const d = q.state.data
+      if (d?.status === 'RUNNING' || (d?.status === 'WAITING' && d.waitingFor?.until && new Date(d.waitingFor.until) <= new Date())) return 1000
+      return d?.status === 'WAITING' ? 10_000 : false
+    },
   })
   const cancel = useMutation({
     mutationFn: () => del<Execution>(`/workflows/${wf.id}/executions/${executionId}`, project.id),
     onSuccess: () => { ex.refetch(); onChanged() },
   })
+  // A test run need not wait a day: the wait ends now, as it would at its time (the job worker goes on).
+  const skip = useMutation({
+    mutationFn: () => post<Execution>(`/workflows/${wf.id}/executions/${executionId}/continue`, {}, project.id),
+    onSuccess: () => { ex.refetch(); onChanged() },
+  })
+  // The list above follows the execution's status as this view sees it change.
+  const status = ex.data?.status
+  const seen = useRef(status)
+  useEffect(() => {
+    if (status && seen.current && status !== seen.current) onChanged()
+    seen.current = status
+  }, [status, onChanged])
   if (ex.isPending) return <div className="card"><Loading /></div>
   if (ex.error) return <div className="card"><ErrorBox error={ex.error} /></div>
   const e = ex.data
   const runs = e.steps ?? []
+  const waitingAt = e.currentStepId ? wf.steps.find((s) => s.id === e.currentStepId) : undefined
   const name = (stepId: string) => wf.steps.find((s) => s.id === stepId)?.name ?? 'a deleted step'
   return (
     <section className="card" aria-labelledby="ex-h">
       <div className="head">
         <h2 id="ex-h">Execution <Badge status={TONE[e.status] ?? ''}>{e.status}</Badge></h2>
         <div className="row">
+          {e.status === 'WAITING' && e.waitingFor?.until && (
+            <button type="button" onClick={() => skip.mutate()} disabled={skip.isPending} aria-describedby="ex-skip-hint">Continue now</button>
+          )}
           {(e.status === 'RUNNING' || e.status === 'WAITING') && <button type="button" className="danger" onClick={() => cancel.mutate()} disabled={cancel.isPending}>Cancel this execution</button>}
           <button type="button" className="secondary" onClick={() => ex.refetch()}>Refresh</button>
         </div>
       </div>
-      <ErrorBox error={cancel.error} />
+      <ErrorBox error={cancel.error ?? skip.error} />
+      {e.status === 'WAITING' && (
+        <p id="ex-skip-hint" className="small">
+          {e.waitingFor?.until
+            ? waitingAt?.type === 'DELAY'
+              ? 'Continue now skips the rest of this delay: the next step runs at once.'
+              : `Continue now stops waiting for “${e.waitingFor.eventName ?? ''}” and goes the “timeout” way.`
+            : `It waits for “${e.waitingFor?.eventName ?? ''}” with no time limit: track that event for the contact to go on.`}
+        </p>
+      )}
       <p className="small muted">
         <ContactName project={project} id={e.contactId} /> · started {formatDate(e.startedAt)}{e.finishedAt && ` · ended ${formatDate(e.finishedAt)}`}
         {e.exitReason && ` · exit reason: ${e.exitReason}`}
@@ -119,17 +151,17 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
       </p>
       {e.error && <div className="alert error">{e.error}</div>}
       <ReactFlowProvider><PathGraph projectId={project.id} wf={wf} e={e} /></ReactFlowProvider>
-      <div className="table-wrap"><table>
+      <div className="table-wrap"><table className="stacked">
         <caption className="sr-only">Steps this execution ran, in order</caption>
-        <thead><tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">Output or error</th><th scope="col">Started</th><th scope="col">Finished</th></tr></thead>
+        <thead><tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">What happened</th><th scope="col">Started</th><th scope="col">Finished</th></tr></thead>
         <tbody>{runs.length === 0 && <tr><td colSpan={5} className="muted">No step has run yet: the job worker picks the execution up within moments.</td></tr>}
           {runs.map((r) => (
           <tr key={r.id}>
-            <td>{name(r.stepId)} <span className="small muted">{TYPE_LABEL[r.stepType] ?? r.stepType}</span></td>
-            <td><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{r.status}</Badge></td>
-            <td>{r.error ? <span className="err">{r.error}</span> : r.output ? <code className="wf-output">{JSON.stringify(r.output)}</code> : <span className="muted">—</span>}{r.dueAt && r.status !== 'COMPLETED' && <div className="small muted">due {formatDate(r.dueAt)}</div>}</td>
-            <td>{formatDate(r.startedAt)}</td>
-            <td>{formatDate(r.finishedAt)}</td>
+            <td data-label="Step: ">{name(r.stepId)} <span className="small muted">{TYPE_LABEL[r.stepType] ?? r.stepType}</span></td>
+            <td data-label="Status: "><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{r.status}</Badge></td>
+            <td data-label="What happened: "><StepOutput run={r} /></td>
+            <td data-label="Started: ">{formatDate(r.startedAt)}</td>
+            <td data-label="Finished: ">{formatDate(r.finishedAt)}</td>
           </tr>
         ))}</tbody>
       </table></div>
@@ -162,7 +194,7 @@ function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: E
     className: statusOf.has(s.id) ? 'visited' : 'unvisited',
   }))
   const edges: Edge[] = wf.transitions.map((t) => ({
-    id: t.id, source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? null, label: t.branch ?? undefined,
+    id: t.id, type: 'routed', source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? null, label: t.branch ?? undefined,
     className: `${taken.has(t.id) ? 'taken' : 'not-taken'}${t.branch ? ` b-${t.branch}` : ''}`, animated: taken.has(t.id) && e.status === 'WAITING' && runs[runs.length - 1]?.stepId === t.toStepId,
     markerEnd: { type: MarkerType.ArrowClosed }, focusable: false, selectable: false,
     ariaLabel: `${taken.has(t.id) ? 'Taken' : 'Not taken'}: from “${wf.steps.find((s) => s.id === t.fromStepId)?.name}” to “${wf.steps.find((s) => s.id === t.toStepId)?.name}”`,
@@ -170,7 +202,7 @@ function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: E
   return (
     <figure className="wf-canvas wf-path">
       <figcaption className="sr-only">The execution’s path: {runs.map((r) => `${wf.steps.find((s) => s.id === r.stepId)?.name ?? r.stepType} ${r.status.toLowerCase()}`).join(', then ')}</figcaption>
-      <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} nodesDraggable={false} nodesConnectable={false} elementsSelectable={false}
+      <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} nodesDraggable={false} nodesConnectable={false} elementsSelectable={false}
         nodesFocusable={false} edgesFocusable={false} fitView fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2} proOptions={{ hideAttribution: false }}>
         <Background />
         <Controls showInteractive={false} aria-label="Zoom and fit" />

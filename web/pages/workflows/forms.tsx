@@ -1,5 +1,6 @@
 import { useId } from 'react'
 import { Field } from '../../components/ui'
+import { ConditionFields } from './condition'
 import { DURATION_UNITS } from './graph'
 
 /**
@@ -30,6 +31,7 @@ export function toValues(type: string, c: Record<string, unknown>): Values {
       field: String(c.field ?? ''), operator: String(c.operator ?? ''),
       value: c.value === undefined || c.value === null ? '' : typeof c.value === 'string' ? c.value : JSON.stringify(c.value),
       unit: c.unit ? String(c.unit) : '',
+      vtype: typeof c.value === 'boolean' ? 'boolean' : typeof c.value === 'number' ? 'number' : '',
     }
     case 'WEBHOOK': return { url: String(c.url ?? ''), method: String(c.method ?? 'POST'), headers: json(c.headers), body: json(c.body) }
     case 'UPDATE_CONTACT': return { data: json(c.data), subscribed: c.subscribed === true ? 'true' : c.subscribed === false ? 'false' : '' }
@@ -68,13 +70,17 @@ export function toConfig(type: string, v: Values): Record<string, unknown> {
     }
     case 'CONDITION': {
       const out: Record<string, unknown> = { field: v.field.trim(), operator: v.operator }
+      if (!v.field.trim() || /^context\.(event\.data\.)?$/.test(v.field.trim())) throw new FormFault('config.field', 'Choose what the condition checks')
       if (!NO_VALUE.includes(v.operator)) {
         const raw = v.value.trim()
-        if (v.field === 'subscribed') out.value = (raw || 'true') === 'true'
-        else if (!TEXTUAL.includes(v.operator) && /^-?\d+(\.\d+)?$/.test(raw)) out.value = Number(raw)
+        if (v.field === 'subscribed' || v.vtype === 'boolean') out.value = (raw || 'true') === 'true'
+        else if (v.vtype === 'number' || WINDOWED.includes(v.operator) || v.operator === 'triggeredMoreThan') {
+          if (!/^-?\d+(\.\d+)?$/.test(raw)) throw new FormFault('config.value', 'Enter a number')
+          out.value = Number(raw)
+        } else if (!TEXTUAL.includes(v.operator) && /^-?\d+(\.\d+)?$/.test(raw)) out.value = Number(raw)
         else out.value = v.value
       }
-      if (WINDOWED.includes(v.operator) && v.unit) out.unit = v.unit
+      if (WINDOWED.includes(v.operator)) out.unit = v.unit || 'days'
       return out
     }
     case 'WEBHOOK': {
@@ -153,24 +159,8 @@ export function StepFields({ type, v, set, errorOf, templates, fields }: {
           <Select label="Timeout unit" value={v.timeoutUnit} onChange={(x) => set('timeoutUnit', x)} options={[['minutes', 'minutes'], ['hours', 'hours'], ['days', 'days'], ['seconds', 'seconds']]} />
         </div>
       </>
-    case 'CONDITION': {
-      const known = fields.find((f) => f.field === v.field)
-      const ops = known?.operators ?? (v.field.startsWith('context.') ? ['equals', 'notEquals', 'contains', 'notContains', 'greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual', 'exists', 'notExists'] : [])
-      const listId = `${type}-fields`
-      return <>
-        <Field label="Field" value={v.field} onChange={(e) => set('field', e.target.value)} list={listId} placeholder="data.plan or context.event.data.amount"
-          hint="A contact field (email, subscribed, data.<key>, event.<name>…) or context.<path> of the execution" error={errorOf('config.field')} />
-        <datalist id={listId}>{fields.map((f) => <option key={f.field} value={f.field}>{f.label}</option>)}</datalist>
-        {ops.length > 0
-          ? <Select label="Operator" value={v.operator} onChange={(x) => set('operator', x)} error={errorOf('config.operator')} options={[['', 'Choose…'], ...ops.map((o): [string, string] => [o, o])]} />
-          : <Field label="Operator" value={v.operator} onChange={(e) => set('operator', e.target.value)} placeholder="equals" error={errorOf('config.operator')} />}
-        {!NO_VALUE.includes(v.operator) && (v.field === 'subscribed'
-          ? <Select label="Value" value={v.value || 'true'} onChange={(x) => set('value', x)} options={[['true', 'true'], ['false', 'false']]} error={errorOf('config.value')} />
-          : <Field label="Value" value={v.value} onChange={(e) => set('value', e.target.value)} error={errorOf('config.value')} hint={WINDOWED.includes(v.operator) ? 'A number of units' : undefined} />)}
-        {WINDOWED.includes(v.operator) && <Select label="Unit" value={v.unit || 'days'} onChange={(x) => set('unit', x)} error={errorOf('config.unit')} options={[['minutes', 'minutes'], ['hours', 'hours'], ['days', 'days']]} />}
-        <p className="small muted">The “yes” way out is taken when the contact matches, “no” otherwise.</p>
-      </>
-    }
+    case 'CONDITION':
+      return <ConditionFields v={v} set={set} errorOf={errorOf} fields={fields} />
     case 'WEBHOOK':
       return <>
         <Field label="URL" type="url" value={v.url} onChange={(e) => set('url', e.target.value)} placeholder="https://example.com/hook" error={errorOf('config.url')} />

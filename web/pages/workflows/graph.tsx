@@ -1,5 +1,6 @@
 import { Handle, type Node, type NodeProps, Position } from '@xyflow/react'
 import { ApiError, type FieldError } from '../../api'
+import { conditionText } from './condition'
 
 /** The shapes of the workflows API (src/modules/workflows/model.ts) as the dashboard reads them. */
 export interface Step { id: string; type: string; name: string; config: Record<string, unknown>; position: { x: number; y: number } }
@@ -70,7 +71,7 @@ export function summary(type: string, c: Record<string, unknown>, templates: Map
     }
     case 'DELAY': return `Wait ${plural(Number(c.amount), String(c.unit ?? 'day').replace(/s$/, ''))}`
     case 'WAIT_FOR_EVENT': return `Until “${String(c.eventName ?? '')}”${c.timeout ? `, at most ${durationText(Number(c.timeout))}` : ''}`
-    case 'CONDITION': return `${String(c.field ?? '')} ${String(c.operator ?? '')}${c.value !== undefined ? ` ${JSON.stringify(c.value)}` : ''}${c.unit ? ` ${String(c.unit)}` : ''}`
+    case 'CONDITION': return conditionText(c)
     case 'WEBHOOK': return `${String(c.method ?? 'POST')} ${String(c.url ?? '')}`
     case 'UPDATE_CONTACT': {
       const parts: string[] = []
@@ -99,6 +100,15 @@ export interface StepData extends Record<string, unknown> {
   faults?: string[]
   /** In the executions view: the status of the step's run, when the execution reached it. */
   status?: string
+  /** In the editor: how many executions entered the step, wait there now, completed or failed it. */
+  counts?: StepCounts
+}
+export interface StepCounts { stepId: string; entered: number; waiting: number; completed: number; failed: number }
+
+/** A step's counts in words, for its node and its label. */
+export function countsText(c: StepCounts): string {
+  const n = (x: number) => x.toLocaleString()
+  return `${n(c.entered)} entered · ${n(c.waiting)} waiting · ${n(c.completed)} completed · ${n(c.failed)} failed`
 }
 export type StepNode = Node<StepData, 'step'>
 
@@ -113,6 +123,14 @@ export function StepNodeView({ data }: NodeProps<StepNode>) {
       <div className="wf-type">{TYPE_LABEL[step.type] ?? step.type}{draft && ' · not saved'}{status && <span className="wf-status"> · {status}</span>}</div>
       <div className="wf-name">{step.name}</div>
       {data.text && <div className="wf-text">{data.text}</div>}
+      {data.counts && (
+        <div className="wf-counts" aria-hidden="true">
+          <span title="entered">{data.counts.entered.toLocaleString()} in</span>
+          {data.counts.waiting > 0 && <span className="waiting" title="waiting">{data.counts.waiting.toLocaleString()} waiting</span>}
+          <span className="done" title="completed">{data.counts.completed.toLocaleString()} done</span>
+          {data.counts.failed > 0 && <span className="failed" title="failed">{data.counts.failed.toLocaleString()} failed</span>}
+        </div>
+      )}
       {faults?.length ? <div className="wf-fault" role="note">⚠ {faults.length === 1 ? faults[0].replace(/^step "[^"]*" \([A-Z_]+\): /, '') : `${faults.length} problems`}</div> : null}
       {outs === null && <Handle type="source" position={Position.Bottom} />}
       {outs && outs.length > 0 && (

@@ -1,0 +1,200 @@
+import { useId } from 'react'
+import { kindOf, opLabel } from '../segments/builder'
+import type { ConditionField, Values } from './forms'
+
+/**
+ * A CONDITION step's form for marketers (issue 37, item 5): the field is picked by name from the project's
+ * contact fields, its events and the trigger event, never typed as a path (`data.plan`); operators read as
+ * words ("is at least", "happened within the last"); the value input fits the field (yes/no, a number, a
+ * date, a number of days). The step's config stays the API's: `{field, operator, value?, unit?}`.
+ */
+
+const NO_VALUE = new Set(['exists', 'notExists', 'triggered', 'notTriggered', 'memberOfSegment', 'notMemberOfSegment'])
+const WINDOWED = new Set(['within', 'olderThan', 'triggeredWithin', 'notTriggeredWithin'])
+const COMPARE = ['equals', 'notEquals', 'contains', 'notContains', 'greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual', 'exists', 'notExists']
+/** The picker's entries that need a name typed after them (the trigger event's data, the test run's context). */
+const EVENT_DATA = '__event-data'
+const CONTEXT = '__context'
+
+export type ValueType = 'text' | 'number' | 'boolean' | 'date'
+type Kind = NonNullable<ReturnType<typeof kindOf>> | 'context'
+
+function kindOfField(field: string): Kind | null {
+  return field.startsWith('context.') ? 'context' : kindOf(field)
+}
+
+/** The operators a field takes (the catalogue's, else its kind's). */
+function operatorsOf(field: string, fields: ConditionField[]): string[] {
+  const known = fields.find((f) => f.field === field)
+  if (known) return known.operators
+  if (field.startsWith('context.')) return COMPARE
+  if (field.startsWith('data.')) return [...COMPARE, 'within', 'olderThan']
+  if (field.startsWith('event.')) return ['triggered', 'notTriggered', 'triggeredWithin', 'notTriggeredWithin', 'triggeredMoreThan']
+  return []
+}
+
+/** The operator in words for a field. */
+export function operatorWords(field: string, op: string): string {
+  const kind = kindOfField(field)
+  return opLabel(kind === 'context' || kind === null ? 'data' : kind, op)
+}
+
+/** The value input a field and operator want. */
+export function valueTypeOf(field: string, op: string, fields: ConditionField[]): ValueType {
+  const kind = kindOfField(field)
+  if (WINDOWED.has(op) || op === 'triggeredMoreThan') return 'number'
+  if (kind === 'subscribed' || kind === 'emailActivity') return 'boolean'
+  if (kind === 'date') return 'date'
+  if (kind === 'data') {
+    if (op === 'contains' || op === 'notContains') return 'text'
+    const types = (fields.find((f) => f.field === field) as (ConditionField & { types?: string[] }) | undefined)?.types ?? []
+    if (types.length === 1 && types[0] === 'number') return 'number'
+    if (types.length === 1 && types[0] === 'boolean') return 'boolean'
+  }
+  return 'text'
+}
+
+/** A field's name in words: "plan", "Trigger event: amount", "Opened an email". */
+export function fieldWords(field: string, fields: ConditionField[] = []): string {
+  const known = fields.find((f) => f.field === field)
+  if (field.startsWith('context.event.data.')) return `Trigger event: ${field.slice('context.event.data.'.length)}`
+  if (field === 'context.event.name') return 'Trigger event name'
+  if (field.startsWith('context.')) return `Test-run value: ${field.slice('context.'.length)}`
+  if (known && !field.startsWith('event.')) return known.label
+  if (field.startsWith('data.')) return field.slice(5)
+  if (field.startsWith('event.')) return `“${field.slice(6)}”`
+  const std: Record<string, string> = {
+    email: 'Email', subscribed: 'Subscribed', createdAt: 'Created at', updatedAt: 'Updated at',
+    'email.opened': 'Opened an email', 'email.clicked': 'Clicked a link in an email', 'email.bounced': 'An email bounced',
+  }
+  return std[field] ?? field
+}
+
+/** A CONDITION's config in one line of words, for its node: "plan is “pro”", "“purchase” happened within the last 7 days". */
+export function conditionText(c: Record<string, unknown>, fields: ConditionField[] = []): string {
+  const field = String(c.field ?? '')
+  const op = String(c.operator ?? '')
+  if (!field || !op) return 'Not set up yet'
+  const words = `${fieldWords(field, fields)} ${operatorWords(field, op)}`
+  if (NO_VALUE.has(op) || c.value === undefined) return words
+  const v = c.value
+  const value = typeof v === 'boolean' ? (v ? 'yes' : 'no') : typeof v === 'number' ? v.toLocaleString() : `“${String(v)}”`
+  const unit = WINDOWED.has(op) ? ` ${String(c.unit ?? 'days')}` : op === 'triggeredMoreThan' ? ' times' : ''
+  return `${words} ${value}${unit}`
+}
+
+export function ConditionFields({ v, set, errorOf, fields }: {
+  v: Values; set: (k: string, value: string) => void; errorOf: (field: string) => string | undefined; fields: ConditionField[]
+}) {
+  const id = useId()
+  const field = v.field
+  const pick = field.startsWith('context.event.data.') ? EVENT_DATA : field.startsWith('context.') && field !== 'context.event.name' ? CONTEXT : field
+  const key = pick === EVENT_DATA ? field.slice('context.event.data.'.length) : pick === CONTEXT ? field.slice('context.'.length) : ''
+  const contact = fields.filter((f) => !f.field.startsWith('context.'))
+  const groups: Array<[string, ConditionField[]]> = [
+    ['Contact', contact.filter((f) => ['email', 'subscribed', 'date'].includes(f.kind))],
+    ['Contact fields', contact.filter((f) => f.kind === 'data')],
+    ['Email activity', contact.filter((f) => f.kind === 'emailActivity')],
+    ['Events of the contact', contact.filter((f) => f.kind === 'event')],
+    ['Segments', contact.filter((f) => f.kind === 'segment')],
+  ]
+  const listed = new Set(contact.map((f) => f.field))
+  const ops = field ? operatorsOf(field, fields) : []
+  const vtype = valueTypeOf(field, v.operator, fields)
+  const choose = (next: string) => {
+    const nf = next === EVENT_DATA ? 'context.event.data.' : next === CONTEXT ? 'context.' : next
+    set('field', nf)
+    const nops = operatorsOf(nf, fields)
+    const op = nops.includes(v.operator) ? v.operator : nops[0] ?? ''
+    set('operator', op)
+    set('value', '')
+    set('vtype', valueTypeOf(nf, op, fields))
+  }
+  const setOp = (op: string) => {
+    set('operator', op)
+    const next = valueTypeOf(field, op, fields)
+    if (next !== vtype) set('value', '')
+    set('vtype', next)
+  }
+  const fieldError = errorOf('config.field')
+  return <>
+    <div className="field">
+      <span><label htmlFor={`${id}-field`}>Check</label></span>
+      <select id={`${id}-field`} value={pick} onChange={(e) => choose(e.target.value)} aria-invalid={fieldError ? true : undefined} aria-describedby={fieldError ? `${id}-field-err` : undefined}>
+        <option value="">Choose what to check…</option>
+        {groups.filter(([, fs]) => fs.length > 0).map(([title, fs]) => (
+          <optgroup key={title} label={title}>{fs.map((f) => <option key={f.field} value={f.field}>{f.kind === 'event' ? `Event “${f.label}”` : f.label}</option>)}</optgroup>
+        ))}
+        {field && !listed.has(field) && pick !== EVENT_DATA && pick !== CONTEXT && field !== 'context.event.name' && <option value={field}>{fieldWords(field, fields)}</option>}
+        <optgroup label="This run">
+          <option value="context.event.name">Name of the trigger event</option>
+          <option value={EVENT_DATA}>A value of the trigger event…</option>
+          <option value={CONTEXT}>A value given to a test run…</option>
+        </optgroup>
+      </select>
+      {fieldError && <span id={`${id}-field-err`} className="err">{fieldError}</span>}
+    </div>
+    {(pick === EVENT_DATA || pick === CONTEXT) && (
+      <div className="field">
+        <span><label htmlFor={`${id}-key`}>{pick === EVENT_DATA ? 'Name of the event’s value' : 'Name of the value'}</label></span>
+        <input id={`${id}-key`} value={key} placeholder={pick === EVENT_DATA ? 'amount' : 'plan'} aria-describedby={`${id}-key-hint`}
+          onChange={(e) => set('field', `${pick === EVENT_DATA ? 'context.event.data.' : 'context.'}${e.target.value.trim()}`)} />
+        <span id={`${id}-key-hint`} className="hint">{pick === EVENT_DATA ? 'As the event was tracked, e.g. amount for {"amount": 120}' : 'As given in a test run’s values'}</span>
+      </div>
+    )}
+    {ops.length > 0 && (
+      <div className="field">
+        <span><label htmlFor={`${id}-op`}>Condition</label></span>
+        <select id={`${id}-op`} value={v.operator} onChange={(e) => setOp(e.target.value)} aria-invalid={errorOf('config.operator') ? true : undefined}>
+          {!ops.includes(v.operator) && <option value={v.operator}>Choose…</option>}
+          {ops.map((o) => <option key={o} value={o}>{operatorWords(field, o)}</option>)}
+        </select>
+        {errorOf('config.operator') && <span className="err">{errorOf('config.operator')}</span>}
+      </div>
+    )}
+    {field && v.operator && !NO_VALUE.has(v.operator) && (
+      <ValueInput vtype={vtype} op={v.operator} v={v} set={set} error={errorOf('config.value')} />
+    )}
+    {WINDOWED.has(v.operator) && (
+      <div className="field">
+        <span><label htmlFor={`${id}-unit`}>Unit</label></span>
+        <select id={`${id}-unit`} value={v.unit || 'days'} onChange={(e) => set('unit', e.target.value)}>
+          <option value="minutes">minutes</option><option value="hours">hours</option><option value="days">days</option>
+        </select>
+        {errorOf('config.unit') && <span className="err">{errorOf('config.unit')}</span>}
+      </div>
+    )}
+    {field && v.operator && <p className="small wf-reads" data-testid="condition-reads">Reads: <strong>{conditionText(conditionPreview(v, vtype), fields)}</strong></p>}
+    <p className="small muted">The “yes” way out is taken when the contact matches, “no” otherwise.</p>
+  </>
+}
+
+/** The config as the form stands, for the "Reads:" line. */
+function conditionPreview(v: Values, vtype: ValueType): Record<string, unknown> {
+  const out: Record<string, unknown> = { field: v.field, operator: v.operator }
+  if (!NO_VALUE.has(v.operator)) {
+    out.value = vtype === 'boolean' ? (v.value || 'true') === 'true' : vtype === 'number' && v.value.trim() !== '' && !Number.isNaN(Number(v.value)) ? Number(v.value) : v.value
+  }
+  if (WINDOWED.has(v.operator)) out.unit = v.unit || 'days'
+  return out
+}
+
+function ValueInput({ vtype, op, v, set, error }: { vtype: ValueType; op: string; v: Values; set: (k: string, value: string) => void; error?: string }) {
+  const id = useId()
+  const label = WINDOWED.has(op) ? 'How long' : op === 'triggeredMoreThan' ? 'Number of times' : 'Value'
+  const aria = { 'aria-invalid': error ? true : undefined, 'aria-describedby': error ? `${id}-err` : undefined } as const
+  return (
+    <div className="field">
+      <span><label htmlFor={id}>{label}</label></span>
+      {vtype === 'boolean'
+        ? (
+          <select id={id} value={v.value || 'true'} onChange={(e) => { set('value', e.target.value); set('vtype', 'boolean') }} {...aria}>
+            <option value="true">Yes</option><option value="false">No</option>
+          </select>
+        )
+        : <input id={id} type={vtype === 'number' ? 'number' : vtype === 'date' ? 'date' : 'text'} value={v.value} {...aria}
+            onChange={(e) => { set('value', e.target.value); set('vtype', vtype) }} />}
+      {error && <span id={`${id}-err`} className="err">{error}</span>}
+    </div>
+  )
+}
