@@ -103,6 +103,59 @@ const byKeyStatements = {
   public: compiledRead<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE public_key = $1 LIMIT 1`),
   secret: compiledRead<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE secret_key_hash = $1 LIMIT 1`),
 }
+/** PostgreSQL only (byKeysTogether): the keys as one JSON array parameter. */
+const byKeysStatements = {
+  public: compiledRead<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE public_key = ANY (ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))`),
+  secret: compiledRead<RawProject>(`SELECT ${COLUMNS} FROM projects WHERE secret_key_hash = ANY (ARRAY(SELECT jsonb_array_elements_text($1::jsonb)))`),
+}
+
+type KeyKind = keyof typeof byKeyStatements
+interface KeyWaiter { resolve: (row: RawProject | undefined) => void; reject: (err: unknown) => void }
+interface KeyLookups { public: Map<string, KeyWaiter[]>; secret: Map<string, KeyWaiter[]>; scheduled: boolean }
+const keyLookups = new WeakMap<Store, KeyLookups>()
+
+/**
+ * PostgreSQL: the key look-ups asked for during one turn of the event loop are read with one statement
+ * at the start of the next turn, instead of a round trip (and a backend's parse, plan and execute) each.
+ * Every request of a batch arrived before its statement started, so a key rotated or disabled by a commit
+ * that a client saw answered fails on that client's next request, as with a look-up per request.
+ */
+function byKeysTogether(store: Store, kind: KeyKind, value: string): Promise<RawProject | undefined> {
+  let lookups = keyLookups.get(store)
+  if (!lookups) {
+    lookups = { public: new Map(), secret: new Map(), scheduled: false }
+    keyLookups.set(store, lookups)
+  }
+  const batch = lookups
+  return new Promise((resolve, reject) => {
+    const waiting = batch[kind].get(value)
+    if (waiting) waiting.push({ resolve, reject })
+    else batch[kind].set(value, [{ resolve, reject }])
+    if (!batch.scheduled) {
+      batch.scheduled = true
+      setImmediate(() => {
+        batch.scheduled = false
+        for (const k of ['public', 'secret'] as const) {
+          const asked = batch[k]
+          if (!asked.size) continue
+          batch[k] = new Map()
+          void readKeys(store, k, asked)
+        }
+      })
+    }
+  })
+}
+
+async function readKeys(store: Store, kind: KeyKind, asked: Map<string, KeyWaiter[]>): Promise<void> {
+  try {
+    const keys = [...asked.keys()]
+    const rows = keys.length === 1 ? await byKeyStatements[kind](store)(keys[0]) : await byKeysStatements[kind](store)(JSON.stringify(keys))
+    const found = new Map(rows.map((r) => [kind === 'public' ? r.public_key : r.secret_key_hash, r]))
+    for (const [key, waiters] of asked) for (const w of waiters) w.resolve(found.get(key))
+  } catch (err) {
+    for (const waiters of asked.values()) for (const w of waiters) w.reject(err)
+  }
+}
 
 function toProject(r: RawProject): ProjectRow {
   return {
@@ -122,8 +175,9 @@ const KEY_CACHE_MAX = 10_000
  * authenticated request: a prepared statement, and on SQLite a cache that is valid only while
  * `store.dataVersion()` is unchanged, so a rotated key fails on the very next request whichever process
  * rotated it. On PostgreSQL another node's commit cannot be seen without a query, and a key must stop
- * working with the commit that rotates or disables it (docs/decisions.md, API keys): no cache there. The
- * returned row is frozen (shared between requests).
+ * working with the commit that rotates or disables it (docs/decisions.md, API keys): no cache there, but
+ * the look-ups of one turn share a statement (byKeysTogether). The returned row is frozen (shared between
+ * requests).
  */
 export async function byKey(store: Store, kind: 'public' | 'secret', value: string): Promise<ProjectRow | undefined> {
   const version = store.dataVersion()
@@ -137,7 +191,7 @@ export async function byKey(store: Store, kind: 'public' | 'secret', value: stri
     const hit = cache.rows.get(cacheKey)
     if (hit) return hit
   }
-  const [raw] = await byKeyStatements[kind](store)(value)
+  const raw = version === null ? await byKeysTogether(store, kind, value) : (await byKeyStatements[kind](store)(value))[0]
   if (!raw) return undefined
   const row = Object.freeze(toProject(raw))
   // Only if nothing was committed while the query ran (else the row may already be stale for the new version).
