@@ -78,6 +78,12 @@ export function formatPercent(ratio: number | null | undefined, digits = 1): str
   return numbers(`p${digits}`, { style: 'percent', maximumFractionDigits: digits }).format(ratio)
 }
 
+/** A ratio as a percentage with exactly `digits` decimals: 0.05 → "5.0%" (thresholds, rates beside them). */
+export function formatPercentFixed(ratio: number, digits: number): string {
+  if (!Number.isFinite(ratio)) return '—'
+  return numbers(`pf${digits}`, { style: 'percent', minimumFractionDigits: digits, maximumFractionDigits: digits }).format(ratio)
+}
+
 /** `part` of `whole` as a percentage, "—" when the whole is 0. */
 export const formatShare = (part: number, whole: number, digits = 1) => (whole > 0 ? formatPercent(part / whole, digits) : '—')
 

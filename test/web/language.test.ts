@@ -64,8 +64,15 @@ describe.skipIf(!available)('language in Chromium', () => {
       await page.setViewportSize({ width: 1366, height: 768 })
     }
 
+    await d.open('/campaigns')
+    await page.getByRole('heading', { name: 'Kampagnen', exact: true }).waitFor()
+    await page.getByText('Noch keine Kampagnen').waitFor()
+    expect(await page.getByRole('button', { name: 'Entwurf' }).count()).toBe(1)
+    await shot(page, 'language-03-campaigns-de')
+    await d.a11y('campaigns in German')
+
     await page.getByLabel('Sprache').selectOption('en')
-    await page.getByRole('heading', { name: 'Contacts', exact: true }).waitFor()
+    await page.getByRole('heading', { name: 'Campaigns', exact: true }).waitFor()
     expect(await page.evaluate((id) => localStorage.getItem(`mailctl.lang.${id}`), d.owner.id)).toBe('en')
     expect(pageErrors).toEqual([])
   })

@@ -86,6 +86,8 @@ export function chooseLanguage(userId: string, l: Lang): void {
 /** The message of `key` in the language in effect, with `{name}` replaced and the plural form chosen by `count`. */
 export function t(key: MessageKey, vars?: Record<string, string | number>): string {
   const m = messages[key] ?? en[key]
+  // A key built at run time from an unexpected value (a status the dashboard does not know yet) shows itself.
+  if (m === undefined) return String(key).split('.').pop() ?? String(key)
   const text = typeof m === 'string' ? m : m[new Intl.PluralRules(lang).select(Number(vars?.count ?? 0)) === 'one' ? 'one' : 'other']
   if (!vars) return text
   return text.replace(/\{(\w+)\}/g, (all, name: string) => {

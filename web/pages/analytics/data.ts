@@ -3,6 +3,7 @@
  * strings), and the query helpers of those pages. Kept here, next to the pages, rather than in web/api.ts.
  */
 import { get } from '../../api'
+import { formatNumber, formatPercentFixed } from '../../format'
 
 export const METRICS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const
 export type Metric = (typeof METRICS)[number]
@@ -75,7 +76,7 @@ export function securityQuery(projectId: string) {
 export function pct(x: number): string {
   if (!Number.isFinite(x)) return '—'
   const p = x * 100
-  return `${p === 0 ? '0' : p < 1 ? p.toFixed(2) : p.toFixed(1)}%`
+  return p === 0 ? formatPercentFixed(0, 0) : formatPercentFixed(x, p < 1 ? 2 : 1)
 }
 
-export const num = (n: number) => n.toLocaleString()
+export const num = (n: number) => formatNumber(n)

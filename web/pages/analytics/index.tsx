@@ -5,6 +5,7 @@ import { get, type Project } from '../../api'
 import { type Series, TimeChart } from '../../components/chart'
 import { Empty, ErrorBox, Loading, PageHead } from '../../components/ui'
 import { browserZone, type Counts, METRIC_COLOR, METRIC_LABEL, METRICS, type Metric, num, pct, type Timeseries, timeseriesQuery, type TopCampaigns, type TopEvents } from './data'
+import { formatDate, formatDay } from '../../format'
 
 export { SecurityPage } from './security'
 export { UsagePage } from './usage'
@@ -115,8 +116,8 @@ export function AnalyticsPage({ project }: { project: Project }) {
         <div className="card">
           <Empty title="No mail in this range">
             <p>Nothing was sent, delivered, opened, clicked, bounced or complained {d.interval === 'day'
-              ? `from ${new Date(d.from).toLocaleDateString()} to ${new Date(Date.parse(d.to) - 1).toLocaleDateString()}`
-              : `between ${new Date(d.from).toLocaleString()} and ${new Date(d.to).toLocaleString()}`}.</p>
+              ? `from ${formatDay(d.from)} to ${formatDay(Date.parse(d.to) - 1)}`
+              : `between ${formatDate(d.from)} and ${formatDate(d.to)}`}.</p>
             <p>Send with <code>POST /v1/send</code>, the SMTP relay or a campaign, or pick a longer range. New mail shows up here within a minute.</p>
           </Empty>
         </div>

@@ -4,8 +4,9 @@ import { call, canManage, get, type Project } from '../../api'
 import { ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
 import { Meter } from './meter'
 import { CATEGORIES, CATEGORY_LABEL, type Consumption, type Limits, num } from './data'
+import { formatDay, formatMonth } from '../../format'
 
-const monthOf = (iso: string) => new Date(iso).toLocaleDateString(undefined, { month: 'long', year: 'numeric', timeZone: 'UTC' })
+const monthOf = (iso: string) => formatMonth(iso)
 
 /**
  * Usage against the monthly caps (docs/decisions.md, Usage caps): what each category used this calendar
@@ -41,7 +42,7 @@ export function UsagePage({ project }: { project: Project }) {
       <PageHead title="Usage" />
       <div className="card">
         <h2>This month: {monthOf(u.periodStart)}</h2>
-        <p className="small muted">Emails counted from {new Date(u.periodStart).toUTCString().slice(5, 16)} to {new Date(new Date(u.periodEnd).getTime() - 1).toUTCString().slice(5, 16)} (UTC). Over a cap, new mail of that category is refused with 429 BILLING_LIMIT_EXCEEDED until the next month or a higher cap.</p>
+        <p className="small muted">Emails counted from {formatDay(u.periodStart, 'UTC')} to {formatDay(new Date(u.periodEnd).getTime() - 1, 'UTC')} (UTC). Over a cap, new mail of that category is refused with 429 BILLING_LIMIT_EXCEEDED until the next month or a higher cap.</p>
         <div className="table-wrap"><table className="rows">
           <thead><tr><th scope="col">Category</th><th scope="col">Used</th><th scope="col">Monthly cap</th><th scope="col" style={{ width: '40%' }}>Of the cap</th></tr></thead>
           <tbody>{CATEGORIES.map((c) => {

@@ -3,11 +3,12 @@ import type { Project } from '../../api'
 import { Badge, ErrorBox, Field, Loading } from '../../components/ui'
 import { useCampaignStats } from './stats'
 import type { AbTest, Campaign } from './types'
+import { formatDate, formatNumber, formatPercent } from '../../format'
 
 /** A/B tests of a campaign: the composer's part, and the results per variant. */
 
 const letter = (i: number) => String.fromCharCode(65 + i)
-const pct = (x: number) => `${(x * 100).toLocaleString(undefined, { maximumFractionDigits: 1 })}%`
+const pct = (x: number) => formatPercent(x)
 
 export const newAbTest = (subject: string): AbTest => ({
   variants: [{ subject }, { subject: '' }], testPercent: 20, metric: 'opens', waitMinutes: 240,
@@ -85,7 +86,7 @@ export function VariantResults({ project, campaign, every }: { project: Project;
       <ErrorBox error={stats.error} />
       <p data-testid="ab-phase">
         {st ? <strong>{PHASES[st.phase]}</strong> : 'Not started'}
-        {st?.phase === 'WAITING' && st.decideAt && <> · the winner is chosen by {metric === 'opens' ? 'open' : 'click'} rate at {new Date(st.decideAt).toLocaleString()}</>}
+        {st?.phase === 'WAITING' && st.decideAt && <> · the winner is chosen by {metric === 'opens' ? 'open' : 'click'} rate at {formatDate(st.decideAt)}</>}
         {st?.reason && <> · {st.reason}</>}
       </p>
       {!stats.data ? <Loading /> : (
@@ -97,8 +98,8 @@ export function VariantResults({ project, campaign, every }: { project: Project;
               <tr key={v.index} data-testid={`variant-${letter(v.index)}`}>
                 <th scope="row">{letter(v.index)}{v.winner && <> <Badge status="ok">Winner</Badge></>}</th>
                 <td>{v.subject}</td>
-                <td>{v.recipients.toLocaleString()}</td><td>{v.delivered.toLocaleString()}</td>
-                <td>{v.opened.toLocaleString()}</td><td>{v.clicked.toLocaleString()}</td>
+                <td>{formatNumber(v.recipients)}</td><td>{formatNumber(v.delivered)}</td>
+                <td>{formatNumber(v.opened)}</td><td>{formatNumber(v.clicked)}</td>
                 <td>{pct(v.openRate)}</td><td>{pct(v.clickRate)}</td>
               </tr>
             ))}

@@ -4,6 +4,7 @@ import { Link } from 'wouter'
 import { get, post, type Project } from '../../api'
 import { ErrorBox, fieldError } from '../../components/ui'
 import type { Audience, AudienceCount, FieldInfo, FilterRow, FilterTree, Segment } from './types'
+import { formatNumber } from '../../format'
 
 /**
  * The audience of a campaign: everyone, a segment, or a filter (a small builder: conditions matched all or
@@ -79,7 +80,7 @@ export function AudiencePicker({ project, value, onChange, error }: {
           <select id={`${name}-segment`} value={value.segmentId ?? ''} onChange={(e) => set({ segmentId: e.target.value || null })}
             aria-invalid={fieldError(error, 'segmentId') ? true : undefined} aria-describedby={fieldError(error, 'segmentId') ? `${name}-segment-err` : undefined}>
             <option value="">Choose a segment…</option>
-            {segments.data?.map((s) => <option key={s.id} value={s.id}>{s.name} ({s.memberCount.toLocaleString()})</option>)}
+            {segments.data?.map((s) => <option key={s.id} value={s.id}>{s.name} ({formatNumber(s.memberCount)})</option>)}
           </select>
           {fieldError(error, 'segmentId') && <span id={`${name}-segment-err`} className="err">{fieldError(error, 'segmentId')}</span>}
           {segments.data?.length === 0 && <span className="hint">No segments yet: <Link href="/segments">create one</Link>, or use a filter.</span>}
@@ -218,8 +219,8 @@ function AudienceSize({ project, audience }: { project: Project; audience: Audie
       {count.error && countable(audience) ? <p className="err small">The audience cannot be counted yet: {(count.error as Error).message}</p> : null}
       {n && (
         <p data-testid="audience-count">
-          <strong>{n.recipients.toLocaleString()}</strong> recipient{n.recipients === 1 ? '' : 's'} now
-          <span className="muted"> · {n.matching.toLocaleString()} matching, {n.skippedUnsubscribed.toLocaleString()} skipped as unsubscribed, {n.skippedSuppressed.toLocaleString()} skipped as suppressed</span>
+          <strong>{formatNumber(n.recipients)}</strong> recipient{n.recipients === 1 ? '' : 's'} now
+          <span className="muted"> · {formatNumber(n.matching)} matching, {formatNumber(n.skippedUnsubscribed)} skipped as unsubscribed, {formatNumber(n.skippedSuppressed)} skipped as suppressed</span>
         </p>
       )}
     </div>

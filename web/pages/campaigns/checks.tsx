@@ -1,6 +1,7 @@
 import { useQueries } from '@tanstack/react-query'
 import { post, type Project } from '../../api'
 import type { AudienceCount, Campaign, FilterTree } from './types'
+import { formatNumber } from '../../format'
 
 /**
  * Checks before a campaign goes out, shown above "Send now" and "Schedule": the
@@ -68,7 +69,7 @@ export function usePreSendChecks(project: Project, c: Campaign): { checks: Check
   const checks = contentChecks(c)
   vars.forEach((v, i) => {
     const n = counts[i].data?.recipients
-    if (n) checks.unshift({ id: `var-${v}`, text: `${n.toLocaleString()} recipient${n === 1 ? '' : 's'} would get an empty {{${v}}}: give it a fallback, {{ ${v} | default: "…" }}` })
+    if (n) checks.unshift({ id: `var-${v}`, text: `${formatNumber(n)} recipient${n === 1 ? '' : 's'} would get an empty {{${v}}}: give it a fallback, {{ ${v} | default: "…" }}` })
   })
   return { checks, pending: counts.some((q) => q.isPending) }
 }

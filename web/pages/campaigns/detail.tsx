@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useEffect, useRef, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { del, get, post, type Project } from '../../api'
-import { Badge, ConfirmButton, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, ConfirmButton, ErrorBox, Field, fieldError, formatDate, Loading, onField, PageHead } from '../../components/ui'
 import { useAudienceCount } from './audience'
 import { CampaignForm } from './compose'
 import { LocalTimeForm, localZone, ScheduleForm } from './schedule'
@@ -10,6 +10,8 @@ import { VariantResults } from './abtest'
 import { CampaignResults, useCampaignStats } from './stats'
 import { PreSendChecks, usePreSendChecks } from './checks'
 import { type Campaign, type LocalSendAt, statusBadge } from './types'
+import { formatDay, formatNumber } from '../../format'
+import { t } from '../../i18n'
 
 /**
  * One campaign: its state and what can be done in it. DRAFT: send now, schedule, test, edit. SCHEDULED:
@@ -47,33 +49,33 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
     onSuccess: async () => { await qc.invalidateQueries({ queryKey: ['campaigns', project.id] }); navigate('/campaigns') },
   })
   if (c.isPending) return <Loading />
-  if (c.error) return <><ErrorBox error={c.error} /><Link href="/campaigns">All campaigns</Link></>
+  if (c.error) return <><ErrorBox error={c.error} /><Link href="/campaigns">{t('campaign.all')}</Link></>
   const k = c.data
   const busy = send.isPending || cancel.isPending || unschedule.isPending
   return (
     <div>
       <PageHead title={k.name}>
-        <button type="button" className="secondary" onClick={() => duplicate.mutate()} disabled={duplicate.isPending}>Duplicate</button>
-        {k.status === 'SCHEDULED' && <button type="button" className="secondary" onClick={() => unschedule.mutate()} disabled={busy}>Unschedule</button>}
+        <button type="button" className="secondary" onClick={() => duplicate.mutate()} disabled={duplicate.isPending}>{t('campaign.duplicate')}</button>
+        {k.status === 'SCHEDULED' && <button type="button" className="secondary" onClick={() => unschedule.mutate()} disabled={busy}>{t('campaign.unschedule')}</button>}
         {(k.status === 'SCHEDULED' || k.status === 'SENDING') && (
-          <ConfirmButton label="Cancel campaign" confirm={k.status === 'SENDING' ? 'Stop sending? Mail already queued still goes out.' : 'Cancel the scheduled send?'} onConfirm={() => cancel.mutate()} busy={busy} />
+          <ConfirmButton label={t('campaign.cancel')} confirm={k.status === 'SENDING' ? t('campaign.cancelSending') : t('campaign.cancelScheduled')} onConfirm={() => cancel.mutate()} busy={busy} />
         )}
-        {k.status !== 'SENDING' && <ConfirmButton label="Delete" confirm="Delete this campaign?" onConfirm={() => remove.mutate()} busy={remove.isPending} />}
+        {k.status !== 'SENDING' && <ConfirmButton label={t('ui.delete')} confirm={t('campaign.deleteConfirm')} onConfirm={() => remove.mutate()} busy={remove.isPending} />}
       </PageHead>
       <p className="small muted">
-        <Link href="/campaigns">← All campaigns</Link> · <Badge status={statusBadge(k.status)}>{k.status}</Badge>
-        {k.status === 'SCHEDULED' && !k.sendAt && <> · scheduled for {formatDate(k.scheduledFor)} ({localZone()})</>}
+        <Link href="/campaigns">← {t('campaign.all')}</Link> · <Badge status={statusBadge(k.status)}>{t(`campaigns.status.${k.status}`)}</Badge>
+        {k.status === 'SCHEDULED' && !k.sendAt && <> · {t('campaign.scheduledFor', { at: formatDate(k.scheduledFor), zone: localZone() })}</>}
         {k.sendAt && (k.status === 'SCHEDULED' || k.status === 'SENDING') && (
-          <span data-testid="local-send"> · {k.sendAt.localTime} on {k.sendAt.date} in each recipient's time zone (else {k.sendAt.fallbackTimeZone}) · {k.status === 'SCHEDULED' ? 'first' : 'next'} wave {formatDate(k.nextWaveAt)} ({localZone()})</span>
+          <span data-testid="local-send"> · {t('campaign.localSend', { time: k.sendAt.localTime, date: formatDay(`${k.sendAt.date}T12:00:00Z`, 'UTC'), fallback: k.sendAt.fallbackTimeZone })} · {t(k.status === 'SCHEDULED' ? 'campaign.firstWave' : 'campaign.nextWave', { at: formatDate(k.nextWaveAt), zone: localZone() })}</span>
         )}
-        {k.sentAt && <> · sent {formatDate(k.sentAt)}</>}
-        {k.status !== 'DRAFT' && k.status !== 'SCHEDULED' && <> · <Link href={`/campaigns/${id}/stats`}>Results page</Link></>}
+        {k.sentAt && <> · {t('campaign.sentOn', { at: formatDate(k.sentAt) })}</>}
+        {k.status !== 'DRAFT' && k.status !== 'SCHEDULED' && <> · <Link href={`/campaigns/${id}/stats`}>{t('campaign.resultsPage')}</Link></>}
       </p>
       <ErrorBox error={duplicate.error ?? remove.error ?? cancel.error ?? unschedule.error} />
-      {unschedule.isSuccess && k.status === 'DRAFT' && <div className="alert ok" role="status">Unscheduled: the campaign is a draft again. Change it, then send or schedule it.</div>}
+      {unschedule.isSuccess && k.status === 'DRAFT' && <div className="alert ok" role="status">{t('campaign.unscheduled')}</div>}
       {k.status === 'DRAFT' && (
         <section className="card" aria-labelledby="send-h">
-          <h2 id="send-h">Send</h2>
+          <h2 id="send-h">{t('campaign.send')}</h2>
           <ErrorBox error={send.error} />
           <SendSection project={project} campaign={k} onSend={(body) => send.mutate(body)} busy={busy} />
         </section>
@@ -91,21 +93,21 @@ export function CampaignPage({ project, id }: { project: Project; id: string }) 
 function SendSection({ project, campaign, onSend, busy }: { project: Project; campaign: Campaign; onSend: (body: { scheduledFor: string | null } | { sendAt: LocalSendAt }) => void; busy: boolean }) {
   const pre = usePreSendChecks(project, campaign)
   const warned = pre.checks.length
-  const note = warned ? ` ${warned} check${warned === 1 ? '' : 's'} above ${warned === 1 ? 'is' : 'are'} not met.` : ''
+  const note = warned ? ` ${t('campaign.checksNotMet', { count: warned })}` : ''
   return (
     <>
       <PreSendChecks checks={pre.checks} pending={pre.pending} />
       <SendNow project={project} campaign={campaign} onSend={() => onSend({ scheduledFor: null })} busy={busy} note={note} />
-      <h3>Or schedule it</h3>
+      <h3>{t('campaign.orSchedule')}</h3>
       <ScheduleForm busy={busy} onSchedule={(at) => {
-        if (warned && !window.confirm(`Schedule it anyway?${note}`)) return
+        if (warned && !window.confirm(`${t('campaign.scheduleAnyway')}${note}`)) return
         onSend({ scheduledFor: at.toISOString() })
       }} />
-      <h3>Or send it in each recipient's time zone</h3>
+      <h3>{t('campaign.orLocal')}</h3>
       {campaign.abTest
-        ? <p className="small muted">An A/B test is sent at one time; remove the test to send in each recipient's time zone.</p>
+        ? <p className="small muted">{t('campaign.abNoLocal')}</p>
         : <LocalTimeForm busy={busy} onSend={(sendAt) => {
-          if (warned && !window.confirm(`Schedule it anyway?${note}`)) return
+          if (warned && !window.confirm(`${t('campaign.scheduleAnyway')}${note}`)) return
           onSend({ sendAt })
         }} />}
     </>
@@ -114,12 +116,12 @@ function SendSection({ project, campaign, onSend, busy }: { project: Project; ca
 
 function SendNow({ project, campaign, onSend, busy, note = '' }: { project: Project; campaign: Campaign; onSend: () => void; busy: boolean; note?: string }) {
   const n = useAudienceCount(project, { type: campaign.type, audienceType: campaign.audienceType, segmentId: campaign.segmentId, audienceCondition: campaign.audienceCondition })
-  const who = n.data ? `${n.data.recipients.toLocaleString()} recipient${n.data.recipients === 1 ? '' : 's'}` : 'its audience'
+  const who = n.data ? t('campaign.recipients', { count: n.data.recipients }) : t('campaign.itsAudience')
   return (
     <div className="row">
-      <ConfirmButton label="Send now" confirm={`Send to ${who} now?${note}`} onConfirm={onSend} busy={busy} />
+      <ConfirmButton label={t('campaign.sendNow')} confirm={`${t('campaign.sendTo', { who })}${note}`} onConfirm={onSend} busy={busy} />
       <span className="muted small" aria-live="polite">
-        {n.data ? `${n.data.recipients.toLocaleString()} recipients now; ${n.data.skippedUnsubscribed.toLocaleString()} unsubscribed and ${n.data.skippedSuppressed.toLocaleString()} suppressed are skipped.` : ''}
+        {n.data ? t('campaign.recipientsNow', { recipients: formatNumber(n.data.recipients), unsubscribed: formatNumber(n.data.skippedUnsubscribed), suppressed: formatNumber(n.data.skippedSuppressed) }) : ''}
       </span>
     </div>
   )
@@ -127,18 +129,20 @@ function SendNow({ project, campaign, onSend, busy, note = '' }: { project: Proj
 
 function TestSend({ project, id }: { project: Project; id: string }) {
   const test = useMutation({ mutationFn: (email: string) => post<{ message: string }>(`/campaigns/${id}/test`, { email }, project.id) })
+  // A flat validation error of this one-field form is about the address (issue 37, item 6).
+  const testError = onField(test.error, 'email')
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     test.mutate(String(new FormData(e.currentTarget).get('email') ?? '').trim())
   }
   return (
     <form className="card" onSubmit={submit} noValidate aria-labelledby="test-h">
-      <h2 id="test-h">Test send</h2>
-      <ErrorBox error={test.error} shown={['email']} />
+      <h2 id="test-h">{t('campaign.testSend')}</h2>
+      <ErrorBox error={testError} shown={['email']} />
       {test.isSuccess && <div className="alert ok" role="status">{test.data.message}</div>}
       <div className="row">
-        <Field label="Send a test to" name="email" type="email" placeholder="you@example.com" hint="Rendered with that contact's data; not counted in the results" error={fieldError(test.error, 'email')} />
-        <button type="submit" className="secondary" disabled={test.isPending}>Send test</button>
+        <Field label={t('campaign.testTo')} name="email" type="email" placeholder={t('campaign.testPlaceholder')} hint={t('campaign.testHint')} error={fieldError(testError, 'email')} />
+        <button type="submit" className="secondary" disabled={test.isPending}>{t('campaign.sendTest')}</button>
       </div>
     </form>
   )
@@ -167,20 +171,20 @@ function LiveView({ project, campaign }: { project: Project; campaign: Campaign 
   const total = audience.data?.matching
   return (
     <section className="card" aria-labelledby="live-h">
-      <h2 id="live-h">Sending now</h2>
+      <h2 id="live-h">{t('campaign.sendingNow')}</h2>
       <ErrorBox error={stats.error} />
       {!s ? <Loading /> : (
         <div className="stack">
           <div>
-            <label htmlFor="live-audience">Audience handled: {s.totalRecipients.toLocaleString()}{total !== undefined ? ` of ${total.toLocaleString()}` : ''}</label>
+            <label htmlFor="live-audience">{total !== undefined ? t('campaign.handledOf', { n: formatNumber(s.totalRecipients), total: formatNumber(total) }) : t('campaign.handled', { n: formatNumber(s.totalRecipients) })}</label>
             <progress id="live-audience" max={Math.max(total ?? 0, s.totalRecipients, 1)} value={s.totalRecipients} />
           </div>
           <div>
-            <label htmlFor="live-out">Mail out: {out.toLocaleString()} of {s.queued.toLocaleString()} queued</label>
+            <label htmlFor="live-out">{t('campaign.mailOut', { out: formatNumber(out), queued: formatNumber(s.queued) })}</label>
             <progress id="live-out" max={Math.max(s.queued, 1)} value={out} />
           </div>
-          <p data-testid="live-rate"><strong>{rate === null ? '…' : rate.toLocaleString(undefined, { maximumFractionDigits: 1 })}</strong> messages per second
-            <span className="muted small"> · {s.delivered.toLocaleString()} delivered, {s.bounced.toLocaleString()} bounced, {s.pending.toLocaleString()} on their way, {s.skippedUnsubscribed + s.skippedSuppressed} skipped</span>
+          <p data-testid="live-rate"><strong>{rate === null ? '…' : formatNumber(rate, 1)}</strong> {t('campaign.perSecond')}
+            <span className="muted small"> · {t('campaign.liveCounts', { delivered: formatNumber(s.delivered), bounced: formatNumber(s.bounced), pending: formatNumber(s.pending), skipped: formatNumber(s.skippedUnsubscribed + s.skippedSuppressed) })}</span>
           </p>
         </div>
       )}

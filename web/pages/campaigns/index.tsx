@@ -3,10 +3,12 @@ import { useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { get, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, Field, formatDate, Loading, PageHead, Pager } from '../../components/ui'
-import { type CampaignList, type Segment, STATUSES, statusBadge } from './types'
+import { type CampaignList, type Segment, type Status, STATUSES, statusBadge } from './types'
+import { formatNumber, formatShare } from '../../format'
+import { type MessageKey, t } from '../../i18n'
 
 const PAGE = 25
-const AUDIENCE: Record<string, string> = { ALL: 'Every contact', SEGMENT: 'A segment', FILTERED: 'A filter' }
+const AUDIENCE: Record<string, MessageKey> = { ALL: 'campaigns.audienceAll', SEGMENT: 'campaigns.audienceSegment', FILTERED: 'campaigns.audienceFilter' }
 
 /** The campaigns of the project, newest first, by status and searched by name, subject or sender. */
 export function CampaignsPage({ project }: { project: Project }) {
@@ -15,8 +17,8 @@ export function CampaignsPage({ project }: { project: Project }) {
   const [status, setStatus] = useState('')
   const [page, setPage] = useState(1)
   useEffect(() => {
-    const t = setTimeout(() => { setSearch(typed.trim()); setPage(1) }, 250)
-    return () => clearTimeout(t)
+    const timer = setTimeout(() => { setSearch(typed.trim()); setPage(1) }, 250)
+    return () => clearTimeout(timer)
   }, [typed])
   const params = new URLSearchParams({ page: String(page), pageSize: String(PAGE) })
   if (status) params.set('status', status)
@@ -35,23 +37,23 @@ export function CampaignsPage({ project }: { project: Project }) {
     enabled: rows.some((c) => c.audienceType === 'SEGMENT'),
   })
   const audience = (c: (typeof rows)[number]) => {
-    if (c.audienceType !== 'SEGMENT') return AUDIENCE[c.audienceType] ?? c.audienceType
+    if (c.audienceType !== 'SEGMENT') return AUDIENCE[c.audienceType] ? t(AUDIENCE[c.audienceType]) : c.audienceType
     const seg = segments.data?.find((x) => x.id === c.segmentId)
-    if (seg) return `Segment: ${seg.name}`
-    return segments.data ? 'A deleted segment' : 'A segment'
+    if (seg) return t('campaigns.segmentNamed', { name: seg.name })
+    return segments.data ? t('campaigns.deletedSegment') : t('campaigns.audienceSegment')
   }
   return (
     <div>
-      <PageHead title="Campaigns"><Link className="button" href="/campaigns/new">New campaign</Link></PageHead>
+      <PageHead title={t('campaigns.title')}><Link className="button" href="/campaigns/new">{t('campaigns.new')}</Link></PageHead>
       <div className="card">
         <search className="row">
-          <Field label="Search" type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder="Name, subject or sender" />
+          <Field label={t('ui.search')} type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder={t('campaigns.searchPlaceholder')} />
           <fieldset className="field plain">
-            <legend>Status</legend>
+            <legend>{t('campaigns.status')}</legend>
             <div className="segmented">
               {['', ...STATUSES].map((s) => (
                 <button key={s || 'all'} type="button" className={status === s ? 'small' : 'secondary small'} aria-pressed={status === s}
-                  onClick={() => { setStatus(s); setPage(1) }}>{s ? s.charAt(0) + s.slice(1).toLowerCase() : 'All'}</button>
+                  onClick={() => { setStatus(s); setPage(1) }}>{s ? t(`campaigns.filter.${s as Status}`) : t('ui.all')}</button>
               ))}
             </div>
           </fieldset>
@@ -61,25 +63,25 @@ export function CampaignsPage({ project }: { project: Project }) {
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
         {list.data && rows.length === 0 && (search || status
-          ? <Empty title="No campaign matches">Try another search or status.</Empty>
-          : <Empty title="No campaigns yet"><p>Write one, pick its audience and send it now or later.</p><Link className="button" href="/campaigns/new">New campaign</Link></Empty>)}
+          ? <Empty title={t('campaigns.noMatch')}>{t('campaigns.noMatchText')}</Empty>
+          : <Empty title={t('campaigns.none')}><p>{t('campaigns.noneText')}</p><Link className="button" href="/campaigns/new">{t('campaigns.new')}</Link></Empty>)}
         {rows.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{list.data?.total.toLocaleString()} campaign{list.data?.total === 1 ? '' : 's'}{list.isFetching ? ' · loading…' : ''}</p>
+            <p className="small muted" aria-live="polite">{t('campaigns.count', { count: list.data?.total ?? 0 })}{list.isFetching ? t('ui.loadingMore') : ''}</p>
             <div className="table-wrap"><table>
-              <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Audience</th><th scope="col">Sent</th><th scope="col">Opened</th><th scope="col">When</th></tr></thead>
+              <thead><tr><th scope="col">{t('campaigns.name')}</th><th scope="col">{t('campaigns.status')}</th><th scope="col">{t('campaigns.audience')}</th><th scope="col">{t('campaigns.sent')}</th><th scope="col">{t('campaigns.opened')}</th><th scope="col">{t('campaigns.when')}</th></tr></thead>
               <tbody>{rows.map((c) => (
                 <tr key={c.id}>
                   <td><Link href={`/campaigns/${c.id}`}>{c.name}</Link><br /><span className="small muted">{c.subject}</span></td>
-                  <td><Badge status={statusBadge(c.status)}>{c.status}</Badge></td>
+                  <td><Badge status={statusBadge(c.status)}>{t(`campaigns.status.${c.status}`)}</Badge></td>
                   <td>{audience(c)}</td>
-                  <td>{c.sentCount.toLocaleString()}</td>
-                  <td>{c.deliveredCount > 0 ? `${Math.round((c.openedCount / c.deliveredCount) * 100)}%` : '—'}</td>
-                  <td>{c.status === 'SCHEDULED' ? `Scheduled ${formatDate(c.scheduledFor)}` : c.sentAt ? `Sent ${formatDate(c.sentAt)}` : `Created ${formatDate(c.createdAt)}`}</td>
+                  <td>{formatNumber(c.sentCount)}</td>
+                  <td>{formatShare(c.openedCount, c.deliveredCount, 0)}</td>
+                  <td>{c.status === 'SCHEDULED' ? t('campaigns.scheduledAt', { at: formatDate(c.scheduledFor) }) : c.sentAt ? t('campaigns.sentAt', { at: formatDate(c.sentAt) }) : t('campaigns.createdAt', { at: formatDate(c.createdAt) })}</td>
                 </tr>
               ))}</tbody>
             </table></div>
-            <Pager where={`Page ${page} of ${Math.max(1, list.data?.totalPages ?? 1)}`} hasPrev={page > 1} hasNext={page < (list.data?.totalPages ?? 1)}
+            <Pager where={t('ui.pageOf', { page, pages: Math.max(1, list.data?.totalPages ?? 1) })} hasPrev={page > 1} hasNext={page < (list.data?.totalPages ?? 1)}
               onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}

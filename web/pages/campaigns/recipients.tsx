@@ -3,7 +3,9 @@ import { useState } from 'react'
 import { Link, useSearchParams } from 'wouter'
 import { call, get, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { type MessageKey, t } from '../../i18n'
 import { type Campaign, type LinkStat, type RecipientsPage, REPORT_FILTERS, type ReportFilter, statusBadge } from './types'
+import { formatNumber } from '../../format'
 
 /**
  * Per-recipient report of a campaign: who was delivered, opened, clicked which link,
@@ -14,9 +16,9 @@ import { type Campaign, type LinkStat, type RecipientsPage, REPORT_FILTERS, type
  */
 
 const PAGE = 50
-const LABELS: Record<ReportFilter, string> = {
-  all: 'Everyone', delivered: 'Delivered', opened: 'Opened', clicked: 'Clicked', bounced: 'Bounced',
-  complained: 'Complained', unsubscribed: 'Unsubscribed', failed: 'Failed',
+const LABELS: Record<ReportFilter, MessageKey> = {
+  all: 'report.everyone', delivered: 'report.delivered', opened: 'report.opened', clicked: 'report.clicked', bounced: 'report.bounced',
+  complained: 'report.complained', unsubscribed: 'report.unsubscribed', failed: 'report.failed',
 }
 const isFilter = (v: string | null): v is ReportFilter => (REPORT_FILTERS as readonly string[]).includes(v ?? '')
 
@@ -68,38 +70,38 @@ export function CampaignRecipientsPage({ project, id }: { project: Project; id: 
     },
   })
   if (c.isPending) return <Loading />
-  if (c.error) return <><ErrorBox error={c.error} /><Link href="/campaigns">All campaigns</Link></>
+  if (c.error) return <><ErrorBox error={c.error} /><Link href="/campaigns">{t('campaign.all')}</Link></>
   const k = c.data
   const data = rows.data?.data ?? []
   const known = links.data?.data ?? []
   return (
     <div>
-      <PageHead title={`${k.name}: recipients`}>
+      <PageHead title={t('report.title', { name: k.name })}>
         <button type="button" className="secondary" onClick={() => exportCsv.mutate()} disabled={exportCsv.isPending}>
-          {exportCsv.isPending ? 'Exporting…' : 'Export CSV'}
+          {exportCsv.isPending ? t('ui.exporting') : t('ui.exportCsv')}
         </button>
       </PageHead>
       <p className="small muted">
-        <Link href={`/campaigns/${id}`}>← The campaign</Link> · <Link href={`/campaigns/${id}/stats`}>Results</Link> · <Badge status={statusBadge(k.status)}>{k.status}</Badge>
+        <Link href={`/campaigns/${id}`}>{t('report.back')}</Link> · <Link href={`/campaigns/${id}/stats`}>{t('report.results')}</Link> · <Badge status={statusBadge(k.status)}>{t(`campaigns.status.${k.status}`)}</Badge>
       </p>
       <ErrorBox error={exportCsv.error} />
       <div className="card">
         <search className="row">
           <fieldset className="field plain">
-            <legend>Show</legend>
+            <legend>{t('report.show')}</legend>
             <div className="segmented">
               {REPORT_FILTERS.map((f) => (
                 <button key={f} type="button" className={filter === f ? 'small' : 'secondary small'} aria-pressed={filter === f}
-                  onClick={() => setFilter(f, f === 'clicked' || f === 'all' ? link : '')}>{LABELS[f]}</button>
+                  onClick={() => setFilter(f, f === 'clicked' || f === 'all' ? link : '')}>{t(LABELS[f])}</button>
               ))}
             </div>
           </fieldset>
           <div className="field">
-            <span><label htmlFor="report-link">Clicked link</label></span>
+            <span><label htmlFor="report-link">{t('report.link')}</label></span>
             <select id="report-link" value={link} disabled={known.length === 0}
               onChange={(e) => setFilter(e.target.value ? 'clicked' : filter, e.target.value)}>
-              <option value="">{known.length === 0 ? 'No link clicked yet' : 'Any link'}</option>
-              {known.map((l) => <option key={l.url} value={l.url}>{l.url} ({l.uniqueClicks.toLocaleString()})</option>)}
+              <option value="">{known.length === 0 ? t('report.noLink') : t('report.anyLink')}</option>
+              {known.map((l) => <option key={l.url} value={l.url}>{l.url} ({formatNumber(l.uniqueClicks)})</option>)}
               {link && !known.some((l) => l.url === link) && <option value={link}>{link}</option>}
             </select>
           </div>
@@ -109,36 +111,36 @@ export function CampaignRecipientsPage({ project, id }: { project: Project; id: 
         {rows.isPending && <Loading />}
         <ErrorBox error={rows.error} />
         {rows.data && data.length === 0 && (filter === 'all' && !link
-          ? <Empty title="No recipients yet">Recipients are listed here as the campaign's emails are queued.</Empty>
-          : <Empty title="No recipient matches">{link ? 'Nobody clicked that link so far.' : 'Try another filter.'}</Empty>)}
+          ? <Empty title={t('report.none')}>{t('report.noneText')}</Empty>
+          : <Empty title={t('report.noMatch')}>{link ? t('report.noMatchLink') : t('report.noMatchText')}</Empty>)}
         {data.length > 0 && (
           <>
             <p className="small muted" aria-live="polite">
-              {link ? `Recipients who clicked ${link}` : filter === 'all' ? 'Every recipient' : `Recipients: ${LABELS[filter].toLowerCase()}`}, in the order they were sent to{rows.isFetching ? ' · loading…' : ''}
+              {link ? t('report.whoClicked', { link }) : filter === 'all' ? t('report.every') : t('report.filtered', { filter: t(LABELS[filter]).toLowerCase() })}{rows.isFetching ? t('ui.loadingMore') : ''}
             </p>
             <div className="table-wrap"><table className="stacked" data-testid="recipients">
               <thead><tr>
-                <th scope="col">Recipient</th><th scope="col">Status</th><th scope="col">Delivered</th><th scope="col">Opened</th>
-                <th scope="col">Clicked</th><th scope="col">Bounced</th><th scope="col">Unsubscribed</th>
+                <th scope="col">{t('report.recipient')}</th><th scope="col">{t('campaigns.status')}</th><th scope="col">{t('report.delivered')}</th><th scope="col">{t('report.opened')}</th>
+                <th scope="col">{t('report.clicked')}</th><th scope="col">{t('report.bounced')}</th><th scope="col">{t('report.unsubscribed')}</th>
               </tr></thead>
               <tbody>{data.map((r) => (
                 <tr key={r.emailId}>
                   <td className="who">{r.contactId ? <Link href={`/contacts/${r.contactId}`}>{r.email}</Link> : r.email}<br />
-                    <Link className="small" href={`/emails/${r.emailId}`}>The email</Link></td>
-                  <td data-label="Status: "><Badge status={r.bouncedAt || r.status === 'FAILED' ? 'failed' : r.deliveredAt ? 'ok' : 'pending'}>{r.status.toLowerCase()}</Badge></td>
-                  <td data-label="Delivered: ">{formatDate(r.deliveredAt)}</td>
-                  <td data-label="Opened: ">{r.openedAt ? <>{formatDate(r.openedAt)}{r.opens > 0 && <><br /><span className="small muted">{times(r.opens)}</span></>}</> : '—'}</td>
-                  <td data-label="Clicked: " className="reply">
+                    <Link className="small" href={`/emails/${r.emailId}`}>{t('report.theEmail')}</Link></td>
+                  <td data-label={`${t('campaigns.status')}: `}><Badge status={r.bouncedAt || r.status === 'FAILED' ? 'failed' : r.deliveredAt ? 'ok' : 'pending'}>{t(`report.email.${r.status}` as MessageKey)}</Badge></td>
+                  <td data-label={`${t('report.delivered')}: `}>{formatDate(r.deliveredAt)}</td>
+                  <td data-label={`${t('report.opened')}: `}>{r.openedAt ? <>{formatDate(r.openedAt)}{r.opens > 0 && <><br /><span className="small muted">{times(r.opens)}</span></>}</> : '—'}</td>
+                  <td data-label={`${t('report.clicked')}: `} className="reply">
                     {r.clickedAt ? <>{formatDate(r.clickedAt)} <span className="small muted">{times(r.clicks)}</span>
                       <ul className="plain small">{r.links.map((l) => <li key={l}>{l}</li>)}</ul></> : '—'}
                   </td>
-                  <td data-label="Bounced: ">{r.bouncedAt ? <>{formatDate(r.bouncedAt)}{r.bounceType && <><br /><span className="small muted">{r.bounceType}</span></>}</> : '—'}
-                    {r.complainedAt && <><br /><span className="small">Complained {formatDate(r.complainedAt)}</span></>}</td>
-                  <td data-label="Unsubscribed: ">{formatDate(r.unsubscribedAt)}</td>
+                  <td data-label={`${t('report.bounced')}: `}>{r.bouncedAt ? <>{formatDate(r.bouncedAt)}{r.bounceType && <><br /><span className="small muted">{r.bounceType}</span></>}</> : '—'}
+                    {r.complainedAt && <><br /><span className="small">{t('report.complainedAt', { at: formatDate(r.complainedAt) })}</span></>}</td>
+                  <td data-label={`${t('report.unsubscribed')}: `}>{formatDate(r.unsubscribedAt)}</td>
                 </tr>
               ))}</tbody>
             </table></div>
-            <Pager where={`Page ${cursors.length}`} hasPrev={cursors.length > 1} hasNext={Boolean(rows.data?.hasMore)} busy={rows.isFetching}
+            <Pager where={t('ui.page', { page: cursors.length })} hasPrev={cursors.length > 1} hasNext={Boolean(rows.data?.hasMore)} busy={rows.isFetching}
               onPrev={() => setCursors((s) => s.slice(0, -1))} onNext={() => { const n = rows.data?.cursor; if (n) setCursors((s) => [...s, n]) }} />
           </>
         )}
@@ -147,4 +149,4 @@ export function CampaignRecipientsPage({ project, id }: { project: Project; id: 
   )
 }
 
-const times = (n: number) => (n === 1 ? 'once' : `${n.toLocaleString()} times`)
+const times = (n: number) => t('report.times', { count: n })

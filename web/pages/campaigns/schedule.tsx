@@ -1,4 +1,5 @@
 import { type FormEvent, useId, useMemo, useState } from 'react'
+import { formatDateLong } from '../../format'
 
 /** Scheduling in a chosen time zone: a wall-clock date and time there, sent to the API as a UTC instant. */
 
@@ -74,7 +75,7 @@ export function ScheduleForm({ onSchedule, busy, error }: { onSchedule: (at: Dat
         <button type="submit" disabled={busy}>Schedule</button>
       </div>
       {msg && <p id={`${id}-err`} className="err" role="alert">{msg}</p>}
-      {at && !msg && <p className="small muted">That is {at.toLocaleString(undefined, { dateStyle: 'full', timeStyle: 'short' })} in your browser's time ({localZone()}).</p>}
+      {at && !msg && <p className="small muted">That is {formatDateLong(at)} in your browser's time ({localZone()}).</p>}
     </form>
   )
 }

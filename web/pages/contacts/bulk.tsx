@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useId, useRef, useState } from 'react'
 import { get, type Job, post, type Project } from '../../api'
 import { ErrorBox } from '../../components/ui'
 import { segmentsQuery } from '../segments'
+import { formatNumber } from '../../format'
 
 /** What a bulk action applies to: the ticked rows, or every contact the current filter matches. */
 export type Target = { kind: 'ids'; ids: string[] } | { kind: 'filter'; filter: Record<string, unknown>; count: number | undefined }
@@ -48,7 +49,7 @@ export function BulkBar({ project, target, fields }: { project: Project; target:
   const done = job.data?.status === 'completed'
   useEffect(() => { if (done) qc.invalidateQueries({ queryKey: ['contacts', project.id] }) }, [done, qc, project.id])
   const n = target.kind === 'ids' ? target.ids.length : target.count
-  const what = n === undefined ? 'every matching contact' : `${n.toLocaleString()} contact${n === 1 ? '' : 's'}`
+  const what = n === undefined ? 'every matching contact' : `${formatNumber(n)} contact${n === 1 ? '' : 's'}`
   const label = ACTIONS.find((a) => a.value === action)?.label ?? action
   const segName = statics.find((s) => s.id === segmentId)?.name ?? 'the segment'
   const question: Record<string, string> = {
@@ -64,7 +65,7 @@ export function BulkBar({ project, target, fields }: { project: Project; target:
       <section className="bulkbar stack" aria-label="Bulk action">
         <ErrorBox error={job.error} />
         <label className="field">
-          <span>{job.data ? `${label}: ${job.data.status === 'completed' ? 'done' : job.data.status === 'failed' ? 'failed' : 'working'}, ${job.data.processed.toLocaleString()} of ${job.data.total.toLocaleString()}` : 'Starting…'}</span>
+          <span>{job.data ? `${label}: ${job.data.status === 'completed' ? 'done' : job.data.status === 'failed' ? 'failed' : 'working'}, ${formatNumber(job.data.processed)} of ${formatNumber(job.data.total)}` : 'Starting…'}</span>
           <progress max={100} value={job.data?.progress ?? 0} />
         </label>
         {job.data?.error && <div className="alert error" role="alert">{job.data.error}</div>}

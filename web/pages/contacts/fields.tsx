@@ -3,6 +3,7 @@ import { useId, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, type Job, post, type Project } from '../../api'
 import { ConfirmButton, Empty, ErrorBox, fieldError, Loading, PageHead } from '../../components/ui'
+import { formatNumber } from '../../format'
 
 interface FieldInfo { name: string; standard: boolean; type: string; count: number; coverage: number }
 interface FieldList { totalContacts: number; fields: FieldInfo[] }
@@ -54,12 +55,12 @@ function FieldRow({ project, field }: { project: Project; field: FieldInfo }) {
     <tr>
       <th scope="row"><code>{field.name}</code></th>
       <td>{field.type}</td>
-      <td>{field.count.toLocaleString()} <span className="small muted">({field.coverage}%)</span></td>
+      <td>{formatNumber(field.count)} <span className="small muted">({field.coverage}%)</span></td>
       <td>
         <div className="row">
           <button type="button" className="secondary" aria-expanded={mode === 'rename'} onClick={() => setMode(mode === 'rename' ? 'none' : 'rename')}>Rename</button>
           <button type="button" className="secondary" aria-expanded={mode === 'retype'} onClick={() => setMode(mode === 'retype' ? 'none' : 'retype')}>Change type</button>
-          <ConfirmButton label="Delete" confirm={`Delete ${field.name} from ${field.count.toLocaleString()} contacts?`} onConfirm={() => remove.mutate()} busy={remove.isPending} />
+          <ConfirmButton label="Delete" confirm={`Delete ${field.name} from ${formatNumber(field.count)} contacts?`} onConfirm={() => remove.mutate()} busy={remove.isPending} />
         </div>
         <ErrorBox error={remove.error} />
         {mode === 'rename' && (
@@ -71,7 +72,7 @@ function FieldRow({ project, field }: { project: Project; field: FieldInfo }) {
             <button type="submit" disabled={rename.isPending || !to.trim() || to.trim() === field.name}>Rename</button>
           </form>
         )}
-        {rename.data && !rename.data.jobId && <p role="status" className="small">Renamed on {rename.data.changed.toLocaleString()} contacts.</p>}
+        {rename.data && !rename.data.jobId && <p role="status" className="small">Renamed on {formatNumber(rename.data.changed)} contacts.</p>}
         {mode === 'retype' && (
           <div className="stack">
             <div className="row">
@@ -85,10 +86,10 @@ function FieldRow({ project, field }: { project: Project; field: FieldInfo }) {
             <ErrorBox error={check.error ?? retype.error} />
             {check.data && (
               <p role="status" className="small">
-                {check.data.fit.toLocaleString()} value{check.data.fit === 1 ? '' : 's'} fit; {check.data.misfit === 0 ? 'every value fits.' : `${check.data.misfit.toLocaleString()} ${check.data.misfit === 1 ? 'does' : 'do'} not and stay${check.data.misfit === 1 ? 's' : ''} as ${check.data.misfit === 1 ? 'it is' : 'they are'} (for example ${check.data.examples.map((x) => JSON.stringify(x)).join(', ')}).`}
+                {formatNumber(check.data.fit)} value{check.data.fit === 1 ? '' : 's'} fit; {check.data.misfit === 0 ? 'every value fits.' : `${formatNumber(check.data.misfit)} ${check.data.misfit === 1 ? 'does' : 'do'} not and stay${check.data.misfit === 1 ? 's' : ''} as ${check.data.misfit === 1 ? 'it is' : 'they are'} (for example ${check.data.examples.map((x) => JSON.stringify(x)).join(', ')}).`}
               </p>
             )}
-            {retype.data && !retype.data.jobId && <p role="status" className="small">Converted {retype.data.changed.toLocaleString()} values.</p>}
+            {retype.data && !retype.data.jobId && <p role="status" className="small">Converted {formatNumber(retype.data.changed)} values.</p>}
           </div>
         )}
         {jobId && <FieldJob project={project} jobId={jobId} onDone={refresh} />}
@@ -109,7 +110,7 @@ function FieldJob({ project, jobId, onDone }: { project: Project; jobId: string;
   })
   return (
     <label className="field">
-      <span>{job.data ? `${job.data.status === 'completed' ? 'Done' : job.data.status === 'failed' ? 'Failed' : 'Working'}: ${job.data.processed.toLocaleString()} of ${job.data.total.toLocaleString()} contacts` : 'Starting…'}</span>
+      <span>{job.data ? `${job.data.status === 'completed' ? 'Done' : job.data.status === 'failed' ? 'Failed' : 'Working'}: ${formatNumber(job.data.processed)} of ${formatNumber(job.data.total)} contacts` : 'Starting…'}</span>
       <progress max={100} value={job.data?.progress ?? 0} />
     </label>
   )

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useEffect, useId, useState } from 'react'
 import { call, get, type Job, type Project } from '../../api'
 import { ErrorBox } from '../../components/ui'
+import { formatNumber } from '../../format'
 
 /** One column of the file and where it goes (POST /contacts/import/preview answers the automatic mapping). */
 export interface ColumnMap { column: string; to: 'email' | 'subscribed' | 'field' | 'ignore'; field?: string; type?: string; existing?: boolean; misfit?: number }
@@ -111,11 +112,11 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
               <tr key={ri}>{mapping.map((m, ci) => <td key={m.column}>{row[ci] ?? ''}</td>)}</tr>
             ))}</tbody>
           </table></div>
-          <p role="status">{p.totalRows.toLocaleString()} rows; {p.failing === 0 ? 'all can be imported.' : `${p.failing.toLocaleString()} would not be imported:`}</p>
+          <p role="status">{formatNumber(p.totalRows)} rows; {p.failing === 0 ? 'all can be imported.' : `${formatNumber(p.failing)} would not be imported:`}</p>
           {p.errors.length > 0 && <ul className="small">{p.errors.slice(0, 10).map((e) => <li key={`${e.row}-${e.message}`}>Row {e.row}: {e.message}</li>)}</ul>}
           <ErrorBox error={upload.error} />
           <div className="row">
-            <button type="button" disabled={upload.isPending || preview.isPending} onClick={() => upload.mutate({ file, mapping })}>{upload.isPending ? 'Uploading…' : `Import ${(p.totalRows - p.failing).toLocaleString()} row${p.totalRows - p.failing === 1 ? '' : 's'}`}</button>
+            <button type="button" disabled={upload.isPending || preview.isPending} onClick={() => upload.mutate({ file, mapping })}>{upload.isPending ? 'Uploading…' : `Import ${formatNumber(p.totalRows - p.failing)} row${p.totalRows - p.failing === 1 ? '' : 's'}`}</button>
             <button type="button" className="secondary" onClick={onClose}>Cancel</button>
           </div>
         </div>
@@ -124,7 +125,7 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
         <div className="stack">
           <ErrorBox error={job.error} />
           <label className="field">
-            <span>{job.data ? `${job.data.status === 'queued' ? 'Waiting for a worker' : job.data.status === 'running' ? 'Importing' : job.data.status === 'completed' ? 'Done' : 'Failed'}: ${job.data.processed.toLocaleString()} of ${job.data.total.toLocaleString()} rows` : 'Starting…'}</span>
+            <span>{job.data ? `${job.data.status === 'queued' ? 'Waiting for a worker' : job.data.status === 'running' ? 'Importing' : job.data.status === 'completed' ? 'Done' : 'Failed'}: ${formatNumber(job.data.processed)} of ${formatNumber(job.data.total)} rows` : 'Starting…'}</span>
             <progress max={100} value={job.data?.progress ?? 0} />
           </label>
           {job.data?.error && <div className="alert error" role="alert">{job.data.error}</div>}

@@ -4,6 +4,7 @@ import { Link, useSearch } from 'wouter'
 import { get, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 import { type ActivityItem, type ActivityPage as FeedPage, type ActivityTypes, statusTone, TYPE_LABELS } from './types'
+import { formatNumber } from '../../format'
 
 const PAGE = 25
 
@@ -60,7 +61,7 @@ export function ActivityPage({ project }: { project: Project }) {
           <div className="field"><span><label htmlFor="f-type">Type</label></span>
             <select id="f-type" value={filters.type} onChange={(e) => set({ type: e.target.value })}>
               <option value="">All types</option>
-              {types.data?.data.map((t) => <option key={t.type} value={t.type}>{TYPE_LABELS[t.type] ?? t.type} ({t.count.toLocaleString()})</option>)}
+              {types.data?.data.map((t) => <option key={t.type} value={t.type}>{TYPE_LABELS[t.type] ?? t.type} ({formatNumber(t.count)})</option>)}
               {filters.type && !types.data?.data.some((t) => t.type === filters.type) && <option value={filters.type}>{TYPE_LABELS[filters.type] ?? filters.type}</option>}
             </select>
           </div>
@@ -88,7 +89,7 @@ export function ActivityPage({ project }: { project: Project }) {
           : <Empty title="No activity yet">Send an email from <Link href="/tools">Tools</Link> or with <code>POST /v1/send</code>; its delivery, opens and clicks appear here.</Empty>)}
         {items.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{total !== undefined && `${total.toLocaleString()} item${total === 1 ? '' : 's'}`}{feed.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{total !== undefined && `${formatNumber(total)} item${total === 1 ? '' : 's'}`}{feed.isFetching && ' · loading…'}</p>
             <div className="table-wrap"><table className="stacked">
               <thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Details</th><th scope="col">Contact</th></tr></thead>
               <tbody>{items.map((i) => <FeedRow key={`${i.kind}-${i.id}`} item={i} />)}</tbody>

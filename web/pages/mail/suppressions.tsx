@@ -4,6 +4,7 @@ import { Link } from 'wouter'
 import { del, get, post, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
 import type { Suppression, SuppressionPage } from './types'
+import { formatNumber } from '../../format'
 
 const PAGE = 50
 
@@ -86,7 +87,7 @@ export function SuppressionsPage({ project }: { project: Project }) {
           : <Empty title="No suppressed addresses">Nothing has bounced or complained yet. Use “Add address” for someone who asked not to be mailed.</Empty>)}
         {rows.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{cursor === null && page.data ? `${page.data.total.toLocaleString()} address${page.data.total === 1 ? '' : 'es'}` : ''}{page.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{cursor === null && page.data ? `${formatNumber(page.data.total)} address${page.data.total === 1 ? '' : 'es'}` : ''}{page.isFetching && ' · loading…'}</p>
             <div className="table-wrap"><table className="stacked">
               <thead><tr><th scope="col">Address</th><th scope="col">Reason</th><th scope="col">Detail</th><th scope="col">Since</th><th scope="col"><span className="sr-only">Actions</span></th></tr></thead>
               <tbody>{rows.map((s) => (

@@ -5,6 +5,7 @@ import { ApiError, call, del, get, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 import { type ApiTree, type FieldInfo, fromApi, rowPaths, toApi, type Tree, TreeEditor } from './builder'
 import { Members } from './members'
+import { formatNumber } from '../../format'
 
 export interface Segment {
   id: string; name: string; description: string | null; type: 'DYNAMIC' | 'STATIC'; condition: ApiTree | null
@@ -33,7 +34,7 @@ export function SegmentsPage({ project }: { project: Project }) {
               <tr key={s.id}>
                 <td><Link href={`/segments/${s.id}`}>{s.name}</Link>{s.description && <div className="small muted">{s.description}</div>}</td>
                 <td>{s.type === 'DYNAMIC' ? 'Dynamic' : 'Static'}</td>
-                <td>{s.memberCount.toLocaleString()}</td>
+                <td>{formatNumber(s.memberCount)}</td>
                 <td>{s.trackMembership ? <Badge status="ok">Tracked</Badge> : <span className="muted">Off</span>}</td>
                 <td>{formatDate(s.updatedAt)}</td>
               </tr>
@@ -78,7 +79,7 @@ function LiveCount({ count }: { count: ReturnType<typeof useLiveCount> }) {
   const bad = count.error instanceof ApiError && count.error.status === 422
   let text: string
   if (count.error) text = bad ? 'Fix the highlighted conditions to see how many contacts match.' : `The count failed: ${(count.error as Error).message}`
-  else if (count.data) text = `${count.data.count.toLocaleString()} contact${count.data.count === 1 ? '' : 's'} match${count.data.count === 1 ? 'es' : ''} now`
+  else if (count.data) text = `${formatNumber(count.data.count)} contact${count.data.count === 1 ? '' : 's'} match${count.data.count === 1 ? 'es' : ''} now`
   else text = 'Counting…'
   return (
     <p className={`live-count${count.error ? ' bad' : ''}`} role="status" aria-live="polite" aria-busy={count.waiting}>
@@ -201,7 +202,7 @@ function SegmentView({ project, seg }: { project: Project; seg: Segment }) {
       </PageHead>
       <ErrorBox error={remove.error} />
       <p className="small muted">
-        <Link href="/segments">← All segments</Link> · {seg.memberCount.toLocaleString()} member{seg.memberCount === 1 ? '' : 's'} (counted) · slug <code>{seg.slug}</code> · updated {formatDate(seg.updatedAt)}
+        <Link href="/segments">← All segments</Link> · {formatNumber(seg.memberCount)} member{seg.memberCount === 1 ? '' : 's'} (counted) · slug <code>{seg.slug}</code> · updated {formatDate(seg.updatedAt)}
       </p>
       <div className="card">
         <div className="row between">

@@ -4,6 +4,7 @@ import { Link } from 'wouter'
 import { type Contact, call, get, post, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, formatDate, Loading, Pager } from '../../components/ui'
 import type { Segment } from '.'
+import { formatNumber } from '../../format'
 
 interface MemberPage { data: Contact[]; page: number; pageSize: number; total: number; totalPages: number }
 interface AddResult { added: number; alreadyMembers: number; created: number; notFound: string[]; memberCount: number }
@@ -44,7 +45,7 @@ export function Members({ project, seg }: { project: Project; seg: Segment }) {
           : <Empty title="No contact matches">Change the conditions above, or wait for contacts and events that match them.</Empty>)}
         {data && data.total > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{data.total.toLocaleString()} member{data.total === 1 ? '' : 's'}{seg.type === 'DYNAMIC' ? ' now' : ''}{list.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{formatNumber(data.total)} member{data.total === 1 ? '' : 's'}{seg.type === 'DYNAMIC' ? ' now' : ''}{list.isFetching && ' · loading…'}</p>
             <div className="table-wrap"><table>
               <thead><tr><th scope="col">Email</th><th scope="col">Subscription</th><th scope="col">Created</th>{seg.type === 'STATIC' && <th scope="col"><span className="sr-only">Actions</span></th>}</tr></thead>
               <tbody>{data.data.map((c) => (

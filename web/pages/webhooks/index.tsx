@@ -4,6 +4,7 @@ import { Link, useLocation } from 'wouter'
 import { canManage, del, get, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, withoutChanged } from '../../components/ui'
 import { EventChoice, eventsText } from './events'
+import { formatNumber } from '../../format'
 import './webhooks.css'
 
 /**
@@ -321,7 +322,7 @@ function DeliveryView({ project, endpointId, id }: { project: Project; endpointI
               <tr key={a.id}>
                 <td>{a.attempt}</td>
                 <td><Badge status={a.outcome === 'success' ? 'ok' : 'failed'}>{OUTCOME[a.outcome] ?? a.outcome}</Badge>{a.status !== null && <span className="small"> HTTP {a.status}</span>}</td>
-                <td>{a.latencyMs.toLocaleString()} ms</td>
+                <td>{formatNumber(a.latencyMs)} ms</td>
                 <td className="wh-answer">{a.response ?? <span className="muted">—</span>}</td>
                 <td>{formatDate(a.createdAt)}</td>
               </tr>

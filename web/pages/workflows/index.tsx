@@ -84,8 +84,9 @@ export function WorkflowsPage({ project }: { project: Project }) {
 /** The total of a workflow's executions (the executions list's `total`), and a link to them. */
 function ExecutionCount({ project, id }: { project: Project; id: string }) {
   const q = useQuery({ queryKey: ['executions', project.id, id, 'count'], queryFn: () => get<ExecutionList>(`/workflows/${id}/executions?limit=1`, project.id) })
-  return <Link href={`/workflows/${id}/executions`}>{q.data ? q.data.total.toLocaleString() : '…'}<span className="sr-only"> executions</span></Link>
+  return <Link href={`/workflows/${id}/executions`}>{q.data ? formatNumber(q.data.total) : '…'}<span className="sr-only"> executions</span></Link>
 }
 
 export { WorkflowEditor } from './editor'
+import { formatNumber } from '../../format'
 export { WorkflowExecutions } from './executions'
