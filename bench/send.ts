@@ -16,7 +16,7 @@
  * minimal SMTP receiver standing in for the remote MX, so that it takes little of the two cores), and
  * this load generator (which also serves the DNS zone). The CPU each process used per message is printed.
  * The figure is end to end: from the first POST until the sink has received every message. Prints
- * figures; asserts nothing. The ceiling for RSA-2048 signatures alone on 2 cores is ~2,800/s (docs/decisions.md, DKIM signer).
+ * figures; asserts nothing. The ceiling for RSA-2048 signatures alone on 2 cores is ~2,800/s (docs/adr/0005-own-dkim-signer.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'

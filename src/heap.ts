@@ -29,7 +29,7 @@
  *
  * The collection is JSC's alone (`fullGC`). `Bun.gc(true)` also has mimalloc clean up its own heaps: on the
  * main thread's heap its collections took 33-36 ms instead of 25-26, and three alternated pairs of
- * 30,000-recipient runs went 1.7-2.6 % faster without it, for 3-8 MB more peak RSS (docs/decisions.md).
+ * 30,000-recipient runs went 1.7-2.6 % faster without it, for 3-8 MB more peak RSS (docs/adr/0011-heap-keeper.md, docs/benchmarks.md).
  */
 import { edenGC, fullGC, heapSize } from 'bun:jsc'
 

@@ -1,6 +1,6 @@
 /**
- * Which of JavaScriptCore's optimising tiers `serve` runs with (MAILCTL_JIT, docs/decisions.md "Campaign
- * delivery, measured").
+ * Which of JavaScriptCore's optimising tiers `serve` runs with (MAILCTL_JIT; why: docs/adr/0012-jit-dfg-tier.md,
+ * figures: docs/benchmarks.md).
  *
  * JSC compiles hot functions in tiers: the baseline JIT, the DFG, then the FTL (the most optimised, and
  * the costliest to compile). In a campaign, the FTL compiled a few hundred functions (3.3 s of compile time

@@ -425,7 +425,7 @@ export class OutboundPipeline {
    * A destination's share: its capacity (what its connections carry) plus what the builder holds at
    * once, and never more than half the pipeline (at least one). Without the builder's part, one busy
    * destination's share was used up by messages waiting in the signer threads' inboxes while its
-   * connections waited for them (docs/decisions.md, "Two batches per signer thread"). Public for
+   * connections waited for them (docs/adr/0010-signer-threads-build-messages.md). Public for
    * diagnostics and tests.
    */
   shareOf(key: string): number {
