@@ -23,7 +23,7 @@ import {
 } from './model'
 import * as repo from './repo'
 
-/** Campaign verbs, shared by the HTTP routes, the send and scheduler jobs and (later) the CLI. */
+/** Campaign verbs, shared by the HTTP routes, the send and scheduler jobs, the CLI (`mailctl campaign`) and the MCP tools. */
 
 export { AB_WINNER_JOB, SEND_JOB } from './fanout'
 export const SCHEDULER_JOB = 'campaigns.scheduler'
