@@ -257,7 +257,12 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByLabel('Type').last().selectOption('number')
     await page.getByLabel('Value', { exact: true }).last().fill('thirty')
     await page.getByRole('button', { name: 'Save' }).click()
-    expect(await page.getByRole('alert').textContent()).toContain('age: "thirty" is not a number')
+    // The value that does not fit its type is pointed at on its field (issue 37, item 6).
+    expect(await page.getByRole('alert').textContent()).toBe('Check the highlighted field.')
+    const age = page.getByLabel('Value', { exact: true }).last()
+    expect(await age.getAttribute('aria-invalid')).toBe('true')
+    expect(await page.locator(`[id="${await age.getAttribute('aria-describedby')}"]`).textContent()).toContain('age: "thirty" is not a number')
+    expect(await page.getByLabel('Value', { exact: true }).first().getAttribute('aria-invalid')).toBeNull()
     await page.getByLabel('Value', { exact: true }).last().fill('36')
     await page.getByRole('button', { name: 'Save' }).click()
     await page.getByText('Saved.').waitFor()

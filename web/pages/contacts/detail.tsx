@@ -91,21 +91,20 @@ type Save = ReturnType<typeof useMutation<Contact, Error, Record<string, unknown
 
 function EditContact({ contact, save }: { contact: Contact; save: Save }) {
   const [rows, setRows] = useState<Row[]>(() => rowsOf(contact.data))
-  const [local, setLocal] = useState<string | null>(null)
+  // A value that does not fit its type, found before sending: shown on that row's value (issue 37, item 6).
+  const [local, setLocal] = useState<{ row: number; message: string } | null>(null)
   const set = (i: number, patchRow: Partial<Row>) => setRows((rs) => rs.map((r, j) => (j === i ? { ...r, ...patchRow } : r)))
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     setLocal(null)
     const email = String(new FormData(e.currentTarget).get('email') ?? '').trim()
     const data: Record<string, unknown> = {}
-    try {
-      for (const r of rows) {
-        if (!r.key.trim()) continue
-        data[r.key.trim()] = typedValue(r)
+    for (const [i, r] of rows.entries()) {
+      if (!r.key.trim()) continue
+      try { data[r.key.trim()] = typedValue(r) } catch (err) {
+        setLocal({ row: i, message: (err as Error).message })
+        return
       }
-    } catch (err) {
-      setLocal((err as Error).message)
-      return
     }
     // A field removed or renamed is deleted with null (docs/decisions.md, Contact data).
     for (const k of Object.keys(contact.data ?? {})) if (!(k in data)) data[k] = null
@@ -114,15 +113,15 @@ function EditContact({ contact, save }: { contact: Contact; save: Save }) {
   return (
     <form className="card" onSubmit={submit} noValidate>
       <h2>Details</h2>
-      {local && <div className="alert error" role="alert">{local}</div>}
-      <ErrorBox error={save.error} />
+      {local && <div className="alert error" role="alert">Check the highlighted field.</div>}
+      <ErrorBox error={save.error} shown={['email', 'data']} />
       {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
       <Field label="Email" name="email" type="email" defaultValue={contact.email} required error={fieldError(save.error, 'email')} />
       <h2>Data fields</h2>
       {rows.length === 0 && <p className="muted small">No custom fields. Add one for what you know about this contact (plan, first name, signup date…).</p>}
       {rows.map((r, i) => (
         <div className="row" key={r.original ?? `new-${i}`} style={{ marginBottom: '.6rem' }}>
-          <Field label="Field" value={r.key} onChange={(e) => set(i, { key: e.target.value })} error={fieldError(save.error, `data.${r.key}`)} />
+          <Field label="Field" value={r.key} onChange={(e) => set(i, { key: e.target.value })} />
           <div className="field"><span><label htmlFor={`kind-${i}`}>Type</label></span>
             <select id={`kind-${i}`} value={r.kind} onChange={(e) => set(i, { kind: e.target.value as Kind, value: e.target.value === 'boolean' ? 'true' : r.value })}>
               <option value="text">Text</option><option value="number">Number</option><option value="boolean">Yes/no</option><option value="json">JSON</option>
@@ -133,7 +132,8 @@ function EditContact({ contact, save }: { contact: Contact; save: Save }) {
               <select id={`val-${i}`} value={r.value} onChange={(e) => set(i, { value: e.target.value })}><option value="true">Yes</option><option value="false">No</option></select>
             </div>
           ) : (
-            <Field label="Value" value={r.value} inputMode={r.kind === 'number' ? 'decimal' : undefined} onChange={(e) => set(i, { value: e.target.value })} />
+            <Field label="Value" value={r.value} inputMode={r.kind === 'number' ? 'decimal' : undefined} onChange={(e) => { set(i, { value: e.target.value }); if (local?.row === i) setLocal(null) }}
+              error={local?.row === i ? local.message : fieldError(save.error, `data.${r.key.trim()}`)} />
           )}
           <button type="button" className="secondary" onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>Remove field</button>
         </div>

@@ -1,6 +1,7 @@
 import { useId } from 'react'
 import { kindOf, opLabel } from '../segments/builder'
 import type { ConditionField, Values } from './forms'
+import { formatNumber } from '../../format'
 
 /**
  * A CONDITION step's form for marketers (issue 37, item 5): the field is picked by name from the project's
@@ -78,7 +79,7 @@ export function conditionText(c: Record<string, unknown>, fields: ConditionField
   const words = `${fieldWords(field, fields)} ${operatorWords(field, op)}`
   if (NO_VALUE.has(op) || c.value === undefined) return words
   const v = c.value
-  const value = typeof v === 'boolean' ? (v ? 'yes' : 'no') : typeof v === 'number' ? v.toLocaleString() : `“${String(v)}”`
+  const value = typeof v === 'boolean' ? (v ? 'yes' : 'no') : typeof v === 'number' ? formatNumber(v) : `“${String(v)}”`
   const unit = WINDOWED.has(op) ? ` ${String(c.unit ?? 'days')}` : op === 'triggeredMoreThan' ? ' times' : ''
   return `${words} ${value}${unit}`
 }

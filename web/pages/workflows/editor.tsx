@@ -13,8 +13,9 @@ import { type ConditionField, FormFault, StepFields, toConfig, toValues, type Va
 import {
   branchesOf, countsText, faultsByStep, nodeTypes, PALETTE, type Step, type StepCounts, type StepNode, summary, type Transition, TYPE_LABEL, type Workflow,
 } from './graph'
+import { formatNumber } from '../../format'
 
-const waitingWords = (n: number) => (n === 1 ? '1 contact' : `${n.toLocaleString()} contacts`)
+const waitingWords = (n: number) => (n === 1 ? '1 contact' : `${formatNumber(n)} contacts`)
 
 const DRAG_TYPE = 'application/x-mailctl-step'
 

@@ -1,6 +1,7 @@
 import { Handle, type Node, type NodeProps, Position } from '@xyflow/react'
 import { ApiError, type FieldError } from '../../api'
 import { conditionText } from './condition'
+import { formatNumber } from '../../format'
 
 /** The shapes of the workflows API (src/modules/workflows/model.ts) as the dashboard reads them. */
 export interface Step { id: string; type: string; name: string; config: Record<string, unknown>; position: { x: number; y: number } }
@@ -107,7 +108,7 @@ export interface StepCounts { stepId: string; entered: number; waiting: number; 
 
 /** A step's counts in words, for its node and its label. */
 export function countsText(c: StepCounts): string {
-  const n = (x: number) => x.toLocaleString()
+  const n = (x: number) => formatNumber(x)
   return `${n(c.entered)} entered · ${n(c.waiting)} waiting · ${n(c.completed)} completed · ${n(c.failed)} failed`
 }
 export type StepNode = Node<StepData, 'step'>
@@ -125,10 +126,10 @@ export function StepNodeView({ data }: NodeProps<StepNode>) {
       {data.text && <div className="wf-text">{data.text}</div>}
       {data.counts && (
         <div className="wf-counts" aria-hidden="true">
-          <span title="entered">{data.counts.entered.toLocaleString()} in</span>
-          {data.counts.waiting > 0 && <span className="waiting" title="waiting">{data.counts.waiting.toLocaleString()} waiting</span>}
-          <span className="done" title="completed">{data.counts.completed.toLocaleString()} done</span>
-          {data.counts.failed > 0 && <span className="failed" title="failed">{data.counts.failed.toLocaleString()} failed</span>}
+          <span title="entered">{formatNumber(data.counts.entered)} in</span>
+          {data.counts.waiting > 0 && <span className="waiting" title="waiting">{formatNumber(data.counts.waiting)} waiting</span>}
+          <span className="done" title="completed">{formatNumber(data.counts.completed)} done</span>
+          {data.counts.failed > 0 && <span className="failed" title="failed">{formatNumber(data.counts.failed)} failed</span>}
         </div>
       )}
       {faults?.length ? <div className="wf-fault" role="note">⚠ {faults.length === 1 ? faults[0].replace(/^step "[^"]*" \([A-Z_]+\): /, '') : `${faults.length} problems`}</div> : null}
