@@ -1,4 +1,4 @@
-import { and, eq, lte, sql } from 'drizzle-orm'
+import { and, eq, lte, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 /** The only SQL of the billing module. Every function takes the project id. */
@@ -29,16 +29,19 @@ export async function usage(store: Store, projectId: string, period: string, db?
 }
 
 /**
- * Adds `n` to the counter, only while it stays within `cap` (null: always). One conditional UPDATE, so two
- * concurrent transactions cannot both pass the cap (PostgreSQL locks the row; SQLite has one writer).
- * Returns the new count, or null when the cap would be passed (nothing changed).
+ * Adds `n` to the counter, only while it stays within `cap` (null: always). One conditional upsert (a round
+ * trip per send on PostgreSQL, where an insert and then an update were two), so two concurrent
+ * transactions cannot both pass the cap (PostgreSQL locks the row; SQLite has one writer). Returns the new
+ * count, or null when the cap would be passed (nothing changed; no row is made for a first charge over it).
  */
 export async function charge(store: Store, db: Db, projectId: string, period: string, category: Category, n: number, cap: number | null): Promise<number | null> {
-  const u = store.t.usageCounters
-  await db.insert(u).values({ projectId, period, category, used: 0 }).onConflictDoNothing()
-  const key = and(eq(u.projectId, projectId), eq(u.period, period), eq(u.category, category))
-  const where = cap === null ? key : and(key, sql`${u.used} + ${n} <= ${cap}`)
-  const [row] = await db.update(u).set({ used: sql`${u.used} + ${n}` }).where(where).returning({ used: u.used })
+  const amount = sql`CAST(${n} AS INTEGER)`
+  const within = (used: SQL) => (cap === null ? sql`1 = 1` : sql`${used} <= CAST(${cap} AS INTEGER)`)
+  const [row] = await store.rows<{ used: number | string }>(sql`
+    INSERT INTO usage_counters AS u (project_id, period, category, used)
+    SELECT ${projectId}, ${period}, ${category}, ${amount} WHERE ${within(amount)}
+    ON CONFLICT (project_id, period, category) DO UPDATE SET used = u.used + excluded.used WHERE ${within(sql`u.used + excluded.used`)}
+    RETURNING used`, db)
   return row ? Number(row.used) : null
 }
 
