@@ -81,10 +81,12 @@ const SENDER_SLOTS = 8
 const PARAMS = Array.from({ length: SENDER_SLOTS }, () => '?').join(', ')
 const SQLITE_GATE = `SELECT id, domain, selector, updated_at AS version, json_extract(checks, '$.RETURN_PATH_MX.status') AS rp, allow_subdomains AS subs
   FROM domains WHERE project_id = ? AND domain IN (${PARAMS}) AND verified = 1`
-const PG_GATE = `SELECT id, domain, selector, updated_at AS version, checks->'RETURN_PATH_MX'->>'status' AS rp, allow_subdomains AS subs
+// The row version as epoch ms: drizzle's postgres.js client hands timestamps back as text, and a version
+// that is not a number (NaN) never matched the signing-key cache, so every send read and decrypted the key.
+const PG_GATE = `SELECT id, domain, selector, (extract(epoch FROM updated_at) * 1000)::bigint AS version, checks->'RETURN_PATH_MX'->>'status' AS rp, allow_subdomains AS subs
   FROM domains WHERE project_id = $1 AND domain IN (${Array.from({ length: SENDER_SLOTS }, (_, i) => `$${i + 2}`).join(', ')}) AND verified`
 
-interface GateRow { id: string; domain: string; selector: string; version: number | Date; rp: string | null; subs: boolean | number }
+interface GateRow { id: string; domain: string; selector: string; version: number | string; rp: string | null; subs: boolean | number }
 
 /** One prepared statement per SQLite store (the read connection). */
 const sqliteGates = new WeakMap<Store, Statement<GateRow, string[]>>()
@@ -113,7 +115,7 @@ export async function verifiedAmong(store: Store, _db: Db, projectId: string, na
   }
   return rows.map((r) => ({
     id: r.id, domain: r.domain, selector: r.selector,
-    version: r.version instanceof Date ? r.version.getTime() : Number(r.version),
+    version: Number(r.version),
     returnPathStatus: r.rp ?? null,
     allowSubdomains: r.subs === true || r.subs === 1,
   }))

@@ -1,4 +1,4 @@
-import { expect, test } from 'bun:test'
+import { expect, spyOn, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { ctxFor } from '../../../src/deps'
@@ -32,6 +32,24 @@ forEachStore('sender gate', (env) => {
       expect(err).toBeInstanceOf(AppError)
       expect((err as AppError).status).toBe(403)
       expect((err as AppError).code).toBe('INTERNAL_SERVER_ERROR')
+    }
+  })
+
+  test('the gate reads a domain\'s version as a number, so its decrypted signing key is read from the store once', async () => {
+    const p = await env.project()
+    const { id } = await addDomain(p.id, 'versioned.example', true)
+    const [row] = await repo.verifiedAmong(env.deps.store, env.deps.store.db, p.id, ['versioned.example'])
+    expect(Number.isFinite(row.version)).toBe(true)
+    const [stored] = await env.deps.store.db.select({ at: env.deps.store.t.domains.updatedAt }).from(env.deps.store.t.domains).where(eq(env.deps.store.t.domains.id, id))
+    expect(row.version).toBe(stored.at.getTime())
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const reads = spyOn(repo, 'privateKeyBlob')
+    try {
+      await assertSenderAllowed(ctx, 'a@versioned.example')
+      await assertSenderAllowed(ctx, 'b@versioned.example')
+      expect(reads).toHaveBeenCalledTimes(1)
+    } finally {
+      reads.mockRestore()
     }
   })
 
