@@ -6,7 +6,7 @@
  * first load; German is a chunk of its own, loaded before the first render when it is the language.
  *
  * The choice is kept in this browser per user (`mailctl.lang.<user id>`; there is no server-side place for
- * user preferences yet, docs/decisions.md), and `mailctl.lang` holds the last one for the pages before
+ * user preferences yet, docs/adr/0016-dashboard-bundles-and-editor.md), and `mailctl.lang` holds the last one for the pages before
  * sign-in. Without a choice the browser's language decides. A change reloads the page: every string and
  * every date is then rendered once in the new language, with no page left half translated.
  */

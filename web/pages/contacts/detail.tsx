@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { type Contact, del, get, patch, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { t } from '../../i18n'
 
 interface EventRow { id: string; name: string; data: Record<string, unknown>; createdAt: string }
 interface EventPage { data: EventRow[]; cursor: string | null; hasMore: boolean; total: number }
@@ -28,12 +29,12 @@ function rowsOf(data: Record<string, unknown> | null): Row[] {
 function typedValue(r: Row): unknown {
   if (r.kind === 'number') {
     const n = Number(r.value)
-    if (r.value.trim() === '' || !Number.isFinite(n)) throw new Error(`${r.key}: "${r.value}" is not a number`)
+    if (r.value.trim() === '' || !Number.isFinite(n)) throw new Error(t('contact.notNumber', { key: r.key, value: r.value }))
     return n
   }
   if (r.kind === 'boolean') return r.value === 'true'
   if (r.kind === 'json') {
-    try { return JSON.parse(r.value) } catch { throw new Error(`${r.key}: not valid JSON`) }
+    try { return JSON.parse(r.value) } catch { throw new Error(t('contact.notJson', { key: r.key })) }
   }
   return r.value
 }
@@ -55,28 +56,28 @@ export function ContactDetail({ project, id }: { project: Project; id: string })
     onSuccess: async () => { await qc.invalidateQueries({ queryKey: ['contacts', project.id] }); navigate('/contacts') },
   })
   if (contact.isPending) return <Loading />
-  if (contact.error) return <><ErrorBox error={contact.error} /><Link href="/contacts">All contacts</Link></>
+  if (contact.error) return <><ErrorBox error={contact.error} /><Link href="/contacts">{t('contact.all')}</Link></>
   const c = contact.data
   return (
     <div>
       <PageHead title={c.email}>
-        <Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? 'Subscribed' : 'Unsubscribed'}</Badge>
+        <Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? t('contacts.subscribed') : t('contacts.unsubscribed')}</Badge>
         <button type="button" className="secondary" disabled={toggle.isPending} onClick={() => toggle.mutate(!c.subscribed)}>
-          {c.subscribed ? 'Unsubscribe' : 'Subscribe'}
+          {c.subscribed ? t('contact.unsubscribe') : t('contact.subscribe')}
         </button>
-        <ConfirmButton label="Delete contact" confirm="Delete this contact and its events?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
+        <ConfirmButton label={t('contact.delete')} confirm={t('contact.deleteConfirm')} onConfirm={() => remove.mutate()} busy={remove.isPending} />
       </PageHead>
       <ErrorBox error={remove.error ?? toggle.error} />
-      <p className="small muted"><Link href="/contacts">← All contacts</Link> · <Link href={`/activity?contact=${encodeURIComponent(c.email)}`}>Its activity</Link> · created {formatDate(c.createdAt)} · updated {formatDate(c.updatedAt)}</p>
+      <p className="small muted"><Link href="/contacts">← {t('contact.all')}</Link> · <Link href={`/activity?contact=${encodeURIComponent(c.email)}`}>{t('contact.activity')}</Link> · {t('contact.createdUpdated', { created: formatDate(c.createdAt), updated: formatDate(c.updatedAt) })}</p>
       <EditContact key={c.updatedAt} contact={c} save={update} />
       <div className="card">
-        <h2>Timeline</h2>
+        <h2>{t('contact.timeline')}</h2>
         {events.isPending && <Loading />}
         <ErrorBox error={events.error} />
-        {events.data?.data.length === 0 && <Empty title="No events yet">Events tracked with <code>POST /v1/track</code> and the mail sent to this contact appear here.</Empty>}
+        {events.data?.data.length === 0 && <Empty title={t('contact.noEvents')}>{t('contact.noEventsText1')}<code>POST /v1/track</code>{t('contact.noEventsText2')}</Empty>}
         {events.data && events.data.data.length > 0 && (
           <div className="table-wrap"><table>
-            <thead><tr><th scope="col">Event</th><th scope="col">When</th><th scope="col">Data</th></tr></thead>
+            <thead><tr><th scope="col">{t('contact.event')}</th><th scope="col">{t('campaigns.when')}</th><th scope="col">{t('contact.data')}</th></tr></thead>
             <tbody>{events.data.data.map((e) => (
               <tr key={e.id}><td>{typeof e.data.emailId === 'string' ? <Link href={`/emails/${e.data.emailId}`}><code>{e.name}</code></Link> : <code>{e.name}</code>}</td><td>{formatDate(e.createdAt)}</td><td className="value"><code>{Object.keys(e.data).length ? JSON.stringify(e.data) : ''}</code></td></tr>
             ))}</tbody>
@@ -112,35 +113,35 @@ function EditContact({ contact, save }: { contact: Contact; save: Save }) {
   }
   return (
     <form className="card" onSubmit={submit} noValidate>
-      <h2>Details</h2>
-      {local && <div className="alert error" role="alert">Check the highlighted field.</div>}
+      <h2>{t('contact.details')}</h2>
+      {local && <div className="alert error" role="alert">{t('ui.checkFields', { count: 1 })}</div>}
       <ErrorBox error={save.error} shown={['email', 'data']} />
-      {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
-      <Field label="Email" name="email" type="email" defaultValue={contact.email} required error={fieldError(save.error, 'email')} />
-      <h2>Data fields</h2>
-      {rows.length === 0 && <p className="muted small">No custom fields. Add one for what you know about this contact (plan, first name, signup date…).</p>}
+      {save.isSuccess && <div className="alert ok" role="status">{t('ui.saved')}</div>}
+      <Field label={t('contacts.email')} name="email" type="email" defaultValue={contact.email} required error={fieldError(save.error, 'email')} />
+      <h2>{t('contact.dataFields')}</h2>
+      {rows.length === 0 && <p className="muted small">{t('contact.noFields')}</p>}
       {rows.map((r, i) => (
         <div className="row" key={r.original ?? `new-${i}`} style={{ marginBottom: '.6rem' }}>
-          <Field label="Field" value={r.key} onChange={(e) => set(i, { key: e.target.value })} />
-          <div className="field"><span><label htmlFor={`kind-${i}`}>Type</label></span>
+          <Field label={t('contact.field')} value={r.key} onChange={(e) => set(i, { key: e.target.value })} />
+          <div className="field"><span><label htmlFor={`kind-${i}`}>{t('contact.type')}</label></span>
             <select id={`kind-${i}`} value={r.kind} onChange={(e) => set(i, { kind: e.target.value as Kind, value: e.target.value === 'boolean' ? 'true' : r.value })}>
-              <option value="text">Text</option><option value="number">Number</option><option value="boolean">Yes/no</option><option value="json">JSON</option>
+              <option value="text">{t('contact.kind.text')}</option><option value="number">{t('contact.kind.number')}</option><option value="boolean">{t('contact.kind.boolean')}</option><option value="json">JSON</option>
             </select>
           </div>
           {r.kind === 'boolean' ? (
-            <div className="field"><span><label htmlFor={`val-${i}`}>Value</label></span>
-              <select id={`val-${i}`} value={r.value} onChange={(e) => set(i, { value: e.target.value })}><option value="true">Yes</option><option value="false">No</option></select>
+            <div className="field"><span><label htmlFor={`val-${i}`}>{t('contact.value')}</label></span>
+              <select id={`val-${i}`} value={r.value} onChange={(e) => set(i, { value: e.target.value })}><option value="true">{t('contact.yes')}</option><option value="false">{t('contact.no')}</option></select>
             </div>
           ) : (
-            <Field label="Value" value={r.value} inputMode={r.kind === 'number' ? 'decimal' : undefined} onChange={(e) => { set(i, { value: e.target.value }); if (local?.row === i) setLocal(null) }}
+            <Field label={t('contact.value')} value={r.value} inputMode={r.kind === 'number' ? 'decimal' : undefined} onChange={(e) => { set(i, { value: e.target.value }); if (local?.row === i) setLocal(null) }}
               error={local?.row === i ? local.message : fieldError(save.error, `data.${r.key.trim()}`)} />
           )}
-          <button type="button" className="secondary" onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>Remove field</button>
+          <button type="button" className="secondary" onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))}>{t('contact.removeField')}</button>
         </div>
       ))}
       <div className="row">
-        <button type="button" className="secondary" onClick={() => setRows((rs) => [...rs, { key: '', kind: 'text', value: '' }])}>Add field</button>
-        <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
+        <button type="button" className="secondary" onClick={() => setRows((rs) => [...rs, { key: '', kind: 'text', value: '' }])}>{t('contact.addField')}</button>
+        <button type="submit" disabled={save.isPending}>{save.isPending ? t('ui.saving') : t('ui.save')}</button>
       </div>
     </form>
   )

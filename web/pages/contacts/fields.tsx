@@ -3,6 +3,7 @@ import { useId, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, type Job, post, type Project } from '../../api'
 import { ConfirmButton, Empty, ErrorBox, fieldError, Loading, PageHead } from '../../components/ui'
+import { type MessageKey, t } from '../../i18n'
 import { formatNumber } from '../../format'
 
 interface FieldInfo { name: string; standard: boolean; type: string; count: number; coverage: number }
@@ -10,7 +11,7 @@ interface FieldList { totalContacts: number; fields: FieldInfo[] }
 interface FieldChange { field: string; contacts: number; jobId: string | null; changed: number }
 interface Retype extends FieldChange { type: string; fit: number; misfit: number; examples: unknown[]; dryRun: boolean }
 
-const TYPES = [['string', 'text'], ['number', 'number'], ['boolean', 'yes/no'], ['date', 'date']] as const
+const TYPES: ReadonlyArray<readonly [string, MessageKey]> = [['string', 'fields.type.string'], ['number', 'fields.type.number'], ['boolean', 'fields.type.boolean'], ['date', 'fields.type.date']]
 
 /** The custom fields of the project: list, rename (values follow), change type (misfits counted first), delete. */
 export function FieldsPage({ project }: { project: Project }) {
@@ -18,15 +19,15 @@ export function FieldsPage({ project }: { project: Project }) {
   const custom = list.data?.fields.filter((f) => !f.standard) ?? []
   return (
     <div>
-      <PageHead title="Fields"><Link className="button secondary" href="/contacts">Back to contacts</Link></PageHead>
+      <PageHead title={t('contacts.fields')}><Link className="button secondary" href="/contacts">{t('fields.back')}</Link></PageHead>
       <div className="card">
-        <p className="small muted">Custom fields are the data of your contacts (<code>data.plan</code> in templates and conditions). A type is read from the values; changing it converts the values that fit.</p>
+        <p className="small muted">{t('fields.intro1')}<code>data.plan</code>{t('fields.intro2')}</p>
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
-        {list.data && custom.length === 0 && <Empty title="No custom fields yet">Import a CSV or send contacts with <code>data</code> to add some.</Empty>}
+        {list.data && custom.length === 0 && <Empty title={t('fields.none')}>{t('fields.noneText1')}<code>data</code>{t('fields.noneText2')}</Empty>}
         {custom.length > 0 && (
           <div className="table-wrap"><table className="rows">
-            <thead><tr><th scope="col">Field</th><th scope="col">Type</th><th scope="col">Contacts</th><th scope="col">Actions</th></tr></thead>
+            <thead><tr><th scope="col">{t('contact.field')}</th><th scope="col">{t('contact.type')}</th><th scope="col">{t('contacts.title')}</th><th scope="col">{t('fields.actions')}</th></tr></thead>
             <tbody>{custom.map((f) => <FieldRow key={f.name} project={project} field={f} />)}</tbody>
           </table></div>
         )}
@@ -58,38 +59,38 @@ function FieldRow({ project, field }: { project: Project; field: FieldInfo }) {
       <td>{formatNumber(field.count)} <span className="small muted">({field.coverage}%)</span></td>
       <td>
         <div className="row">
-          <button type="button" className="secondary" aria-expanded={mode === 'rename'} onClick={() => setMode(mode === 'rename' ? 'none' : 'rename')}>Rename</button>
-          <button type="button" className="secondary" aria-expanded={mode === 'retype'} onClick={() => setMode(mode === 'retype' ? 'none' : 'retype')}>Change type</button>
-          <ConfirmButton label="Delete" confirm={`Delete ${field.name} from ${formatNumber(field.count)} contacts?`} onConfirm={() => remove.mutate()} busy={remove.isPending} />
+          <button type="button" className="secondary" aria-expanded={mode === 'rename'} onClick={() => setMode(mode === 'rename' ? 'none' : 'rename')}>{t('fields.rename')}</button>
+          <button type="button" className="secondary" aria-expanded={mode === 'retype'} onClick={() => setMode(mode === 'retype' ? 'none' : 'retype')}>{t('fields.retype')}</button>
+          <ConfirmButton label={t('ui.delete')} confirm={t('fields.deleteConfirm', { name: field.name, count: field.count })} onConfirm={() => remove.mutate()} busy={remove.isPending} />
         </div>
         <ErrorBox error={remove.error} />
         {mode === 'rename' && (
           <form className="row" onSubmit={(e) => { e.preventDefault(); rename.mutate() }}>
-            <div className="field"><span><label htmlFor={`${uid}-to`}>New name of {field.name}</label></span>
+            <div className="field"><span><label htmlFor={`${uid}-to`}>{t('fields.newName', { name: field.name })}</label></span>
               <input id={`${uid}-to`} value={to} onChange={(e) => { setTo(e.target.value); rename.reset() }} aria-invalid={fieldError(rename.error, 'to') ? true : undefined} aria-describedby={`${uid}-toe`} />
               <span id={`${uid}-toe`} className="err">{fieldError(rename.error, 'to') ?? (rename.error ? (rename.error as Error).message : '')}</span>
             </div>
-            <button type="submit" disabled={rename.isPending || !to.trim() || to.trim() === field.name}>Rename</button>
+            <button type="submit" disabled={rename.isPending || !to.trim() || to.trim() === field.name}>{t('fields.rename')}</button>
           </form>
         )}
-        {rename.data && !rename.data.jobId && <p role="status" className="small">Renamed on {formatNumber(rename.data.changed)} contacts.</p>}
+        {rename.data && !rename.data.jobId && <p role="status" className="small">{t('fields.renamed', { count: rename.data.changed })}</p>}
         {mode === 'retype' && (
           <div className="stack">
             <div className="row">
-              <div className="field"><span><label htmlFor={`${uid}-ty`}>New type of {field.name}</label></span>
+              <div className="field"><span><label htmlFor={`${uid}-ty`}>{t('fields.newType', { name: field.name })}</label></span>
                 <select id={`${uid}-ty`} value={type} onChange={(e) => { setType(e.target.value); retype.reset() }}>
-                  {TYPES.map(([v, l]) => <option key={v} value={v}>{l}</option>)}
+                  {TYPES.map(([v, l]) => <option key={v} value={v}>{t(l)}</option>)}
                 </select>
               </div>
-              <button type="button" disabled={!check.data || retype.isPending} onClick={() => retype.mutate()}>Convert</button>
+              <button type="button" disabled={!check.data || retype.isPending} onClick={() => retype.mutate()}>{t('fields.convert')}</button>
             </div>
             <ErrorBox error={check.error ?? retype.error} />
             {check.data && (
               <p role="status" className="small">
-                {formatNumber(check.data.fit)} value{check.data.fit === 1 ? '' : 's'} fit; {check.data.misfit === 0 ? 'every value fits.' : `${formatNumber(check.data.misfit)} ${check.data.misfit === 1 ? 'does' : 'do'} not and stay${check.data.misfit === 1 ? 's' : ''} as ${check.data.misfit === 1 ? 'it is' : 'they are'} (for example ${check.data.examples.map((x) => JSON.stringify(x)).join(', ')}).`}
+                {t('fields.fit', { count: check.data.fit })} {check.data.misfit === 0 ? t('fields.allFit') : t('fields.misfit', { count: check.data.misfit, examples: check.data.examples.map((x) => JSON.stringify(x)).join(', ') })}
               </p>
             )}
-            {retype.data && !retype.data.jobId && <p role="status" className="small">Converted {formatNumber(retype.data.changed)} values.</p>}
+            {retype.data && !retype.data.jobId && <p role="status" className="small">{t('fields.converted', { count: retype.data.changed })}</p>}
           </div>
         )}
         {jobId && <FieldJob project={project} jobId={jobId} onDone={refresh} />}
@@ -110,7 +111,7 @@ function FieldJob({ project, jobId, onDone }: { project: Project; jobId: string;
   })
   return (
     <label className="field">
-      <span>{job.data ? `${job.data.status === 'completed' ? 'Done' : job.data.status === 'failed' ? 'Failed' : 'Working'}: ${formatNumber(job.data.processed)} of ${formatNumber(job.data.total)} contacts` : 'Starting…'}</span>
+      <span>{job.data ? t('fields.job', { state: t(job.data.status === 'completed' ? 'fields.done' : job.data.status === 'failed' ? 'fields.failed' : 'fields.working'), processed: formatNumber(job.data.processed), total: formatNumber(job.data.total) }) : t('fields.starting')}</span>
       <progress max={100} value={job.data?.progress ?? 0} />
     </label>
   )
