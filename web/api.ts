@@ -68,7 +68,9 @@ export interface User { id: string; email: string; name: string | null; emailVer
 export interface Project {
   id: string; name: string; publicKey: string; disabled: boolean; trackingEnabled: boolean
   /** The project's own campaign sending rate (messages per second); null: the server's default. */
-  sendRatePerSecond: number | null; role: Role
+  sendRatePerSecond: number | null
+  /** The sender filled in for new templates and campaigns (settings page). */
+  defaultFrom: string | null; defaultFromName: string | null; defaultReplyTo: string | null; role: Role
   createdAt: string; updatedAt: string
 }
 export interface ProjectWithSecret extends Project { secretKey: string }

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Dispatcher } from '../../src/modules/hooks/dispatcher'
+import { insertTestDomain } from '../helpers/domains'
 import { settleEvents } from '../helpers/events'
 import { startReceiver, verified } from '../modules/hooks/receiver'
 import { chromiumAvailable, shot } from './browser'
@@ -58,6 +59,44 @@ describe.skipIf(!chromiumAvailable())('settings and webhooks pages in Chromium',
     await d.page.getByRole('button', { name: 'Save' }).click()
     await d.page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor()
     expect(await mine()).toMatchObject({ sendRatePerSecond: null, trackingEnabled: true })
+  })
+
+  test('sender defaults: an unverified domain is refused at its field; saved defaults fill a new template and a new campaign', async () => {
+    await insertTestDomain(d.env, d.projectId, 'acme-mail.test', { verified: true })
+    await d.open('/settings')
+    const from = d.page.getByLabel('From address')
+    await from.waitFor()
+    await from.fill('news@elsewhere.test')
+    await d.page.getByLabel('From name').fill('Acme news')
+    await d.page.getByLabel('Reply-to address').fill('help@acme-mail.test')
+    await d.page.getByRole('button', { name: 'Save' }).click()
+    await d.page.getByText('news@elsewhere.test is not on a verified domain of this project: verify its domain first').waitFor()
+    expect(await from.getAttribute('aria-invalid')).toBe('true')
+    await shot(d.page, 'settings-04-sender-error')
+    await d.a11y('settings, sender default refused')
+    await from.fill('news@acme-mail.test')
+    await d.page.getByRole('button', { name: 'Save' }).click()
+    await d.page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor()
+    const mine = (await d.api('GET', '/users/@me/projects')).body.find((p: { id: string }) => p.id === d.projectId)
+    expect(mine).toMatchObject({ defaultFrom: 'news@acme-mail.test', defaultFromName: 'Acme news', defaultReplyTo: 'help@acme-mail.test' })
+    await shot(d.page, 'settings-05-sender-saved')
+
+    await d.open('/templates')
+    await d.page.getByRole('heading', { name: 'New template' }).waitFor()
+    expect(await d.page.getByLabel('From', { exact: true }).inputValue()).toBe('news@acme-mail.test')
+    await d.page.getByLabel('Name', { exact: true }).fill('Welcome')
+    await d.page.getByLabel('Subject', { exact: true }).fill('Hello')
+    await d.page.getByRole('button', { name: /^Create/ }).click()
+    await d.page.waitForURL(/\/templates\/[^/]+/)
+    const tpl = (await d.api('GET', '/templates')).body.data[0]
+    expect(tpl).toMatchObject({ from: 'news@acme-mail.test', fromName: 'Acme news', replyTo: 'help@acme-mail.test' })
+
+    await d.open('/campaigns/new')
+    await d.page.getByLabel('Sender address').waitFor()
+    expect(await d.page.getByLabel('Sender address').inputValue()).toBe('news')
+    expect(await d.page.getByLabel('Sender domain').inputValue()).toBe('acme-mail.test')
+    expect(await d.page.getByLabel('Sender name').inputValue()).toBe('Acme news')
+    expect(await d.page.getByLabel('Reply-to').inputValue()).toBe('help@acme-mail.test')
   })
 
   test('webhooks: an endpoint is added with its events chosen in words; the secret is shown once and signs what the receiver gets', async () => {

@@ -13,6 +13,18 @@ export const UpdateProjectBody = t.Object({
     error: 'sendRatePerSecond must be an integer from 1 to 1000000, or null',
     description: 'Campaign mail of this project goes out at most this many messages per second (transactional and workflow mail is not held back); null: the server default (MAILCTL_SEND_RATE_PER_SECOND, unset: no cap)',
   })),
+  defaultFrom: t.Optional(t.Union([t.String({ format: 'email', maxLength: 320 }), t.Null()], {
+    error: 'defaultFrom must be an email address on a verified domain of the project, or null',
+    description: 'The sender the dashboard fills in for a new template or campaign; its domain must be verified for the project. null clears it',
+  })),
+  defaultFromName: t.Optional(t.Union([t.String({ minLength: 1, maxLength: 200 }), t.Null()], {
+    error: 'defaultFromName must be 1 to 200 characters, or null',
+    description: 'The sender name filled in with defaultFrom; null clears it',
+  })),
+  defaultReplyTo: t.Optional(t.Union([t.String({ format: 'email', maxLength: 320 }), t.Null()], {
+    error: 'defaultReplyTo must be an email address, or null',
+    description: 'The reply-to address filled in for a new template or campaign; null clears it',
+  })),
 })
 export type UpdateProjectBody = typeof UpdateProjectBody.static
 
@@ -25,6 +37,9 @@ const projectFields = {
   disabled: t.Boolean({ description: 'A disabled project answers 403 PROJECT_DISABLED to API keys' }),
   trackingEnabled: t.Boolean(),
   sendRatePerSecond: t.Union([t.Integer(), t.Null()], { description: 'The project\'s own campaign sending rate (messages per second); null: the server default' }),
+  defaultFrom: t.Union([t.String(), t.Null()], { description: 'The sender filled in for new templates and campaigns' }),
+  defaultFromName: t.Union([t.String(), t.Null()]),
+  defaultReplyTo: t.Union([t.String(), t.Null()]),
   role: RoleName,
   createdAt: t.Date(),
   updatedAt: t.Date(),

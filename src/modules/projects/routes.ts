@@ -23,7 +23,7 @@ export function projectsRoutes(deps: Deps) {
     })
     .patch('/:id', ({ userId, params, body }) => service.updateMyProject(deps, userId, params.id, body), {
       session: true, params: ProjectParams, body: UpdateProjectBody, response: { 200: ProjectOut },
-      detail: detail('Update project settings', 'OWNER or ADMIN: name, trackingEnabled, sendRatePerSecond (campaign mail, messages per second; null for the server default). 404 for a project the user is not a member of.'),
+      detail: detail('Update project settings', 'OWNER or ADMIN: name, trackingEnabled, sendRatePerSecond (campaign mail, messages per second; null for the server default), and the sender defaults the dashboard fills in for new templates and campaigns: defaultFrom (on a verified domain of the project, else 422), defaultFromName, defaultReplyTo (null clears each). 404 for a project the user is not a member of.'),
     })
     .delete('/:id', async ({ userId, params, set }) => {
       await service.deleteMyProject(deps, userId, params.id)

@@ -1,6 +1,7 @@
 import type { Store } from '../../db/client'
-import { conflict, notFound } from '../../errors'
-import type { Deps } from '../../deps'
+import { AppError, conflict, invalidField, notFound } from '../../errors'
+import { ctxFor, type Deps } from '../../deps'
+import { assertSenderAllowed } from '../domains/service'
 import { hashSecret, keyKind, newKeyPair, type KeyKind } from './keys'
 import { parseInput } from '../validate'
 import { requireAccess, type Action, type Role } from '../members/access'
@@ -92,9 +93,13 @@ export function sendRateOf(settings: Record<string, unknown> | null | undefined)
   return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null
 }
 
+/** The sender defaults (issue 37, item 4): the settings keys the dashboard fills new templates and campaigns from. */
+const DEFAULT_KEYS = ['defaultFrom', 'defaultFromName', 'defaultReplyTo'] as const
+
 function toOut(row: NonNullable<Awaited<ReturnType<typeof repo.oneForUser>>>): ProjectOut {
   const { settings, ...rest } = row
-  return { ...rest, sendRatePerSecond: sendRateOf(settings) } as ProjectOut
+  const str = (k: string) => (typeof settings?.[k] === 'string' ? settings[k] as string : null)
+  return { ...rest, sendRatePerSecond: sendRateOf(settings), defaultFrom: str('defaultFrom'), defaultFromName: str('defaultFromName'), defaultReplyTo: str('defaultReplyTo') } as ProjectOut
 }
 
 async function mine(deps: Deps, userId: string, projectId: string): Promise<ProjectOut> {
@@ -116,6 +121,16 @@ export async function createMyProject(deps: Deps, userId: string, input: CreateP
 
 /** PATCH: name, tracking and the campaign sending rate (OWNER or ADMIN). */
 export async function updateMyProject(deps: Deps, userId: string, projectId: string, patch: UpdateProjectBody): Promise<ProjectOut> {
+  const from = typeof patch.defaultFrom === 'string' ? patch.defaultFrom.trim().toLowerCase() : patch.defaultFrom
+  if (from) {
+    // A default sender is one the project may send from; checked before anything is written (and after the
+    // access check, so a stranger learns nothing of the project's domains).
+    await requireAccess(deps, userId, projectId, 'settings')
+    await assertSenderAllowed(ctxFor(deps, projectId, { kind: 'user', userId }), from).catch((err) => {
+      if (err instanceof AppError && err.status === 403) throw invalidField('defaultFrom', `${from} is not on a verified domain of this project: verify its domain first`, 'unverified_domain')
+      throw err
+    })
+  }
   await deps.store.tx(async (db) => {
     await requireAccess(deps, userId, projectId, 'settings', db)
     const set: UpdateProjectBody = {}
@@ -123,6 +138,8 @@ export async function updateMyProject(deps: Deps, userId: string, projectId: str
     if (patch.trackingEnabled !== undefined) set.trackingEnabled = patch.trackingEnabled
     await repo.update(deps.store, db, projectId, set, new Date())
     if (patch.sendRatePerSecond !== undefined) await repo.setSetting(deps.store, db, projectId, SEND_RATE_SETTING, patch.sendRatePerSecond, new Date())
+    const defaults = { ...patch, defaultFrom: from, defaultReplyTo: typeof patch.defaultReplyTo === 'string' ? patch.defaultReplyTo.trim().toLowerCase() : patch.defaultReplyTo }
+    for (const k of DEFAULT_KEYS) if (patch[k] !== undefined) await repo.setSetting(deps.store, db, projectId, k, defaults[k], new Date())
   })
   return mine(deps, userId, projectId)
 }

@@ -23,7 +23,8 @@ forEachStore('/users/@me/projects', (env) => {
     expect(res.status).toBe(201)
     expect(res.body).toEqual({
       id: expect.any(String), name: 'Shop', publicKey: expect.stringMatching(/^pk_[0-9a-f]{64}$/), secretKey: expect.stringMatching(/^sk_[0-9a-f]{64}$/),
-      disabled: false, trackingEnabled: true, sendRatePerSecond: null, role: 'OWNER', createdAt: expect.any(String), updatedAt: expect.any(String),
+      disabled: false, trackingEnabled: true, sendRatePerSecond: null, defaultFrom: null, defaultFromName: null, defaultReplyTo: null,
+      role: 'OWNER', createdAt: expect.any(String), updatedAt: expect.any(String),
     })
     const { projects } = env.store.t
     const [row] = await env.store.db.select().from(projects).where(eq(projects.id, res.body.id))

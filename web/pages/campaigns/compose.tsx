@@ -53,10 +53,12 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
     else if (v.body !== content.body) touch('body', 'design')
     setContent(v)
   }
-  const [local, setLocal] = useState(campaign ? campaign.from.split('@')[0] : 'hello')
-  const [domain, setDomain] = useState(campaign ? campaign.from.split('@')[1] ?? '' : '')
-  const [fromName, setFromName] = useState(campaign?.fromName ?? '')
-  const [replyTo, setReplyTo] = useState(campaign?.replyTo ?? '')
+  // A new campaign starts from the project's sender defaults (settings page).
+  const sender = campaign?.from ?? project.defaultFrom
+  const [local, setLocal] = useState(sender ? sender.split('@')[0] : 'hello')
+  const [domain, setDomain] = useState(sender ? sender.split('@')[1] ?? '' : '')
+  const [fromName, setFromName] = useState(campaign ? campaign.fromName ?? '' : project.defaultFromName ?? '')
+  const [replyTo, setReplyTo] = useState(campaign ? campaign.replyTo ?? '' : project.defaultReplyTo ?? '')
   const [audience, setAudience] = useState<Audience>({
     type: campaign?.type ?? 'MARKETING', audienceType: campaign?.audienceType ?? 'ALL',
     segmentId: campaign?.segmentId ?? null, audienceCondition: campaign?.audienceCondition ?? null,

@@ -84,15 +84,23 @@ function NotAllowed({ role, what }: { role: Role; what: string }) {
   return <div className="card"><p>Your role ({role}) does not allow you to {what}. Ask an owner or admin of this project.</p></div>
 }
 
-/** The settings form's body: an empty rate is the server's default (null). */
-export function settingsBody(f: FormData): { name: string; trackingEnabled: boolean; sendRatePerSecond: number | string | null } {
+/**
+ * The settings form's body: an empty rate is the server's default (null); an empty sender default is none.
+ * A sender default goes only when changed (an unchanged one is not checked again).
+ */
+export function settingsBody(f: FormData, project: Project): Record<string, unknown> {
   const rate = String(f.get('rate') ?? '').trim()
   const n = Number(rate)
-  return {
+  const body: Record<string, unknown> = {
     name: String(f.get('name') ?? ''), trackingEnabled: f.get('tracking') === 'on',
     // A value the API refuses (0, 2.5, text) still goes as it is: its error shows at the field.
     sendRatePerSecond: rate === '' ? null : Number.isFinite(n) ? n : rate,
   }
+  for (const k of ['defaultFrom', 'defaultFromName', 'defaultReplyTo'] as const) {
+    const v = String(f.get(k) ?? '').trim() || null
+    if (v !== project[k]) body[k] = v
+  }
+  return body
 }
 
 export function SettingsPage({ project }: { project: Project }) {
@@ -109,13 +117,13 @@ export function SettingsPage({ project }: { project: Project }) {
   if (!canManage(project.role)) return <><PageHead title="Settings" /><NotAllowed role={project.role} what="change project settings" /></>
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
-    save.mutate(settingsBody(new FormData(e.currentTarget)))
+    save.mutate(settingsBody(new FormData(e.currentTarget), project))
   }
   return (
     <div>
       <PageHead title="Settings" />
       <form className="card" onSubmit={submit} noValidate>
-        <ErrorBox error={save.error} shown={['name', 'sendRatePerSecond']} />
+        <ErrorBox error={save.error} shown={['name', 'sendRatePerSecond', 'defaultFrom', 'defaultFromName', 'defaultReplyTo']} />
         {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
         <Field label="Project name" name="name" defaultValue={project.name} required maxLength={100} error={fieldError(save.error, 'name')} />
         <h2>Sending</h2>
@@ -128,6 +136,15 @@ export function SettingsPage({ project }: { project: Project }) {
           <label htmlFor="tracking">Track opens and clicks in this project's mail</label>
         </div>
         <p id="tracking-hint" className="small muted">Adds an invisible image and rewrites links, so reports can count opens and clicks.</p>
+        <h2>Sender defaults</h2>
+        <p className="small muted">Filled in for each new template and campaign; you can still change them there.</p>
+        <div className="row top">
+          <Field label="From address" name="defaultFrom" type="email" defaultValue={project.defaultFrom ?? ''} placeholder="news@your-domain.com"
+            hint="On a verified domain of this project" error={fieldError(save.error, 'defaultFrom')} />
+          <Field label="From name" name="defaultFromName" defaultValue={project.defaultFromName ?? ''} placeholder="Acme" maxLength={200} error={fieldError(save.error, 'defaultFromName')} />
+          <Field label="Reply-to address" name="defaultReplyTo" type="email" defaultValue={project.defaultReplyTo ?? ''} placeholder="support@your-domain.com"
+            hint="Where replies go; empty: to the From address" error={fieldError(save.error, 'defaultReplyTo')} />
+        </div>
         <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
       </form>
       <div className="card">

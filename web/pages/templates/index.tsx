@@ -18,7 +18,11 @@ export function TemplatesPage({ project }: { project: Project }) {
   const [page, setPage] = useState(1)
   const list = useQuery({ queryKey: ['templates', project.id, page], queryFn: () => get<TemplateList>(`/templates?page=${page}&pageSize=25`, project.id) })
   const create = useMutation({
-    mutationFn: ({ start, ...body }: Record<string, string>) => post<Template>('/templates', { ...body, body: '<p>Hello {{name}},</p>\n<p></p>' }, project.id).then((t) => ({ t, start })),
+    // The project's sender defaults (settings) come with a new template: its From is in the form.
+    mutationFn: ({ start, ...body }: Record<string, string>) => post<Template>('/templates', {
+      ...body, body: '<p>Hello {{name}},</p>\n<p></p>',
+      ...(project.defaultFromName ? { fromName: project.defaultFromName } : {}), ...(project.defaultReplyTo ? { replyTo: project.defaultReplyTo } : {}),
+    }, project.id).then((t) => ({ t, start })),
     // The editor opens the chosen starter on the new template (its design is saved with the first Save).
     onSuccess: async ({ t, start }) => { await qc.invalidateQueries({ queryKey: ['templates', project.id] }); navigate(`/templates/${t.id}${start === 'html' ? '' : `?start=${start}`}`) },
   })
@@ -36,7 +40,7 @@ export function TemplatesPage({ project }: { project: Project }) {
         <div className="row">
           <Field label="Name" name="name" required error={fieldError(create.error, 'name')} />
           <Field label="Subject" name="subject" required error={fieldError(create.error, 'subject')} />
-          <Field label="From" name="from" type="email" placeholder="hello@your-domain.com" hint="On a verified domain" required error={fieldError(create.error, 'from')} />
+          <Field label="From" name="from" type="email" placeholder="hello@your-domain.com" hint="On a verified domain" required defaultValue={project.defaultFrom ?? ''} error={fieldError(create.error, 'from')} />
           <div className="field"><span><label htmlFor="tpl-type">Type</label></span>
             <select id="tpl-type" name="type" defaultValue="MARKETING"><option value="MARKETING">Marketing</option><option value="TRANSACTIONAL">Transactional</option><option value="HEADLESS">Headless</option></select>
           </div>
