@@ -93,7 +93,7 @@ export function sendRateOf(settings: Record<string, unknown> | null | undefined)
   return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null
 }
 
-/** The sender defaults (issue 37, item 4): the settings keys the dashboard fills new templates and campaigns from. */
+/** The sender defaults: the settings keys the dashboard fills new templates and campaigns from. */
 const DEFAULT_KEYS = ['defaultFrom', 'defaultFromName', 'defaultReplyTo'] as const
 
 function toOut(row: NonNullable<Awaited<ReturnType<typeof repo.oneForUser>>>): ProjectOut {

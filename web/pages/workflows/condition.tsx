@@ -4,7 +4,7 @@ import type { ConditionField, Values } from './forms'
 import { formatNumber } from '../../format'
 
 /**
- * A CONDITION step's form for marketers (issue 37, item 5): the field is picked by name from the project's
+ * A CONDITION step's form for marketers: the field is picked by name from the project's
  * contact fields, its events and the trigger event, never typed as a path (`data.plan`); operators read as
  * words ("is at least", "happened within the last"); the value input fits the field (yes/no, a number, a
  * date, a number of days). The step's config stays the API's: `{field, operator, value?, unit?}`.

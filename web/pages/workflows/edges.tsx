@@ -1,7 +1,7 @@
 import { BaseEdge, type EdgeProps, useNodes } from '@xyflow/react'
 
 /**
- * The graph's edges, routed so that none runs behind a step (issue 37, item 5). An edge is React Flow's
+ * The graph's edges, routed so that none runs behind a step. An edge is React Flow's
  * curve from the bottom handle down to the top handle when that curve touches no other step; otherwise it is
  * drawn with right angles: a short way down, across to a free lane, along it, across above the target and in.
  * Lanes are tried nearest first (the target's column, the source's, between them, then beside every step in

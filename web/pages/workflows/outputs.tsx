@@ -4,7 +4,7 @@ import { formatDate } from '../../components/ui'
 import type { StepExecution } from './graph'
 
 /**
- * A step's output in words (issue 37, item 5): what the run did at the step, not its JSON. The outputs are
+ * A step's output in words: what the run did at the step, not its JSON. The outputs are
  * those of src/modules/workflows/steps and engine.ts; a key this page does not know is listed by name.
  */
 
