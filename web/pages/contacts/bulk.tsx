@@ -4,18 +4,19 @@ import { get, type Job, post, type Project } from '../../api'
 import { ErrorBox } from '../../components/ui'
 import { segmentsQuery } from '../segments'
 import { formatNumber } from '../../format'
+import { type MessageKey, t } from '../../i18n'
 
 /** What a bulk action applies to: the ticked rows, or every contact the current filter matches. */
 export type Target = { kind: 'ids'; ids: string[] } | { kind: 'filter'; filter: Record<string, unknown>; count: number | undefined }
 
-const ACTIONS = [
-  { value: 'subscribe', label: 'Subscribe' },
-  { value: 'unsubscribe', label: 'Unsubscribe' },
-  { value: 'addToSegment', label: 'Add to a static segment' },
-  { value: 'removeFromSegment', label: 'Remove from a static segment' },
-  { value: 'setField', label: 'Set a field' },
-  { value: 'delete', label: 'Delete' },
-] as const
+const ACTIONS: ReadonlyArray<{ value: string; label: MessageKey }> = [
+  { value: 'subscribe', label: 'bulk.subscribe' },
+  { value: 'unsubscribe', label: 'bulk.unsubscribe' },
+  { value: 'addToSegment', label: 'bulk.addToSegment' },
+  { value: 'removeFromSegment', label: 'bulk.removeFromSegment' },
+  { value: 'setField', label: 'bulk.setField' },
+  { value: 'delete', label: 'ui.delete' },
+]
 
 /** The bulk bar: an action, its arguments, a confirmation, then the job's progress (POST /contacts/bulk). */
 export function BulkBar({ project, target, fields }: { project: Project; target: Target; fields: string[] }) {
@@ -49,68 +50,69 @@ export function BulkBar({ project, target, fields }: { project: Project; target:
   const done = job.data?.status === 'completed'
   useEffect(() => { if (done) qc.invalidateQueries({ queryKey: ['contacts', project.id] }) }, [done, qc, project.id])
   const n = target.kind === 'ids' ? target.ids.length : target.count
-  const what = n === undefined ? 'every matching contact' : `${formatNumber(n)} contact${n === 1 ? '' : 's'}`
-  const label = ACTIONS.find((a) => a.value === action)?.label ?? action
-  const segName = statics.find((s) => s.id === segmentId)?.name ?? 'the segment'
+  const what = n === undefined ? t('bulk.everyMatching') : t('contacts.count', { count: n })
+  const actionKey = ACTIONS.find((a) => a.value === action)?.label
+  const label = actionKey ? t(actionKey) : action
+  const segName = statics.find((s) => s.id === segmentId)?.name ?? t('bulk.theSegment')
   const question: Record<string, string> = {
-    subscribe: `Subscribe ${what}?`, unsubscribe: `Unsubscribe ${what}?`,
-    addToSegment: `Add ${what} to ${segName}?`, removeFromSegment: `Remove ${what} from ${segName}?`,
-    setField: value === '' ? `Remove the field ${field.trim()} from ${what}?` : `Set ${field.trim()} to "${value}" on ${what}?`,
-    delete: `Delete ${what}? Deleted contacts and their events cannot be restored.`,
+    subscribe: t('bulk.qSubscribe', { what }), unsubscribe: t('bulk.qUnsubscribe', { what }),
+    addToSegment: t('bulk.qAdd', { what, segment: segName }), removeFromSegment: t('bulk.qRemove', { what, segment: segName }),
+    setField: value === '' ? t('bulk.qUnset', { field: field.trim(), what }) : t('bulk.qSet', { field: field.trim(), value, what }),
+    delete: t('bulk.qDelete', { what }),
   }
   const submit = (e: FormEvent) => { e.preventDefault(); setAsking(true) }
   if (jobId) {
     const r = job.data?.result
     return (
-      <section className="bulkbar stack" aria-label="Bulk action">
+      <section className="bulkbar stack" aria-label={t('bulk.label')}>
         <ErrorBox error={job.error} />
         <label className="field">
-          <span>{job.data ? `${label}: ${job.data.status === 'completed' ? 'done' : job.data.status === 'failed' ? 'failed' : 'working'}, ${formatNumber(job.data.processed)} of ${formatNumber(job.data.total)}` : 'Starting…'}</span>
+          <span>{job.data ? t('bulk.progress', { action: label, state: t(job.data.status === 'completed' ? 'bulk.done' : job.data.status === 'failed' ? 'bulk.failed' : 'bulk.working'), processed: formatNumber(job.data.processed), total: formatNumber(job.data.total) }) : t('fields.starting')}</span>
           <progress max={100} value={job.data?.progress ?? 0} />
         </label>
         {job.data?.error && <div className="alert error" role="alert">{job.data.error}</div>}
         {r && <p role="status"><strong>{r.updated}</strong> changed · <strong>{r.skipped}</strong> already so · <strong>{r.failed}</strong> not found</p>}
-        {(done || job.data?.status === 'failed') && <button type="button" className="secondary" onClick={() => { run.reset(); setAsking(false) }}>Done</button>}
+        {(done || job.data?.status === 'failed') && <button type="button" className="secondary" onClick={() => { run.reset(); setAsking(false) }}>{t('fields.done')}</button>}
       </section>
     )
   }
   return (
-    <form className="bulkbar" onSubmit={submit} aria-label="Bulk action">
+    <form className="bulkbar" onSubmit={submit} aria-label={t('bulk.label')}>
       <ErrorBox error={run.error} shown={['segmentId', 'field', 'value']} />
       <div className="row">
-        <div className="field"><span><label htmlFor={`${uid}-a`}>Action on {what}</label></span>
+        <div className="field"><span><label htmlFor={`${uid}-a`}>{t('bulk.actionOn', { what })}</label></span>
           <select id={`${uid}-a`} value={action} onChange={(e) => { setAction(e.target.value); setAsking(false); run.reset() }}>
-            {ACTIONS.map((a) => <option key={a.value} value={a.value}>{a.label}</option>)}
+            {ACTIONS.map((a) => <option key={a.value} value={a.value}>{t(a.label)}</option>)}
           </select>
         </div>
         {(action === 'addToSegment' || action === 'removeFromSegment') && (
-          <div className="field"><span><label htmlFor={`${uid}-s`}>Segment</label></span>
+          <div className="field"><span><label htmlFor={`${uid}-s`}>{t('bulk.segment')}</label></span>
             <select id={`${uid}-s`} value={segmentId} onChange={(e) => setSegmentId(e.target.value)} required>
-              <option value="">Choose…</option>
+              <option value="">{t('bulk.choose')}</option>
               {statics.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
             </select>
-            {segments.data && statics.length === 0 && <span className="hint">No static segment yet: create one on the Segments page.</span>}
+            {segments.data && statics.length === 0 && <span className="hint">{t('bulk.noStatic')}</span>}
           </div>
         )}
         {action === 'setField' && (
           <>
-            <div className="field"><span><label htmlFor={`${uid}-f`}>Field</label></span>
+            <div className="field"><span><label htmlFor={`${uid}-f`}>{t('contact.field')}</label></span>
               <input id={`${uid}-f`} list={`${uid}-fl`} value={field} onChange={(e) => setField(e.target.value)} required />
               <datalist id={`${uid}-fl`}>{fields.map((f) => <option key={f} value={f} />)}</datalist>
             </div>
-            <div className="field"><span><label htmlFor={`${uid}-v`}>Value</label></span>
+            <div className="field"><span><label htmlFor={`${uid}-v`}>{t('contact.value')}</label></span>
               <input id={`${uid}-v`} value={value} onChange={(e) => setValue(e.target.value)} aria-describedby={`${uid}-vh`} />
-              <span id={`${uid}-vh`} className="hint">Empty removes the field.</span>
+              <span id={`${uid}-vh`} className="hint">{t('bulk.emptyRemoves')}</span>
             </div>
           </>
         )}
-        {!asking && <button type="submit" disabled={n === 0}>Apply</button>}
+        {!asking && <button type="submit" disabled={n === 0}>{t('bulk.apply')}</button>}
       </div>
       {asking && (
         <div className="row confirm" role="alert">
           <span>{question[action]}</span>
-          <button type="button" ref={yes} className={action === 'delete' ? 'danger' : ''} disabled={run.isPending} onClick={() => { setAsking(false); run.mutate() }}>Yes, {label.toLowerCase()}</button>
-          <button type="button" className="secondary" onClick={() => setAsking(false)}>Cancel</button>
+          <button type="button" ref={yes} className={action === 'delete' ? 'danger' : ''} disabled={run.isPending} onClick={() => { setAsking(false); run.mutate() }}>{t('ui.yes', { action: label.toLowerCase() })}</button>
+          <button type="button" className="secondary" onClick={() => setAsking(false)}>{t('ui.cancel')}</button>
         </div>
       )}
     </form>

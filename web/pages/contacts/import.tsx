@@ -3,13 +3,14 @@ import { type FormEvent, useEffect, useId, useState } from 'react'
 import { call, get, type Job, type Project } from '../../api'
 import { ErrorBox } from '../../components/ui'
 import { formatNumber } from '../../format'
+import { type MessageKey, t } from '../../i18n'
 
 /** One column of the file and where it goes (POST /contacts/import/preview answers the automatic mapping). */
 export interface ColumnMap { column: string; to: 'email' | 'subscribed' | 'field' | 'ignore'; field?: string; type?: string; existing?: boolean; misfit?: number }
 interface Preview { columns: ColumnMap[]; rows: string[][]; totalRows: number; errors: Array<{ row: number; message: string }>; failing: number }
 
 const TYPES = ['auto', 'string', 'number', 'boolean', 'date'] as const
-const TYPE_LABEL: Record<string, string> = { auto: 'automatic', string: 'text', number: 'number', boolean: 'yes/no', date: 'date' }
+const TYPE_LABEL: Record<string, MessageKey> = { auto: 'import.auto', string: 'fields.type.string', number: 'fields.type.number', boolean: 'fields.type.boolean', date: 'fields.type.date' }
 
 function form(file: File, mapping?: ColumnMap[]) {
   const f = new FormData()
@@ -60,43 +61,43 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
   const r = job.data?.result
   return (
     <div className="card">
-      <h2>Import contacts from CSV</h2>
+      <h2>{t('import.title')}</h2>
       {!jobId && (
         <form onSubmit={choose}>
-          <p className="small muted">Choose a file (at most 5 MB) to see its first rows and where each column goes before anything is imported.</p>
+          <p className="small muted">{t('import.intro')}</p>
           <div className="row">
-            <div className="field"><span><label htmlFor={fileId}>CSV file</label></span><input id={fileId} name="file" type="file" accept=".csv,text/csv" required /></div>
-            <button type="submit" className="secondary" disabled={preview.isPending}>{preview.isPending ? 'Reading…' : 'Preview'}</button>
-            <button type="button" className="secondary" onClick={onClose}>Cancel</button>
+            <div className="field"><span><label htmlFor={fileId}>{t('import.file')}</label></span><input id={fileId} name="file" type="file" accept=".csv,text/csv" required /></div>
+            <button type="submit" className="secondary" disabled={preview.isPending}>{preview.isPending ? t('import.reading') : t('import.preview')}</button>
+            <button type="button" className="secondary" onClick={onClose}>{t('ui.cancel')}</button>
           </div>
         </form>
       )}
       {!jobId && <ErrorBox error={preview.error} />}
       {!jobId && p && mapping && file && (
         <div className="stack">
-          <h3>Columns</h3>
+          <h3>{t('import.columns')}</h3>
           <div className="table-wrap"><table className="mapping rows">
-            <thead><tr><th scope="col">Column</th><th scope="col">Goes to</th><th scope="col">Field</th><th scope="col">Read as</th><th scope="col">First value</th></tr></thead>
+            <thead><tr><th scope="col">{t('import.column')}</th><th scope="col">{t('import.goesTo')}</th><th scope="col">{t('contact.field')}</th><th scope="col">{t('import.readAs')}</th><th scope="col">{t('import.firstValue')}</th></tr></thead>
             <tbody>{mapping.map((m, i) => {
               const shown = p.columns[i]
               return (
                 <tr key={m.column}>
                   <th scope="row">{m.column}</th>
-                  <td><select aria-label={`${m.column}: goes to`} value={m.to} onChange={(e) => change(i, { to: e.target.value as ColumnMap['to'], ...(e.target.value === 'field' && !m.field ? { field: m.column.trim().toLowerCase().replace(/\s+/g, '_'), type: 'auto' } : {}) })}>
-                    <option value="email">Email</option><option value="subscribed">Subscribed</option><option value="field">A field</option><option value="ignore">Ignore</option>
+                  <td><select aria-label={t('import.goesToOf', { column: m.column })} value={m.to} onChange={(e) => change(i, { to: e.target.value as ColumnMap['to'], ...(e.target.value === 'field' && !m.field ? { field: m.column.trim().toLowerCase().replace(/\s+/g, '_'), type: 'auto' } : {}) })}>
+                    <option value="email">{t('contacts.email')}</option><option value="subscribed">{t('contacts.subscribed')}</option><option value="field">{t('import.aField')}</option><option value="ignore">{t('import.ignore')}</option>
                   </select></td>
                   <td>{m.to === 'field' && (
                     <>
-                      <input aria-label={`${m.column}: field name`} defaultValue={m.field} onBlur={(e) => { if (e.target.value.trim() && e.target.value.trim() !== m.field) change(i, { field: e.target.value.trim() }) }} />
-                      <span className="small muted"> {shown?.existing ? 'existing field' : 'new field'}</span>
+                      <input aria-label={t('import.fieldNameOf', { column: m.column })} defaultValue={m.field} onBlur={(e) => { if (e.target.value.trim() && e.target.value.trim() !== m.field) change(i, { field: e.target.value.trim() }) }} />
+                      <span className="small muted"> {shown?.existing ? t('import.existing') : t('import.new')}</span>
                     </>
                   )}</td>
                   <td>{m.to === 'field' && (
                     <>
-                      <select aria-label={`${m.column}: read as`} value={m.type ?? 'auto'} onChange={(e) => change(i, { type: e.target.value })}>
-                        {TYPES.map((t) => <option key={t} value={t}>{TYPE_LABEL[t]}</option>)}
+                      <select aria-label={t('import.readAsOf', { column: m.column })} value={m.type ?? 'auto'} onChange={(e) => change(i, { type: e.target.value })}>
+                        {TYPES.map((ty) => <option key={ty} value={ty}>{t(TYPE_LABEL[ty])}</option>)}
                       </select>
-                      {(shown?.misfit ?? 0) > 0 && <span className="err small"> {shown?.misfit} value{shown?.misfit === 1 ? ' does' : 's do'} not fit</span>}
+                      {(shown?.misfit ?? 0) > 0 && <span className="err small"> {t('import.misfit', { count: shown?.misfit ?? 0 })}</span>}
                     </>
                   )}</td>
                   <td className="small">{p.rows[0]?.[i] ?? ''}</td>
@@ -104,7 +105,7 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
               )
             })}</tbody>
           </table></div>
-          <h3>First rows</h3>
+          <h3>{t('import.firstRows')}</h3>
           <div className="table-wrap"><table className="small">
             <thead><tr>{mapping.map((m) => <th scope="col" key={m.column}>{m.column}</th>)}</tr></thead>
             <tbody>{p.rows.map((row, ri) => (
@@ -112,12 +113,12 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
               <tr key={ri}>{mapping.map((m, ci) => <td key={m.column}>{row[ci] ?? ''}</td>)}</tr>
             ))}</tbody>
           </table></div>
-          <p role="status">{formatNumber(p.totalRows)} rows; {p.failing === 0 ? 'all can be imported.' : `${formatNumber(p.failing)} would not be imported:`}</p>
-          {p.errors.length > 0 && <ul className="small">{p.errors.slice(0, 10).map((e) => <li key={`${e.row}-${e.message}`}>Row {e.row}: {e.message}</li>)}</ul>}
+          <p role="status">{t('import.rows', { count: p.totalRows })} {p.failing === 0 ? t('import.allOk') : t('import.failing', { count: p.failing })}</p>
+          {p.errors.length > 0 && <ul className="small">{p.errors.slice(0, 10).map((e) => <li key={`${e.row}-${e.message}`}>{t('import.rowError', { row: String(e.row), message: e.message })}</li>)}</ul>}
           <ErrorBox error={upload.error} />
           <div className="row">
-            <button type="button" disabled={upload.isPending || preview.isPending} onClick={() => upload.mutate({ file, mapping })}>{upload.isPending ? 'Uploading…' : `Import ${formatNumber(p.totalRows - p.failing)} row${p.totalRows - p.failing === 1 ? '' : 's'}`}</button>
-            <button type="button" className="secondary" onClick={onClose}>Cancel</button>
+            <button type="button" disabled={upload.isPending || preview.isPending} onClick={() => upload.mutate({ file, mapping })}>{upload.isPending ? t('import.uploading') : t('import.importN', { count: p.totalRows - p.failing })}</button>
+            <button type="button" className="secondary" onClick={onClose}>{t('ui.cancel')}</button>
           </div>
         </div>
       )}
@@ -125,22 +126,22 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
         <div className="stack">
           <ErrorBox error={job.error} />
           <label className="field">
-            <span>{job.data ? `${job.data.status === 'queued' ? 'Waiting for a worker' : job.data.status === 'running' ? 'Importing' : job.data.status === 'completed' ? 'Done' : 'Failed'}: ${formatNumber(job.data.processed)} of ${formatNumber(job.data.total)} rows` : 'Starting…'}</span>
+            <span>{job.data ? t('import.progress', { state: t(job.data.status === 'queued' ? 'import.waiting' : job.data.status === 'running' ? 'import.importing' : job.data.status === 'completed' ? 'fields.done' : 'fields.failed'), processed: formatNumber(job.data.processed), total: formatNumber(job.data.total) }) : t('fields.starting')}</span>
             <progress max={100} value={job.data?.progress ?? 0} />
           </label>
           {job.data?.error && <div className="alert error" role="alert">{job.data.error}</div>}
           {r && (
             <div role="status">
-              <p><strong>{r.created}</strong> created · <strong>{r.updated}</strong> updated · <strong>{r.skipped}</strong> skipped · <strong>{r.failed}</strong> failed</p>
+              <p><strong>{formatNumber(r.created)}</strong> {t('import.created')} · <strong>{formatNumber(r.updated)}</strong> {t('import.updated')} · <strong>{formatNumber(r.skipped)}</strong> {t('import.skipped')} · <strong>{formatNumber(r.failed)}</strong> {t('import.failed')}</p>
               {r.errors.length > 0 && (
                 <div className="table-wrap"><table>
-                  <thead><tr><th scope="col">Row</th><th scope="col">Problem</th></tr></thead>
+                  <thead><tr><th scope="col">{t('import.row')}</th><th scope="col">{t('import.problem')}</th></tr></thead>
                   <tbody>{r.errors.map((e) => <tr key={`${e.row}-${e.message}`}><td>{e.row}</td><td>{e.message}</td></tr>)}</tbody>
                 </table></div>
               )}
             </div>
           )}
-          {finished && <button type="button" className="secondary" onClick={onClose}>Close</button>}
+          {finished && <button type="button" className="secondary" onClick={onClose}>{t('import.close')}</button>}
         </div>
       )}
     </div>
