@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Deps, Ctx } from '../deps'
 import { AppError } from '../errors'
-import type { ProjectRow } from '../modules/projects/repo'
+import type { ProjectRow } from '../modules/projects/service'
 import { projectForKey, projectForMember } from '../modules/projects/service'
 import { sessionUser } from '../modules/auth/sessions'
 import type { RateLimitResult } from './ratelimit'

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { and, eq, gt, isNull } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import * as repo from './repo'
 
 export type TokenKind = 'verify-email' | 'password-reset'
 
@@ -14,10 +14,8 @@ const hash = (token: string) => createHash('sha256').update(token).digest('hex')
 
 /** Issues a token (returned once, stored only as its SHA-256), replacing the user's unused ones of that kind. */
 export async function issueToken(store: Store, db: Db, userId: string, kind: TokenKind, now: Date): Promise<string> {
-  const { authTokens } = store.t
   const token = randomBytes(32).toString('base64url')
-  await db.delete(authTokens).where(and(eq(authTokens.userId, userId), eq(authTokens.kind, kind), isNull(authTokens.usedAt)))
-  await db.insert(authTokens).values({
+  await repo.replaceToken(store, db, {
     id: Bun.randomUUIDv7(), userId, kind, tokenHash: hash(token), expiresAt: new Date(now.getTime() + TOKEN_TTL_MS[kind]), createdAt: now,
   })
   return token
@@ -28,9 +26,5 @@ export async function issueToken(store: Store, db: Db, userId: string, kind: Tok
  * or null when the token is unknown, of another kind, expired or already used.
  */
 export async function consumeToken(store: Store, db: Db, kind: TokenKind, token: string, now: Date): Promise<string | null> {
-  const { authTokens } = store.t
-  const rows = await db.update(authTokens).set({ usedAt: now })
-    .where(and(eq(authTokens.tokenHash, hash(token)), eq(authTokens.kind, kind), isNull(authTokens.usedAt), gt(authTokens.expiresAt, now)))
-    .returning({ userId: authTokens.userId })
-  return rows[0]?.userId ?? null
+  return repo.spendToken(store, db, kind, hash(token), now)
 }

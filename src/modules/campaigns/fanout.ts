@@ -8,7 +8,7 @@ import { notifyQueued } from '../../mail/outbound'
 import { RenderLimitError } from '../../mail/render'
 import { assertSenderAllowed } from '../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../emails/service'
-import { settingsOf } from '../projects/repo'
+import { projectSettings } from '../projects/service'
 import { sendRateOf } from '../projects/service'
 import { suppressedAmong } from '../suppressions/service'
 import * as repo from './repo'
@@ -257,7 +257,7 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
   const marketing = row.type === 'MARKETING'
   const size = Math.max(1, opts.batchSize ?? DEFAULT_BATCH_SIZE)
   // The project's campaign sending rate (its own, else MAILCTL_SEND_RATE_PER_SECOND; none: as fast as the pipeline goes).
-  const rate = sendRateOf(await settingsOf(store, store.db, ctx.projectId)) ?? ctx.deps.config.sendRatePerSecond
+  const rate = sendRateOf(await projectSettings(store, store.db, ctx.projectId)) ?? ctx.deps.config.sendRatePerSecond
   const sleep = opts.sleep ?? ((ms: number) => Bun.sleep(ms))
   let last = row.lastContactId
   let handled = row.totalRecipients

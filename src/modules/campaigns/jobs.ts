@@ -2,9 +2,10 @@ import { ctxFor, type Deps } from '../../deps'
 import { AppError } from '../../errors'
 import { defineJob, type AnyJob } from '../../jobs/queue'
 import { fanOut, type FanOutOptions } from './fanout'
-import * as repo from './repo'
 import { nowOf } from './fanout'
-import { AB_WINNER_JOB, assertWithinCap, decideAbWinner, SCHEDULER_JOB, SEND_JOB, startSending } from './service'
+import {
+  AB_WINNER_JOB, assertScheduledWithinCap, cancelAtCap, decideAbWinner, dueScheduledCampaigns, SCHEDULER_JOB, SEND_JOB, startSending, unscheduleOverCap,
+} from './service'
 
 /**
  * Background work of the campaigns module:
@@ -45,8 +46,7 @@ export function campaignSendJob(opts: FanOutOptions = {}) {
         },
       }).catch(async (err) => {
         if (!(err instanceof AppError) || err.code !== 'BILLING_LIMIT_EXCEEDED') throw err
-        const now = new Date()
-        await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, payload.campaignId, ['SENDING'], { status: 'CANCELLED', cancelledAt: now, finishedAt: now, updatedAt: now }))
+        await cancelAtCap(ctx, payload.campaignId)
         deps.log.warn('campaign stopped at the monthly campaigns cap', { campaignId: payload.campaignId, projectId: ctx.projectId, reason: err.message })
         return { status: 'CANCELLED', reason: err.message }
       })
@@ -59,18 +59,17 @@ export const campaignSchedulerJob = defineJob({
   name: SCHEDULER_JOB,
   everyMs: SCHEDULER_EVERY_MS,
   async run({ deps }) {
-    const due = await repo.dueScheduled(deps.store, nowOf({ deps }), SCHEDULER_BATCH)
+    const due = await dueScheduledCampaigns(deps, nowOf({ deps }), SCHEDULER_BATCH)
     let started = 0
     for (const c of due) {
       const ctx = jobCtx(deps, c.projectId, SCHEDULER_JOB)
       try {
-        const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, c.id)
-        if (row) await assertWithinCap(ctx, row)
+        await assertScheduledWithinCap(ctx, c.id)
       } catch (err) {
         // Only the cap holds a campaign back here; any other fault of its audience is the fan-out's to
         // report, as before, and never stops the other campaigns of this run.
         if (err instanceof AppError && err.code === 'BILLING_LIMIT_EXCEEDED') {
-          await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, c.id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
+          await unscheduleOverCap(ctx, c.id)
           deps.log.warn('scheduled campaign not started: it would pass the monthly campaigns cap', { campaignId: c.id, projectId: c.projectId, reason: err.message })
           continue
         }

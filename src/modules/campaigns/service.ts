@@ -330,6 +330,31 @@ export async function assertWithinCap(ctx: Ctx, row: repo.CampaignRow): Promise<
 }
 
 /**
+ * The scheduler's check before starting a scheduled campaign: `assertWithinCap` on its row as stored now
+ * (nothing when it was deleted).
+ */
+export async function assertScheduledWithinCap(ctx: Ctx, id: string): Promise<void> {
+  const row = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
+  if (row) await assertWithinCap(ctx, row)
+}
+
+/** SCHEDULED campaigns (of every project) whose time has come by `now`, at most `limit`. */
+export function dueScheduledCampaigns(deps: Ctx['deps'], now: Date, limit: number): Promise<Array<{ id: string; projectId: string }>> {
+  return repo.dueScheduled(deps.store, now, limit)
+}
+
+/** A scheduled campaign that would pass the monthly campaigns cap goes back to DRAFT, unscheduled. */
+export async function unscheduleOverCap(ctx: Ctx, id: string): Promise<void> {
+  await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
+}
+
+/** A fan-out that reached the monthly campaigns cap: the SENDING campaign is CANCELLED (what was queued goes out). */
+export async function cancelAtCap(ctx: Ctx, id: string): Promise<void> {
+  const now = new Date()
+  await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SENDING'], { status: 'CANCELLED', cancelledAt: now, finishedAt: now, updatedAt: now }))
+}
+
+/**
  * Job `campaign.ab-winner`, at the end of an A/B test's wait: the winner by the metric (abtest.ts,
  * chooseWinner) is recorded and the send to the rest of the audience queued, in one transaction; a
  * crash before it runs the job again, after it the send job is there. Anything but a waiting test: no-op.

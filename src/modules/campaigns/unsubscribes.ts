@@ -3,7 +3,7 @@ import type { Ctx } from '../../deps'
 import * as contactsRepo from '../contacts/repo/contact'
 import { subscriptionEvent } from '../contacts/service'
 import { appendEvents, type EventRow } from '../events/stream'
-import { bumpCampaign, emailById } from '../tracking/repo'
+import { bumpCampaign, emailById } from '../tracking/service'
 import * as repo from './repo'
 
 /** How the recipient asked: the link's page or one-click POST (RFC 8058), or a mail to the List-Unsubscribe mailto. */

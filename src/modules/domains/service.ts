@@ -11,6 +11,9 @@ import { parseDomain, returnPathDomain, senderDomainCandidates } from '../../mai
 import { checkRecords, expectedRecords, PURPOSES } from './records'
 import * as repo from './repo'
 
+/** Projects holding one of a list of names verified, for the sender of system mail (src/modules/emails/system.ts). */
+export { verifiedOwners } from './repo'
+
 export { returnPathDomain } from '../../mail/names'
 
 /** What the DKIM signer and the envelope builder need for one verified sending domain. */

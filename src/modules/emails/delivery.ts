@@ -17,7 +17,7 @@ import { inlineMatches } from '../events/inline'
 import { projectHasConsumers } from '../events/interest'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import { suppress } from '../suppressions/service'
-import { bumpCampaign, type CampaignDelta } from '../tracking/repo'
+import { bumpCampaign, type CampaignDelta } from '../tracking/service'
 import * as repo from './repo'
 import type { OutcomeSet } from './repo'
 

@@ -18,7 +18,7 @@ import { errorFields } from '../../log'
 import { isEmail, normalizeEmail } from '../../mail/address'
 import { senderDomainCandidates } from '../../mail/names'
 import { headerSafe, type MailOut, type SystemSender } from '../../mail/system'
-import { verifiedOwners } from '../domains/repo'
+import { verifiedOwners } from '../domains/service'
 
 /** The project whose verified domain covers `from` (the most specific one; a parent only if it allows subdomains), or null. */
 export async function systemSenderProject(store: Store, from: string): Promise<{ projectId: string; domain: string } | null> {

@@ -1,7 +1,7 @@
-import { and, eq } from 'drizzle-orm'
 import type { Db } from '../../db/client'
 import type { Deps } from '../../deps'
 import { forbidden, notFound } from '../../errors'
+import * as repo from './repo'
 
 export const ROLES = ['OWNER', 'ADMIN', 'MEMBER'] as const
 export type Role = (typeof ROLES)[number]
@@ -40,10 +40,7 @@ export function can(role: Role, action: Action): boolean {
 
 /** The user's role on the project; undefined when not a member. */
 export async function roleOf(deps: Deps, projectId: string, userId: string, db: Db = deps.store.db): Promise<Role | undefined> {
-  const { members } = deps.store.t
-  const [row] = await db.select({ role: members.role }).from(members)
-    .where(and(eq(members.projectId, projectId), eq(members.userId, userId))).limit(1)
-  return row?.role as Role | undefined
+  return (await repo.roleOf(deps.store, db, projectId, userId)) as Role | undefined
 }
 
 /**

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt } from 'drizzle-orm'
+import { and, asc, eq, gt, lt } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
 
 export type MemberRow = typeof import('../../db/schema').pgSchema.members.$inferSelect
@@ -113,4 +113,19 @@ export async function projectName(store: Store, db: Db, projectId: string): Prom
   const { projects } = store.t
   const [row] = await db.select({ name: projects.name }).from(projects).where(eq(projects.id, projectId)).limit(1)
   return row?.name
+}
+
+/** The user's role on the project, or undefined when not a member. */
+export async function roleOf(store: Store, db: Db, projectId: string, userId: string): Promise<string | undefined> {
+  const { members } = store.t
+  const [row] = await db.select({ role: members.role }).from(members)
+    .where(and(eq(members.projectId, projectId), eq(members.userId, userId))).limit(1)
+  return row?.role
+}
+
+/** Deletes invitations expired at `now`; how many. */
+export async function deleteExpiredInvitations(store: Store, db: Db, now: Date): Promise<number> {
+  const { invitations } = store.t
+  const rows = await db.delete(invitations).where(lt(invitations.expiresAt, now)).returning({ id: invitations.id })
+  return rows.length
 }

@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto'
-import type { Db } from '../../db/client'
+import type { Db, Store } from '../../db/client'
 import type { Deps } from '../../deps'
 import { conflict, forbidden, notFound } from '../../errors'
 import { headerSafe, type SystemMail } from '../../mail/system'
-import * as users from '../users/repo'
-import { normalizeEmail } from '../users/email'
-import type { UserRow } from '../users/repo'
+import * as users from '../users/service'
+import { normalizeEmail, type UserRow } from '../users/service'
 import { requireAccess, type Role } from './access'
 import type { AcceptedOut, InvitationOut, InviteBody, MemberOut } from './model'
 import * as repo from './repo'
@@ -195,4 +194,9 @@ export async function declineInvitation(deps: Deps, userId: string, id: string):
     const inv = await repo.invitationForEmail(deps.store, db, id, user.email, now)
     if (!inv || !(await repo.takeInvitation(deps.store, db, inv.id))) throw notFound('invitation')
   })
+}
+
+/** Deletes expired invitations (the hourly accounts sweep, src/modules/auth/jobs.ts); how many. */
+export function sweepInvitations(store: Store, db: Db, now: Date): Promise<number> {
+  return repo.deleteExpiredInvitations(store, db, now)
 }

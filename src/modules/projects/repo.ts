@@ -1,4 +1,4 @@
-import { and, asc, eq, or } from 'drizzle-orm'
+import { and, asc, eq, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, type Db, type Store } from '../../db/client'
 
 function columns(store: Store) {
@@ -197,4 +197,59 @@ export async function byKey(store: Store, kind: 'public' | 'secret', value: stri
   // Only if nothing was committed while the query ran (else the row may already be stale for the new version).
   if (cache && store.dataVersion() === cache.version) cache.rows.set(cacheKey, row)
   return row
+}
+
+/**
+ * The tables holding a project's data, wiped by POST /users/@me/projects/:id/reset (one transaction) and
+ * emptied before DELETE. Keys, settings, members and invitations are kept by a reset.
+ * A module that adds project data adds its table HERE, before the tables it references
+ * (rows are deleted in this order, so children come first).
+ */
+export const PROJECT_DATA_TABLES: readonly string[] = [
+  'analytics_hourly',
+  'email_stats',
+  'campaign_stats',
+  'campaign_unsubscribes',
+  'send_pacing',
+  'inbound_messages',
+  'events',
+  'contacts',
+  'jobs',
+  'idempotency_keys',
+  'mail_capture',
+  'campaigns',
+  'segment_members',
+  'segments',
+]
+
+/**
+ * Onboarding steps of GET /projects/:id/setup-state: a step is done when its query finds a row of the
+ * project. A module adds its step here (`sql` gets the project id; keep it to one indexed `SELECT 1`).
+ */
+const SETUP_STEPS: ReadonlyArray<{ id: string; title: string; done: (projectId: string) => SQL }> = [
+  // verified_at is set while the domain is verified and cleared when it stops being so (domains/service.ts).
+  { id: 'domain', title: 'Verify a sending domain', done: (p) => sql`SELECT 1 AS x FROM domains WHERE project_id = ${p} AND verified_at IS NOT NULL LIMIT 1` },
+  { id: 'contact', title: 'Add a contact', done: (p) => sql`SELECT 1 AS x FROM contacts WHERE project_id = ${p} LIMIT 1` },
+  {
+    id: 'event', title: 'Track an event with POST /v1/track',
+    done: (p) => sql`SELECT 1 AS x FROM events WHERE project_id = ${p} AND name NOT LIKE 'email.%' AND name NOT LIKE 'contact.%' AND name NOT LIKE 'segment.%' LIMIT 1`,
+  },
+]
+
+export async function wipeProjectData(store: Store, db: Db, projectId: string): Promise<void> {
+  // The emails stay; the delivery events read from their rows (events/inline.ts) go with the events.
+  await store.exec(sql`UPDATE emails SET inline_events = NULL WHERE project_id = ${projectId} AND inline_events IS NOT NULL`, db)
+  for (const table of PROJECT_DATA_TABLES) {
+    await store.exec(sql`DELETE FROM ${sql.identifier(table)} WHERE project_id = ${projectId}`, db)
+  }
+}
+
+/** Each onboarding step of SETUP_STEPS with whether the project has done it. */
+export async function setupSteps(store: Store, projectId: string): Promise<Array<{ id: string; title: string; done: boolean }>> {
+  const steps: Array<{ id: string; title: string; done: boolean }> = []
+  for (const step of SETUP_STEPS) {
+    const rows = await store.rows(step.done(projectId))
+    steps.push({ id: step.id, title: step.title, done: rows.length > 0 })
+  }
+  return steps
 }

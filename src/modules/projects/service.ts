@@ -8,7 +8,11 @@ import { requireAccess, type Action, type Role } from '../members/access'
 import { CreateProjectBody, type ProjectOut, type ProjectWithSecret, type SetupState, type UpdateProjectBody } from './model'
 import * as repo from './repo'
 import type { ProjectRow } from './repo'
-import { SETUP_STEPS, wipeProjectData } from './data'
+
+export type { ProjectRow }
+
+/** A project's settings (JSON object), read in `db`: the campaign fan-out reads its sending rate here. */
+export { settingsOf as projectSettings } from './repo'
 
 export interface NewProject { id: string; name: string; publicKey: string; secretKey: string }
 
@@ -157,7 +161,7 @@ export async function regenerateMyKeys(deps: Deps, userId: string, projectId: st
 export async function resetMyProject(deps: Deps, userId: string, projectId: string): Promise<ProjectOut> {
   await deps.store.tx(async (db) => {
     await requireAccess(deps, userId, projectId, 'reset', db)
-    await wipeProjectData(deps.store, db, projectId)
+    await repo.wipeProjectData(deps.store, db, projectId)
     await repo.update(deps.store, db, projectId, {}, new Date())
   })
   return mine(deps, userId, projectId)
@@ -167,7 +171,7 @@ export async function resetMyProject(deps: Deps, userId: string, projectId: stri
 export async function deleteMyProject(deps: Deps, userId: string, projectId: string): Promise<void> {
   await deps.store.tx(async (db) => {
     await requireAccess(deps, userId, projectId, 'delete', db)
-    await wipeProjectData(deps.store, db, projectId)
+    await repo.wipeProjectData(deps.store, db, projectId)
     await repo.remove(deps.store, db, projectId)
   })
 }
@@ -176,9 +180,6 @@ export async function deleteMyProject(deps: Deps, userId: string, projectId: str
 export async function setupState(deps: Deps, userId: string, projectId: string): Promise<SetupState> {
   await requireAccess(deps, userId, projectId, 'read')
   const steps = [{ id: 'project', title: 'Create a project', done: true }]
-  for (const step of SETUP_STEPS) {
-    const rows = await deps.store.rows(step.done(projectId))
-    steps.push({ id: step.id, title: step.title, done: rows.length > 0 })
-  }
+  steps.push(...await repo.setupSteps(deps.store, projectId))
   return { projectId, steps, completed: steps.every((s) => s.done) }
 }

@@ -11,6 +11,9 @@ import {
 import * as repo from './repo'
 import { templateUsage } from './usage'
 
+/** A template's row, or null (a workflow's send step reads the template it names here). */
+export { findById as findTemplateRow } from './repo'
+
 /** Template verbs, shared by the HTTP routes, /v1/send, campaigns and workflows. */
 
 function toTemplate(row: repo.TemplateRow): Template {

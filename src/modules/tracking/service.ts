@@ -13,6 +13,12 @@ import { emailBase } from '../events/email-base'
 import { appendEvents, notifyEvents, type EventRow } from '../events/stream'
 import * as repo from './repo'
 
+/**
+ * The campaign counters (`campaign_stats`) and an email's feedback view, as other modules use them in
+ * their transaction (the outbound recorder's DeliveryStore, unsubscribes): through here, not the repo.
+ */
+export { bumpCampaign, emailById, type CampaignDelta } from './repo'
+
 export interface EngagementMeta {
   userAgent?: string | null
   ip?: string | null

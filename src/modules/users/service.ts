@@ -8,6 +8,13 @@ import { normalizeEmail } from './email'
 import type { UserRow } from './repo'
 
 export { normalizeEmail }
+export type { UserRow }
+
+/**
+ * The users' rows as the auth and members modules read and change them, in the caller's transaction:
+ * other modules come through here, not through the repo.
+ */
+export { anyUser, byEmail, byId, markVerified, setPassword } from './repo'
 
 /** argon2id with OWASP's baseline cost (19 MiB, 2 passes): ~0.1 s per hash on a small VPS core. */
 export function hashPassword(password: string): Promise<string> {

@@ -6,7 +6,7 @@ import { ctxFor } from '../../../src/deps'
 import { createTemplate } from '../../../src/modules/templates/service'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns } from './fixture'
-import { carriedHeaders } from '../../../src/smtp/relay'
+import { carriedHeaders } from '../../../src/modules/emails/relay'
 import { must } from '../../helpers/must'
 
 /** POST /v1/send: the API contract, the email record, suppression and idempotency. Delivery: test/mail/. */

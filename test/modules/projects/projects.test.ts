@@ -4,7 +4,7 @@ import { forEachStore, type TestEnv } from '../../helpers/env'
 import { memberOf, ownedProject, verifiedUser, type TestUser } from '../../helpers/accounts'
 import { hashSecret } from '../../../src/modules/projects/keys'
 import { projectForKey } from '../../../src/modules/projects/service'
-import { PROJECT_DATA_TABLES } from '../../../src/modules/projects/data'
+import { PROJECT_DATA_TABLES } from '../../../src/modules/projects/repo'
 import * as domainsRepo from '../../../src/modules/domains/repo'
 
 async function addContact(env: TestEnv, key: string, email = `c-${Math.random().toString(36).slice(2)}@example.com`) {

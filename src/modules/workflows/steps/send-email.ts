@@ -5,7 +5,7 @@ import { withUnsubscribeFooter } from '../../../mail/render/campaign'
 import { assertSenderAllowed } from '../../domains/service'
 import { PRIORITY, queueEmails, type EmailType, type NewEmail } from '../../emails/service'
 import { suppressedAmong } from '../../suppressions/service'
-import * as templates from '../../templates/repo'
+import { findTemplateRow } from '../../templates/service'
 import { StepFailure, type StepRunner } from './types'
 
 /**
@@ -17,7 +17,7 @@ import { StepFailure, type StepRunner } from './types'
  */
 export const sendEmail: StepRunner = async ({ ctx, step, exec, contact }) => {
   const templateId = String(step.config.templateId)
-  const tpl = await templates.findById(ctx.store, ctx.store.db, ctx.projectId, templateId)
+  const tpl = await findTemplateRow(ctx.store, ctx.store.db, ctx.projectId, templateId)
   if (!tpl) throw new StepFailure(`template ${templateId} no longer exists`)
   const recipient = step.config.recipient as { type?: string; email?: string } | undefined
   const custom = recipient?.type === 'CUSTOM' && typeof recipient.email === 'string'
