@@ -129,7 +129,7 @@ function SendNow({ project, campaign, onSend, busy, note = '' }: { project: Proj
 
 function TestSend({ project, id }: { project: Project; id: string }) {
   const test = useMutation({ mutationFn: (email: string) => post<{ message: string }>(`/campaigns/${id}/test`, { email }, project.id) })
-  // A flat validation error of this one-field form is about the address (issue 37, item 6).
+  // A flat validation error of this one-field form is about the address.
   const testError = onField(test.error, 'email')
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()

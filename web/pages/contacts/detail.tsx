@@ -92,7 +92,7 @@ type Save = ReturnType<typeof useMutation<Contact, Error, Record<string, unknown
 
 function EditContact({ contact, save }: { contact: Contact; save: Save }) {
   const [rows, setRows] = useState<Row[]>(() => rowsOf(contact.data))
-  // A value that does not fit its type, found before sending: shown on that row's value (issue 37, item 6).
+  // A value that does not fit its type, found before sending: shown on that row's value.
   const [local, setLocal] = useState<{ row: number; message: string } | null>(null)
   const set = (i: number, patchRow: Partial<Row>) => setRows((rs) => rs.map((r, j) => (j === i ? { ...r, ...patchRow } : r)))
   const submit = (e: FormEvent<HTMLFormElement>) => {
