@@ -34,9 +34,15 @@ function operatorsOf(field: string, fields: ConditionField[]): string[] {
   return []
 }
 
-/** The operator in words for a field. */
-export function operatorWords(field: string, op: string): string {
+const NUMERIC_WORDS: Record<string, string> = {
+  greaterThan: 'is more than', lessThan: 'is less than', greaterThanOrEqual: 'is at least', lessThanOrEqual: 'is at most',
+}
+
+/** The operator in words for a field (a field known to hold numbers gets plain number words). */
+export function operatorWords(field: string, op: string, fields: ConditionField[] = []): string {
   const kind = kindOfField(field)
+  const types = (fields.find((f) => f.field === field) as (ConditionField & { types?: string[] }) | undefined)?.types
+  if (types?.length === 1 && types[0] === 'number' && NUMERIC_WORDS[op]) return NUMERIC_WORDS[op]
   return opLabel(kind === 'context' || kind === null ? 'data' : kind, op)
 }
 
@@ -76,7 +82,7 @@ export function conditionText(c: Record<string, unknown>, fields: ConditionField
   const field = String(c.field ?? '')
   const op = String(c.operator ?? '')
   if (!field || !op) return 'Not set up yet'
-  const words = `${fieldWords(field, fields)} ${operatorWords(field, op)}`
+  const words = `${fieldWords(field, fields)} ${operatorWords(field, op, fields)}`
   if (NO_VALUE.has(op) || c.value === undefined) return words
   const v = c.value
   const value = typeof v === 'boolean' ? (v ? 'yes' : 'no') : typeof v === 'number' ? formatNumber(v) : `“${String(v)}”`
@@ -148,7 +154,7 @@ export function ConditionFields({ v, set, errorOf, fields }: {
         <span><label htmlFor={`${id}-op`}>Condition</label></span>
         <select id={`${id}-op`} value={v.operator} onChange={(e) => setOp(e.target.value)} aria-invalid={errorOf('config.operator') ? true : undefined}>
           {!ops.includes(v.operator) && <option value={v.operator}>Choose…</option>}
-          {ops.map((o) => <option key={o} value={o}>{operatorWords(field, o)}</option>)}
+          {ops.map((o) => <option key={o} value={o}>{operatorWords(field, o, fields)}</option>)}
         </select>
         {errorOf('config.operator') && <span className="err">{errorOf('config.operator')}</span>}
       </div>

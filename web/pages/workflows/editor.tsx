@@ -47,6 +47,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   const fields = useQuery({ queryKey: ['workflow-fields', project.id], queryFn: () => get<{ contact: ConditionField[]; event: ConditionField[] }>('/workflows/fields', project.id) })
   // Per-step counts on the graph, kept fresh while the page is open.
   const stats = useQuery({ queryKey: ['workflow-stats', project.id, wf.id], queryFn: () => get<{ data: StepCounts[] }>(`/workflows/${wf.id}/stats`, project.id), refetchInterval: 15_000 })
+  const allFields = useMemo(() => [...(fields.data?.contact ?? []), ...(fields.data?.event ?? [])], [fields.data])
   const countsOf = useMemo(() => new Map((stats.data?.data ?? []).map((c) => [c.stepId, c])), [stats.data])
   const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
   const faults = useMemo(() => faultsByStep(faultError), [faultError])
@@ -65,11 +66,11 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
     const counts = countsOf.get(s.id)
     return {
       id: s.id, type: 'step', position: s.position, selected: s.id === selId, deletable: s.type !== 'TRIGGER',
-      data: { step: s, draft, faults: f, counts, text: draft ? 'Set it up in the panel' : summary(s.type, s.config, tplNames) },
+      data: { step: s, draft, faults: f, counts, text: draft ? 'Set it up in the panel' : summary(s.type, s.config, tplNames, allFields) },
       ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”${draft ? ', not saved' : ''}${f ? `, ${f.length} problem${f.length > 1 ? 's' : ''}` : ''}${counts ? `: ${countsText(counts)}` : ''}`,
       className: `step-${s.type.toLowerCase()}`,
     }
-  }), [steps, faults, selId, tplNames, countsOf])
+  }), [steps, faults, selId, tplNames, countsOf, allFields])
   const [nodes, setNodes] = useState<StepNode[]>(build)
   useEffect(() => setNodes(build()), [build])
 

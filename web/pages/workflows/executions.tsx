@@ -7,6 +7,7 @@ import { type Contact, type ContactPage, del, get, post, type Project } from '..
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 import { edgeTypes } from './edges'
 import { workflowQuery } from './editor'
+import type { ConditionField } from './forms'
 import { StepOutput } from './outputs'
 import { EXECUTION_STATUSES, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, TYPE_LABEL, type Workflow } from './graph'
 
@@ -178,6 +179,7 @@ function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: E
   const runs = e.steps ?? []
   const templates = useQuery({ queryKey: ['templates', projectId, 'all'], queryFn: () => get<{ data: Array<{ id: string; name: string }> }>('/templates?pageSize=100', projectId) })
   const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
+  const fields = useQuery({ queryKey: ['workflow-fields', projectId], queryFn: () => get<{ contact: ConditionField[]; event: ConditionField[] }>('/workflows/fields', projectId) })
   const statusOf = new Map(runs.map((r) => [r.stepId, r.status]))
   const taken = new Set<string>()
   for (let i = 0; i + 1 < runs.length; i++) {
@@ -189,7 +191,7 @@ function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: E
   }
   const nodes: StepNode[] = wf.steps.map((s) => ({
     id: s.id, type: 'step', position: s.position, draggable: false, connectable: false, selectable: false,
-    data: { step: s, text: summary(s.type, s.config, tplNames), status: statusOf.get(s.id) },
+    data: { step: s, text: summary(s.type, s.config, tplNames, fields.data?.contact), status: statusOf.get(s.id) },
     ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”: ${statusOf.get(s.id) ? statusOf.get(s.id)?.toLowerCase() : 'not reached'}`,
     className: statusOf.has(s.id) ? 'visited' : 'unvisited',
   }))

@@ -1,6 +1,7 @@
 import { Handle, type Node, type NodeProps, Position } from '@xyflow/react'
 import { ApiError, type FieldError } from '../../api'
 import { conditionText } from './condition'
+import type { ConditionField } from './forms'
 import { formatNumber } from '../../format'
 
 /** The shapes of the workflows API (src/modules/workflows/model.ts) as the dashboard reads them. */
@@ -62,7 +63,7 @@ export function faultsByStep(error: unknown): { byStep: Map<string, string[]>; o
 const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`
 
 /** A one-line summary of a step's configuration, shown on its node. */
-export function summary(type: string, c: Record<string, unknown>, templates: Map<string, string>): string {
+export function summary(type: string, c: Record<string, unknown>, templates: Map<string, string>, fields: ConditionField[] = []): string {
   switch (type) {
     case 'TRIGGER': return `On event “${String(c.eventName ?? '')}”`
     case 'SEND_EMAIL': {
@@ -72,7 +73,7 @@ export function summary(type: string, c: Record<string, unknown>, templates: Map
     }
     case 'DELAY': return `Wait ${plural(Number(c.amount), String(c.unit ?? 'day').replace(/s$/, ''))}`
     case 'WAIT_FOR_EVENT': return `Until “${String(c.eventName ?? '')}”${c.timeout ? `, at most ${durationText(Number(c.timeout))}` : ''}`
-    case 'CONDITION': return conditionText(c)
+    case 'CONDITION': return conditionText(c, fields)
     case 'WEBHOOK': return `${String(c.method ?? 'POST')} ${String(c.url ?? '')}`
     case 'UPDATE_CONTACT': {
       const parts: string[] = []
