@@ -4,6 +4,7 @@ import { Link, useLocation } from 'wouter'
 import { call, type Domain, get, post, type Project } from '../../api'
 import { EmailEditor, type EditorValue } from '../../components/email-editor'
 import { ErrorBox, Field, fieldError, Loading, PageHead, withoutChanged } from '../../components/ui'
+import { t } from '../../i18n'
 import { AbTestFields } from './abtest'
 import { AudiencePicker } from './audience'
 import type { AbTest, Audience, Campaign, CampaignInput } from './types'
@@ -18,8 +19,8 @@ const SHOWN = ['name', 'subject', 'preheader', 'from', 'fromName', 'replyTo', 'b
 export function NewCampaign({ project }: { project: Project }) {
   return (
     <div>
-      <PageHead title="New campaign" />
-      <p className="small muted"><Link href="/campaigns">← All campaigns</Link></p>
+      <PageHead title={t('campaigns.new')} />
+      <p className="small muted"><Link href="/campaigns">← {t('campaign.all')}</Link></p>
       <CampaignForm project={project} />
     </div>
   )
@@ -77,21 +78,21 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   })
   const shownError = useMemo(() => withoutChanged(save.error, changed), [save.error, changed])
   const applyTemplate = (tid: string) => {
-    const t = templates.data?.data.find((x) => x.id === tid)
-    if (!t) return
+    const tpl = templates.data?.data.find((x) => x.id === tid)
+    if (!tpl) return
     // Written content is not replaced without asking.
     const written = campaign !== undefined || initial.revision > 0 || subject.trim() !== '' || (opened.current !== null && content.body !== opened.current)
-    if (written && !window.confirm(`Replace the subject and content with the template "${t.name}"? What you wrote here is lost.`)) return
-    setSubject(t.subject)
-    setPreheader(t.preheader ?? '')
-    const value = { body: t.body, design: t.design ?? null }
+    if (written && !window.confirm(t('compose.replaceConfirm', { name: tpl.name }))) return
+    setSubject(tpl.subject)
+    setPreheader(tpl.preheader ?? '')
+    const value = { body: tpl.body, design: tpl.design ?? null }
     setInitial({ value, revision: initial.revision + 1 })
     setContent(value)
-    if (!name) setName(t.name)
-    const [l, d] = t.from.split('@')
+    if (!name) setName(tpl.name)
+    const [l, d] = tpl.from.split('@')
     if (verified.some((v) => v.domain === d)) { setLocal(l); setDomain(d) }
-    if (t.fromName) setFromName(t.fromName)
-    if (t.replyTo) setReplyTo(t.replyTo)
+    if (tpl.fromName) setFromName(tpl.fromName)
+    if (tpl.replyTo) setReplyTo(tpl.replyTo)
   }
   const submit = (e: FormEvent) => {
     e.preventDefault()
@@ -107,64 +108,64 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   if (domains.isPending) return <Loading />
   const fromError = fieldError(shownError, 'from')
   return (
-    <form onSubmit={submit} noValidate aria-label={campaign ? 'Edit the campaign' : 'New campaign'}>
+    <form onSubmit={submit} noValidate aria-label={campaign ? t('compose.edit') : t('campaigns.new')}>
       <ErrorBox error={domains.error ?? shownError} shown={SHOWN} />
-      {save.isSuccess && campaign && <div className="alert ok" role="status">Saved.</div>}
+      {save.isSuccess && campaign && <div className="alert ok" role="status">{t('ui.saved')}</div>}
       {verified.length === 0 && (
         <div className="alert warn" role="alert">
-          A campaign is sent from a verified domain, and this project has none yet. <Link href="/domains">Add and verify a domain</Link> first.
+          {t('compose.noDomain')} <Link href="/domains">{t('compose.addDomain')}</Link>
         </div>
       )}
       <div className="card">
-        <h2>Content</h2>
+        <h2>{t('compose.content')}</h2>
         <div className="row">
-          <Field label="Name" value={name} onChange={(e) => { setName(e.target.value); touch('name') }} error={fieldError(shownError, 'name')} />
+          <Field label={t('campaigns.name')} value={name} onChange={(e) => { setName(e.target.value); touch('name') }} error={fieldError(shownError, 'name')} />
           {(templates.data?.data.length ?? 0) > 0 && (
             <div className="field">
-              <span><label htmlFor={`${id}-tpl`}>Start from a template</label></span>
+              <span><label htmlFor={`${id}-tpl`}>{t('compose.fromTemplate')}</label></span>
               <select id={`${id}-tpl`} value="" onChange={(e) => applyTemplate(e.target.value)}>
-                <option value="">Choose a template…</option>
+                <option value="">{t('compose.chooseTemplate')}</option>
                 {templates.data?.data.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
               </select>
             </div>
           )}
           <div className="field">
-            <span><label htmlFor={`${id}-type`}>Type</label></span>
+            <span><label htmlFor={`${id}-type`}>{t('contact.type')}</label></span>
             <select id={`${id}-type`} value={audience.type} onChange={(e) => setAudience({ ...audience, type: e.target.value })}>
-              <option value="MARKETING">Marketing (subscribed contacts only)</option>
-              <option value="TRANSACTIONAL">Transactional</option>
-              <option value="HEADLESS">Headless</option>
+              <option value="MARKETING">{t('compose.marketing')}</option>
+              <option value="TRANSACTIONAL">{t('compose.transactional')}</option>
+              <option value="HEADLESS">{t('compose.headless')}</option>
             </select>
           </div>
         </div>
         <div className="row">
           <div className="field">
-            <span><label htmlFor={`${id}-local`}>Sender address</label></span>
+            <span><label htmlFor={`${id}-local`}>{t('compose.sender')}</label></span>
             <span className="sender">
               <input id={`${id}-local`} value={local} onChange={(e) => { setLocal(e.target.value); touch('from') }} aria-invalid={fromError ? true : undefined}
                 aria-describedby={fromError ? `${id}-from-err` : undefined} autoComplete="off" />
               <span aria-hidden="true">@</span>
-              <select aria-label="Sender domain" value={chosen} onChange={(e) => { setDomain(e.target.value); touch('from') }}>
-                {chosen && !verified.some((d) => d.domain === chosen) && <option value={chosen}>{chosen} (not verified)</option>}
+              <select aria-label={t('compose.senderDomain')} value={chosen} onChange={(e) => { setDomain(e.target.value); touch('from') }}>
+                {chosen && !verified.some((d) => d.domain === chosen) && <option value={chosen}>{t('compose.notVerified', { domain: chosen })}</option>}
                 {verified.map((d) => <option key={d.id} value={d.domain}>{d.domain}</option>)}
               </select>
             </span>
             {fromError && <span id={`${id}-from-err`} className="err">{fromError}</span>}
           </div>
-          <Field label="Sender name" value={fromName} onChange={(e) => { setFromName(e.target.value); touch('fromName') }} placeholder="Acme" error={fieldError(shownError, 'fromName')} />
-          <Field label="Reply-to" type="email" value={replyTo} onChange={(e) => { setReplyTo(e.target.value); touch('replyTo') }} placeholder="optional" error={fieldError(shownError, 'replyTo')} />
+          <Field label={t('compose.senderName')} value={fromName} onChange={(e) => { setFromName(e.target.value); touch('fromName') }} placeholder="Acme" error={fieldError(shownError, 'fromName')} />
+          <Field label={t('compose.replyTo')} type="email" value={replyTo} onChange={(e) => { setReplyTo(e.target.value); touch('replyTo') }} placeholder={t('compose.optional')} error={fieldError(shownError, 'replyTo')} />
         </div>
-        <Field label="Subject" value={subject} onChange={(e) => { setSubject(e.target.value); touch('subject') }} error={fieldError(shownError, 'subject')} />
-        <Field label="Preheader" value={preheader} onChange={(e) => { setPreheader(e.target.value); touch('preheader') }} maxLength={255}
-          hint="The preview text inboxes show after the subject" error={fieldError(shownError, 'preheader')} />
+        <Field label={t('compose.subject')} value={subject} onChange={(e) => { setSubject(e.target.value); touch('subject') }} error={fieldError(shownError, 'subject')} />
+        <Field label={t('compose.preheader')} value={preheader} onChange={(e) => { setPreheader(e.target.value); touch('preheader') }} maxLength={255}
+          hint={t('compose.preheaderHint')} error={fieldError(shownError, 'preheader')} />
         <EmailEditor project={project.id} initial={initial.value} revision={initial.revision} testPath={campaign ? `/campaigns/${campaign.id}/test` : undefined} startWith={campaign || initial.revision > 0 ? undefined : 'blank'} subject={subject}
           onChange={onContent} error={fieldError(shownError, 'body') ?? fieldError(shownError, 'design')} />
       </div>
       <AbTestFields value={abTest} subject={subject} onChange={(v) => { setAbTest(v); touch('abTest') }} fieldError={(f) => fieldError(shownError, f)} />
       <AudiencePicker project={project} value={audience} onChange={(a) => { setAudience(a); touch('type', 'audienceType', 'segmentId', 'audienceCondition') }} error={shownError} />
       <div className="row">
-        <button type="submit" disabled={save.isPending || verified.length === 0}>{save.isPending ? 'Saving…' : campaign ? 'Save changes' : 'Save draft'}</button>
-        {!campaign && <span className="muted small">You send or schedule it on the next page.</span>}
+        <button type="submit" disabled={save.isPending || verified.length === 0}>{save.isPending ? t('ui.saving') : campaign ? t('compose.saveChanges') : t('compose.saveDraft')}</button>
+        {!campaign && <span className="muted small">{t('compose.nextPage')}</span>}
       </div>
     </form>
   )

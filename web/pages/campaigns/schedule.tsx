@@ -1,5 +1,6 @@
 import { type FormEvent, useId, useMemo, useState } from 'react'
-import { formatDateLong } from '../../format'
+import { formatDateLong, formatDay } from '../../format'
+import { t } from '../../i18n'
 
 /** Scheduling in a chosen time zone: a wall-clock date and time there, sent to the API as a UTC instant. */
 
@@ -49,33 +50,33 @@ export function ScheduleForm({ onSchedule, busy, error }: { onSchedule: (at: Dat
   const at = zonedToUtc(date, time, zone)
   const submit = (e: FormEvent) => {
     e.preventDefault()
-    if (!at) { setProblem('Enter a date and a time.'); return }
-    if (at.getTime() <= Date.now() + 60_000) { setProblem('Pick a time at least a minute from now, or use "Send now".'); return }
+    if (!at) { setProblem(t('schedule.enter')); return }
+    if (at.getTime() <= Date.now() + 60_000) { setProblem(t('schedule.future')); return }
     setProblem(null)
     onSchedule(at)
   }
   const msg = problem ?? error
   return (
-    <form onSubmit={submit} noValidate aria-label="Schedule">
+    <form onSubmit={submit} noValidate aria-label={t('schedule.label')}>
       <div className="row">
         <div className="field">
-          <span><label htmlFor={`${id}-date`}>Date</label></span>
+          <span><label htmlFor={`${id}-date`}>{t('schedule.date')}</label></span>
           <input id={`${id}-date`} type="date" value={date} onChange={(e) => setDate(e.target.value)} aria-invalid={msg ? true : undefined} aria-describedby={msg ? `${id}-err` : undefined} />
         </div>
         <div className="field">
-          <span><label htmlFor={`${id}-time`}>Time</label></span>
+          <span><label htmlFor={`${id}-time`}>{t('schedule.time')}</label></span>
           <input id={`${id}-time`} type="time" value={time} onChange={(e) => setTime(e.target.value)} aria-invalid={msg ? true : undefined} aria-describedby={msg ? `${id}-err` : undefined} />
         </div>
         <div className="field">
-          <span><label htmlFor={`${id}-zone`}>Time zone</label></span>
+          <span><label htmlFor={`${id}-zone`}>{t('schedule.zone')}</label></span>
           <select id={`${id}-zone`} value={zone} onChange={(e) => setZone(e.target.value)}>
             {options.map((z) => <option key={z} value={z}>{z.replace(/_/g, ' ')}</option>)}
           </select>
         </div>
-        <button type="submit" disabled={busy}>Schedule</button>
+        <button type="submit" disabled={busy}>{t('schedule.label')}</button>
       </div>
       {msg && <p id={`${id}-err`} className="err" role="alert">{msg}</p>}
-      {at && !msg && <p className="small muted">That is {formatDateLong(at)} in your browser's time ({localZone()}).</p>}
+      {at && !msg && <p className="small muted">{t('schedule.thatIs', { at: formatDateLong(at), zone: localZone() })}</p>}
     </form>
   )
 }
@@ -94,31 +95,31 @@ export function LocalTimeForm({ onSend, busy }: { onSend: (at: { date: string; l
   const options = useMemo(zones, [])
   const submit = (e: FormEvent) => {
     e.preventDefault()
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !/^\d{2}:\d{2}$/.test(time)) { setProblem('Enter a date and a time.'); return }
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !/^\d{2}:\d{2}$/.test(time)) { setProblem(t('schedule.enter')); return }
     setProblem(null)
     onSend({ date, localTime: time, fallbackTimeZone: zone })
   }
   return (
-    <form onSubmit={submit} noValidate aria-label="Send in each recipient's time zone">
+    <form onSubmit={submit} noValidate aria-label={t('schedule.localLabel')}>
       <div className="row">
         <div className="field">
-          <span><label htmlFor={`${id}-date`}>Local date</label></span>
+          <span><label htmlFor={`${id}-date`}>{t('schedule.localDate')}</label></span>
           <input id={`${id}-date`} type="date" value={date} onChange={(e) => setDate(e.target.value)} aria-invalid={problem ? true : undefined} aria-describedby={problem ? `${id}-err` : undefined} />
         </div>
         <div className="field">
-          <span><label htmlFor={`${id}-time`}>Local time</label></span>
+          <span><label htmlFor={`${id}-time`}>{t('schedule.localTime')}</label></span>
           <input id={`${id}-time`} type="time" value={time} onChange={(e) => setTime(e.target.value)} aria-invalid={problem ? true : undefined} aria-describedby={problem ? `${id}-err` : undefined} />
         </div>
         <div className="field">
-          <span><label htmlFor={`${id}-zone`}>Zone for contacts without one</label></span>
+          <span><label htmlFor={`${id}-zone`}>{t('schedule.fallbackZone')}</label></span>
           <select id={`${id}-zone`} value={zone} onChange={(e) => setZone(e.target.value)}>
             {options.map((z) => <option key={z} value={z}>{z.replace(/_/g, ' ')}</option>)}
           </select>
         </div>
-        <button type="submit" disabled={busy}>Send at local time</button>
+        <button type="submit" disabled={busy}>{t('schedule.sendLocal')}</button>
       </div>
       {problem && <p id={`${id}-err`} className="err" role="alert">{problem}</p>}
-      <p className="small muted">Each contact receives it at {time || 'that time'} on {date || 'that day'} in the time zone of its <code>timezone</code> field (an IANA name such as Europe/Paris), else in {zone.replace(/_/g, ' ')}. Zones where that time has passed get it at once.</p>
+      <p className="small muted">{t('schedule.localText1', { time: time || t('schedule.thatTime'), date: date ? formatDay(`${date}T12:00:00Z`, 'UTC') : t('schedule.thatDay') })}<code>timezone</code>{t('schedule.localText2', { zone: zone.replace(/_/g, ' ') })}</p>
     </form>
   )
 }
