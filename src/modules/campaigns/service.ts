@@ -23,6 +23,14 @@ import {
 } from './model'
 import * as repo from './repo'
 
+/**
+ * Campaign mail's rendering inputs, read when the outbound pipeline claims it (render.ts; the emails
+ * module's DeliveryStore calls it), and the unsubscribe of a campaign's recipient through its email
+ * (unsubscribes.ts; the subscription pages and inbound List-Unsubscribe mail call it).
+ */
+export { prepareDeferred } from './render'
+export { unsubscribeThroughEmail } from './unsubscribes'
+
 /** Campaign verbs, shared by the HTTP routes, the send and scheduler jobs, the CLI (`mailctl campaign`) and the MCP tools. */
 
 export { AB_WINNER_JOB, SEND_JOB } from './fanout'

@@ -10,7 +10,7 @@ import { domainOf } from '../../mail/mime'
 import { getContact, updateContact, type ContactOut } from '../contacts/service'
 import { getEmail } from '../emails/service'
 import { notifyEvents } from '../events/stream'
-import { unsubscribeThroughEmail } from '../campaigns/unsubscribes'
+import { unsubscribeThroughEmail } from '../campaigns/service'
 import { findProject } from '../projects/service'
 import type { PageLinks, PageSender } from './pages'
 

@@ -19,6 +19,14 @@ import * as repo from './repo'
  */
 export { bumpCampaign, emailById, type CampaignDelta } from './repo'
 
+/**
+ * The email state machine of delivery reports (feedback.ts), for the reports' receivers: inbound mail
+ * (src/modules/inbound) and SES notifications (src/modules/webhooks/ses.ts).
+ */
+export {
+  applyBounce, applyComplaint, applyDelay, applyDelivery, emailsByMessageId, feedbackEmailById, type FeedbackEmail, type FeedbackResult,
+} from './feedback'
+
 export interface EngagementMeta {
   userAgent?: string | null
   ip?: string | null

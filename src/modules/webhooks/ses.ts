@@ -15,7 +15,7 @@ import { classifyStatus } from '../../mail/inbound/dsn'
 import { messageId as parseMessageId } from '../../mail/inbound/mime'
 import { parseVerp } from '../../mail/outbound/verp'
 import type { EventRow } from '../events/stream'
-import { applyBounce, applyComplaint, applyDelivery, emailsByMessageId, feedbackEmailById, type FeedbackEmail } from '../tracking/feedback'
+import { applyBounce, applyComplaint, applyDelivery, emailsByMessageId, feedbackEmailById, type FeedbackEmail } from '../tracking/service'
 
 
 export interface SesOutcome {
