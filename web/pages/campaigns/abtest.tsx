@@ -4,6 +4,7 @@ import { Badge, ErrorBox, Field, Loading } from '../../components/ui'
 import { useCampaignStats } from './stats'
 import type { AbTest, Campaign } from './types'
 import { formatDate, formatNumber, formatPercent } from '../../format'
+import { t } from '../../i18n'
 
 /** A/B tests of a campaign: the composer's part, and the results per variant. */
 
@@ -30,41 +31,41 @@ export function AbTestFields({ value, subject, onChange, fieldError }: {
   })
   return (
     <fieldset className="card" aria-labelledby={`${id}-h`}>
-      <h2 id={`${id}-h`}>A/B test</h2>
+      <h2 id={`${id}-h`}>{t('ab.title')}</h2>
       <div className="check">
         <input id={`${id}-on`} type="checkbox" checked={value !== null} onChange={(e) => onChange(e.target.checked ? newAbTest(subject) : null)} />
-        <label htmlFor={`${id}-on`}>Test 2 to 4 subjects on part of the audience, then send the winner to the rest</label>
+        <label htmlFor={`${id}-on`}>{t('ab.on')}</label>
       </div>
       {value && (
         <div className="stack">
           {value.variants.map((v, i) => (
             <div key={letter(i)} className="row">
-              <Field label={`Subject ${letter(i)}`} value={v.subject} onChange={(e) => setVariant(i, { subject: e.target.value })}
+              <Field label={t('ab.subject', { v: letter(i) })} value={v.subject} onChange={(e) => setVariant(i, { subject: e.target.value })}
                 error={fieldError(`abTest.variants.${i}`) ?? fieldError(`abTest.variants.${i}.subject`)} />
               <div className="field">
-                <span><label htmlFor={`${id}-b${i}`}>Body {letter(i)} (optional)</label></span>
-                <textarea id={`${id}-b${i}`} rows={2} value={v.body ?? ''} placeholder="Empty: the campaign's body"
+                <span><label htmlFor={`${id}-b${i}`}>{t('ab.body', { v: letter(i) })}</label></span>
+                <textarea id={`${id}-b${i}`} rows={2} value={v.body ?? ''} placeholder={t('ab.bodyPlaceholder')}
                   onChange={(e) => setVariant(i, { body: e.target.value === '' ? undefined : e.target.value })} />
               </div>
               {value.variants.length > 2 && (
-                <button type="button" className="secondary" onClick={() => set({ variants: value.variants.filter((_, j) => j !== i) })}>Remove {letter(i)}</button>
+                <button type="button" className="secondary" onClick={() => set({ variants: value.variants.filter((_, j) => j !== i) })}>{t('ab.remove', { v: letter(i) })}</button>
               )}
             </div>
           ))}
           {value.variants.length < 4 && (
-            <p><button type="button" className="secondary" onClick={() => set({ variants: [...value.variants, { subject: '' }] })}>Add variant {letter(value.variants.length)}</button></p>
+            <p><button type="button" className="secondary" onClick={() => set({ variants: [...value.variants, { subject: '' }] })}>{t('ab.add', { v: letter(value.variants.length) })}</button></p>
           )}
           <div className="row">
-            <Field label="Test group (% of the audience)" type="number" min={5} max={50} value={value.testPercent}
+            <Field label={t('ab.percent')} type="number" min={5} max={50} value={value.testPercent}
               onChange={(e) => set({ testPercent: Number(e.target.value) })} hint="5 to 50, split evenly over the variants at random" error={fieldError('abTest.testPercent')} />
             <div className="field">
-              <span><label htmlFor={`${id}-metric`}>Winner by</label></span>
+              <span><label htmlFor={`${id}-metric`}>{t('ab.metric')}</label></span>
               <select id={`${id}-metric`} value={value.metric} onChange={(e) => set({ metric: e.target.value === 'clicks' ? 'clicks' : 'opens' })}>
-                <option value="opens">Open rate</option>
-                <option value="clicks">Click rate</option>
+                <option value="opens">{t('ab.openRate')}</option>
+                <option value="clicks">{t('ab.clickRate')}</option>
               </select>
             </div>
-            <Field label="Wait before choosing (minutes)" type="number" min={10} max={1440} value={value.waitMinutes}
+            <Field label={t('ab.wait')} type="number" min={10} max={1440} value={value.waitMinutes}
               onChange={(e) => set({ waitMinutes: Number(e.target.value) })} hint="10 to 1440 (24 hours)" error={fieldError('abTest.waitMinutes')} />
           </div>
         </div>
@@ -73,7 +74,7 @@ export function AbTestFields({ value, subject, onChange, fieldError }: {
   )
 }
 
-const PHASES = { TEST: 'Sending the test group', WAITING: 'Waiting for results', WINNER: 'Winner chosen' } as const
+const PHASES = { TEST: 'ab.phase.TEST', WAITING: 'ab.phase.WAITING', WINNER: 'ab.phase.WINNER' } as const
 
 /** The test group per variant, where the test is and, once chosen, the winner and why. */
 export function VariantResults({ project, campaign, every }: { project: Project; campaign: Campaign; every: number | false }) {
@@ -82,21 +83,21 @@ export function VariantResults({ project, campaign, every }: { project: Project;
   const metric = campaign.abTest?.metric ?? 'opens'
   return (
     <section className="card" aria-labelledby="ab-h">
-      <h2 id="ab-h">A/B test</h2>
+      <h2 id="ab-h">{t('ab.title')}</h2>
       <ErrorBox error={stats.error} />
       <p data-testid="ab-phase">
-        {st ? <strong>{PHASES[st.phase]}</strong> : 'Not started'}
-        {st?.phase === 'WAITING' && st.decideAt && <> · the winner is chosen by {metric === 'opens' ? 'open' : 'click'} rate at {formatDate(st.decideAt)}</>}
+        {st ? <strong>{t(PHASES[st.phase])}</strong> : t('ab.notStarted')}
+        {st?.phase === 'WAITING' && st.decideAt && <> · {t(metric === 'opens' ? 'ab.decideOpens' : 'ab.decideClicks', { at: formatDate(st.decideAt) })}</>}
         {st?.reason && <> · {st.reason}</>}
       </p>
       {!stats.data ? <Loading /> : (
         <table>
-          <caption className="small muted">Test group per variant</caption>
-          <thead><tr><th scope="col">Variant</th><th scope="col">Subject</th><th scope="col">Recipients</th><th scope="col">Delivered</th><th scope="col">Opened</th><th scope="col">Clicked</th><th scope="col">Open rate</th><th scope="col">Click rate</th></tr></thead>
+          <caption className="small muted">{t('ab.caption')}</caption>
+          <thead><tr><th scope="col">{t('ab.variant')}</th><th scope="col">{t('compose.subject')}</th><th scope="col">{t('stats.recipients')}</th><th scope="col">{t('report.delivered')}</th><th scope="col">{t('report.opened')}</th><th scope="col">{t('report.clicked')}</th><th scope="col">{t('ab.openRate')}</th><th scope="col">{t('ab.clickRate')}</th></tr></thead>
           <tbody>
             {stats.data.variants.map((v) => (
               <tr key={v.index} data-testid={`variant-${letter(v.index)}`}>
-                <th scope="row">{letter(v.index)}{v.winner && <> <Badge status="ok">Winner</Badge></>}</th>
+                <th scope="row">{letter(v.index)}{v.winner && <> <Badge status="ok">{t('ab.winner')}</Badge></>}</th>
                 <td>{v.subject}</td>
                 <td>{formatNumber(v.recipients)}</td><td>{formatNumber(v.delivered)}</td>
                 <td>{formatNumber(v.opened)}</td><td>{formatNumber(v.clicked)}</td>

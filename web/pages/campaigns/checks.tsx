@@ -2,6 +2,7 @@ import { useQueries } from '@tanstack/react-query'
 import { post, type Project } from '../../api'
 import type { AudienceCount, Campaign, FilterTree } from './types'
 import { formatNumber } from '../../format'
+import { t } from '../../i18n'
 
 /**
  * Checks before a campaign goes out, shown above "Send now" and "Schedule": the
@@ -38,12 +39,12 @@ export function contentChecks(c: Pick<Campaign, 'subject' | 'body' | 'preheader'
     if (/^https?:\/\/[^\s/]+/i.test(href) || href.startsWith('{{') || /^(mailto|tel):/i.test(href)) continue
     bad.add(href || '(empty)')
   }
-  if (bad.size) out.push({ id: 'links', text: `${bad.size} link${bad.size === 1 ? ' is' : 's are'} not an absolute http(s) address: ${[...bad].slice(0, 5).join(', ')}` })
+  if (bad.size) out.push({ id: 'links', text: t('checks.links', { count: bad.size, list: [...bad].slice(0, 5).join(', ') }) })
   const noAlt = [...doc.querySelectorAll('img')].filter((i) => !(i.getAttribute('alt') ?? '').trim()).length
-  if (noAlt) out.push({ id: 'alt', text: `${noAlt} image${noAlt === 1 ? ' has' : 's have'} no alt text (shown when images are off, read by screen readers)` })
-  if (!c.subject.trim()) out.push({ id: 'subject', text: 'The subject is empty' })
-  else if (c.subject.length > 78) out.push({ id: 'subject', text: `The subject is ${c.subject.length} characters: inboxes cut it after about 78` })
-  if (!c.preheader?.trim()) out.push({ id: 'preheader', text: 'No preheader: inboxes show the start of the body as the preview text' })
+  if (noAlt) out.push({ id: 'alt', text: t('checks.alt', { count: noAlt }) })
+  if (!c.subject.trim()) out.push({ id: 'subject', text: t('checks.subjectEmpty') })
+  else if (c.subject.length > 78) out.push({ id: 'subject', text: t('checks.subjectLong', { count: c.subject.length }) })
+  if (!c.preheader?.trim()) out.push({ id: 'preheader', text: t('checks.preheader') })
   return out
 }
 
@@ -69,18 +70,18 @@ export function usePreSendChecks(project: Project, c: Campaign): { checks: Check
   const checks = contentChecks(c)
   vars.forEach((v, i) => {
     const n = counts[i].data?.recipients
-    if (n) checks.unshift({ id: `var-${v}`, text: `${formatNumber(n)} recipient${n === 1 ? '' : 's'} would get an empty {{${v}}}: give it a fallback, {{ ${v} | default: "…" }}` })
+    if (n) checks.unshift({ id: `var-${v}`, text: t('checks.empty', { count: n, tag: `{{${v}}}`, fallback: `{{ ${v} | default: "…" }}` }) })
   })
   return { checks, pending: counts.some((q) => q.isPending) }
 }
 
 export function PreSendChecks({ checks, pending }: { checks: Check[]; pending: boolean }) {
-  if (!checks.length) return <p className="small muted" role="status">{pending ? 'Checking the content…' : 'Checks passed: variables, links, images, subject and preheader.'}</p>
+  if (!checks.length) return <p className="small muted" role="status">{pending ? t('checks.checking') : t('checks.passed')}</p>
   return (
     <div className="alert warn" role="status" data-testid="pre-send-checks">
-      <strong>Before you send</strong>
+      <strong>{t('checks.before')}</strong>
       <ul>{checks.map((k) => <li key={k.id}>{k.text}</li>)}</ul>
-      <span className="small">You can still send: you will be asked to confirm.</span>
+      <span className="small">{t('checks.canSend')}</span>
     </div>
   )
 }
