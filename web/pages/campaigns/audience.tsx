@@ -5,6 +5,7 @@ import { get, post, type Project } from '../../api'
 import { ErrorBox, fieldError } from '../../components/ui'
 import type { Audience, AudienceCount, FieldInfo, FilterRow, FilterTree, Segment } from './types'
 import { formatNumber } from '../../format'
+import { type MessageKey, t } from '../../i18n'
 
 /**
  * The audience of a campaign: everyone, a segment, or a filter (a small builder: conditions matched all or
@@ -15,11 +16,24 @@ import { formatNumber } from '../../format'
 /** Operators that take no value, and those whose value is a time window (a number and a unit). */
 const NO_VALUE = new Set(['exists', 'notExists', 'triggered', 'notTriggered'])
 const WINDOW = new Set(['within', 'olderThan', 'triggeredWithin', 'notTriggeredWithin'])
-const OP_LABELS: Record<string, string> = {
-  equals: 'is', notEquals: 'is not', contains: 'contains', notContains: 'does not contain', greaterThan: 'is greater than',
-  lessThan: 'is less than', greaterThanOrEqual: 'is at least', lessThanOrEqual: 'is at most', exists: 'is set', notExists: 'is not set',
-  within: 'is within the last', olderThan: 'is older than', triggered: 'happened', notTriggered: 'never happened',
-  triggeredWithin: 'happened within the last', notTriggeredWithin: 'did not happen within the last', triggeredMoreThan: 'happened more than (times)',
+const OP_LABELS: Record<string, MessageKey> = {
+  equals: 'op.equals',
+  notEquals: 'op.notEquals',
+  contains: 'op.contains',
+  notContains: 'op.notContains',
+  greaterThan: 'op.greaterThan',
+  lessThan: 'op.lessThan',
+  greaterThanOrEqual: 'op.greaterThanOrEqual',
+  lessThanOrEqual: 'op.lessThanOrEqual',
+  exists: 'op.exists',
+  notExists: 'op.notExists',
+  within: 'op.within',
+  olderThan: 'op.olderThan',
+  triggered: 'op.triggered',
+  notTriggered: 'op.notTriggered',
+  triggeredWithin: 'op.triggeredWithin',
+  notTriggeredWithin: 'op.notTriggeredWithin',
+  triggeredMoreThan: 'op.triggeredMoreThan',
 }
 
 interface Row { field: string; operator: string; value: string; unit: string }
@@ -65,25 +79,25 @@ export function AudiencePicker({ project, value, onChange, error }: {
   const set = (over: Partial<Audience>) => onChange({ ...value, ...over })
   return (
     <fieldset className="card audience">
-      <legend><h2>Audience</h2></legend>
-      <div className="row" role="radiogroup" aria-label="Who receives it">
-        {([['ALL', 'Every contact'], ['SEGMENT', 'A segment'], ['FILTERED', 'Contacts matching a filter']] as const).map(([v, label]) => (
+      <legend><h2>{t('campaigns.audience')}</h2></legend>
+      <div className="row" role="radiogroup" aria-label={t('audience.who')}>
+        {([['ALL', 'campaigns.audienceAll'], ['SEGMENT', 'campaigns.audienceSegment'], ['FILTERED', 'audience.filtered']] as const).map(([v, label]) => (
           <div className="check" key={v}>
             <input type="radio" id={`${name}-${v}`} name={name} value={v} checked={value.audienceType === v} onChange={() => set({ audienceType: v })} />
-            <label htmlFor={`${name}-${v}`}>{label}</label>
+            <label htmlFor={`${name}-${v}`}>{t(label)}</label>
           </div>
         ))}
       </div>
       {value.audienceType === 'SEGMENT' && (
         <div className="field">
-          <span><label htmlFor={`${name}-segment`}>Segment</label></span>
+          <span><label htmlFor={`${name}-segment`}>{t('bulk.segment')}</label></span>
           <select id={`${name}-segment`} value={value.segmentId ?? ''} onChange={(e) => set({ segmentId: e.target.value || null })}
             aria-invalid={fieldError(error, 'segmentId') ? true : undefined} aria-describedby={fieldError(error, 'segmentId') ? `${name}-segment-err` : undefined}>
-            <option value="">Choose a segment…</option>
+            <option value="">{t('audience.chooseSegment')}</option>
             {segments.data?.map((s) => <option key={s.id} value={s.id}>{s.name} ({formatNumber(s.memberCount)})</option>)}
           </select>
           {fieldError(error, 'segmentId') && <span id={`${name}-segment-err`} className="err">{fieldError(error, 'segmentId')}</span>}
-          {segments.data?.length === 0 && <span className="hint">No segments yet: <Link href="/segments">create one</Link>, or use a filter.</span>}
+          {segments.data?.length === 0 && <span className="hint">{t('audience.noSegments1')}<Link href="/segments">{t('audience.noSegments2')}</Link>{t('audience.noSegments3')}</span>}
         </div>
       )}
       {value.audienceType === 'FILTERED' && (
@@ -116,16 +130,16 @@ function FilterBuilder({ fields, tree, onTree, error }: { fields: FieldInfo[]; t
     }))
   }
   if (foreign) {
-    return <p className="small">This audience's filter was built elsewhere (nested groups); it is kept as it is. <button type="button" className="link" onClick={() => { setForeign(false); update([blank()]) }}>Start a new filter</button></p>
+    return <p className="small">{t('audience.foreign')} <button type="button" className="link" onClick={() => { setForeign(false); update([blank()]) }}>{t('audience.newFilter')}</button></p>
   }
   return (
     <div className="filter-builder" aria-describedby={error ? `${id}-err` : undefined}>
       <div className="row">
         <div className="field">
-          <span><label htmlFor={`${id}-match`}>Contacts matching</label></span>
+          <span><label htmlFor={`${id}-match`}>{t('audience.matching')}</label></span>
           <select id={`${id}-match`} value={match} onChange={(e) => { const m = e.target.value as 'all' | 'any'; setMatch(m); update(rows, m) }}>
-            <option value="all">all of these conditions</option>
-            <option value="any">any of these conditions</option>
+            <option value="all">{t('audience.all')}</option>
+            <option value="any">{t('audience.any')}</option>
           </select>
         </div>
       </div>
@@ -137,30 +151,30 @@ function FilterBuilder({ fields, tree, onTree, error }: { fields: FieldInfo[]; t
             // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity but their place
             <li key={i} className="row">
               <div className="field">
-                <span><label htmlFor={`${id}-f${i}`}>Field {n}</label></span>
+                <span><label htmlFor={`${id}-f${i}`}>{t('audience.field', { n: String(n) })}</label></span>
                 <select id={`${id}-f${i}`} value={r.field} onChange={(e) => change(i, { field: e.target.value })}>
                   {!info && <option value={r.field}>{r.field}</option>}
                   {fields.map((f) => <option key={f.field} value={f.field}>{f.kind === 'data' ? `data: ${f.label}` : f.kind === 'event' ? `event: ${f.label}` : f.label}</option>)}
                 </select>
               </div>
               <div className="field">
-                <span><label htmlFor={`${id}-o${i}`}>Condition {n}</label></span>
+                <span><label htmlFor={`${id}-o${i}`}>{t('audience.condition', { n: String(n) })}</label></span>
                 <select id={`${id}-o${i}`} value={r.operator} onChange={(e) => change(i, { operator: e.target.value })}>
-                  {(info?.operators ?? [r.operator]).map((o) => <option key={o} value={o}>{OP_LABELS[o] ?? o}</option>)}
+                  {(info?.operators ?? [r.operator]).map((o) => <option key={o} value={o}>{OP_LABELS[o] ? t(OP_LABELS[o]) : o}</option>)}
                 </select>
               </div>
               {!NO_VALUE.has(r.operator) && (
                 (info?.kind === 'subscribed' || (info?.kind === 'emailActivity' && (r.operator === 'equals' || r.operator === 'notEquals')))
                   ? (
                     <div className="field">
-                      <span><label htmlFor={`${id}-v${i}`}>Value {n}</label></span>
+                      <span><label htmlFor={`${id}-v${i}`}>{t('audience.value', { n: String(n) })}</label></span>
                       <select id={`${id}-v${i}`} value={r.value || 'true'} onChange={(e) => change(i, { value: e.target.value })}>
-                        <option value="true">yes</option><option value="false">no</option>
+                        <option value="true">{t('audience.yes')}</option><option value="false">{t('audience.no')}</option>
                       </select>
                     </div>
                   ) : (
                     <div className="field">
-                      <span><label htmlFor={`${id}-v${i}`}>Value {n}</label></span>
+                      <span><label htmlFor={`${id}-v${i}`}>{t('audience.value', { n: String(n) })}</label></span>
                       <input id={`${id}-v${i}`} value={r.value} inputMode={WINDOW.has(r.operator) || r.operator === 'triggeredMoreThan' ? 'numeric' : undefined}
                         onChange={(e) => change(i, { value: e.target.value })} aria-invalid={error ? true : undefined} />
                     </div>
@@ -168,18 +182,18 @@ function FilterBuilder({ fields, tree, onTree, error }: { fields: FieldInfo[]; t
               )}
               {WINDOW.has(r.operator) && (
                 <div className="field">
-                  <span><label htmlFor={`${id}-u${i}`}>Unit {n}</label></span>
+                  <span><label htmlFor={`${id}-u${i}`}>{t('audience.unit', { n: String(n) })}</label></span>
                   <select id={`${id}-u${i}`} value={r.unit} onChange={(e) => change(i, { unit: e.target.value })}>
-                    <option value="minutes">minutes</option><option value="hours">hours</option><option value="days">days</option>
+                    <option value="minutes">{t('audience.minutes')}</option><option value="hours">{t('audience.hours')}</option><option value="days">{t('audience.days')}</option>
                   </select>
                 </div>
               )}
-              <button type="button" className="secondary small" aria-label={`Remove condition ${n}`} disabled={rows.length === 1} onClick={() => update(rows.filter((_, j) => j !== i))}>Remove</button>
+              <button type="button" className="secondary small" aria-label={t('audience.removeN', { n: String(n) })} disabled={rows.length === 1} onClick={() => update(rows.filter((_, j) => j !== i))}>{t('audience.remove')}</button>
             </li>
           )
         })}
       </ol>
-      <button type="button" className="secondary small" onClick={() => update([...rows, blank()])}>Add a condition</button>
+      <button type="button" className="secondary small" onClick={() => update([...rows, blank()])}>{t('audience.add')}</button>
       {error && <p id={`${id}-err`} className="err" role="alert">{error}</p>}
     </div>
   )
@@ -214,13 +228,13 @@ function AudienceSize({ project, audience }: { project: Project; audience: Audie
   const n = countable(audience) ? count.data : undefined
   return (
     <div className="audience-size" aria-live="polite">
-      {!countable(audience) && <p className="muted small">Complete the audience to see how many contacts it reaches.</p>}
-      {countable(audience) && count.isPending && <p className="muted small">Counting…</p>}
-      {count.error && countable(audience) ? <p className="err small">The audience cannot be counted yet: {(count.error as Error).message}</p> : null}
+      {!countable(audience) && <p className="muted small">{t('audience.incomplete')}</p>}
+      {countable(audience) && count.isPending && <p className="muted small">{t('contacts.counting')}</p>}
+      {count.error && countable(audience) ? <p className="err small">{t('audience.cannotCount', { message: (count.error as Error).message })}</p> : null}
       {n && (
         <p data-testid="audience-count">
-          <strong>{formatNumber(n.recipients)}</strong> recipient{n.recipients === 1 ? '' : 's'} now
-          <span className="muted"> · {formatNumber(n.matching)} matching, {formatNumber(n.skippedUnsubscribed)} skipped as unsubscribed, {formatNumber(n.skippedSuppressed)} skipped as suppressed</span>
+          <strong>{formatNumber(n.recipients)}</strong> {t('audience.recipientsNow', { count: n.recipients })}
+          <span className="muted"> · {t('audience.counts', { matching: formatNumber(n.matching), unsubscribed: formatNumber(n.skippedUnsubscribed), suppressed: formatNumber(n.skippedSuppressed) })}</span>
         </p>
       )}
     </div>

@@ -1,7 +1,6 @@
 import { useQueries } from '@tanstack/react-query'
 import { post, type Project } from '../../api'
 import type { AudienceCount, Campaign, FilterTree } from './types'
-import { formatNumber } from '../../format'
 import { t } from '../../i18n'
 
 /**
