@@ -1,7 +1,7 @@
 /**
  * The two queues' hot statements, per row: queueing and claiming 2,000 messages as outbound queue rows
  * (batched insert; claims of 100) and as jobs of the job queue (`enqueue` each; claims of 100). The
- * figures behind the note at the top of src/mail/outbound/queue.ts. Prints figures, asserts nothing.
+ * figures behind the note at the top of src/mail/outbound/queue-repo.ts. Prints figures, asserts nothing.
  *
  *   node_modules/.bin/bun bench/queues.ts [--sqlite | --pg]
  *
@@ -14,7 +14,7 @@ import { sql } from 'drizzle-orm'
 import { openStore } from '../src/db/client'
 import { migrate } from '../src/db/migrate'
 import { claim, enqueue } from '../src/jobs/queue'
-import { claimDue, deleteRows, insertQueueRows, type QueueRow } from '../src/mail/outbound/queue'
+import { claimDue, deleteRows, insertQueueRows, type QueueRow } from '../src/mail/outbound/queue-repo'
 import { freshPgDatabase } from '../test/helpers/env'
 
 const N = 2000

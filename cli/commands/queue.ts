@@ -25,7 +25,7 @@ export function register(program: Command): void {
       const limit = limitOf(opts.limit, 20)
       if (opts.raw !== undefined && !opts.captured) throw new UsageError('--raw needs --captured')
       if (opts.captured) {
-        const { listCaptured } = await import('../../src/mail/outbound/capture')
+        const { listCaptured } = await import('../../src/mail/outbound/capture-repo')
         if (opts.raw !== undefined) {
           const id = opts.raw
           const raw = await withDeps(cmd, async (deps) => {
@@ -41,7 +41,7 @@ export function register(program: Command): void {
         emit(cmd, rows, () => table(rows.map((r) => ({ ...r, emailId: r.emailId ?? '' })), ['id', 'createdAt', 'kind', 'from', 'to', 'subject', 'emailId']))
         return
       }
-      const { deferredEntries, queueStats } = await import('../../src/mail/outbound/queue')
+      const { deferredEntries, queueStats } = await import('../../src/mail/outbound/queue-repo')
       const out = await withDeps(cmd, async (deps) => {
         const now = new Date()
         return { ...(await queueStats(deps.store, now)), transport: deps.config.outbound.replace(/\/\/[^@/]*@/, '//***@'), nextRetries: await deferredEntries(deps.store, limit, now) }

@@ -13,7 +13,7 @@ import { AppError, unauthorized } from '../errors'
 import { errorFields } from '../log'
 import { jobDepth } from '../jobs/queue'
 import { nodeOf } from '../jobs/nodes'
-import { queueStats } from '../mail/outbound/queue'
+import { queueStats } from '../mail/outbound/queue-repo'
 import { exposition, gauge, onScrape } from '../metrics'
 
 const digest = (s: string) => createHash('sha256').update(s).digest()

@@ -1,6 +1,6 @@
 /**
  * Leases and wake-ups, the one implementation both durable queues use: the job queue (jobs/queue.ts)
- * and the outbound mail queue (mail/outbound/queue.ts). Each queue claims rows its own way; this module
+ * and the outbound mail queue (mail/outbound/queue-repo.ts). Each queue claims rows its own way; this module
  * owns everything after the claim:
  * - who holds a lease (`Holders`, implemented by the nodes table in jobs/nodes.ts: a holder id per
  *   worker, and which holders are gone);

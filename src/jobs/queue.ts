@@ -13,7 +13,7 @@ import { mayClaim, nodeOf, type NodeRegistry } from './nodes'
  * FOR UPDATE SKIP LOCKED, SQLite the single writer), retried with exponential backoff, and leased
  * (lease.ts): a job whose worker died is claimed again once its lease expires, or at once when a worker
  * of this host starts and finds its process gone. Payloads carry ids only. Outbound mail has its own
- * queue (mail/outbound/queue.ts says why) on the same leases.
+ * queue (mail/outbound/queue-repo.ts says why) on the same leases.
  */
 
 export type JobRow = typeof import('../db/schema').pgSchema.jobs.$inferSelect

@@ -15,8 +15,8 @@ import { storageFailure } from '../../db/failures'
 import type { Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { bounces, deliveries, domainLabel } from '../../metrics'
-import { insertCaptured, type CapturedRow } from './capture'
-import { deleteRows, rescheduleRows } from './queue'
+import { insertCaptured, type CapturedRow } from './capture-repo'
+import { deleteRows, rescheduleRows } from './queue-repo'
 import { retryDelayMs, retryHintMs, type SmtpReply } from './replies'
 import type { DeferredOutcome, DeliveryStore, FinalOutcome, Outcome } from './store'
 
@@ -187,7 +187,7 @@ export class OutcomeRecorder {
       // Each final outcome is thus applied once, and counted once in its campaign's counters.
       const applied = finals.filter((f) => deleted.has(f.outcome.queue.emailId))
       // Deferrals: the rows this worker still holds are rescheduled, in one statement on PostgreSQL
-      // (queue.ts rescheduleRows); only theirs are recorded.
+      // (queue-repo.ts rescheduleRows); only theirs are recorded.
       let held: DeferredOutcome[] = []
       if (deferrals.length) {
         const mine = await rescheduleRows(store, db, this.opts.workerId, deferrals.map(({ outcome: o, reply, runAt }) => ({ emailId: o.queue.emailId, runAt, attempts: o.queue.attempts + 1, lastError: reply.text.slice(0, 1000) })))

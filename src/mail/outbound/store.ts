@@ -3,8 +3,8 @@
  * nothing from the modules (src/modules); the composition root (src/main.ts, `serve`) builds the pipeline
  * with the store the emails module provides (src/modules/emails/delivery.ts), and tests do the same.
  *
- * The pipeline keeps what is its own: the outbound queue and its leases (queue.ts), the captured mail
- * (capture.ts), the transaction that records a commit's outcomes (recorder.ts) and the message's build
+ * The pipeline keeps what is its own: the outbound queue and its leases (queue-repo.ts), the captured mail
+ * (capture-repo.ts), the transaction that records a commit's outcomes (recorder.ts) and the message's build
  * (the campaign body renderer, src/mail/render/campaign.ts, runs in the signer threads from the plain data
  * `load` prepares). The store reads the emails and their sender's DKIM key, and records what an outcome
  * means for the rest of the system: the email's status, its events, the suppression of a hard bounce, the
@@ -14,7 +14,7 @@ import type { Db } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { Deps } from '../../deps'
 import type { CampaignContent } from '../render/campaign'
-import type { QueueRow } from './queue'
+import type { QueueRow } from './queue-repo'
 import type { SmtpReply } from './replies'
 import type { Delivery } from './types'
 

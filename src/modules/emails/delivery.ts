@@ -161,7 +161,7 @@ async function applyFinal(
       return
     }
     case 'captured': {
-      // The captured message itself is the pipeline's (src/mail/outbound/capture.ts).
+      // The captured message itself is the pipeline's (src/mail/outbound/capture-repo.ts).
       count(e, { sent: 1 })
       outcomes.push({ id: e.id, set: { status: 'SENT', attempts, sentAt: at, deliveredTo: 'capture', size: o.size, dropAttachmentContent: drop } })
       ev('email.sent', { sentAt: at.toISOString(), host: 'capture' })

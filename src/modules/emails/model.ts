@@ -94,7 +94,7 @@ export const EmailRecord = t.Object({
 })
 export type EmailRecord = Static<typeof EmailRecord>
 
-/** GET /emails/:id: the record, and where the email is in delivery (src/mail/outbound/queue.ts, deliveryStateOf). */
+/** GET /emails/:id: the record, and where the email is in delivery (src/mail/outbound/queue-repo.ts, deliveryStateOf). */
 export const EmailDetail = t.Composite([EmailRecord, t.Object({
   deliveryState: t.UnionEnum(['QUEUED', 'SENDING', 'WAITING_RETRY', 'DONE'], {
     description: 'Where the email is in delivery (`status` stays SENDING from the first attempt to the outcome). QUEUED: waiting for its first attempt; SENDING: an attempt is under way; WAITING_RETRY: deferred by the receiving server (or a failed connection), tried again at `nextAttemptAt`; DONE: no longer queued, `status` is the outcome',

@@ -2,7 +2,7 @@ import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { byDomain, startSink } from '../../helpers/smtp'
-import { claimDue } from '../../../src/mail/outbound/queue'
+import { claimDue } from '../../../src/mail/outbound/queue-repo'
 import type { NewProject } from '../../../src/modules/projects/service'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns } from './fixture'
 
