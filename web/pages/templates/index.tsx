@@ -5,6 +5,7 @@ import { del, get, patch, post, type Project } from '../../api'
 import { EmailEditor, type EditorValue } from '../../components/email-editor'
 import { STARTER_NAMES } from '../../editor/catalogue'
 import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { t } from '../../i18n'
 
 interface Template {
   id: string; name: string; description: string | null; subject: string; preheader: string | null; body: string; design: Record<string, unknown> | null; from: string
@@ -33,39 +34,39 @@ export function TemplatesPage({ project }: { project: Project }) {
   }
   return (
     <div>
-      <PageHead title="Templates" />
+      <PageHead title={t('nav.templates')} />
       <form className="card" onSubmit={submit} noValidate>
-        <h2>New template</h2>
+        <h2>{t('templates.new')}</h2>
         <ErrorBox error={create.error} shown={['name', 'subject', 'from']} />
         <div className="row">
-          <Field label="Name" name="name" required error={fieldError(create.error, 'name')} />
-          <Field label="Subject" name="subject" required error={fieldError(create.error, 'subject')} />
-          <Field label="From" name="from" type="email" placeholder="hello@your-domain.com" hint="On a verified domain" required defaultValue={project.defaultFrom ?? ''} error={fieldError(create.error, 'from')} />
-          <div className="field"><span><label htmlFor="tpl-type">Type</label></span>
-            <select id="tpl-type" name="type" defaultValue="MARKETING"><option value="MARKETING">Marketing</option><option value="TRANSACTIONAL">Transactional</option><option value="HEADLESS">Headless</option></select>
+          <Field label={t('campaigns.name')} name="name" required error={fieldError(create.error, 'name')} />
+          <Field label={t('compose.subject')} name="subject" required error={fieldError(create.error, 'subject')} />
+          <Field label={t('templates.from')} name="from" type="email" placeholder={t('templates.fromPlaceholder')} hint={t('templates.fromHint')} required defaultValue={project.defaultFrom ?? ''} error={fieldError(create.error, 'from')} />
+          <div className="field"><span><label htmlFor="tpl-type">{t('contact.type')}</label></span>
+            <select id="tpl-type" name="type" defaultValue="MARKETING"><option value="MARKETING">{t('templates.marketing')}</option><option value="TRANSACTIONAL">{t('compose.transactional')}</option><option value="HEADLESS">{t('compose.headless')}</option></select>
           </div>
-          <div className="field"><span><label htmlFor="tpl-start">Start from</label></span>
+          <div className="field"><span><label htmlFor="tpl-start">{t('templates.startFrom')}</label></span>
             <select id="tpl-start" name="start" defaultValue="blank">
               {STARTER_NAMES.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
-              <option value="html">HTML source</option>
+              <option value="html">{t('templates.html')}</option>
             </select>
           </div>
-          <button type="submit" disabled={create.isPending}>Create</button>
+          <button type="submit" disabled={create.isPending}>{t('templates.create')}</button>
         </div>
       </form>
       <div className="card">
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
-        {list.data?.data.length === 0 && <Empty title="No templates yet">Create one above; you need a verified domain for its sender.</Empty>}
+        {list.data?.data.length === 0 && <Empty title={t('templates.none')}>{t('templates.noneText')}</Empty>}
         {list.data && list.data.data.length > 0 && (
           <>
             <div className="table-wrap"><table>
-              <thead><tr><th scope="col">Name</th><th scope="col">Subject</th><th scope="col">Type</th><th scope="col">Updated</th></tr></thead>
+              <thead><tr><th scope="col">{t('campaigns.name')}</th><th scope="col">{t('compose.subject')}</th><th scope="col">{t('contact.type')}</th><th scope="col">{t('templates.updated')}</th></tr></thead>
               <tbody>{list.data.data.map((t) => (
                 <tr key={t.id}><td><Link href={`/templates/${t.id}`}>{t.name}</Link></td><td>{t.subject}</td><td>{t.type}</td><td>{formatDate(t.updatedAt)}</td></tr>
               ))}</tbody>
             </table></div>
-            <Pager where={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages}
+            <Pager where={t('ui.pageOf', { page, pages: list.data.totalPages })} hasPrev={page > 1} hasNext={page < list.data.totalPages}
               onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}
@@ -77,7 +78,7 @@ export function TemplatesPage({ project }: { project: Project }) {
 export function TemplateEditor({ project, id }: { project: Project; id: string }) {
   const tpl = useQuery({ queryKey: ['template', project.id, id], queryFn: () => get<Template>(`/templates/${id}`, project.id) })
   if (tpl.isPending) return <Loading />
-  if (tpl.error) return <><ErrorBox error={tpl.error} /><Link href="/templates">All templates</Link></>
+  if (tpl.error) return <><ErrorBox error={tpl.error} /><Link href="/templates">{t('templates.all')}</Link></>
   return <Editor key={tpl.data.id} project={project} tpl={tpl.data} />
 }
 
@@ -108,23 +109,23 @@ function Editor({ project, tpl }: { project: Project; tpl: Template }) {
   return (
     <div>
       <PageHead title={tpl.name}>
-        <button type="button" className="secondary" onClick={() => duplicate.mutate()} disabled={duplicate.isPending}>Duplicate</button>
-        <ConfirmButton label="Delete template" confirm="Delete this template?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
+        <button type="button" className="secondary" onClick={() => duplicate.mutate()} disabled={duplicate.isPending}>{t('campaign.duplicate')}</button>
+        <ConfirmButton label={t('templates.delete')} confirm={t('templates.deleteConfirm')} onConfirm={() => remove.mutate()} busy={remove.isPending} />
       </PageHead>
       <ErrorBox error={duplicate.error ?? remove.error} />
-      <p className="small muted"><Link href="/templates">← All templates</Link> · {tpl.type} · updated {formatDate(tpl.updatedAt)}</p>
+      <p className="small muted"><Link href="/templates">← {t('templates.all')}</Link> · {tpl.type} · {t('templates.updatedAt', { at: formatDate(tpl.updatedAt) })}</p>
       <form className="card" onSubmit={submit} noValidate>
         <ErrorBox error={save.error} shown={['name', 'subject', 'preheader', 'from', 'body', 'design']} />
-        {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
+        {save.isSuccess && <div className="alert ok" role="status">{t('ui.saved')}</div>}
         <div className="row">
-          <Field label="Name" name="name" defaultValue={tpl.name} error={fieldError(save.error, 'name')} />
-          <Field label="From" name="from" type="email" defaultValue={tpl.from} error={fieldError(save.error, 'from')} />
+          <Field label={t('campaigns.name')} name="name" defaultValue={tpl.name} error={fieldError(save.error, 'name')} />
+          <Field label={t('templates.from')} name="from" type="email" defaultValue={tpl.from} error={fieldError(save.error, 'from')} />
         </div>
-        <Field label="Subject" value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
-        <Field label="Preheader" value={preheader} onChange={(e) => setPreheader(e.target.value)} maxLength={255}
-          hint="The preview text inboxes show after the subject" error={fieldError(save.error, 'preheader')} />
+        <Field label={t('compose.subject')} value={subject} onChange={(e) => setSubject(e.target.value)} error={fieldError(save.error, 'subject')} />
+        <Field label={t('compose.preheader')} value={preheader} onChange={(e) => setPreheader(e.target.value)} maxLength={255}
+          hint={t('compose.preheaderHint')} error={fieldError(save.error, 'preheader')} />
         <EmailEditor project={project.id} initial={saved} revision={0} testPath={`/templates/${tpl.id}/test`} startWith={new URLSearchParams(location.search).get('start') ?? undefined} subject={subject} onChange={setContent} error={fieldError(save.error, 'body') ?? fieldError(save.error, 'design')} />
-        <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
+        <button type="submit" disabled={save.isPending}>{save.isPending ? t('ui.saving') : t('ui.save')}</button>
       </form>
     </div>
   )
