@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useLocation, useSearch } from 'wouter'
 import { get, type Invitation, type InvitationAccepted, post } from '../../api'
 import { Empty, ErrorBox, formatDate, Loading, PageHead } from '../../components/ui'
+import { t } from '../../i18n'
 
 /**
  * The signed-in user's pending invitations: nothing is joined until they accept here or
@@ -27,37 +28,37 @@ export function InvitationsPage() {
   const busy = byLink.isPending || accept.isPending || decline.isPending
   return (
     <div className="stack">
-      <PageHead title="Invitations" />
+      <PageHead title={t('shell.invitations')} />
       {token && (
         <div className="card">
-          <h2>The invitation from your email</h2>
-          <p>Accepting makes you a member of the project you were invited to, with the role named in the email. Nothing happens until you do.</p>
+          <h2>{t('inv.fromEmail')}</h2>
+          <p>{t('inv.fromEmailText')}</p>
           <ErrorBox error={byLink.error} />
-          {byLink.error && <p className="muted small">The link works once, for the address it was sent to, for 7 days; a newer invitation replaces it.</p>}
-          <button type="button" onClick={() => byLink.mutate()} disabled={busy}>Accept the invitation from the link</button>
+          {byLink.error && <p className="muted small">{t('inv.linkRules')}</p>}
+          <button type="button" onClick={() => byLink.mutate()} disabled={busy}>{t('inv.acceptLink')}</button>
         </div>
       )}
       <div className="card">
-        <h2>Pending invitations</h2>
+        <h2>{t('inv.pending')}</h2>
         <ErrorBox error={accept.error ?? decline.error} />
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
         {list.data && list.data.length === 0 && (
-          <Empty title="No pending invitations">Invitations to your verified email address appear here until you answer them or they expire.</Empty>
+          <Empty title={t('inv.none')}>{t('inv.noneText')}</Empty>
         )}
         {list.data && list.data.length > 0 && (
           <div className="table-wrap"><table>
-            <thead><tr><th scope="col">Project (name chosen by its owner)</th><th scope="col">Role</th><th scope="col">Invited by</th><th scope="col">Expires</th><th scope="col"><span className="skip">Actions</span></th></tr></thead>
+            <thead><tr><th scope="col">{t('inv.project')}</th><th scope="col">{t('inv.role')}</th><th scope="col">{t('inv.invitedBy')}</th><th scope="col">{t('inv.expires')}</th><th scope="col"><span className="skip">{t('fields.actions')}</span></th></tr></thead>
             <tbody>
               {list.data.map((i) => (
                 <tr key={i.id}>
                   <td>{i.projectName}</td>
                   <td>{i.role}</td>
-                  <td>{i.invitedBy ?? <span className="muted">a deleted account</span>}</td>
+                  <td>{i.invitedBy ?? <span className="muted">{t('inv.deletedAccount')}</span>}</td>
                   <td>{formatDate(i.expiresAt)}</td>
                   <td><div className="row">
-                    <button type="button" onClick={() => accept.mutate(i.id)} disabled={busy} aria-label={`Accept the invitation to ${i.projectName}`}>Accept</button>
-                    <button type="button" className="secondary" onClick={() => decline.mutate(i.id)} disabled={busy} aria-label={`Decline the invitation to ${i.projectName}`}>Decline</button>
+                    <button type="button" onClick={() => accept.mutate(i.id)} disabled={busy} aria-label={t('inv.acceptTo', { name: i.projectName })}>{t('inv.accept')}</button>
+                    <button type="button" className="secondary" onClick={() => decline.mutate(i.id)} disabled={busy} aria-label={t('inv.declineTo', { name: i.projectName })}>{t('inv.decline')}</button>
                   </div></td>
                 </tr>
               ))}
