@@ -15,8 +15,6 @@ export function setFormatLocale(l: string): void {
   cache.clear()
 }
 
-export const formatLocale = () => locale
-
 function dates(key: string, opts: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
   let f = cache.get(`d${key}`)
   if (!f) { f = new Intl.DateTimeFormat(locale, opts); cache.set(`d${key}`, f) }
@@ -60,11 +58,6 @@ export function formatMonth(v: string | number | Date): string {
   return d ? dates('month', { month: 'long', year: 'numeric', timeZone: 'UTC' }).format(d) : String(v)
 }
 
-/** A time of day: "23:41" / "11:41 PM". */
-export function formatTime(v: string | number | Date): string {
-  const d = toDate(v)
-  return d ? dates('time', { timeStyle: 'short' }).format(d) : String(v)
-}
 
 /** A count or amount: "1,234,567" / "1.234.567"; at most `digits` decimals (0 unless given). */
 export function formatNumber(n: number | null | undefined, digits = 0): string {
@@ -87,11 +80,3 @@ export function formatPercentFixed(ratio: number, digits: number): string {
 /** `part` of `whole` as a percentage, "—" when the whole is 0. */
 export const formatShare = (part: number, whole: number, digits = 1) => (whole > 0 ? formatPercent(part / whole, digits) : '—')
 
-/** A size in bytes: "1.5 MB". */
-export function formatBytes(n: number): string {
-  const units = ['byte', 'kilobyte', 'megabyte', 'gigabyte'] as const
-  let v = n
-  let i = 0
-  while (v >= 1000 && i < units.length - 1) { v /= 1000; i++ }
-  return numbers(`b${i}`, { style: 'unit', unit: units[i], unitDisplay: 'short', maximumFractionDigits: i === 0 ? 0 : 1 }).format(v)
-}
