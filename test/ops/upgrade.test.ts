@@ -50,7 +50,8 @@ interface Manifest {
 
 const ROOT = join(import.meta.dir, '..', 'fixtures', 'upgrade')
 const versions = existsSync(ROOT) ? readdirSync(ROOT).sort() : []
-const LATEST = embeddedMigrations('sqlite').at(-1)?.name
+/** The last migration of each store (their lists differ: a store may need a migration the other does not). */
+const LATEST = { sqlite: embeddedMigrations('sqlite').at(-1)?.name, pg: embeddedMigrations('pg').at(-1)?.name }
 
 const dirs: string[] = []
 const drops: Array<() => Promise<void>> = []
@@ -122,7 +123,7 @@ for (const version of versions) {
       }, 120_000)
 
       test('the current version migrates it to its latest migration', async () => {
-        expect((await appliedMigrations(deps.store)).at(-1)).toBe(LATEST)
+        expect((await appliedMigrations(deps.store)).at(-1)).toBe(LATEST[kind])
       })
 
       test('every record reads back through the API', async () => {
