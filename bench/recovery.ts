@@ -7,6 +7,8 @@
  *     BENCH_KILL_AT=0.4        the fault comes once the sink has this share of the messages
  *     BENCH_SIGNAL=SIGKILL     or SIGTERM
  *     BENCH_DATABASE_URL=pg    a fresh PostgreSQL database (default: a fresh SQLite file)
+ *     BENCH_NODES=2            PostgreSQL only: two nodes from the start; the fault stops the first for good and
+ *                              the figures are the surviving node's (rate from the fault to the last message)
  *
  * Processes: the server (`mailctl serve`, direct MX delivery through a loopback DNS server, DKIM on), the
  * minimal sink (bench/_sink.ts) and this script. Prints (asserts nothing):
@@ -22,13 +24,14 @@ import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { createCampaign } from '../src/modules/campaigns/service'
 import { startTestDns } from '../test/helpers/dns'
-import { lines } from './_proc'
+import { freePort, lines } from './_proc'
 import { benchProject, benchStore, runCleanups, serverEnv, startServer } from './_mailctl'
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 20_000)
 const KILL_AT = Number(process.env.BENCH_KILL_AT ?? 0.4)
 const SIGNAL = (process.env.BENCH_SIGNAL ?? 'SIGKILL') as 'SIGKILL' | 'SIGTERM'
 const ROOT = join(import.meta.dir, '..')
+const NODES = Number(process.env.BENCH_NODES ?? 1)
 
 const store = await benchStore('recovery')
 const cleanups = store.cleanups
@@ -84,6 +87,14 @@ try {
   }
 
   await restart()
+  // A second node from the start (PostgreSQL): it survives the fault and drains the rest alone.
+  let survivor: ReturnType<typeof Bun.spawn> | null = null
+  if (NODES === 2) {
+    if (store.kind !== 'pg') throw new Error('BENCH_NODES=2 needs BENCH_DATABASE_URL=pg')
+    survivor = (await startServer({ ...env, MAILCTL_HTTP_PORT: String(await freePort()) })).proc
+    const s = survivor
+    cleanups.unshift(async () => { s.kill('SIGTERM'); await s.exited })
+  }
   const headers = { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' }
   const start = performance.now()
   const res = await fetch(`${base}/campaigns/${campaignId}/send`, { method: 'POST', headers, body: '{}' })
@@ -96,10 +107,12 @@ try {
   await killed.exited
   const afterExit = received
   const restartAt = performance.now()
-  const healthMs = await restart()
+  // Two nodes: the first stays down; the survivor's rate is counted from the fault on.
+  if (survivor) current = null
+  const healthMs = survivor ? 0 : await restart()
   while (received === afterExit) await Bun.sleep(2)
-  const firstAfter = performance.now()
-  const fromFirst = received
+  const firstAfter = survivor ? faultAt : performance.now()
+  const fromFirst = survivor ? atFault : received
   const deadline = Date.now() + 1_800_000
   while (received < RECIPIENTS && Date.now() < deadline) await Bun.sleep(10)
   const end = performance.now()
@@ -107,11 +120,12 @@ try {
   const after = (received - fromFirst) / ((end - firstAfter) / 1000)
   console.log(JSON.stringify({
     store: store.kind,
+    nodes: NODES,
     signal: SIGNAL, recipients: RECIPIENTS, received, atFault, deliveredWhileStopping: afterExit - atFault,
     ratePerSecondBefore: Math.round(before),
     ratePerSecondAfter: Math.round(after),
     ratioAfterToBefore: Math.round((after / before) * 1000) / 1000,
-    firstDeliveryAfterRestartMs: Math.round(firstAfter - restartAt),
+    firstDeliveryAfterRestartMs: survivor ? null : Math.round(firstAfter - restartAt),
     restartToHealthMs: Math.round(healthMs),
     totalSeconds: Math.round((end - start) / 100) / 10,
     loadAverage: require('node:os').loadavg().map((v: number) => Math.round(v * 100) / 100),
