@@ -86,7 +86,7 @@ export interface Store {
    * transaction, so that it never waits behind the pool's queue: on PostgreSQL a one-connection client
    * beside the pool (after an outage the pool's connections reconnect under the load that waited, and a
    * /ready queued behind them said "no answer" for seconds while the database answered); on SQLite the
-   * reader connection. Not refused while the database is known down: it is how "back" is seen.
+   * reader connection. Not refused while the database is known down, so /ready says at once when it is back.
    */
   probe<T = Record<string, unknown>>(text: string): Promise<T[]>
   /**
@@ -437,9 +437,11 @@ function openPg(url: string): Store {
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl' } })
   const db: Db = drizzlePg(client)
   // Fail fast while the database is down, a deadline on compiled reads, a bound on waiting calls (pg-guard.ts).
-  // Health checks' own connection (Store.probe), also the guard's probe of a database that was down.
+  // Health checks' own connection (Store.probe), made at the first check. The guard's probe of a database
+  // that was down stays on the pool: while the database is known down every call is refused at once, so
+  // nothing queues in front of it there.
   const probeClient = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl-probe' } })
-  const guard = new PgGuard(() => probeClient`SELECT 1`)
+  const guard = new PgGuard(() => client`SELECT 1`)
   const current = new AsyncLocalStorage<Db>()
   const txStates = new WeakMap<Db, TxStates>()
   /** What runs after each transaction commits (afterCommit), by its outermost handle. */
