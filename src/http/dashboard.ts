@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
+import { SESSION_COOKIE } from './auth'
 import editor from '../../web/editor.html'
 import { ASSETS_PATH, buildWeb, type WebBundle, type WebFile } from './web-build'
 
@@ -37,7 +38,33 @@ async function prebuiltWeb(): Promise<WebBundle> {
   })
   const files = new Map<string, WebFile>()
   for (const f of manifest.files) files.set(f.name, await read(f, f.type))
-  return { shell: await read(manifest.shell, 'text/html;charset=utf-8'), files }
+  const pages = new Map<string, WebFile>()
+  for (const p of manifest.pages) pages.set(p.area, await read(p, 'text/html;charset=utf-8'))
+  return { shell: await read(manifest.shell, 'text/html;charset=utf-8'), pages, files }
+}
+
+/** The area of pages (web/pages/<area>) of each first segment of a project's path, as web/main.tsx routes them. */
+const PROJECT_AREAS: Record<string, string> = {
+  '': 'projects', settings: 'projects', keys: 'projects', members: 'projects',
+  contacts: 'contacts', segments: 'segments', templates: 'templates', campaigns: 'campaigns', workflows: 'workflows',
+  domains: 'domains', analytics: 'analytics', security: 'analytics', usage: 'analytics',
+  activity: 'mail', emails: 'mail', suppressions: 'mail', tools: 'tools', webhooks: 'webhooks',
+}
+
+/**
+ * The area whose chunks the page at `path` will load first, to name them as preloads: the sign-in pages
+ * without a session cookie (whether the session is still valid is the API's to say; a wrong guess only
+ * costs a chunk fetched for nothing), else the page's own area. None for /app/ itself (it redirects).
+ */
+export function areaOf(path: string, signedIn: boolean): string | null {
+  if (!signedIn) return 'auth'
+  const rest = path.replace(/^\/app\/?/, '')
+  const project = /^p\/[^/]+\/?([^/]*)/.exec(rest)
+  if (project) return PROJECT_AREAS[project[1]] ?? null
+  if (rest.startsWith('invitations')) return 'invitations'
+  if (rest.startsWith('projects/new')) return 'projects'
+  if (rest.startsWith('verify-email')) return 'auth'
+  return null
 }
 
 /** The encoding of `file` that the request accepts, smallest first: brotli, gzip, none. */
@@ -92,8 +119,12 @@ export const ASSET_HEADERS: Record<string, string> = {
  * to /app/, an API client gets the 404 envelope.
  */
 export function dashboardRoutes() {
-  const page = async ({ request }: { request: Request }): Promise<Response> =>
-    encoded(request, (await webBundle()).shell, DASHBOARD_HEADERS)
+  const page = async ({ request }: { request: Request }): Promise<Response> => {
+    const bundle = await webBundle()
+    const signedIn = new RegExp(`(?:^|;\\s*)${SESSION_COOKIE}=`).test(request.headers.get('cookie') ?? '')
+    const area = areaOf(new URL(request.url).pathname, signedIn)
+    return encoded(request, (area && bundle.pages.get(area)) || bundle.shell, DASHBOARD_HEADERS)
+  }
   return new Elysia()
     .get('/app', page, { detail: { hide: true } })
     .get('/app/*', page, { detail: { hide: true } })

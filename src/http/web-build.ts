@@ -16,6 +16,12 @@ export interface WebFile { type: string; raw: Bytes; gzip: Bytes; br: Bytes }
 export interface WebBundle {
   /** The page (web/index.html) with the chunks' addresses filled in. */
   shell: WebFile
+  /**
+   * The page again for each area of pages (`contacts`, the directory under web/pages/), naming that area's
+   * chunks as module preloads: the browser fetches them with the entry script instead of one round trip
+   * after it (the router's `import()`) and another after that (the chunk's own imports).
+   */
+  pages: Map<string, WebFile>
   /** The chunks by file name (no directory). */
   files: Map<string, WebFile>
 }
@@ -37,10 +43,16 @@ export function compress(type: string, raw: Bytes): WebFile {
   }
 }
 
-/** Bundles web/<page> (minified, React's production build, split by dynamic import). */
-export async function bundleWeb(page = 'index.html'): Promise<{ shell: Bytes; chunks: Map<string, Bytes> }> {
+interface Metafile { outputs: Record<string, { entryPoint?: string; imports?: Array<{ path: string; kind: string }> }> }
+
+/**
+ * Bundles web/<page> (minified, React's production build, split by dynamic import). `areas` names, for each
+ * area of pages the router loads by `import()` (web/pages/<area>/index.tsx), its chunk and the chunks that
+ * one imports statically, transitively: what opening a page of the area loads.
+ */
+export async function bundleWeb(page = 'index.html'): Promise<{ shell: Bytes; chunks: Map<string, Bytes>; areas: Map<string, string[]> }> {
   const built = await Bun.build({
-    entrypoints: [resolve(import.meta.dir, '..', '..', 'web', page)],
+    entrypoints: [resolve(import.meta.dir, '..', '..', 'web', page)], metafile: true,
     minify: true, target: 'browser', splitting: true, publicPath: ASSETS_PATH,
     naming: { entry: '[name].[ext]', chunk: '[name]-[hash].[ext]', asset: '[name]-[hash].[ext]' },
     define: { 'process.env.NODE_ENV': '"production"' },
@@ -55,14 +67,41 @@ export async function bundleWeb(page = 'index.html'): Promise<{ shell: Bytes; ch
     else chunks.set(name, bytes)
   }
   if (!shell) throw new Error(`the dashboard bundle has no ${page}`)
-  return { shell, chunks }
+  const meta = (typeof built.metafile === 'string' ? JSON.parse(built.metafile) : built.metafile) as Metafile | undefined
+  if (!meta?.outputs) throw new Error('the dashboard bundle has no metafile')
+  const outputs = new Map(Object.entries(meta.outputs).map(([path, o]) => [path.replace(/^\.\//, ''), o]))
+  const areas = new Map<string, string[]>()
+  for (const [name, o] of outputs) {
+    const area = /^web\/pages\/([^/]+)\/index\.tsx?$/.exec(o.entryPoint ?? '')?.[1]
+    if (!area || !name.endsWith('.js')) continue
+    const seen: string[] = []
+    const queue = [name]
+    while (queue.length > 0) {
+      const next = queue.shift() as string
+      if (seen.includes(next)) continue
+      seen.push(next)
+      for (const i of outputs.get(next)?.imports ?? []) if (i.kind === 'import-statement') queue.push(i.path.replace(/^\.\//, ''))
+    }
+    areas.set(area, seen)
+  }
+  return { shell, chunks, areas }
+}
+
+/** The page with `<link rel="modulepreload">` for each of `names` it does not name yet, before </head>. */
+export function withPreloads(shell: Bytes, names: string[]): Bytes {
+  const html = decoder.decode(shell)
+  const links = names.filter((n) => !html.includes(`${ASSETS_PATH}${n}"`))
+    .map((n) => `<link rel="modulepreload" crossorigin href="${ASSETS_PATH}${n}">`).join('')
+  return new TextEncoder().encode(html.replace('</head>', `${links}</head>`)) as Bytes
 }
 
 export async function buildWeb(): Promise<WebBundle> {
-  const { shell, chunks } = await bundleWeb()
+  const { shell, chunks, areas } = await bundleWeb()
   const files = new Map<string, WebFile>()
   for (const [name, bytes] of chunks) files.set(name, compress(typeOf(name), bytes))
-  return { shell: compress(TYPES.html, shell), files }
+  const pages = new Map<string, WebFile>()
+  for (const [area, names] of areas) pages.set(area, compress(TYPES.html, withPreloads(shell, names)))
+  return { shell: compress(TYPES.html, shell), pages, files }
 }
 
 const decoder = new TextDecoder()

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { TestEnv } from '../helpers/env'
 import { loadDashboard } from '../helpers/dashboard'
 import { brotliDecompressSync } from 'node:zlib'
-import { DASHBOARD_CSP } from '../../src/http/dashboard'
+import { areaOf, DASHBOARD_CSP } from '../../src/http/dashboard'
 import { bundleWeb, firstLoad } from '../../src/http/web-build'
 
 /** The source tree serves the dashboard too (`npm start`): Bun bundles web/index.html on the first request. */
@@ -98,4 +98,48 @@ test('the first load is the shell; each page is a chunk loaded later (issue 37)'
   // The workflow page's graph library is in a later chunk, not in the first load.
   expect(laterCode).toContain('react-flow__')
   expect(firstCode).not.toContain('react-flow__')
+})
+
+test('the page names the chunks of the page opened as module preloads, fetched with the entry script', async () => {
+  const { areas, chunks } = await bundleWeb()
+  // Every area the router loads has its chunk, and the area's chunks are all in the bundle.
+  for (const area of ['auth', 'contacts', 'segments', 'campaigns', 'workflows', 'projects', 'analytics', 'mail', 'webhooks', 'tools', 'domains', 'templates', 'invitations']) {
+    const names = areas.get(area) ?? []
+    expect({ area, some: names.length > 0 }).toEqual({ area, some: true })
+    for (const n of names) expect({ area, n, known: chunks.has(n) }).toEqual({ area, n, known: true })
+  }
+  const preloads = (html: string) => [...html.matchAll(/<link rel="modulepreload" crossorigin href="\/app-assets\/([^"]+)">/g)].map((m) => m[1])
+  const cookie = { cookie: 'theme=dark; mailctl_session=not-checked-here' }
+  const contacts = await (await fetch(`${base}/app/p/abc/contacts`, { headers: cookie })).text()
+  for (const n of areas.get('contacts') ?? []) expect(preloads(contacts)).toContain(n)
+  expect(preloads(contacts)).not.toContain((areas.get('workflows') ?? [])[0])
+  const workflow = await (await fetch(`${base}/app/p/abc/workflows/xyz`, { headers: cookie })).text()
+  expect(preloads(workflow)).toContain((areas.get('workflows') ?? [])[0])
+  // Without a session cookie the sign-in page is what loads.
+  const signedOut = await (await fetch(`${base}/app/p/abc/contacts`)).text()
+  expect(preloads(signedOut)).toContain((areas.get('auth') ?? [])[0])
+  expect(preloads(signedOut)).not.toContain((areas.get('contacts') ?? [])[0])
+  // A cookie whose name only ends in the session cookie's name is not one.
+  const other = await (await fetch(`${base}/app/p/abc/contacts`, { headers: { cookie: 'xmailctl_session=1' } })).text()
+  expect(preloads(other)).toContain((areas.get('auth') ?? [])[0])
+  // Every page served names each file once, and every file it names is served.
+  for (const html of [contacts, workflow, signedOut]) {
+    const names = preloads(html)
+    expect(new Set(names).size).toBe(names.length)
+    for (const n of names) expect({ n, status: (await fetch(`${base}/app-assets/${n}`)).status }).toEqual({ n, status: 200 })
+  }
+})
+
+test('areaOf follows the router: a project section, the pages outside a project, /app/ itself', () => {
+  expect(areaOf('/app/p/x/contacts', true)).toBe('contacts')
+  expect(areaOf('/app/p/x/contacts/fields', true)).toBe('contacts')
+  expect(areaOf('/app/p/x', true)).toBe('projects')
+  expect(areaOf('/app/p/x/', true)).toBe('projects')
+  expect(areaOf('/app/p/x/usage', true)).toBe('analytics')
+  expect(areaOf('/app/p/x/emails/e1', true)).toBe('mail')
+  expect(areaOf('/app/p/x/nothing', true)).toBeNull()
+  expect(areaOf('/app/invitations', true)).toBe('invitations')
+  expect(areaOf('/app/projects/new', true)).toBe('projects')
+  expect(areaOf('/app/', true)).toBeNull()
+  expect(areaOf('/app/p/x/contacts', false)).toBe('auth')
 })
