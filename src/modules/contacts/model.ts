@@ -138,7 +138,12 @@ export const QueryBody = t.Composite([ContactFilter, t.Object({
 })])
 export type QueryBody = Static<typeof QueryBody>
 
-export const CountResult = t.Object({ total: t.Integer() })
+export const CountBody = t.Composite([ContactFilter, t.Object({
+  estimate: t.Optional(t.Boolean({ description: 'true: answer within about a third of a second with an estimate (`estimated: true`, two significant digits) when the exact count would take longer; a filter matching few contacts is still counted exactly' })),
+})])
+export type CountBody = Static<typeof CountBody>
+
+export const CountResult = t.Object({ total: t.Integer(), estimated: t.Boolean({ description: 'true: `total` is an estimate from a random sample of the table' }) })
 
 export const BULK_ACTIONS = ['subscribe', 'unsubscribe', 'delete', 'addToSegment', 'removeFromSegment', 'setField'] as const
 export const BulkActionBody = t.Object({

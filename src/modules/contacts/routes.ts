@@ -55,8 +55,8 @@ export function contactsRoutes(deps: Deps) {
       detail: { tags, summary: 'List contacts matching a filter (cursor list)', description: `Keyset pages like GET /contacts, over a filter: \`condition\` (a segment filter tree, 422 with its path when bad), \`subscribed\`, and \`search\` over the email and the text values of the custom fields, folding case and accents. ${m.ContactFilter.properties.condition.description ?? ''}` },
     })
     .post('/query/count', ({ ctx, body }) => query.countContacts(ctx, body), {
-      apiKey: 'secret', body: m.ContactFilter, response: { 200: m.CountResult },
-      detail: { tags, summary: 'Count the contacts a filter matches' },
+      apiKey: 'secret', body: m.CountBody, response: { 200: m.CountResult },
+      detail: { tags, summary: 'Count the contacts a filter matches', description: 'Exact unless `estimate: true`: then, when counting would take longer than about 300 ms, an estimate from a random sample of the table (`estimated: true`).' },
     })
     .post('/export', async ({ ctx, body }) => {
       const where = await query.filterWhere(ctx, body)

@@ -93,7 +93,7 @@ forEachStore('contacts page API (issue 37)', (env) => {
       cursor = r.body.cursor
     }
     expect(seen).toEqual(['anna@example.com', 'carl@example.com', 'dora@example.com'])
-    expect((await env.request('POST', '/contacts/query/count', { key: p.secretKey, body: { search: 'müller', subscribed: false } })).body).toEqual({ total: 1 })
+    expect((await env.request('POST', '/contacts/query/count', { key: p.secretKey, body: { search: 'müller', subscribed: false } })).body).toEqual({ total: 1, estimated: false })
     // Errors: a bad condition names its path; a bad cursor 400; limit out of range 422.
     const bad = await env.request('POST', '/contacts/query', { key: p.secretKey, body: { condition: { groups: [{ filters: [{ field: 'data.plan', operator: 'isAbout', value: 1 }] }] } } })
     expect(bad.status).toBe(422)

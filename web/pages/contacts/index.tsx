@@ -117,11 +117,14 @@ export function ContactsPage({ project }: { project: Project }) {
   const cursor = cursors[cursors.length - 1]
   const page = useQuery({ ...(filtered ? filteredQuery(project.id, filter, cursor) : contactsQuery(project.id, '', subscribed, cursor)), placeholderData: keepPreviousData })
   // Asked after the rows: SQLite answers one request at a time, and the rows should not wait for the count.
-  const countQuery: { queryKey: readonly unknown[]; queryFn: () => Promise<number> } = filtered
-    ? { queryKey: ['contacts', project.id, 'count', JSON.stringify(filter)] as const, queryFn: () => post<{ total: number }>('/contacts/query/count', filter, project.id).then((r) => r.total) }
-    : contactsTotalQuery(project.id, '', subscribed)
+  // A filter's count may be an estimate ("about N"): on a large project the exact count of a condition or
+  // a search reads every contact (docs/decisions.md, Contacts page counts).
+  const countQuery: { queryKey: readonly unknown[]; queryFn: () => Promise<{ total: number; estimated: boolean }> } = filtered
+    ? { queryKey: ['contacts', project.id, 'count', JSON.stringify(filter)] as const, queryFn: () => post<{ total: number; estimated: boolean }>('/contacts/query/count', { ...filter, estimate: true }, project.id) }
+    : { queryKey: contactsTotalQuery(project.id, '', subscribed).queryKey, queryFn: () => contactsTotalQuery(project.id, '', subscribed).queryFn().then((n) => ({ total: n, estimated: false })) }
   const totalQuery = useQuery({ ...countQuery, enabled: page.isSuccess && !page.isPlaceholderData })
-  const total = totalQuery.data
+  const total = totalQuery.data?.total
+  const about = totalQuery.data?.estimated === true
   const create = useMutation({
     mutationFn: (body: { email: string; subscribed: boolean }) => post<Contact>('/contacts', body, project.id),
     onSuccess: async () => { setAdding(false); await qc.invalidateQueries({ queryKey: ['contacts', project.id] }) },
@@ -149,7 +152,7 @@ export function ContactsPage({ project }: { project: Project }) {
   const toggle = (id: string) => { setAllMatching(false); setSelected((s) => { const n = new Set(s); if (n.has(id)) n.delete(id); else n.add(id); return n }) }
   const togglePage = () => { setAllMatching(false); setSelected((s) => { const n = new Set(s); for (const id of pageIds) { if (allOnPage) n.delete(id); else n.add(id) } return n }) }
   const target: Target | null = allMatching
-    ? { kind: 'filter', filter: filter as Record<string, unknown>, count: total }
+    ? { kind: 'filter', filter: filter as Record<string, unknown>, count: about ? undefined : total }
     : selected.size ? { kind: 'ids', ids: [...selected] } : null
   return (
     <div>
@@ -198,11 +201,11 @@ export function ContactsPage({ project }: { project: Project }) {
           : <Empty title={t('contacts.none')}>{t('contacts.noneText1')}<code>POST /contacts</code>{t('contacts.noneText2')}</Empty>)}
         {rows.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{total !== undefined ? t('contacts.count', { count: total }) : t('contacts.counting')}{page.isFetching && t('ui.loadingMore')}</p>
+            <p className="small muted" aria-live="polite">{total === undefined ? t('contacts.counting') : t(about ? 'contacts.countAbout' : 'contacts.count', { count: total })}{page.isFetching && t('ui.loadingMore')}</p>
             {(selected.size > 0 || allMatching) && (
               <p className="small">
-                {allMatching ? t('contacts.allSelected', { count: total ?? 0 }) : t('contacts.selected', { count: selected.size })}{' '}
-                {!allMatching && total !== undefined && total > selected.size && <button type="button" className="link" onClick={() => setAllMatching(true)}>{t('contacts.selectAll', { count: total })}</button>}{' '}
+                {allMatching ? t(about ? 'contacts.allSelectedAbout' : 'contacts.allSelected', { count: total ?? 0 }) : t('contacts.selected', { count: selected.size })}{' '}
+                {!allMatching && total !== undefined && total > selected.size && <button type="button" className="link" onClick={() => setAllMatching(true)}>{t(about ? 'contacts.selectAllAbout' : 'contacts.selectAll', { count: total })}</button>}{' '}
                 <button type="button" className="link" onClick={() => { setSelected(new Set()); setAllMatching(false) }}>{t('contacts.clearSelection')}</button>
               </p>
             )}
@@ -263,9 +266,10 @@ function ConditionsPanel({ project, tree, setTree, fields, applied, onApply, onC
     mutationFn: () => post<{ id: string; name: string }>('/segments', { name: name.trim(), condition: toApi(tree) }, project.id),
   })
   const apply = async () => {
-    // The count checks the conditions (422 with their paths) before the list uses them.
+    // The conditions are checked (422 with their paths) before the list uses them, by the list's own query
+    // for one row: a count would read every contact of a large project first.
     try {
-      await post('/segments/preview', { condition: toApi(tree) }, project.id)
+      await post('/contacts/query', { condition: toApi(tree), limit: 1, total: false }, project.id)
       setCheck(null)
       onApply(toApi(tree))
     } catch (err) { setCheck(err) }

@@ -71,11 +71,33 @@ export interface QueryWhere {
   search?: string
 }
 
-/** The text values of the top-level custom fields that contain `term`. */
+/**
+ * True when `term` has a character JSON text may hold escaped: a quote, a backslash, a control, a solidus
+ * (optionally escaped), a surrogate (a lone one is; pairs are left out too, to keep the test simple).
+ */
+function jsonMayEscape(term: string): boolean {
+  for (let i = 0; i < term.length; i++) {
+    const c = term.charCodeAt(i)
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c === 0x2f || (c >= 0xd800 && c <= 0xdfff)) return true
+  }
+  return false
+}
+
+/**
+ * The text values of the top-level custom fields that contain `term`. Before the test of each value, the
+ * same pattern over the whole stored JSON text: a value that contains the term puts it in that text
+ * unchanged when the term has no character JSON escapes, so this test only drops rows that cannot match,
+ * and it costs a fraction of walking the values (a million rows: 0.9 s of CPU against 1.8 s on SQLite,
+ * 1.6 s against 18 s on PostgreSQL, docs/benchmarks.md). Keys and other values may pass it; the per-value
+ * test decides.
+ */
 function dataSearch(store: Store, term: string): SQL {
-  return store.dialect === 'pg'
+  const values = store.dialect === 'pg'
     ? sql`EXISTS (SELECT 1 FROM jsonb_each(contacts.data) e WHERE jsonb_typeof(e.value) = 'string' AND (e.value #>> '{}') ~ ${regexPattern(term)})`
     : sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.type = 'text' AND j.value GLOB ${globPattern(term)})`
+  if (jsonMayEscape(term)) return values
+  const text = store.dialect === 'pg' ? sql`contacts.data::text ~ ${regexPattern(term)}` : sql`contacts.data GLOB ${globPattern(term)}`
+  return sql`(${text} AND ${values})`
 }
 
 export function whereOf(store: Store, projectId: string, w: QueryWhere): SQL {
@@ -117,4 +139,47 @@ export async function idsAfter(store: Store, where: SQL, afterId: string, limit:
   const c = store.t.contacts
   const rows = await (db ?? store.db).select({ id: c.id }).from(c).where(and(where, gt(c.id, afterId))).orderBy(asc(c.id)).limit(limit)
   return rows.map((r) => r.id)
+}
+
+/**
+ * Counting a filter slice by slice (query.ts countMatches): a slice is a range of the table's physical
+ * order, SQLite's rowid or PostgreSQL's block number (read by a TID range scan), so that each is one short
+ * range read. The slices cover the whole table, every project's rows.
+ */
+export type Slice = readonly [number, number]
+
+/** Rowids (SQLite) or blocks of 8 KB (PostgreSQL, about 50 contacts each) per slice. */
+export const SLICE_ROWIDS = 16_384
+export const SLICE_BLOCKS = 256
+
+/** The table's slices in physical order, `size` rowids or blocks each (the defaults above). */
+export async function slices(store: Store, size?: number): Promise<Slice[]> {
+  const out: Slice[] = []
+  if (store.dialect === 'pg') {
+    const [row] = await store.rows<{ blocks: string | number }>(sql`SELECT pg_relation_size('contacts') / current_setting('block_size')::int AS blocks`)
+    const blocks = Number(row?.blocks ?? 0)
+    const step = size ?? SLICE_BLOCKS
+    for (let b = 0; b < blocks; b += step) out.push([b, b + step])
+    // Rows added past the end since the size was read: the last slice is open-ended.
+    if (out.length) out[out.length - 1] = [out[out.length - 1][0], Number.MAX_SAFE_INTEGER]
+    else out.push([0, Number.MAX_SAFE_INTEGER])
+    return out
+  }
+  const [row] = await store.rows<{ lo: number | null; hi: number | null }>(sql`SELECT (SELECT min(rowid) FROM contacts) AS lo, (SELECT max(rowid) FROM contacts) AS hi`)
+  const lo = Number(row?.lo ?? 1)
+  const hi = Number(row?.hi ?? 0)
+  const step = size ?? SLICE_ROWIDS
+  for (let r = lo; r <= hi; r += step) out.push([r, r + step])
+  if (out.length) out[out.length - 1] = [out[out.length - 1][0], Number.MAX_SAFE_INTEGER]
+  else out.push([lo, Number.MAX_SAFE_INTEGER])
+  return out
+}
+
+/** The contacts of `where` in one slice: [from, to) of rowids or blocks. */
+export async function countSlice(store: Store, where: SQL, [from, to]: Slice): Promise<number> {
+  const range = store.dialect === 'pg'
+    ? sql`contacts.ctid >= ${`(${from},0)`}::tid AND contacts.ctid < ${`(${Math.min(to, 4_294_967_295)},0)`}::tid`
+    : sql`contacts.rowid >= ${from} AND contacts.rowid < ${to}`
+  const [row] = await store.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM contacts WHERE ${range} AND ${where}`)
+  return Number(row?.n ?? 0)
 }

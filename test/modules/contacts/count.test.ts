@@ -1,0 +1,99 @@
+import { expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { ctxFor } from '../../../src/deps'
+import { countMatches, filterWhere } from '../../../src/modules/contacts/query'
+import { forEachStore, type TestEnv } from '../../helpers/env'
+
+/** Counting a filter of the contacts page slice by slice: exact, estimated, and without holding the process. */
+
+const N = 600
+const planIs = (value: string) => ({ logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value }] }] })
+
+/** N contacts in one statement: plan pro for every third, "Anna Müller" for one in a hundred. */
+async function seedMany(env: TestEnv, projectId: string) {
+  const store = env.deps.store
+  if (store.dialect === 'pg') {
+    await store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT ${projectId} || '-' || i, ${projectId}, 'user' || i || '@example.com', true,
+        jsonb_build_object('plan', (ARRAY['pro','free','team'])[i % 3 + 1], 'name', CASE WHEN i % 100 = 7 THEN 'Anna Müller' ELSE 'User ' || i END), now(), now()
+      FROM generate_series(0, ${N - 1}) AS i`)
+    return
+  }
+  await store.exec(sql`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${N - 1})
+    INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+    SELECT ${projectId} || '-' || i, ${projectId}, 'user' || i || '@example.com', 1,
+      json_object('plan', CASE i % 3 WHEN 0 THEN 'pro' WHEN 1 THEN 'free' ELSE 'team' END, 'name', CASE WHEN i % 100 = 7 THEN 'Anna Müller' ELSE 'User ' || i END),
+      ${Date.now()}, ${Date.now()} FROM n`)
+}
+
+/** Slices of a few rows: 50 rowids on SQLite, one block (about 40 of these rows) on PostgreSQL. */
+const small = (env: TestEnv) => (env.deps.store.dialect === 'pg' ? 1 : 50)
+
+forEachStore('contacts page counts', (env) => {
+  test('a count over many slices is exact, and gives other requests their turn between slices', async () => {
+    const p = await env.project()
+    await seedMany(env, p.id)
+    const other = await env.project()
+    await seedMany(env, other.id)
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const where = await filterWhere(ctx, { condition: planIs('pro') })
+    let ticked = false
+    setImmediate(() => { ticked = true })
+    expect(await countMatches(ctx, where, { budgetMs: 60_000, minHits: 1, sliceSize: small(env) })).toEqual({ total: 200, estimated: false })
+    expect(ticked).toBe(true)
+    expect(await countMatches(ctx, where)).toEqual({ total: 200, estimated: false })
+    // A filter with fewer matches than minHits is counted to the end, exactly, even past its budget.
+    const rare = await filterWhere(ctx, { search: 'müller' })
+    expect(await countMatches(ctx, rare, { budgetMs: 0, minHits: 7, sliceSize: small(env) })).toEqual({ total: 6, estimated: false })
+  })
+
+  test('past its budget an estimated count answers from the slices read, in two significant digits', async () => {
+    const p = await env.project()
+    await seedMany(env, p.id)
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const where = await filterWhere(ctx, { condition: planIs('free') })
+    for (let i = 0; i < 5; i++) {
+      const r = await countMatches(ctx, where, { budgetMs: 0, minHits: 1, sliceSize: small(env) })
+      expect(r.estimated).toBe(true)
+      // An estimate scales the matches of the slices read: never 0 once one was seen, never past the table.
+      expect(r.total).toBeGreaterThan(0)
+      expect(r.total).toBeLessThanOrEqual(20 * N)
+      expect(String(r.total).replace(/^(\d\d)0*$/, '$1').length).toBeLessThanOrEqual(2)
+    }
+  })
+
+  test('a search matches the text values, not the keys or the JSON around them', async () => {
+    const p = await env.project()
+    const made = await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'k1@example.com', data: { plan: 'pro', note: 'line one\nBär "quoted" \\ slash/path', n: 12 } } })
+    expect(made.status).toBe(201)
+    const total = async (search: string) => (await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search } })).body.total
+    expect(await total('plan')).toBe(0) // a key
+    expect(await total('note":')).toBe(0) // JSON around a value
+    expect(await total('12')).toBe(0) // a number
+    expect(await total('pro')).toBe(1)
+    expect(await total('BAR')).toBe(1)
+    expect(await total('"quoted" \\ slash/path')).toBe(1)
+    expect(await total('slash/path')).toBe(1)
+    expect(await total('one\nbär')).toBe(1)
+    expect(await total('one bär')).toBe(0)
+  })
+
+  test('POST /contacts/query/count: exact by default, estimate on request, checked', async () => {
+    const p = await env.project()
+    await seedMany(env, p.id)
+    const exact = await env.request('POST', '/contacts/query/count', { key: p.secretKey, body: { condition: planIs('pro') } })
+    expect(exact.status).toBe(200)
+    expect(exact.body).toEqual({ total: 200, estimated: false })
+    // A few hundred rows are counted within the budget: the estimate is then the exact count.
+    expect((await env.request('POST', '/contacts/query/count', { key: p.secretKey, body: { search: 'MULLER', estimate: true } })).body).toEqual({ total: 6, estimated: false })
+    const bad = await env.request('POST', '/contacts/query/count', { key: p.secretKey, body: { estimate: 'yes' } })
+    expect(bad.status).toBe(422)
+    const badCondition = await env.request('POST', '/contacts/query/count', { key: p.secretKey, body: { estimate: true, condition: { groups: [{ filters: [{ field: 'data.plan', operator: 'isAbout', value: 1 }] }] } } })
+    expect(badCondition.status).toBe(422)
+    expect(badCondition.body.error.errors[0].field).toBe('condition.groups.0.filters.0.operator')
+    // Another project's key counts its own contacts only.
+    const q = await env.project()
+    expect((await env.request('POST', '/contacts/query/count', { key: q.secretKey, body: { condition: planIs('pro'), estimate: true } })).body).toEqual({ total: 0, estimated: false })
+    expect((await env.request('POST', '/contacts/query/count', { body: { estimate: true } })).status).toBe(401)
+  })
+})
