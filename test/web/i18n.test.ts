@@ -58,3 +58,49 @@ test('dates and numbers follow the locale set', () => {
   setFormatLocale('not a locale!')
   expect(formatNumber(1000)).toBe('1,000')
 })
+
+/**
+ * The pages whose every user-facing string comes from the catalogue: a text between JSX tags, a text
+ * attribute (label, title, placeholder, aria-label, confirm, hint, data-label, alt) or a capitalised
+ * literal in words ('Add domain') found in their source fails here. Names that are not words of a language
+ * (mailctl, DKIM, CSV, an example address) are allowed.
+ */
+const CATALOGUED = ['domains']
+const NOT_WORDS = new Set(['mailctl', 'example.com', 'DKIM', 'SPF', 'DMARC', 'MX', 'TXT', 'CSV', 'JSON', 'HTML', 'API', 'ID', 'URL', 'SMTP', 'HMAC', 'UTC'])
+
+function untranslated(source: string): string[] {
+  const found: string[] = []
+  // An address, a domain or a path is an example, not a sentence.
+  const example = (w: string) => NOT_WORDS.has(w) || /^[\w.+-]*@?[\w-]+(\.[\w-]+)+$|^\/|^https?:/.test(w) || !/[A-Za-z]{2,}/.test(w)
+  const words = (s: string) => /[A-Za-zÄÖÜäöüß]{2,}/.test(s) && !s.split(/[\s,:;·()…]+/).filter(Boolean).every(example)
+  // Comments are not shown; a generic's angle brackets (get<Domain[]>) are not tags.
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '').replace(/\b\w+<[\w[\]|, ]+>\(/g, '(')
+  for (const m of code.matchAll(/>([^<>{}]+)</g)) {
+    const text = m[1].trim()
+    if (text && words(text) && !/\breturn\b|\bif\s*\(|=>|&&|[;=]/.test(text)) found.push(`text: ${text}`)
+  }
+  for (const m of code.matchAll(/\b(label|title|placeholder|aria-label|confirm|hint|data-label|alt)="([^"]*)"/g)) {
+    if (words(m[2])) found.push(`${m[1]}: ${m[2]}`)
+  }
+  for (const m of code.matchAll(/'([A-Z][a-z]+(?:[ …][^'\n]*)?)'/g)) {
+    if (/\s|…/.test(m[1]) && words(m[1])) found.push(`literal: ${m[1]}`)
+  }
+  return found
+}
+
+test('the catalogued pages have no user-facing text outside the catalogue', async () => {
+  const { Glob } = await import('bun')
+  for (const area of CATALOGUED) {
+    for await (const file of new Glob(`web/pages/${area}/**/*.{ts,tsx}`).scan('.')) {
+      expect({ file, untranslated: untranslated(await Bun.file(file).text()) }).toEqual({ file, untranslated: [] })
+    }
+  }
+})
+
+test('the check finds text, attributes and literals in words, and lets keys and code through', () => {
+  expect(untranslated(`<h2>Add a domain</h2><Field label="Domain" />{busy ? 'Adding…' : 'Add domain'}`)).toEqual([
+    'text: Add a domain', 'label: Domain', 'literal: Adding…', 'literal: Add domain',
+  ])
+  expect(untranslated(`<h2>{t('domains.add')}</h2><Field label={t('x')} name="domain" placeholder="example.com" /><td>mailctl</td>
+    const list = get<Domain[]>(\`/domains\`, id)\n<code>DKIM</code>`)).toEqual([])
+})

@@ -3,12 +3,13 @@ import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { call, del, type Domain, get, type Project, post } from '../../api'
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { type MessageKey, t } from '../../i18n'
 
-const PURPOSE: Record<string, string> = {
-  DKIM: 'DKIM signature (required)',
-  RETURN_PATH_MX: 'Bounces (return path MX)',
-  RETURN_PATH_SPF: 'SPF for the return path',
-  DMARC: 'DMARC policy',
+const PURPOSE: Record<string, MessageKey> = {
+  DKIM: 'domains.purpose.DKIM',
+  RETURN_PATH_MX: 'domains.purpose.RETURN_PATH_MX',
+  RETURN_PATH_SPF: 'domains.purpose.RETURN_PATH_SPF',
+  DMARC: 'domains.purpose.DMARC',
 }
 
 function useDomains(project: Project) {
@@ -29,27 +30,27 @@ export function DomainsPage({ project }: { project: Project }) {
   }
   return (
     <div>
-      <PageHead title="Domains" />
+      <PageHead title={t('nav.domains')} />
       <form className="card" onSubmit={submit} noValidate>
-        <h2>Add a sending domain</h2>
+        <h2>{t('domains.add')}</h2>
         <ErrorBox error={add.error} shown={['domain']} />
         <div className="row">
-          <Field label="Domain" name="domain" placeholder="example.com" required error={fieldError(add.error, 'domain')} />
-          <button type="submit" disabled={add.isPending}>{add.isPending ? 'Adding…' : 'Add domain'}</button>
+          <Field label={t('domains.domain')} name="domain" placeholder="example.com" required error={fieldError(add.error, 'domain')} />
+          <button type="submit" disabled={add.isPending}>{add.isPending ? t('domains.adding') : t('domains.addButton')}</button>
         </div>
       </form>
       <div className="card">
         {domains.isPending && <Loading />}
         <ErrorBox error={domains.error} />
-        {domains.data?.length === 0 && <Empty title="No domains yet">Add the domain you send from; mailctl shows the DNS records to publish.</Empty>}
+        {domains.data?.length === 0 && <Empty title={t('domains.none')}>{t('domains.noneText')}</Empty>}
         {domains.data && domains.data.length > 0 && (
           <div className="table-wrap"><table className="stacked">
-            <thead><tr><th scope="col">Domain</th><th scope="col">Status</th><th scope="col">Last checked</th></tr></thead>
+            <thead><tr><th scope="col">{t('domains.domain')}</th><th scope="col">{t('domains.status')}</th><th scope="col">{t('domains.lastChecked')}</th></tr></thead>
             <tbody>{domains.data.map((d) => (
               <tr key={d.id}>
                 <td><Link href={`/domains/${d.id}`}>{d.domain}</Link></td>
-                <td><Badge status={d.verified ? 'verified' : 'pending'}>{d.verified ? 'Verified' : 'Not verified'}</Badge></td>
-                <td data-label="Last checked: ">{formatDate(d.lastCheckedAt)}</td>
+                <td><Badge status={d.verified ? 'verified' : 'pending'}>{d.verified ? t('domains.verified') : t('domains.notVerified')}</Badge></td>
+                <td data-label={t('domains.lastCheckedLabel')}>{formatDate(d.lastCheckedAt)}</td>
               </tr>
             ))}</tbody>
           </table></div>
@@ -78,31 +79,31 @@ export function DomainDetail({ project, id }: { project: Project; id: string }) 
   if (domains.isPending) return <Loading />
   if (domains.error) return <ErrorBox error={domains.error} />
   const d = domains.data.find((x) => x.id === id)
-  if (!d) return <div className="card"><h1>Domain not found</h1><Link href="/domains">All domains</Link></div>
+  if (!d) return <div className="card"><h1>{t('domains.notFound')}</h1><Link href="/domains">{t('domains.all')}</Link></div>
   return (
     <div>
       <PageHead title={d.domain}>
-        <Badge status={d.verified ? 'verified' : 'pending'}>{d.verified ? 'Verified' : 'Not verified'}</Badge>
+        <Badge status={d.verified ? 'verified' : 'pending'}>{d.verified ? t('domains.verified') : t('domains.notVerified')}</Badge>
       </PageHead>
       <div className="card">
-        <h2>DNS records to publish</h2>
-        <p className="muted small">Add these at your DNS host. The DKIM record is required before mail from {d.domain} is sent; the others are recommended. Last checked: {formatDate(d.lastCheckedAt)}.</p>
-        {checked && <div className="alert ok" role="status">Checked just now: {d.verified ? 'the domain is verified.' : 'see each record’s result below.'}</div>}
+        <h2>{t('domains.records')}</h2>
+        <p className="muted small">{t('domains.recordsText', { domain: d.domain, at: formatDate(d.lastCheckedAt) })}</p>
+        {checked && <div className="alert ok" role="status">{d.verified ? t('domains.checkedVerified') : t('domains.checkedSee')}</div>}
         <ErrorBox error={verify.error} />
         <div className="table-wrap"><table className="stacked">
-          <thead><tr><th scope="col">Record</th><th scope="col">Name</th><th scope="col">Value</th><th scope="col">Status</th></tr></thead>
+          <thead><tr><th scope="col">{t('domains.record')}</th><th scope="col">{t('domains.name')}</th><th scope="col">{t('domains.value')}</th><th scope="col">{t('domains.status')}</th></tr></thead>
           <tbody>{d.records.map((r) => (
             <tr key={`${r.purpose}-${r.name}`}>
-              <td><strong>{r.type}</strong>{r.priority !== undefined && <span className="muted"> {r.priority}</span>}<div className="small muted">{PURPOSE[r.purpose] ?? r.purpose}</div></td>
-              <td className="value" data-label="Name: "><code>{r.name}</code> <CopyButton text={r.name} label="Copy name" /></td>
-              <td className="value" data-label="Value: "><code>{r.value}</code> <CopyButton text={r.value} label="Copy value" /></td>
-              <td data-label="Status: "><Badge status={r.status} />{r.reason && <div className="small muted">{r.reason}</div>}</td>
+              <td><strong>{r.type}</strong>{r.priority !== undefined && <span className="muted"> {r.priority}</span>}<div className="small muted">{PURPOSE[r.purpose] ? t(PURPOSE[r.purpose]) : r.purpose}</div></td>
+              <td className="value" data-label={t('domains.nameLabel')}><code>{r.name}</code> <CopyButton text={r.name} label={t('domains.copyName')} /></td>
+              <td className="value" data-label={t('domains.valueLabel')}><code>{r.value}</code> <CopyButton text={r.value} label={t('domains.copyValue')} /></td>
+              <td data-label={t('domains.statusLabel')}><Badge status={r.status} />{r.reason && <div className="small muted">{r.reason}</div>}</td>
             </tr>
           ))}</tbody>
         </table></div>
         <div className="row" style={{ marginTop: '1rem' }}>
-          <button type="button" onClick={() => verify.mutate()} disabled={verify.isPending}>{verify.isPending ? 'Checking DNS…' : 'Verify now'}</button>
-          <ConfirmButton label="Remove domain" confirm={`Remove ${d.domain}? Mail from it is refused from then on.`} onConfirm={() => remove.mutate()} busy={remove.isPending} />
+          <button type="button" onClick={() => verify.mutate()} disabled={verify.isPending}>{verify.isPending ? t('domains.checking') : t('domains.verify')}</button>
+          <ConfirmButton label={t('domains.remove')} confirm={t('domains.removeConfirm', { domain: d.domain })} onConfirm={() => remove.mutate()} busy={remove.isPending} />
         </div>
         <ErrorBox error={remove.error} />
       </div>
