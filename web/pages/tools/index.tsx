@@ -3,6 +3,7 @@ import { type FormEvent, useId, useState } from 'react'
 import { Link } from 'wouter'
 import { type Domain, get, post, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
+import { type MessageKey, t } from '../../i18n'
 
 interface VerifyResult {
   email: string; valid: boolean; isDisposable: boolean; isAlias: boolean; isTypo: boolean; isPlusAddressed: boolean
@@ -16,21 +17,21 @@ interface SendResult {
  * The flags of a verify result in a person's words, with the badge each answer gets: ok (speaks for the
  * address), failed (a reason not to send), pending (worth a look), '' (neither).
  */
-const FLAGS: Array<{ key: keyof VerifyResult; label: string; yes: string; no: string }> = [
-  { key: 'domainExists', label: 'Domain exists', yes: 'ok', no: 'failed' },
-  { key: 'hasMxRecords', label: 'Accepts mail (MX records)', yes: 'ok', no: 'failed' },
-  { key: 'hasWebsite', label: 'Has a website', yes: 'ok', no: 'pending' },
-  { key: 'isDisposable', label: 'Disposable address', yes: 'failed', no: 'ok' },
-  { key: 'isTypo', label: 'Looks like a typo', yes: 'failed', no: 'ok' },
-  { key: 'isAlias', label: 'Alias or role address', yes: 'pending', no: 'ok' },
-  { key: 'isPlusAddressed', label: 'Plus-addressed (+tag)', yes: 'pending', no: '' },
-  { key: 'isPersonalEmail', label: 'Free personal mailbox', yes: '', no: '' },
+const FLAGS: Array<{ key: keyof VerifyResult; yes: string; no: string }> = [
+  { key: 'domainExists', yes: 'ok', no: 'failed' },
+  { key: 'hasMxRecords', yes: 'ok', no: 'failed' },
+  { key: 'hasWebsite', yes: 'ok', no: 'pending' },
+  { key: 'isDisposable', yes: 'failed', no: 'ok' },
+  { key: 'isTypo', yes: 'failed', no: 'ok' },
+  { key: 'isAlias', yes: 'pending', no: 'ok' },
+  { key: 'isPlusAddressed', yes: 'pending', no: '' },
+  { key: 'isPersonalEmail', yes: '', no: '' },
 ]
 
 export function ToolsPage({ project }: { project: Project }) {
   return (
     <div>
-      <PageHead title="Tools" />
+      <PageHead title={t('nav.tools')} />
       <VerifyTool project={project} />
       <SendTest project={project} />
     </div>
@@ -44,22 +45,22 @@ function VerifyTool({ project }: { project: Project }) {
   const r = verify.data
   return (
     <section className="card" aria-labelledby="verify-title">
-      <h2 id="verify-title">Verify an address</h2>
-      <p className="small muted">Checks the syntax, the domain's DNS and known lists (<code>POST /v1/verify</code>). No mail is sent.</p>
+      <h2 id="verify-title">{t('tools.verifyTitle')}</h2>
+      <p className="small muted">{t('tools.verifyText1')}<code>POST /v1/verify</code>{t('tools.verifyText2')}</p>
       <form onSubmit={submit} noValidate>
         <ErrorBox error={verify.error} shown={['email']} />
         <div className="row">
-          <Field label="Email to verify" type="email" value={email} onChange={(e) => setEmail(e.target.value)} placeholder="someone@example.com" error={fieldError(verify.error, 'email')} />
-          <button type="submit" disabled={verify.isPending}>{verify.isPending ? 'Verifying…' : 'Verify'}</button>
+          <Field label={t('tools.emailToVerify')} type="email" value={email} onChange={(e) => setEmail(e.target.value)} placeholder="someone@example.com" error={fieldError(verify.error, 'email')} />
+          <button type="submit" disabled={verify.isPending}>{verify.isPending ? t('tools.verifying') : t('tools.verify')}</button>
         </div>
       </form>
-      {verify.isPending && <Loading label="Looking the domain up…" />}
+      {verify.isPending && <Loading label={t('tools.lookingUp')} />}
       {r && (
         <div aria-live="polite" className="stack" style={{ marginTop: '1rem' }}>
           <div className={`alert ${r.valid ? 'ok' : 'error'}`} role="status">
-            <strong>{r.email}</strong>: {r.valid ? 'looks deliverable' : 'not deliverable'}
+            <strong>{r.email}</strong>: {r.valid ? t('tools.deliverable') : t('tools.notDeliverable')}
             {r.suggestedEmail && (
-              <> · did you mean <button type="button" className="link" onClick={() => { setEmail(r.suggestedEmail ?? ''); verify.mutate(r.suggestedEmail ?? '') }}>{r.suggestedEmail}</button>?</>
+              <>{t('tools.didYouMean')}<button type="button" className="link" onClick={() => { setEmail(r.suggestedEmail ?? ''); verify.mutate(r.suggestedEmail ?? '') }}>{r.suggestedEmail}</button>?</>
             )}
           </div>
           <dl className="result">
@@ -67,13 +68,13 @@ function VerifyTool({ project }: { project: Project }) {
               const v = r[f.key] === true
               return (
                 <div key={f.key}>
-                  <dt>{f.label}</dt>
-                  <dd><Badge status={v ? f.yes : f.no}>{v ? 'Yes' : 'No'}</Badge></dd>
+                  <dt>{t(`tools.flag.${f.key}` as MessageKey)}</dt>
+                  <dd><Badge status={v ? f.yes : f.no}>{v ? t('tools.yes') : t('tools.no')}</Badge></dd>
                 </div>
               )
             })}
           </dl>
-          <h3>Reasons</h3>
+          <h3>{t('tools.reasons')}</h3>
           <ul>{r.reasons.map((x) => <li key={x}>{x}</li>)}</ul>
         </div>
       )}
@@ -102,12 +103,12 @@ function SendTest({ project }: { project: Project }) {
   const result = send.data?.data.emails[0]
   return (
     <section className="card" aria-labelledby="send-title">
-      <h2 id="send-title">Send a test email</h2>
-      <p className="small muted">Sends one transactional email with <code>POST /v1/send</code>, as your code would. It is delivered for real and appears in <Link href="/activity">Activity</Link>.</p>
+      <h2 id="send-title">{t('tools.sendTitle')}</h2>
+      <p className="small muted">{t('tools.sendText1')}<code>POST /v1/send</code>{t('tools.sendText2')}<Link href="/activity">{t('nav.activity')}</Link>.</p>
       {domains.isPending && <Loading />}
       <ErrorBox error={domains.error} />
       {domains.data && verified.length === 0 && (
-        <Empty title="No verified sending domain">Mail can only be sent from a verified domain. <Link href="/domains">Add and verify one</Link>, then come back.</Empty>
+        <Empty title={t('tools.noDomain')}>{t('tools.noDomainText1')}<Link href="/domains">{t('tools.noDomainLink')}</Link>{t('tools.noDomainText2')}</Empty>
       )}
       {verified.length > 0 && (
         <form onSubmit={submit} noValidate>
@@ -115,28 +116,28 @@ function SendTest({ project }: { project: Project }) {
           {result && (
             <div className="alert ok" role="status">
               {result.email
-                ? <>Queued for {result.contact.email}. <Link href={`/emails/${result.email}`}>Follow its delivery</Link></>
-                : <>Not sent: {result.contact.email} is suppressed ({result.reason}). See <Link href="/suppressions">Suppressions</Link>.</>}
+                ? <>{t('tools.queued', { email: result.contact.email })}<Link href={`/emails/${result.email}`}>{t('tools.follow')}</Link></>
+                : <>{t('tools.suppressed', { email: result.contact.email, reason: result.reason ?? '' })}<Link href="/suppressions">{t('nav.suppressions')}</Link>.</>}
             </div>
           )}
           <div className="row" style={{ alignItems: 'flex-start', marginBottom: '.85rem' }}>
-            <Field label="From name (optional)" name="fromName" placeholder="Acme" />
-            <Field label="From address" name="local" defaultValue="hello" required error={fromErr} hint="The part before the @" />
-            <div className="field"><span><label htmlFor={`${id}-domain`}>Sending domain</label></span>
+            <Field label={t('tools.fromName')} name="fromName" placeholder="Acme" />
+            <Field label={t('tools.fromAddress')} name="local" defaultValue="hello" required error={fromErr} hint={t('tools.fromHint')} />
+            <div className="field"><span><label htmlFor={`${id}-domain`}>{t('tools.sendingDomain')}</label></span>
               <select id={`${id}-domain`} name="domain" defaultValue={verified[0].domain} aria-invalid={fromErr ? true : undefined}>
                 {verified.map((d) => <option key={d.id} value={d.domain}>@{d.domain}</option>)}
               </select>
             </div>
           </div>
-          <Field label="To" name="to" type="email" required placeholder="you@example.com" error={fieldError(err, 'to')} />
-          <Field label="Subject" name="subject" required defaultValue="A test from mailctl" error={fieldError(err, 'subject')} />
+          <Field label={t('tools.to')} name="to" type="email" required placeholder="you@example.com" error={fieldError(err, 'to')} />
+          <Field label={t('tools.subject')} name="subject" required defaultValue={t('tools.subjectDefault')} error={fieldError(err, 'subject')} />
           <div className="field">
-            <span><label htmlFor={`${id}-body`}>Body (HTML)</label></span>
-            <textarea id={`${id}-body`} name="body" rows={6} defaultValue={'<p>Hello,</p>\n<p>This is a test sent from the mailctl dashboard.</p>'}
+            <span><label htmlFor={`${id}-body`}>{t('tools.body')}</label></span>
+            <textarea id={`${id}-body`} name="body" rows={6} defaultValue={`<p>${t('tools.bodyDefault')}</p>\n<p>${t('tools.bodyDefault2')}</p>`}
               aria-invalid={bodyErr ? true : undefined} aria-describedby={bodyErr ? `${id}-body-err` : undefined} />
             {bodyErr && <span id={`${id}-body-err`} className="err">{bodyErr}</span>}
           </div>
-          <button type="submit" disabled={send.isPending}>{send.isPending ? 'Sending…' : 'Send test'}</button>
+          <button type="submit" disabled={send.isPending}>{send.isPending ? t('tools.sending') : t('tools.send')}</button>
         </form>
       )}
     </section>
