@@ -2,7 +2,7 @@ import { useQueryClient } from '@tanstack/react-query'
 import { type ReactNode, useEffect, useId, useRef, useState } from 'react'
 import { ApiError } from '../api'
 import { formatDate as formatMoment } from '../format'
-import { t } from '../i18n'
+import { type MessageKey, t } from '../i18n'
 
 /** A labelled input; `error` (from the API's field errors) highlights it and is read out with it. */
 export function Field(props: { label: string; hint?: string; error?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
@@ -131,8 +131,9 @@ export function ConfirmButton({ label, confirm, onConfirm, busy }: { label: stri
   )
 }
 
+/** A status as a badge; without children, its word in the language in effect (an unknown status shows itself). */
 export function Badge({ status, children }: { status: string; children?: ReactNode }) {
-  return <span className={`badge ${status}`}>{children ?? status}</span>
+  return <span className={`badge ${status}`}>{children ?? t(`status.${status}` as MessageKey)}</span>
 }
 
 /** A moment in the viewer's locale (web/format.ts, the one date format of the dashboard). */

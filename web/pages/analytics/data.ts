@@ -4,12 +4,12 @@
  */
 import { get } from '../../api'
 import { formatNumber, formatPercentFixed } from '../../format'
+import { t } from '../../i18n'
 
 export const METRICS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const
 export type Metric = (typeof METRICS)[number]
-export const METRIC_LABEL: Record<Metric, string> = {
-  sent: 'Sent', delivered: 'Delivered', opened: 'Opened', clicked: 'Clicked', bounced: 'Bounced', complained: 'Complained',
-}
+/** A metric's name in the language in effect. */
+export const metricLabel = (m: Metric) => t(`metric.${m}`)
 /** Colours of the chart lines (distinguishable, and each readable on white). */
 export const METRIC_COLOR: Record<Metric, string> = {
   sent: '#2952cc', delivered: '#067647', opened: '#7839ee', clicked: '#c4320a', bounced: '#b42318', complained: '#93370d',
@@ -33,12 +33,8 @@ export interface SecurityState {
 
 export const CATEGORIES = ['transactional', 'campaigns', 'workflows', 'inbound'] as const
 export type Category = (typeof CATEGORIES)[number]
-export const CATEGORY_LABEL: Record<Category, { title: string; hint: string }> = {
-  transactional: { title: 'Transactional', hint: 'POST /v1/send and the SMTP relay' },
-  campaigns: { title: 'Campaigns', hint: 'campaign mail and its test sends' },
-  workflows: { title: 'Workflows', hint: 'mail sent by workflow steps' },
-  inbound: { title: 'Inbound', hint: 'messages received on the project’s domains' },
-}
+/** A category's name and what it counts, in the language in effect. */
+export const categoryLabel = (c: Category) => ({ title: t(`category.${c}`), hint: t(`category.${c}.hint`) })
 export type Limits = Record<Category, number | null>
 export interface Consumption extends Record<Category, number> { periodStart: string; periodEnd: string; limits: Limits }
 

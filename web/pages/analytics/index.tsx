@@ -4,8 +4,9 @@ import { Link } from 'wouter'
 import { get, type Project } from '../../api'
 import { type Series, TimeChart } from '../../components/chart'
 import { Empty, ErrorBox, Loading, PageHead } from '../../components/ui'
-import { browserZone, type Counts, METRIC_COLOR, METRIC_LABEL, METRICS, type Metric, num, pct, type Timeseries, timeseriesQuery, type TopCampaigns, type TopEvents } from './data'
+import { browserZone, type Counts, METRIC_COLOR, METRICS, metricLabel, type Metric, num, pct, type Timeseries, timeseriesQuery, type TopCampaigns, type TopEvents } from './data'
 import { formatDate, formatDay } from '../../format'
+import { t } from '../../i18n'
 
 export { SecurityPage } from './security'
 export { UsagePage } from './usage'
@@ -16,10 +17,7 @@ interface Range { preset: Preset; interval: 'hour' | 'day'; from: string; to?: s
 
 const DAY = 86_400_000
 const RANK = ['sent', 'delivered', 'opened', 'uniqueOpened', 'clicked', 'uniqueClicked', 'bounced', 'complained', 'unsubscribed'] as const
-const RANK_LABEL: Record<(typeof RANK)[number], string> = {
-  sent: 'Sent', delivered: 'Delivered', opened: 'Opens', uniqueOpened: 'Unique opens', clicked: 'Clicks', uniqueClicked: 'Unique clicks',
-  bounced: 'Bounces', complained: 'Complaints', unsubscribed: 'Unsubscribes',
-}
+const rankLabel = (m: (typeof RANK)[number]) => t(`rank.${m}`)
 
 /** Local midnight `daysAgo` days before today, as an instant. */
 function localMidnight(daysAgo: number, now = new Date()): Date {
@@ -66,8 +64,8 @@ export function AnalyticsPage({ project }: { project: Project }) {
     const f = new FormData(e.currentTarget)
     const from = parseDay(String(f.get('from') ?? ''))
     const to = parseDay(String(f.get('to') ?? ''))
-    if (!from || !to) return setCustomError('Choose both the first and the last day.')
-    if (to < from) return setCustomError('The last day must not be before the first day.')
+    if (!from || !to) return setCustomError(t('an.bothDays'))
+    if (to < from) return setCustomError(t('an.order'))
     setCustomError('')
     const end = new Date(to.getFullYear(), to.getMonth(), to.getDate() + 1)
     setRange({ preset: 'custom', interval: range.interval, from: from.toISOString(), to: end.toISOString() })
@@ -77,48 +75,48 @@ export function AnalyticsPage({ project }: { project: Project }) {
   const empty = d && METRICS.every((m) => d.totals[m] === 0)
   return (
     <div>
-      <PageHead title="Analytics" />
+      <PageHead title={t('nav.analytics')} />
       <div className="card">
         <div className="row">
-          <div className="field"><span><label htmlFor="an-range">Range</label></span>
+          <div className="field"><span><label htmlFor="an-range">{t('an.range')}</label></span>
             <select id="an-range" value={range.preset} onChange={(e) => choosePreset(e.target.value as Preset)}>
-              <option value="24h">Last 24 hours</option>
-              <option value="7d">Last 7 days</option>
-              <option value="30d">Last 30 days</option>
-              <option value="custom">Custom range…</option>
+              <option value="24h">{t('an.last24h')}</option>
+              <option value="7d">{t('an.last7d')}</option>
+              <option value="30d">{t('an.last30d')}</option>
+              <option value="custom">{t('an.custom')}</option>
             </select>
           </div>
-          <div className="field"><span><label htmlFor="an-interval">Group by</label></span>
+          <div className="field"><span><label htmlFor="an-interval">{t('an.groupBy')}</label></span>
             <select id="an-interval" value={range.interval} onChange={(e) => chooseInterval(e.target.value as 'hour' | 'day')}>
-              <option value="hour">Hour</option>
-              <option value="day">Day</option>
+              <option value="hour">{t('an.hour')}</option>
+              <option value="day">{t('an.day')}</option>
             </select>
           </div>
-          <button type="button" className="secondary" onClick={() => void series.refetch()} disabled={series.isFetching}>{series.isFetching ? 'Loading…' : 'Refresh'}</button>
+          <button type="button" className="secondary" onClick={() => void series.refetch()} disabled={series.isFetching}>{series.isFetching ? t('ui.loading') : t('an.refresh')}</button>
         </div>
         {range.preset === 'custom' && (
           <form className="row" onSubmit={applyCustom} noValidate style={{ marginTop: '.75rem' }}>
-            <div className="field"><span><label htmlFor="an-from">First day</label></span>
+            <div className="field"><span><label htmlFor="an-from">{t('an.firstDay')}</label></span>
               <input id="an-from" name="from" type="date" defaultValue={dayInput(new Date(range.from))} aria-invalid={customError ? true : undefined} aria-describedby={customError ? 'an-custom-err' : undefined} />
             </div>
-            <div className="field"><span><label htmlFor="an-to">Last day</label></span>
+            <div className="field"><span><label htmlFor="an-to">{t('an.lastDay')}</label></span>
               <input id="an-to" name="to" type="date" defaultValue={dayInput(range.to ? new Date(new Date(range.to).getTime() - 1) : new Date())} aria-invalid={customError ? true : undefined} aria-describedby={customError ? 'an-custom-err' : undefined} />
             </div>
-            <button type="submit">Show</button>
+            <button type="submit">{t('an.show')}</button>
             {customError && <span id="an-custom-err" className="err small" role="alert">{customError}</span>}
           </form>
         )}
-        <p className="small muted" style={{ marginBottom: 0 }}>Times in your time zone, {zone}. Grouping by hour covers at most 31 days; by day, 400.</p>
+        <p className="small muted" style={{ marginBottom: 0 }}>{t('an.zone', { zone })}</p>
       </div>
       {series.isPending && <Loading />}
       <ErrorBox error={series.error} />
       {d && empty && (
         <div className="card">
-          <Empty title="No mail in this range">
-            <p>Nothing was sent, delivered, opened, clicked, bounced or complained {d.interval === 'day'
-              ? `from ${formatDay(d.from)} to ${formatDay(Date.parse(d.to) - 1)}`
-              : `between ${formatDate(d.from)} and ${formatDate(d.to)}`}.</p>
-            <p>Send with <code>POST /v1/send</code>, the SMTP relay or a campaign, or pick a longer range. New mail shows up here within a minute.</p>
+          <Empty title={t('an.noMail')}>
+            <p>{d.interval === 'day'
+              ? t('an.noMailDays', { from: formatDay(d.from), to: formatDay(Date.parse(d.to) - 1) })
+              : t('an.noMailHours', { from: formatDate(d.from), to: formatDate(d.to) })}</p>
+            <p>{t('an.sendWith1')}<code>POST /v1/send</code>{t('an.sendWith2')}</p>
           </Empty>
         </div>
       )}
@@ -130,56 +128,52 @@ export function AnalyticsPage({ project }: { project: Project }) {
 
 function Totals({ totals }: { totals: Counts }) {
   const rate = (m: Metric) => {
-    if (m === 'delivered') return totals.sent ? `${pct(totals.delivered / totals.sent)} of sent` : ''
-    if (m === 'opened') return totals.delivered ? `${pct(totals.uniqueOpened / totals.delivered)} unique` : ''
-    if (m === 'clicked') return totals.delivered ? `${pct(totals.uniqueClicked / totals.delivered)} unique` : ''
-    if (m === 'bounced' || m === 'complained') return totals.sent ? `${pct(totals[m] / totals.sent)} of sent` : ''
+    if (m === 'delivered') return totals.sent ? t('an.ofSent', { pct: pct(totals.delivered / totals.sent) }) : ''
+    if (m === 'opened') return totals.delivered ? t('an.unique', { pct: pct(totals.uniqueOpened / totals.delivered) }) : ''
+    if (m === 'clicked') return totals.delivered ? t('an.unique', { pct: pct(totals.uniqueClicked / totals.delivered) }) : ''
+    if (m === 'bounced' || m === 'complained') return totals.sent ? t('an.ofSent', { pct: pct(totals[m] / totals.sent) }) : ''
     return ''
   }
   return (
     <dl className="tiles">
-      {METRICS.map((m) => <div key={m}><dt>{METRIC_LABEL[m]}</dt><dd><span className="n">{num(totals[m])}</span>{rate(m) && <small>{rate(m)}</small>}</dd></div>)}
+      {METRICS.map((m) => <div key={m}><dt>{metricLabel(m)}</dt><dd><span className="n">{num(totals[m])}</span>{rate(m) && <small>{rate(m)}</small>}</dd></div>)}
     </dl>
   )
 }
 
-const GROUPS: Array<{ title: string; metrics: Metric[]; empty: string }> = [
-  { title: 'Sent and delivered', metrics: ['sent', 'delivered'], empty: 'Nothing sent in this range.' },
-  { title: 'Opens and clicks', metrics: ['opened', 'clicked'], empty: 'No opens or clicks in this range (tracking may be off for this project).' },
-  { title: 'Bounces and complaints', metrics: ['bounced', 'complained'], empty: 'No bounces or complaints in this range.' },
-]
+const GROUPS: Array<{ metrics: [Metric, Metric] }> = [{ metrics: ['sent', 'delivered'] }, { metrics: ['opened', 'clicked'] }, { metrics: ['bounced', 'complained'] }]
 
 function Charts({ data }: { data: Timeseries }) {
   const x = useMemo(() => data.data.map((b) => Date.parse(b.start) / 1000), [data])
   const groups = useMemo(() => GROUPS.map((g) => ({
-    ...g,
-    series: g.metrics.map((m): Series => ({ label: METRIC_LABEL[m], color: METRIC_COLOR[m], values: data.data.map((b) => b[m]) })),
+    title: t(`an.group.${g.metrics[0]}` as 'an.group.sent'), empty: t(`an.group.${g.metrics[0]}.empty` as 'an.group.sent.empty'),
+    series: g.metrics.map((m): Series => ({ label: metricLabel(m), color: METRIC_COLOR[m], values: data.data.map((b) => b[m]) })),
   })), [data])
-  const unit = data.interval === 'hour' ? 'hour' : 'day'
+  const hourly = data.interval === 'hour'
   return (
     <>
       <div className="card">
-        <h2>Totals</h2>
+        <h2>{t('an.totals')}</h2>
         <Totals totals={data.totals} />
       </div>
       <div className="grid2">
         {groups.map((g, i) => (
           <section key={g.title} className="card" aria-labelledby={`an-chart-${i}`} style={i === 2 ? { gridColumn: '1 / -1' } : undefined}>
-            <h2 id={`an-chart-${i}`}>{g.title} per {unit}</h2>
-            <TimeChart x={x} series={g.series} interval={data.interval} counts label={`${g.title} per ${unit}, ${data.data.length} ${unit}s; the figures are in the table below`} height={220} empty={g.empty} />
+            <h2 id={`an-chart-${i}`}>{t(hourly ? 'an.perHour' : 'an.perDay', { title: g.title })}</h2>
+            <TimeChart x={x} series={g.series} interval={data.interval} counts label={t(hourly ? 'an.chartLabelHour' : 'an.chartLabelDay', { title: g.title, count: data.data.length })} height={220} empty={g.empty} />
           </section>
         ))}
       </div>
       <div className="card">
         <details className="figures">
-          <summary>The figures per {unit}, as a table</summary>
+          <summary>{t(hourly ? 'an.tableHour' : 'an.tableDay')}</summary>
           <div className="table-wrap"><table className="rows">
-            <caption className="skip">Mail per {unit} in {data.timezone}</caption>
-            <thead><tr><th scope="col">{unit === 'hour' ? 'Hour' : 'Day'}</th>{METRICS.map((m) => <th key={m} scope="col">{METRIC_LABEL[m]}</th>)}</tr></thead>
+            <caption className="skip">{t(hourly ? 'an.captionHour' : 'an.captionDay', { zone: data.timezone })}</caption>
+            <thead><tr><th scope="col">{hourly ? t('an.hour') : t('an.day')}</th>{METRICS.map((m) => <th key={m} scope="col">{metricLabel(m)}</th>)}</tr></thead>
             <tbody>{data.data.map((b) => (
               <tr key={b.start}><th scope="row">{b.label}</th>{METRICS.map((m) => <td key={m}>{num(b[m])}</td>)}</tr>
             ))}</tbody>
-            <tfoot><tr><th scope="row">Total</th>{METRICS.map((m) => <td key={m}><strong>{num(data.totals[m])}</strong></td>)}</tr></tfoot>
+            <tfoot><tr><th scope="row">{t('an.total')}</th>{METRICS.map((m) => <td key={m}><strong>{num(data.totals[m])}</strong></td>)}</tr></tfoot>
           </table></div>
         </details>
       </div>
@@ -198,22 +192,22 @@ function TopCampaignsCard({ project, from, to }: { project: Project; from: strin
   return (
     <section className="card" aria-labelledby="an-top-campaigns">
       <div className="head" style={{ marginBottom: '.5rem' }}>
-        <h2 id="an-top-campaigns" style={{ margin: 0 }}>Top campaigns</h2>
-        <div className="field" style={{ marginBottom: 0 }}><span><label htmlFor="an-rank">Ranked by</label></span>
+        <h2 id="an-top-campaigns" style={{ margin: 0 }}>{t('an.topCampaigns')}</h2>
+        <div className="field" style={{ marginBottom: 0 }}><span><label htmlFor="an-rank">{t('an.rankedBy')}</label></span>
           <select id="an-rank" value={metric} onChange={(e) => setMetric(e.target.value as (typeof RANK)[number])}>
-            {RANK.map((m) => <option key={m} value={m}>{RANK_LABEL[m]}</option>)}
+            {RANK.map((m) => <option key={m} value={m}>{rankLabel(m)}</option>)}
           </select>
         </div>
       </div>
       {top.isPending && <Loading />}
       <ErrorBox error={top.error} />
-      {top.data?.data.length === 0 && <Empty title="No campaign in this range">{metric === 'sent' ? 'Campaigns sent in this range are ranked here.' : `No campaign has any ${RANK_LABEL[metric].toLowerCase()} in this range.`}</Empty>}
+      {top.data?.data.length === 0 && <Empty title={t('an.noCampaign')}>{metric === 'sent' ? t('an.noCampaignSent') : t('an.noCampaignMetric', { metric: rankLabel(metric) })}</Empty>}
       {top.data && top.data.data.length > 0 && (
         <div className="table-wrap"><table>
-          <thead><tr><th scope="col">Campaign</th><th scope="col">{RANK_LABEL[metric]}</th></tr></thead>
+          <thead><tr><th scope="col">{t('an.campaign')}</th><th scope="col">{rankLabel(metric)}</th></tr></thead>
           <tbody>{top.data.data.map((c) => (
             <tr key={c.campaignId}>
-              <td>{c.name ?? <span className="muted">(deleted campaign)</span>}{c.status && <span className="small muted"> · {c.status.toLowerCase()}</span>}</td>
+              <td>{c.name ?? <span className="muted">{t('an.deletedCampaign')}</span>}{c.status && <span className="small muted"> · {c.status.toLowerCase()}</span>}</td>
               <td>{num(c.value)}</td>
             </tr>
           ))}</tbody>
@@ -232,17 +226,17 @@ function TopEventsCard({ project, from, to }: { project: Project; from: string; 
   })
   return (
     <section className="card" aria-labelledby="an-top-events">
-      <h2 id="an-top-events">Top events</h2>
+      <h2 id="an-top-events">{t('an.topEvents')}</h2>
       {top.isPending && <Loading />}
       <ErrorBox error={top.error} />
-      {top.data?.data.length === 0 && <Empty title="No events in this range">Track events with <code>POST /v1/track</code>; contact changes are counted too.</Empty>}
+      {top.data?.data.length === 0 && <Empty title={t('an.noEvents')}>{t('an.noEventsText1')}<code>POST /v1/track</code>{t('an.noEventsText2')}</Empty>}
       {top.data && top.data.data.length > 0 && (
         <div className="table-wrap"><table>
-          <thead><tr><th scope="col">Event</th><th scope="col">Count</th></tr></thead>
+          <thead><tr><th scope="col">{t('an.event')}</th><th scope="col">{t('an.count')}</th></tr></thead>
           <tbody>{top.data.data.map((e) => <tr key={e.name}><td><code>{e.name}</code></td><td>{num(e.count)}</td></tr>)}</tbody>
         </table></div>
       )}
-      <p className="small muted" style={{ marginBottom: 0 }}>See <Link href="/security">security</Link> for the bounce and complaint rates of the last 7 days.</p>
+      <p className="small muted" style={{ marginBottom: 0 }}>{t('an.seeSecurity1')}<Link href="/security">{t('an.seeSecurityLink')}</Link>{t('an.seeSecurity2')}</p>
     </section>
   )
 }

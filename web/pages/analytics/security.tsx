@@ -3,20 +3,21 @@ import { post, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, formatDate, Loading, PageHead } from '../../components/ui'
 import { Meter } from './meter'
 import { num, pct, type SecurityState, securityQuery } from './data'
+import { t } from '../../i18n'
 
-const STATUS: Record<SecurityState['status'], string> = { ok: 'Good standing', warning: 'Warning', suspended: 'Suspended' }
+const statusLabel = (s: SecurityState['status']) => t(`sec.status.${s}`)
 
 /** One rate against its warning and suspension thresholds. */
-function RateMeter({ name, count, rate, warning, suspend, sent }: { name: string; count: number; rate: number; warning: number; suspend: number; sent: number }) {
+function RateMeter({ id, name, count, rate, warning, suspend, sent }: { id: string; name: string; count: number; rate: number; warning: number; suspend: number; sent: number }) {
   const tone = rate >= suspend ? 'danger' : rate >= warning ? 'warn' : 'ok'
   const max = Math.max(suspend * 1.5, rate * 1.1)
-  const text = `${pct(rate)} (${num(count)} of ${num(sent)} sent); warning at ${pct(warning)}, suspension at ${pct(suspend)}`
+  const text = t('sec.rateText', { rate: pct(rate), count: num(count), sent: num(sent), warning: pct(warning), suspend: pct(suspend) })
   return (
     <div className="rate">
-      <h3 style={{ margin: '0 0 .2rem', fontSize: '1rem' }}>{name} rate: <span data-testid={`${name.toLowerCase()}-rate`}>{pct(rate)}</span></h3>
-      <p className="small muted" style={{ margin: 0 }}>{num(count)} of {num(sent)} sent · warning at {pct(warning)} · suspension at {pct(suspend)}</p>
-      <Meter label={`${name} rate`} value={rate} max={max} valueText={text} tone={tone}
-        marks={[{ at: warning, label: `warning ${pct(warning)}`, tone: 'warn' }, { at: suspend, label: `suspension ${pct(suspend)}`, tone: 'danger' }]} />
+      <h3 style={{ margin: '0 0 .2rem', fontSize: '1rem' }}>{t('sec.rateTitle', { name })}<span data-testid={`${id}-rate`}>{pct(rate)}</span></h3>
+      <p className="small muted" style={{ margin: 0 }}>{t('sec.rateLine', { count: num(count), sent: num(sent), warning: pct(warning), suspend: pct(suspend) })}</p>
+      <Meter label={t('sec.rate', { name })} value={rate} max={max} valueText={text} tone={tone}
+        marks={[{ at: warning, label: t('sec.markWarning', { pct: pct(warning) }), tone: 'warn' }, { at: suspend, label: t('sec.markSuspend', { pct: pct(suspend) }), tone: 'danger' }]} />
     </div>
   )
 }
@@ -32,52 +33,52 @@ export function SecurityPage({ project }: { project: Project }) {
     mutationFn: () => post<SecurityState>(`/users/@me/projects/${project.id}/enable`),
     onSuccess: async (s) => { qc.setQueryData(['security', project.id], s); await qc.invalidateQueries({ queryKey: ['projects'] }) },
   })
-  if (state.isPending) return <><PageHead title="Security" /><Loading /></>
-  if (state.error) return <><PageHead title="Security" /><ErrorBox error={state.error} /></>
+  if (state.isPending) return <><PageHead title={t('nav.security')} /><Loading /></>
+  if (state.error) return <><PageHead title={t('nav.security')} /><ErrorBox error={state.error} /></>
   const s = state.data
-  const t = s.thresholds
-  const enforced = s.sent >= t.minimumSent
+  const th = s.thresholds
+  const enforced = s.sent >= th.minimumSent
   return (
     <div>
-      <PageHead title="Security"><Badge status={s.status}>{STATUS[s.status]}</Badge></PageHead>
+      <PageHead title={t('nav.security')}><Badge status={s.status}>{statusLabel(s.status)}</Badge></PageHead>
       {s.status === 'suspended' && (
         <div className="alert error" role="alert">
-          <p><strong>This project is suspended.</strong> Its sends are refused (403 PROJECT_DISABLED) until an owner lifts the suspension.</p>
+          <p><strong>{t('sec.suspended')}</strong>{t('sec.suspendedText')}</p>
           {project.role === 'OWNER' ? (
             <>
-              <p>Fix the cause first (clean the list of the addresses that bounce, stop mailing those who complain); the rates then count again from the lift.</p>
+              <p>{t('sec.fixFirst')}</p>
               <ErrorBox error={lift.error} />
-              <ConfirmButton label="Lift the suspension" confirm="Sends start again at once. Lift it?" onConfirm={() => lift.mutate()} busy={lift.isPending} />
+              <ConfirmButton label={t('sec.lift')} confirm={t('sec.liftConfirm')} onConfirm={() => lift.mutate()} busy={lift.isPending} />
             </>
-          ) : <p>Ask the project’s owner to lift it.</p>}
+          ) : <p>{t('sec.askOwner')}</p>}
         </div>
       )}
       {s.status === 'warning' && (
         <div className="alert warn" role="status">
-          <p><strong>Warning:</strong> the project is close to being suspended.</p>
+          <p><strong>{t('sec.warning')}</strong>{t('sec.close')}</p>
           <ul>{s.warnings.map((w) => <li key={w}>{w}</li>)}</ul>
-          <p style={{ marginBottom: 0 }}>Remove the addresses that bounce and those who complain from your lists before you send again.</p>
+          <p style={{ marginBottom: 0 }}>{t('sec.clean')}</p>
         </div>
       )}
       <div className="card">
-        <h2>Rates over the last {s.windowDays} days</h2>
-        <p className="small muted">Since {formatDate(s.windowStart)}: {num(s.sent)} emails sent. {enforced
-          ? `The thresholds apply (at least ${num(t.minimumSent)} emails sent).`
-          : `The thresholds apply once ${num(t.minimumSent)} emails are sent in the window; ${num(s.sent)} so far.`}</p>
+        <h2>{t('sec.window', { days: s.windowDays })}</h2>
+        <p className="small muted">{t('sec.since', { at: formatDate(s.windowStart), sent: num(s.sent) })}{enforced
+          ? t('sec.apply', { min: num(th.minimumSent) })
+          : t('sec.applyOnce', { min: num(th.minimumSent), sent: num(s.sent) })}</p>
         <div className="grid2" style={{ marginTop: '1rem' }}>
-          <RateMeter name="Bounce" count={s.bounced} rate={s.bounceRate} warning={t.bounceWarning} suspend={t.bounceSuspend} sent={s.sent} />
-          <RateMeter name="Complaint" count={s.complained} rate={s.complaintRate} warning={t.complaintWarning} suspend={t.complaintSuspend} sent={s.sent} />
+          <RateMeter id="bounce" name={t('sec.bounce')} count={s.bounced} rate={s.bounceRate} warning={th.bounceWarning} suspend={th.bounceSuspend} sent={s.sent} />
+          <RateMeter id="complaint" name={t('sec.complaint')} count={s.complained} rate={s.complaintRate} warning={th.complaintWarning} suspend={th.complaintSuspend} sent={s.sent} />
         </div>
       </div>
       <div className="card">
-        <h2>Suspensions</h2>
+        <h2>{t('sec.suspensions')}</h2>
         {s.suspensions.length === 0 ? (
-          <Empty title="Never suspended">A project is suspended automatically when a rate passes its suspension threshold.</Empty>
+          <Empty title={t('sec.never')}>{t('sec.neverText')}</Empty>
         ) : (
           <div className="table-wrap"><table>
-            <thead><tr><th scope="col">Suspended</th><th scope="col">Reason</th><th scope="col">Lifted</th></tr></thead>
+            <thead><tr><th scope="col">{t('sec.suspendedAt')}</th><th scope="col">{t('sec.reason')}</th><th scope="col">{t('sec.lifted')}</th></tr></thead>
             <tbody>{s.suspensions.map((x) => (
-              <tr key={x.at}><td>{formatDate(x.at)}</td><td>{x.reason}</td><td>{x.liftedAt ? formatDate(x.liftedAt) : <Badge status="suspended">Still suspended</Badge>}</td></tr>
+              <tr key={x.at}><td>{formatDate(x.at)}</td><td>{x.reason}</td><td>{x.liftedAt ? formatDate(x.liftedAt) : <Badge status="suspended">{t('sec.still')}</Badge>}</td></tr>
             ))}</tbody>
           </table></div>
         )}

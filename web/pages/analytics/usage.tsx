@@ -3,7 +3,8 @@ import { type FormEvent, useState } from 'react'
 import { call, canManage, get, type Project } from '../../api'
 import { ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
 import { Meter } from './meter'
-import { CATEGORIES, CATEGORY_LABEL, type Consumption, type Limits, num } from './data'
+import { CATEGORIES, categoryLabel, type Consumption, type Limits, num } from './data'
+import { t } from '../../i18n'
 import { formatDay, formatMonth } from '../../format'
 
 const monthOf = (iso: string) => formatMonth(iso)
@@ -34,17 +35,17 @@ export function UsagePage({ project }: { project: Project }) {
     }
     save.mutate(body)
   }
-  if (usage.isPending) return <><PageHead title="Usage" /><Loading /></>
-  if (usage.error) return <><PageHead title="Usage" /><ErrorBox error={usage.error} /></>
+  if (usage.isPending) return <><PageHead title={t('nav.usage')} /><Loading /></>
+  if (usage.error) return <><PageHead title={t('nav.usage')} /><ErrorBox error={usage.error} /></>
   const u = usage.data
   return (
     <div>
-      <PageHead title="Usage" />
+      <PageHead title={t('nav.usage')} />
       <div className="card">
-        <h2>This month: {monthOf(u.periodStart)}</h2>
-        <p className="small muted">Emails counted from {formatDay(u.periodStart, 'UTC')} to {formatDay(new Date(u.periodEnd).getTime() - 1, 'UTC')} (UTC). Over a cap, new mail of that category is refused with 429 BILLING_LIMIT_EXCEEDED until the next month or a higher cap.</p>
+        <h2>{t('usage.thisMonth', { month: monthOf(u.periodStart) })}</h2>
+        <p className="small muted">{t('usage.text', { from: formatDay(u.periodStart, 'UTC'), to: formatDay(new Date(u.periodEnd).getTime() - 1, 'UTC') })}</p>
         <div className="table-wrap"><table className="rows">
-          <thead><tr><th scope="col">Category</th><th scope="col">Used</th><th scope="col">Monthly cap</th><th scope="col" style={{ width: '40%' }}>Of the cap</th></tr></thead>
+          <thead><tr><th scope="col">{t('usage.category')}</th><th scope="col">{t('usage.used')}</th><th scope="col">{t('usage.cap')}</th><th scope="col" style={{ width: '40%' }}>{t('usage.ofCap')}</th></tr></thead>
           <tbody>{CATEGORIES.map((c) => {
             const cap = u.limits[c]
             const used = u[c]
@@ -52,13 +53,13 @@ export function UsagePage({ project }: { project: Project }) {
             const tone = cap === null ? 'ok' : share >= 1 ? 'danger' : share >= 0.8 ? 'warn' : 'ok'
             return (
               <tr key={c}>
-                <th scope="row">{CATEGORY_LABEL[c].title}<div className="small muted" style={{ textTransform: 'none', letterSpacing: 0, fontWeight: 400 }}>{CATEGORY_LABEL[c].hint}</div></th>
+                <th scope="row">{categoryLabel(c).title}<div className="small muted" style={{ textTransform: 'none', letterSpacing: 0, fontWeight: 400 }}>{categoryLabel(c).hint}</div></th>
                 <td data-testid={`used-${c}`}>{num(used)}</td>
-                <td data-testid={`cap-${c}`}>{cap === null ? 'No cap' : num(cap)}</td>
-                <td>{cap === null ? <span className="small muted">Unlimited</span> : (
+                <td data-testid={`cap-${c}`}>{cap === null ? t('usage.noCap') : num(cap)}</td>
+                <td>{cap === null ? <span className="small muted">{t('usage.unlimited')}</span> : (
                   <>
-                    <Meter label={`${CATEGORY_LABEL[c].title} usage`} value={cap === 0 ? 1 : used} max={cap === 0 ? 1 : cap} valueText={`${num(used)} of ${num(cap)} emails`} tone={tone} />
-                    <span className="small muted">{cap === 0 ? 'Blocked: the cap is 0' : `${Math.round(share * 100)}% · ${num(Math.max(0, cap - used))} left`}</span>
+                    <Meter label={t('usage.meter', { category: categoryLabel(c).title })} value={cap === 0 ? 1 : used} max={cap === 0 ? 1 : cap} valueText={t('usage.meterText', { used: num(used), cap: num(cap) })} tone={tone} />
+                    <span className="small muted">{cap === 0 ? t('usage.blocked') : t('usage.left', { pct: num(Math.round(share * 100)), left: num(Math.max(0, cap - used)) })}</span>
                   </>
                 )}</td>
               </tr>
@@ -68,20 +69,20 @@ export function UsagePage({ project }: { project: Project }) {
       </div>
       {manage ? (
         <form key={formKey} className="card" onSubmit={submit} noValidate>
-          <h2>Monthly caps</h2>
-          <p className="small muted">Emails per calendar month (UTC) for each category. Leave a field blank for no cap; 0 stops that category.</p>
+          <h2>{t('usage.caps')}</h2>
+          <p className="small muted">{t('usage.capsText')}</p>
           <ErrorBox error={save.error} shown={[...CATEGORIES]} />
-          {save.isSuccess && <div className="alert ok" role="status">Caps saved.</div>}
+          {save.isSuccess && <div className="alert ok" role="status">{t('usage.saved')}</div>}
           <div className="row">
             {CATEGORIES.map((c) => (
-              <Field key={c} label={`${CATEGORY_LABEL[c].title} cap`} name={c} type="number" inputMode="numeric" min={0} step={1}
-                defaultValue={u.limits[c] ?? ''} placeholder="No cap" error={fieldError(save.error, c)} />
+              <Field key={c} label={t('usage.capOf', { category: categoryLabel(c).title })} name={c} type="number" inputMode="numeric" min={0} step={1}
+                defaultValue={u.limits[c] ?? ''} placeholder={t('usage.noCap')} error={fieldError(save.error, c)} />
             ))}
           </div>
-          <button type="submit" style={{ marginTop: '.85rem' }} disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save caps'}</button>
+          <button type="submit" style={{ marginTop: '.85rem' }} disabled={save.isPending}>{save.isPending ? t('ui.saving') : t('usage.save')}</button>
         </form>
       ) : (
-        <div className="card"><p style={{ margin: 0 }}>Your role ({project.role}) can see the caps but not change them. Ask an owner or admin of this project.</p></div>
+        <div className="card"><p style={{ margin: 0 }}>{t('usage.readOnly', { role: t(`role.${project.role}`) })}</p></div>
       )}
     </div>
   )
