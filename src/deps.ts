@@ -1,4 +1,5 @@
 import type Redis from 'ioredis'
+import type { Clock } from './clock'
 import type { Config } from './config'
 import type { Store } from './db/client'
 import type { Logger } from './log'
@@ -23,8 +24,11 @@ export interface Deps {
    * fetch when absent. Tests inject one that never leaves the machine.
    */
   fetch?: FetchLike
-  /** The clock of the workflow engine (DELAY due times, waits, step records) and of campaign waves and A/B waits; real time when absent. Tests move it. */
-  clock?: () => Date
+  /**
+   * The one clock of everything whose behaviour depends on the time (src/clock.ts): the system clock in
+   * the process, a clock the test moves in tests.
+   */
+  clock: Clock
 }
 
 export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>
@@ -44,9 +48,10 @@ export interface Ctx {
   store: Store
   projectId: string
   actor: Actor
+  /** `deps.clock` when the call began: the time of the call's writes. A long call reads `deps.clock` again. */
   now: Date
 }
 
 export function ctxFor(deps: Deps, projectId: string, actor: Actor): Ctx {
-  return { deps, store: deps.store, projectId, actor, now: new Date() }
+  return { deps, store: deps.store, projectId, actor, now: deps.clock.date() }
 }

@@ -1,3 +1,4 @@
+import { systemClock } from './clock'
 import { join } from 'node:path'
 import type Redis from 'ioredis'
 import { ConfigError, redactUrl, type Config } from './config'
@@ -188,10 +189,12 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       config,
       store,
       log,
-      limiter: redis ? redisLimiter(redis, { log }) : memoryLimiter(),
+      limiter: redis ? redisLimiter(redis, { log }) : memoryLimiter(systemClock),
       mail: config.outbound === 'capture' ? capture : pipelineMailOut(() => deps, capture),
       redis,
       secret: jwtSecret(config),
+      // Every decision that depends on the time reads this one clock (src/clock.ts).
+      clock: systemClock,
     })
     return deps
   } catch (err) {

@@ -106,7 +106,7 @@ async function dashboardAuth(deps: Deps, request: Request, token: string, header
   if (project.disabled && !safe) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
   const limited = rateLimit(deps, project.id, headers)
   if (limited) await limited
-  const ctx: Ctx = { deps, store: deps.store, projectId: project.id, actor: { kind: 'user', userId }, now: new Date() }
+  const ctx: Ctx = { deps, store: deps.store, projectId: project.id, actor: { kind: 'user', userId }, now: deps.clock.date() }
   return { ctx, project }
 }
 
@@ -161,7 +161,7 @@ export function authPlugin(deps: Deps) {
     if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
     const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>, found.kind)
     if (limited) await limited
-    const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: new Date() }
+    const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: deps.clock.date() }
     ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
   }
   const sessionGuard = async (request: Request, set: object): Promise<void> => {

@@ -35,7 +35,7 @@ function registerBuiltIn() {
   const info = gauge('mailctl_node_info', 'This process: its node id (the nodes table, lease holders and log lines), host name and version', ['node', 'hostname', 'version'])
   const live = gauge('mailctl_nodes_live', 'Nodes with a fresh heartbeat at this node\'s last beat (1 on a node without workers)')
   builtIn = onScrape(async (deps) => {
-    const now = new Date()
+    const now = deps.clock.date()
     const [out, jobs] = await Promise.all([queueStats(deps.store, now), jobDepth(deps.store)])
     depth.set({ queue: 'outbound' }, out.depth)
     oldest.set({ queue: 'outbound' }, out.oldestQueuedAt ? Math.max(0, (now.getTime() - out.oldestQueuedAt.getTime()) / 1000) : 0)

@@ -1,4 +1,5 @@
 import type Redis from 'ioredis'
+import { systemClock, type Clock } from '../clock'
 import { errorFields, type Logger } from '../log'
 
 export interface RateLimitResult { allowed: boolean; limit: number; remaining: number; resetSeconds: number }
@@ -10,12 +11,12 @@ export interface RateLimiter {
   reset(key: string): Promise<void>
 }
 
-export function memoryLimiter(): RateLimiter {
+export function memoryLimiter(clock: Clock = systemClock): RateLimiter {
   const windows = new Map<string, { count: number; resetAt: number }>()
   let sweepAt = 0
   return {
     hit(key, limit, windowMs) {
-      const now = Date.now()
+      const now = clock.now()
       if (now > sweepAt) {
         for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)
         sweepAt = now + 60_000

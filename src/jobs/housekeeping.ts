@@ -6,6 +6,6 @@ export const housekeepingJobs = [
   defineJob({
     name: 'housekeeping.idempotency-sweep',
     everyMs: 3600_000,
-    async run({ deps }) { await sweepExpiredKeys({ store: deps.store }) },
+    async run({ deps }) { await sweepExpiredKeys({ store: deps.store }, deps.clock.date()) },
   }),
 ]

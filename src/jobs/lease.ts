@@ -80,7 +80,7 @@ const CHUNK = 500
  */
 export async function renew<T extends PgTable>(
   store: Store, t: LeasedTable<T>, holder: string, keys: string[], leaseMs: number,
-  now = new Date(), also?: PgUpdateSetSource<T>,
+  now: Date, also?: PgUpdateSetSource<T>,
 ): Promise<number> {
   const until = leaseEnd(now, leaseMs)
   let n = 0
@@ -96,7 +96,7 @@ export async function renew<T extends PgTable>(
  * Hands back `holder`'s leases (only those on `keys`, when given): the rows are due at `now`, for any
  * worker. A worker calls it when it stops, for what it still holds. Returns how many were released.
  */
-export async function release(store: Store, t: LeasedTable, holder: string, keys?: string[], now = new Date()): Promise<number> {
+export async function release(store: Store, t: LeasedTable, holder: string, keys: string[] | undefined, now: Date): Promise<number> {
   if (keys && !keys.length) return 0
   let n = 0
   const chunks = keys ? Array.from({ length: Math.ceil(keys.length / CHUNK) }, (_, i) => keys.slice(i * CHUNK, (i + 1) * CHUNK)) : [undefined]
@@ -112,7 +112,7 @@ export async function release(store: Store, t: LeasedTable, holder: string, keys
  * instead of when the leases expire. The node registry calls it when a worker starts and at each
  * heartbeat. Returns how many rows it released.
  */
-export async function releaseDead(store: Store, t: LeasedTable, who: Holders, now = new Date()): Promise<number> {
+export async function releaseDead(store: Store, t: LeasedTable, who: Holders, now: Date): Promise<number> {
   const rows = await store.db.selectDistinct({ by: t.lockedBy }).from(t.table).where(liveLease(t, now))
   const ids = rows.map((r) => r.by).filter((by): by is string => typeof by === 'string')
   const dead = ids.length ? await who.dead(ids) : []

@@ -26,6 +26,7 @@ import { count, eq, gt, inArray, lt } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import { existsSync, unlinkSync } from 'node:fs'
 import { hostname as osHostname } from 'node:os'
+import { systemClock, type Clock } from '../clock'
 import type { Store } from '../db/client'
 import { errorFields, type Logger } from '../log'
 import { releaseDead, type Holders, type LeasedTable } from './lease'
@@ -43,8 +44,8 @@ export const HEARTBEAT_RETRY_MS = 1_000
 export interface NodeOptions {
   hostname?: string
   pid?: number
-  /** The clock of heartbeats and staleness (tests drive it). */
-  now?: () => Date
+  /** The clock of heartbeats and staleness: the deps' clock (src/clock.ts); the system clock when absent. */
+  clock?: Clock
   heartbeatMs?: number
   staleMs?: number
   /** How soon a failed heartbeat is tried again (HEARTBEAT_RETRY_MS). */
@@ -116,7 +117,7 @@ export class NodeRegistry implements Holders {
   readonly id = `n${randomBytes(9).toString('base64url')}`
   readonly hostname: string
   readonly pid: number
-  private readonly now: () => Date
+  private readonly clock: Clock
   private readonly heartbeatMs: number
   private readonly staleMs: number
   private readonly retryMs: number
@@ -136,7 +137,7 @@ export class NodeRegistry implements Holders {
   constructor(private store: Store, opts: NodeOptions = {}) {
     this.hostname = opts.hostname ?? osHostname()
     this.pid = opts.pid ?? process.pid
-    this.now = opts.now ?? (() => new Date())
+    this.clock = opts.clock ?? systemClock
     this.heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS
     this.staleMs = opts.staleMs ?? NODE_STALE_MS
     this.retryMs = opts.retryMs ?? HEARTBEAT_RETRY_MS
@@ -148,7 +149,7 @@ export class NodeRegistry implements Holders {
    * Before that bound other nodes still see it alive, so the work it claims is its own.
    */
   claimable(): boolean {
-    return this.landedAt !== null && this.now().getTime() - this.landedAt < this.staleMs / 2
+    return this.landedAt !== null && this.clock.now() - this.landedAt < this.staleMs / 2
   }
 
   /** The logger of this node's warnings (the composition root's, which names the node). */
@@ -167,7 +168,7 @@ export class NodeRegistry implements Holders {
     if (!nodeIds.length) return []
     const { nodes } = this.store.t
     const rows = await this.store.db.select({ id: nodes.id, heartbeatAt: nodes.heartbeatAt, hostname: nodes.hostname, pid: nodes.pid }).from(nodes).where(inArray(nodes.id, nodeIds))
-    const now = this.now().getTime()
+    const now = this.clock.now()
     const since = now - this.staleMs
     const live = new Set(rows.filter((r) => r.heartbeatAt.getTime() > since && !lockAbandoned(this.store, r.id) && !this.goneOnThisHost(r, now)).map((r) => r.id))
     live.add(this.id)
@@ -197,7 +198,7 @@ export class NodeRegistry implements Holders {
    */
   async beat(): Promise<void> {
     const { nodes } = this.store.t
-    const now = this.now()
+    const now = this.clock.date()
     const file = lockFile(this.store, this.id)
     if (file && !this.lock) this.lock = tryLock(file, true)
     await this.store.tx((db) => db.insert(nodes).values({ id: this.id, hostname: this.hostname, pid: this.pid, startedAt: now, heartbeatAt: now })
@@ -239,9 +240,9 @@ export class NodeRegistry implements Holders {
    */
   async sweep(): Promise<number> {
     let n = 0
-    for (const t of this.tables) n += await releaseDead(this.store, t, this)
+    for (const t of this.tables) n += await releaseDead(this.store, t, this, this.clock.date())
     const { nodes } = this.store.t
-    const since = new Date(this.now().getTime() - this.staleMs)
+    const since = new Date(this.clock.now() - this.staleMs)
     const gone = await this.store.tx((db) => db.delete(nodes).where(lt(nodes.heartbeatAt, since)).returning({ id: nodes.id }))
     // SQLite: the rows of nodes whose lock is free (their process is gone) go too, with their lock files.
     if (lockFile(this.store, this.id)) {
@@ -271,7 +272,7 @@ export class NodeRegistry implements Holders {
         this.schedule()
       }
     } else this.schedule()
-    return releaseDead(this.store, t, this, leaseNow)
+    return releaseDead(this.store, t, this, leaseNow ?? this.clock.date())
   }
 
   /** Starts the heartbeat unless it runs: the next beat in `heartbeatMs`, or `retryMs` while none lands. */

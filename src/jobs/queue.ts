@@ -136,8 +136,6 @@ export interface WorkerOptions {
   concurrency?: number
   /** Poll interval when no wake-up comes (default 1 s). */
   pollMs?: number
-  /** The clock of claims, leases and heartbeats (tests drive it). */
-  now?: () => Date
 }
 
 /**
@@ -163,11 +161,8 @@ export class Worker {
   private current = new Map<string, string>()
   /** Recurring jobs claimed or running now (each has its own slot: tickRecurring). */
   private recurringRunning = new Set<string>()
-  private readonly now: () => Date
-
   constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
     for (const d of defs) this.defs.set(d.name, d)
-    this.now = opts.now ?? (() => new Date())
     this.node = nodeOf(deps.store, deps.log)
     this.id = this.node.newId()
   }
@@ -186,7 +181,7 @@ export class Worker {
     // Registers this node (heartbeat) and makes the jobs of a dead node due now, not at lease expiry.
     try {
       this.joined = true
-      const released = await this.node.join(jobLeases(this.deps.store), this.now())
+      const released = await this.node.join(jobLeases(this.deps.store), this.deps.clock.date())
       if (released) this.deps.log.info('released the job leases of a dead node', { jobs: released })
     } catch (err) {
       this.deps.log.warn('releasing dead job leases failed', errorFields(err))
@@ -226,7 +221,7 @@ export class Worker {
     if (!done) this.deps.log.warn('jobs still running at the end of the shutdown grace; their leases are handed back', { jobs: [...this.current.values()] })
     // Nothing runs any more: a lease still held (a job whose last write failed) is handed back now.
     try {
-      const released = await release(this.deps.store, jobLeases(this.deps.store), this.id, undefined, this.now())
+      const released = await release(this.deps.store, jobLeases(this.deps.store), this.id, undefined, this.deps.clock.date())
       if (released) this.deps.log.info('released job leases at stop', { jobs: released })
     } catch (err) {
       this.deps.log.warn('releasing job leases at stop failed', errorFields(err))
@@ -258,7 +253,7 @@ export class Worker {
     const names = this.recurringNames().filter((n) => !this.recurringRunning.has(n))
     if (!names.length) return
     for (const n of names) this.recurringRunning.add(n)
-    this.track(claim(this.deps.store, names, this.id, names.length, this.leaseMs(), this.now()).then(async (rows) => {
+    this.track(claim(this.deps.store, names, this.id, names.length, this.leaseMs(), this.deps.clock.date()).then(async (rows) => {
       const claimed = new Set(rows.map((r) => r.name))
       for (const n of names) if (!claimed.has(n)) this.recurringRunning.delete(n)
       await Promise.all(rows.map(async (row) => {
@@ -289,7 +284,7 @@ export class Worker {
    */
   async drain(max = 10_000): Promise<number> {
     const join = !this.joined
-    if (join) await this.node.join(jobLeases(this.deps.store), this.now())
+    if (join) await this.node.join(jobLeases(this.deps.store), this.deps.clock.date())
     try {
       let n = 0
       while (n < max) {
@@ -307,7 +302,7 @@ export class Worker {
     this.running += limit
     let rows: JobRow[] = []
     try {
-      rows = await claim(this.deps.store, names, this.id, limit, this.leaseMs(), this.now())
+      rows = await claim(this.deps.store, names, this.id, limit, this.leaseMs(), this.deps.clock.date())
     } finally {
       this.running -= limit - rows.length
     }
@@ -326,12 +321,12 @@ export class Worker {
     const leases = jobLeases(store)
     const mine = heldBy(leases, this.id, [row.id])
     const leaseMs = def.leaseMs ?? 60_000
-    let lastBeat = this.now().getTime()
+    let lastBeat = this.deps.clock.date().getTime()
     const ctx: JobContext = {
       deps: this.deps,
       job: row,
       progress: async (processed, total) => {
-        const now = this.now()
+        const now = this.deps.clock.date()
         const fields = { processed, ...(total !== undefined ? { total } : {}), updatedAt: now }
         if (now.getTime() - lastBeat > renewAfterMs(leaseMs)) {
           lastBeat = now.getTime()
@@ -342,13 +337,13 @@ export class Worker {
       },
     }
     if (row.attempts > row.maxAttempts) {
-      await store.tx((db) => db.update(jobs).set({ status: 'failed', lastError: row.lastError ?? 'lease expired too many times', finishedAt: this.now(), lockedBy: null, lockedUntil: null }).where(mine))
+      await store.tx((db) => db.update(jobs).set({ status: 'failed', lastError: row.lastError ?? 'lease expired too many times', finishedAt: this.deps.clock.date(), lockedBy: null, lockedUntil: null }).where(mine))
       return
     }
     // A job that reports no progress (a segment computation, a domain check) still keeps its lease while
     // it runs, as the outbound pipeline does: renewed on a timer, so another node does not run it too.
     const heartbeat = setInterval(() => {
-      const now = this.now()
+      const now = this.deps.clock.date()
       if (now.getTime() - lastBeat <= renewAfterMs(leaseMs)) return
       lastBeat = now.getTime()
       renew(store, leases, this.id, [row.id], leaseMs, now).catch((err) => log.warn('job lease renewal failed', { job: row.name, jobId: row.id, ...errorFields(err) }))
@@ -363,7 +358,7 @@ export class Worker {
     try {
       // The payload is what enqueue stored for this kind of job: its shape is the job's own contract.
       const result = await def.run(ctx, row.payload as never)
-      const now = this.now()
+      const now = this.deps.clock.date()
       await store.tx(async (db) => {
         await db.update(jobs).set({
           status: 'completed', result: result ?? row.result, finishedAt: now, updatedAt: now, lockedBy: null, lockedUntil: null,
@@ -374,7 +369,7 @@ export class Worker {
       })
       ran('completed')
     } catch (err) {
-      const now = this.now()
+      const now = this.deps.clock.date()
       const message = err instanceof Error ? err.message : String(err)
       const final = row.attempts >= row.maxAttempts
       ran(final ? 'failed' : 'retried')

@@ -16,7 +16,7 @@ export const tlsrptJobs = [
       const [{ sendTlsReports }, { mtaStsCa }, { systemSender }] = await Promise.all([
         import('../mail/tlsrpt/report'), import('../mail/outbound/mta-sts'), import('../modules/emails/system'),
       ])
-      return sendTlsReports(deps, systemSender, new Date(), mtaStsCa(deps.config))
+      return sendTlsReports(deps, systemSender, deps.clock.date(), mtaStsCa(deps.config))
     },
   }),
 ]

@@ -28,7 +28,7 @@ export const backupJobs = [
     async run({ deps }) {
       const { config } = deps
       if (!config.backupDir) return { skipped: 'MAILCTL_BACKUP_DIR is not set' }
-      const now = new Date()
+      const now = deps.clock.date()
       const [newest] = await listBackups(config.backupDir)
       if (newest && now.getTime() - newest.at.getTime() < config.backupIntervalHours * 3600_000) return { skipped: 'the newest backup is recent', newest: newest.file }
       const result = await createBackup(deps, join(config.backupDir, scheduledName(now)))

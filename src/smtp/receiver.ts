@@ -110,7 +110,7 @@ export function createInboundServer(deps: Deps): SMTPServer {
         const projects = new Set(rcptTo.map((r) => { const x = accepted.get(r); return x?.accept ? x.projectId : null }))
         const projectId = projects.size === 1 ? [...projects][0] : null
         const id = Bun.randomUUIDv7()
-        const at = new Date()
+        const at = deps.clock.date()
         // Stored exactly as received: the trace (client address, EHLO name, time) is in its own columns.
         const raw = body
         try {

@@ -25,6 +25,7 @@ import { buildApp, type App } from '../../src/http/app'
 import { createProject, type NewProject } from '../../src/modules/projects/service'
 import { composeDeps } from '../../src/main'
 import { must } from './must'
+import { TestClock } from './clock'
 
 export type StoreKind = 'sqlite' | 'pg'
 export const PG_ADMIN_URL = process.env.MAILCTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -72,6 +73,8 @@ export class TestEnv {
   deps!: Deps
   app!: App
   config!: Config
+  /** The deps' one clock: the real time until a test moves it (helpers/clock.ts). */
+  readonly clock = new TestClock()
   private cleanups: Array<() => Promise<void> | void> = []
 
   /** `pgAdminUrl`: the PostgreSQL server whose fresh database the env uses (a private server for fault tests). */
@@ -104,10 +107,11 @@ export class TestEnv {
       config: this.config,
       store: this.store,
       log: createLogger('silent'),
-      limiter: memoryLimiter(),
+      limiter: memoryLimiter(this.clock),
       mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test'),
       redis: null,
       secret: must(this.config.jwtSecret, 'config.jwtSecret'),
+      clock: this.clock,
     })
     this.app = buildApp(this.deps)
   }

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { eq, inArray } from 'drizzle-orm'
 import Redis from 'ioredis'
 import { forEachStore } from '../helpers/env'
+import { TestClock } from '../helpers/clock'
 import { createLogger } from '../../src/log'
 import { claim, enqueue, jobLeases } from '../../src/jobs/queue'
 import { leaseEnd, release, releaseDead, renew, renewAfterMs, Wakeups } from '../../src/jobs/lease'
@@ -107,8 +108,8 @@ forEachStore('leases on the job table', (env) => {
     const mine = await held(3, 'holder-c', t0)
     const theirs = await held(1, 'holder-d', t0)
     const leases = jobLeases(env.store)
-    expect(await release(env.store, leases, 'holder-c', [])).toBe(0)
     const t1 = new Date(t0.getTime() + 5)
+    expect(await release(env.store, leases, 'holder-c', [], t1)).toBe(0)
     expect(await release(env.store, leases, 'holder-c', [mine[0], theirs[0]], t1)).toBe(1)
     expect(await jobRow(mine[0])).toMatchObject({ status: 'queued', lockedBy: null, lockedUntil: null, runAt: t1 })
     expect(await jobRow(mine[1])).toMatchObject({ status: 'running', lockedBy: 'holder-c' })
@@ -123,8 +124,8 @@ forEachStore('leases on the job table', (env) => {
   })
 
   /** Two or more "processes" on one store, all with the same hostname and pid (containers), on one clock. */
-  function nodes(n: number, clock: { t: number }): NodeRegistry[] {
-    return Array.from({ length: n }, () => new NodeRegistry(env.store, { hostname: 'box', pid: 1, now: () => new Date(clock.t), heartbeatMs: 3_600_000 }))
+  function nodes(n: number, clock: TestClock): NodeRegistry[] {
+    return Array.from({ length: n }, () => new NodeRegistry(env.store, { hostname: 'box', pid: 1, clock, heartbeatMs: 3_600_000 }))
   }
   /** Leases left by the tests above name no node (no row): gone. Each node test starts from an empty table. */
   const clearJobs = async () => {
@@ -137,7 +138,7 @@ forEachStore('leases on the job table', (env) => {
   }
 
   test('holder ids name their node, differ per worker, and differ between processes with the same hostname and pid', () => {
-    const [a, b] = nodes(2, { t: Date.now() })
+    const [a, b] = nodes(2, new TestClock())
     const w1 = a.newId()
     expect(nodeOfHolder(w1)).toBe(a.id)
     expect(a.newId()).not.toBe(w1)
@@ -146,7 +147,7 @@ forEachStore('leases on the job table', (env) => {
 
   test('two processes, same hostname and pid: a live node keeps its leases; a stale heartbeat or a missing row loses them', async () => {
     const t0 = new Date()
-    const clock = { t: t0.getTime() }
+    const clock = new TestClock(t0)
     const [a, b, c] = nodes(3, clock)
     await clearJobs()
     for (const n of [a, b, c]) await n.beat()
@@ -160,14 +161,14 @@ forEachStore('leases on the job table', (env) => {
     const t1 = new Date(t0.getTime() + 1_000)
 
     // Just within the bound: only the holder without a node row is gone.
-    clock.t = t0.getTime() + NODE_STALE_MS - 1
+    clock.set(t0.getTime() + NODE_STALE_MS - 1)
     await b.beat()
     expect(await releaseDead(env.store, leases, b, t1)).toBe(1)
     expect(await jobRow(noRow[0])).toMatchObject({ status: 'queued', lockedBy: null, runAt: t1 })
     for (const id of ofA) expect(await jobRow(id)).toMatchObject({ status: 'running', lockedBy: holderA })
 
     // A's heartbeat is now older than the bound: B hands its leases back; B's own stay; a node never judges itself.
-    clock.t = t0.getTime() + NODE_STALE_MS + 1
+    clock.set(t0.getTime() + NODE_STALE_MS + 1)
     await b.beat()
     expect(await a.dead([holderA])).toEqual([])
     expect(await b.dead([holderA])).toEqual([holderA])
@@ -188,7 +189,7 @@ forEachStore('leases on the job table', (env) => {
 
   test('join registers the node and releases dead leases; each sweep deletes stale rows; a clean stop deletes the row', async () => {
     const t0 = new Date()
-    const clock = { t: t0.getTime() }
+    const clock = new TestClock(t0)
     const [a, b, c] = nodes(3, clock)
     await clearJobs()
     const leases = jobLeases(env.store)
@@ -204,12 +205,12 @@ forEachStore('leases on the job table', (env) => {
     expect(await jobRow(ofB[0])).toMatchObject({ status: 'queued', lockedBy: null })
     expect(await jobRow(ofC[0])).toMatchObject({ status: 'running' })
     // C stops beating; A beats and sweeps: C's lease is released and its row deleted.
-    clock.t = t0.getTime() + NODE_STALE_MS + 1
+    clock.set(t0.getTime() + NODE_STALE_MS + 1)
     await a.beat()
     expect(await a.sweep()).toBe(1)
     expect(await jobRow(ofC[0])).toMatchObject({ status: 'queued', lockedBy: null })
     expect(await nodeRow(c.id)).toBeNull()
-    expect(await nodeRow(a.id)).toMatchObject({ heartbeatAt: new Date(clock.t) })
+    expect(await nodeRow(a.id)).toMatchObject({ heartbeatAt: clock.date() })
     // The last worker leaving deletes the row.
     await a.leave()
     expect(await nodeRow(a.id)).toBeNull()

@@ -1,7 +1,8 @@
-import { expect, test } from 'bun:test'
+import { afterEach, expect, test } from 'bun:test'
 import { eq, inArray } from 'drizzle-orm'
 import { hostname } from 'node:os'
 import { forEachStore } from '../helpers/env'
+import { behind, type TestClock } from '../helpers/clock'
 import { Worker, claim, defineJob, enqueue, getJob, type EnqueueOptions, type JobContext } from '../../src/jobs/queue'
 import type { Store } from '../../src/db/client'
 import { leaseEnd } from '../../src/jobs/lease'
@@ -17,12 +18,12 @@ async function queued(store: Store, name: string, payload: Record<string, unknow
 }
 
 /**
- * A clock the test moves by hand (claims, leases and heartbeats of a Worker given it). It starts a second
+ * A clock the test moves by hand (the env's clock: claims, leases and heartbeats). It starts a second
  * ahead of the wall clock, so a job queued after it was made (run_at = the wall clock) is already due.
  */
-function manualClock(start = Date.now() + 1_000) {
-  let t = start
-  return { now: () => new Date(t), at: (ms: number) => { t = start + ms }, start }
+function manualClock(c: TestClock, start = Date.now() + 1_000) {
+  c.set(start)
+  return { now: () => c.date(), at: (ms: number) => c.set(start + ms), start }
 }
 
 /** A promise the test resolves when it wants, and a flag saying a job reached it. */
@@ -43,6 +44,7 @@ async function until(cond: () => boolean | Promise<boolean>, what: string, timeo
 }
 
 forEachStore('job queue', (env) => {
+  afterEach(() => env.clock.reset())
   test('a queued job runs once and records its result', async () => {
     const p = await env.project()
     let runs = 0
@@ -84,7 +86,7 @@ forEachStore('job queue', (env) => {
   }
 
   test('lease length: a live lease is not claimed again; an expired one is, by one claimer, as a new attempt', async () => {
-    const clock = manualClock()
+    const clock = manualClock(env.clock)
     const name = `lease-${rnd()}`
     const id = await queued(env.store, name, {})
     const crashed = await claim(env.store, [name], 'dead-worker', 10, 30_000, clock.now())
@@ -94,7 +96,7 @@ forEachStore('job queue', (env) => {
     expect(await claim(env.store, [name], 'other', 10, 30_000, clock.now())).toEqual([])
     clock.at(30_001)
     let ran = 0
-    const w = new Worker(env.deps, [defineJob({ name, async run() { ran++ } })], { now: clock.now })
+    const w = new Worker(env.deps, [defineJob({ name, async run() { ran++ } })])
     expect(await w.drain()).toBe(1)
     expect(ran).toBe(1)
     expect(await jobRow(id)).toMatchObject({ status: 'completed', attempts: 2, lockedBy: null, lockedUntil: null })
@@ -102,20 +104,20 @@ forEachStore('job queue', (env) => {
   })
 
   test('a job whose lease expired more often than its attempts allow fails instead of running', async () => {
-    const clock = manualClock()
+    const clock = manualClock(env.clock)
     const name = `expired-${rnd()}`
     const id = await queued(env.store, name, {}, { maxAttempts: 1 })
     await claim(env.store, [name], 'dead-worker', 1, 1_000, clock.now())
     clock.at(2_000)
     let ran = 0
-    const w = new Worker(env.deps, [defineJob({ name, async run() { ran++ } })], { now: clock.now })
+    const w = new Worker(env.deps, [defineJob({ name, async run() { ran++ } })])
     expect(await w.drain()).toBe(1)
     expect(ran).toBe(0)
     expect(await jobRow(id)).toMatchObject({ status: 'failed', lastError: 'lease expired too many times', lockedBy: null })
   })
 
   test('the progress heartbeat extends the lease once a third of it has passed, and records progress each time', async () => {
-    const clock = manualClock()
+    const clock = manualClock(env.clock)
     const name = `progress-${rnd()}`
     const id = await queued(env.store, name, {})
     const seen: Array<{ processed: number; total: number; lockedUntil: Date | null }> = []
@@ -138,7 +140,7 @@ forEachStore('job queue', (env) => {
         stolen = await claim(env.store, [name], 'thief', 1, 30_000, clock.now())
         return { done: true }
       },
-    })], { now: clock.now })
+    })])
     expect(await w.drain()).toBe(1)
     expect(seen).toEqual([
       { processed: 1, total: 10, lockedUntil: new Date(clock.start + 30_000) },
@@ -149,12 +151,12 @@ forEachStore('job queue', (env) => {
   })
 
   test('a job that reports no progress keeps its lease while it runs: renewed on a timer, so no other worker takes it', async () => {
-    const clock = manualClock()
+    const clock = manualClock(env.clock)
     const name = `silent-${rnd()}`
     const id = await queued(env.store, name, {})
     const g = gate()
     // A short lease: the renewal timer runs every third of it (100 ms of real time).
-    const w = new Worker(env.deps, [defineJob({ name, leaseMs: 300, async run() { g.reach(); await g.opened; return { done: true } } })], { now: clock.now })
+    const w = new Worker(env.deps, [defineJob({ name, leaseMs: 300, async run() { g.reach(); await g.opened; return { done: true } } })])
     const drained = w.drain()
     await g.arrived
     expect((await jobRow(id)).lockedUntil).toEqual(new Date(clock.start + 300))
@@ -169,7 +171,7 @@ forEachStore('job queue', (env) => {
   })
 
   test('a worker that lost its lease can neither record progress nor finish the job: the new holder keeps it', async () => {
-    const clock = manualClock()
+    const clock = manualClock(env.clock)
     const name = `lost-${rnd()}`
     const id = await queued(env.store, name, {})
     const g = gate()
@@ -182,7 +184,7 @@ forEachStore('job queue', (env) => {
         await ctx.progress(99, 100)
         return { from: 'the old holder' }
       },
-    })], { now: clock.now })
+    })])
     const draining = w.drain()
     await g.arrived
     clock.at(1_500)
@@ -235,7 +237,7 @@ forEachStore('job queue', (env) => {
     const name = `dead-${rnd()}`
     // Two other "processes" on this store: one whose last heartbeat is older than the bound, one beating
     // now with the very hostname and pid of this process (another container).
-    const crashed = new NodeRegistry(env.store, { now: () => new Date(Date.now() - NODE_STALE_MS - 60_000) })
+    const crashed = new NodeRegistry(env.store, { clock: behind(NODE_STALE_MS + 60_000) })
     const living = new NodeRegistry(env.store, { hostname: hostname(), pid: process.pid })
     await crashed.beat()
     await living.beat()

@@ -2,6 +2,7 @@ import { beforeAll, expect, test } from 'bun:test'
 import { and, eq, inArray } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import { forEachStore } from '../helpers/env'
+import { behind } from '../helpers/clock'
 import { parseUnsubscribeAddress } from '../../src/mail/outbound/verp'
 import { byDomain, rejectRecipients, startSink, tempFailThenAccept, tooManyConnections } from '../helpers/smtp'
 import { nullMx } from '../helpers/dns'
@@ -520,7 +521,7 @@ forEachStore('outbound delivery', (env) => {
     const { outboundQueue: q } = env.store.t
     // Another "process" whose heartbeat is older than the bound, and one beating now with the hostname
     // and pid of this process (another container): only the first is dead.
-    const crashed = new NodeRegistry(env.store, { now: () => new Date(Date.now() - NODE_STALE_MS - 60_000) })
+    const crashed = new NodeRegistry(env.store, { clock: behind(NODE_STALE_MS + 60_000) })
     const living = new NodeRegistry(env.store, { hostname: hostname(), pid: process.pid })
     await crashed.beat()
     await living.beat()

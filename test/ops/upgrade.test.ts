@@ -17,6 +17,7 @@ import { campaignJobs } from '../../src/modules/campaigns/jobs'
 import { settleEvents } from '../helpers/events'
 import { workflowJobs } from '../../src/modules/workflows/jobs'
 import { freshPgDatabase, pgReachableSync } from '../helpers/env'
+import { TestClock } from '../helpers/clock'
 import { until } from '../helpers/worker'
 import { deliveryStore } from '../../src/modules/emails/delivery'
 
@@ -209,14 +210,14 @@ for (const version of versions) {
         // Their time comes: the workflow engine's and the job worker's clock two hours past the fixture's
         // schedule (the DELAY is one hour, the campaign is scheduled an hour after the fixture was written).
         const later = new Date(Math.max(Date.now(), Date.parse(m.campaigns.scheduledFor)) + 2 * 3_600_000)
-        deps.clock = () => later
+        deps.clock = new TestClock(later)
         // The campaign scheduler reads the wall clock (not deps.clock): while the fixture's schedule is still
         // ahead of it, its time is moved in the database rather than waited for.
         if (Date.parse(m.campaigns.scheduledFor) > Date.now() - 1000) {
           const { campaigns } = deps.store.t
           await deps.store.tx((db) => db.update(campaigns).set({ scheduledFor: new Date(Date.now() - 60_000) }).where(eq(campaigns.id, m.campaigns.scheduled)))
         }
-        const worker = new Worker(deps, [...campaignJobs, ...workflowJobs], { now: () => later })
+        const worker = new Worker(deps, [...campaignJobs, ...workflowJobs])
         await worker.ensureRecurring()
         const pipeline = createOutbound(deps, deliveryStore, { signerThreads: 0, pollMs: 50 })
         pipeline.start()

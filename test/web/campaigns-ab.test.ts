@@ -27,12 +27,10 @@ const subjectOf = (raw: Buffer) => /^Subject: (.*)$/m.exec(raw.toString('utf8'))
 
 describe.skipIf(!available)('A/B and local-time campaigns in Chromium', () => {
   const d = dashboardSuite({ dnsServers: [dns.server], mxPort: sink.port, outbound: 'direct' })
-  let t = Date.parse('2030-03-03T12:00:00Z')
-  const clock = () => new Date(t)
   const pageErrors: string[] = []
   /** Runs the campaign jobs due on the test clock, then delivers what they queued. */
   async function run() {
-    const w = new Worker(d.env.deps, campaignJobs, { now: clock })
+    const w = new Worker(d.env.deps, campaignJobs)
     await w.ensureRecurring()
     await w.drain()
     await pipelineFor(d.env).drain()
@@ -40,7 +38,7 @@ describe.skipIf(!available)('A/B and local-time campaigns in Chromium', () => {
   const received = (prefix: string) => sink.received.filter((m) => m.to.some((to) => to.startsWith(prefix)))
 
   beforeAll(async () => {
-    d.env.deps.clock = clock
+    d.env.clock.set(Date.parse('2030-03-03T12:00:00Z'))
     d.page.on('pageerror', (e) => { pageErrors.push(e.message) })
     await insertTestDomain(d.env, d.projectId, 'shop.test', { verified: true })
     for (let i = 0; i < 12; i++) {
@@ -95,10 +93,10 @@ describe.skipIf(!available)('A/B and local-time campaigns in Chromium', () => {
     await d.a11y('campaigns: A/B waiting')
 
     // Before the wait ends nothing more goes; after it, the winner goes to the six others.
-    t += 30 * 60_000
+    d.env.clock.advance(30 * 60_000)
     await run()
     expect(received('ab').length).toBe(6)
-    t += 31 * 60_000
+    d.env.clock.advance(31 * 60_000)
     await run()
     await until(() => received('ab').length === 12, 60_000, 'the winner to the rest', 50)
     const all = received('ab')
@@ -115,7 +113,7 @@ describe.skipIf(!available)('A/B and local-time campaigns in Chromium', () => {
 
   test('a time-zone send across three zones with a test clock', async () => {
     const { page } = d
-    t = Date.parse('2030-03-03T12:00:00Z')
+    d.env.clock.set(Date.parse('2030-03-03T12:00:00Z'))
     const zones: Array<[string, string]> = [['tokyo', 'Asia/Tokyo'], ['paris', 'Europe/Paris'], ['ny', 'America/New_York']]
     for (const [who, zone] of zones) {
       for (let i = 0; i < 2; i++) expect((await d.api('POST', '/contacts', { email: `tz-${who}${i}@dest.test`, data: { group: 'tz', timezone: zone } })).status).toBeLessThan(300)
@@ -150,10 +148,10 @@ describe.skipIf(!available)('A/B and local-time campaigns in Chromium', () => {
     let seen = 0
     for (const [at, who, status] of waves) {
       // A minute before the wave: nothing.
-      t = Date.parse(at) - 60_000
+      d.env.clock.set(Date.parse(at) - 60_000)
       await run()
       expect(received('tz-').length).toBe(seen)
-      t = Date.parse(at)
+      d.env.clock.set(Date.parse(at))
       await run()
       seen += who.length
       await until(() => received('tz-').length === seen, 60_000, `the wave of ${at}`, 50)

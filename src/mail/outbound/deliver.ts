@@ -169,7 +169,7 @@ export class OutboundPipeline {
     this.unlisten = outboundWakeups.on(() => this.wake())
     const leases = outboundLeases(this.deps.store)
     this.heartbeat = setInterval(() => {
-      renew(this.deps.store, leases, this.workerId, [...this.claimedIds], this.leaseMs)
+      renew(this.deps.store, leases, this.workerId, [...this.claimedIds], this.leaseMs, this.deps.clock.date())
         .catch((err) => this.log.error('outbound lease renewal failed', errorFields(err)))
     }, Math.max(1000, Math.floor(renewAfterMs(this.leaseMs))))
     this.stallWatch = setInterval(() => this.checkStalls(), Math.max(100, Math.min(1000, Math.floor(this.stallMs / 2))))
@@ -218,7 +218,7 @@ export class OutboundPipeline {
     this.stallWatch = null
     await this.recorder.idle()
     try {
-      const released = await release(this.deps.store, outboundLeases(this.deps.store), this.workerId)
+      const released = await release(this.deps.store, outboundLeases(this.deps.store), this.workerId, undefined, this.deps.clock.date())
       if (released) this.log.info('released outbound leases at stop', { messages: released })
     } catch (err) {
       this.log.warn('releasing outbound leases at stop failed', errorFields(err))
@@ -376,7 +376,7 @@ export class OutboundPipeline {
     if (this.toGiveBack.length > 1) return
     queueMicrotask(() => {
       const ids = this.toGiveBack.splice(0)
-      release(this.deps.store, outboundLeases(this.deps.store), this.workerId, ids)
+      release(this.deps.store, outboundLeases(this.deps.store), this.workerId, ids, this.deps.clock.date())
         .catch((err) => this.log.warn('giving back a stalled destination\'s messages failed', { messages: ids.length, ...errorFields(err) }))
     })
   }
@@ -386,7 +386,7 @@ export class OutboundPipeline {
     const epoch = this.skipEpoch
     const skip = this.skippedDomains()
     const t0 = performance.now()
-    const rows = await claimDue(this.deps.store, this.workerId, limit, this.leaseMs, new Date(), skip)
+    const rows = await claimDue(this.deps.store, this.workerId, limit, this.leaseMs, this.deps.clock.date(), skip)
     // No gap when a destination freed up meanwhile: the domains this claim skipped are claimable now.
     if (skip.length && rows.length < limit && epoch === this.skipEpoch) {
       // All that is due outside the skipped domains is taken: wait before scanning past them again.
@@ -486,7 +486,7 @@ export class OutboundPipeline {
     this.waiting -= back.length
     const ids = back.map((c) => c.row.emailId)
     for (const id of ids) this.claimedIds.delete(id)
-    release(this.deps.store, outboundLeases(this.deps.store), this.workerId, ids)
+    release(this.deps.store, outboundLeases(this.deps.store), this.workerId, ids, this.deps.clock.date())
       .catch((err) => this.log.warn('handing back held messages failed', { messages: ids.length, ...errorFields(err) }))
     if (!share.held.length) this.refill(share)
   }
@@ -571,7 +571,7 @@ export class OutboundPipeline {
     const settle = async (delivery: Delivery) => {
       if (settled) throw new Error(`outcome of ${email.id} settled twice`)
       settled = true
-      const outcome: Outcome = { email, queue: row, delivery, envelopeFrom, size, at: new Date() }
+      const outcome: Outcome = { email, queue: row, delivery, envelopeFrom, size, at: this.deps.clock.date() }
       await this.recorder.record(outcome)
       this.stats.settled++
     }

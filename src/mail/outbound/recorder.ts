@@ -168,7 +168,7 @@ export class OutcomeRecorder {
   /** Applies a batch in one transaction; resolves with what to run after its commit. */
   private async apply(batch: Outcome[]): Promise<() => Promise<void>> {
     const { store } = this.deps
-    const now = new Date()
+    const now = this.deps.clock.date()
     return store.tx(async (db) => {
       const finals: FinalOutcome[] = []
       const deferrals: DeferredOutcome[] = []

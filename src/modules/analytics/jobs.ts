@@ -11,7 +11,7 @@ export const analyticsRollupJob = defineJob({
   leaseMs: 5 * 60_000,
   async run({ deps, progress }) {
     let steps = 0
-    const r = await rollup(deps, new Date(), { budgetMs: 20_000, onStep: async () => { await progress(++steps) } })
+    const r = await rollup(deps, deps.clock.date(), { budgetMs: 20_000, onStep: async () => { await progress(++steps) } })
     return { ...r }
   },
 })

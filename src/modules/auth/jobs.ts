@@ -7,7 +7,7 @@ import * as repo from './repo'
 const KEEP_MS = 24 * 3600_000
 
 /** Deletes expired or long-used sessions, tokens and invitations; returns how many rows of each went. */
-export async function sweepAccounts(store: Store, now = new Date()): Promise<{ sessions: number; tokens: number; invitations: number }> {
+export async function sweepAccounts(store: Store, now: Date): Promise<{ sessions: number; tokens: number; invitations: number }> {
   const before = new Date(now.getTime() - KEEP_MS)
   return store.tx(async (db) => ({
     sessions: await repo.deleteStaleSessions(store, db, now, before),
@@ -21,6 +21,6 @@ export const accountJobs = [
   defineJob({
     name: 'housekeeping.accounts-sweep',
     everyMs: 3600_000,
-    async run({ deps }) { await sweepAccounts(deps.store) },
+    async run({ deps }) { await sweepAccounts(deps.store, deps.clock.date()) },
   }),
 ]

@@ -5,7 +5,7 @@ const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url')
 
 export interface SessionClaims { sub: string; iat: number; exp: number; [k: string]: unknown }
 
-export function signJwt(claims: Record<string, unknown>, secret: string, ttlSeconds: number, now = Date.now()): string {
+export function signJwt(claims: Record<string, unknown>, secret: string, ttlSeconds: number, now: number): string {
   const iat = Math.floor(now / 1000)
   const header = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }))
   const payload = b64url(JSON.stringify({ ...claims, iat, exp: iat + ttlSeconds }))
@@ -13,7 +13,7 @@ export function signJwt(claims: Record<string, unknown>, secret: string, ttlSeco
   return `${header}.${payload}.${sig}`
 }
 
-export function verifyJwt(token: string, secret: string, now = Date.now()): SessionClaims | null {
+export function verifyJwt(token: string, secret: string, now: number): SessionClaims | null {
   const parts = token.split('.')
   if (parts.length !== 3) return null
   const [header, payload, sig] = parts

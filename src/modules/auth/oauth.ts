@@ -52,7 +52,7 @@ export function callbackUrl(deps: Deps, p: ProviderName): string {
 const stateKey = (deps: Deps) => createHmac('sha256', deps.secret).update('mailctl oauth state v1').digest('base64url')
 
 /** GET /auth/oauth/:provider: the provider's authorize URL and the nonce for the state cookie. */
-export function startSignIn(deps: Deps, name: string, now = Date.now()): { location: string; nonce: string } {
+export function startSignIn(deps: Deps, name: string, now = deps.clock.now()): { location: string; nonce: string } {
   const p = configuredProvider(deps, name)
   const nonce = randomBytes(18).toString('base64url')
   const state = signJwt({ sub: 'oauth-state', p, n: nonce }, stateKey(deps), STATE_TTL_SECONDS, now)
@@ -84,7 +84,7 @@ export interface CallbackQuery { code?: string; state?: string; error?: string }
  * Throws OAuthFailure for everything the visitor should be told about (the route redirects with its code).
  */
 export async function finishSignIn(deps: Deps, p: ProviderName, q: CallbackQuery, cookieNonce: string | null, meta: { ip: string | null } = { ip: null }): Promise<{ token: string; userId: string; created: boolean }> {
-  const now = new Date()
+  const now = deps.clock.date()
   if (meta.ip) {
     const r = await deps.limiter.hit(`auth:oauth:ip:${meta.ip}`, CALLBACKS_PER_IP.limit, CALLBACKS_PER_IP.windowMs)
     if (!r.allowed) throw new OAuthFailure('rate_limited', `${p}: too many sign-ins from ${meta.ip}; retry in ${r.resetSeconds} seconds`)

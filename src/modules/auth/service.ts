@@ -83,7 +83,7 @@ export async function signup(deps: Deps, input: SignupBody, meta: ClientMeta): P
   // The password is hashed whether or not it is used: the answer takes as long either way.
   const prepared = await prepareUser(input)
   await throttle(deps, `mail:email:${prepared.email}`, THROTTLES.mailPerAddress, 'emails requested for this account')
-  const now = new Date()
+  const now = deps.clock.date()
   const created = await deps.store.tx(async (db) => {
     if (await users.byEmail(deps.store, db, prepared.email)) return null
     const row = await insertUser(deps, db, prepared)
@@ -128,7 +128,7 @@ export async function login(deps: Deps, input: LoginBody, meta: ClientMeta): Pro
     throw new AppError('UNAUTHORIZED', 'Invalid email or password')
   }
   await deps.limiter.reset(`auth:${pair}`)
-  const token = await deps.store.tx((db) => openSession(deps, db, user.id, new Date()))
+  const token = await deps.store.tx((db) => openSession(deps, db, user.id, deps.clock.date()))
   return { user: toUserOut(user), token }
 }
 
@@ -141,7 +141,7 @@ export async function requestVerification(deps: Deps, emailIn: string, meta: Cli
   if (meta.ip) await throttle(deps, `mail:ip:${meta.ip}`, THROTTLES.mailPerIp, 'emails requested from this address')
   const user = await users.byEmail(deps.store, deps.store.db, email)
   if (user && !user.emailVerifiedAt) {
-    const token = await deps.store.tx((db) => issueToken(deps.store, db, user.id, 'verify-email', new Date()))
+    const token = await deps.store.tx((db) => issueToken(deps.store, db, user.id, 'verify-email', deps.clock.date()))
     await deps.mail.send(verificationMail(deps, user.email, token))
   }
   return { success: true, message: SENT }
@@ -149,7 +149,7 @@ export async function requestVerification(deps: Deps, emailIn: string, meta: Cli
 
 /** POST /auth/verify-email: spends the token and marks the address verified (invitations wait for the user's answer). */
 export async function verifyEmail(deps: Deps, token: string): Promise<UserOut> {
-  const now = new Date()
+  const now = deps.clock.date()
   return deps.store.tx(async (db) => {
     const userId = await consumeToken(deps.store, db, 'verify-email', token, now)
     if (!userId) throw badRequest('This verification token is invalid, expired or already used; request a new one')
@@ -167,7 +167,7 @@ export async function requestPasswordReset(deps: Deps, emailIn: string, meta: Cl
   if (meta.ip) await throttle(deps, `mail:ip:${meta.ip}`, THROTTLES.mailPerIp, 'emails requested from this address')
   const user = await users.byEmail(deps.store, deps.store.db, email)
   if (user) {
-    const token = await deps.store.tx((db) => issueToken(deps.store, db, user.id, 'password-reset', new Date()))
+    const token = await deps.store.tx((db) => issueToken(deps.store, db, user.id, 'password-reset', deps.clock.date()))
     await deps.mail.send(resetMail(deps, user.email, token))
   }
   return { success: true, message: SENT }
@@ -179,7 +179,7 @@ export async function requestPasswordReset(deps: Deps, emailIn: string, meta: Cl
  */
 export async function resetPassword(deps: Deps, token: string, password: string): Promise<{ success: true; message: string }> {
   const passwordHash = await hashPassword(password)
-  const now = new Date()
+  const now = deps.clock.date()
   await deps.store.tx(async (db) => {
     const userId = await consumeToken(deps.store, db, 'password-reset', token, now)
     const user = userId ? await users.byId(deps.store, db, userId) : undefined

@@ -16,13 +16,13 @@ export async function openSession(deps: Deps, db: Db, userId: string, now: Date)
 }
 
 /** The user of a valid, unrevoked, unexpired session token; null otherwise. */
-export async function sessionUser(deps: Deps, token: string, now = new Date()): Promise<string | null> {
+export async function sessionUser(deps: Deps, token: string, now = deps.clock.date()): Promise<string | null> {
   const claims = verifyJwt(token, deps.secret, now.getTime())
   if (!claims || typeof claims.sid !== 'string') return null
   return repo.activeSessionUser(deps.store, deps.store.db, claims.sid, claims.sub, now)
 }
 
-export async function revokeSession(deps: Deps, token: string, now = new Date()): Promise<void> {
+export async function revokeSession(deps: Deps, token: string, now = deps.clock.date()): Promise<void> {
   const claims = verifyJwt(token, deps.secret, now.getTime())
   if (!claims || typeof claims.sid !== 'string') return
   const sid = claims.sid

@@ -169,7 +169,7 @@ async function apply(deps: Deps, db: Db, e: ProviderEvent, now: Date): Promise<s
  * redelivery or a replay is answered 200 and changes nothing. Events about no project of this server and
  * types not handled are acknowledged (200) and recorded as ignored, so the provider does not retry them.
  */
-export async function handleProviderWebhook(deps: Deps, providerName: string, payload: string, signature: string | null, now = new Date()) {
+export async function handleProviderWebhook(deps: Deps, providerName: string, payload: string, signature: string | null, now = deps.clock.date()) {
   const p = provider(deps)
   if (providerName !== 'stripe') throw notFound(`payment provider "${providerName}" (this server speaks to stripe: POST /webhooks/incoming/stripe)`)
   const event = p.verifyWebhook(payload, signature, now)

@@ -95,12 +95,12 @@ export async function setLimits(deps: Deps, userId: string, projectId: string, b
       if (v !== null && (!Number.isSafeInteger(v) || v < 0)) throw badRequest(`${c}: a whole number of emails >= 0, or null`)
       next[c] = v
     }
-    await repo.setLimits(deps.store, db, projectId, next, new Date())
+    await repo.setLimits(deps.store, db, projectId, next, deps.clock.date())
     return next
   })
 }
 
-export async function consumption(deps: Deps, userId: string, projectId: string, now = new Date()) {
+export async function consumption(deps: Deps, userId: string, projectId: string, now = deps.clock.date()) {
   await requireAccess(deps, userId, projectId, 'read')
   const period = periodOf(now)
   const [used, caps, subscription] = await Promise.all([repo.usage(deps.store, projectId, period.key), repo.limits(deps.store, projectId), subscriptionOf(deps, projectId)])

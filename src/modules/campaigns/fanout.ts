@@ -136,8 +136,6 @@ interface Phase {
   next(db: Db, seenAt: Date): Promise<repo.CampaignRow | null | 'SENT'>
 }
 
-/** The campaigns' clock for waves and A/B waits (`deps.clock`: tests move it). */
-export const nowOf = (ctx: Pick<Ctx, 'deps'>) => (ctx.deps.clock ? ctx.deps.clock() : new Date())
 
 /** The draws of the audience a send would mail, for an A/B test's cuts (ids only, in large pages). */
 async function drawTestGroup(ctx: Ctx, row: repo.CampaignRow, where: SQL | null): Promise<AbTestState> {
@@ -168,7 +166,7 @@ async function phaseOf(ctx: Ctx, row: repo.CampaignRow, where: SQL | null): Prom
     if (!state) {
       // The test group is drawn once, when the test starts: stored before any of it is queued.
       const drawn = await drawTestGroup(ctx, row, where)
-      const now = new Date()
+      const now = ctx.deps.clock.date()
       const moved = await store.tx((db) => repo.transition(store, db, ctx.projectId, row.id, row.updatedAt, { abState: drawn, updatedAt: now }))
       if (!moved) return null
       row = moved
@@ -186,9 +184,9 @@ async function phaseOf(ctx: Ctx, row: repo.CampaignRow, where: SQL | null): Prom
           record: true,
           renderBodies: variantBodies(config),
           async next(db, seenAt) {
-            const decideAt = new Date(nowOf(ctx).getTime() + config.waitMinutes * 60_000)
+            const decideAt = new Date(ctx.deps.clock.date().getTime() + config.waitMinutes * 60_000)
             const moved = await repo.transition(store, db, ctx.projectId, row.id, seenAt, {
-              abState: { ...s, phase: 'WAITING', decideAt: decideAt.toISOString() }, lastContactId: null, updatedAt: new Date(),
+              abState: { ...s, phase: 'WAITING', decideAt: decideAt.toISOString() }, lastContactId: null, updatedAt: ctx.deps.clock.date(),
             })
             if (moved) await enqueue(store, AB_WINNER_JOB, { campaignId: row.id }, { projectId: ctx.projectId, uniqueKey: row.id, runAt: decideAt, maxAttempts: 10 }, db)
             return moved
@@ -212,7 +210,7 @@ async function phaseOf(ctx: Ctx, row: repo.CampaignRow, where: SQL | null): Prom
     const at = row.sendAt
     const wave = row.waveAt
     // A retried run after its wave was closed: the next wave's own job sends it.
-    if (wave.getTime() > nowOf(ctx).getTime() + 1000) return null
+    if (wave.getTime() > ctx.deps.clock.date().getTime() + 1000) return null
     const instantOf = instantCache(at)
     return {
       row,
@@ -228,7 +226,7 @@ async function phaseOf(ctx: Ctx, row: repo.CampaignRow, where: SQL | null): Prom
           const instants = waveInstants(at, await repo.audienceZones(store, db, ctx.projectId, where))
           const next = instants.find((t) => t.getTime() > wave.getTime())
           if (!next) return 'SENT'
-          const moved = await repo.transition(store, db, ctx.projectId, row.id, seenAt, { waveAt: next, lastContactId: null, updatedAt: new Date() })
+          const moved = await repo.transition(store, db, ctx.projectId, row.id, seenAt, { waveAt: next, lastContactId: null, updatedAt: ctx.deps.clock.date() })
           if (moved) await enqueue(store, SEND_JOB, { campaignId: row.id }, { projectId: ctx.projectId, uniqueKey: `${row.id}@${next.toISOString()}`, runAt: next, maxAttempts: 10 }, db)
           return moved
         },
@@ -268,7 +266,7 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
     // The first batch of a campaign is small, so that its first messages are on their way sooner.
     const batch = await repo.audienceBatch(store, store.db, ctx.projectId, where, last, last === null ? Math.min(size, FIRST_BATCH_SIZE) : size)
     if (!batch.length) {
-      const now = new Date()
+      const now = ctx.deps.clock.date()
       const done = await store.tx(async (db) => {
         const next = await phase.next(db, seenAt)
         if (next !== 'SENT') return next
@@ -290,7 +288,7 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
       const body = phase.renderBodies ? renderCampaignBody(ctx.deps, source, c, id) : undefined
       return campaignEmail(ctx, source, c, { domainId: sender.domainId, sourceType: 'campaign', id, body })
     })
-    const stepNow = new Date()
+    const stepNow = ctx.deps.clock.date()
     const step = await store.tx(async (db) => {
       const blocked = await suppressedAmong(ctx, db, items.map((it) => it.to.email))
       const queue = blocked.size ? items.filter((it) => !blocked.has(it.to.email)) : items
@@ -308,7 +306,7 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
       if (rate && queue.length) {
         // Spread over the project's sending time: message i of the batch is due i/rate seconds after its start.
         const span = Math.ceil((queue.length * 1000) / rate)
-        const start = (await repo.reservePacing(store, db, ctx.projectId, span, new Date())).getTime()
+        const start = (await repo.reservePacing(store, db, ctx.projectId, span, ctx.deps.clock.date())).getTime()
         queue.forEach((it, i) => { it.runAt = new Date(start + Math.floor((i * 1000) / rate)) })
         until = start + span
       }
@@ -341,7 +339,7 @@ export async function fanOut(ctx: Ctx, campaignId: string, opts: FanOutOptions =
     const rest = far ? FAR_REST_MS : Math.min(250, spent)
     await (rest >= 1 ? Bun.sleep(rest) : new Promise<void>((resolve) => setImmediate(resolve)))
     // Paced: wait until the queued mail is nearly due before queueing more.
-    const ahead = step.until === null ? 0 : step.until - Date.now() - PACING_LOOKAHEAD_MS
+    const ahead = step.until === null ? 0 : step.until - ctx.deps.clock.now() - PACING_LOOKAHEAD_MS
     if (ahead > 0) await sleep(ahead)
   }
 }

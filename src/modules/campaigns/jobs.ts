@@ -2,7 +2,6 @@ import { ctxFor, type Deps } from '../../deps'
 import { AppError } from '../../errors'
 import { defineJob, type AnyJob } from '../../jobs/queue'
 import { fanOut, type FanOutOptions } from './fanout'
-import { nowOf } from './fanout'
 import {
   AB_WINNER_JOB, assertScheduledWithinCap, cancelAtCap, decideAbWinner, dueScheduledCampaigns, SCHEDULER_JOB, SEND_JOB, startSending, unscheduleOverCap,
 } from './service'
@@ -59,7 +58,7 @@ export const campaignSchedulerJob = defineJob({
   name: SCHEDULER_JOB,
   everyMs: SCHEDULER_EVERY_MS,
   async run({ deps }) {
-    const due = await dueScheduledCampaigns(deps, nowOf({ deps }), SCHEDULER_BATCH)
+    const due = await dueScheduledCampaigns(deps, deps.clock.date(), SCHEDULER_BATCH)
     let started = 0
     for (const c of due) {
       const ctx = jobCtx(deps, c.projectId, SCHEDULER_JOB)

@@ -13,7 +13,7 @@ import { suppressedAmong } from '../suppressions/service'
 import { notifyQueued } from '../../mail/outbound'
 import { checkCap } from '../billing/service'
 import { renderCampaignBodyOffThread, renderCampaignSubject } from '../../mail/render/campaign'
-import { audienceWhere, campaignEmail, nowOf, SEND_JOB } from './fanout'
+import { audienceWhere, campaignEmail, SEND_JOB } from './fanout'
 import { chooseWinner } from './abtest'
 import { isCalendarDate, isTimeZone, waveInstants } from './localtime'
 import type { AbTestConfig } from '../../db/schema/campaigns'
@@ -171,7 +171,7 @@ async function checkAbTest(input: CampaignInput): Promise<AbTestConfig | null> {
 /** POST /campaigns: a new DRAFT. */
 export async function createCampaign(ctx: Ctx, input: CampaignInput): Promise<Campaign> {
   const fields = await checkInput(ctx, input, null)
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const row: repo.CampaignRow = {
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, ...fields, status: 'DRAFT',
     scheduledFor: null, startedAt: null, finishedAt: null, sentAt: null, cancelledAt: null, lastContactId: null,
@@ -223,7 +223,7 @@ export async function replaceCampaign(ctx: Ctx, id: string, input: CampaignInput
   if (!EDITABLE.includes(existing.status as CampaignStatus)) throw refused(existing, 'edited', EDITABLE)
   const fields = await checkInput(ctx, input, existing.fromEmail)
   if (fields.abTest && existing.sendAt) throw abWithLocalTime()
-  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, EDITABLE, { ...fields, updatedAt: new Date() }))
+  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, EDITABLE, { ...fields, updatedAt: ctx.deps.clock.date() }))
   if (!row) {
     // The status changed in between (a send or cancel): answer as if it had come first.
     throw refused(await load(ctx, id), 'edited', EDITABLE)
@@ -244,7 +244,7 @@ export async function deleteCampaign(ctx: Ctx, id: string): Promise<void> {
 /** POST /campaigns/:id/duplicate: a new DRAFT with the same content and audience, named "<name> (copy)". */
 export async function duplicateCampaign(ctx: Ctx, id: string): Promise<Campaign> {
   const src = await load(ctx, id)
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const suffix = ' (copy)'
   const row: repo.CampaignRow = {
     ...src,
@@ -265,7 +265,7 @@ export async function duplicateCampaign(ctx: Ctx, id: string): Promise<Campaign>
 export async function cancelCampaign(ctx: Ctx, id: string): Promise<Campaign> {
   const existing = await load(ctx, id)
   if (!CANCELLABLE.includes(existing.status as CampaignStatus)) throw refused(existing, 'cancelled', CANCELLABLE)
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, CANCELLABLE, { status: 'CANCELLED', cancelledAt: now, finishedAt: now, updatedAt: now }))
   if (!row) throw refused(await load(ctx, id), 'cancelled', CANCELLABLE)
   return toCampaign(row, (await countersOf(ctx, [id])).get(id))
@@ -279,7 +279,7 @@ export async function cancelCampaign(ctx: Ctx, id: string): Promise<Campaign> {
 export async function unscheduleCampaign(ctx: Ctx, id: string): Promise<Campaign> {
   const existing = await load(ctx, id)
   if (existing.status !== 'SCHEDULED') throw refused(existing, 'unscheduled', ['SCHEDULED'])
-  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, sendAt: null, waveAt: null, updatedAt: new Date() }))
+  const row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, sendAt: null, waveAt: null, updatedAt: ctx.deps.clock.date() }))
   if (!row) throw refused(await load(ctx, id), 'unscheduled', ['SCHEDULED'])
   return toCampaign(row, (await countersOf(ctx, [id])).get(id))
 }
@@ -316,7 +316,7 @@ async function variantStats(ctx: Ctx, row: repo.CampaignRow): Promise<CampaignSt
  * job's unique key is the campaign id). Null when the campaign was not in one of `from`.
  */
 export async function startSending(ctx: Ctx, id: string, from: readonly CampaignStatus[], set: Partial<repo.CampaignRow> = {}): Promise<repo.CampaignRow | null> {
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   return ctx.store.tx(async (db) => {
     const row = await repo.updateIn(ctx.store, db, ctx.projectId, id, from, { ...set, status: 'SENDING', startedAt: now, updatedAt: now })
     if (!row) return null
@@ -353,12 +353,12 @@ export function dueScheduledCampaigns(deps: Ctx['deps'], now: Date, limit: numbe
 
 /** A scheduled campaign that would pass the monthly campaigns cap goes back to DRAFT, unscheduled. */
 export async function unscheduleOverCap(ctx: Ctx, id: string): Promise<void> {
-  await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: new Date() }))
+  await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SCHEDULED'], { status: 'DRAFT', scheduledFor: null, updatedAt: ctx.deps.clock.date() }))
 }
 
 /** A fan-out that reached the monthly campaigns cap: the SENDING campaign is CANCELLED (what was queued goes out). */
 export async function cancelAtCap(ctx: Ctx, id: string): Promise<void> {
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['SENDING'], { status: 'CANCELLED', cancelledAt: now, finishedAt: now, updatedAt: now }))
 }
 
@@ -377,7 +377,7 @@ export async function decideAbWinner(ctx: Ctx, id: string): Promise<{ winner: nu
   const { winner, reason } = chooseWinner(counts, row.abTest.metric, row.abTest.variants.length)
   const moved = await ctx.store.tx(async (db) => {
     const done = await repo.transition(ctx.store, db, ctx.projectId, id, row.updatedAt, {
-      abState: { ...state, phase: 'WINNER', winner, reason }, lastContactId: null, updatedAt: new Date(),
+      abState: { ...state, phase: 'WINNER', winner, reason }, lastContactId: null, updatedAt: ctx.deps.clock.date(),
     })
     if (done) await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { projectId: ctx.projectId, uniqueKey: `${id}:winner`, maxAttempts: 10 }, db)
     return done
@@ -419,7 +419,7 @@ async function sendAtLocalTime(ctx: Ctx, id: string, input: SendInput): Promise<
   if (existing.abTest) throw abWithLocalTime()
   const where = await audienceWhere(ctx, existing)
   const waves = waveInstants(at, await repo.audienceZones(ctx.store, ctx.store.db, ctx.projectId, where))
-  const now = nowOf(ctx)
+  const now = ctx.deps.clock.date()
   const first = waves[0]
   const last = waves[waves.length - 1]
   if (last.getTime() <= now.getTime()) {
@@ -431,7 +431,7 @@ async function sendAtLocalTime(ctx: Ctx, id: string, input: SendInput): Promise<
     await assertWithinCap(ctx, existing)
     row = await startSending(ctx, id, ['DRAFT'], { sendAt: at, waveAt: now, scheduledFor: null })
   } else {
-    row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['DRAFT'], { status: 'SCHEDULED', scheduledFor: first, sendAt: at, waveAt: first, updatedAt: new Date() }))
+    row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['DRAFT'], { status: 'SCHEDULED', scheduledFor: first, sendAt: at, waveAt: first, updatedAt: ctx.deps.clock.date() }))
   }
   if (!row) {
     const again = await load(ctx, id)
@@ -456,13 +456,13 @@ export async function sendCampaign(ctx: Ctx, id: string, input: SendInput): Prom
   if (input.scheduledFor !== undefined && input.scheduledFor !== null) {
     const ms = Date.parse(input.scheduledFor)
     if (Number.isNaN(ms)) throw badRequest(`scheduledFor "${input.scheduledFor}" is not a date: use an ISO 8601 date-time such as 2030-01-31T09:00:00Z`)
-    if (ms > Date.now()) at = new Date(ms)
+    if (ms > ctx.deps.clock.now()) at = new Date(ms)
   }
   const existing = await sendable(ctx, id)
   let row: repo.CampaignRow | null
   if (at) {
     const when = at
-    row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['DRAFT'], { status: 'SCHEDULED', scheduledFor: when, updatedAt: new Date() }))
+    row = await ctx.store.tx((db) => repo.updateIn(ctx.store, db, ctx.projectId, id, ['DRAFT'], { status: 'SCHEDULED', scheduledFor: when, updatedAt: ctx.deps.clock.date() }))
   } else {
     await assertWithinCap(ctx, existing)
     row = await startSending(ctx, id, ['DRAFT'])

@@ -203,7 +203,7 @@ const ELSEWHERE = 'The record matches, but this domain is already verified by an
 async function checkAndSave(ctx: Ctx, row: repo.DomainInfo): Promise<repo.DomainInfo> {
   const { config } = ctx.deps
   const result = await checkRecords(resolverFor(config), row, config.hostname)
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const checks: Record<string, RecordCheck> = {}
   for (const p of PURPOSES) {
     const out = result[p]
@@ -273,7 +273,7 @@ export const VERIFIED_RECHECK_MS = 24 * 3600_000
  * ones not checked for a day, oldest first, a few at a time. Returns how many were checked and flipped.
  */
 export async function recheckDueDomains(deps: Deps, opts: { limit?: number; concurrency?: number } = {}) {
-  const now = Date.now()
+  const now = deps.clock.now()
   const due = await repo.dueForRecheck(deps.store, deps.store.db, new Date(now - PENDING_RECHECK_MS), new Date(now - VERIFIED_RECHECK_MS), opts.limit ?? 100)
   let checked = 0, verified = 0, unverified = 0, failed = 0
   const queue = [...due]

@@ -12,7 +12,7 @@ const PRUNE_BATCHES_PER_RUN = 200
  * their status and facts. Campaign mail has no stored content (it is rendered from its campaign).
  * Returns how many emails lost their content.
  */
-export async function pruneStoredContent(deps: Pick<Deps, 'store' | 'config'>, now: Date = new Date()): Promise<number> {
+export async function pruneStoredContent(deps: Pick<Deps, 'store' | 'config' | 'clock'>, now: Date = deps.clock.date()): Promise<number> {
   const before = new Date(now.getTime() - deps.config.contentRetentionDays * 86_400_000)
   let total = 0
   for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i++) {

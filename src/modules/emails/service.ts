@@ -325,7 +325,7 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   })
   if (queued) notifyQueued(ctx.deps)
   await notifyEvents(ctx, events)
-  return { success: true, data: { emails, timestamp: new Date().toISOString() } }
+  return { success: true, data: { emails, timestamp: ctx.deps.clock.date().toISOString() } }
 }
 
 // ---------------------------------------------------------------------------------------------------

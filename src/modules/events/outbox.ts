@@ -78,9 +78,10 @@ export function markNotOwed(rows: readonly EventRow[]): void {
  * Records, in `db`'s transaction, that the events `rows` of `projectId` are owed to the consumers. The rows
  * are written just before the transaction commits, one per project (per ROW_IDS ids), for each project where
  * some consumer may react (interest.ts); the events of the others are marked not owed. Ids of events a
- * savepoint rolled back stay in the row: delivery skips ids it cannot find.
+ * savepoint rolled back stay in the row: delivery skips ids it cannot find. The rows are due at `at` (the
+ * clock's time) of the transaction's first call.
  */
-export function recordOutbox(store: Store, db: Db, projectId: string, rows: readonly EventRow[]): void {
+export function recordOutbox(store: Store, db: Db, projectId: string, rows: readonly EventRow[], at: Date): void {
   if (!rows.length) return
   const pending = store.txState(db, OUTBOX_KEY, () => new Map<string, EventRow[]>(), async (byProject) => {
     const out: repo.NewOutbox[] = []
@@ -91,7 +92,7 @@ export function recordOutbox(store: Store, db: Db, projectId: string, rows: read
       }
       for (let i = 0; i < all.length; i += ROW_IDS) out.push({ id: Bun.randomUUIDv7(), projectId: p, eventIds: all.slice(i, i + ROW_IDS).map((r) => r.id) })
     }
-    await repo.insertOutbox(store, db, out, new Date())
+    await repo.insertOutbox(store, db, out, at)
   })
   const list = pending.get(projectId)
   if (list) for (const r of rows) list.push(r)
@@ -210,8 +211,6 @@ export interface OutboxOptions {
   /** Projects delivered at once (default 4). */
   concurrency?: number
   pollMs?: number
-  /** The clock of claims, leases and backoff (tests drive it). */
-  now?: () => Date
   /** The consumers (default: the registered ones, eventConsumers()). */
   consumers?: () => readonly EventConsumer[]
 }
@@ -228,7 +227,6 @@ const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => 
  */
 export class Outbox {
   readonly holder: string
-  private readonly now: () => Date
   private readonly consumers: () => readonly EventConsumer[]
   private stopped = true
   private joined = false
@@ -254,7 +252,6 @@ export class Outbox {
   readonly stats = { events: 0, batches: 0, failures: 0, routed: 0 }
 
   constructor(private readonly deps: Deps, private readonly opts: OutboxOptions = {}) {
-    this.now = opts.now ?? (() => new Date())
     this.consumers = opts.consumers ?? eventConsumers
     this.holder = nodeOf(deps.store, deps.log).newId()
   }
@@ -264,7 +261,7 @@ export class Outbox {
     const node = nodeOf(this.deps.store, this.deps.log)
     this.joined = true
     try {
-      const released = await node.join(outboxLeases(this.deps.store), this.now())
+      const released = await node.join(outboxLeases(this.deps.store), this.deps.clock.date())
       if (released) this.deps.log.info('released the outbox leases of a dead node', { rows: released })
     } catch (err) {
       this.deps.log.warn('releasing dead outbox leases failed', errorFields(err))
@@ -332,7 +329,7 @@ export class Outbox {
     // Nothing while this node's heartbeat has not landed (jobs/nodes.ts): its settlements wait too.
     if (!mayClaim(this.holder)) return []
     const { store } = this.deps
-    const now = this.now()
+    const now = this.deps.clock.date()
     const settle = this.takeDelivered()
     try {
       // Read first, outside any transaction: an empty outbox (most wake-ups and polls) costs no write lock.
@@ -359,7 +356,7 @@ export class Outbox {
     const ids = this.takeDelivered()
     if (!ids.length) return
     try {
-      const routed = routes.get(this.deps.store)?.({ holder: this.holder, now: this.now(), until: this.now(), maxRows: 0, candidates: [], settle: ids })
+      const routed = routes.get(this.deps.store)?.({ holder: this.holder, now: this.deps.clock.date(), until: this.deps.clock.date(), maxRows: 0, candidates: [], settle: ids })
       if (routed) this.stats.routed++
       await (routed ?? repo.settleOutbox(this.deps.store, this.holder, ids))
     } catch (err) {
@@ -374,7 +371,7 @@ export class Outbox {
    */
   async drain(timeoutMs = 30_000): Promise<number> {
     const node = nodeOf(this.deps.store, this.deps.log)
-    await node.join(outboxLeases(this.deps.store), this.now())
+    await node.join(outboxLeases(this.deps.store), this.deps.clock.date())
     const end = Date.now() + timeoutMs
     let n = 0
     try {
@@ -382,7 +379,7 @@ export class Outbox {
         const rows = await this.claim()
         if (rows.length) { await this.deliver(rows); n++; continue }
         await this.settle()
-        if (!(await repo.outboxDue(this.deps.store, this.now()))) return n
+        if (!(await repo.outboxDue(this.deps.store, this.deps.clock.date()))) return n
         if (Date.now() > end) throw new Error('outbox: rows still leased by another holder after the settle timeout')
         await Bun.sleep(2)
       }
@@ -399,7 +396,7 @@ export class Outbox {
     this.active.add(projectId)
     const ids = rows.map((r) => r.id)
     const heartbeat = setInterval(() => {
-      renew(store, outboxLeases(store), this.holder, ids, LEASE_MS, this.now()).catch((err) => log.warn('outbox lease renewal failed', errorFields(err)))
+      renew(store, outboxLeases(store), this.holder, ids, LEASE_MS, this.deps.clock.date()).catch((err) => log.warn('outbox lease renewal failed', errorFields(err)))
     }, renewAfterMs(LEASE_MS))
     heartbeat.unref?.()
     try {
@@ -431,7 +428,7 @@ export class Outbox {
         const batch: EventRow[] = want ? events.filter((e) => want.has(e.id)) : forAll ? events.slice() : []
         if (!batch.length) return
         try {
-          await withTimeout(c.handle({ ...ctx, now: this.now() }, batch), HANDLE_TIMEOUT_MS, `event consumer ${c.name}`)
+          await withTimeout(c.handle({ ...ctx, now: this.deps.clock.date() }, batch), HANDLE_TIMEOUT_MS, `event consumer ${c.name}`)
           this.stats.events += batch.length
         } catch (err) {
           this.stats.failures++
@@ -455,7 +452,7 @@ export class Outbox {
         const error = errors.get(row.consumer)
         return { row, failed: error === undefined ? [] : [{ consumer: row.consumer, error }] }
       })
-      const { givenUp } = await repo.finishOutbox(store, this.holder, outcomes, this.now(), outboxBackoffMs, MAX_ATTEMPTS)
+      const { givenUp } = await repo.finishOutbox(store, this.holder, outcomes, this.deps.clock.date(), outboxBackoffMs, MAX_ATTEMPTS)
       if (givenUp) log.error('event consumer gave up on events after repeated failures (rows kept in event_outbox with failed_at)', { projectId, rows: givenUp })
       this.stats.batches++
     } finally {

@@ -113,7 +113,7 @@ export async function contactEvents(ctx: Ctx, contactId: string, q: { limit?: nu
 /** GET /events/stats. */
 export async function eventStats(ctx: Ctx, q: { days?: number }) {
   const days = Math.max(1, Math.min(365, Math.trunc(q.days ?? 30) || 30))
-  const since = new Date(Date.now() - days * 86_400_000)
+  const since = new Date(ctx.deps.clock.now() - days * 86_400_000)
   const [totalEvents, period] = await Promise.all([repo.countEvents(ctx.store, ctx.projectId), repo.periodStats(ctx.store, ctx.projectId, since)])
   return { totalEvents, periodDays: days, since: since.toISOString(), ...period }
 }

@@ -46,7 +46,7 @@ export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>
     // Only where the readers put it back: an email.* event of the base's email (carriesBase).
     return base && carriesBase(r) && r.emailId === base.emailId ? { ...r, data: storedData(r.data, base) } : r
   }))
-  recordOutbox(ctx.store, db, ctx.projectId, rows)
+  recordOutbox(ctx.store, db, ctx.projectId, rows, ctx.now)
   return rows
 }
 
@@ -57,7 +57,7 @@ export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>
  */
 export async function appendSameEvents(ctx: Pick<Ctx, 'store' | 'projectId'>, db: Db, name: string, data: Record<string, unknown>, contactIds: string[], at: Date): Promise<EventRow[]> {
   const rows = await repo.insertSameEvents(ctx.store, db, ctx.projectId, name, data, contactIds, at)
-  recordOutbox(ctx.store, db, ctx.projectId, rows)
+  recordOutbox(ctx.store, db, ctx.projectId, rows, at)
   return rows
 }
 

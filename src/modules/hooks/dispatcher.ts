@@ -30,8 +30,6 @@ import { signatureHeaders } from './signing'
  */
 
 export interface DispatcherOptions {
-  /** The clock of claims, schedules and leases (tests drive it). Signature timestamps use the real time. */
-  now?: () => Date
   /** Requests to one endpoint in flight at once on this node. Default 16. */
   perEndpoint?: number
   /** Deliveries of one endpoint a node may hold (claimed, waiting for a slot), as a multiple of perEndpoint. Default 4. */
@@ -61,7 +59,6 @@ interface Finished extends repo.Outcome {
 export class Dispatcher {
   readonly id: string
   private readonly node: NodeRegistry
-  private readonly now: () => Date
   private readonly perEndpoint: number
   private readonly maxHeld: number
   private readonly concurrency: number
@@ -90,7 +87,6 @@ export class Dispatcher {
   constructor(private deps: Deps, opts: DispatcherOptions = {}) {
     this.node = nodeOf(deps.store, deps.log)
     this.id = this.node.newId()
-    this.now = opts.now ?? (() => new Date())
     this.perEndpoint = opts.perEndpoint ?? 16
     this.maxHeld = this.perEndpoint * (opts.prefetch ?? 4)
     this.concurrency = opts.concurrency ?? 1024
@@ -133,7 +129,7 @@ export class Dispatcher {
     this.waiting.clear()
     await this.settle()
     try {
-      await release(this.deps.store, repo.deliveryLeases(this.deps.store), this.id, undefined, this.now())
+      await release(this.deps.store, repo.deliveryLeases(this.deps.store), this.id, undefined, this.deps.clock.date())
     } catch (err) {
       this.deps.log.warn('releasing webhook delivery leases failed', errorFields(err))
     }
@@ -164,7 +160,7 @@ export class Dispatcher {
     if (this.joined) return
     this.joined = true
     try {
-      const released = await this.node.join(repo.deliveryLeases(this.deps.store), this.now())
+      const released = await this.node.join(repo.deliveryLeases(this.deps.store), this.deps.clock.date())
       if (released) this.deps.log.info('released the webhook deliveries of a dead node', { deliveries: released })
     } catch (err) {
       this.deps.log.warn('releasing dead webhook delivery leases failed', errorFields(err))
@@ -203,7 +199,7 @@ export class Dispatcher {
     const free = this.concurrency - this.heldIds.size
     if (free <= 0) return 0
     const skip = [...this.held].filter(([, n]) => n >= this.maxHeld).map(([id]) => id)
-    const rows = await repo.claimDue(this.deps.store, this.id, Math.min(free, 200), (ep) => this.maxHeld - (this.held.get(ep) ?? 0), this.leaseMs, this.now(), skip)
+    const rows = await repo.claimDue(this.deps.store, this.id, Math.min(free, 200), (ep) => this.maxHeld - (this.held.get(ep) ?? 0), this.leaseMs, this.deps.clock.date(), skip)
     if (!rows.length) return 0
     for (const r of rows) {
       this.held.set(r.endpointId, (this.held.get(r.endpointId) ?? 0) + 1)
@@ -218,7 +214,7 @@ export class Dispatcher {
       const e = endpoints.get(r.endpointId)
       let s: string[] | undefined
       if (e && !secrets.has(e.id)) {
-        try { secrets.set(e.id, signingSecrets(this.deps.config, e, this.now())) } catch (err) { this.deps.log.error('a webhook secret could not be decrypted', { endpointId: e.id, ...errorFields(err) }) }
+        try { secrets.set(e.id, signingSecrets(this.deps.config, e, this.deps.clock.date())) } catch (err) { this.deps.log.error('a webhook secret could not be decrypted', { endpointId: e.id, ...errorFields(err) }) }
       }
       if (e) s = secrets.get(e.id)
       const run = () => this.attempt(r, e ?? null, s ?? null).catch((err) => {
@@ -269,7 +265,7 @@ export class Dispatcher {
 
   /** One attempt of one delivery; resolves when the request has ended (its outcome is queued for writing). */
   private async attempt(r: repo.DeliveryRow, e: repo.EndpointRow | null, secrets: string[] | null): Promise<void> {
-    const started = this.now()
+    const started = this.deps.clock.date()
     const attempts = r.attempts + 1
     const firstAttemptAt = r.firstAttemptAt ?? started
     if (!e?.enabled || !secrets) {
@@ -300,7 +296,7 @@ export class Dispatcher {
       response = err instanceof Error ? err.message.slice(0, RESPONSE_LOG_BYTES) : String(err)
     }
     const latencyMs = Math.round(performance.now() - t0)
-    const now = this.now()
+    const now = this.deps.clock.date()
     const ok = outcome === 'success'
     const next = ok ? null : nextAttemptAt(firstAttemptAt, attempts, now)
     const lastError = ok ? null : status !== null ? `HTTP ${status}` : response
@@ -342,7 +338,7 @@ export class Dispatcher {
 
   private async write(batch: Finished[]) {
     const { store, log } = this.deps
-    const now = this.now()
+    const now = this.deps.clock.date()
     try {
       await store.tx(async (db) => {
         const written = await repo.recordOutcomes(store, db, batch, now)
@@ -372,7 +368,7 @@ export class Dispatcher {
 
   private renewLeases() {
     if (!this.heldIds.size) return
-    renew(this.deps.store, repo.deliveryLeases(this.deps.store), this.id, [...this.heldIds], this.leaseMs, this.now())
+    renew(this.deps.store, repo.deliveryLeases(this.deps.store), this.id, [...this.heldIds], this.leaseMs, this.deps.clock.date())
       .catch((err) => this.deps.log.warn('webhook delivery lease renewal failed', errorFields(err)))
   }
 }

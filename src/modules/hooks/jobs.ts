@@ -9,7 +9,7 @@ export const hooksPruneJob = defineJob({
   name: 'hooks.prune',
   everyMs: 24 * 3600_000,
   async run(ctx) {
-    const before = new Date(Date.now() - DELIVERY_RETENTION_MS)
+    const before = new Date(ctx.deps.clock.now() - DELIVERY_RETENTION_MS)
     let deleted = 0
     for (;;) {
       const n = await pruneFinished(ctx.deps.store, before)

@@ -28,7 +28,7 @@ export function idempotencyClaim(ctx: Ctx, key: string | null | undefined, req: 
   if (!KEY_RE.test(key)) {
     throw invalidField('Idempotency-Key', 'Idempotency-Key must be 1-255 printable ASCII characters', 'invalid_string', key)
   }
-  const nowMs = Date.now()
+  const nowMs = ctx.deps.clock.now()
   return {
     projectId: ctx.projectId, key, method: req.method, path: req.path,
     requestHash: createHash('sha256').update(JSON.stringify(req.body ?? null)).digest('hex'),
@@ -81,6 +81,6 @@ export async function withIdempotency<T>(ctx: Ctx, key: string | null | undefine
 }
 
 /** Removes expired keys (run by the scheduler). */
-export async function sweepExpiredKeys(ctx: Pick<Ctx, 'store'>, now = new Date()): Promise<void> {
+export async function sweepExpiredKeys(ctx: Pick<Ctx, 'store'>, now: Date): Promise<void> {
   await ctx.store.tx((db) => repo.deleteExpired(ctx.store, db, now.getTime()))
 }

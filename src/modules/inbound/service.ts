@@ -81,7 +81,7 @@ async function onDsn(deps: Deps, db: Db, row: InboundRow, report: DsnReport): Pr
     const effects = await applyDelay(ctx, db, email, {
       source: 'dsn', status: r.status, diagnostic: r.diagnosticCode, recipient: r.address, reportingMta: report.reportingMta,
       remoteMta: r.remoteMta, willRetryUntil: r.willRetryUntil, extra: { action: r.action, heuristic: report.heuristic, inboundId: row.id },
-      at: new Date(),
+      at: deps.clock.date(),
     })
     return { status: 'processed', kind: 'dsn', emailId: email.id, projectId: email.projectId, detail: `delayed, still being retried (${r.status ?? 'no status'}): email.delayed, not a bounce`, effects }
   }
@@ -90,7 +90,7 @@ async function onDsn(deps: Deps, db: Db, row: InboundRow, report: DsnReport): Pr
     source: 'dsn', bounceType: r.bounceType, bounceKind: r.bounceKind, status: r.status, diagnostic: r.diagnosticCode,
     recipient: r.address, reportingMta: report.reportingMta, remoteMta: r.remoteMta,
     extra: { action: r.action, heuristic: report.heuristic, inboundId: row.id },
-    final: true, at: new Date(),
+    final: true, at: deps.clock.date(),
   })
   const detail = effects.applied
     ? `${r.bounceType} bounce (${r.status ?? 'no status'}, ${r.bounceKind ?? 'other'})${effects.suppressed ? ', address suppressed' : ''}`
@@ -108,7 +108,7 @@ async function onArf(deps: Deps, db: Db, row: InboundRow, report: ArfReport): Pr
   const effects = await applyComplaint(ctx, db, email, {
     source: 'arf', feedbackType: report.feedbackType, userAgent: report.userAgent, recipient: report.originalRecipient,
     extra: { sourceIp: report.sourceIp, reportingMta: report.reportingMta, arrivalDate: report.arrivalDate?.toISOString() ?? null, inboundId: row.id },
-    at: new Date(),
+    at: deps.clock.date(),
   })
   const detail = effects.applied ? `complaint (${report.feedbackType}): address suppressed, contact unsubscribed` : 'duplicate complaint: already recorded'
   return { status: 'processed', kind: 'arf', emailId: email.id, projectId: email.projectId, detail, effects }
@@ -190,7 +190,7 @@ export async function processInbound(deps: Deps, inboundId: string): Promise<Pro
       case 'other': out = await onOther(deps, db, row, analysis.mail); break
       case 'unparseable': out = { status: 'failed', kind: 'unparseable', emailId: null, projectId: row.projectId, detail: analysis.reason }; break
     }
-    const outcome: InboundOutcome = { status: out.status, kind: out.kind, projectId: out.projectId, emailId: out.emailId, detail: out.detail, processedAt: new Date() }
+    const outcome: InboundOutcome = { status: out.status, kind: out.kind, projectId: out.projectId, emailId: out.emailId, detail: out.detail, processedAt: deps.clock.date() }
     if (!await finishInbound(deps.store, db, row.id, outcome)) return null
     return { out, events: [...(out.effects?.events ?? []), ...(out.events ?? [])] }
   })
@@ -206,7 +206,7 @@ export async function processInbound(deps: Deps, inboundId: string): Promise<Pro
 /** Marks a message failed after its last attempt threw (so it is not left queued forever). */
 export async function giveUpInbound(deps: Deps, inboundId: string, err: unknown): Promise<void> {
   await deps.store.tx((db) => finishInbound(deps.store, db, inboundId, {
-    status: 'failed', kind: null, emailId: null, processedAt: new Date(),
+    status: 'failed', kind: null, emailId: null, processedAt: deps.clock.date(),
     detail: `processing failed: ${err instanceof Error ? err.message : String(err)}`,
   }))
 }
@@ -215,7 +215,7 @@ export async function giveUpInbound(deps: Deps, inboundId: string, err: unknown)
 export const INBOUND_RETENTION_MS = 30 * 24 * 3600_000
 
 /** Deletes finished inbound messages older than the retention; how many. */
-export function pruneInboundMessages(deps: Deps, now = new Date()): Promise<number> {
+export function pruneInboundMessages(deps: Deps, now = deps.clock.date()): Promise<number> {
   return deps.store.tx((db) => pruneInbound(deps.store, db, new Date(now.getTime() - INBOUND_RETENTION_MS)))
 }
 
@@ -225,7 +225,7 @@ export function pruneInboundMessages(deps: Deps, now = new Date()): Promise<numb
  */
 export async function storeInbound(deps: Deps, input: { raw: Buffer; mailFrom: string; rcptTo: string[]; projectId: string | null; remoteAddress: string | null; helo: string | null; id?: string; at?: Date }): Promise<string> {
   const id = input.id ?? Bun.randomUUIDv7()
-  const at = input.at ?? new Date()
+  const at = input.at ?? deps.clock.date()
   await deps.store.tx(async (db) => {
     await insertInbound(deps.store, db, {
       id, projectId: input.projectId, mailFrom: input.mailFrom, rcptTo: input.rcptTo, remoteAddress: input.remoteAddress,

@@ -29,7 +29,7 @@ export async function listTeam(deps: Deps, userId: string, projectId: string): P
   const { store } = deps
   const [members, invites] = await Promise.all([
     repo.listMembers(store, store.db, projectId),
-    repo.listInvitations(store, store.db, projectId, new Date()),
+    repo.listInvitations(store, store.db, projectId, deps.clock.date()),
   ])
   return [...members.map(activeOut), ...invites.map(invitedOut)]
 }
@@ -44,7 +44,7 @@ export async function invite(deps: Deps, userId: string, projectId: string, inpu
   const { store } = deps
   const email = normalizeEmail(input.email)
   const role = input.role ?? 'MEMBER'
-  const now = new Date()
+  const now = deps.clock.date()
   const token = randomBytes(32).toString('base64url')
   const { out, mail } = await store.tx(async (db) => {
     await requireAccess(deps, userId, projectId, 'members', db)
@@ -140,7 +140,7 @@ export async function myInvitations(deps: Deps, userId: string): Promise<Invitat
   const { store } = deps
   const user = await users.byId(store, store.db, userId)
   if (!user?.emailVerifiedAt) return []
-  return (await repo.invitationsFor(store, store.db, user.email, new Date())).map(invitationOut)
+  return (await repo.invitationsFor(store, store.db, user.email, deps.clock.date())).map(invitationOut)
 }
 
 /** Makes the membership an invitation offers and ends the invitation (a member already keeps their role). */
@@ -161,7 +161,7 @@ async function verifiedInvitee(deps: Deps, db: Db, userId: string): Promise<User
 
 /** POST /users/@me/invitations/:id/accept: only an invitation addressed to the user's verified address. */
 export async function acceptInvitation(deps: Deps, userId: string, id: string): Promise<AcceptedOut> {
-  const now = new Date()
+  const now = deps.clock.date()
   return deps.store.tx(async (db) => {
     const user = await verifiedInvitee(deps, db, userId)
     const inv = await repo.invitationForEmail(deps.store, db, id, user.email, now)
@@ -176,7 +176,7 @@ export async function acceptInvitation(deps: Deps, userId: string, id: string): 
  * (an unverified account is marked verified, as a password reset does).
  */
 export async function acceptInvitationByToken(deps: Deps, userId: string, token: string): Promise<AcceptedOut> {
-  const now = new Date()
+  const now = deps.clock.date()
   return deps.store.tx(async (db) => {
     const user = await users.byId(deps.store, db, userId)
     const inv = await repo.invitationByTokenHash(deps.store, db, hashToken(token), now)
@@ -188,7 +188,7 @@ export async function acceptInvitationByToken(deps: Deps, userId: string, token:
 
 /** POST /users/@me/invitations/:id/decline: the invitation ends; the inviter sees it gone from the team list. */
 export async function declineInvitation(deps: Deps, userId: string, id: string): Promise<void> {
-  const now = new Date()
+  const now = deps.clock.date()
   await deps.store.tx(async (db) => {
     const user = await verifiedInvitee(deps, db, userId)
     const inv = await repo.invitationForEmail(deps.store, db, id, user.email, now)

@@ -140,10 +140,10 @@ export async function updateMyProject(deps: Deps, userId: string, projectId: str
     const set: UpdateProjectBody = {}
     if (patch.name !== undefined) set.name = patch.name
     if (patch.trackingEnabled !== undefined) set.trackingEnabled = patch.trackingEnabled
-    await repo.update(deps.store, db, projectId, set, new Date())
-    if (patch.sendRatePerSecond !== undefined) await repo.setSetting(deps.store, db, projectId, SEND_RATE_SETTING, patch.sendRatePerSecond, new Date())
+    await repo.update(deps.store, db, projectId, set, deps.clock.date())
+    if (patch.sendRatePerSecond !== undefined) await repo.setSetting(deps.store, db, projectId, SEND_RATE_SETTING, patch.sendRatePerSecond, deps.clock.date())
     const defaults = { ...patch, defaultFrom: from, defaultReplyTo: typeof patch.defaultReplyTo === 'string' ? patch.defaultReplyTo.trim().toLowerCase() : patch.defaultReplyTo }
-    for (const k of DEFAULT_KEYS) if (patch[k] !== undefined) await repo.setSetting(deps.store, db, projectId, k, defaults[k], new Date())
+    for (const k of DEFAULT_KEYS) if (patch[k] !== undefined) await repo.setSetting(deps.store, db, projectId, k, defaults[k], deps.clock.date())
   })
   return mine(deps, userId, projectId)
 }
@@ -162,7 +162,7 @@ export async function resetMyProject(deps: Deps, userId: string, projectId: stri
   await deps.store.tx(async (db) => {
     await requireAccess(deps, userId, projectId, 'reset', db)
     await repo.wipeProjectData(deps.store, db, projectId)
-    await repo.update(deps.store, db, projectId, {}, new Date())
+    await repo.update(deps.store, db, projectId, {}, deps.clock.date())
   })
   return mine(deps, userId, projectId)
 }

@@ -63,7 +63,7 @@ export async function enforce(ctx: Ctx): Promise<string | null> {
 /** Lifts a suspension (an OWNER, or the CLI with `by: 'cli'`). */
 export async function enableProject(deps: Deps, projectId: string, by: string): Promise<{ enabled: boolean }> {
   if (!(await repo.projectState(deps.store, projectId))) throw notFound('project')
-  const changed = await deps.store.tx((db) => repo.lift(deps.store, db, projectId, by, new Date()))
+  const changed = await deps.store.tx((db) => repo.lift(deps.store, db, projectId, by, deps.clock.date()))
   return { enabled: changed }
 }
 

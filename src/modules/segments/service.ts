@@ -92,7 +92,7 @@ export async function createSegment(ctx: Ctx, body: CreateSegmentBody): Promise<
   const track = body.trackMembership ?? false
   // Counted before anything is written: a failing count leaves no segment behind.
   const memberCount = checked ? await countMatching(ctx, checked.prepared) : 0
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const base = slugify(name)
   const row = await ctx.store.tx(async (db) => {
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -119,7 +119,7 @@ export async function previewSegment(ctx: Ctx, body: PreviewBody): Promise<{ cou
   if (body.segmentId !== undefined) await load(ctx, body.segmentId)
   const { prepared } = await checkCondition(ctx, body.condition, body.segmentId)
   const count = await countMatching(ctx, prepared)
-  return { count, countedAt: new Date().toISOString() }
+  return { count, countedAt: ctx.deps.clock.date().toISOString() }
 }
 
 /** GET /segments: every segment of the project, newest first. */
@@ -135,14 +135,14 @@ export async function getSegment(ctx: Ctx, id: string): Promise<SegmentOut> {
 export async function updateSegment(ctx: Ctx, id: string, body: UpdateSegmentBody): Promise<SegmentOut> {
   const current = await load(ctx, id)
   const checked = current.type === 'DYNAMIC' && body.condition !== undefined ? await checkCondition(ctx, body.condition, id) : null
-  const set: Partial<SegmentRow> = { updatedAt: new Date() }
+  const set: Partial<SegmentRow> = { updatedAt: ctx.deps.clock.date() }
   if (body.name !== undefined) set.name = cleanName(body.name)
   if (body.description !== undefined) set.description = body.description
   if (checked) {
     // A new condition is counted before anything is written, like a new segment's.
     set.condition = checked.tree
     set.memberCount = await countMatching(ctx, checked.prepared)
-    set.countedAt = new Date()
+    set.countedAt = ctx.deps.clock.date()
   }
   if (body.trackMembership !== undefined) set.trackMembership = body.trackMembership
   const row = await ctx.store.tx(async (db) => {
@@ -215,7 +215,7 @@ export async function addMembers(ctx: Ctx, id: string, body: AddMembersBody) {
         events.push(...r.events)
       }
     }
-    const now = new Date()
+    const now = ctx.deps.clock.date()
     const added = await repo.addMembers(ctx.store, db, ctx.projectId, id, found.map((c) => c.id), now)
     if (seg.trackMembership) events.push(...await appendEvents(ctx, db, added.map((cid) => entryEvent(seg, cid))))
     const memberCount = await repo.recountMembers(ctx.store, db, ctx.projectId, id, now)
@@ -236,7 +236,7 @@ export async function removeMembers(ctx: Ctx, id: string, body: { emails: string
     const found = await repo.contactsByEmail(ctx.store, db, ctx.projectId, emails)
     const removed = new Set(await repo.removeMembers(ctx.store, db, ctx.projectId, id, found.map((c) => c.id)))
     const events = seg.trackMembership ? await appendEvents(ctx, db, [...removed].map((cid) => exitEvent(seg, cid))) : []
-    const memberCount = await repo.recountMembers(ctx.store, db, ctx.projectId, id, new Date())
+    const memberCount = await repo.recountMembers(ctx.store, db, ctx.projectId, id, ctx.deps.clock.date())
     const removedEmails = new Set(found.filter((c) => removed.has(c.id)).map((c) => c.email))
     return { removed: removed.size, notMembers: emails.filter((e) => !removedEmails.has(e)), memberCount, events }
   })
@@ -300,7 +300,7 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
       // Holds the segment (PostgreSQL: FOR SHARE) so it cannot be deleted or untracked under this chunk.
       const live = await repo.findById(ctx.store, ctx.projectId, seg.id, db, 'share')
       if (live?.type !== 'DYNAMIC' || !live.trackMembership) return null
-      const at = new Date()
+      const at = ctx.deps.clock.date()
       const changed = enter
         ? await repo.enter(ctx.store, db, ctx.projectId, seg.id, chunk, at)
         : await repo.leave(ctx.store, db, seg.id, chunk)
@@ -325,7 +325,7 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
       }
     }))
   }
-  const computedAt = new Date()
+  const computedAt = ctx.deps.clock.date()
   const memberCount = await ctx.store.tx((db) => repo.recountMembers(ctx.store, db, ctx.projectId, seg.id, computedAt, true))
   return { id: seg.id, entered, exited, memberCount, computedAt: computedAt.toISOString() }
 }
@@ -343,7 +343,7 @@ export async function computeSegment(ctx: Ctx, id: string): Promise<ComputeOutco
 export async function refreshSegment(ctx: Ctx, id: string) {
   const seg = await load(ctx, id)
   const n = await countOf(ctx, seg)
-  const countedAt = new Date()
+  const countedAt = ctx.deps.clock.date()
   await repo.setCount(ctx.store, ctx.projectId, id, n, countedAt)
   return { id, memberCount: n, countedAt: countedAt.toISOString() }
 }
@@ -357,7 +357,7 @@ export async function recomputeById(ctx: Ctx, id: string): Promise<Record<string
     return { entered: r.entered, exited: r.exited, memberCount: r.memberCount }
   }
   const n = await countOf(ctx, seg)
-  await repo.setCount(ctx.store, ctx.projectId, id, n, new Date())
+  await repo.setCount(ctx.store, ctx.projectId, id, n, ctx.deps.clock.date())
   return { memberCount: n }
 }
 

@@ -47,7 +47,7 @@ export async function createTemplate(ctx: Ctx, input: CreateTemplate): Promise<T
   const body = withPreheader(input.body, input.preheader)
   await checkTemplateSource({ subject: input.subject, body })
   await assertSenderAllowed(ctx, from)
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const row: repo.TemplateRow = {
     id: Bun.randomUUIDv7(),
     projectId: ctx.projectId,
@@ -126,7 +126,7 @@ export async function updateTemplate(ctx: Ctx, id: string, patch: UpdateTemplate
     set.fromEmail = from
   }
   if (!Object.keys(set).length) return toTemplate(existing)
-  set.updatedAt = new Date()
+  set.updatedAt = ctx.deps.clock.date()
   const row = await ctx.store.tx((db) => repo.update(ctx.store, db, ctx.projectId, id, set))
   if (!row) throw notFound('template')
   return toTemplate(row)
@@ -154,7 +154,7 @@ export async function deleteTemplate(ctx: Ctx, id: string): Promise<void> {
 export async function duplicateTemplate(ctx: Ctx, id: string): Promise<Template> {
   const src = await repo.findById(ctx.store, ctx.store.db, ctx.projectId, id)
   if (!src) throw notFound('template')
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const suffix = ' (copy)'
   const row: repo.TemplateRow = {
     ...src,

@@ -42,7 +42,7 @@ export interface EngagementResult {
 const MISSING: EngagementResult = { recorded: false, isFirst: false, count: 0 }
 
 async function record(deps: Deps, emailId: string, kind: repo.Engagement, meta: EngagementMeta, link: string | null): Promise<EngagementResult> {
-  const at = new Date()
+  const at = deps.clock.date()
   const out = await deps.store.tx(async (db) => {
     const email = await repo.emailById(deps.store, db, emailId)
     if (!email) return null

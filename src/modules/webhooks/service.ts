@@ -38,7 +38,7 @@ export async function handleNotification(deps: Deps, body: string): Promise<Noti
     throw asAppError(err)
   }
   const sent = new Date(msg.Timestamp)
-  if (Number.isNaN(sent.getTime()) || Date.now() - sent.getTime() > MAX_NOTIFICATION_AGE_MS) {
+  if (Number.isNaN(sent.getTime()) || deps.clock.now() - sent.getTime() > MAX_NOTIFICATION_AGE_MS) {
     throw forbidden('The SNS message is too old (or its Timestamp is unreadable)')
   }
   const base = { type: msg.Type, messageId: msg.MessageId, topicArn: msg.TopicArn }
@@ -63,7 +63,7 @@ export async function handleNotification(deps: Deps, body: string): Promise<Noti
   }
   let payload: unknown
   try { payload = JSON.parse(msg.Message) } catch { payload = null }
-  const now = new Date()
+  const now = deps.clock.date()
   const out = await deps.store.tx(async (db) => {
     if (!await claimReceipt(deps.store, db, 'sns', msg.MessageId, now)) return null
     return applySesNotification(deps, db, payload, now)
@@ -78,7 +78,7 @@ export const webhooksPruneJob = defineJob({
   name: 'webhooks.prune',
   everyMs: 24 * 3600_000,
   async run(ctx) {
-    const deleted = await ctx.deps.store.tx((db) => pruneReceipts(ctx.deps.store, db, new Date(Date.now() - MAX_NOTIFICATION_AGE_MS)))
+    const deleted = await ctx.deps.store.tx((db) => pruneReceipts(ctx.deps.store, db, new Date(ctx.deps.clock.now() - MAX_NOTIFICATION_AGE_MS)))
     return { deleted }
   },
 })

@@ -98,7 +98,7 @@ function pair(emails: FeedbackEmail[], recipients: Obj[], field: string): Array<
 }
 
 /** Applies one SES notification (the parsed SNS Message) inside `db`. */
-export async function applySesNotification(deps: Deps, db: Db, message: unknown, now = new Date()): Promise<SesOutcome> {
+export async function applySesNotification(deps: Deps, db: Db, message: unknown, now = deps.clock.date()): Promise<SesOutcome> {
   const events = new Map<string, EventRow[]>()
   const n = obj(message)
   const kind = str(n?.notificationType) ?? str(n?.eventType) ?? 'unknown'

@@ -36,7 +36,6 @@ const WAKE_LOOKAHEAD_MS = 1_000
 /** A RUNNING execution not moved for this long has lost its job; the wake job runs it again. */
 export const STALLED_MS = 5 * 60_000
 
-export const clockOf = (deps: Deps): (() => Date) => deps.clock ?? (() => new Date())
 
 const TERMINAL: readonly ExecutionStatus[] = ['COMPLETED', 'EXITED', 'FAILED', 'CANCELLED']
 
@@ -78,7 +77,7 @@ export async function createExecution(
   opts: { context: Record<string, unknown>; triggerEventId: string | null; enqueue?: boolean },
 ): Promise<repo.ExecutionRow | null> {
   if (!wf.allowReentry && await repo.hasEntered(ctx.store, db, ctx.projectId, wf.id, contactId)) return null
-  const now = clockOf(ctx.deps)()
+  const now = ctx.deps.clock.date()
   const row: repo.ExecutionRow = {
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, workflowId: wf.id, contactId, status: 'RUNNING',
     currentStepId: triggerStepId, waitStepExecutionId: null, waitEvent: null, waitUntil: null,
@@ -170,7 +169,7 @@ export async function runExecution(ctx: Ctx, executionId: string, version: numbe
     // the execution does not wait for the stalled-run sweep of the wake job. Best effort: the error stands.
     const now = await repo.findExecution(store, store.db, ctx.projectId, executionId).catch(() => null)
     if (now && now.version !== from && now.status === 'RUNNING') {
-      await store.tx((db) => enqueueRun(ctx, db, now, clockOf(ctx.deps)())).catch(() => {})
+      await store.tx((db) => enqueueRun(ctx, db, now, ctx.deps.clock.date())).catch(() => {})
     }
     throw err
   }
@@ -178,7 +177,7 @@ export async function runExecution(ctx: Ctx, executionId: string, version: numbe
 
 async function runFrom(ctx: Ctx, first: repo.ExecutionRow): Promise<{ status: string; steps: number }> {
   const { store } = ctx
-  const clock = clockOf(ctx.deps)
+  const clock = () => ctx.deps.clock.date()
   let exec: repo.ExecutionRow | null = first
   const executionId = first.id
   const graph = await loadGraph(ctx, first.workflowId)
@@ -299,7 +298,7 @@ export async function cancelExecution(ctx: Ctx, exec: repo.ExecutionRow): Promis
   let cur: repo.ExecutionRow | null = exec
   for (let i = 0; i < 20 && cur; i++) {
     if (TERMINAL.includes(cur.status as ExecutionStatus)) return false
-    const now = clockOf(ctx.deps)()
+    const now = ctx.deps.clock.date()
     const at: repo.ExecutionRow = cur
     const done = await commit(ctx, at, { status: 'CANCELLED', currentStepId: null, exitReason: 'cancelled' }, now, async (db) => {
       await repo.skipOpenSteps(ctx.store, db, ctx.projectId, at.id, now, 'execution cancelled')
@@ -322,7 +321,7 @@ export async function continueExecution(ctx: Ctx, exec: repo.ExecutionRow): Prom
   for (let i = 0; i < 20 && cur; i++) {
     const at: repo.ExecutionRow = cur
     if (at.status !== 'WAITING' || !at.waitUntil || !at.waitStepExecutionId) return null
-    const now = clockOf(ctx.deps)()
+    const now = ctx.deps.clock.date()
     const moved = await ctx.store.tx(async (db) => {
       const m = await repo.updateExecutionAt(ctx.store, db, ctx.projectId, at.id, at.version, { waitUntil: now, updatedAt: now })
       if (!m) return null
@@ -358,7 +357,7 @@ export async function resumeOnEvents(ctx: Ctx, events: EventRow[]): Promise<numb
     if (!event || !exec.currentStepId || !exec.waitStepExecutionId) continue
     const graph = await loadGraph(ctx, exec.workflowId)
     const nextId = graph.next(exec.currentStepId, 'event')
-    const now = clockOf(ctx.deps)()
+    const now = ctx.deps.clock.date()
     const stepExecId = exec.waitStepExecutionId
     const moved = await commit(ctx, exec, nextId ? { status: 'RUNNING', currentStepId: nextId } : { status: 'COMPLETED', currentStepId: null }, now, async (db, m) => {
       await repo.updateStepExecution(store, db, ctx.projectId, stepExecId, {
@@ -396,7 +395,7 @@ export async function startFromEvents(ctx: Ctx, events: EventRow[]): Promise<num
       }
     }
     // One job per 100 started executions (a job claim costs a commit; the runs of one job share theirs).
-    const now = clockOf(ctx.deps)()
+    const now = ctx.deps.clock.date()
     for (let i = 0; i < started.length; i += 100) await enqueueRuns(ctx, db, started.slice(i, i + 100), now)
     return started.length
   })
@@ -408,7 +407,7 @@ export async function startFromEvents(ctx: Ctx, events: EventRow[]): Promise<num
  * execution is harmless: the move is written at the version read, once.
  */
 export async function wakeDue(deps: Deps, ctxOf: (projectId: string) => Ctx, budgetMs = WAKE_BUDGET_MS): Promise<{ woken: number; lateMsMax: number }> {
-  const clock = clockOf(deps)
+  const clock = () => deps.clock.date()
   const started = Date.now()
   let woken = 0
   let lateMsMax = 0
@@ -465,7 +464,7 @@ export async function wakeDue(deps: Deps, ctxOf: (projectId: string) => Ctx, bud
 async function endWaits(ctx: Ctx, execs: repo.ExecutionRow[]): Promise<repo.ExecutionRow[]> {
   const graphs = new Map<string, Graph>()
   for (const id of new Set(execs.map((e) => e.workflowId))) graphs.set(id, await loadGraph(ctx, id))
-  const now = clockOf(ctx.deps)()
+  const now = ctx.deps.clock.date()
   return ctx.store.tx(async (db) => {
     const ended: repo.ExecutionRow[] = []
     const goOn: repo.ExecutionRow[] = []

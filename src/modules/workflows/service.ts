@@ -90,7 +90,7 @@ async function editGraph<T>(ctx: Ctx, workflowId: string, edit: (db: Db, wf: rep
     const wf = await mustWorkflow(ctx, db, workflowId)
     const out = await edit(db, wf)
     if (wf.enabled) await assertValidGraph(ctx, db, workflowId)
-    await repo.updateWorkflow(ctx.store, db, ctx.projectId, workflowId, { updatedAt: new Date() })
+    await repo.updateWorkflow(ctx.store, db, ctx.projectId, workflowId, { updatedAt: ctx.deps.clock.date() })
     return out
   })
 }
@@ -100,7 +100,7 @@ async function editGraph<T>(ctx: Ctx, workflowId: string, edit: (db: Db, wf: rep
 export async function createWorkflow(ctx: Ctx, input: CreateWorkflow): Promise<Workflow> {
   const eventName = input.eventName ?? input.triggerConfig?.eventName
   if (!eventName) throw invalidField('eventName', 'eventName is required: the event that starts an execution', 'required')
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const row: repo.WorkflowRow = {
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, name: input.name, description: input.description ?? null,
     triggerType: 'EVENT', triggerEvent: eventName, enabled: false, allowReentry: input.allowReentry ?? false,
@@ -134,7 +134,7 @@ export async function listWorkflows(ctx: Ctx, q: ListWorkflowsQuery): Promise<Wo
 export async function updateWorkflow(ctx: Ctx, id: string, patch: UpdateWorkflow): Promise<Workflow> {
   return ctx.store.tx(async (db) => {
     const wf = await mustWorkflow(ctx, db, id)
-    const set: Partial<repo.WorkflowRow> = { updatedAt: new Date() }
+    const set: Partial<repo.WorkflowRow> = { updatedAt: ctx.deps.clock.date() }
     if (patch.name !== undefined) set.name = patch.name
     if (patch.description !== undefined) set.description = patch.description
     if (patch.allowReentry !== undefined) set.allowReentry = patch.allowReentry
@@ -180,7 +180,7 @@ export async function workflowFields(ctx: Ctx) {
 export async function addStep(ctx: Ctx, workflowId: string, input: AddStep): Promise<Step> {
   await mustWorkflow(ctx, ctx.store.db, workflowId)
   const config = await checkStepConfig(ctx, input.type, input.config)
-  const now = new Date()
+  const now = ctx.deps.clock.date()
   const row: repo.StepRow = {
     id: Bun.randomUUIDv7(), projectId: ctx.projectId, workflowId, type: input.type, name: input.name ?? DEFAULT_NAMES[input.type],
     config, position: input.position ?? { x: 0, y: 0 }, createdAt: now, updatedAt: now,
@@ -192,7 +192,7 @@ export async function addStep(ctx: Ctx, workflowId: string, input: AddStep): Pro
 export async function updateStep(ctx: Ctx, workflowId: string, stepId: string, patch: UpdateStep): Promise<Step> {
   const step = await repo.findStep(ctx.store, ctx.store.db, ctx.projectId, workflowId, stepId)
   if (!step) throw notFound('step')
-  const set: Partial<repo.StepRow> = { updatedAt: new Date() }
+  const set: Partial<repo.StepRow> = { updatedAt: ctx.deps.clock.date() }
   if (patch.name !== undefined) set.name = patch.name
   if (patch.position !== undefined) set.position = patch.position
   if (patch.config !== undefined) {
@@ -221,7 +221,7 @@ export async function deleteStep(ctx: Ctx, workflowId: string, stepId: string, s
     if (splice && outgoing.length > 1) throw invalidField('splice', `step "${step.name}" (${step.type}) has ${outgoing.length} outgoing transitions: splice needs at most one`, 'cannot_splice')
     await repo.deleteStep(ctx.store, db, ctx.projectId, stepId)
     if (splice && outgoing.length === 1) {
-      const now = new Date()
+      const now = ctx.deps.clock.date()
       for (const t of incoming) {
         await repo.insertTransition(ctx.store, db, { id: Bun.randomUUIDv7(), projectId: ctx.projectId, workflowId, fromStepId: t.fromStepId, toStepId: outgoing[0].toStepId, branch: t.branch, createdAt: now })
       }
@@ -245,7 +245,7 @@ export async function addTransition(ctx: Ctx, workflowId: string, input: AddTran
     if (!allowed && branch) throw invalidField('branch', `step "${from.name}" (${from.type}) does not branch: leave branch out`, 'invalid_branch', branch)
     const existing = (await repo.transitionsOf(ctx.store, db, ctx.projectId, workflowId)).filter((t) => t.fromStepId === from.id && (allowed ? t.branch === branch : true))
     if (existing.length) throw conflict(`step "${from.name}" already has a transition${branch ? ` on branch ${branch}` : ''} (${existing[0].id}): delete it first`)
-    const row: repo.TransitionRow = { id: Bun.randomUUIDv7(), projectId: ctx.projectId, workflowId, fromStepId: from.id, toStepId: to.id, branch, createdAt: new Date() }
+    const row: repo.TransitionRow = { id: Bun.randomUUIDv7(), projectId: ctx.projectId, workflowId, fromStepId: from.id, toStepId: to.id, branch, createdAt: ctx.deps.clock.date() }
     await repo.insertTransition(ctx.store, db, row)
     return toTransition(row)
   })

@@ -126,11 +126,11 @@ forEachStore('auth: signup, login, logout', (env) => {
 
   test('a session token signed with another secret, or for a session that does not exist, is refused', async () => {
     const u = await verifiedUser(env, 'forged')
-    const forged = signJwt({ sub: u.id, sid: 'x' }, 'not-the-secret', 3600)
+    const forged = signJwt({ sub: u.id, sid: 'x' }, 'not-the-secret', 3600, Date.now())
     expect((await env.request('GET', '/users/@me', { cookie: `mailctl_session=${forged}` })).status).toBe(401)
-    const unknownSession = signJwt({ sub: u.id, sid: Bun.randomUUIDv7() }, env.deps.secret, 3600)
+    const unknownSession = signJwt({ sub: u.id, sid: Bun.randomUUIDv7() }, env.deps.secret, 3600, Date.now())
     expect((await env.request('GET', '/users/@me', { cookie: `mailctl_session=${unknownSession}` })).status).toBe(401)
-    const noSid = signJwt({ sub: u.id }, env.deps.secret, 3600)
+    const noSid = signJwt({ sub: u.id }, env.deps.secret, 3600, Date.now())
     expect((await env.request('GET', '/users/@me', { cookie: `mailctl_session=${noSid}` })).status).toBe(401)
   })
 

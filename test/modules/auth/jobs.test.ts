@@ -26,13 +26,13 @@ forEachStore('accounts sweep job', (env) => {
       await db.update(authTokens).set({ expiresAt: past }).where(eq(authTokens.userId, u.id))
       await db.update(invitations).set({ expiresAt: past }).where(eq(invitations.email, expiredEmail))
     })
-    const swept = await sweepAccounts(env.store)
+    const swept = await sweepAccounts(env.store, env.clock.date())
     expect(swept).toEqual({ sessions: 1, tokens: 1, invitations: 1 })
     expect((await env.store.db.select().from(sessions).where(eq(sessions.userId, live.id))).length).toBe(1)
     expect((await env.store.db.select().from(authTokens).where(eq(authTokens.userId, live.id))).length).toBe(1)
     expect((await env.store.db.select().from(invitations).where(eq(invitations.email, pendingEmail))).length).toBe(1)
     expect((await env.request('GET', '/users/@me', { cookie: live.cookie })).status).toBe(200)
-    expect(await sweepAccounts(env.store)).toEqual({ sessions: 0, tokens: 0, invitations: 0 })
+    expect(await sweepAccounts(env.store, env.clock.date())).toEqual({ sessions: 0, tokens: 0, invitations: 0 })
   })
 
   test('is registered with the workers and runs as a job', async () => {

@@ -288,7 +288,7 @@ forEachStore('oauth: the state', (env) => {
     // One character of the signature changed.
     await noExchange(() => signIn(env, 'github', { callbackPath: swapState((s) => s.slice(0, -2) + (s.endsWith('AA') ? 'BB' : 'AA')) }))
     // The same claims (nonce included) signed with the session secret itself.
-    await noExchange(() => signIn(env, 'github', { callbackPath: swapState((s) => { const c = claims(s); return signJwt({ sub: c.sub, p: c.p, n: c.n }, env.deps.secret, 600) }) }))
+    await noExchange(() => signIn(env, 'github', { callbackPath: swapState((s) => { const c = claims(s); return signJwt({ sub: c.sub, p: c.p, n: c.n }, env.deps.secret, 600, Date.now()) }) }))
     // A state and its cookie from a Google sign-in, brought to GitHub's callback.
     const g = await env.request('GET', '/auth/oauth/google')
     const gState = new URL(g.headers.get('location') ?? '').searchParams.get('state') ?? ''

@@ -49,11 +49,10 @@ forEachStore('campaign A/B tests', (env) => {
   let p: NewProject
   let other: NewProject
   let from: string
-  let t = Date.parse('2030-03-01T09:00:00Z')
-  const clock = () => new Date(t)
+  const clock = env.clock
 
   beforeAll(async () => {
-    env.deps.clock = clock
+    clock.set(Date.parse('2030-03-01T09:00:00Z'))
     p = await env.project()
     other = await env.project()
     const domain = `ab${Math.random().toString(36).slice(2, 8)}.test`
@@ -123,12 +122,12 @@ forEachStore('campaign A/B tests', (env) => {
         }
       },
     })
-    const worker = new Worker(env.deps, [send, abWinnerJob], { now: clock })
+    const worker = new Worker(env.deps, [send, abWinnerJob])
     await worker.drain()
     // A failed run is retried after its backoff: move the clock past it and run again.
     if (crashed) {
-      t += 120_000
-      await new Worker(env.deps, [campaignSendJob({ batchSize: 30 }), abWinnerJob], { now: clock }).drain()
+      clock.advance(120_000)
+      await new Worker(env.deps, [campaignSendJob({ batchSize: 30 }), abWinnerJob]).drain()
     }
   }
 
@@ -153,7 +152,7 @@ forEachStore('campaign A/B tests', (env) => {
     let got = (await env.request('GET', `/campaigns/${id}`, { key: p.secretKey })).body
     expect(got.status).toBe('SENDING')
     expect(got.abTestStatus.phase).toBe('WAITING')
-    expect(Date.parse(got.abTestStatus.decideAt)).toBe(t + 30 * 60_000)
+    expect(Date.parse(got.abTestStatus.decideAt)).toBe(clock.now() + 30 * 60_000)
 
     // Variant B's body is its own, A's the campaign's: both rendered at fan-out (a variant has a body).
     const loaded = await loadForDelivery(env.store, test1.map((e) => e.id))
@@ -174,10 +173,10 @@ forEachStore('campaign A/B tests', (env) => {
     expect((await emailsOf(id)).length).toBe(40)
 
     // The wait ends. The winner job runs twice (a crash after its commit retries it): one decision, one send.
-    t += 30 * 60_000
+    clock.advance(30 * 60_000)
     const { jobs } = env.store.t
-    await new Worker(env.deps, [abWinnerJob], { now: clock }).drain()
-    await env.store.tx((db) => db.update(jobs).set({ status: 'queued', runAt: clock() }).where(and(eq(jobs.name, AB_WINNER_JOB), eq(jobs.uniqueKey, id))))
+    await new Worker(env.deps, [abWinnerJob]).drain()
+    await env.store.tx((db) => db.update(jobs).set({ status: 'queued', runAt: clock.date() }).where(and(eq(jobs.name, AB_WINNER_JOB), eq(jobs.uniqueKey, id))))
     await drain(1)
 
     got = (await env.request('GET', `/campaigns/${id}`, { key: p.secretKey })).body
@@ -206,7 +205,7 @@ forEachStore('campaign A/B tests', (env) => {
     await env.request('POST', `/campaigns/${id}/send`, { key: p.secretKey, body: {} })
     await drain()
     expect((await emailsOf(id)).length).toBe(20)
-    t += 10 * 60_000
+    clock.advance(10 * 60_000)
     await drain()
     const got = (await env.request('GET', `/campaigns/${id}`, { key: p.secretKey })).body
     expect(got.status).toBe('SENT')
@@ -222,7 +221,7 @@ forEachStore('campaign A/B tests', (env) => {
     await env.request('POST', `/campaigns/${id}/send`, { key: p.secretKey, body: {} })
     await drain()
     expect((await env.request('POST', `/campaigns/${id}/cancel`, { key: p.secretKey })).status).toBe(200)
-    t += 30 * 60_000
+    clock.advance(30 * 60_000)
     await drain()
     expect((await emailsOf(id)).length).toBe(40)
     expect((await env.request('GET', `/campaigns/${id}`, { key: p.secretKey })).body.status).toBe('CANCELLED')

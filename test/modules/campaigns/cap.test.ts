@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
+import { later } from '../../helpers/clock'
 import { ownedProject, verifiedUser } from '../../helpers/accounts'
 import { Worker } from '../../../src/jobs/queue'
 import { campaignSchedulerJob } from '../../../src/modules/campaigns/jobs'
@@ -47,9 +48,11 @@ forEachStore('campaigns and the monthly cap', (env) => {
     // Its time comes (moved in the database rather than waited for), and the scheduler runs once.
     const { campaigns } = env.store.t
     await env.store.tx((db) => db.update(campaigns).set({ scheduledFor: new Date(Date.now() - 60_000) }).where(eq(campaigns.id, id)))
-    const worker = new Worker(env.deps, [campaignSchedulerJob], { now: () => new Date(Date.now() + 60_000) })
-    await worker.ensureRecurring()
-    await worker.drain()
+    const worker = new Worker(env.deps, [campaignSchedulerJob])
+    await later(env, 60_000, async () => {
+      await worker.ensureRecurring()
+      await worker.drain()
+    })
     expect((await env.request('GET', `/campaigns/${id}`, { key: p.secretKey })).body.status).toBe('DRAFT')
     expect((await env.store.db.select().from(env.store.t.emails)).filter((e) => e.campaignId === id)).toHaveLength(0)
     expect(await env.store.db.select().from(env.store.t.jobs).where(eq(env.store.t.jobs.uniqueKey, id))).toHaveLength(0)

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
+import { later } from '../../helpers/clock'
 import { ctxFor } from '../../../src/deps'
 import { Worker } from '../../../src/jobs/queue'
 import { addSuppression } from '../../../src/modules/suppressions/service'
@@ -132,7 +133,7 @@ forEachStore('campaign sending', (env) => {
     const firstBatch = await emailsOf(id)
     expect(firstBatch.length).toBe(mid.sentCount)
     // The job was put back with a backoff: a worker whose clock is past it runs it again.
-    await new Worker(env.deps, [crashing], { now: () => new Date(Date.now() + 3_600_000) }).drain()
+    await later(env, 3_600_000, () => new Worker(env.deps, [crashing]).drain())
     const all = (await emailsOf(id)).map((e) => e.to).sort()
     expect(all).toEqual(proSubscribed)
     expect(new Set(all).size).toBe(all.length)
@@ -150,7 +151,7 @@ forEachStore('campaign sending', (env) => {
     expect((await emailsOf(id)).length).toBe(c.sentCount)
     expect(c.sentCount).toBeLessThanOrEqual(3)
     // A later run of the job (a retry) queues nothing more.
-    await new Worker(env.deps, [campaignSendJob({ batchSize: 3 })], { now: () => new Date(Date.now() + 3_600_000) }).drain()
+    await later(env, 3_600_000, () => new Worker(env.deps, [campaignSendJob({ batchSize: 3 })]).drain())
     expect((await emailsOf(id)).length).toBe(c.sentCount)
   })
 
@@ -163,9 +164,11 @@ forEachStore('campaign sending', (env) => {
       await env.store.tx((db) => db.update(campaigns).set({ scheduledFor: at }).where(eq(campaigns.id, id)))
     }
     async function boot(e: TestEnv, offsetMs: number) {
-      const w = new Worker(e.deps, [campaignSchedulerJob, campaignSendJob({ batchSize: 4 })], { now: () => new Date(Date.now() + offsetMs) })
-      await w.ensureRecurring()
-      await w.drain()
+      const w = new Worker(e.deps, [campaignSchedulerJob, campaignSendJob({ batchSize: 4 })])
+      await later(e, offsetMs, async () => {
+        await w.ensureRecurring()
+        await w.drain()
+      })
     }
 
     test('a SCHEDULED campaign waits for its time, then starts at the first scheduler run after it (also after a restart)', async () => {

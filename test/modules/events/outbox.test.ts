@@ -1,4 +1,4 @@
-import { expect, test } from 'bun:test'
+import { afterEach, expect, test } from 'bun:test'
 import { eq, inArray } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { openStore } from '../../../src/db/client'
@@ -38,6 +38,7 @@ async function outboxRows(env: TestEnv, projectId: string) {
 }
 
 forEachStore('the events outbox', (env) => {
+  afterEach(() => env.clock.reset())
   const ctxOf = (projectId: string, deps: Deps = env.deps) => ctxFor(deps, projectId, { kind: 'cli' })
 
   test('the transaction that appends events writes their outbox row; a rolled-back one writes neither', async () => {
@@ -75,12 +76,12 @@ forEachStore('the events outbox', (env) => {
 
   test('a failing consumer is retried with backoff, alone: the other consumer goes on', async () => {
     const p = await env.consumedProject()
-    let t = Date.now() + 1000
-    const now = () => new Date(t)
+    const clock = env.clock
+    clock.set(Date.now() + 1000)
     let down = true
     const good = recorder('test.good', [p.id])
     const bad = recorder('test.bad', [p.id], () => down)
-    const outbox = new Outbox(env.deps, { now, consumers: () => [good.c, bad.c] })
+    const outbox = new Outbox(env.deps, { consumers: () => [good.c, bad.c] })
     const first = await commit(ctxOf(p.id), ['one', 'two'])
     await outbox.drain()
     expect(good.got.map((e) => e.name)).toEqual(['one', 'two'])
@@ -88,22 +89,22 @@ forEachStore('the events outbox', (env) => {
     // The failure became a row of its own, for the failed consumer only, due after the backoff.
     const [retry] = await outboxRows(env, p.id)
     expect(retry).toMatchObject({ consumer: 'test.bad', eventIds: first.map((e) => e.id), attempts: 1, lockedBy: null, lastError: 'test.bad is down' })
-    expect(retry?.dueAt.getTime()).toBe(t + outboxBackoffMs(1))
+    expect(retry?.dueAt.getTime()).toBe(clock.now() + outboxBackoffMs(1))
     // New events still reach the good consumer at once; the bad one's retry is not due yet.
     await commit(ctxOf(p.id), ['three'])
     await outbox.drain()
     expect(good.got.map((e) => e.name)).toEqual(['one', 'two', 'three'])
     expect(bad.calls()).toBe(2)
     // Its next failure doubles the delay of that row.
-    t += outboxBackoffMs(1)
+    clock.advance(outboxBackoffMs(1))
     await outbox.drain()
     expect(bad.calls()).toBe(3)
     const again = (await outboxRows(env, p.id)).find((r) => r.id === retry?.id)
     expect(again).toMatchObject({ attempts: 2 })
-    expect(again?.dueAt.getTime()).toBe(t + outboxBackoffMs(2))
+    expect(again?.dueAt.getTime()).toBe(clock.now() + outboxBackoffMs(2))
     // Back up: everything it missed arrives, the others are not told twice, the outbox is empty.
     down = false
-    t += outboxBackoffMs(2)
+    clock.advance(outboxBackoffMs(2))
     await outbox.drain()
     expect(bad.got.map((e) => e.name).sort()).toEqual(['one', 'three', 'two'])
     expect(good.got.length).toBe(3)
@@ -113,7 +114,7 @@ forEachStore('the events outbox', (env) => {
   test('a started drainer hands over the events this process announced as they were, without reading them back, once: a retry reads them from the database', async () => {
     const p = await env.consumedProject()
     // The drainer's clock is a second ahead: the rows committed meanwhile are due at once.
-    let t = Date.now() + 1000
+    env.clock.set(Date.now() + 1000)
     const calls: EventRow[][] = []
     const c: EventConsumer = {
       name: 'test.recent',
@@ -125,7 +126,7 @@ forEachStore('the events outbox', (env) => {
         if (calls.length === 1) throw new Error('down once')
       },
     }
-    const outbox = new Outbox(env.deps, { now: () => new Date(t), consumers: () => [c], pollMs: 20 })
+    const outbox = new Outbox(env.deps, { consumers: () => [c], pollMs: 20 })
     await outbox.start()
     try {
       const ctx = ctxOf(p.id)
@@ -137,7 +138,7 @@ forEachStore('the events outbox', (env) => {
       expect(calls[0][0]).toBe(rows[0])
       expect(calls[0][1]).toBe(rows[1])
       // The consumer failed: its retry, once due, gets the events from the database (equal, not the same).
-      t += outboxBackoffMs(1)
+      env.clock.advance(outboxBackoffMs(1))
       for (let i = 0; i < 1000 && calls.length < 2; i++) await Bun.sleep(10)
       expect(calls[1]).toEqual(rows)
       expect(calls[1][0]).not.toBe(rows[0])
@@ -173,13 +174,13 @@ forEachStore('the events outbox', (env) => {
 
   test('a consumer that keeps failing is given up after MAX_ATTEMPTS: its row stays, marked, and is no longer claimed', async () => {
     const p = await env.consumedProject()
-    let t = Date.now() + 1000
+    env.clock.set(Date.now() + 1000)
     const bad = recorder('test.hopeless', [p.id], () => true)
-    const outbox = new Outbox(env.deps, { now: () => new Date(t), consumers: () => [bad.c] })
+    const outbox = new Outbox(env.deps, { consumers: () => [bad.c] })
     await commit(ctxOf(p.id), ['x'])
     for (let i = 0; i < MAX_ATTEMPTS + 2; i++) {
       await outbox.drain()
-      t += 3_600_000
+      env.clock.advance(3_600_000)
     }
     expect(bad.calls()).toBe(MAX_ATTEMPTS)
     const [row] = await outboxRows(env, p.id)

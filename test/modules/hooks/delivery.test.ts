@@ -1,4 +1,4 @@
-import { afterAll, beforeEach, expect, test } from 'bun:test'
+import { afterAll, afterEach, beforeEach, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 import { startTestDns } from '../../helpers/dns'
@@ -26,12 +26,13 @@ forEachStore('webhook deliveries', (env) => {
   const HOUR = 3600_000
   // The delivery queue is shared by every project: each test starts with it empty, so a drain sees only its own.
   beforeEach(async () => { await env.store.tx((db) => db.delete(env.store.t.webhookDeliveries)) })
+  afterEach(() => env.clock.reset())
   const req = (method: string, path: string, key: string | null, body?: unknown) => env.request(method, path, { key, body })
 
-  /** A test clock ahead of the real one, so that rows made now are due. */
+  /** Stops the env's clock a second ahead of the real time, so that rows made until now are due. */
   function clock() {
-    let t = Date.now() + 1000
-    return { now: () => new Date(t), advance(ms: number) { t += ms }, set(ms: number) { t = ms } }
+    env.clock.set(Date.now() + 1000)
+    return env.clock
   }
 
   async function endpoint(p: NewProject, url: string, body: Record<string, unknown> = {}): Promise<{ id: string; secret: string }> {
@@ -50,8 +51,8 @@ forEachStore('webhook deliveries', (env) => {
   const deliveriesOf = async (p: NewProject, endpointId: string, q = '') => (await req('GET', `/webhooks/endpoints/${endpointId}/deliveries?limit=100${q}`, p.secretKey)).body.data
   const endpointOf = async (p: NewProject, id: string) => (await req('GET', `/webhooks/endpoints/${id}`, p.secretKey)).body
 
-  function dispatcher(env: TestEnv, c: ReturnType<typeof clock>, opts: ConstructorParameters<typeof Dispatcher>[1] = {}) {
-    return new Dispatcher(env.deps, { now: c.now, ...opts })
+  function dispatcher(env: TestEnv, opts: ConstructorParameters<typeof Dispatcher>[1] = {}) {
+    return new Dispatcher(env.deps, opts)
   }
 
   test('signed deliveries verify with standardwebhooks; one per event and matching endpoint', async () => {
@@ -62,8 +63,8 @@ forEachStore('webhook deliveries', (env) => {
     const none = await endpoint(p, rx.url, { eventTypes: ['email.*', 'contact.*'] })
     await track(p, 'signup', 'ada@example.org', { plan: 'pro' })
     await track(p, 'purchase', 'bob@example.org', { total: 12 })
-    const c = clock()
-    expect(await dispatcher(env, c).drain()).toBe(3)
+    clock()
+    expect(await dispatcher(env).drain()).toBe(3)
     expect(rx.received).toHaveLength(3)
     const bySecret = (s: string) => rx.received.filter((r) => { try { verified(s, r); return true } catch { return false } })
     const toAll = bySecret(all.secret).map((r) => verified(all.secret, r))
@@ -105,9 +106,9 @@ forEachStore('webhook deliveries', (env) => {
     const e = await endpoint(p, rx.url)
     await track(p, 'signup')
     const c = clock()
-    const d = dispatcher(env, c)
-    const start = c.now().getTime()
-    const next = async () => new Date((await deliveriesOf(p, e.id))[0].nextAttemptAt).getTime() - c.now().getTime()
+    const d = dispatcher(env)
+    const start = c.now()
+    const next = async () => new Date((await deliveriesOf(p, e.id))[0].nextAttemptAt).getTime() - c.now()
     expect(await d.drain()).toBe(1)
     expect(await next()).toBe(5_000)
     expect((await endpointOf(p, e.id)).failingSince).toBe(new Date(start).toISOString())
@@ -142,8 +143,8 @@ forEachStore('webhook deliveries', (env) => {
     const e = await endpoint(p, rx.url)
     await track(p, 'signup')
     const c = clock()
-    const d = dispatcher(env, c)
-    const first = c.now().getTime()
+    const d = dispatcher(env)
+    const first = c.now()
     let attempts = 0
     for (let i = 0; i < 50; i++) {
       attempts += await d.drain()
@@ -155,7 +156,7 @@ forEachStore('webhook deliveries', (env) => {
     expect(failed).toMatchObject({ status: 'failed', lastStatus: 503, lastError: 'HTTP 503', nextAttemptAt: null })
     expect(attempts).toBe(failed.attempts)
     expect(attempts).toBe(12)
-    expect(c.now().getTime() - first).toBeLessThanOrEqual(RETRY_WINDOW_MS)
+    expect(c.now() - first).toBeLessThanOrEqual(RETRY_WINDOW_MS)
     const log = (await req('GET', `/webhooks/endpoints/${e.id}/attempts?limit=1`, p.secretKey)).body
     expect(log.data[0].response.length).toBeLessThanOrEqual(1025)
     expect(log.hasMore).toBe(true)
@@ -180,13 +181,13 @@ forEachStore('webhook deliveries', (env) => {
     const e = await endpoint(p, rx.url)
     await track(p, 'a')
     await track(p, 'b')
-    const c = clock()
-    await dispatcher(env, c, { perEndpoint: 1, concurrency: 1 }).drain(1)
+    clock()
+    await dispatcher(env, { perEndpoint: 1, concurrency: 1 }).drain(1)
     expect(rx.received).toHaveLength(1)
     const ep = await endpointOf(p, e.id)
     expect(ep).toMatchObject({ enabled: false, disabledReason: 'The endpoint answered 410 Gone' })
     expect((await deliveriesOf(p, e.id)).map((d: { status: string }) => d.status)).toEqual(['failed', 'failed'])
-    expect(await dispatcher(env, c).drain()).toBe(0)
+    expect(await dispatcher(env).drain()).toBe(0)
     expect(rx.received).toHaveLength(1)
     rx.stop()
   }, 30_000)
@@ -198,13 +199,13 @@ forEachStore('webhook deliveries', (env) => {
     const rotated = (await req('POST', `/webhooks/endpoints/${e.id}/rotate-secret`, p.secretKey)).body
     await track(p, 'signup')
     const c = clock()
-    await dispatcher(env, c).drain()
+    await dispatcher(env).drain()
     expect(rx.received[0].headers['webhook-signature'].split(' ')).toHaveLength(2)
     expect(verified(e.secret, rx.received[0]).type).toBe('signup')
     expect(verified(rotated.secret, rx.received[0]).type).toBe('signup')
     c.advance(25 * HOUR)
     await track(p, 'later')
-    await dispatcher(env, c).drain()
+    await dispatcher(env).drain()
     expect(rx.received[1].headers['webhook-signature'].split(' ')).toHaveLength(1)
     expect(verified(rotated.secret, rx.received[1]).type).toBe('later')
     expect(() => verified(e.secret, rx.received[1])).toThrow()
@@ -220,7 +221,7 @@ forEachStore('webhook deliveries', (env) => {
     await track(p, 'a')
     await track(p, 'b')
     const c = clock()
-    const d = dispatcher(env, c)
+    const d = dispatcher(env)
     await d.drain()
     c.advance(4 * 24 * HOUR)
     await d.drain()
@@ -275,7 +276,8 @@ forEachStore('webhook deliveries', (env) => {
     const port = new URL(rx.url).port
     const e = await endpoint(p, `http://rebind.hooks.test:${port}/hook`)
     await track(p, 'signup')
-    await dispatcher(env, clock()).drain()
+    clock()
+    await dispatcher(env).drain()
     expect(rx.received).toHaveLength(0)
     const [a] = (await req('GET', `/webhooks/endpoints/${e.id}/attempts`, p.secretKey)).body.data
     expect(a).toMatchObject({ outcome: 'blocked', status: null })
@@ -288,9 +290,11 @@ forEachStore('webhook deliveries', (env) => {
     const p = await env.project()
     const e = await endpoint(p, rx.url)
     await track(p, 'a')
-    await dispatcher(env, clock(), { perEndpoint: 1, concurrency: 1 }).drain(1)
+    clock()
+    await dispatcher(env, { perEndpoint: 1, concurrency: 1 }).drain(1)
     await track(p, 'b')
-    await dispatcher(env, clock()).drain()
+    clock()
+    await dispatcher(env).drain()
     const before = await deliveriesOf(p, e.id)
     expect(before.map((d: { status: string }) => d.status).sort()).toEqual(['delivered', 'pending'])
     expect(await pruneFinished(env.store, new Date(Date.now() + 60_000))).toBe(1)

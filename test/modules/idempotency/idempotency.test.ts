@@ -54,7 +54,7 @@ forEachStore('idempotency keys', (env) => {
     // An expired row does not hold its key.
     expect(await env.store.tx((db) => claimIn(env.store, db, must(idempotencyClaim(ctx, 'old', req), 'a claim'), 200))).toBeNull()
     await env.store.tx((db) => claimIn(env.store, db, { ...old, key: 'old2' }, 200))
-    await sweepExpiredKeys(ctx)
+    await sweepExpiredKeys(ctx, env.clock.date())
     expect(await keyRow(env, p.id, 'old2')).toBeNull()
     expect(await keyRow(env, p.id, 'old')).toEqual({ statusCode: 200 })
   })

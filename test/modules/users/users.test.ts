@@ -63,9 +63,9 @@ forEachStore('GET /users/@me', (env) => {
     const { sessions } = env.store.t
     const [row] = await env.store.db.select().from(sessions).where(eq(sessions.userId, a.id))
     const forged = [
-      signJwt({ sub: a.id, sid: row.id }, 'another-secret', 60),
-      signJwt({ sub: b.id, sid: row.id }, env.deps.secret, 60),
-      signJwt({ sub: a.id }, env.deps.secret, 60),
+      signJwt({ sub: a.id, sid: row.id }, 'another-secret', 60, Date.now()),
+      signJwt({ sub: b.id, sid: row.id }, env.deps.secret, 60, Date.now()),
+      signJwt({ sub: a.id }, env.deps.secret, 60, Date.now()),
     ]
     for (const token of forged) {
       const r = await env.request('GET', '/users/@me', { cookie: `mailctl_session=${token}` })

@@ -15,16 +15,15 @@ import { workflowProject, wfClient, type WfProject } from './fixture'
  * execution context, WEBHOOK to a loopback receiver, UPDATE_CONTACT emitting its event, failures and cancels.
  */
 forEachStore('workflow engine', (env) => {
-  let t = Date.now()
-  const clock = () => new Date(t)
+  const clock = env.clock
   let p: WfProject
   let worker: Worker
   const hits: Array<{ method: string; path: string; body: string; headers: Record<string, string> }> = []
   let receiver: ReturnType<typeof Bun.serve>
   beforeAll(async () => {
-    env.deps.clock = clock
+    clock.set(Date.now())
     p = await workflowProject(env)
-    worker = new Worker(env.deps, workflowJobs, { now: clock })
+    worker = new Worker(env.deps, workflowJobs)
     await worker.ensureRecurring()
     receiver = Bun.serve({
       hostname: '127.0.0.1', port: 0,
@@ -70,7 +69,7 @@ forEachStore('workflow engine', (env) => {
     await workflowTriggerConsumer.handle(ctx, [ev(Bun.randomUUIDv7())])
     expect(await execsOf(wf.id)).toHaveLength(1)
     // ...but does once it has ended; and the first event, delivered again, still starts nothing.
-    t += 2 * 3_600_000
+    clock.advance(2 * 3_600_000)
     await worker.drain()
     expect((await execsOf(wf.id))[0].status).toBe('COMPLETED')
     await workflowTriggerConsumer.handle(ctx, [e1])
@@ -235,7 +234,7 @@ forEachStore('workflow engine', (env) => {
     const cancelled = await c.call('DELETE', `/workflows/${wf.id}/executions/${e.id}`)
     expect(await upcoming()).toHaveLength(0)
     expect(cancelled.steps.map((s: { stepType: string; status: string }) => `${s.stepType}:${s.status}`)).toEqual(['TRIGGER:COMPLETED', 'DELAY:SKIPPED'])
-    t += 3_600_000
+    clock.advance(3_600_000)
     await worker.drain()
     expect((await detail(wf.id, e.id)).status).toBe('CANCELLED')
     expect((await c.call('GET', `/contacts/${cid}`)).data.shouldNot).toBeUndefined()

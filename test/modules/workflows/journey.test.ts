@@ -21,9 +21,8 @@ mxTo(dns, 'journey.test')
 const DAY = 86_400_000
 
 forEachStore('workflow welcome journey', (env) => {
-  let t = Date.now()
-  const clock = () => new Date(t)
-  beforeAll(() => { env.deps.clock = clock })
+  const clock = env.clock
+  beforeAll(() => clock.set(Date.now()))
 
   test('every branch: purchase exits, pro gets the reminder, basic exits; suppressed and repeated signups send nothing more', async () => {
     const tag = Math.random().toString(36).slice(2, 8)
@@ -63,7 +62,7 @@ forEachStore('workflow welcome journey', (env) => {
     expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: addr('alice'), event: 'signup' } })).status).toBe(200)
     await settleEvents()
 
-    const worker = new Worker(env.deps, workflowJobs, { now: clock })
+    const worker = new Worker(env.deps, workflowJobs)
     // The recurring wake job (DELAYs due, WAIT_FOR_EVENT timeouts), as `serve` queues it at start.
     await worker.ensureRecurring()
     const pipeline = pipelineFor(env)
@@ -90,12 +89,12 @@ forEachStore('workflow welcome journey', (env) => {
     expect(erin.steps[1].output).toMatchObject({ skipped: 'suppressed' })
 
     // One day later nothing is due.
-    t += DAY
+    clock.advance(DAY)
     await worker.drain()
     for (const e of (await executions()).values()) expect(e.status).toBe('WAITING')
     expect((await c.call('GET', `/workflows/${wf.id}/executions/${ex.get('bob')?.id}`)).steps.map((s: { status: string }) => s.status)).toEqual(['COMPLETED', 'COMPLETED', 'SCHEDULED'])
     // Two days and a second: the DELAY ends, the WAIT_FOR_EVENT begins.
-    t += DAY + 1000
+    clock.advance(DAY + 1000)
     await worker.drain()
     ex = await executions()
     for (const e of ex.values()) expect(e.status).toBe('WAITING')
@@ -113,7 +112,7 @@ forEachStore('workflow welcome journey', (env) => {
     expect(ex.get('bob')?.status).toBe('WAITING')
 
     // Three more days: the others time out; pro gets the reminder, basic exits.
-    t += 3 * DAY + 1000
+    clock.advance(3 * DAY + 1000)
     await worker.drain()
     await pipeline.drain()
     ex = await executions()
@@ -142,7 +141,7 @@ forEachStore('workflow welcome journey', (env) => {
     // Nothing is left to run, and a later purchase resumes nothing.
     expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: addr('bob'), event: 'purchase' } })).status).toBe(200)
     await settleEvents()
-    t += 10 * DAY
+    clock.advance(10 * DAY)
     await worker.drain()
     await pipeline.drain()
     expect(mine()).toHaveLength(4)

@@ -10,16 +10,15 @@ import { workflowProject, wfClient, type WfProject } from './fixture'
  * error and security cases on both stores. The engine's clock is the test's.
  */
 forEachStore('workflow step stats and continue now', (env) => {
-  const t = Date.now()
-  const clock = () => new Date(t)
+  const clock = env.clock
   let p: WfProject
   let other: WfProject
   let worker: Worker
   beforeAll(async () => {
-    env.deps.clock = clock
+    clock.set(Date.now())
     p = await workflowProject(env)
     other = await workflowProject(env)
-    worker = new Worker(env.deps, workflowJobs, { now: clock })
+    worker = new Worker(env.deps, workflowJobs)
   })
   const req = (method: string, path: string, key: string | null = p.secretKey) => env.request(method, path, { key })
   const contact = async (email: string) => {
@@ -67,12 +66,12 @@ forEachStore('workflow step stats and continue now', (env) => {
     // Continue now: Ada's DELAY ends at once, her run goes on to the next wait (an hour's timeout).
     const r = await req('POST', `/workflows/${g.wf.id}/executions/${ada.id}/continue`)
     expect(r.status).toBe(200)
-    expect(r.body.waitingFor.until).toBe(clock().toISOString())
+    expect(r.body.waitingFor.until).toBe(clock.date().toISOString())
     await worker.drain()
     let a = (await req('GET', `/workflows/${g.wf.id}/executions/${ada.id}`)).body
     expect(a.status).toBe('WAITING')
     expect(a.currentStepId).toBe(g.wait)
-    expect(a.steps.find((x: { stepId: string }) => x.stepId === g.delay)).toMatchObject({ status: 'COMPLETED', output: { dueAt: clock().toISOString() } })
+    expect(a.steps.find((x: { stepId: string }) => x.stepId === g.delay)).toMatchObject({ status: 'COMPLETED', output: { dueAt: clock.date().toISOString() } })
     // Bob still waits for his own day.
     const bobAfter = (await req('GET', `/workflows/${g.wf.id}/executions/${bob.id}`)).body
     expect(bobAfter).toMatchObject({ status: 'WAITING', currentStepId: g.delay, waitingFor: bobBefore.waitingFor })
