@@ -4,7 +4,7 @@ import type { Clock } from '../../src/clock'
  * A clock tests move. Until it is moved it reads the machine's time, so a suite that never moves it
  * behaves as under the system clock. `advance(ms)` moves it (and keeps it running with the real time, by
  * an offset); `set(at)` stops it at `at` until the next `set`, `advance` (which moves the stopped time)
- * or `run()` (which lets it run again from where it stands).
+ * or `reset()` (back to the machine's time).
  */
 export class TestClock implements Clock {
   private offset = 0
@@ -36,13 +36,6 @@ export class TestClock implements Clock {
   /** Back to the machine's time, unmoved (a suite's afterEach, after a test that moved the clock). */
   reset(): void {
     this.offset = 0
-    this.frozen = null
-  }
-
-  /** Lets a stopped clock run again, with the real time, from where it stands. */
-  run(): void {
-    if (this.frozen === null) return
-    this.offset = this.frozen - Date.now()
     this.frozen = null
   }
 }
