@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openStore } from '../../../src/db/client'
 import { ctxFor, type Deps } from '../../../src/deps'
+import { systemClock } from '../../../src/clock'
 import { suppress } from '../../../src/modules/suppressions/service'
 import { freshPgDatabase, pgReachableSync } from '../../helpers/env'
 import { run, SOURCE } from '../../cli/run'
@@ -40,7 +41,7 @@ for (const kind of ['sqlite', 'pg'] as const) {
       // A hard bounce and a complaint, as the inbound processing records them.
       const store = openStore(url)
       try {
-        const ctx = ctxFor({ store } as Deps, project.id, { kind: 'job', name: 'test' })
+        const ctx = ctxFor({ store, clock: systemClock } as Deps, project.id, { kind: 'job', name: 'test' })
         await store.tx(async (db) => {
           await suppress(ctx, db, { email: 'Gone@Example.org', reason: 'bounce', emailId: Bun.randomUUIDv7(), detail: '550 5.1.1 user unknown' })
           await suppress(ctx, db, { email: 'angry@example.org', reason: 'complaint', detail: 'complaint (abuse)' })
