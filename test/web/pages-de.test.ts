@@ -33,6 +33,7 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
 
   beforeAll(async () => {
     d.page.on('pageerror', (e) => { pageErrors.push(e.message) })
+    expect((await d.api('POST', '/segments', { name: 'VIP', type: 'STATIC' })).status).toBeLessThan(300)
     expect((await d.api('POST', '/domains', { projectId: d.projectId, domain: 'acme.example' })).status).toBeLessThan(300)
     await d.page.evaluate((id) => { localStorage.setItem(`mailctl.lang.${id}`, 'de'); localStorage.setItem('mailctl.lang', 'de') }, d.owner.id)
   })
@@ -43,6 +44,8 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     { path: '/analytics', heading: 'Analysen', prefixes: ['an.', 'metric.', 'rank.'], wait: 'Häufigste Ereignisse' },
     { path: '/security', heading: 'Sicherheit', prefixes: ['sec.'], wait: 'Nie gesperrt' },
     { path: '/usage', heading: 'Verbrauch', prefixes: ['usage.', 'category.'], wait: 'Monatliche Obergrenzen' },
+    { path: '/segments', heading: 'Segmente', prefixes: ['seg.'], wait: 'Statisch' },
+    { path: '/segments/new', heading: 'Neues Segment', prefixes: ['seg.', 'b.'], wait: 'Bedingung hinzufügen' },
     // The overview's own page (projects) is not catalogued yet; its figures are.
     { path: '/', prefixes: ['pulse.'], wait: 'Letzte Aktivität' },
   ]
@@ -63,6 +66,30 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     })
   }
 
+  test('a static segment: an address the API refuses is named on the emails field, in German', async () => {
+    const { page } = d
+    await d.open('/segments')
+    await page.getByRole('link', { name: 'VIP' }).click()
+    await page.getByRole('heading', { name: 'Mitglieder hinzufügen oder entfernen' }).waitFor()
+    const area = page.getByLabel('E-Mail-Adressen')
+    await area.fill('ada@example.com\nnot-an-email')
+    await page.getByRole('button', { name: 'Zum Segment hinzufügen' }).click()
+    await page.getByText('„not-an-email“:').waitFor()
+    expect(await area.getAttribute('aria-invalid')).toBe('true')
+    const described = (await area.getAttribute('aria-describedby')) ?? ''
+    const errId = described.split(' ').find((x) => x.endsWith('-err')) ?? ''
+    expect(await page.locator(`[id="${errId}"]`).textContent()).toStartWith('„not-an-email“: ')
+    // The box above points at the field rather than repeating the message.
+    expect(await page.getByRole('alert').first().textContent()).toBe('Bitte prüfen Sie das markierte Feld.')
+    await shot(page, 'de-segment-members-error-desktop-light')
+    await d.a11y('static segment with a field error, German')
+    // Fixed and sent again: the error goes, the member is added.
+    await area.fill('ada@example.com')
+    await page.getByRole('button', { name: 'Zum Segment hinzufügen' }).click()
+    await page.getByText('0 hinzugefügt · keine Kontakte').waitFor()
+    expect(await area.getAttribute('aria-invalid')).toBeNull()
+  })
+
   test('the domain page on a phone in the dark, and the tools page, in German', async () => {
     const { page } = d
     await page.emulateMedia({ colorScheme: 'dark' })
@@ -82,6 +109,10 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
       await page.getByRole('heading', { name: 'Häufigste Ereignisse' }).waitFor()
       await shot(page, 'de-analytics-phone-dark')
       await d.a11y('analytics, phone, dark, German')
+      await d.open('/segments/new')
+      await page.getByRole('button', { name: 'Bedingung hinzufügen' }).first().waitFor()
+      await shot(page, 'de-segment-new-phone-dark')
+      await d.a11y('new segment, phone, dark, German')
     } finally {
       await page.setViewportSize({ width: 1366, height: 768 })
       await page.emulateMedia({ colorScheme: 'light' })

@@ -1,4 +1,9 @@
 import { ApiError } from '../../api'
+import { currentLang, type MessageKey, t } from '../../i18n'
+import { en } from '../../i18n/en'
+
+/** A label inside a sentence: English lowers it ("Remove group 1"); German keeps its nouns capitalised. */
+const lower = (s: string) => (currentLang() === 'en' ? s.toLowerCase() : s)
 
 /**
  * The filter builder: every field and operator of the filter engine (docs/decisions.md, Segment and audience
@@ -39,22 +44,11 @@ const NO_VALUE_OPS = new Set(['exists', 'notExists', 'triggered', 'notTriggered'
 
 export function opLabel(kind: Kind, op: string): string {
   const dated = kind === 'date'
-  const labels: Record<string, string> = {
-    equals: kind === 'emailActivity' ? 'is (yes/no)' : dated ? 'is on' : 'is',
-    notEquals: kind === 'emailActivity' ? 'is not (yes/no)' : dated ? 'is not on' : 'is not',
-    contains: 'contains', notContains: 'does not contain',
-    greaterThan: dated ? 'is after' : 'is greater than (or after)',
-    lessThan: dated ? 'is before' : 'is less than (or before)',
-    greaterThanOrEqual: dated ? 'is on or after' : 'is at least (or on or after)',
-    lessThanOrEqual: dated ? 'is on or before' : 'is at most (or on or before)',
-    exists: 'is set', notExists: 'is not set',
-    within: 'is within the last', olderThan: 'is older than',
-    triggered: 'happened', notTriggered: 'never happened',
-    triggeredWithin: 'happened within the last', notTriggeredWithin: 'did not happen within the last',
-    triggeredMoreThan: 'happened more than (times)',
-    memberOfSegment: 'is a member', notMemberOfSegment: 'is not a member',
-  }
-  return labels[op] ?? op
+  const has = (key: string) => key in en
+  if (kind === 'emailActivity' && has(`b.opYesNo.${op}`)) return t(`b.opYesNo.${op}` as MessageKey)
+  if (dated && has(`b.opDate.${op}`)) return t(`b.opDate.${op}` as MessageKey)
+  if (has(`b.op.${op}`)) return t(`b.op.${op}` as MessageKey)
+  return has(`op.${op}`) ? t(`op.${op}` as MessageKey) : op
 }
 
 export function kindOf(field: string): Kind | null {
@@ -160,46 +154,45 @@ export function TreeEditor({ tree, onChange, path, label, depth, ctx }: {
   tree: Tree; onChange: (t: Tree) => void; path: string; label: string; depth: number; ctx: Ctx
 }) {
   const setGroup = (gi: number, g: Group | null) => onChange({ ...tree, groups: g ? tree.groups.map((x, i) => (i === gi ? g : x)) : tree.groups.filter((_, i) => i !== gi) })
-  const prefix = label ? `${label}, ` : ''
   return (
     <div className={`tree depth-${depth}`}>
       <div className="row tree-logic">
-        <span>Contacts match</span>
-        <select aria-label={`${prefix}match`.replace(/^./, (c) => c.toUpperCase())} value={tree.logic} onChange={(e) => onChange({ ...tree, logic: e.target.value as 'AND' | 'OR' })}>
-          <option value="AND">all of these groups (AND)</option>
-          <option value="OR">any of these groups (OR)</option>
+        <span>{t('b.contactsMatch')}</span>
+        <select aria-label={label ? t('b.matchOf', { label }) : t('b.match')} value={tree.logic} onChange={(e) => onChange({ ...tree, logic: e.target.value as 'AND' | 'OR' })}>
+          <option value="AND">{t('b.all')}</option>
+          <option value="OR">{t('b.any')}</option>
         </select>
       </div>
-      {tree.groups.length === 0 && <p className="muted small">No groups: every contact of the project matches. Add a group to narrow it down.</p>}
+      {tree.groups.length === 0 && <p className="muted small">{t('b.noGroups')}</p>}
       {tree.groups.map((g, gi) => {
-        const groupLabel = `${prefix}${label ? 'nested group' : 'Group'} ${gi + 1}`
+        const groupLabel = label ? t('b.nestedGroup', { label, n: String(gi + 1) }) : t('b.group', { n: String(gi + 1) })
         return (
           <fieldset className="group" key={g.id}>
-            <legend>{groupLabel}{tree.groups.length > 1 && <span className="muted"> — {tree.logic === 'AND' ? 'and' : 'or'}</span>}</legend>
-            {g.filters.length + (g.conditions ? 1 : 0) > 1 && <p className="muted small">A contact matches this group when all of these hold.</p>}
+            <legend>{groupLabel}{tree.groups.length > 1 && <span className="muted"> — {tree.logic === 'AND' ? t('b.and') : t('b.or')}</span>}</legend>
+            {g.filters.length + (g.conditions ? 1 : 0) > 1 && <p className="muted small">{t('b.allHold')}</p>}
             {g.filters.map((r, fi) => (
-              <RowEditor key={r.id} row={r} ctx={ctx} path={`${path}.groups.${gi}.filters.${fi}`} label={`${groupLabel}, condition ${fi + 1}`}
+              <RowEditor key={r.id} row={r} ctx={ctx} path={`${path}.groups.${gi}.filters.${fi}`} label={t('b.condition', { group: groupLabel, n: String(fi + 1) })}
                 onChange={(nr) => setGroup(gi, { ...g, filters: nr ? g.filters.map((x, i) => (i === fi ? nr : x)) : g.filters.filter((_, i) => i !== fi) })} />
             ))}
             {g.conditions && (
               <div className="nested">
                 <TreeEditor tree={g.conditions} path={`${path}.groups.${gi}.conditions`} label={groupLabel} depth={depth + 1} ctx={ctx}
-                  onChange={(t) => setGroup(gi, { ...g, conditions: t })} />
-                <button type="button" className="secondary small" onClick={() => setGroup(gi, { ...g, conditions: null })}>Remove the nested groups of {groupLabel.toLowerCase()}</button>
+                  onChange={(c) => setGroup(gi, { ...g, conditions: c })} />
+                <button type="button" className="secondary small" onClick={() => setGroup(gi, { ...g, conditions: null })}>{t('b.removeNested', { group: lower(groupLabel) })}</button>
               </div>
             )}
             <div className="row group-actions">
-              <button type="button" className="secondary small" onClick={() => setGroup(gi, { ...g, filters: [...g.filters, emptyRow()] })} aria-label={`Add condition to ${groupLabel.toLowerCase()}`}>Add condition</button>
+              <button type="button" className="secondary small" onClick={() => setGroup(gi, { ...g, filters: [...g.filters, emptyRow()] })} aria-label={t('b.addConditionTo', { group: lower(groupLabel) })}>{t('b.addCondition')}</button>
               {!g.conditions && depth < MAX_DEPTH && (
-                <button type="button" className="secondary small" onClick={() => setGroup(gi, { ...g, conditions: emptyTree('OR') })} aria-label={`Add nested groups to ${groupLabel.toLowerCase()}`}>Add nested groups</button>
+                <button type="button" className="secondary small" onClick={() => setGroup(gi, { ...g, conditions: emptyTree('OR') })} aria-label={t('b.addNestedTo', { group: lower(groupLabel) })}>{t('b.addNested')}</button>
               )}
-              <button type="button" className="secondary small" onClick={() => setGroup(gi, null)} aria-label={`Remove ${groupLabel.toLowerCase()}`}>Remove group</button>
+              <button type="button" className="secondary small" onClick={() => setGroup(gi, null)} aria-label={t('b.removeGroupOf', { group: lower(groupLabel) })}>{t('b.removeGroup')}</button>
             </div>
           </fieldset>
         )
       })}
       <button type="button" className="secondary small" onClick={() => onChange({ ...tree, groups: [...tree.groups, emptyGroup()] })}>
-        {label ? `Add a nested group to ${label.toLowerCase()}` : 'Add group'}
+        {label ? t('b.addNestedGroupTo', { label: lower(label) }) : t('b.addGroup')}
       </button>
     </div>
   )
@@ -218,8 +211,8 @@ function RowEditor({ row, onChange, path, label, ctx }: { row: Row; onChange: (r
     const k = kindOf(field)
     const ops = k ? OPERATORS[k] : []
     const info = ctx.fields.find((f) => f.field === field)
-    const t = info?.types ?? []
-    const vtype: VType = t.includes('number') ? 'number' : t.includes('boolean') ? 'boolean' : t.includes('date') && !t.includes('string') ? 'date' : 'text'
+    const ty = info?.types ?? []
+    const vtype: VType = ty.includes('number') ? 'number' : ty.includes('boolean') ? 'boolean' : ty.includes('date') && !ty.includes('string') ? 'date' : 'text'
     const operator = ops.includes(row.operator) ? row.operator : ops[0] ?? ''
     onChange({ ...row, field, custom, operator, vtype, raw: k === 'subscribed' || (k === 'data' && vtype === 'boolean') ? 'true' : row.raw })
   }
@@ -234,42 +227,42 @@ function RowEditor({ row, onChange, path, label, ctx }: { row: Row; onChange: (r
     <fieldset className={`filter-row${errs.length ? ' invalid' : ''}`}>
       <legend className="sr-only">{label}</legend>
       <div className="row">
-        <select aria-label={`${label}: field`} value={selectValue} onChange={(e) => onSelect(e.target.value)} {...invalid('field')}>
-          {!kind && <option value={row.field}>{row.field || 'Choose a field'}</option>}
-          <optgroup label="Contact">
+        <select aria-label={t('b.field', { label })} value={selectValue} onChange={(e) => onSelect(e.target.value)} {...invalid('field')}>
+          {!kind && <option value={row.field}>{row.field || t('b.chooseField')}</option>}
+          <optgroup label={t('b.contact')}>
             {byKind(['email', 'subscribed', 'date']).map((f) => <option key={f.field} value={f.field}>{f.label}</option>)}
           </optgroup>
-          <optgroup label="Custom fields (data)">
+          <optgroup label={t('b.customFields')}>
             {byKind(['data']).map((f) => <option key={f.field} value={f.field}>{f.label}{f.types?.length ? ` (${f.types.join(', ')})` : ''}</option>)}
-            <option value="__data">Another custom field…</option>
+            <option value="__data">{t('b.anotherField')}</option>
           </optgroup>
-          <optgroup label="Events">
-            {byKind(['event']).map((f) => <option key={f.field} value={f.field}>Event: {f.label}</option>)}
-            <option value="__event">Another event…</option>
+          <optgroup label={t('b.events')}>
+            {byKind(['event']).map((f) => <option key={f.field} value={f.field}>{t('b.event', { name: f.label })}</option>)}
+            <option value="__event">{t('b.anotherEvent')}</option>
           </optgroup>
-          <optgroup label="Email activity">
+          <optgroup label={t('b.emailActivity')}>
             {byKind(['emailActivity']).map((f) => <option key={f.field} value={f.field}>{f.label}</option>)}
           </optgroup>
           {byKind(['segment']).length > 0 && (
-            <optgroup label="Segments">
-              {byKind(['segment']).map((f) => <option key={f.field} value={f.field}>Segment: {f.label}</option>)}
+            <optgroup label={t('b.segments')}>
+              {byKind(['segment']).map((f) => <option key={f.field} value={f.field}>{t('b.segment', { name: f.label })}</option>)}
             </optgroup>
           )}
         </select>
         {row.custom && kind === 'data' && (
-          <input aria-label={`${label}: custom field key`} placeholder="plan or address.city" value={row.field.slice(5)} onChange={(e) => set({ field: `data.${e.target.value}` })} {...invalid('field')} />
+          <input aria-label={t('b.customKey', { label })} placeholder={t('b.customKeyPlaceholder')} value={row.field.slice(5)} onChange={(e) => set({ field: `data.${e.target.value}` })} {...invalid('field')} />
         )}
         {row.custom && kind === 'event' && (
-          <input aria-label={`${label}: event name`} placeholder="signed-up" value={row.field.slice(6)} onChange={(e) => set({ field: `event.${e.target.value}` })} {...invalid('field')} />
+          <input aria-label={t('b.eventName', { label })} placeholder="signed-up" value={row.field.slice(6)} onChange={(e) => set({ field: `event.${e.target.value}` })} {...invalid('field')} />
         )}
         {kind && (
-          <select aria-label={`${label}: operator`} value={row.operator} onChange={(e) => set({ operator: e.target.value })} {...invalid('operator')}>
-            {!ops.includes(row.operator) && <option value={row.operator}>{row.operator || 'Choose'}</option>}
+          <select aria-label={t('b.operator', { label })} value={row.operator} onChange={(e) => set({ operator: e.target.value })} {...invalid('operator')}>
+            {!ops.includes(row.operator) && <option value={row.operator}>{row.operator || t('b.choose')}</option>}
             {ops.map((op) => <option key={op} value={op}>{opLabel(kind, op)}</option>)}
           </select>
         )}
         {kind && <ValueEditor row={row} kind={kind} label={label} set={set} invalid={invalid} />}
-        <button type="button" className="secondary small" onClick={() => onChange(null)} aria-label={`Remove ${label.toLowerCase()}`}>Remove</button>
+        <button type="button" className="secondary small" onClick={() => onChange(null)} aria-label={t('b.removeThe', { what: lower(label) })}>{t('b.remove')}</button>
       </div>
       {errs.length > 0 && <ul id={errId} className="err">{errs.map((e) => <li key={e.field + e.message}>{e.message.replace(/^[\w.]+: /, '')}</li>)}</ul>}
     </fieldset>
@@ -284,28 +277,28 @@ function ValueEditor({ row, kind, label, set, invalid }: { row: Row; kind: Kind;
   if (WINDOW_OPS.has(op)) {
     return (
       <>
-        <input aria-label={`${label}: how many`} type="number" min={1} inputMode="numeric" className="num" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
-        <select aria-label={`${label}: unit`} value={row.unit} onChange={(e) => set({ unit: e.target.value })} {...invalid('unit')}>
-          {UNITS.map((u) => <option key={u} value={u}>{u}</option>)}
+        <input aria-label={t('b.howMany', { label })} type="number" min={1} inputMode="numeric" className="num" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
+        <select aria-label={t('b.unit', { label })} value={row.unit} onChange={(e) => set({ unit: e.target.value })} {...invalid('unit')}>
+          {UNITS.map((u) => <option key={u} value={u}>{t(`b.unit.${u}`)}</option>)}
         </select>
       </>
     )
   }
   if (op === 'triggeredMoreThan') {
-    return <input aria-label={`${label}: times`} type="number" min={0} inputMode="numeric" className="num" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
+    return <input aria-label={t('b.times', { label })} type="number" min={0} inputMode="numeric" className="num" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
   }
   if (kind === 'subscribed' || kind === 'emailActivity') {
     return (
-      <select aria-label={`${label}: value`} value={row.raw === 'false' ? 'false' : 'true'} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')}>
-        <option value="true">yes</option><option value="false">no</option>
+      <select aria-label={t('b.value', { label })} value={row.raw === 'false' ? 'false' : 'true'} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')}>
+        <option value="true">{t('b.yes')}</option><option value="false">{t('b.no')}</option>
       </select>
     )
   }
   if (kind === 'date') {
-    return <input aria-label={`${label}: date`} type="date" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
+    return <input aria-label={t('b.date', { label })} type="date" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
   }
   if (kind === 'email') {
-    return <input aria-label={`${label}: value`} value={row.raw} placeholder="@example.com" onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
+    return <input aria-label={t('b.value', { label })} value={row.raw} placeholder="@example.com" onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
   }
   // A custom field: the type of the value picks how it compares (numbers as numbers, dates as dates).
   const types = valueTypes(op)
@@ -313,18 +306,18 @@ function ValueEditor({ row, kind, label, set, invalid }: { row: Row; kind: Kind;
   return (
     <>
       {types.length > 1 && (
-        <select aria-label={`${label}: value type`} value={vt} onChange={(e) => set({ vtype: e.target.value as VType, raw: e.target.value === 'boolean' ? 'true' : row.raw })}>
-          {types.map((t) => <option key={t} value={t}>{{ text: 'text', number: 'number', boolean: 'yes/no', date: 'date' }[t]}</option>)}
+        <select aria-label={t('b.valueType', { label })} value={vt} onChange={(e) => set({ vtype: e.target.value as VType, raw: e.target.value === 'boolean' ? 'true' : row.raw })}>
+          {types.map((ty) => <option key={ty} value={ty}>{t(`b.vtype.${ty}`)}</option>)}
         </select>
       )}
       {vt === 'boolean' ? (
-        <select aria-label={`${label}: value`} value={row.raw === 'false' ? 'false' : 'true'} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')}>
-          <option value="true">yes</option><option value="false">no</option>
+        <select aria-label={t('b.value', { label })} value={row.raw === 'false' ? 'false' : 'true'} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')}>
+          <option value="true">{t('b.yes')}</option><option value="false">{t('b.no')}</option>
         </select>
       ) : vt === 'date' ? (
-        <input aria-label={`${label}: value`} type="date" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
+        <input aria-label={t('b.value', { label })} type="date" value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
       ) : (
-        <input aria-label={`${label}: value`} inputMode={vt === 'number' ? 'decimal' : undefined} value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
+        <input aria-label={t('b.value', { label })} inputMode={vt === 'number' ? 'decimal' : undefined} value={row.raw} onChange={(e) => set({ raw: e.target.value })} {...invalid('value')} />
       )}
     </>
   )

@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useMemo, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { ApiError, call, del, get, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { t } from '../../i18n'
 import { type ApiTree, type FieldInfo, fromApi, rowPaths, toApi, type Tree, TreeEditor } from './builder'
 import { Members } from './members'
 import { formatNumber } from '../../format'
@@ -18,24 +19,24 @@ export function SegmentsPage({ project }: { project: Project }) {
   const list = useQuery(segmentsQuery(project.id))
   return (
     <div>
-      <PageHead title="Segments"><Link className="button" href="/segments/new">New segment</Link></PageHead>
+      <PageHead title={t('nav.segments')}><Link className="button" href="/segments/new">{t('seg.new')}</Link></PageHead>
       <div className="card">
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
         {list.data?.length === 0 && (
-          <Empty title="No segments yet">
-            <p><Link href="/segments/new">Create a segment</Link>: a dynamic one follows conditions on contact fields, custom data and events; a static one is a list of contacts you keep by hand.</p>
+          <Empty title={t('seg.none')}>
+            <p><Link href="/segments/new">{t('seg.create')}</Link>{t('seg.noneText')}</p>
           </Empty>
         )}
         {list.data && list.data.length > 0 && (
           <div className="table-wrap"><table>
-            <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Members</th><th scope="col">Membership events</th><th scope="col">Updated</th></tr></thead>
+            <thead><tr><th scope="col">{t('seg.name')}</th><th scope="col">{t('seg.type')}</th><th scope="col">{t('seg.members')}</th><th scope="col">{t('seg.events')}</th><th scope="col">{t('seg.updated')}</th></tr></thead>
             <tbody>{list.data.map((s) => (
               <tr key={s.id}>
                 <td><Link href={`/segments/${s.id}`}>{s.name}</Link>{s.description && <div className="small muted">{s.description}</div>}</td>
-                <td>{s.type === 'DYNAMIC' ? 'Dynamic' : 'Static'}</td>
+                <td>{s.type === 'DYNAMIC' ? t('seg.dynamic') : t('seg.static')}</td>
                 <td>{formatNumber(s.memberCount)}</td>
-                <td>{s.trackMembership ? <Badge status="ok">Tracked</Badge> : <span className="muted">Off</span>}</td>
+                <td>{s.trackMembership ? <Badge status="ok">{t('seg.tracked')}</Badge> : <span className="muted">{t('seg.off')}</span>}</td>
                 <td>{formatDate(s.updatedAt)}</td>
               </tr>
             ))}</tbody>
@@ -64,8 +65,8 @@ function useLiveCount(project: Project, tree: ApiTree, segmentId?: string) {
   const json = JSON.stringify(tree)
   const [settled, setSettled] = useState(json)
   useEffect(() => {
-    const t = setTimeout(() => setSettled(json), 400)
-    return () => clearTimeout(t)
+    const timer = setTimeout(() => setSettled(json), 400)
+    return () => clearTimeout(timer)
   }, [json])
   const q = useQuery({
     queryKey: ['segment-preview', project.id, segmentId ?? null, settled],
@@ -78,12 +79,12 @@ function useLiveCount(project: Project, tree: ApiTree, segmentId?: string) {
 function LiveCount({ count }: { count: ReturnType<typeof useLiveCount> }) {
   const bad = count.error instanceof ApiError && count.error.status === 422
   let text: string
-  if (count.error) text = bad ? 'Fix the highlighted conditions to see how many contacts match.' : `The count failed: ${(count.error as Error).message}`
-  else if (count.data) text = `${formatNumber(count.data.count)} contact${count.data.count === 1 ? '' : 's'} match${count.data.count === 1 ? 'es' : ''} now`
-  else text = 'Counting…'
+  if (count.error) text = bad ? t('seg.fix') : t('seg.countFailed', { message: (count.error as Error).message })
+  else if (count.data) text = t('seg.matchNow', { count: count.data.count })
+  else text = t('seg.counting')
   return (
     <p className={`live-count${count.error ? ' bad' : ''}`} role="status" aria-live="polite" aria-busy={count.waiting}>
-      <strong>{text}</strong>{count.waiting && !count.error && count.data && <span className="muted"> · counting…</span>}
+      <strong>{text}</strong>{count.waiting && !count.error && count.data && <span className="muted">{t('seg.countingMore')}</span>}
     </p>
   )
 }
@@ -92,7 +93,7 @@ function LiveCount({ count }: { count: ReturnType<typeof useLiveCount> }) {
  * The condition editor with its live count; `error`: the save's error (its field paths highlight conditions).
  * The pages drop a save's error when the tree changes, so the live count's 422 then shows the paths.
  */
-function ConditionEditor({ project, tree, setTree, error, segmentId }: { project: Project; tree: Tree; setTree: (t: Tree) => void; error: unknown; segmentId?: string }) {
+function ConditionEditor({ project, tree, setTree, error, segmentId }: { project: Project; tree: Tree; setTree: (tree: Tree) => void; error: unknown; segmentId?: string }) {
   const { fields, ready, error: fieldsError } = useFields(project)
   const apiTree = useMemo(() => toApi(tree), [tree])
   const count = useLiveCount(project, apiTree, segmentId)
@@ -101,11 +102,11 @@ function ConditionEditor({ project, tree, setTree, error, segmentId }: { project
   return (
     <section className="builder" aria-labelledby="conditions-title">
       <div className="row head-row">
-        <h2 id="conditions-title">Conditions</h2>
+        <h2 id="conditions-title">{t('seg.conditions')}</h2>
         <LiveCount count={count} />
       </div>
       <ErrorBox error={fieldsError} />
-      {!ready ? <Loading label="Loading the fields…" /> : (
+      {!ready ? <Loading label={t('seg.loadingFields')} /> : (
         <TreeEditor tree={tree} onChange={setTree} path="condition" label="" depth={1} ctx={{ fields, error: shown, selfId: segmentId }} />
       )}
     </section>
@@ -132,23 +133,23 @@ export function NewSegment({ project }: { project: Project }) {
   }
   return (
     <div>
-      <PageHead title="New segment" />
-      <p className="small muted"><Link href="/segments">← All segments</Link></p>
+      <PageHead title={t('seg.new')} />
+      <p className="small muted"><Link href="/segments">{t('seg.all')}</Link></p>
       <form className="card" onSubmit={submit} noValidate>
         <ErrorBox error={create.error} shown={['name', 'description', 'type', ...rowPaths(tree)]} />
         <div className="row">
-          <Field label="Name" name="name" required maxLength={100} error={fieldError(create.error, 'name')} />
-          <Field label="Description" name="description" maxLength={500} placeholder="Optional, for your team" error={fieldError(create.error, 'description')} />
+          <Field label={t('seg.name')} name="name" required maxLength={100} error={fieldError(create.error, 'name')} />
+          <Field label={t('seg.description')} name="description" maxLength={500} placeholder={t('seg.descriptionPlaceholder')} error={fieldError(create.error, 'description')} />
         </div>
         <fieldset className="choice">
-          <legend>Type</legend>
-          <label><input type="radio" name="type" value="DYNAMIC" checked={type === 'DYNAMIC'} onChange={() => setType('DYNAMIC')} /> Dynamic: the contacts that match conditions, always up to date</label>
-          <label><input type="radio" name="type" value="STATIC" checked={type === 'STATIC'} onChange={() => setType('STATIC')} /> Static: a list of contacts you add and remove by email</label>
+          <legend>{t('seg.type')}</legend>
+          <label><input type="radio" name="type" value="DYNAMIC" checked={type === 'DYNAMIC'} onChange={() => setType('DYNAMIC')} /> {t('seg.dynamicText')}</label>
+          <label><input type="radio" name="type" value="STATIC" checked={type === 'STATIC'} onChange={() => setType('STATIC')} /> {t('seg.staticText')}</label>
         </fieldset>
-        <div className="check"><input id="new-track" name="track" type="checkbox" /><label htmlFor="new-track">Track membership: emit <code>segment.&lt;slug&gt;.entry</code> and <code>.exit</code> events as contacts join and leave (they can start workflows)</label></div>
-        {type === 'DYNAMIC' && <ConditionEditor project={project} tree={tree} setTree={(t) => { setTree(t); if (create.isError) create.reset() }} error={create.error} />}
-        {type === 'STATIC' && <p className="muted">After creating it, add contacts to it by email on its page.</p>}
-        <button type="submit" disabled={create.isPending}>{create.isPending ? 'Creating…' : 'Create segment'}</button>
+        <div className="check"><input id="new-track" name="track" type="checkbox" /><label htmlFor="new-track">{t('seg.track1')}<code>segment.&lt;slug&gt;.entry</code>{t('seg.track2')}<code>.exit</code>{t('seg.track3')}</label></div>
+        {type === 'DYNAMIC' && <ConditionEditor project={project} tree={tree} setTree={(next) => { setTree(next); if (create.isError) create.reset() }} error={create.error} />}
+        {type === 'STATIC' && <p className="muted">{t('seg.staticAfter')}</p>}
+        <button type="submit" disabled={create.isPending}>{create.isPending ? t('seg.creating') : t('seg.createButton')}</button>
       </form>
     </div>
   )
@@ -157,7 +158,7 @@ export function NewSegment({ project }: { project: Project }) {
 export function SegmentDetail({ project, id }: { project: Project; id: string }) {
   const seg = useQuery({ queryKey: ['segment', project.id, id], queryFn: () => get<Segment>(`/segments/${id}`, project.id) })
   if (seg.isPending) return <Loading />
-  if (seg.error) return <><ErrorBox error={seg.error} /><Link href="/segments">All segments</Link></>
+  if (seg.error) return <><ErrorBox error={seg.error} /><Link href="/segments">{t('seg.allPlain')}</Link></>
   return <SegmentView key={seg.data.id} project={project} seg={seg.data} />
 }
 
@@ -197,39 +198,39 @@ function SegmentView({ project, seg }: { project: Project; seg: Segment }) {
   return (
     <div>
       <PageHead title={seg.name}>
-        <Badge status={seg.type === 'DYNAMIC' ? 'active' : 'pending'}>{seg.type === 'DYNAMIC' ? 'Dynamic' : 'Static'}</Badge>
-        <ConfirmButton label="Delete segment" confirm="Delete this segment?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
+        <Badge status={seg.type === 'DYNAMIC' ? 'active' : 'pending'}>{seg.type === 'DYNAMIC' ? t('seg.dynamic') : t('seg.static')}</Badge>
+        <ConfirmButton label={t('seg.delete')} confirm={t('seg.deleteConfirm')} onConfirm={() => remove.mutate()} busy={remove.isPending} />
       </PageHead>
       <ErrorBox error={remove.error} />
       <p className="small muted">
-        <Link href="/segments">← All segments</Link> · {formatNumber(seg.memberCount)} member{seg.memberCount === 1 ? '' : 's'} (counted) · slug <code>{seg.slug}</code> · updated {formatDate(seg.updatedAt)}
+        <Link href="/segments">{t('seg.all')}</Link> · {t('seg.counted', { count: seg.memberCount })} · {t('seg.slug')} <code>{seg.slug}</code> · {t('seg.updatedAt', { at: formatDate(seg.updatedAt) })}
       </p>
       <div className="card">
         <div className="row between">
           <div className="check switch">
             <input id="track-switch" type="checkbox" role="switch" checked={seg.trackMembership} aria-checked={seg.trackMembership} disabled={track.isPending} onChange={(e) => track.mutate(e.target.checked)} aria-describedby="track-hint" />
-            <label htmlFor="track-switch">Track membership</label>
+            <label htmlFor="track-switch">{t('seg.trackMembership')}</label>
           </div>
           <button type="button" className="secondary" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
-            {refresh.isPending ? 'Counting…' : seg.type === 'DYNAMIC' && seg.trackMembership ? 'Compute membership now' : 'Refresh the count'}
+            {refresh.isPending ? t('seg.counting') : seg.type === 'DYNAMIC' && seg.trackMembership ? t('seg.compute') : t('seg.refresh')}
           </button>
         </div>
         <p id="track-hint" className="small muted">
           {seg.trackMembership
-            ? <>On: contacts joining emit <code>segment.{seg.slug}.entry</code>, those leaving <code>segment.{seg.slug}.exit</code>; workflows can start on them.</>
-            : <>Off: no membership events. Turn it on to emit <code>segment.{seg.slug}.entry</code> / <code>.exit</code> as contacts join and leave.</>}
+            ? <>{t('seg.on1')}<code>segment.{seg.slug}.entry</code>{t('seg.on2')}<code>segment.{seg.slug}.exit</code>{t('seg.on3')}</>
+            : <>{t('seg.off1')}<code>segment.{seg.slug}.entry</code> / <code>.exit</code>{t('seg.off2')}</>}
         </p>
         <ErrorBox error={track.error ?? refresh.error} />
       </div>
       <form className="card" onSubmit={submit} noValidate>
         <ErrorBox error={save.error} shown={['name', 'description', ...(tree ? rowPaths(tree) : [])]} />
-        {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
+        {save.isSuccess && <div className="alert ok" role="status">{t('ui.saved')}</div>}
         <div className="row">
-          <Field label="Name" name="name" defaultValue={seg.name} maxLength={100} error={fieldError(save.error, 'name')} />
-          <Field label="Description" name="description" defaultValue={seg.description ?? ''} maxLength={500} error={fieldError(save.error, 'description')} />
+          <Field label={t('seg.name')} name="name" defaultValue={seg.name} maxLength={100} error={fieldError(save.error, 'name')} />
+          <Field label={t('seg.description')} name="description" defaultValue={seg.description ?? ''} maxLength={500} error={fieldError(save.error, 'description')} />
         </div>
-        {seg.type === 'DYNAMIC' && (tree ? <ConditionEditor project={project} tree={tree} setTree={(t) => { setTree(t); if (save.isError || save.isSuccess) save.reset() }} error={save.error} segmentId={seg.id} /> : <Loading label="Loading the fields…" />)}
-        <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
+        {seg.type === 'DYNAMIC' && (tree ? <ConditionEditor project={project} tree={tree} setTree={(next) => { setTree(next); if (save.isError || save.isSuccess) save.reset() }} error={save.error} segmentId={seg.id} /> : <Loading label={t('seg.loadingFields')} />)}
+        <button type="submit" disabled={save.isPending}>{save.isPending ? t('ui.saving') : t('ui.save')}</button>
       </form>
       <Members project={project} seg={seg} />
     </div>

@@ -1,8 +1,9 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useId, useState } from 'react'
 import { Link } from 'wouter'
-import { type Contact, call, get, post, type Project } from '../../api'
+import { ApiError, type Contact, call, get, post, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, formatDate, Loading, Pager } from '../../components/ui'
+import { t } from '../../i18n'
 import type { Segment } from '.'
 import { formatNumber } from '../../format'
 
@@ -37,29 +38,29 @@ export function Members({ project, seg }: { project: Project; seg: Segment }) {
     <>
       {seg.type === 'STATIC' && <EditMembers project={project} seg={seg} onChanged={changed} />}
       <section className="card" aria-labelledby="members-title">
-        <h2 id="members-title">Members</h2>
+        <h2 id="members-title">{t('members.title')}</h2>
         {list.isPending && <Loading />}
         <ErrorBox error={list.error ?? removeOne.error} />
         {data && data.total === 0 && (seg.type === 'STATIC'
-          ? <Empty title="No members yet">Add contacts by email above.</Empty>
-          : <Empty title="No contact matches">Change the conditions above, or wait for contacts and events that match them.</Empty>)}
+          ? <Empty title={t('members.none')}>{t('members.noneText')}</Empty>
+          : <Empty title={t('members.noMatch')}>{t('members.noMatchText')}</Empty>)}
         {data && data.total > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{formatNumber(data.total)} member{data.total === 1 ? '' : 's'}{seg.type === 'DYNAMIC' ? ' now' : ''}{list.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{t(seg.type === 'DYNAMIC' ? 'members.countNow' : 'members.count', { count: data.total })}{list.isFetching && t('ui.loadingMore')}</p>
             <div className="table-wrap"><table>
-              <thead><tr><th scope="col">Email</th><th scope="col">Subscription</th><th scope="col">Created</th>{seg.type === 'STATIC' && <th scope="col"><span className="sr-only">Actions</span></th>}</tr></thead>
+              <thead><tr><th scope="col">{t('contacts.email')}</th><th scope="col">{t('contacts.subscription')}</th><th scope="col">{t('contacts.created')}</th>{seg.type === 'STATIC' && <th scope="col"><span className="sr-only">{t('members.actions')}</span></th>}</tr></thead>
               <tbody>{data.data.map((c) => (
                 <tr key={c.id}>
                   <td><Link href={`/contacts/${c.id}`}>{c.email}</Link></td>
-                  <td><Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? 'Subscribed' : 'Unsubscribed'}</Badge></td>
+                  <td><Badge status={c.subscribed ? 'ok' : 'failed'}>{c.subscribed ? t('contacts.subscribed') : t('contacts.unsubscribed')}</Badge></td>
                   <td>{formatDate(c.createdAt)}</td>
                   {seg.type === 'STATIC' && (
-                    <td><button type="button" className="secondary small" disabled={removeOne.isPending} onClick={() => removeOne.mutate(c.email)} aria-label={`Remove ${c.email} from the segment`}>Remove</button></td>
+                    <td><button type="button" className="secondary small" disabled={removeOne.isPending} onClick={() => removeOne.mutate(c.email)} aria-label={t('members.removeOne', { email: c.email })}>{t('members.remove')}</button></td>
                   )}
                 </tr>
               ))}</tbody>
             </table></div>
-            <Pager label="Pages of members" where={`Page ${data.page} of ${Math.max(1, data.totalPages)}`} hasPrev={page > 1} hasNext={page < data.totalPages}
+            <Pager label={t('members.pages')} where={t('ui.pageOf', { page: data.page, pages: Math.max(1, data.totalPages) })} hasPrev={page > 1} hasNext={page < data.totalPages}
               busy={list.isFetching} onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}
@@ -77,13 +78,15 @@ function EditMembers({ project, seg, onChanged }: { project: Project; seg: Segme
   const [text, setText] = useState('')
   const [createMissing, setCreateMissing] = useState(false)
   const [done, setDone] = useState<string | null>(null)
+  // The list last sent, to name the address an error points at.
+  const [sent, setSent] = useState<string[]>([])
   const add = useMutation({
     mutationFn: (emails: string[]) => post<AddResult>(`/segments/${seg.id}/members`, { emails, createMissing }, project.id),
     onSuccess: async (r) => {
       setDone([
-        `Added ${r.added}`, r.alreadyMembers ? `${r.alreadyMembers} already member${r.alreadyMembers === 1 ? '' : 's'}` : '',
-        r.created ? `${r.created} contact${r.created === 1 ? '' : 's'} created` : '',
-        r.notFound.length ? `not contacts (tick "create" to add them): ${r.notFound.join(', ')}` : '',
+        t('members.added', { n: formatNumber(r.added) }), r.alreadyMembers ? t('members.already', { count: r.alreadyMembers }) : '',
+        r.created ? t('members.created', { count: r.created }) : '',
+        r.notFound.length ? t('members.notFound', { emails: r.notFound.join(', ') }) : '',
       ].filter(Boolean).join(' · '))
       setText(r.notFound.join('\n'))
       await onChanged()
@@ -92,29 +95,37 @@ function EditMembers({ project, seg, onChanged }: { project: Project; seg: Segme
   const remove = useMutation({
     mutationFn: (emails: string[]) => call<RemoveResult>('DELETE', `/segments/${seg.id}/members`, { body: { emails }, project: project.id }),
     onSuccess: async (r) => {
-      setDone([`Removed ${r.removed}`, r.notMembers.length ? `not members: ${r.notMembers.join(', ')}` : ''].filter(Boolean).join(' · '))
+      setDone([t('members.removed', { n: formatNumber(r.removed) }), r.notMembers.length ? t('members.notMembers', { emails: r.notMembers.join(', ') }) : ''].filter(Boolean).join(' · '))
       setText('')
       await onChanged()
     },
   })
   const emails = emailsOf(text)
   const error = add.error ?? remove.error
-  const act = (m: typeof add | typeof remove) => { setDone(null); add.reset(); remove.reset(); m.mutate(emails) }
+  // The API names the address at fault by its place in the list (emails.3): it is shown on the field, by the address.
+  const atField = error instanceof ApiError ? error.fields.find((f) => f.field === 'emails' || f.field.startsWith('emails.')) : undefined
+  const fieldText = atField && (() => {
+    const n = /^emails\.(\d+)/.exec(atField.field)?.[1]
+    const message = atField.message.replace(/^[\w.]+: /, '')
+    return n !== undefined && sent[Number(n)] ? t('members.invalid', { email: sent[Number(n)], message }) : message
+  })()
+  const act = (m: typeof add | typeof remove) => { setDone(null); add.reset(); remove.reset(); setSent(emails); m.mutate(emails) }
   return (
     <section className="card" aria-labelledby="edit-members-title">
-      <h2 id="edit-members-title">Add or remove members</h2>
-      <ErrorBox error={error} />
+      <h2 id="edit-members-title">{t('members.edit')}</h2>
+      <ErrorBox error={error} shown={['emails']} />
       {done && <div className="alert ok" role="status">{done}</div>}
       <div className="field">
-        <span><label htmlFor={areaId}>Emails</label></span>
+        <span><label htmlFor={areaId}>{t('members.emails')}</label></span>
         <textarea id={areaId} rows={4} value={text} onChange={(e) => setText(e.target.value)} placeholder={'ada@example.com\ngrace@example.com'}
-          aria-describedby={`${areaId}-hint`} aria-invalid={error ? true : undefined} />
-        <span id={`${areaId}-hint`} className="hint">One per line, or separated by commas; at most 1,000 at a time.</span>
+          aria-describedby={fieldText ? `${areaId}-hint ${areaId}-err` : `${areaId}-hint`} aria-invalid={fieldText ? true : undefined} />
+        <span id={`${areaId}-hint`} className="hint">{t('members.hint')}</span>
+        {fieldText && <span id={`${areaId}-err`} className="err">{fieldText}</span>}
       </div>
-      <div className="check"><input id="create-missing" type="checkbox" checked={createMissing} onChange={(e) => setCreateMissing(e.target.checked)} /><label htmlFor="create-missing">Create contacts for addresses that are not contacts yet</label></div>
+      <div className="check"><input id="create-missing" type="checkbox" checked={createMissing} onChange={(e) => setCreateMissing(e.target.checked)} /><label htmlFor="create-missing">{t('members.createMissing')}</label></div>
       <div className="row">
-        <button type="button" disabled={!emails.length || add.isPending} onClick={() => act(add)}>Add to segment</button>
-        <button type="button" className="secondary" disabled={!emails.length || remove.isPending} onClick={() => act(remove)}>Remove from segment</button>
+        <button type="button" disabled={!emails.length || add.isPending} onClick={() => act(add)}>{t('members.add')}</button>
+        <button type="button" className="secondary" disabled={!emails.length || remove.isPending} onClick={() => act(remove)}>{t('members.removeMany')}</button>
       </div>
     </section>
   )
