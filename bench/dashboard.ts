@@ -10,7 +10,8 @@
  * thousand is "Anna Müller"). Printed: POST /contacts/query for a condition (plan = pro), for a search of a
  * name ("muller": case and accents folded, over the email and the text fields) and for both, each as the
  * page asks it (the first rows without the count, then the count apart), and in the browser the time from
- * typing the search to the table showing the matches.
+ * typing the search to the table showing the matches. Then a term of one match ("user 123456", read by key from
+ * the in-memory copy) and one of about 111,000 ("user 1", past the keyed limit: SQL).
  *
  * BENCH_FIXTURE=<dir> keeps the seeded contacts for the next run (SQLite: the database file in that directory;
  * PostgreSQL: a database named after the directory's last part on MAILCTL_TEST_PG_URL's server, kept), so a
@@ -156,6 +157,11 @@ try {
     [{ search: 'muller', condition: pro, limit: 50, total: false }, 'search "muller" and plan = pro, first 50 rows'],
     [{ search: 'muller', estimate: true }, 'search "muller", count as the page asks it (estimate: true)'],
     [{ search: 'muller' }, 'search "muller", exact count'],
+    [{ search: 'user 123456', limit: 50, total: false }, 'search "user 123456" (one match), first rows'],
+    [{ search: 'user 123456', estimate: true }, 'search "user 123456", count as the page asks it'],
+    [{ search: 'user 1', limit: 50, total: false }, 'search "user 1" (about 111,000 matches: past the keyed limit, SQL), first 50 rows'],
+    [{ search: 'user 1', condition: pro, limit: 50, total: false }, 'search "user 1" and plan = pro, first 50 rows'],
+    [{ search: 'user 1', estimate: true }, 'search "user 1", count as the page asks it'],
   ] as Array<[Record<string, unknown>, string]>) {
     const path = 'limit' in body ? '/contacts/query' : '/contacts/query/count'
     const api: number[] = []

@@ -3,6 +3,8 @@ import type { Ctx } from '../../deps'
 import { prepareFilter, whereOf as conditionSql } from '../../filters'
 import type { ContactFilter, CountBody, QueryBody } from './model'
 import * as q from './repo/query'
+import { errorFields } from '../../log'
+import { allMatches, builtIndex, foldText, scanText, searchableTerm } from './search'
 import { clampLimit, decodeCursor, encodeCursor, toContact } from './service'
 
 /**
@@ -12,14 +14,41 @@ import { clampLimit, decodeCursor, encodeCursor, toContact } from './service'
  * the in-memory index); this path is SQL.
  */
 
-/** The WHERE of a filter in the project of `ctx`; 422 with paths under `path` for a bad condition. */
+async function conditionOf(ctx: Ctx, f: ContactFilter | undefined, path: string): Promise<SQL | undefined> {
+  if (f?.condition === undefined || f.condition === null) return undefined
+  return conditionSql(ctx, await prepareFilter(ctx, f.condition, { path }))
+}
+
+/**
+ * The WHERE of a filter in the project of `ctx`, all in SQL (bulk jobs and the CSV export, which walk
+ * every match anyway); 422 with paths under `path` for a bad condition.
+ */
 export async function filterWhere(ctx: Ctx, f: ContactFilter | undefined, path = 'condition'): Promise<SQL> {
-  let condition: SQL | undefined
-  if (f?.condition !== undefined && f.condition !== null) {
-    const prepared = await prepareFilter(ctx, f.condition, { path })
-    condition = conditionSql(ctx, prepared)
-  }
+  const condition = await conditionOf(ctx, f, path)
   return q.whereOf(ctx.store, ctx.projectId, { condition, subscribed: f?.subscribed, search: f?.search?.trim() || undefined })
+}
+
+/** A search with at most this many candidates is read by key; a larger one is tested row by row in SQL. */
+export const KEYED_MAX = 20_000
+
+/**
+ * The WHERE of the page and its count. A search is first looked up in the project's in-memory copy
+ * (search/, ADR 0006: the emails and the folded JSON text of the custom fields): with at most KEYED_MAX
+ * candidates, the WHERE names them by key (`keyed`) and tests the search on them only, so neither the page
+ * nor the count reads the other contacts; a rare term no longer walks the whole project. A term with more
+ * candidates is searched in SQL: its matches are likely dense, so a page finds its rows early. On SQLite the copy is brought to this turn's read snapshot and the caller runs
+ * its query in the same turn (no await in between but this function's own), so both see the same rows.
+ */
+async function pageWhere(ctx: Ctx, f: ContactFilter): Promise<{ where: SQL; keyed: boolean }> {
+  const condition = await conditionOf(ctx, f, 'condition')
+  const search = f.search?.trim() || undefined
+  if (search && searchableTerm(search)) {
+    // While the copy is first built (seconds for a million contacts after a restart), SQL answers.
+    const ix = await builtIndex(ctx.store, ctx.projectId, (err) => ctx.deps.log.warn('building the contact search copy failed', errorFields(err)))
+    const m = ix && scanText(ix, search.toLowerCase(), foldText(search))
+    if (m && m.total <= KEYED_MAX) return { where: q.whereOf(ctx.store, ctx.projectId, { condition, subscribed: f.subscribed, search, keys: allMatches(m) }), keyed: true }
+  }
+  return { where: q.whereOf(ctx.store, ctx.projectId, { condition, subscribed: f.subscribed, search }), keyed: false }
 }
 
 /** POST /contacts/query: keyset pages of the filtered list (the cursor of GET /contacts). */
@@ -28,10 +57,10 @@ export async function queryContacts(ctx: Ctx, body: QueryBody) {
   const cur = body.cursor ? decodeCursor(body.cursor) : null
   const sort = cur?.s ?? body.sort ?? 'createdAt'
   const dir = cur?.d ?? body.dir ?? 'desc'
-  const where = await filterWhere(ctx, body)
+  const { where, keyed } = await pageWhere(ctx, body)
   const [rows, total] = await Promise.all([
     q.page(ctx.store, where, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null),
-    cur || body.total === false ? Promise.resolve(0) : countMatches(ctx, where).then((c) => c.total),
+    cur || body.total === false ? Promise.resolve(0) : keyed ? q.total(ctx.store, where) : countMatches(ctx, where).then((c) => c.total),
   ])
   const hasMore = rows.length > limit
   const pageRows = hasMore ? rows.slice(0, limit) : rows
@@ -42,7 +71,10 @@ export async function queryContacts(ctx: Ctx, body: QueryBody) {
 
 /** POST /contacts/query/count: the number of contacts the filter matches, exact or (`estimate`) estimated. */
 export async function countContacts(ctx: Ctx, f: CountBody) {
-  return countMatches(ctx, await filterWhere(ctx, f), f.estimate ? ESTIMATE : undefined)
+  const { where, keyed } = await pageWhere(ctx, f)
+  // A keyed search reads at most KEYED_MAX contacts by key: counted exactly in one statement.
+  if (keyed) return { total: await q.total(ctx.store, where), estimated: false }
+  return countMatches(ctx, where, f.estimate ? ESTIMATE : undefined)
 }
 
 /** How long an estimated count counts before it may stop, and the matches it needs to have seen to stop. */

@@ -1,7 +1,8 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { ctxFor } from '../../../src/deps'
-import { countMatches, filterWhere } from '../../../src/modules/contacts/query'
+import { countContacts, countMatches, filterWhere } from '../../../src/modules/contacts/query'
+import { total as sqlTotal } from '../../../src/modules/contacts/repo/query'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 
 /** Counting a filter of the contacts page slice by slice: exact, estimated, and without holding the process. */
@@ -76,6 +77,39 @@ forEachStore('contacts page counts', (env) => {
     expect(await total('slash/path')).toBe(1)
     expect(await total('one\nbär')).toBe(1)
     expect(await total('one bär')).toBe(0)
+  })
+
+  test('a search read from the in-memory copy finds what SQL finds, and follows changes of the values', async () => {
+    const p = await env.project()
+    await seedMany(env, p.id)
+    const extra = [
+      { email: 'zoe@example.com', data: { name: 'Zoë Ærø', city: 'Köln', note: 'tab\there', plan: 'pro' } },
+      { email: 'omer@example.com', data: { name: 'ΣΟΦΊΑ', n: 5, flag: true } },
+      { email: 'MIXED@Example.com', data: { name: 'İlker' } },
+    ]
+    for (const body of extra) expect({ email: body.email, status: (await env.request('POST', '/contacts', { key: p.secretKey, body })).status }).toEqual({ email: body.email, status: 201 })
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const terms = ['muller', 'MÜLLER', 'user 1', 'zoe', 'aero', 'ærø', 'koln', 'KÖLN', 'σοφ', 'ilker', 'mixed@', 'example.com', 'pro', 'user1@', '@example', 'tab', 'there', 'n', '5', 'nested', 'ö', 'ΟΦΊ', 'true']
+    for (const search of terms) {
+      for (const condition of [undefined, planIs('pro')]) {
+        const inSql = await sqlTotal(env.deps.store, await filterWhere(ctx, { search, condition }))
+        expect({ search, condition: Boolean(condition), total: (await countContacts(ctx, { search, condition })).total }).toEqual({ search, condition: Boolean(condition), total: inSql })
+      }
+    }
+    // The copy follows changes of the values, whoever makes them: the API, a bulk job's SQL, a delete.
+    const count = async (search: string) => (await env.request('POST', '/contacts/query/count', { key: p.secretKey, body: { search } })).body.total
+    expect(await count('köln')).toBe(1)
+    expect((await env.request('POST', '/contacts', { key: p.secretKey, body: { email: 'zoe@example.com', data: { city: 'Zürich' } } })).status).toBe(200)
+    expect(await count('zurich')).toBe(1)
+    expect(await count('koln')).toBe(0)
+    await env.deps.store.exec(sql`UPDATE contacts SET data = ${env.deps.store.dialect === 'pg' ? sql`jsonb_set(data, '{city}', '"Genève"')` : sql`json_set(data, '$.city', 'Genève')`} WHERE project_id = ${p.id} AND email = 'zoe@example.com'`)
+    expect(await count('geneve')).toBe(1)
+    expect(await count('zurich')).toBe(0)
+    await env.deps.store.exec(sql`DELETE FROM contacts WHERE project_id = ${p.id} AND email = 'zoe@example.com'`)
+    expect(await count('geneve')).toBe(0)
+    const page = await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: 'müller', condition: planIs('free'), limit: 2, sort: 'email', dir: 'asc' } })
+    expect(page.body.data.map((c: { email: string }) => c.email)).toEqual(['user307@example.com', 'user7@example.com'])
+    expect(page.body.total).toBe(2)
   })
 
   test('POST /contacts/query/count: exact by default, estimate on request, checked', async () => {

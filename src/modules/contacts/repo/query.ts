@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gt, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../../db/client'
+import { searchableTerm } from '../search/fold'
 import { likePattern, type ContactRow } from './rows'
 
 /**
@@ -69,19 +70,13 @@ export interface QueryWhere {
   condition?: SQL
   subscribed?: boolean
   search?: string
+  /**
+   * With `search`: its candidates as the in-memory copy found them (search/: SQLite rowids, PostgreSQL
+   * search_keys), read by key; the search is tested on them only.
+   */
+  keys?: number[]
 }
 
-/**
- * True when `term` has a character JSON text may hold escaped: a quote, a backslash, a control, a solidus
- * (optionally escaped), a surrogate (a lone one is; pairs are left out too, to keep the test simple).
- */
-function jsonMayEscape(term: string): boolean {
-  for (let i = 0; i < term.length; i++) {
-    const c = term.charCodeAt(i)
-    if (c < 0x20 || c === 0x22 || c === 0x5c || c === 0x2f || (c >= 0xd800 && c <= 0xdfff)) return true
-  }
-  return false
-}
 
 /**
  * The text values of the top-level custom fields that contain `term`. Before the test of each value, the
@@ -95,18 +90,32 @@ function dataSearch(store: Store, term: string): SQL {
   const values = store.dialect === 'pg'
     ? sql`EXISTS (SELECT 1 FROM jsonb_each(contacts.data) e WHERE jsonb_typeof(e.value) = 'string' AND (e.value #>> '{}') ~ ${regexPattern(term)})`
     : sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.type = 'text' AND j.value GLOB ${globPattern(term)})`
-  if (jsonMayEscape(term)) return values
+  if (!searchableTerm(term)) return values
   const text = store.dialect === 'pg' ? sql`contacts.data::text ~ ${regexPattern(term)}` : sql`contacts.data GLOB ${globPattern(term)}`
   return sql`(${text} AND ${values})`
 }
 
 export function whereOf(store: Store, projectId: string, w: QueryWhere): SQL {
   const c = store.t.contacts
-  const parts: SQL[] = [eq(c.projectId, projectId) as SQL]
+  // Keyed on SQLite: `+` keeps the planner off the (project_id, created_at) index, which it would otherwise
+  // walk in page order testing each row against the keys (a whole project for a rare term); the keys lead.
+  const parts: SQL[] = [w.keys && store.dialect !== 'pg' ? sql`+contacts.project_id = ${projectId}` : eq(c.projectId, projectId) as SQL]
   if (w.subscribed !== undefined) parts.push(eq(c.subscribed, w.subscribed) as SQL)
   if (w.condition) parts.push(sql`(${w.condition})`)
+  if (w.keys) parts.push(keysIn(store, projectId, w.keys))
   if (w.search) parts.push(sql`(contacts.email LIKE ${likePattern(w.search)} ESCAPE '\\' OR ${dataSearch(store, w.search)})`)
   return and(...parts) as SQL
+}
+
+/**
+ * The contacts of `keys`. PostgreSQL: the ids as one array computed once (an InitPlan), so that the
+ * contacts are read by their primary key rather than by walking the project in page order.
+ */
+function keysIn(store: Store, projectId: string, keys: number[]): SQL {
+  if (store.dialect === 'pg') {
+    return sql`contacts.id = ANY(ARRAY(SELECT contact_id FROM contact_search_keys WHERE project_id = ${projectId} AND search_key = ANY(${`{${keys.join(',')}}`}::bigint[])))`
+  }
+  return sql`contacts.rowid IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`
 }
 
 export type SortKey = 'createdAt' | 'email'

@@ -22,6 +22,8 @@ export interface SearchRow {
   subscribed: number
   /** created_at, epoch ms. */
   createdAt: number
+  /** Its custom fields as their stored JSON text, folded (fold.ts); absent or '': none. */
+  values?: string
 }
 
 interface Chunk {
@@ -43,6 +45,10 @@ interface Chunk {
   live: number
   /** line -> the stored email (UTF-8), where it differs from its line in `text`. */
   stored: Map<number, Buffer> | null
+  /** The rows' folded `values` as UTF-8, one line each like `text`; null when no row has any. */
+  vtext: Buffer | null
+  /** Byte offset of each line in `vtext`, and vtext.length last. */
+  vstarts: Int32Array | null
 }
 
 /** A row not yet in a chunk. */
@@ -55,6 +61,9 @@ export interface ExtraRow {
   low: Buffer
   subscribed: number
   createdAt: number
+  /** The folded custom fields, as SearchRow's and as UTF-8. */
+  values: string
+  vbytes: Buffer
 }
 
 /** The rows of one project. */
@@ -79,7 +88,6 @@ function makeChunk(rows: SearchRow[], fold: boolean): Chunk {
   const keys = new Float64Array(n)
   const createdAt = new Float64Array(n)
   const subscribed = new Uint8Array(n)
-  const starts = new Int32Array(n + 1)
   const parts = new Array<string>(n)
   let stored: Map<number, Buffer> | null = null
   for (let i = 0; i < n; i++) {
@@ -94,13 +102,28 @@ function makeChunk(rows: SearchRow[], fold: boolean): Chunk {
     subscribed[i] = row.subscribed ? 1 : 0
     parts[i] = low
   }
+  const [text, starts] = pack(parts)
+  let vtext: Buffer | null = null
+  let vstarts: Int32Array | null = null
+  if (rows.some((r) => r.values)) [vtext, vstarts] = pack(rows.map((r) => r.values ?? ''))
+  return { keys, createdAt, subscribed, dead: new Uint8Array(n), text, starts, n, live: n, stored, vtext, vstarts }
+}
+
+/** Lines joined by '\n' as UTF-8, and the byte offset of each line (the length last). */
+function pack(parts: string[]): [Buffer, Int32Array] {
+  const n = parts.length
+  const starts = new Int32Array(n + 1)
   const text = Buffer.from(n ? `${parts.join('\n')}\n` : '')
   if (text.length === parts.reduce((k, x) => k + x.length + 1, 0)) {
     for (let i = 0, pos = 0; i <= n; i++) { starts[i] = pos; if (i < n) pos += parts[i].length + 1 }
   } else {
     for (let i = 0, pos = 0; i <= n; i++) { starts[i] = pos; if (i < n) pos += Buffer.byteLength(parts[i]) + 1 }
   }
-  return { keys, createdAt, subscribed, dead: new Uint8Array(n), text, starts, n, live: n, stored }
+  return [text, starts]
+}
+
+function lineValues(c: Chunk, line: number): string {
+  return c.vtext && c.vstarts ? c.vtext.toString('utf8', c.vstarts[line], c.vstarts[line + 1] - 1) : ''
 }
 
 /**
@@ -119,7 +142,7 @@ function lineEmail(c: Chunk, line: number): string {
 
 function chunkRows(c: Chunk): SearchRow[] {
   const rows: SearchRow[] = []
-  for (let i = 0; i < c.n; i++) if (!c.dead[i]) rows.push({ key: c.keys[i], email: lineEmail(c, i), subscribed: c.subscribed[i], createdAt: c.createdAt[i] })
+  for (let i = 0; i < c.n; i++) if (!c.dead[i]) rows.push({ key: c.keys[i], email: lineEmail(c, i), subscribed: c.subscribed[i], createdAt: c.createdAt[i], values: lineValues(c, i) })
   return rows
 }
 
@@ -165,7 +188,8 @@ function remove(ix: ChunkIndex, key: number): void {
 function add(ix: ChunkIndex, row: SearchRow): void {
   const bytes = Buffer.from(row.email)
   const low = ix.fold ? asciiLower(row.email) : row.email
-  ix.extra.set(row.key, { key: row.key, email: row.email, bytes, low: low === row.email ? bytes : Buffer.from(low), subscribed: row.subscribed ? 1 : 0, createdAt: row.createdAt })
+  const values = row.values ?? ''
+  ix.extra.set(row.key, { key: row.key, email: row.email, bytes, low: low === row.email ? bytes : Buffer.from(low), subscribed: row.subscribed ? 1 : 0, createdAt: row.createdAt, values, vbytes: Buffer.from(values) })
   ix.size++
   if (ix.extra.size >= CHUNK) fold(ix)
 }
@@ -177,7 +201,7 @@ function add(ix: ChunkIndex, row: SearchRow): void {
  */
 function fold(ix: ChunkIndex): void {
   const rows: SearchRow[] = [...ix.extra.values()]
-    .map((x) => ({ key: x.key, email: x.email, subscribed: x.subscribed, createdAt: x.createdAt }))
+    .map((x) => ({ key: x.key, email: x.email, subscribed: x.subscribed, createdAt: x.createdAt, values: x.values }))
     .sort((a, b) => a.key - b.key)
   ix.extra.clear()
   const cs = ix.chunks
@@ -213,9 +237,10 @@ function fold(ix: ChunkIndex): void {
 export function applyChange(ix: ChunkIndex, key: number, row: SearchRow | null): void {
   if (row) {
     const x = ix.extra.get(key)
-    if (x && x.email === row.email) { x.subscribed = row.subscribed ? 1 : 0; x.createdAt = row.createdAt; return }
+    const values = row.values ?? ''
+    if (x && x.email === row.email && x.values === values) { x.subscribed = row.subscribed ? 1 : 0; x.createdAt = row.createdAt; return }
     const found = x ? null : locate(ix, key)
-    if (found && lineEmail(found[0], found[1]) === row.email) {
+    if (found && lineEmail(found[0], found[1]) === row.email && lineValues(found[0], found[1]) === values) {
       found[0].subscribed[found[1]] = row.subscribed ? 1 : 0
       found[0].createdAt[found[1]] = row.createdAt
       return
@@ -275,6 +300,51 @@ export function scan(ix: ChunkIndex, term: string, subscribed?: boolean): Matche
   }
   const extra: ExtraRow[] = []
   for (const x of ix.extra.values()) if (x.low.includes(needle) && (want < 0 || x.subscribed === want)) extra.push(x)
+  return { total: hits.length + extra.length, ix, hits, extra }
+}
+
+/**
+ * The dashboard's search (POST /contacts/query): rows whose email contains `emailTerm` (as `scan` finds it)
+ * or whose folded custom fields contain `valuesTerm` (folded by the caller, fold.ts): candidates, a superset
+ * of the matches, which SQL then tests exactly.
+ */
+export function scanText(ix: ChunkIndex, emailTerm: string, valuesTerm: string): Matches {
+  const byEmail = scan(ix, emailTerm)
+  const needle = Buffer.from(valuesTerm)
+  const len = needle.length
+  const found: number[] = []
+  for (let ci = 0; ci < ix.chunks.length; ci++) {
+    const { vtext, vstarts, dead } = ix.chunks[ci]
+    if (!vtext || !vstarts) continue
+    const base = ci << SHIFT
+    let line = 0
+    let from = 0
+    for (;;) {
+      const j = vtext.indexOf(needle, from)
+      if (j < 0) break
+      while (vstarts[line + 1] <= j) line++
+      const next = vstarts[line + 1]
+      if (j + len >= next) { from = j + 1; continue } // runs into the next line
+      if (!dead[line]) found.push(base + line)
+      from = next
+    }
+  }
+  let hits = byEmail.hits
+  if (found.length) {
+    // Both lists ascend (chunk, line): merged without repeats.
+    const merged: number[] = []
+    let a = 0
+    let b = 0
+    while (a < hits.length || b < found.length) {
+      const x = a < hits.length ? hits[a] : Infinity
+      const y = b < found.length ? found[b] : Infinity
+      if (x <= y) { merged.push(x); a++; if (x === y) b++ } else { merged.push(y); b++ }
+    }
+    hits = merged
+  }
+  const extra = byEmail.extra
+  const inExtra = new Set(extra.map((x) => x.key))
+  for (const x of ix.extra.values()) if (!inExtra.has(x.key) && x.vbytes.includes(needle)) extra.push(x)
   return { total: hits.length + extra.length, ix, hits, extra }
 }
 

@@ -3,7 +3,8 @@ import type { ChunkIndex } from './chunks'
 import { buildPg, catchUpPg } from './pg'
 import { buildSqlite, catchUpSqlite, nextTurn } from './sqlite'
 
-export { allMatches, pageCandidates, scan, type Matches } from './chunks'
+export { allMatches, pageCandidates, scan, scanText, type Matches } from './chunks'
+export { foldText, searchableTerm } from './fold'
 
 /**
  * Part of the contacts repository: an exact, in-memory copy of the searchable columns of a project's
@@ -53,6 +54,18 @@ function evict(all: Map<string, Slot>, keep: string): void {
     total -= h.ix.size
     h.slot.ix = null
   }
+}
+
+/**
+ * As currentIndex, without waiting for a first build: null while the project's copy is not built (this
+ * starts its build; `onError` hears of a failure), so that a caller with another way to answer (the
+ * dashboard's search, in SQL) does not wait seconds after a restart.
+ */
+export async function builtIndex(store: Store, projectId: string, onError: (err: unknown) => void): Promise<ProjectIndex | null> {
+  const slot = slots.get(store)?.get(projectId)
+  if (slot?.ix) return currentIndex(store, projectId)
+  if (!slot?.busy && !(slot && slot.tooBigUntil > Date.now())) currentIndex(store, projectId).catch(onError)
+  return null
 }
 
 /**

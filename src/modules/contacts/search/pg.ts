@@ -1,5 +1,6 @@
 import { pgConnection, type Store } from '../../../db/client'
 import { appendChunk, applyChange, CHUNK, type SearchRow } from './chunks'
+import { foldText } from './fold'
 import type { ProjectIndex } from './index'
 
 /**
@@ -22,11 +23,12 @@ export async function buildPg(store: Store, projectId: string, budget: number): 
   const ix: ProjectIndex = { projectId, fold: false, chunks: [], extra: new Map(), seq: 0, size: 0, used: Date.now() }
   setSnapshot(ix, String(snap))
   let tooBig = false
-  await pg.unsafe<SearchRow[]>(`SELECT k.search_key::float8 AS "key", c.email AS email, c.subscribed::int AS subscribed,
-      round(extract(epoch FROM c.created_at) * 1000)::float8 AS "createdAt"
+  await pg.unsafe<Array<SearchRow & { data: string }>>(`SELECT k.search_key::float8 AS "key", c.email AS email, c.subscribed::int AS subscribed,
+      round(extract(epoch FROM c.created_at) * 1000)::float8 AS "createdAt", c.data::text AS data
     FROM contact_search_keys k JOIN contacts c ON c.id = k.contact_id
     WHERE k.project_id = $1 AND c.project_id = $1 ORDER BY k.search_key`, [projectId]).cursor(CHUNK, (rows) => {
     if (tooBig) return
+    for (const r of rows) r.values = r.data === '{}' ? '' : foldText(r.data)
     appendChunk(ix, rows)
     if (ix.size > budget) tooBig = true
   })
@@ -40,8 +42,8 @@ function setSnapshot(ix: ProjectIndex, snap: string): void {
   ix.pgSince = { xmax, xip: `{${xip}}` }
 }
 
-/** A logged search_key and its contact now: [key, email, subscribed, createdAt], nulls when it is gone. */
-type PgChange = [number, string, number, number] | [number, null, null, null]
+/** A logged search_key and its contact now: [key, email, subscribed, createdAt, data], nulls when it is gone. */
+type PgChange = [number, string, number, number, string] | [number, null, null, null, null]
 
 /**
  * Applies what the transactions the last applied snapshot could not see (running then, or started
@@ -54,7 +56,7 @@ export async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'curren
   if (!since) return 'gap' // not built by buildPg
   const pg = pgConnection(store.db)
   const [row] = await pg.unsafe<Array<{ snap: string; changes: string | PgChange[] }>>(`SELECT pg_current_snapshot()::text AS snap,
-    (SELECT coalesce(json_agg(json_build_array(l.search_key, c.email, c.subscribed::int, round(extract(epoch FROM c.created_at) * 1000))), '[]')
+    (SELECT coalesce(json_agg(json_build_array(l.search_key, c.email, c.subscribed::int, round(extract(epoch FROM c.created_at) * 1000), c.data::text)), '[]')
       FROM contact_changes l
       LEFT JOIN contact_search_keys k ON k.search_key = l.search_key AND k.project_id = l.project_id
       LEFT JOIN contacts c ON c.id = k.contact_id AND c.project_id = l.project_id
@@ -65,7 +67,7 @@ export async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'curren
   const changes: PgChange[] = typeof row.changes === 'string' ? JSON.parse(row.changes) : row.changes
   // A logged key is brought to its contact as it is now (gone: null; a key never moves to another contact).
   for (const ch of changes) {
-    applyChange(ix, Number(ch[0]), ch[1] === null ? null : { key: Number(ch[0]), email: ch[1], subscribed: ch[2], createdAt: ch[3] })
+    applyChange(ix, Number(ch[0]), ch[1] === null ? null : { key: Number(ch[0]), email: ch[1], subscribed: ch[2], createdAt: ch[3], values: ch[4] === '{}' ? '' : foldText(ch[4]) })
   }
   setSnapshot(ix, snap)
   if (Date.now() - pgPrunedAt > 60_000) {

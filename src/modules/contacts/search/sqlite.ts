@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { sqliteConnection, type Store } from '../../../db/client'
 import { appendChunk, applyChange, CHUNK, type SearchRow } from './chunks'
+import { foldText } from './fold'
 import type { ProjectIndex } from './index'
 
 /**
@@ -41,8 +42,13 @@ function logBounds(db: Database): LogBounds {
 
 /** A logged rowid and its contact now: all null when the contact is gone. */
 type Change =
-  | { key: number; projectId: string; email: string; subscribed: number; createdAt: number }
-  | { key: number; projectId: null; email: null; subscribed: null; createdAt: null }
+  | { key: number; projectId: string; email: string; subscribed: number; createdAt: number; data: string }
+  | { key: number; projectId: null; email: null; subscribed: null; createdAt: null; data: null }
+
+/** A stored `data` (JSON text), folded for the copy. */
+function valuesOf(data: string | null): string {
+  return !data || data === '{}' ? '' : foldText(data)
+}
 
 /** Applies the logged changes after ix.seq, up to `limit` of them; 'gap' when some were pruned from the log. */
 function applyLog(db: Database, ix: ProjectIndex, limit: number): 'current' | 'behind' | 'gap' {
@@ -54,10 +60,10 @@ function applyLog(db: Database, ix: ProjectIndex, limit: number): 'current' | 'b
   if (hi - ix.seq > Math.max(ix.size, 65_536)) return 'gap' // rebuilding reads fewer rows
   const upto = Math.min(hi, ix.seq + limit)
   const changes = db.query<Change, [number, number]>(`SELECT l.contact_rowid AS "key", c.project_id AS "projectId", c.email AS email, c.subscribed AS subscribed,
-    c.created_at AS "createdAt"
+    c.created_at AS "createdAt", c.data AS data
     FROM contact_changes l LEFT JOIN contacts c ON c.rowid = l.contact_rowid WHERE l.seq > ? AND l.seq <= ? ORDER BY l.seq`).all(ix.seq, upto)
   for (const ch of changes) {
-    applyChange(ix, ch.key, ch.projectId === ix.projectId ? { key: ch.key, email: ch.email, subscribed: ch.subscribed, createdAt: ch.createdAt } : null)
+    applyChange(ix, ch.key, ch.projectId === ix.projectId ? { key: ch.key, email: ch.email, subscribed: ch.subscribed, createdAt: ch.createdAt, values: valuesOf(ch.data) } : null)
   }
   ix.seq = upto
   return upto === hi ? 'current' : 'behind'
@@ -74,11 +80,12 @@ export async function buildSqlite(store: Store, projectId: string, budget: numbe
   const b = logBounds(db)
   const ix: ProjectIndex = { projectId, fold: true, chunks: [], extra: new Map(), seq: b.hi ?? 0, schema: b.schema, size: 0, used: Date.now() }
   // contacts_project_rowid_idx (migration 0010) holds a project's rows in rowid order.
-  const page = db.query<SearchRow, [string, number, number]>(`SELECT rowid AS "key", email, subscribed, created_at AS "createdAt"
+  const page = db.query<SearchRow & { data: string }, [string, number, number]>(`SELECT rowid AS "key", email, subscribed, created_at AS "createdAt", data
     FROM contacts INDEXED BY contacts_project_rowid_idx WHERE project_id = ? AND rowid > ? ORDER BY rowid LIMIT ?`)
   let after = 0
   for (;;) {
     const rows = page.all(projectId, after, CHUNK)
+    for (const r of rows) r.values = valuesOf(r.data)
     appendChunk(ix, rows)
     if (ix.size > budget) return null
     if (rows.length < CHUNK) return ix
