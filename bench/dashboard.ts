@@ -146,6 +146,13 @@ try {
     api.sort((a, b) => a - b)
     console.log(`  GET /contacts?${query} (${what}): median ${api[2].toFixed(0)} ms`)
   }
+  // The in-memory copy the searches read is built by a project's first search (the dashboard's search
+  // answers in SQL meanwhile); GET /contacts?search= waits for it: timed apart, then every search reads it.
+  {
+    const t = performance.now()
+    await fetch(`${origin}/contacts?limit=1&search=zz-warm`, { headers: { cookie: `mailctl_session=${token}`, 'x-project-id': project.id } }).then((r) => r.arrayBuffer())
+    console.log(`  the search copy built (GET /contacts?search=, first of the process): ${(performance.now() - t).toFixed(0)} ms`)
+  }
   // The filtered list through POST /contacts/query, as the page asks it.
   const pro = { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] }
   const headers = { cookie: `mailctl_session=${token}`, 'x-project-id': project.id, 'content-type': 'application/json', origin }
