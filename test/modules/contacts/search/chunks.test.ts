@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { allMatches, appendChunk, applyChange, CHUNK, pageCandidates, scan, type ChunkIndex, type SearchRow } from '../../../../src/modules/contacts/search/chunks'
+import { allMatches, appendChunk, applyChange, CHUNK, pageCandidates, scan, scanText, type ChunkIndex, type SearchRow } from '../../../../src/modules/contacts/search/chunks'
+import { foldText, searchableTerm } from '../../../../src/modules/contacts/search/fold'
 
 /**
  * The search index's chunk structure on its own, no database: every answer is compared with a plain
@@ -302,5 +303,33 @@ describe('pageCandidates', () => {
     expect(tied.length).toBeGreaterThan(1)
     const c = pageCandidates(scan(m.ix, '@'), 'createdAt', 'asc', 1, { value: t, id: 'zzzzzzzz' })
     for (const key of tied) expect(c).toContain(key)
+  })
+})
+
+describe('scanText: the emails and the folded custom fields', () => {
+  test('candidates are the rows whose email or folded fields hold the term, through changes, deletes and folds', () => {
+    const m = new Model(emptyIndex(true))
+    const fields = (i: number) => (i % 7 === 0 ? '' : foldText(JSON.stringify({ name: i % 5 === 0 ? `Anna Müller ${i}` : `User ${i}`, city: i % 3 ? 'Köln' : 'Ørsted' })))
+    m.build(Array.from({ length: CHUNK * 2 + 100 }, (_, i) => ({ ...row(i + 1, i), values: fields(i) })))
+    // Rows changed, added past the chunks (extra) and deleted, some in the chunks' ranges.
+    for (let i = 0; i < 300; i++) m.set({ ...row(i * 13 + 1, i, 'n'), values: foldText(JSON.stringify({ name: i % 2 ? 'Zoë' : 'müller' })) })
+    for (let i = 0; i < 50; i++) m.set({ ...row(CHUNK * 3 + i, i, 'x'), values: i % 2 ? foldText('{"name":"MÜLLER"}') : '' })
+    for (let i = 0; i < 40; i++) m.delete(i * 17 + 5)
+    const expected = (emailTerm: string, valuesTerm: string) => [...m.rows.values()]
+      .filter((r) => asciiLower(r.email).includes(emailTerm) || (r.values ?? '').includes(valuesTerm))
+      .map((r) => r.key).sort((a, b) => a - b)
+    for (const term of ['muller', 'MÜLLER', 'zoe', 'köln', 'orsted', 'anna', 'user 1', 'name', 'bob', '@ex.io', 'nothing-here']) {
+      const got = allMatches(scanText(m.ix, term.toLowerCase(), foldText(term))).sort((a, b) => a - b)
+      expect({ term, got }).toEqual({ term, got: expected(term.toLowerCase(), foldText(term)) })
+    }
+  })
+
+  test('folding: Latin letters to their base, other scripts to one case, each character to one', () => {
+    expect(foldText('Müller ÆRØ Ñandú')).toBe('muller ærø nandu')
+    expect(foldText('ΣΟΦΊΑ ς')).toBe(foldText('σοφία σ'))
+    expect(foldText('straße İ')).toBe('straße i')
+    expect(foldText('{"Plan":"PRO"}')).toBe('{"plan":"pro"}')
+    expect(searchableTerm('müller')).toBe(true)
+    for (const t of ['a"b', 'a\\b', 'a/b', 'a\nb', '', '\ud83d']) expect(searchableTerm(t)).toBe(false)
   })
 })
