@@ -77,12 +77,16 @@ export async function countContacts(ctx: Ctx, f: CountBody) {
   return countMatches(ctx, where, f.estimate ? ESTIMATE : undefined)
 }
 
-/** How long an estimated count counts before it may stop, and the matches it needs to have seen to stop. */
-export const ESTIMATE = { budgetMs: 300, minHits: 30 }
+/**
+ * How long an estimated count counts before it may stop, and the matches and slices it needs to have seen
+ * to stop.
+ */
+export const ESTIMATE = { budgetMs: 300, minHits: 30, minSlices: 32 }
 
 export interface CountOptions {
   budgetMs: number
   minHits: number
+  minSlices: number
   /** Rowids or blocks per slice (repo/query.ts); smaller in tests, to have several slices of a few rows. */
   sliceSize?: number
 }
@@ -97,12 +101,12 @@ export interface CountOptions {
  * does not hold this process, and its parallel scan is faster than the slices).
  *
  * With `opts` (the dashboard) the slices are visited in a random order, and once `budgetMs` has passed with
- * at least `minHits` matches seen, the count stops and answers the estimate matches seen x slices / slices
- * read, rounded to two significant digits, with `estimated: true`. Visiting the slices at random makes it a
- * random sample of the table's ranges, so the estimate is unbiased wherever in the table the matches lie;
- * with 30 matches seen its relative error is about 20 % (one standard deviation at most 1/sqrt(30)). A rare
- * filter (fewer matches than that in the budget) keeps counting to the exact total: an estimate from a
- * handful of matches would be a guess.
+ * at least `minHits` matches in at least `minSlices` slices seen, the count stops and answers the estimate
+ * matches seen x slices / slices read, rounded to two significant digits, with `estimated: true`. Visiting
+ * the slices at random makes it a random sample of the table's ranges, so the estimate is unbiased wherever
+ * the matches lie; its error grows with how much they cluster (all in a few slices: large) and shrinks with
+ * the slices read (hence small slices and a minimum of them). A rare filter (fewer matches than minHits in
+ * the budget) keeps counting to the exact total: an estimate from a handful of matches would be a guess.
  */
 export async function countMatches(ctx: Ctx, where: SQL, opts?: CountOptions): Promise<{ total: number; estimated: boolean }> {
   if (!opts && ctx.store.dialect === 'pg') return { total: await q.total(ctx.store, where), estimated: false }
@@ -113,7 +117,7 @@ export async function countMatches(ctx: Ctx, where: SQL, opts?: CountOptions): P
   for (let i = 0; i < all.length; i++) {
     if (i > 0) await nextTurn()
     hits += await q.countSlice(ctx.store, where, all[i])
-    if (opts && i + 1 < all.length && hits >= opts.minHits && performance.now() - started >= opts.budgetMs) {
+    if (opts && i + 1 < all.length && i + 1 >= opts.minSlices && hits >= opts.minHits && performance.now() - started >= opts.budgetMs) {
       return { total: twoDigits((hits * all.length) / (i + 1)), estimated: true }
     }
   }

@@ -40,12 +40,12 @@ forEachStore('contacts page counts', (env) => {
     const where = await filterWhere(ctx, { condition: planIs('pro') })
     let ticked = false
     setImmediate(() => { ticked = true })
-    expect(await countMatches(ctx, where, { budgetMs: 60_000, minHits: 1, sliceSize: small(env) })).toEqual({ total: 200, estimated: false })
+    expect(await countMatches(ctx, where, { budgetMs: 60_000, minHits: 1, minSlices: 1, sliceSize: small(env) })).toEqual({ total: 200, estimated: false })
     expect(ticked).toBe(true)
     expect(await countMatches(ctx, where)).toEqual({ total: 200, estimated: false })
     // A filter with fewer matches than minHits is counted to the end, exactly, even past its budget.
     const rare = await filterWhere(ctx, { search: 'müller' })
-    expect(await countMatches(ctx, rare, { budgetMs: 0, minHits: 7, sliceSize: small(env) })).toEqual({ total: 6, estimated: false })
+    expect(await countMatches(ctx, rare, { budgetMs: 0, minHits: 7, minSlices: 1, sliceSize: small(env) })).toEqual({ total: 6, estimated: false })
   })
 
   test('past its budget an estimated count answers from the slices read, in two significant digits', async () => {
@@ -53,8 +53,10 @@ forEachStore('contacts page counts', (env) => {
     await seedMany(env, p.id)
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
     const where = await filterWhere(ctx, { condition: planIs('free') })
+    // Not before minSlices slices are read: here more than there are, so the count is exact.
+    expect(await countMatches(ctx, where, { budgetMs: 0, minHits: 1, minSlices: 100_000, sliceSize: small(env) })).toEqual({ total: 200, estimated: false })
     for (let i = 0; i < 5; i++) {
-      const r = await countMatches(ctx, where, { budgetMs: 0, minHits: 1, sliceSize: small(env) })
+      const r = await countMatches(ctx, where, { budgetMs: 0, minHits: 1, minSlices: 1, sliceSize: small(env) })
       expect(r.estimated).toBe(true)
       // An estimate scales the matches of the slices read: never 0 once one was seen, never past the table.
       expect(r.total).toBeGreaterThan(0)

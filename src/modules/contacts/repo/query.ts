@@ -157,9 +157,12 @@ export async function idsAfter(store: Store, where: SQL, afterId: string, limit:
  */
 export type Slice = readonly [number, number]
 
-/** Rowids (SQLite) or blocks of 8 KB (PostgreSQL, about 50 contacts each) per slice. */
-export const SLICE_ROWIDS = 16_384
-export const SLICE_BLOCKS = 256
+/**
+ * Rowids (SQLite) or blocks of 8 KB (PostgreSQL, about 50 contacts each) per slice: small, so that an
+ * estimate reads many slices in its time (matches often cluster: an import, a range of sign-ups).
+ */
+export const SLICE_ROWIDS = 4096
+export const SLICE_BLOCKS = 64
 
 /** The table's slices in physical order, `size` rowids or blocks each (the defaults above). */
 export async function slices(store: Store, size?: number): Promise<Slice[]> {
