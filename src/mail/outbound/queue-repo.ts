@@ -48,7 +48,9 @@ export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): P
   if (!rows.length) return
   const q = store.t.outboundQueue
   if (store.dialect === 'sqlite') return insertRows(db, q, rows)
-  for (let i = 0; i < rows.length; i += 500) await db.insert(q).values(rows.slice(i, i + 500))
+  const writes: Promise<unknown>[] = []
+  for (let i = 0; i < rows.length; i += 500) writes.push(db.insert(q).values(rows.slice(i, i + 500)).execute())
+  await Promise.all(writes)
 }
 
 /**

@@ -29,14 +29,16 @@ export async function usage(store: Store, projectId: string, period: string, db?
 }
 
 /**
- * Adds `n` to the counter, only while it stays within `cap` (null: always). One conditional upsert (a round
- * trip per send on PostgreSQL, where an insert and then an update were two), so two concurrent
- * transactions cannot both pass the cap (PostgreSQL locks the row; SQLite has one writer). Returns the new
- * count, or null when the cap would be passed (nothing changed; no row is made for a first charge over it).
+ * Adds `n` to the counter, only while it stays within the project's cap for `category` (billing_limits; no
+ * row or a null cap: always). One statement that reads the cap and upserts the count (on PostgreSQL one round
+ * trip per charge, where reading the limits first was a second), so two concurrent transactions cannot both
+ * pass the cap (PostgreSQL locks the counter's row; SQLite has one writer). Returns the new count, or null
+ * when the cap would be passed (nothing changed; no row is made for a first charge over it).
  */
-export async function charge(store: Store, db: Db, projectId: string, period: string, category: Category, n: number, cap: number | null): Promise<number | null> {
+export async function charge(store: Store, db: Db, projectId: string, period: string, category: Category, n: number): Promise<number | null> {
   const amount = sql`CAST(${n} AS INTEGER)`
-  const within = (used: SQL) => (cap === null ? sql`1 = 1` : sql`${used} <= CAST(${cap} AS INTEGER)`)
+  // The category names a column of billing_limits (one of CATEGORIES, never user input).
+  const within = (used: SQL) => sql`NOT EXISTS (SELECT 1 FROM billing_limits l WHERE l.project_id = ${projectId} AND l.${sql.identifier(category)} IS NOT NULL AND l.${sql.identifier(category)} < ${used})`
   const [row] = await store.rows<{ used: number | string }>(sql`
     INSERT INTO usage_counters AS u (project_id, period, category, used)
     SELECT ${projectId}, ${period}, ${category}, ${amount} WHERE ${within(amount)}

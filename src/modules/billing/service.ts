@@ -48,16 +48,13 @@ export async function chargeUsage(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>,
   const entries = CATEGORIES.filter((c) => (counts[c] ?? 0) > 0)
   if (!entries.length) return null
   const period = periodOf(ctx.now)
-  const caps = (await repo.limits(ctx.store, ctx.projectId, db)) ?? NO_LIMITS
   for (const category of entries) {
     const n = counts[category] ?? 0
-    const cap = caps[category]
-    const after = await repo.charge(ctx.store, db, ctx.projectId, period.key, category, n, cap)
-    if (after === null && cap !== null) {
-      if (opts.throwOnExceed === false) return category
-      const used = (await repo.usage(ctx.store, ctx.projectId, period.key, db))[category]
-      throw limitExceeded(category, cap, used, n, period)
-    }
+    // One statement reads the cap and charges: null means the cap would be passed.
+    if (await repo.charge(ctx.store, db, ctx.projectId, period.key, category, n) !== null) continue
+    if (opts.throwOnExceed === false) return category
+    const [caps, used] = await Promise.all([repo.limits(ctx.store, ctx.projectId, db), repo.usage(ctx.store, ctx.projectId, period.key, db)])
+    throw limitExceeded(category, (caps ?? NO_LIMITS)[category] ?? 0, used[category], n, period)
   }
   return null
 }

@@ -21,8 +21,13 @@ export async function insertEmails(store: Store, db: Db, rows: EmailRow[], conte
     if (contents.length) insertRows(db, c, contents)
     return
   }
-  for (let i = 0; i < rows.length; i += 200) await db.insert(e).values(rows.slice(i, i + 200))
-  for (let i = 0; i < contents.length; i += 200) await db.insert(c).values(contents.slice(i, i + 200))
+  // Started in order and awaited together: postgres.js writes the statements of one turn at once on the
+  // transaction's connection, so a send's emails and contents cost one round trip (the emails first: the
+  // contents reference them).
+  const writes: Promise<unknown>[] = []
+  for (let i = 0; i < rows.length; i += 200) writes.push(db.insert(e).values(rows.slice(i, i + 200)).execute())
+  for (let i = 0; i < contents.length; i += 200) writes.push(db.insert(c).values(contents.slice(i, i + 200)).execute())
+  await Promise.all(writes)
 }
 
 /** Emails of a claimed batch (ids from the queue, across projects), without attachment contents. */

@@ -2,7 +2,7 @@ import addressparser from 'nodemailer/lib/addressparser'
 import type { Db } from '../../db/client'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { Ctx } from '../../deps'
-import { invalidField, notFound, tooLarge, validation, type FieldError } from '../../errors'
+import { AppError, invalidField, notFound, tooLarge, validation, type FieldError } from '../../errors'
 import { manageUrl, subscribeUrl, unsubscribeUrl } from '../../mail/links'
 import { composeMessage, domainOf, STRUCTURAL_HEADERS } from '../../mail/mime'
 import { refusedHeader } from '../../mail/header-policy'
@@ -12,10 +12,10 @@ import { deliveryStateOf, insertQueueRows, type QueueRow } from '../../mail/outb
 import { MAX_QUEUE_LIFETIME_MS } from '../../mail/outbound/replies'
 import { renderMessage, renderRefusal, templateVariables, checkTemplateSource } from '../../mail/render'
 import { checkDataLimits } from '../contacts/data'
-import { upsertContact } from '../contacts/service'
+import { upsertContact, upsertMany, type ContactRow, type UpsertResult } from '../contacts/service'
 import { assertSenderAllowed, signingKeyFor } from '../domains/service'
 import { renderDeferred } from '../campaigns/render'
-import { groupCommit } from '../../db/group-commit'
+import { groupCommit, type Batched } from '../../db/group-commit'
 import { notifyEvents, type EventRow } from '../events/stream'
 import { categoryOf, chargeUsage, type Category } from '../billing/service'
 import { withIdempotency } from '../idempotency/service'
@@ -77,12 +77,13 @@ export interface NewEmail {
  * Inserts emails (status PENDING) and their queue rows inside the caller's transaction: once it commits
  * they are durably queued. The caller calls `notifyQueued(deps)` after the commit.
  */
-export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<EmailRow[]> {
+export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[], opts: { tracking?: Promise<boolean> } = {}): Promise<EmailRow[]> {
   const now = ctx.now
   const expiresAt = new Date(now.getTime() + MAX_QUEUE_LIFETIME_MS)
   // Open and click tracking (projects.tracking_enabled): signed click links and the pixel go in here
-  // (content rendered at delivery gets them there).
-  const tracking = items.some((it) => !it.renderAtDelivery) ? await trackingEnabled(ctx.store, ctx.projectId, db) : false
+  // (content rendered at delivery gets them there). A caller may have asked already (`opts.tracking`,
+  // read in the same transaction together with its own first statements).
+  const tracking = items.some((it) => !it.renderAtDelivery) ? await (opts.tracking ?? trackingEnabled(ctx.store, ctx.projectId, db)) : false
   const rows: EmailRow[] = []
   const contents: EmailContentRow[] = []
   const queue: QueueRow[] = []
@@ -120,9 +121,14 @@ export async function queueEmails(ctx: Ctx, db: Db, items: NewEmail[]): Promise<
     const c = categoryOf(r.sourceType)
     perCategory[c] = (perCategory[c] ?? 0) + 1
   }
-  await chargeUsage(ctx, db, perCategory)
-  await repo.insertEmails(ctx.store, db, rows, contents)
-  await insertQueueRows(ctx.store, db, queue)
+  // Started in this order and awaited together (on PostgreSQL one round trip for the three: postgres.js
+  // writes the statements of one turn at once). The charge comes last so that the project's usage row,
+  // which every concurrent send of the project updates, stays locked only until the commit right after.
+  await Promise.all([
+    repo.insertEmails(ctx.store, db, rows, contents),
+    insertQueueRows(ctx.store, db, queue),
+    chargeUsage(ctx, db, perCategory),
+  ])
   return rows
 }
 
@@ -255,7 +261,37 @@ export async function sendEmails(ctx: Ctx, body: SendBody, idempotencyKey?: stri
   return withIdempotency(ctx, idempotencyKey, { method: 'POST', path: '/v1/send', body }, () => send(ctx, body))
 }
 
+/** What a send request asks for, checked before its transaction (no reads of contacts or suppressions). */
+interface SendPlan {
+  template: Template | null
+  subjectSrc: string
+  bodySrc: string
+  format: 'html' | 'markdown'
+  from: { email: string; name: string | null }
+  replyTo: string | null
+  type: EmailType
+  headers: Record<string, string>
+  attachments: StoredAttachment[]
+  encodedChars: number
+  domainId: string
+  list: Recipient[]
+  /** Signed links cost an HMAC each: only those the subject or body can refer to are made. */
+  uses: { unsubscribeUrl: boolean; subscribeUrl: boolean; manageUrl: boolean }
+}
+
+/** One send request as a group-committed write (sendBatch). */
+interface SendJob { ctx: Ctx; body: SendBody; plan: SendPlan }
+interface SendWritten { emails: SendResult['data']['emails']; queued: number; events: EventRow[] }
+
 async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
+  const plan = await planSend(ctx, body)
+  const { emails, queued, events } = await groupCommit(ctx.store).runMany(sendBatch, { ctx, body, plan })
+  if (queued) notifyQueued(ctx.deps)
+  await notifyEvents(ctx, events)
+  return { success: true, data: { emails, timestamp: ctx.deps.clock.date().toISOString() } }
+}
+
+async function planSend(ctx: Ctx, body: SendBody): Promise<SendPlan> {
   let template: Template | null = null
   if (body.template) template = await getTemplate(ctx, body.template)
   const subjectSrc = body.subject ?? template?.subject
@@ -279,53 +315,128 @@ async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   const headers = checkHeaders(body.headers, type)
   const { attachments, encodedChars } = checkAttachments(body.attachments)
   const sender = await assertSenderAllowed(ctx, fromEmail)
-  const list = recipients(body.to)
-  // Signed links cost an HMAC each: only those the subject or body can refer to are made.
   const sources = `${subjectSrc} ${bodySrc}`
-  const uses = { unsubscribeUrl: sources.includes('unsubscribeUrl'), subscribeUrl: /(^|[^\w])subscribeUrl/.test(sources), manageUrl: sources.includes('manageUrl') }
+  return {
+    template, subjectSrc, bodySrc, format, from: { email: fromEmail, name: fromName }, replyTo: body.reply ?? template?.replyTo ?? null,
+    type, headers, attachments, encodedChars, domainId: sender.domainId, list: recipients(body.to),
+    uses: { unsubscribeUrl: sources.includes('unsubscribeUrl'), subscribeUrl: /(^|[^\w])subscribeUrl/.test(sources), manageUrl: sources.includes('manageUrl') },
+  }
+}
 
-  // One transaction per request; on SQLite, concurrent requests share the commit (each in a savepoint).
-  const { emails, queued, events } = await groupCommit(ctx.store).run(async (db) => {
-    const blocked = await suppressedAmong(ctx, db, list.map((r) => r.email))
-    const out: SendResult['data']['emails'] = []
-    const evs: EventRow[] = []
-    const items: NewEmail[] = []
-    for (const r of list) {
-      const up = await upsertContact(ctx, { email: r.email, subscribed: body.subscribed, data: body.data ?? undefined }, { defaultSubscribed: false, db })
-      evs.push(...up.events)
-      const contact = { id: up.contact.id, email: up.contact.email }
-      const s = blocked.get(r.email)
-      if (s) { out.push({ contact, status: 'suppressed', reason: s.reason }); continue }
-      const id = Bun.randomUUIDv7()
-      const ref = { projectId: ctx.projectId, contactId: up.contact.id, emailId: id }
-      const vars = templateVariables({
-        contact: { id: up.contact.id, email: up.contact.email, data: up.contact.data },
-        data: body.data ?? null,
-        urls: {
-          ...(uses.unsubscribeUrl ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, ref) } : {}),
-          ...(uses.subscribeUrl ? { subscribeUrl: subscribeUrl(ctx.deps, ref) } : {}),
-          ...(uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, ref) } : {}),
-        },
-      })
-      // Within the render budgets; a heavy render (Markdown, {{#each}}) runs in a render thread.
-      const rendered = await renderMessage({ subject: subjectSrc, body: bodySrc, format }, vars).catch((err: unknown) => { throw renderRefusal(err) })
-      // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
-      const estimate = Math.ceil(encodedChars * 1.03) + Math.ceil((rendered.html.length + rendered.text.length) * 1.1) + 4096
-      if (estimate > MAX_MESSAGE_BYTES) throw tooLarge(`The message would be about ${estimate} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit`)
-      items.push({
-        id, contactId: up.contact.id, to: r, from: { email: fromEmail, name: fromName }, replyTo: body.reply ?? template?.replyTo ?? null,
-        subject: rendered.subject, html: rendered.html, text: rendered.text, headers, attachments,
-        type, sourceType: 'send', templateId: template?.id ?? null, domainId: sender.domainId,
-        listUnsubscribe: type === 'MARKETING', priority: PRIORITY.transactional,
-      })
-      out.push({ contact, email: id, status: 'queued' })
-    }
-    await queueEmails(ctx, db, items)
-    return { emails: out, queued: items.length, events: evs }
+/**
+ * The email of one recipient whose contact is upserted: reported suppressed (no email), or rendered within
+ * the render budgets (a heavy render, Markdown or {{#each}}, runs in a render thread) and pushed to `items`.
+ */
+async function emailFor(job: SendJob, r: Recipient, contact: { id: string; email: string; data: ContactRow['data'] }, blocked: Map<string, { reason: string }>, items: NewEmail[]): Promise<SendResult['data']['emails'][number]> {
+  const { ctx, body, plan } = job
+  const ref = { id: contact.id, email: contact.email }
+  const s = blocked.get(r.email)
+  if (s) return { contact: ref, status: 'suppressed', reason: s.reason }
+  const id = Bun.randomUUIDv7()
+  const link = { projectId: ctx.projectId, contactId: contact.id, emailId: id }
+  const vars = templateVariables({
+    contact: { id: contact.id, email: contact.email, data: contact.data },
+    data: body.data ?? null,
+    urls: {
+      ...(plan.uses.unsubscribeUrl ? { unsubscribeUrl: unsubscribeUrl(ctx.deps, link) } : {}),
+      ...(plan.uses.subscribeUrl ? { subscribeUrl: subscribeUrl(ctx.deps, link) } : {}),
+      ...(plan.uses.manageUrl ? { manageUrl: manageUrl(ctx.deps, link) } : {}),
+    },
   })
-  if (queued) notifyQueued(ctx.deps)
-  await notifyEvents(ctx, events)
-  return { success: true, data: { emails, timestamp: ctx.deps.clock.date().toISOString() } }
+  const rendered = await renderMessage({ subject: plan.subjectSrc, body: plan.bodySrc, format: plan.format }, vars).catch((err: unknown) => { throw renderRefusal(err) })
+  // Base64 grows by 4/3 plus line breaks; HTML and text by at most a little with quoted-printable.
+  const estimate = Math.ceil(plan.encodedChars * 1.03) + Math.ceil((rendered.html.length + rendered.text.length) * 1.1) + 4096
+  if (estimate > MAX_MESSAGE_BYTES) throw tooLarge(`The message would be about ${estimate} bytes, above the ${MAX_MESSAGE_BYTES}-byte limit`)
+  items.push({
+    id, contactId: contact.id, to: r, from: plan.from, replyTo: plan.replyTo,
+    subject: rendered.subject, html: rendered.html, text: rendered.text, headers: plan.headers, attachments: plan.attachments,
+    type: plan.type, sourceType: 'send', templateId: plan.template?.id ?? null, domainId: plan.domainId,
+    listUnsubscribe: plan.type === 'MARKETING', priority: PRIORITY.transactional,
+  })
+  return { contact: ref, email: id, status: 'queued' }
+}
+
+/**
+ * One send request alone, inside the caller's transaction: each recipient gets its contact upserted (new
+ * contacts unsubscribed unless `subscribed` says otherwise), its own rendering and an email queued;
+ * suppressed addresses get no email.
+ */
+async function writeSend(db: Db, job: SendJob): Promise<SendWritten> {
+  // Refused while its batch was written together: the same answer, without rendering it a second time.
+  const refusal = refusedInBatch.get(job)
+  if (refusal) throw refusal
+  const { ctx, body, plan } = job
+  // The suppressions and the tracking setting are asked together with the first contact's read (on
+  // PostgreSQL they share its round trip); a rejection is awaited below, or dropped if the loop throws first.
+  const blockedRead = suppressedAmong(ctx, db, plan.list.map((r) => r.email))
+  const trackingRead = trackingEnabled(ctx.store, ctx.projectId, db)
+  blockedRead.catch(() => {})
+  trackingRead.catch(() => {})
+  const upserts: UpsertResult[] = []
+  for (const r of plan.list) upserts.push(await upsertContact(ctx, { email: r.email, subscribed: body.subscribed, data: body.data ?? undefined }, { defaultSubscribed: false, db }))
+  const blocked = await blockedRead
+  const emails: SendResult['data']['emails'] = []
+  const items: NewEmail[] = []
+  for (const [i, r] of plan.list.entries()) emails.push(await emailFor(job, r, upserts[i].contact, blocked, items))
+  await queueEmails(ctx, db, items, { tracking: trackingRead })
+  return { emails, queued: items.length, events: upserts.flatMap((u) => u.events) }
+}
+
+/**
+ * Send requests as one kind of group-committed write (db/group-commit.ts, runMany): the requests of a
+ * batch are written with a few statements for all of them, per project: one read of the suppressions, the
+ * contacts upserted together (contacts/service.ts, upsertMany), one read of the tracking setting, then one
+ * insert each of the emails, their contents and their queue rows and one charge of the usage, instead of
+ * about ten statements per request (on PostgreSQL each a round trip). Anything unusual (one recipient
+ * twice in a batch, a data limit, a render refusal, a usage cap) makes `many` throw: the batch then runs
+ * again with each request alone (`writeSend`, each in its savepoint), where the one at fault fails alone.
+ */
+/** Requests whose rendering was refused while their batch was written together (see writeSend). */
+const refusedInBatch = new WeakMap<SendJob, AppError>()
+
+const sendBatch: Batched<SendJob, SendWritten> = {
+  one: writeSend,
+  async many(db, jobs) {
+    const out: SendWritten[] = new Array(jobs.length)
+    const byProject = new Map<string, number[]>()
+    for (let i = 0; i < jobs.length; i++) {
+      const list = byProject.get(jobs[i].ctx.projectId)
+      if (list) list.push(i)
+      else byProject.set(jobs[i].ctx.projectId, [i])
+    }
+    for (const indexes of byProject.values()) {
+      const ctx = jobs[indexes[0]].ctx
+      const addresses = indexes.flatMap((i) => jobs[i].plan.list.map((r) => r.email))
+      if (new Set(addresses).size !== addresses.length) throw new Error('send batch: one recipient twice')
+      const blockedRead = suppressedAmong(ctx, db, addresses)
+      const trackingRead = trackingEnabled(ctx.store, ctx.projectId, db)
+      blockedRead.catch(() => {})
+      trackingRead.catch(() => {})
+      const inputs = indexes.flatMap((i) => jobs[i].plan.list.map((r) => ({ email: r.email, subscribed: jobs[i].body.subscribed, data: jobs[i].body.data ?? undefined })))
+      const up = await upsertMany(ctx, db, inputs, { defaultSubscribed: false })
+      const refused = up.refused.find((r) => r !== undefined)
+      if (refused !== undefined) throw new Error(`send batch: ${refused}`)
+      const blocked = await blockedRead
+      const items: NewEmail[] = []
+      let k = 0
+      for (const i of indexes) {
+        const emails: SendResult['data']['emails'] = []
+        for (const r of jobs[i].plan.list) {
+          emails.push(await emailFor(jobs[i], r, up.contacts[k++], blocked, items).catch((err: unknown) => {
+            // A render refusal is the request's answer: kept, so that running it alone does not render again.
+            if (err instanceof AppError) refusedInBatch.set(jobs[i], err)
+            throw err
+          }))
+        }
+        out[i] = { emails, queued: emails.filter((e) => e.status === 'queued').length, events: [] }
+      }
+      await queueEmails(ctx, db, items, { tracking: trackingRead })
+      // The subscription events of the project's contacts go out with its first request of the batch
+      // (notifyEvents wakes the project's consumers; who carries them does not matter).
+      out[indexes[0]].events = up.events
+    }
+    return out
+  },
 }
 
 // ---------------------------------------------------------------------------------------------------
