@@ -60,10 +60,11 @@ describe('MIME composition', () => {
   })
 
   test('quoted-printable: decodes to the text (line breaks as CRLF), lines of at most 76 characters, no trailing whitespace', () => {
-    const alphabet = [' ', '\t', '\r\n', '\n', '\r', '=', 'a', 'Z', '.', '~', 'é', '€', '😀', '\u0000', '\u007f', 'x'.repeat(30)]
+    // Lone surrogates are written as U+FFFD, as Buffer.from writes them.
+    const alphabet = [' ', '\t', '\r\n', '\n', '\r', '=', 'a', 'Z', '.', '~', 'é', '·', '€', '😀', '\ud83d', '\ude00', '\u0000', '\u007f', 'x'.repeat(30)]
     let seed = 11
     const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
-    const texts = ['', ' ', 'a ', 'x'.repeat(500), 'é'.repeat(200), '😀'.repeat(100), `${'word '.repeat(40)}\n`.repeat(3), '='.repeat(100)]
+    const texts = ['', ' ', 'a ', 'x'.repeat(500), 'é'.repeat(200), '😀'.repeat(100), `a${'😀'.repeat(100)}`, `ab${'😀'.repeat(100)}`, `${'x'.repeat(70)}€€€€`, `${'word '.repeat(40)}\n`.repeat(3), '='.repeat(100)]
     for (let i = 0; i < 2000; i++) texts.push(Array.from({ length: rand(60) }, () => alphabet[rand(alphabet.length)]).join(''))
     // ASCII only (the line-by-line path), with control characters and long runs.
     const asciiAlphabet = [' ', '\t', '\r\n', '\n', '\r', '=', 'a', '.', '\u0001', '\u007f', 'x'.repeat(30), 'y'.repeat(74), ' '.repeat(3), '=3D']
@@ -80,6 +81,8 @@ describe('MIME composition', () => {
         expect(line).not.toMatch(/=[0-9A-F]?=$|=[0-9A-F]$/)
         expect(line).not.toMatch(/=(?:C[2-9A-F]|D[0-9A-F]|E[0-9A-F]|F[0-4])=$/)
       }
+      // Nor does a line after a soft break start with a continuation byte (a character cut after its first bytes).
+      lines.forEach((line, i) => { if (i > 0 && lines[i - 1].endsWith('=')) expect(line).not.toMatch(/^=[89AB]/) })
       const expected = Buffer.from(t.replace(/\r?\n/g, '\r\n'), 'utf8')
       expect(Buffer.from(qpDecode(qp)).equals(expected)).toBe(true)
     }

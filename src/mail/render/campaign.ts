@@ -7,7 +7,7 @@
  */
 import { manageUrl, subscribeUrl, unsubscribeUrl, type LinkDeps } from '../links'
 import { renderEmail, renderMessage, renderSubject, templateVariables, type MessageUrls } from './index'
-import { rewriteForTracking } from './tracking'
+import { lastBodyClose, rewriteForTracking } from './tracking'
 
 /** What rendering needs of a campaign. */
 export interface CampaignSource { id: string; projectId: string; subject: string; body: string; type: string }
@@ -32,7 +32,7 @@ const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;
 /** Appends the unsubscribe footer: before `</body>` when the HTML has one, else at its end; and to the text. */
 export function withUnsubscribeFooter(html: string, text: string, link: string): { html: string; text: string } {
   const footer = `<p style="margin:24px 0 0;font-size:12px;color:#6b7280">You receive this email because you subscribed. <a href="${escapeAttr(link)}" style="color:#6b7280">Unsubscribe</a></p>`
-  const at = html.toLowerCase().lastIndexOf('</body>')
+  const at = lastBodyClose(html)
   return {
     html: at >= 0 ? `${html.slice(0, at)}${footer}${html.slice(at)}` : `${html}${footer}`,
     text: `${text}\n\n--\nUnsubscribe: ${link}\n`,

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
-import { clickUrl } from '../../../src/mail/links'
-import { rewriteForTracking } from '../../../src/mail/render/tracking'
+import { clickUrl, unsubscribeUrl } from '../../../src/mail/links'
+import { withUnsubscribeFooter } from '../../../src/mail/render/campaign'
+import { linkTagCacheSize, rewriteForTracking } from '../../../src/mail/render/tracking'
 import { urlsIn } from './fixture'
 
 const deps = { secret: 'rewrite-secret', config: { publicUrl: 'https://mail.example.net' } }
@@ -34,5 +35,33 @@ describe('rewriteForTracking on hostile HTML', () => {
     expect(urlsIn(out, 'href')).toEqual([clickUrl(deps, id, 'https://x.test/b?q=>')])
     expect(out).toContain(`<a HREF = "${clickUrl(deps, id, 'https://x.test/c')}" data-x>C</a>`)
     expect(out).toContain('title=" href=https://evil.test/"')
+  })
+})
+
+describe('rewriteForTracking: where the pixel goes, what is cached', () => {
+  test('the pixel goes before the last </body> in any case, with blanks before its ">"; </bodyx> is not one', () => {
+    const pixelAt = (html: string) => rewrite(html).indexOf('<table role="presentation"')
+    expect(pixelAt('<p>a</p></BODY ></html>')).toBe('<p>a</p>'.length)
+    expect(pixelAt('<body>a</Body>b</bOdY\n>c')).toBe('<body>a</Body>b'.length)
+    expect(pixelAt('<p>a</p></bodyx>')).toBe('<p>a</p></bodyx>'.length)
+    expect(pixelAt('<p>a</p></body')).toBe('<p>a</p></body'.length)
+  })
+
+  test("a message's own links (its unsubscribe URL) are not kept in the shared tag cache; the campaign's links are", () => {
+    const before = linkTagCacheSize()
+    for (let i = 0; i < 200; i++) {
+      const own = unsubscribeUrl(deps, { projectId: id, contactId: `0190f3a3-1111-7aaa-8bbb-${String(i).padStart(12, '0')}`, emailId: id })
+      const out = rewrite(`<a href="https://x.test/shared-${before}">S</a><a href="${own}" style="color:#555">Unsubscribe</a>`)
+      expect(urlsIn(out, 'href')).toEqual([clickUrl(deps, id, `https://x.test/shared-${before}`), own])
+    }
+    expect(linkTagCacheSize() - before).toBe(1)
+  })
+})
+
+describe('the unsubscribe footer', () => {
+  test('goes before the last </body> in any case, else at the end', () => {
+    const footerAt = (html: string) => withUnsubscribeFooter(html, 't', 'https://mail.example.net/unsubscribe/x').html.indexOf('<p style="margin:24px')
+    expect(footerAt('<body><p>a</p></BODY >')).toBe('<body><p>a</p>'.length)
+    expect(footerAt('<p>a</p>')).toBe('<p>a</p>'.length)
   })
 })
