@@ -1,12 +1,14 @@
 /**
- * What mailctl's own markup adds to SpamAssassin's score. A realistic short
- * campaign, a longer newsletter and a transactional receipt are sent through the real pipeline (campaign
+ * What mailctl's own markup adds to SpamAssassin's score. Realistic short campaigns (text only, and
+ * with a banner), a longer newsletter and transactional receipts (without and with a logo) are sent through the real pipeline (campaign
  * send or POST /v1/send, DKIM-signed, tracking on) to a loopback SMTP sink; the same content is also
  * composed alone (nodemailer's MailComposer: subject, HTML, text, From, To, nothing else). Both are
  * scored by `spamassassin -t -L` (local rules only, no network), and the script prints each score, the
  * difference and the rules only mailctl's version hits. Run: `bun bench/spam-score.ts` (needs Debian's
- * spamassassin). It asserts nothing: the figures go to docs/decisions.md.
+ * spamassassin; BENCH_DUMP=<directory> also writes each message mailctl sent there). It asserts nothing:
+ * the figures go to docs/benchmarks.md.
  */
+import { join } from 'node:path'
 import { TestEnv } from '../test/helpers/env'
 import { startSink } from '../test/helpers/smtp'
 import { mxTo, pipelineFor, projectWithDomain, startTestDns } from '../test/modules/emails/fixture'
@@ -27,12 +29,18 @@ async function score(raw: Buffer): Promise<Score> {
   const out = await new Response(proc.stdout).text()
   await proc.exited
   const head = out.split(/\r?\n\r?\n/)[0].replace(/\r?\n[ \t]+/g, ' ')
-  const m = /^X-Spam-Status: \w+, score=(-?[\d.]+) .*?tests=([^\s]*)/m.exec(head)
+  // The folded header's list of tests goes on after a comma and blanks.
+  const m = /^X-Spam-Status: \w+, score=(-?[\d.]+) .*?tests=([^\s,]*(?:,\s*[^\s,]+)*)/m.exec(head)
   if (!m) throw new Error(`no X-Spam-Status in spamassassin's output:\n${out.slice(0, 2000)}`)
-  return { score: Number(m[1]), tests: m[2].split(',').filter((t) => t && t !== 'none') }
+  return { score: Number(m[1]), tests: m[2].split(/,\s*/).filter((t) => t && t !== 'none') }
 }
 
 const SHORT_CAMPAIGN = `<p>Hi {{firstName}},</p>
+<p>Our spring sale starts today: 20% off every plan until Sunday. <a href="https://shop.example.org/spring">See the offers</a>.</p>
+<p>The Acme team</p>`
+
+const SHORT_CAMPAIGN_BANNER = `<p><img src="https://cdn.example.org/spring/banner.jpg" alt="Spring sale: 20% off every plan" width="560" height="200"></p>
+<p>Hi {{firstName}},</p>
 <p>Our spring sale starts today: 20% off every plan until Sunday. <a href="https://shop.example.org/spring">See the offers</a>.</p>
 <p>The Acme team</p>`
 
@@ -58,6 +66,9 @@ const RECEIPT = `<p>Hi Sam,</p>
 <p>If you have any questions, reply to this email.</p>
 <p>Acme Billing</p>`
 
+const RECEIPT_LOGO = `<p><img src="https://cdn.example.org/acme-logo.png" alt="Acme" width="120" height="40"></p>
+${RECEIPT}`
+
 const env = new TestEnv('sqlite')
 await env.start()
 const dns = await startTestDns()
@@ -76,7 +87,10 @@ try {
     return new MailComposer({ from: `Acme <${p.from}>`, to: 'reader@dest.test', subject, html, text }).compile().build()
   }
 
-  for (const [name, subject, body] of [['short campaign', 'Spring sale: 20% off', SHORT_CAMPAIGN], ['newsletter campaign', 'Acme monthly: what changed in May', NEWSLETTER]] as const) {
+  for (const [name, subject, body] of [
+    ['short campaign', 'Spring sale: 20% off', SHORT_CAMPAIGN], ['short campaign with a banner', 'Spring sale: 20% off', SHORT_CAMPAIGN_BANNER],
+    ['newsletter campaign', 'Acme monthly: what changed in May', NEWSLETTER],
+  ] as const) {
     const to = `reader-${rnd()}@dest.test`
     await env.request('POST', '/contacts', { key: p.secretKey, body: { email: to, subscribed: true, data: { firstName: 'Sam' } } })
     const c = await env.request('POST', '/campaigns', { key: p.secretKey, body: { name, subject, body, from: p.from, audienceType: 'FILTERED', audienceCondition: { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'equals', value: to }] }] } } })
@@ -86,17 +100,19 @@ try {
     await pipelineFor(env).drain()
     const msg = sink.received.find((m) => m.to.includes(to))
     if (!msg) throw new Error(`${name}: nothing arrived`)
+    if (process.env.BENCH_DUMP) await Bun.write(join(process.env.BENCH_DUMP, `${name.replace(/ /g, '-')}.eml`), msg.raw)
     rows.push({ name, alone: await score(await alone(subject, body.replaceAll('{{firstName}}', 'Sam'))), mailctl: await score(msg.raw) })
   }
-  {
+  for (const [name, body] of [['transactional receipt', RECEIPT], ['transactional receipt with a logo', RECEIPT_LOGO]] as const) {
     const to = `buyer-${rnd()}@dest.test`
     const subject = 'Your Acme receipt #10442'
-    const r = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to, from: p.from, subject, body: RECEIPT } })
+    const r = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to, from: p.from, subject, body } })
     if (r.status !== 200) throw new Error(`send: ${r.status} ${r.text}`)
     await pipelineFor(env).drain()
     const msg = sink.received.find((m) => m.to.includes(to))
-    if (!msg) throw new Error('receipt: nothing arrived')
-    rows.push({ name: 'transactional receipt', alone: await score(await alone(subject, RECEIPT)), mailctl: await score(msg.raw) })
+    if (!msg) throw new Error(`${name}: nothing arrived`)
+    if (process.env.BENCH_DUMP) await Bun.write(join(process.env.BENCH_DUMP, `${name.replace(/ /g, '-')}.eml`), msg.raw)
+    rows.push({ name, alone: await score(await alone(subject, body)), mailctl: await score(msg.raw) })
   }
   for (const r of rows) {
     const added = r.mailctl.tests.filter((t) => !r.alone.tests.includes(t))

@@ -7,6 +7,7 @@
  */
 import { manageUrl, subscribeUrl, unsubscribeUrl, type LinkDeps } from '../links'
 import { renderEmail, renderMessage, renderSubject, templateVariables, type MessageUrls } from './index'
+import { pastImageOnlyBands } from './image-only'
 import { lastBodyClose, rewriteForTracking } from './tracking'
 
 /** What rendering needs of a campaign. */
@@ -34,7 +35,7 @@ export function withUnsubscribeFooter(html: string, text: string, link: string):
   const footer = `<p style="margin:24px 0 0;font-size:12px;color:#6b7280">You receive this email because you subscribed. <a href="${escapeAttr(link)}" style="color:#6b7280">Unsubscribe</a></p>`
   const at = lastBodyClose(html)
   return {
-    html: at >= 0 ? `${html.slice(0, at)}${footer}${html.slice(at)}` : `${html}${footer}`,
+    html: pastImageOnlyBands(at >= 0 ? `${html.slice(0, at)}${footer}${html.slice(at)}` : `${html}${footer}`, at >= 0 ? at + footer.length : -1),
     text: `${text}\n\n--\nUnsubscribe: ${link}\n`,
   }
 }

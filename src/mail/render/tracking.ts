@@ -13,6 +13,7 @@
  * of the HTML cuts (no ">", or a quote never closed) is no tag, nor is anything after it.
  */
 import { checkedClickUrl, isTrackableUrl, LINK_PATHS, openPixelUrl, type LinkDeps } from '../links'
+import { pastImageOnlyBands } from './image-only'
 
 export interface RewriteInput<H extends string | null | undefined = string> {
   emailId: string
@@ -202,7 +203,8 @@ export function rewriteForTracking<H extends string | null | undefined>(deps: Li
   // where withLinks is a concatenation that a regular expression would first have to copy).
   const pixel = openPixel(escapeAttribute(openPixelUrl(deps, input.emailId)), hasImage(html))
   const close = lastBodyClose(withLinks)
-  return (close >= 0 ? withLinks.slice(0, close) + pixel + withLinks.slice(close) : withLinks + pixel) as H
+  const out = close >= 0 ? withLinks.slice(0, close) + pixel + withLinks.slice(close) : withLinks + pixel
+  return pastImageOnlyBands(out, close >= 0 ? close + pixel.length : -1) as H
 }
 
 /**
