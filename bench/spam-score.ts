@@ -79,6 +79,8 @@ try {
   env.config.dnsServers = [dns.server]
   env.config.mxPort = sink.port
   env.config.outbound = 'direct'
+  // An install's public URL (the test default, http://localhost:3000, hits WEIRD_PORT in every tracked link).
+  env.config.publicUrl = 'https://mail.acme.example'
   const p = await projectWithDomain(env, dns, `acme-${rnd()}.test`)
   const rows: Array<{ name: string; alone: Score; mailctl: Score }> = []
 
@@ -87,13 +89,16 @@ try {
     return new MailComposer({ from: `Acme <${p.from}>`, to: 'reader@dest.test', subject, html, text }).compile().build()
   }
 
-  for (const [name, subject, body] of [
+  // The preheader is mailctl's markup too (a hidden block and its fillers): the content alone has none.
+  const campaigns: Array<[string, string, string, string?]> = [
     ['short campaign', 'Spring sale: 20% off', SHORT_CAMPAIGN], ['short campaign with a banner', 'Spring sale: 20% off', SHORT_CAMPAIGN_BANNER],
     ['newsletter campaign', 'Acme monthly: what changed in May', NEWSLETTER],
-  ] as const) {
+    ['short campaign with a banner and a preheader', 'Spring sale: 20% off', SHORT_CAMPAIGN_BANNER, 'Every plan, until Sunday'],
+  ]
+  for (const [name, subject, body, preheader] of campaigns) {
     const to = `reader-${rnd()}@dest.test`
     await env.request('POST', '/contacts', { key: p.secretKey, body: { email: to, subscribed: true, data: { firstName: 'Sam' } } })
-    const c = await env.request('POST', '/campaigns', { key: p.secretKey, body: { name, subject, body, from: p.from, audienceType: 'FILTERED', audienceCondition: { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'equals', value: to }] }] } } })
+    const c = await env.request('POST', '/campaigns', { key: p.secretKey, body: { name, subject, body, ...(preheader ? { preheader } : {}), from: p.from, audienceType: 'FILTERED', audienceCondition: { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'equals', value: to }] }] } } })
     if (c.status !== 200) throw new Error(`campaign: ${c.status} ${c.text}`)
     await env.request('POST', `/campaigns/${c.body.data.id}/send`, { key: p.secretKey, body: {} })
     await new Worker(env.deps, [campaignSendJob({ batchSize: 10 })]).drain()
