@@ -4,5 +4,5 @@
  */
 declare module '*/dist/web/manifest' {
   interface EmbeddedFile { raw: string; gzip: string; br: string }
-  export const manifest: { shell: EmbeddedFile; files: Array<EmbeddedFile & { name: string; type: string }> }
+  export const manifest: { shell: EmbeddedFile; pages: Array<EmbeddedFile & { area: string }>; files: Array<EmbeddedFile & { name: string; type: string }> }
 }
