@@ -34,6 +34,7 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
   beforeAll(async () => {
     d.page.on('pageerror', (e) => { pageErrors.push(e.message) })
     expect((await d.api('POST', '/segments', { name: 'VIP', type: 'STATIC' })).status).toBeLessThan(300)
+    expect((await d.api('POST', '/suppressions', { email: 'gone@example.com', note: 'asked' })).status).toBeLessThan(300)
     expect((await d.api('POST', '/domains', { projectId: d.projectId, domain: 'acme.example' })).status).toBeLessThan(300)
     await d.page.evaluate((id) => { localStorage.setItem(`mailctl.lang.${id}`, 'de'); localStorage.setItem('mailctl.lang', 'de') }, d.owner.id)
   })
@@ -46,6 +47,8 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     { path: '/usage', heading: 'Verbrauch', prefixes: ['usage.', 'category.'], wait: 'Monatliche Obergrenzen' },
     { path: '/segments', heading: 'Segmente', prefixes: ['seg.'], wait: 'Statisch' },
     { path: '/segments/new', heading: 'Neues Segment', prefixes: ['seg.', 'b.'], wait: 'Bedingung hinzufügen' },
+    { path: '/activity', heading: 'Aktivität', prefixes: ['act.', 'type.'], wait: 'Anwenden' },
+    { path: '/suppressions', heading: 'Sperrliste', prefixes: ['sup.'], wait: 'gone@example.com' },
     // The overview's own page (projects) is not catalogued yet; its figures are.
     { path: '/', prefixes: ['pulse.'], wait: 'Letzte Aktivität' },
   ]

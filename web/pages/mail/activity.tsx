@@ -3,7 +3,8 @@ import { type FormEvent, useState } from 'react'
 import { Link, useSearch } from 'wouter'
 import { get, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
-import { type ActivityItem, type ActivityPage as FeedPage, type ActivityTypes, statusTone, TYPE_LABELS } from './types'
+import { t } from '../../i18n'
+import { type ActivityItem, type ActivityPage as FeedPage, type ActivityTypes, statusTone, statusLabel, typeLabel } from './types'
 import { formatNumber } from '../../format'
 
 const PAGE = 25
@@ -55,49 +56,49 @@ export function ActivityPage({ project }: { project: Project }) {
   const total = feed.data?.pages[0]?.total
   return (
     <div>
-      <PageHead title="Activity" />
-      <form className="card" onSubmit={applyContact} aria-label="Filters">
+      <PageHead title={t('nav.activity')} />
+      <form className="card" onSubmit={applyContact} aria-label={t('act.filters')}>
         <div className="row" style={{ alignItems: 'flex-start', marginBottom: '.85rem' }}>
-          <div className="field"><span><label htmlFor="f-type">Type</label></span>
+          <div className="field"><span><label htmlFor="f-type">{t('act.type')}</label></span>
             <select id="f-type" value={filters.type} onChange={(e) => set({ type: e.target.value })}>
-              <option value="">All types</option>
-              {types.data?.data.map((t) => <option key={t.type} value={t.type}>{TYPE_LABELS[t.type] ?? t.type} ({formatNumber(t.count)})</option>)}
-              {filters.type && !types.data?.data.some((t) => t.type === filters.type) && <option value={filters.type}>{TYPE_LABELS[filters.type] ?? filters.type}</option>}
+              <option value="">{t('act.allTypes')}</option>
+              {types.data?.data.map((x) => <option key={x.type} value={x.type}>{typeLabel(x.type)} ({formatNumber(x.count)})</option>)}
+              {filters.type && !types.data?.data.some((x) => x.type === filters.type) && <option value={filters.type}>{typeLabel(filters.type)}</option>}
             </select>
           </div>
-          <div className="field"><span><label htmlFor="f-campaign">Campaign</label></span>
+          <div className="field"><span><label htmlFor="f-campaign">{t('act.campaign')}</label></span>
             <select id="f-campaign" value={filters.campaignId} onChange={(e) => set({ campaignId: e.target.value })}>
-              <option value="">All mail</option>
+              <option value="">{t('act.allMail')}</option>
               {campaigns.data?.data.map((c) => <option key={c.id} value={c.id}>{c.name}</option>)}
             </select>
           </div>
-          <Field label="From day" type="date" value={filters.from} onChange={(e) => set({ from: e.target.value })} error={fieldError(feed.error, 'from')} />
-          <Field label="To day" type="date" value={filters.to} min={filters.from || undefined} onChange={(e) => set({ to: e.target.value })} error={fieldError(feed.error, 'to')} />
+          <Field label={t('act.fromDay')} type="date" value={filters.from} onChange={(e) => set({ from: e.target.value })} error={fieldError(feed.error, 'from')} />
+          <Field label={t('act.toDay')} type="date" value={filters.to} min={filters.from || undefined} onChange={(e) => set({ to: e.target.value })} error={fieldError(feed.error, 'to')} />
         </div>
         <div className="row">
-          <Field label="Contact (email or id)" value={contactTyped} placeholder="ada@example.com"
+          <Field label={t('act.contact')} value={contactTyped} placeholder="ada@example.com"
             onChange={(e) => setContactTyped(e.target.value)} onBlur={() => set({ contact: contactTyped.trim() })} error={fieldError(feed.error, 'contact')} />
-          <button type="submit" className="secondary">Apply</button>
-          {filtered && <button type="button" className="secondary" onClick={() => { setFilters({ type: '', contact: '', campaignId: '', from: '', to: '' }); setContactTyped('') }}>Clear filters</button>}
+          <button type="submit" className="secondary">{t('act.apply')}</button>
+          {filtered && <button type="button" className="secondary" onClick={() => { setFilters({ type: '', contact: '', campaignId: '', from: '', to: '' }); setContactTyped('') }}>{t('act.clear')}</button>}
         </div>
       </form>
       <div className="card">
         {feed.isPending && <Loading />}
         <ErrorBox error={feed.error} shown={['from', 'to', 'contact']} />
         {feed.data && items.length === 0 && (filtered
-          ? <Empty title="Nothing matches these filters">Widen the dates, pick another type, or clear the filters.</Empty>
-          : <Empty title="No activity yet">Send an email from <Link href="/tools">Tools</Link> or with <code>POST /v1/send</code>; its delivery, opens and clicks appear here.</Empty>)}
+          ? <Empty title={t('act.noMatch')}>{t('act.noMatchText')}</Empty>
+          : <Empty title={t('act.none')}>{t('act.noneText1')}<Link href="/tools">{t('nav.tools')}</Link>{t('act.noneText2')}<code>POST /v1/send</code>{t('act.noneText3')}</Empty>)}
         {items.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{total !== undefined && `${formatNumber(total)} item${total === 1 ? '' : 's'}`}{feed.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{total !== undefined && t('act.items', { count: total })}{feed.isFetching && t('ui.loadingMore')}</p>
             <div className="table-wrap"><table className="stacked">
-              <thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Details</th><th scope="col">Contact</th></tr></thead>
+              <thead><tr><th scope="col">{t('act.when')}</th><th scope="col">{t('act.what')}</th><th scope="col">{t('act.details')}</th><th scope="col">{t('act.contactCol')}</th></tr></thead>
               <tbody>{items.map((i) => <FeedRow key={`${i.kind}-${i.id}`} item={i} />)}</tbody>
             </table></div>
             <div className="pager">
               {feed.hasNextPage
-                ? <button type="button" className="secondary" disabled={feed.isFetchingNextPage} onClick={() => feed.fetchNextPage()}>{feed.isFetchingNextPage ? 'Loading…' : 'Load more'}</button>
-                : <span className="small muted">End of the feed</span>}
+                ? <button type="button" className="secondary" disabled={feed.isFetchingNextPage} onClick={() => feed.fetchNextPage()}>{feed.isFetchingNextPage ? t('ui.loading') : t('act.loadMore')}</button>
+                : <span className="small muted">{t('act.end')}</span>}
             </div>
           </>
         )}
@@ -111,11 +112,11 @@ function FeedRow({ item }: { item: ActivityItem }) {
     return (
       <tr>
         <td>{formatDate(item.createdAt)}</td>
-        <td><span className="badge">{TYPE_LABELS.email}</span></td>
+        <td><span className="badge">{typeLabel('email')}</span></td>
         <td>
-          <Link href={`/emails/${item.id}`}>{item.subject || '(no subject)'}</Link>{' '}
-          <Badge status={statusTone(item.status)}>{item.status}</Badge>
-          <div className="small muted">to {item.to} · from {item.from}{item.opens ? ` · ${item.opens} open${item.opens === 1 ? '' : 's'}` : ''}{item.clicks ? ` · ${item.clicks} click${item.clicks === 1 ? '' : 's'}` : ''}</div>
+          <Link href={`/emails/${item.id}`}>{item.subject || t('act.noSubject')}</Link>{' '}
+          <Badge status={statusTone(item.status)}>{statusLabel(item.status)}</Badge>
+          <div className="small muted">{t('act.toFrom', { to: item.to, from: item.from })}{item.opens ? t('act.opens', { count: item.opens }) : ''}{item.clicks ? t('act.clicks', { count: item.clicks }) : ''}</div>
         </td>
         <td>{item.contactId ? <Link href={`/contacts/${item.contactId}`}>{item.to}</Link> : item.to}</td>
       </tr>
@@ -124,16 +125,16 @@ function FeedRow({ item }: { item: ActivityItem }) {
   const d = item.data
   const text = (k: string) => (typeof d[k] === 'string' ? (d[k] as string) : '')
   const detail = item.type === 'email.click' ? text('link')
-    : item.type === 'email.bounce' ? [text('bounceType') && `${text('bounceType')} bounce`, text('reply')].filter(Boolean).join(': ')
-    : item.type === 'email.received' ? `from ${text('from')}: ${text('snippet')}`
+    : item.type === 'email.bounce' ? [text('bounceType') && t('act.bounce', { type: text('bounceType') }), text('reply')].filter(Boolean).join(': ')
+    : item.type === 'email.received' ? t('act.from', { from: text('from'), snippet: text('snippet') })
     : ''
   const bad = item.type === 'email.bounce' || item.type === 'email.complaint' || item.type === 'contact.unsubscribed'
   return (
     <tr>
       <td>{formatDate(item.createdAt)}</td>
-      <td><Badge status={bad ? 'failed' : item.type === 'email.delivery' ? 'ok' : ''}>{TYPE_LABELS[item.type] ?? item.type}</Badge></td>
+      <td><Badge status={bad ? 'failed' : item.type === 'email.delivery' ? 'ok' : ''}>{typeLabel(item.type)}</Badge></td>
       <td className="value">
-        {item.emailId ? <Link href={`/emails/${item.emailId}`}>{text('subject') || 'The email'}</Link> : text('subject')}
+        {item.emailId ? <Link href={`/emails/${item.emailId}`}>{text('subject') || t('act.theEmail')}</Link> : text('subject')}
         {detail && <div className="small muted">{detail}</div>}
       </td>
       <td>{item.contact ? <Link href={`/contacts/${item.contact.id}`}>{item.contact.email}</Link> : '—'}</td>

@@ -3,12 +3,13 @@ import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, post, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { t } from '../../i18n'
 import type { Suppression, SuppressionPage } from './types'
-import { formatNumber } from '../../format'
 
 const PAGE = 50
 
-const REASONS: Record<Suppression['reason'], string> = { bounce: 'Hard bounce', complaint: 'Complaint', manual: 'Added by hand' }
+const REASONS = ['bounce', 'complaint', 'manual'] as const
+const reasonLabel = (r: string) => ((REASONS as readonly string[]).includes(r) ? t(`sup.reason.${r as Suppression['reason']}`) : r)
 
 /** The addresses the project never sends to: search, reason filter, keyset pages, add and remove. */
 export function SuppressionsPage({ project }: { project: Project }) {
@@ -20,8 +21,8 @@ export function SuppressionsPage({ project }: { project: Project }) {
   const [adding, setAdding] = useState(false)
   const [notice, setNotice] = useState<string | null>(null)
   useEffect(() => {
-    const t = setTimeout(() => { setSearch(typed.trim()); setCursors([null]) }, 250)
-    return () => clearTimeout(t)
+    const timer = setTimeout(() => { setSearch(typed.trim()); setCursors([null]) }, 250)
+    return () => clearTimeout(timer)
   }, [typed])
   const cursor = cursors[cursors.length - 1]
   const params = new URLSearchParams({ limit: String(PAGE) })
@@ -36,11 +37,11 @@ export function SuppressionsPage({ project }: { project: Project }) {
   const refresh = () => qc.invalidateQueries({ queryKey: ['suppressions', project.id] })
   const add = useMutation({
     mutationFn: (body: { email: string; note?: string }) => post<Suppression>('/suppressions', body, project.id),
-    onSuccess: async (s) => { setAdding(false); setNotice(`${s.email} is suppressed: no mail will be sent to it.`); await refresh() },
+    onSuccess: async (s) => { setAdding(false); setNotice(t('sup.added', { email: s.email })); await refresh() },
   })
   const remove = useMutation({
     mutationFn: (email: string) => del(`/suppressions/${encodeURIComponent(email)}`, project.id),
-    onSuccess: async (_, email) => { setNotice(`${email} was removed: it can be sent to again.`); await refresh() },
+    onSuccess: async (_, email) => { setNotice(t('sup.removed', { email })); await refresh() },
   })
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
@@ -52,29 +53,29 @@ export function SuppressionsPage({ project }: { project: Project }) {
   const rows = page.data?.data ?? []
   return (
     <div>
-      <PageHead title="Suppressions">
-        <button type="button" onClick={() => { setAdding((a) => !a); setNotice(null) }} aria-expanded={adding}>Add address</button>
+      <PageHead title={t('nav.suppressions')}>
+        <button type="button" onClick={() => { setAdding((a) => !a); setNotice(null) }} aria-expanded={adding}>{t('sup.add')}</button>
       </PageHead>
-      <p className="muted">Mail is never sent to these addresses. Hard bounces and spam complaints are added automatically; <code>POST /v1/send</code> reports them as <code>suppressed</code>.</p>
+      <p className="muted">{t('sup.intro1')}<code>POST /v1/send</code>{t('sup.intro2')}<code>suppressed</code>.</p>
       {notice && <div className="alert ok" role="status">{notice}</div>}
       {adding && (
         <form className="card" onSubmit={submit} noValidate>
-          <h2>Suppress an address</h2>
+          <h2>{t('sup.addTitle')}</h2>
           <ErrorBox error={add.error} shown={['email', 'note']} />
           <div className="row">
-            <Field label="Email" name="email" type="email" required autoFocus error={fieldError(add.error, 'email')} />
-            <Field label="Note (optional)" name="note" maxLength={1000} placeholder="Asked to stop by phone" error={fieldError(add.error, 'note')} />
-            <button type="submit" disabled={add.isPending}>{add.isPending ? 'Saving…' : 'Suppress'}</button>
+            <Field label={t('sup.email')} name="email" type="email" required autoFocus error={fieldError(add.error, 'email')} />
+            <Field label={t('sup.note')} name="note" maxLength={1000} placeholder={t('sup.notePlaceholder')} error={fieldError(add.error, 'note')} />
+            <button type="submit" disabled={add.isPending}>{add.isPending ? t('ui.saving') : t('sup.suppress')}</button>
           </div>
         </form>
       )}
       <div className="card">
         <search className="row">
-          <Field label="Search by address" type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder="@example.com" />
-          <div className="field"><span><label htmlFor="reason-filter">Reason</label></span>
+          <Field label={t('sup.search')} type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder="@example.com" />
+          <div className="field"><span><label htmlFor="reason-filter">{t('sup.reason')}</label></span>
             <select id="reason-filter" value={reason} onChange={(e) => { setReason(e.target.value); setCursors([null]) }}>
-              <option value="">All reasons</option>
-              {Object.entries(REASONS).map(([k, v]) => <option key={k} value={k}>{v}</option>)}
+              <option value="">{t('sup.allReasons')}</option>
+              {REASONS.map((k) => <option key={k} value={k}>{reasonLabel(k)}</option>)}
             </select>
           </div>
         </search>
@@ -83,24 +84,24 @@ export function SuppressionsPage({ project }: { project: Project }) {
         {page.isPending && <Loading />}
         <ErrorBox error={page.error ?? remove.error} />
         {page.data && rows.length === 0 && (search || reason
-          ? <Empty title="No suppressed address matches">Try another search or reason.</Empty>
-          : <Empty title="No suppressed addresses">Nothing has bounced or complained yet. Use “Add address” for someone who asked not to be mailed.</Empty>)}
+          ? <Empty title={t('sup.noMatch')}>{t('sup.noMatchText')}</Empty>
+          : <Empty title={t('sup.none')}>{t('sup.noneText')}</Empty>)}
         {rows.length > 0 && (
           <>
-            <p className="small muted" aria-live="polite">{cursor === null && page.data ? `${formatNumber(page.data.total)} address${page.data.total === 1 ? '' : 'es'}` : ''}{page.isFetching && ' · loading…'}</p>
+            <p className="small muted" aria-live="polite">{cursor === null && page.data ? t('sup.count', { count: page.data.total }) : ''}{page.isFetching && t('ui.loadingMore')}</p>
             <div className="table-wrap"><table className="stacked">
-              <thead><tr><th scope="col">Address</th><th scope="col">Reason</th><th scope="col">Detail</th><th scope="col">Since</th><th scope="col"><span className="sr-only">Actions</span></th></tr></thead>
+              <thead><tr><th scope="col">{t('sup.address')}</th><th scope="col">{t('sup.reason')}</th><th scope="col">{t('sup.detail')}</th><th scope="col">{t('sup.since')}</th><th scope="col"><span className="sr-only">{t('sup.actions')}</span></th></tr></thead>
               <tbody>{rows.map((s) => (
                 <tr key={s.email}>
                   <td>{s.email}</td>
-                  <td><Badge status={s.reason === 'manual' ? '' : 'failed'}>{REASONS[s.reason] ?? s.reason}</Badge></td>
-                  <td className="value">{s.detail ? <code>{s.detail}</code> : '—'}{s.emailId && <div className="small"><Link href={`/emails/${s.emailId}`}>The email that caused it</Link></div>}</td>
+                  <td><Badge status={s.reason === 'manual' ? '' : 'failed'}>{reasonLabel(s.reason)}</Badge></td>
+                  <td className="value">{s.detail ? <code>{s.detail}</code> : '—'}{s.emailId && <div className="small"><Link href={`/emails/${s.emailId}`}>{t('sup.cause')}</Link></div>}</td>
                   <td>{formatDate(s.createdAt)}</td>
-                  <td><ConfirmButton label="Remove" confirm={`Send to ${s.email} again?`} onConfirm={() => remove.mutate(s.email)} busy={remove.isPending && remove.variables === s.email} /></td>
+                  <td><ConfirmButton label={t('sup.remove')} confirm={t('sup.removeConfirm', { email: s.email })} onConfirm={() => remove.mutate(s.email)} busy={remove.isPending && remove.variables === s.email} /></td>
                 </tr>
               ))}</tbody>
             </table></div>
-            <Pager where={`Page ${cursors.length}`} hasPrev={cursors.length > 1} hasNext={!!page.data?.hasMore} busy={page.isFetching}
+            <Pager where={t('ui.page', { page: cursors.length })} hasPrev={cursors.length > 1} hasNext={!!page.data?.hasMore} busy={page.isFetching}
               onPrev={() => setCursors((c) => c.slice(0, -1))} onNext={() => { const next = page.data?.cursor; if (next) setCursors((c) => [...c, next]) }} />
           </>
         )}

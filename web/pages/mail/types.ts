@@ -1,3 +1,4 @@
+import { type MessageKey, t } from '../../i18n'
 /** The shapes of the mail routes the dashboard reads (JSON: dates are strings); see src/modules/{emails,activity,suppressions}. */
 
 export interface EmailRecord {
@@ -35,18 +36,12 @@ export interface Headers { raw: string; fields: Array<{ name: string; value: str
 export interface Suppression { email: string; reason: 'bounce' | 'complaint' | 'manual'; emailId: string | null; detail: string | null; createdAt: string }
 export interface SuppressionPage { data: Suppression[]; cursor: string | null; hasMore: boolean; total: number }
 
-/** A person's words for an activity type. */
-export const TYPE_LABELS: Record<string, string> = {
-  email: 'Email sent',
-  'email.delivery': 'Delivered',
-  'email.open': 'Opened',
-  'email.click': 'Clicked',
-  'email.bounce': 'Bounced',
-  'email.complaint': 'Complaint',
-  'email.received': 'Inbound mail',
-  'contact.subscribed': 'Subscribed',
-  'contact.unsubscribed': 'Unsubscribed',
-}
+const TYPES = new Set(['email', 'email.delivery', 'email.open', 'email.click', 'email.bounce', 'email.complaint', 'email.received', 'contact.subscribed', 'contact.unsubscribed'])
+/** A person's words for an activity type, in the language in effect (an unknown type shows itself). */
+export const typeLabel = (type: string): string => (TYPES.has(type) ? t(`type.${type}` as MessageKey) : type)
+
+/** An email status (QUEUED, DELIVERED) in the language in effect. */
+export const statusLabel = (status: string): string => t(`status.${status}` as MessageKey)
 
 /** The badge colour of an email status. */
 export function statusTone(status: string): string {
