@@ -109,11 +109,15 @@ export function whereOf(store: Store, projectId: string, w: QueryWhere): SQL {
 
 /**
  * The contacts of `keys`. PostgreSQL: the ids as one array computed once (an InitPlan), so that the
- * contacts are read by their primary key rather than by walking the project in page order.
+ * contacts are read by their primary key rather than by walking the project in page order; the keys are
+ * joined one by one to contact_search_keys' index (a `search_key = ANY(...)` filter there is planned as a
+ * walk of the whole project when its statistics are stale, as after an import: 846 ms against 35 ms for
+ * 1,000 keys of a million).
  */
 function keysIn(store: Store, projectId: string, keys: number[]): SQL {
   if (store.dialect === 'pg') {
-    return sql`contacts.id = ANY(ARRAY(SELECT contact_id FROM contact_search_keys WHERE project_id = ${projectId} AND search_key = ANY(${`{${keys.join(',')}}`}::bigint[])))`
+    return sql`contacts.id = ANY(ARRAY(SELECT k.contact_id FROM unnest(${`{${keys.join(',')}}`}::bigint[]) AS u(key)
+      JOIN contact_search_keys k ON k.project_id = ${projectId} AND k.search_key = u.key))`
   }
   return sql`contacts.rowid IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`
 }
