@@ -4,7 +4,7 @@ import { prepareFilter, whereOf as conditionSql } from '../../filters'
 import type { ContactFilter, CountBody, QueryBody } from './model'
 import * as q from './repo/query'
 import { errorFields } from '../../log'
-import { allMatches, builtIndex, foldText, scanText, searchableTerm } from './search'
+import { allMatches, builtIndex, foldText, type Matches, pageCandidates, scanText, searchableTerm } from './search'
 import { clampLimit, decodeCursor, encodeCursor, toContact } from './service'
 
 /**
@@ -36,30 +36,53 @@ export const KEYED_MAX = 20_000
  * (search/, ADR 0006: the emails and the folded JSON text of the custom fields): with at most KEYED_MAX
  * candidates, the WHERE names them by key (`keyed`) and tests the search on them only, so neither the page
  * nor the count reads the other contacts; a rare term no longer walks the whole project. A term with more
- * candidates is searched in SQL: its matches are likely dense, so a page finds its rows early. On SQLite the copy is brought to this turn's read snapshot and the caller runs
- * its query in the same turn (no await in between but this function's own), so both see the same rows.
+ * candidates is searched in SQL (`where`), and its candidates are handed back (`wide`) for the page to
+ * try the first of them in page order by key (see widePage). On SQLite the copy is brought to this turn's
+ * read snapshot and the caller runs its queries in the same turn (no await in between but on statements
+ * of this store), so they all see the same rows.
  */
-async function pageWhere(ctx: Ctx, f: ContactFilter): Promise<{ where: SQL; keyed: boolean }> {
+async function pageWhere(ctx: Ctx, f: ContactFilter, keyedMax: number): Promise<{ where: SQL; keyed: boolean; wide?: { m: Matches; condition?: SQL; search: string } }> {
   const condition = await conditionOf(ctx, f, 'condition')
   const search = f.search?.trim() || undefined
   if (search && searchableTerm(search)) {
     // While the copy is first built (seconds for a million contacts after a restart), SQL answers.
     const ix = await builtIndex(ctx.store, ctx.projectId, (err) => ctx.deps.log.warn('building the contact search copy failed', errorFields(err)))
     const m = ix && scanText(ix, search.toLowerCase(), foldText(search))
-    if (m && m.total <= KEYED_MAX) return { where: q.whereOf(ctx.store, ctx.projectId, { condition, subscribed: f.subscribed, search, keys: allMatches(m) }), keyed: true }
+    if (m && m.total <= keyedMax) return { where: q.whereOf(ctx.store, ctx.projectId, { condition, subscribed: f.subscribed, search, keys: allMatches(m) }), keyed: true }
+    if (m) return { where: q.whereOf(ctx.store, ctx.projectId, { condition, subscribed: f.subscribed, search }), keyed: false, wide: { m, condition, search } }
   }
   return { where: q.whereOf(ctx.store, ctx.projectId, { condition, subscribed: f.subscribed, search }), keyed: false }
 }
 
+/** Candidates tried by key in page order before a wide search walks the project in SQL. */
+const WIDE_STEPS = { createdAt: [1000, 4000, 16_000], email: [1000] } as const
+
+/**
+ * A page of a search with more than KEYED_MAX candidates, from its first candidates in page order (the
+ * copy orders them: search/chunks.ts pageCandidates), read by key and tested in SQL: if `limit` of them
+ * match, they are the page (every match is a candidate, so no match past them can come first). A term
+ * whose matches are many but sparse in page order (a name of the 100,000s, the newest rows elsewhere)
+ * would make SQL walk most of the project to fill a page. null when the steps do not fill the page: SQL.
+ */
+async function widePage(ctx: Ctx, wide: { m: Matches; condition?: SQL; search: string }, subscribed: boolean | undefined, sort: q.SortKey, dir: q.SortDir, limit: number, after: { value: string | number; id: string } | null) {
+  for (const k of WIDE_STEPS[sort]) {
+    const keys = pageCandidates(wide.m, sort, dir, k, after)
+    const rows = await q.page(ctx.store, q.whereOf(ctx.store, ctx.projectId, { condition: wide.condition, subscribed, search: wide.search, keys }), sort, dir, limit, after)
+    if (rows.length >= limit || keys.length < k) return rows
+  }
+  return null
+}
+
 /** POST /contacts/query: keyset pages of the filtered list (the cursor of GET /contacts). */
-export async function queryContacts(ctx: Ctx, body: QueryBody) {
+export async function queryContacts(ctx: Ctx, body: QueryBody, keyedMax = KEYED_MAX) {
   const limit = clampLimit(body.limit)
   const cur = body.cursor ? decodeCursor(body.cursor) : null
   const sort = cur?.s ?? body.sort ?? 'createdAt'
   const dir = cur?.d ?? body.dir ?? 'desc'
-  const { where, keyed } = await pageWhere(ctx, body)
+  const { where, keyed, wide } = await pageWhere(ctx, body, keyedMax)
+  const after = cur ? { value: cur.v, id: cur.i } : null
   const [rows, total] = await Promise.all([
-    q.page(ctx.store, where, sort, dir, limit + 1, cur ? { value: cur.v, id: cur.i } : null),
+    (wide ? widePage(ctx, wide, body.subscribed, sort, dir, limit + 1, after) : Promise.resolve(null)).then((r) => r ?? q.page(ctx.store, where, sort, dir, limit + 1, after)),
     cur || body.total === false ? Promise.resolve(0) : keyed ? q.total(ctx.store, where) : countMatches(ctx, where).then((c) => c.total),
   ])
   const hasMore = rows.length > limit
@@ -70,8 +93,8 @@ export async function queryContacts(ctx: Ctx, body: QueryBody) {
 }
 
 /** POST /contacts/query/count: the number of contacts the filter matches, exact or (`estimate`) estimated. */
-export async function countContacts(ctx: Ctx, f: CountBody) {
-  const { where, keyed } = await pageWhere(ctx, f)
+export async function countContacts(ctx: Ctx, f: CountBody, keyedMax = KEYED_MAX) {
+  const { where, keyed } = await pageWhere(ctx, f, keyedMax)
   // A keyed search reads at most KEYED_MAX contacts by key: counted exactly in one statement.
   if (keyed) return { total: await q.total(ctx.store, where), estimated: false }
   return countMatches(ctx, where, f.estimate ? ESTIMATE : undefined)

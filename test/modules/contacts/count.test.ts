@@ -1,8 +1,9 @@
 import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { ctxFor } from '../../../src/deps'
-import { countContacts, countMatches, filterWhere } from '../../../src/modules/contacts/query'
+import { countContacts, countMatches, filterWhere, queryContacts } from '../../../src/modules/contacts/query'
 import { total as sqlTotal } from '../../../src/modules/contacts/repo/query'
+import { currentIndex } from '../../../src/modules/contacts/search'
 import { forEachStore, type TestEnv } from '../../helpers/env'
 
 /** Counting a filter of the contacts page slice by slice: exact, estimated, and without holding the process. */
@@ -16,7 +17,8 @@ async function seedMany(env: TestEnv, projectId: string) {
   if (store.dialect === 'pg') {
     await store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT ${projectId} || '-' || i, ${projectId}, 'user' || i || '@example.com', true,
-        jsonb_build_object('plan', (ARRAY['pro','free','team'])[i % 3 + 1], 'name', CASE WHEN i % 100 = 7 THEN 'Anna Müller' ELSE 'User ' || i END), now(), now()
+        jsonb_build_object('plan', (ARRAY['pro','free','team'])[i % 3 + 1], 'name', CASE WHEN i % 100 = 7 THEN 'Anna Müller' ELSE 'User ' || i END),
+        to_timestamp(1700000000 + i), to_timestamp(1700000000 + i)
       FROM generate_series(0, ${N - 1}) AS i`)
     return
   }
@@ -24,7 +26,7 @@ async function seedMany(env: TestEnv, projectId: string) {
     INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
     SELECT ${projectId} || '-' || i, ${projectId}, 'user' || i || '@example.com', 1,
       json_object('plan', CASE i % 3 WHEN 0 THEN 'pro' WHEN 1 THEN 'free' ELSE 'team' END, 'name', CASE WHEN i % 100 = 7 THEN 'Anna Müller' ELSE 'User ' || i END),
-      ${Date.now()}, ${Date.now()} FROM n`)
+      1700000000000 + i * 1000, 1700000000000 + i * 1000 FROM n`)
 }
 
 /** Slices of a few rows: 50 rowids on SQLite, one block (about 40 of these rows) on PostgreSQL. */
@@ -112,6 +114,36 @@ forEachStore('contacts page counts', (env) => {
     const page = await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: 'müller', condition: planIs('free'), limit: 2, sort: 'email', dir: 'asc' } })
     expect(page.body.data.map((c: { email: string }) => c.email)).toEqual(['user307@example.com', 'user7@example.com'])
     expect(page.body.total).toBe(2)
+  })
+
+  test('a search with more candidates than are read by key: its pages from the first candidates in page order', async () => {
+    const p = await env.project()
+    await seedMany(env, p.id)
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    await currentIndex(env.deps.store, p.id) // the copy built: the searches below read it
+    // "User 1", "User 10".."User 19", "User 100".."User 199" but not 107 (Anna Müller): 110 candidates.
+    const expected = (pro: boolean) => Array.from({ length: N }, (_, i) => i)
+      .filter((i) => String(i).startsWith('1') && i % 100 !== 7 && (!pro || i % 3 === 0))
+    for (const [keyedMax, what] of [[5, 'wide'], [20_000, 'keyed']] as const) {
+      for (const pro of [false, true]) {
+        for (const [sort, dir] of [['createdAt', 'desc'], ['createdAt', 'asc'], ['email', 'asc']] as const) {
+          const seen: string[] = []
+          let cursor: string | undefined
+          for (let n = 0; n < 40; n++) {
+            const r = await queryContacts(ctx, { search: 'user 1', ...(pro ? { condition: planIs('pro') } : {}), limit: 7, sort, dir, ...(cursor ? { cursor } : {}) }, keyedMax)
+            seen.push(...r.data.map((c) => c.email))
+            if (!r.cursor) break
+            cursor = r.cursor
+          }
+          const want = expected(pro).map((i) => `user${i}@example.com`)
+          if (sort === 'email') want.sort()
+          else if (dir === 'desc') want.reverse()
+          expect({ what, pro, sort, dir, seen }).toEqual({ what, pro, sort, dir, seen: want })
+        }
+      }
+    }
+    // A term every candidate of which is a key, not a value: no rows, by either path.
+    expect((await queryContacts(ctx, { search: 'plan', limit: 5 }, 5)).data).toEqual([])
   })
 
   test('POST /contacts/query/count: exact by default, estimate on request, checked', async () => {
