@@ -144,6 +144,11 @@ forEachStore('contacts page counts', (env) => {
     }
     // A term every candidate of which is a key, not a value: no rows, by either path.
     expect((await queryContacts(ctx, { search: 'plan', limit: 5 }, 5)).data).toEqual([])
+    // Counts: exact by default; estimated from a sample of the candidates (here all of them: exact
+    // figures, rounded); a sample with too few matches counts over the table instead.
+    expect(await countContacts(ctx, { search: 'user 1', condition: planIs('pro') }, 5)).toEqual({ total: expected(true).length, estimated: false })
+    expect(await countContacts(ctx, { search: 'user 1', estimate: true }, 5)).toEqual({ total: 110, estimated: true })
+    expect(await countContacts(ctx, { search: 'plan', estimate: true }, 5)).toEqual({ total: 0, estimated: false })
   })
 
   test('POST /contacts/query/count: exact by default, estimate on request, checked', async () => {
