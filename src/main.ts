@@ -1,6 +1,6 @@
-import { systemClock } from './clock'
 import { join } from 'node:path'
 import type Redis from 'ioredis'
+import { systemClock } from './clock'
 import { ConfigError, redactUrl, type Config } from './config'
 import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
 import { appliedMigrations, migrate } from './db/migrate'
@@ -183,18 +183,19 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
     if ((await appliedMigrations(store)).includes(SECRET_CHECK_MIGRATION)) await checkKeys(store, config)
     // Work queued on this node wakes the workers of the others at once (src/jobs/lease.ts).
     if (redis) publishWakeups(store, redis, log)
+    // Every decision that depends on the time reads this one clock (src/clock.ts).
+    const clock = systemClock
     // System mail goes out through the pipeline from MAILCTL_SYSTEM_FROM; captured with MAILCTL_OUTBOUND=capture.
-    const capture = captureMailOut(store, config.systemFrom ?? `mailctl@${config.hostname}`)
+    const capture = captureMailOut(store, config.systemFrom ?? `mailctl@${config.hostname}`, clock)
     const deps: Deps = composeDeps({
       config,
       store,
       log,
-      limiter: redis ? redisLimiter(redis, { log }) : memoryLimiter(systemClock),
+      limiter: redis ? redisLimiter(redis, { log }) : memoryLimiter(clock),
       mail: config.outbound === 'capture' ? capture : pipelineMailOut(() => deps, capture),
       redis,
       secret: jwtSecret(config),
-      // Every decision that depends on the time reads this one clock (src/clock.ts).
-      clock: systemClock,
+      clock,
     })
     return deps
   } catch (err) {

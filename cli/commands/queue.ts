@@ -43,7 +43,7 @@ export function register(program: Command): void {
       }
       const { deferredEntries, queueStats } = await import('../../src/mail/outbound/queue-repo')
       const out = await withDeps(cmd, async (deps) => {
-        const now = new Date()
+        const now = deps.clock.date()
         return { ...(await queueStats(deps.store, now)), transport: deps.config.outbound.replace(/\/\/[^@/]*@/, '//***@'), nextRetries: await deferredEntries(deps.store, limit, now) }
       })
       emit(cmd, out, () => [

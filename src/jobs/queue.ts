@@ -45,6 +45,8 @@ export function defineJob<P = Record<string, unknown>>(def: JobDef<P>): JobDef<P
 export type AnyJob = JobDef<never>
 
 export interface EnqueueOptions {
+  /** The clock's time (`deps.clock`): the job's creation time, and when it is due unless `runAt` says. */
+  now: Date
   projectId?: string | null
   runAt?: Date
   /** At most one queued or running job per (name, uniqueKey); a duplicate enqueue returns null. */
@@ -70,9 +72,9 @@ export function jobLeases(store: Store): LeasedTable<JobsTable> {
 }
 
 /** Queues a job; pass `db` to queue inside the caller's transaction (it commits with the caller's rows). */
-export async function enqueue(store: Store, name: string, payload: Record<string, unknown>, opts: EnqueueOptions = {}, db?: Db): Promise<string | null> {
+export async function enqueue(store: Store, name: string, payload: Record<string, unknown>, opts: EnqueueOptions, db?: Db): Promise<string | null> {
   const { jobs } = store.t
-  const now = new Date()
+  const { now } = opts
   const id = Bun.randomUUIDv7()
   const insert = (d: Db) => d.insert(jobs).values({
     id, projectId: opts.projectId ?? null, name, uniqueKey: opts.uniqueKey ?? null, payload, status: 'queued',
@@ -112,7 +114,7 @@ const defaultBackoff = (attempt: number) => Math.min(3600_000, 1000 * 2 ** attem
  * jobs whose lease has expired at `now`. Nothing while the holder's node has no recent heartbeat
  * (jobs/nodes.ts, mayClaim).
  */
-export async function claim(store: Store, names: string[], workerId: string, limit: number, leaseMs: number, now = new Date()): Promise<JobRow[]> {
+export async function claim(store: Store, names: string[], workerId: string, limit: number, leaseMs: number, now: Date): Promise<JobRow[]> {
   if (!names.length || limit <= 0 || !mayClaim(workerId)) return []
   const { jobs } = store.t
   return store.tx(async (db) => {
@@ -172,7 +174,7 @@ export class Worker {
   /** Makes sure each recurring job has one queued row (safe on every node at every start). */
   async ensureRecurring() {
     for (const d of this.defs.values()) {
-      if (d.everyMs) await enqueue(this.deps.store, d.name, {}, { uniqueKey: d.name, maxAttempts: d.maxAttempts ?? 3 })
+      if (d.everyMs) await enqueue(this.deps.store, d.name, {}, { now: this.deps.clock.date(), uniqueKey: d.name, maxAttempts: d.maxAttempts ?? 3 })
     }
   }
 
@@ -364,7 +366,7 @@ export class Worker {
           status: 'completed', result: result ?? row.result, finishedAt: now, updatedAt: now, lockedBy: null, lockedUntil: null,
         }).where(mine)
         if (def.everyMs) {
-          await enqueue(store, def.name, {}, { uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
+          await enqueue(store, def.name, {}, { now, uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
         }
       })
       ran('completed')
@@ -380,7 +382,7 @@ export class Worker {
           : { status: 'queued', lastError: message, runAt: new Date(now.getTime() + (def.backoffMs ?? defaultBackoff)(row.attempts)), updatedAt: now, lockedBy: null, lockedUntil: null },
         ).where(mine)
         if (final && def.everyMs) {
-          await enqueue(store, def.name, {}, { uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
+          await enqueue(store, def.name, {}, { now, uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
         }
       })
     } finally {

@@ -13,6 +13,7 @@
  * address, and the message is composed by the pipeline's MIME builder, never by string concatenation of
  * header lines. No header can be injected.
  */
+import type { Clock } from '../clock'
 import type { Store } from '../db/client'
 import type { StoredAttachment } from '../db/schema/sending'
 import type { Deps } from '../deps'
@@ -32,8 +33,8 @@ export interface MailOut {
   send(mail: SystemMail): Promise<void>
 }
 
-/** Writes system mail to the outbound capture store (MAILCTL_OUTBOUND=capture, or no usable sender). */
-export function captureMailOut(store: Store, from: string): MailOut {
+/** Writes system mail to the outbound capture store (MAILCTL_OUTBOUND=capture, or no usable sender), at `clock`'s time. */
+export function captureMailOut(store: Store, from: string, clock: Clock): MailOut {
   return {
     async send(mail) {
       const { mailCapture } = store.t
@@ -48,7 +49,7 @@ export function captureMailOut(store: Store, from: string): MailOut {
         html: mail.html ?? null,
         raw: null,
         meta: {},
-        createdAt: new Date(),
+        createdAt: clock.date(),
       }))
     },
   }

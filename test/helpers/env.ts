@@ -108,7 +108,7 @@ export class TestEnv {
       store: this.store,
       log: createLogger('silent'),
       limiter: memoryLimiter(this.clock),
-      mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test'),
+      mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test', this.clock),
       redis: null,
       secret: must(this.config.jwtSecret, 'config.jwtSecret'),
       clock: this.clock,

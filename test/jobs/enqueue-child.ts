@@ -14,7 +14,7 @@ const store = openStore(url)
 const redis = new Redis(redisUrl)
 await redis.ping()
 publishWakeups(store, redis, createLogger('silent'))
-await store.tx((db) => enqueue(store, name, {}, {}, db))
+await store.tx((db) => enqueue(store, name, {}, { now: new Date() }, db))
 // The publish is sent once the microtask that enqueue queued has run.
 await Bun.sleep(50)
 await redis.quit()

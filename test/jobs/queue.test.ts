@@ -10,9 +10,9 @@ import { NODE_STALE_MS, NodeRegistry } from '../../src/jobs/nodes'
 
 const rnd = () => Math.random().toString(36).slice(2, 8)
 
-/** Queues a job that must be queued (no unique key in the way); returns its id. */
-async function queued(store: Store, name: string, payload: Record<string, unknown>, opts: EnqueueOptions = {}): Promise<string> {
-  const id = await enqueue(store, name, payload, opts)
+/** Queues a job that must be queued (no unique key in the way), made at the machine's time; returns its id. */
+async function queued(store: Store, name: string, payload: Record<string, unknown>, opts: Partial<EnqueueOptions> = {}): Promise<string> {
+  const id = await enqueue(store, name, payload, { now: new Date(), ...opts })
   if (!id) throw new Error(`job ${name} was not queued`)
   return id
 }
@@ -222,7 +222,7 @@ forEachStore('job queue', (env) => {
     const name = `held-${rnd()}`
     const w = new Worker(env.deps, [], { pollMs: 3_600_000 })
     const id = await queued(env.store, name, {})
-    await claim(env.store, [name], w.id, 1, 60_000)
+    await claim(env.store, [name], w.id, 1, 60_000, new Date())
     await w.start()
     await w.stop()
     const row = await jobRow(id)
@@ -244,9 +244,9 @@ forEachStore('job queue', (env) => {
     const busy = living.newId()
     try {
       const orphan = await queued(env.store, name, { who: 'dead' })
-      await claim(env.store, [name], crashed.newId(), 1, 3_600_000)
+      await claim(env.store, [name], crashed.newId(), 1, 3_600_000, new Date())
       const kept = await queued(env.store, name, { who: 'alive' })
-      await claim(env.store, [name], busy, 1, 3_600_000)
+      await claim(env.store, [name], busy, 1, 3_600_000, new Date())
       const ran: string[] = []
       const w = new Worker(env.deps, [defineJob<{ who: string }>({ name, async run(_c, p) { ran.push(p.who) } })], { pollMs: 3_600_000 })
       await w.start()
@@ -263,8 +263,8 @@ forEachStore('job queue', (env) => {
   })
 
   test('concurrent claims never hand one job to two workers', async () => {
-    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => enqueue(env.store, 'race', { i })))
-    const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(env.store, ['race'], `w${i}`, 10, 60_000)))
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => enqueue(env.store, 'race', { i }, { now: new Date() })))
+    const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(env.store, ['race'], `w${i}`, 10, 60_000, new Date())))
     const claimed = claims.flat().map((r) => r.id)
     expect(new Set(claimed).size).toBe(claimed.length)
     expect(claimed.sort()).toEqual((ids as string[]).sort())
@@ -293,8 +293,8 @@ forEachStore('job queue', (env) => {
   })
 
   test('a unique key allows one active job; a recurring job re-queues itself', async () => {
-    expect(await enqueue(env.store, 'single', {}, { uniqueKey: 'k' })).not.toBeNull()
-    expect(await enqueue(env.store, 'single', {}, { uniqueKey: 'k' })).toBeNull()
+    expect(await enqueue(env.store, 'single', {}, { now: new Date(), uniqueKey: 'k' })).not.toBeNull()
+    expect(await enqueue(env.store, 'single', {}, { now: new Date(), uniqueKey: 'k' })).toBeNull()
     let ticks = 0
     const w = new Worker(env.deps, [defineJob({ name: 'tick', everyMs: 3_600_000, async run() { ticks++ } })])
     await w.ensureRecurring()

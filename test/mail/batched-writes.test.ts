@@ -35,7 +35,7 @@ async function queued(env: TestEnv, n: number): Promise<string[]> {
 
 /** Claims every due row among `ids` for `worker` and pairs each with its email, as the pipeline does. */
 async function claimed(env: TestEnv, worker: string, ids: string[]): Promise<Map<string, { row: QueueRow; email: Outcome['email'] }>> {
-  const rows = (await claimDue(env.store, worker, 1000, 60_000)).filter((r) => ids.includes(r.emailId))
+  const rows = (await claimDue(env.store, worker, 1000, 60_000, new Date())).filter((r) => ids.includes(r.emailId))
   const emails = new Map((await loadForDelivery(env.store, rows.map((r) => r.emailId))).map((e) => [e.id, e]))
   return new Map(rows.map((r) => [r.emailId, { row: r, email: emails.get(r.emailId) as Outcome['email'] }]))
 }
@@ -71,7 +71,7 @@ forEachStore('batched delivery writes', (env) => {
       const taken: string[][] = [[], []]
       await Promise.all([env.store, other].map(async (store, i) => {
         for (;;) {
-          const rows = await claimDue(store, `node${i}-${rnd()}:1`, 17, 60_000)
+          const rows = await claimDue(store, `node${i}-${rnd()}:1`, 17, 60_000, new Date())
           if (!rows.length) return
           taken[i].push(...rows.map((r) => r.emailId).filter((id) => ids.has(id)))
         }

@@ -35,7 +35,7 @@ forEachStore('system mail', (env) => {
   beforeAll(async () => {
     p = await projectWithDomain(env, dns, `ops-${rnd()}.test`)
     from = `noreply@${p.domain}`
-    const capture = captureMailOut(env.store, from)
+    const capture = captureMailOut(env.store, from, env.clock)
     deps = { ...env.deps, config: { ...env.config, systemFrom: from }, mail: pipelineMailOut(() => deps, capture) }
   })
 
@@ -93,7 +93,7 @@ forEachStore('system mail', (env) => {
 
   test('MAILCTL_SYSTEM_FROM unset, or on a domain no project verified: captured, nothing queued', async () => {
     for (const systemFrom of [null, `noreply@unverified-${rnd()}.test`]) {
-      const capture = captureMailOut(env.store, systemFrom ?? 'mailctl@mx.mailctl.test')
+      const capture = captureMailOut(env.store, systemFrom ?? 'mailctl@mx.mailctl.test', env.clock)
       const d: Deps = { ...env.deps, config: { ...env.config, systemFrom }, mail: pipelineMailOut(() => d, capture) }
       const email = uniqueEmail('captured')
       await requestPasswordReset(d, email, { ip: null })

@@ -39,6 +39,9 @@ describe.skipIf(!available)('A/B and local-time campaigns in Chromium', () => {
 
   beforeAll(async () => {
     d.env.clock.set(Date.parse('2030-03-03T12:00:00Z'))
+    // The suite signed in on the real time, whose session has expired by the test clock's 2030: again on it.
+    const login = await d.page.request.post(`${d.base}/auth/login`, { data: { email: d.owner.email, password: d.owner.password } })
+    expect(login.ok()).toBe(true)
     d.page.on('pageerror', (e) => { pageErrors.push(e.message) })
     await insertTestDomain(d.env, d.projectId, 'shop.test', { verified: true })
     for (let i = 0; i < 12; i++) {

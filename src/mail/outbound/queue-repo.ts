@@ -59,7 +59,7 @@ export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): P
  * share (deliver.ts), so that a backlog to one destination cannot fill every claimed batch. Nothing
  * while the holder's node has no recent heartbeat (jobs/nodes.ts, mayClaim).
  */
-export async function claimDue(store: Store, workerId: string, limit: number, leaseMs: number, now = new Date(), skipDomains: string[] = []): Promise<QueueRow[]> {
+export async function claimDue(store: Store, workerId: string, limit: number, leaseMs: number, now: Date, skipDomains: string[] = []): Promise<QueueRow[]> {
   if (!mayClaim(workerId)) return []
   const q = store.t.outboundQueue
   const until = leaseEnd(now, leaseMs)
@@ -157,7 +157,7 @@ export interface QueueStats {
   nextRetryAt: Date | null
 }
 
-export async function queueStats(store: Store, now = new Date()): Promise<QueueStats> {
+export async function queueStats(store: Store, now: Date): Promise<QueueStats> {
   const q = store.t.outboundQueue
   const db = store.db
   const [[all], [due], [leased], [deferred]] = await Promise.all([
@@ -188,7 +188,7 @@ export async function queueStats(store: Store, now = new Date()): Promise<QueueS
 export type DeliveryStateName = 'QUEUED' | 'SENDING' | 'WAITING_RETRY' | 'DONE'
 export interface DeliveryState { state: DeliveryStateName; nextAttemptAt: Date | null }
 
-export async function deliveryStateOf(store: Store, projectId: string, emailId: string, now = new Date()): Promise<DeliveryState> {
+export async function deliveryStateOf(store: Store, projectId: string, emailId: string, now: Date): Promise<DeliveryState> {
   const q = store.t.outboundQueue
   const [row] = await store.db.select({ runAt: q.runAt, attempts: q.attempts, lockedBy: q.lockedBy, lockedUntil: q.lockedUntil })
     .from(q).where(and(eq(q.projectId, projectId), eq(q.emailId, emailId)))
@@ -210,7 +210,7 @@ export interface DeferredEntry {
 }
 
 /** Deferred messages, soonest retry first. */
-export async function deferredEntries(store: Store, limit: number, now = new Date()): Promise<DeferredEntry[]> {
+export async function deferredEntries(store: Store, limit: number, now: Date): Promise<DeferredEntry[]> {
   const { outboundQueue: q, emails: e } = store.t
   return store.db.select({
     emailId: q.emailId, projectId: q.projectId, to: e.toAddress, attempts: q.attempts, nextAttemptAt: q.runAt,

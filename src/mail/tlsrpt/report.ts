@@ -136,7 +136,7 @@ const GIVE_UP_MS = 24 * 3600_000
  * certificates. `sender` queues the emailed reports (src/modules/emails/system.ts). Returns what it did, for the
  * job's result.
  */
-export async function sendTlsReports(deps: Deps, sender: SystemSender, now = new Date(), ca?: string[]): Promise<{ sent: number; failed: number; noRecord: number; gaveUp: number }> {
+export async function sendTlsReports(deps: Deps, sender: SystemSender, now: Date, ca?: string[]): Promise<{ sent: number; failed: number; noRecord: number; gaveUp: number }> {
   const out = { sent: 0, failed: 0, noRecord: 0, gaveUp: 0 }
   const resolver = resolverFor(deps.config, { cache: true })
   const organization = deps.config.hostname

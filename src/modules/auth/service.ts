@@ -81,7 +81,7 @@ export async function signup(deps: Deps, input: SignupBody, meta: ClientMeta): P
   if (deps.config.signupDisabled) throw forbidden('Signup is disabled on this server; ask an administrator to create your account')
   if (meta.ip) await throttle(deps, `signup:ip:${meta.ip}`, THROTTLES.signupPerIp, 'signups from this address')
   // The password is hashed whether or not it is used: the answer takes as long either way.
-  const prepared = await prepareUser(input)
+  const prepared = await prepareUser(input, deps.clock.date())
   await throttle(deps, `mail:email:${prepared.email}`, THROTTLES.mailPerAddress, 'emails requested for this account')
   const now = deps.clock.date()
   const created = await deps.store.tx(async (db) => {

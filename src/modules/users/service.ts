@@ -36,11 +36,10 @@ export function toUserOut(u: UserRow): UserOut {
   return { id: u.id, email: u.email, name: u.name ?? null, emailVerified: u.emailVerifiedAt !== null, createdAt: u.createdAt }
 }
 
-/** Validates the input and hashes the password (slow: do it before opening a transaction). */
-export async function prepareUser(input: NewUser, opts: { verified?: boolean } = {}): Promise<UserRow> {
+/** Validates the input and hashes the password (slow: do it before opening a transaction); `now` is the clock's time. */
+export async function prepareUser(input: NewUser, now: Date, opts: { verified?: boolean } = {}): Promise<UserRow> {
   const data = parseInput(NewUser, { ...input, email: typeof input.email === 'string' ? normalizeEmail(input.email) : input.email })
   const passwordHash = await hashPassword(data.password)
-  const now = new Date()
   return {
     id: Bun.randomUUIDv7(), email: data.email, name: data.name ?? null, passwordHash,
     emailVerifiedAt: opts.verified ? now : null, createdAt: now, updatedAt: now,
@@ -65,7 +64,7 @@ export async function insertUser(deps: Deps, db: Db, row: UserRow): Promise<User
  * project invitations for it still wait for the user's answer.
  */
 export async function createUser(deps: Deps, input: NewUser, opts: { verified?: boolean } = {}): Promise<UserRow> {
-  const row = await prepareUser(input, opts)
+  const row = await prepareUser(input, deps.clock.date(), opts)
   return deps.store.tx((db) => insertUser(deps, db, row))
 }
 
