@@ -21,11 +21,12 @@
  * What both queues share is jobs/lease.ts: holder ids, renewal, release of a dead holder's leases and
  * of what a stopping worker holds, and the wake-up signal.
  */
+import { insertAll } from '../../db/insert-all'
 import { and, asc, count, eq, gt, inArray, isNull, lte, min, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
 import { mayClaim } from '../../jobs/nodes'
-import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
+import { columnList, fromRaw } from '../../db/sqlite-statements'
 
 export type QueueRow = typeof import('../../db/schema').pgSchema.outboundQueue.$inferSelect
 type QueueTable = Store['t']['outboundQueue']
@@ -46,11 +47,7 @@ export function outboundLeases(store: Store): LeasedTable<QueueTable> {
 /** Queues rows inside the caller's transaction (they commit with the emails they belong to). */
 export async function insertQueueRows(store: Store, db: Db, rows: QueueRow[]): Promise<void> {
   if (!rows.length) return
-  const q = store.t.outboundQueue
-  if (store.dialect === 'sqlite') return insertRows(db, q, rows)
-  const writes: Promise<unknown>[] = []
-  for (let i = 0; i < rows.length; i += 500) writes.push(db.insert(q).values(rows.slice(i, i + 500)).execute())
-  await Promise.all(writes)
+  await insertAll(store, db, store.t.outboundQueue, rows)
 }
 
 /**

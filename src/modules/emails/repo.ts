@@ -1,10 +1,11 @@
 import type { SQLQueryBindings } from 'bun:sqlite'
+import { insertAll } from '../../db/insert-all'
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { moment } from '../../db/dialect'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { DeliveryEmail } from '../../mail/outbound/store'
-import { columnList, fromRaw, insertRows } from '../../db/sqlite-statements'
+import { columnList, fromRaw } from '../../db/sqlite-statements'
 import { hydrateEmailEvents } from '../events/repo'
 import { inlineOfEmail, newestFirst } from '../events/inline'
 import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './status'
@@ -16,18 +17,9 @@ export type EmailContentRow = typeof import('../../db/schema').pgSchema.emailCon
 
 export async function insertEmails(store: Store, db: Db, rows: EmailRow[], contents: EmailContentRow[]): Promise<void> {
   const { emails: e, emailContents: c } = store.t
-  if (store.dialect === 'sqlite') {
-    insertRows(db, e, rows)
-    if (contents.length) insertRows(db, c, contents)
-    return
-  }
-  // Started in order and awaited together: postgres.js writes the statements of one turn at once on the
-  // transaction's connection, so a send's emails and contents cost one round trip (the emails first: the
-  // contents reference them).
-  const writes: Promise<unknown>[] = []
-  for (let i = 0; i < rows.length; i += 200) writes.push(db.insert(e).values(rows.slice(i, i + 200)).execute())
-  for (let i = 0; i < contents.length; i += 200) writes.push(db.insert(c).values(contents.slice(i, i + 200)).execute())
-  await Promise.all(writes)
+  // Started in order and awaited together: on PostgreSQL the two statements go out at once on the
+  // transaction's connection (one round trip; the emails first, the contents reference them).
+  await Promise.all([insertAll(store, db, e, rows), insertAll(store, db, c, contents)])
 }
 
 /** Emails of a claimed batch (ids from the queue, across projects), without attachment contents. */
