@@ -122,4 +122,36 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     }
     expect(pageErrors).toEqual([])
   })
+
+  // Last: it signs the browser out.
+  test('signed out: the sign-in, sign-up and reset pages in German (the last language chosen on this browser)', async () => {
+    const { page } = d
+    await d.context.clearCookies()
+    await page.goto(`${d.base}/app/`)
+    await page.getByRole('heading', { name: 'Anmelden' }).waitFor()
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe('de')
+    const english = englishOf(['auth.'])
+    const left = async () => { const text = (await page.locator('main').textContent()) ?? ''; return english.filter((e) => text.includes(e)) }
+    expect(await left()).toEqual([])
+    await page.getByLabel('E-Mail').fill(d.owner.email)
+    await page.getByLabel('Passwort').fill('wrong password 1')
+    await page.getByRole('button', { name: 'Anmelden' }).click()
+    await page.getByRole('alert').first().waitFor()
+    await shot(page, 'de-signin-desktop-light')
+    await d.a11y('sign-in in German')
+    await page.getByRole('link', { name: 'Passwort vergessen?' }).click()
+    await page.getByRole('heading', { name: 'Passwort zurücksetzen' }).waitFor()
+    expect(await left()).toEqual([])
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.emulateMedia({ colorScheme: 'dark' })
+    try {
+      await page.getByRole('link', { name: 'Zurück zur Anmeldung' }).click()
+      await page.getByRole('heading', { name: 'Anmelden' }).waitFor()
+      await shot(page, 'de-signin-phone-dark')
+      await d.a11y('sign-in, phone, dark, German')
+    } finally {
+      await page.setViewportSize({ width: 1366, height: 768 })
+      await page.emulateMedia({ colorScheme: 'light' })
+    }
+  })
 })

@@ -3,6 +3,7 @@ import { type FormEvent, type ReactNode, useEffect } from 'react'
 import { Link, Route, Switch, useSearch } from 'wouter'
 import { get, post, type PublicConfig, type User } from '../../api'
 import { ErrorBox, Field, fieldError, Loading } from '../../components/ui'
+import { type MessageKey, t } from '../../i18n'
 
 function AuthCard({ title, children }: { title: string; children: ReactNode }) {
   return (
@@ -26,17 +27,9 @@ const PROVIDER_LABEL: Record<OAuthProvider, string> = { github: 'GitHub', google
  * own: the URL only picks one, so a crafted link cannot put words on this page.
  */
 function oauthErrorMessage(code: string, provider: string | null): string {
-  const p = provider === 'github' || provider === 'google' ? PROVIDER_LABEL[provider] : 'the provider'
-  switch (code) {
-    case 'access_denied': return `Sign-in with ${p} was cancelled. Nothing was changed.`
-    case 'invalid_state': return 'That sign-in expired or was started in another browser or tab. Start it again from this page.'
-    case 'unverified_email': return `${p} did not confirm an email address for that account. Verify your primary email address at ${p}, then try again.`
-    case 'provider_error': return `${p} could not be reached or did not accept the sign-in. Try again in a moment.`
-    case 'signup_disabled': return `No account on this server uses the email address of that ${p} account, and sign-up is turned off. Ask an administrator to create your account, then sign in with ${p}.`
-    case 'try_again': return 'The sign-in was interrupted by another one for the same account. Try again.'
-    case 'rate_limited': return 'Too many sign-ins from your network in the last few minutes. Wait a quarter of an hour, then try again.'
-    default: return `Sign-in with ${p} failed because of a problem on this server. Try again; if it keeps happening, tell its administrator.`
-  }
+  const p = provider === 'github' || provider === 'google' ? PROVIDER_LABEL[provider] : t('auth.theProvider')
+  const known = ['access_denied', 'invalid_state', 'unverified_email', 'provider_error', 'signup_disabled', 'try_again', 'rate_limited']
+  return t(`auth.err.${known.includes(code) ? code : 'other'}` as MessageKey, { p })
 }
 
 /** What went wrong on the way back from the provider (/app/?oauth_error=<code>&provider=<name>), if anything. */
@@ -54,9 +47,9 @@ function OAuthButtons() {
   if (on.length === 0) return null
   return (
     <div className="oauth">
-      <p className="or muted small"><span>or</span></p>
+      <p className="or muted small"><span>{t('auth.or')}</span></p>
       {/* Plain links, not the router's: the sign-in leaves the app for the server, then the provider. */}
-      {on.map((p) => <a key={p} className="button secondary" href={`/auth/oauth/${p}`}>Sign in with {PROVIDER_LABEL[p]}</a>)}
+      {on.map((p) => <a key={p} className="button secondary" href={`/auth/oauth/${p}`}>{t('auth.with', { p: PROVIDER_LABEL[p] })}</a>)}
     </div>
   )
 }
@@ -93,19 +86,19 @@ export function SignIn() {
   if (firstRun.isPending) return <Loading />
   if (firstRun.data?.firstRun) return <FirstRun />
   return (
-    <AuthCard title="Sign in">
+    <AuthCard title={t('auth.signIn')}>
       <OAuthError />
       <form onSubmit={(e) => { e.preventDefault(); login.mutate(formValues(e)) }} noValidate>
         <ErrorBox error={login.error} shown={['email', 'password']} />
-        <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(login.error, 'email')} />
-        <Field label="Password" name="password" type="password" autoComplete="current-password" required error={fieldError(login.error, 'password')} />
+        <Field label={t('auth.email')} name="email" type="email" autoComplete="email" required error={fieldError(login.error, 'email')} />
+        <Field label={t('auth.password')} name="password" type="password" autoComplete="current-password" required error={fieldError(login.error, 'password')} />
         <div className="row">
-          <button type="submit" disabled={login.isPending}>{login.isPending ? 'Signing in…' : 'Sign in'}</button>
-          <Link href="/forgot-password">Forgot your password?</Link>
+          <button type="submit" disabled={login.isPending}>{login.isPending ? t('auth.signingIn') : t('auth.signIn')}</button>
+          <Link href="/forgot-password">{t('auth.forgot')}</Link>
         </div>
       </form>
       <OAuthButtons />
-      {config.data && !config.data.features.signup.disabled && <p className="small">No account yet? <Link href="/signup">Sign up</Link></p>}
+      {config.data && !config.data.features.signup.disabled && <p className="small">{t('auth.noAccount')}<Link href="/signup">{t('auth.signUp')}</Link></p>}
     </AuthCard>
   )
 }
@@ -118,24 +111,24 @@ export function FirstRun() {
   // With sign-up open, the first account is made here like any other.
   if (config.data && !config.data.features.signup.disabled) {
     return (
-      <AuthCard title="Welcome to mailctl">
+      <AuthCard title={t('auth.welcome')}>
         <OAuthError />
-        <p>This server has no accounts yet. Create yours to start: you can then create projects and invite your team.</p>
-        <Link className="button" href="/signup">Create your account</Link>
+        <p>{t('auth.noAccounts')}</p>
+        <Link className="button" href="/signup">{t('auth.createAccount')}</Link>
         <OAuthButtons />
-        <p className="small muted">Or on the machine that runs mailctl: <code>mailctl user create --email you@example.com</code>, then sign in.</p>
+        <p className="small muted">{t('auth.orCli1')}<code>mailctl user create --email you@example.com</code>{t('auth.orCli2')}</p>
         {/* The first-run answer is cached: asking again shows the sign-in form once an account exists. */}
-        <button type="button" onClick={() => qc.invalidateQueries({ queryKey: ['first-run'] })}>I have created it: sign in</button>
+        <button type="button" onClick={() => qc.invalidateQueries({ queryKey: ['first-run'] })}>{t('auth.created')}</button>
       </AuthCard>
     )
   }
   return (
-    <AuthCard title="Welcome to mailctl">
+    <AuthCard title={t('auth.welcome')}>
       <OAuthError />
-      <p>This server has no accounts yet, and sign-up is turned off. Create the first one on the machine that runs mailctl:</p>
+      <p>{t('auth.signupOff')}</p>
       <pre className="code">mailctl user create --email you@example.com</pre>
-      <p className="muted small">It asks for a password (or takes <code>--password</code>). Then sign in here with that address; you can create projects and invite your team from the dashboard.</p>
-      <button type="button" onClick={() => qc.invalidateQueries({ queryKey: ['first-run'] })}>I have created it: sign in</button>
+      <p className="muted small">{t('auth.asksPassword1')}<code>--password</code>{t('auth.asksPassword2')}</p>
+      <button type="button" onClick={() => qc.invalidateQueries({ queryKey: ['first-run'] })}>{t('auth.created')}</button>
     </AuthCard>
   )
 }
@@ -145,26 +138,26 @@ function SignUp() {
   const config = useQuery({ queryKey: ['config'], queryFn: () => get<PublicConfig>('/config') })
   const signup = useMutation({ mutationFn: (v: Record<string, string>) => post<{ message: string }>('/auth/signup', v) })
   if (config.data?.features.signup.disabled) {
-    return <AuthCard title="Sign up"><p>Sign-up is turned off on this server. Ask its administrator for an account.</p><Link href="/">Back to sign in</Link></AuthCard>
+    return <AuthCard title={t('auth.signUp')}><p>{t('auth.signupDisabled')}</p><Link href="/">{t('auth.backToSignIn')}</Link></AuthCard>
   }
   if (signup.isSuccess) {
     // The same answer whether or not the address already has an account: the email says which.
     return (
-      <AuthCard title="Check your inbox">
+      <AuthCard title={t('auth.checkInbox')}>
         <div className="alert ok" role="status">{signup.data.message}</div>
-        <p className="small"><Link href="/">Sign in</Link></p>
+        <p className="small"><Link href="/">{t('auth.signIn')}</Link></p>
       </AuthCard>
     )
   }
   return (
-    <AuthCard title="Create your account">
+    <AuthCard title={t('auth.createAccount')}>
       <form onSubmit={(e) => { e.preventDefault(); signup.mutate(formValues(e)) }} noValidate>
         <ErrorBox error={signup.error} shown={['email', 'password']} />
-        <Field label="Email" name="email" type="email" autoComplete="email" required defaultValue={search.get('email') ?? ''} error={fieldError(signup.error, 'email')} />
-        <Field label="Password" name="password" type="password" autoComplete="new-password" required hint="At least 8 characters" error={fieldError(signup.error, 'password')} />
-        <button type="submit" disabled={signup.isPending}>{signup.isPending ? 'Creating…' : 'Sign up'}</button>
+        <Field label={t('auth.email')} name="email" type="email" autoComplete="email" required defaultValue={search.get('email') ?? ''} error={fieldError(signup.error, 'email')} />
+        <Field label={t('auth.password')} name="password" type="password" autoComplete="new-password" required hint={t('auth.atLeast8')} error={fieldError(signup.error, 'password')} />
+        <button type="submit" disabled={signup.isPending}>{signup.isPending ? t('auth.creating') : t('auth.signUp')}</button>
       </form>
-      <p className="small">Already have an account? <Link href="/">Sign in</Link></p>
+      <p className="small">{t('auth.haveAccount')}<Link href="/">{t('auth.signIn')}</Link></p>
     </AuthCard>
   )
 }
@@ -172,17 +165,17 @@ function SignUp() {
 function ForgotPassword() {
   const ask = useMutation({ mutationFn: (v: Record<string, string>) => post<{ message: string }>('/auth/request-password-reset', v) })
   return (
-    <AuthCard title="Reset your password">
+    <AuthCard title={t('auth.reset')}>
       {ask.isSuccess ? (
-        <div className="alert ok" role="status">If an account uses that address, a reset link is on its way. It works once, for one hour.</div>
+        <div className="alert ok" role="status">{t('auth.resetSent')}</div>
       ) : (
         <form onSubmit={(e) => { e.preventDefault(); ask.mutate(formValues(e)) }} noValidate>
           <ErrorBox error={ask.error} shown={['email']} />
-          <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(ask.error, 'email')} />
-          <button type="submit" disabled={ask.isPending}>Send the reset link</button>
+          <Field label={t('auth.email')} name="email" type="email" autoComplete="email" required error={fieldError(ask.error, 'email')} />
+          <button type="submit" disabled={ask.isPending}>{t('auth.sendReset')}</button>
         </form>
       )}
-      <p className="small"><Link href="/">Back to sign in</Link></p>
+      <p className="small"><Link href="/">{t('auth.backToSignIn')}</Link></p>
     </AuthCard>
   )
 }
@@ -192,14 +185,14 @@ function ResetPassword() {
   const reset = useMutation({ mutationFn: (v: Record<string, string>) => post('/auth/reset-password', { token, password: v.password }) })
   if (!token) return <ForgotPassword />
   return (
-    <AuthCard title="Choose a new password">
+    <AuthCard title={t('auth.choose')}>
       {reset.isSuccess ? (
-        <div className="alert ok" role="status">Your password is changed and every other session is ended. <Link href="/">Sign in</Link></div>
+        <div className="alert ok" role="status">{t('auth.changed')}<Link href="/">{t('auth.signIn')}</Link></div>
       ) : (
         <form onSubmit={(e) => { e.preventDefault(); reset.mutate(formValues(e)) }} noValidate>
           <ErrorBox error={reset.error} shown={['password']} />
-          <Field label="New password" name="password" type="password" autoComplete="new-password" required hint="At least 8 characters" error={fieldError(reset.error, 'password')} />
-          <button type="submit" disabled={reset.isPending}>Set the password</button>
+          <Field label={t('auth.newPassword')} name="password" type="password" autoComplete="new-password" required hint={t('auth.atLeast8')} error={fieldError(reset.error, 'password')} />
+          <button type="submit" disabled={reset.isPending}>{t('auth.setPassword')}</button>
         </form>
       )}
     </AuthCard>
@@ -218,12 +211,12 @@ export function VerifyEmail() {
   const { mutate } = verify
   useEffect(() => { if (token) mutate() }, [token, mutate])
   return (
-    <AuthCard title="Verify your email">
-      {!token && <p>This link has no token. Open the link from the verification email again.</p>}
-      {verify.isPending && <Loading label="Verifying…" />}
+    <AuthCard title={t('auth.verify')}>
+      {!token && <p>{t('auth.noToken')}</p>}
+      {verify.isPending && <Loading label={t('auth.verifying')} />}
       <ErrorBox error={verify.error} />
-      {verify.isSuccess && <div className="alert ok" role="status">{verify.data.email} is verified. Invitations to projects for it are accepted.</div>}
-      <Link href="/">Continue to mailctl</Link>
+      {verify.isSuccess && <div className="alert ok" role="status">{t('auth.verified', { email: verify.data.email })}</div>}
+      <Link href="/">{t('auth.continue')}</Link>
     </AuthCard>
   )
 }
