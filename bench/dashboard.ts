@@ -11,7 +11,7 @@
  * name ("muller": case and accents folded, over the email and the text fields) and for both, each as the
  * page asks it (the first rows without the count, then the count apart), and in the browser the time from
  * typing the search to the table showing the matches. Then a term of one match ("user 123456", read by key from
- * the in-memory copy) and one of about 111,000 ("user 1", past the keyed limit: SQL).
+ * the in-memory copy) and one of about 111,000 ("user 1", past the keyed limit: its first candidates in page order by key).
  *
  * BENCH_FIXTURE=<dir> keeps the seeded contacts for the next run (SQLite: the database file in that directory;
  * PostgreSQL: a database named after the directory's last part on MAILCTL_TEST_PG_URL's server, kept), so a
@@ -166,7 +166,7 @@ try {
     [{ search: 'muller' }, 'search "muller", exact count'],
     [{ search: 'user 123456', limit: 50, total: false }, 'search "user 123456" (one match), first rows'],
     [{ search: 'user 123456', estimate: true }, 'search "user 123456", count as the page asks it'],
-    [{ search: 'user 1', limit: 50, total: false }, 'search "user 1" (about 111,000 matches: past the keyed limit, SQL), first 50 rows'],
+    [{ search: 'user 1', limit: 50, total: false }, 'search "user 1" (about 111,000 candidates: past the keyed limit), first 50 rows'],
     [{ search: 'user 1', condition: pro, limit: 50, total: false }, 'search "user 1" and plan = pro, first 50 rows'],
     [{ search: 'user 1', estimate: true }, 'search "user 1", count as the page asks it'],
   ] as Array<[Record<string, unknown>, string]>) {
