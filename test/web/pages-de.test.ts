@@ -49,8 +49,10 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     { path: '/segments/new', heading: 'Neues Segment', prefixes: ['seg.', 'b.'], wait: 'Bedingung hinzufügen' },
     { path: '/activity', heading: 'Aktivität', prefixes: ['act.', 'type.'], wait: 'Anwenden' },
     { path: '/suppressions', heading: 'Sperrliste', prefixes: ['sup.'], wait: 'gone@example.com' },
-    // The overview's own page (projects) is not catalogued yet; its figures are.
-    { path: '/', prefixes: ['pulse.'], wait: 'Letzte Aktivität' },
+    { path: '/', heading: 'Acme', prefixes: ['pulse.', 'proj.'], wait: 'Erste Schritte' },
+    { path: '/settings', heading: 'Einstellungen', prefixes: ['proj.'], wait: 'Absender-Voreinstellungen' },
+    { path: '/keys', heading: 'API-Schlüssel', prefixes: ['keys.'], wait: 'Geheimer Schlüssel' },
+    { path: '/members', heading: 'Mitglieder', prefixes: ['team.'], wait: 'Jemanden einladen' },
   ]
 
   for (const p of pages) {

@@ -3,14 +3,16 @@ import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { canManage, del, get, type Member, patch, post, type Project, type ProjectWithSecret, type Role, type SetupState, type User } from '../../api'
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { type MessageKey, t } from '../../i18n'
+import { en } from '../../i18n/en'
 import { ProjectPulse } from '../analytics'
 
 /** The secret key, shown once: after creation or regeneration. */
 function SecretOnce({ secret }: { secret: string }) {
   return (
     <div className="alert warn" role="status">
-      <p><strong>Copy your secret key now.</strong> It is shown only once; mailctl keeps only its hash.</p>
-      <div className="secret"><code data-testid="secret-key">{secret}</code><CopyButton text={secret} label="Copy secret key" /></div>
+      <p><strong>{t('proj.copyNow')}</strong>{t('proj.shownOnce')}</p>
+      <div className="secret"><code data-testid="secret-key">{secret}</code><CopyButton text={secret} label={t('proj.copySecret')} /></div>
     </div>
   )
 }
@@ -29,24 +31,24 @@ export function CreateProject({ first }: { first: boolean }) {
   if (create.data) {
     return (
       <div className="stack">
-        <PageHead title={`Project “${create.data.name}” is ready`} />
+        <PageHead title={t('proj.ready', { name: create.data.name })} />
         <SecretOnce secret={create.data.secretKey} />
         <div className="card">
-          <p>Public key (for <code>/v1/track</code> from web pages): <code>{create.data.publicKey}</code></p>
-          <button type="button" onClick={() => navigate(`/p/${create.data.id}`)}>Continue to the project</button>
+          <p>{t('proj.publicKey1')}<code>/v1/track</code>{t('proj.publicKey2')}<code>{create.data.publicKey}</code></p>
+          <button type="button" onClick={() => navigate(`/p/${create.data.id}`)}>{t('proj.continue')}</button>
         </div>
       </div>
     )
   }
   return (
     <div>
-      <PageHead title={first ? 'Create your first project' : 'New project'} />
+      <PageHead title={first ? t('proj.createFirst') : t('proj.new')} />
       <div className="card">
-        {first && <p>A project holds contacts, domains, templates and mail, with its own API keys and team.</p>}
+        {first && <p>{t('proj.holds')}</p>}
         <form onSubmit={submit} noValidate>
           <ErrorBox error={create.error} shown={['name']} />
-          <Field label="Project name" name="name" required maxLength={100} autoFocus error={fieldError(create.error, 'name')} />
-          <button type="submit" disabled={create.isPending}>{create.isPending ? 'Creating…' : 'Create project'}</button>
+          <Field label={t('proj.name')} name="name" required maxLength={100} autoFocus error={fieldError(create.error, 'name')} />
+          <button type="submit" disabled={create.isPending}>{create.isPending ? t('proj.creating') : t('proj.create')}</button>
         </form>
       </div>
     </div>
@@ -58,30 +60,30 @@ export function Overview({ project }: { project: Project }) {
   return (
     <div>
       <PageHead title={project.name} />
-      {project.disabled && <div className="alert error" role="alert">This project is disabled: its API keys are refused and changes are not accepted.</div>}
+      {project.disabled && <div className="alert error" role="alert">{t('proj.disabled')}</div>}
       {/* The checklist leads while a first step is left; once all are done the project's figures come first. */}
       {setup.data?.completed && <ProjectPulse project={project} />}
       <div className="card" style={setup.data?.completed ? { marginTop: '1rem' } : undefined}>
-        <h2>Getting started</h2>
+        <h2>{t('proj.gettingStarted')}</h2>
         {setup.isPending && <Loading />}
         <ErrorBox error={setup.error} />
         {setup.data && (
           <>
-            {setup.data.completed && <p>Every first step is done.</p>}
+            {setup.data.completed && <p>{t('proj.allDone')}</p>}
             <ul className="checklist">
-              {setup.data.steps.map((s) => <li key={s.id}><Badge status={s.done ? 'ok' : 'pending'}>{s.done ? 'Done' : 'To do'}</Badge> {s.title}</li>)}
+              {setup.data.steps.map((s) => <li key={s.id}><Badge status={s.done ? 'ok' : 'pending'}>{s.done ? t('proj.done') : t('proj.todo')}</Badge> {`proj.step.${s.id}` in en ? t(`proj.step.${s.id}` as MessageKey) : s.title}</li>)}
             </ul>
           </>
         )}
       </div>
       {setup.data && !setup.data.completed && <ProjectPulse project={project} />}
-      <div className="card small muted" style={{ marginTop: '1rem' }}>Your role: {project.role} · created {formatDate(project.createdAt)} · id <code>{project.id}</code></div>
+      <div className="card small muted" style={{ marginTop: '1rem' }}>{t('proj.footer', { role: t(`role.${project.role}`), at: formatDate(project.createdAt) })}<code>{project.id}</code></div>
     </div>
   )
 }
 
 function NotAllowed({ role, what }: { role: Role; what: string }) {
-  return <div className="card"><p>Your role ({role}) does not allow you to {what}. Ask an owner or admin of this project.</p></div>
+  return <div className="card"><p>{t('proj.notAllowed', { role: t(`role.${role}`), what })}</p></div>
 }
 
 /**
@@ -114,49 +116,49 @@ export function SettingsPage({ project }: { project: Project }) {
     mutationFn: () => del(`/users/@me/projects/${project.id}`),
     onSuccess: async () => { await qc.invalidateQueries({ queryKey: ['projects'] }); navigate('~/app/', { replace: true }) },
   })
-  if (!canManage(project.role)) return <><PageHead title="Settings" /><NotAllowed role={project.role} what="change project settings" /></>
+  if (!canManage(project.role)) return <><PageHead title={t('nav.settings')} /><NotAllowed role={project.role} what={t('proj.what.settings')} /></>
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     save.mutate(settingsBody(new FormData(e.currentTarget), project))
   }
   return (
     <div>
-      <PageHead title="Settings" />
+      <PageHead title={t('nav.settings')} />
       <form className="card" onSubmit={submit} noValidate>
         <ErrorBox error={save.error} shown={['name', 'sendRatePerSecond', 'defaultFrom', 'defaultFromName', 'defaultReplyTo']} />
-        {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
-        <Field label="Project name" name="name" defaultValue={project.name} required maxLength={100} error={fieldError(save.error, 'name')} />
-        <h2>Sending</h2>
-        <Field label="Campaign sending rate (emails per second)" name="rate" type="number" min={1} step={1} inputMode="numeric"
-          defaultValue={project.sendRatePerSecond ?? ''} placeholder="Server default"
-          hint="Campaigns of this project go out at most this fast; transactional and workflow emails are never held back. Leave it empty for the server's default."
-          error={fieldError(save.error, 'sendRatePerSecond') && 'A whole number from 1 to 1,000,000, or empty for the server’s default.'} />
+        {save.isSuccess && <div className="alert ok" role="status">{t('ui.saved')}</div>}
+        <Field label={t('proj.name')} name="name" defaultValue={project.name} required maxLength={100} error={fieldError(save.error, 'name')} />
+        <h2>{t('proj.sending')}</h2>
+        <Field label={t('proj.rate')} name="rate" type="number" min={1} step={1} inputMode="numeric"
+          defaultValue={project.sendRatePerSecond ?? ''} placeholder={t('proj.rateDefault')}
+          hint={t('proj.rateHint')}
+          error={fieldError(save.error, 'sendRatePerSecond') && t('proj.rateError')} />
         <div className="check">
           <input id="tracking" name="tracking" type="checkbox" defaultChecked={project.trackingEnabled} aria-describedby="tracking-hint" />
-          <label htmlFor="tracking">Track opens and clicks in this project's mail</label>
+          <label htmlFor="tracking">{t('proj.tracking')}</label>
         </div>
-        <p id="tracking-hint" className="small muted">Adds an invisible image and rewrites links, so reports can count opens and clicks.</p>
-        <h2>Sender defaults</h2>
-        <p className="small muted">Filled in for each new template and campaign; you can still change them there.</p>
+        <p id="tracking-hint" className="small muted">{t('proj.trackingHint')}</p>
+        <h2>{t('proj.senderDefaults')}</h2>
+        <p className="small muted">{t('proj.senderText')}</p>
         <div className="row top">
-          <Field label="From address" name="defaultFrom" type="email" defaultValue={project.defaultFrom ?? ''} placeholder="news@your-domain.com"
-            hint="On a verified domain of this project" error={fieldError(save.error, 'defaultFrom')} />
-          <Field label="From name" name="defaultFromName" defaultValue={project.defaultFromName ?? ''} placeholder="Acme" maxLength={200} error={fieldError(save.error, 'defaultFromName')} />
-          <Field label="Reply-to address" name="defaultReplyTo" type="email" defaultValue={project.defaultReplyTo ?? ''} placeholder="support@your-domain.com"
-            hint="Where replies go; empty: to the From address" error={fieldError(save.error, 'defaultReplyTo')} />
+          <Field label={t('proj.fromAddress')} name="defaultFrom" type="email" defaultValue={project.defaultFrom ?? ''} placeholder="news@your-domain.com"
+            hint={t('proj.fromHint')} error={fieldError(save.error, 'defaultFrom')} />
+          <Field label={t('proj.fromName')} name="defaultFromName" defaultValue={project.defaultFromName ?? ''} placeholder="Acme" maxLength={200} error={fieldError(save.error, 'defaultFromName')} />
+          <Field label={t('proj.replyTo')} name="defaultReplyTo" type="email" defaultValue={project.defaultReplyTo ?? ''} placeholder="support@your-domain.com"
+            hint={t('proj.replyToHint')} error={fieldError(save.error, 'defaultReplyTo')} />
         </div>
-        <button type="submit" disabled={save.isPending}>{save.isPending ? 'Saving…' : 'Save'}</button>
+        <button type="submit" disabled={save.isPending}>{save.isPending ? t('ui.saving') : t('ui.save')}</button>
       </form>
       <div className="card">
-        <h2>Webhooks</h2>
-        <p className="muted">Send this project's events (bounces, opens, unsubscribes, your tracked events) to your own server. <Link href="/webhooks">Manage webhooks</Link></p>
+        <h2>{t('proj.webhooks')}</h2>
+        <p className="muted">{t('proj.webhooksText')}<Link href="/webhooks">{t('proj.manageWebhooks')}</Link></p>
       </div>
       {project.role === 'OWNER' && (
         <div className="card">
-          <h2>Delete the project</h2>
-          <p className="muted">Deletes its contacts, domains, templates, mail and keys, for good.</p>
+          <h2>{t('proj.deleteTitle')}</h2>
+          <p className="muted">{t('proj.deleteText')}</p>
           <ErrorBox error={remove.error} />
-          <ConfirmButton label="Delete project" confirm={`Delete “${project.name}” forever?`} onConfirm={() => remove.mutate()} busy={remove.isPending} />
+          <ConfirmButton label={t('proj.delete')} confirm={t('proj.deleteConfirm', { name: project.name })} onConfirm={() => remove.mutate()} busy={remove.isPending} />
         </div>
       )}
     </div>
@@ -169,21 +171,21 @@ export function KeysPage({ project }: { project: Project }) {
     mutationFn: () => post<ProjectWithSecret>(`/users/@me/projects/${project.id}/regenerate-keys`),
     onSuccess: () => qc.invalidateQueries({ queryKey: ['projects'] }),
   })
-  if (!canManage(project.role)) return <><PageHead title="API keys" /><NotAllowed role={project.role} what="see or manage API keys" /></>
+  if (!canManage(project.role)) return <><PageHead title={t('nav.keys')} /><NotAllowed role={project.role} what={t('proj.what.keys')} /></>
   return (
     <div>
-      <PageHead title="API keys" />
+      <PageHead title={t('nav.keys')} />
       {rotate.data && <SecretOnce secret={rotate.data.secretKey} />}
       <div className="card">
-        <h2>Public key</h2>
-        <p className="muted small">Only for <code>POST /v1/track</code>: safe to put in a web page.</p>
-        <div className="secret"><code data-testid="public-key">{rotate.data?.publicKey ?? project.publicKey}</code><CopyButton text={rotate.data?.publicKey ?? project.publicKey} label="Copy public key" /></div>
+        <h2>{t('keys.public')}</h2>
+        <p className="muted small">{t('keys.publicText1')}<code>POST /v1/track</code>{t('keys.publicText2')}</p>
+        <div className="secret"><code data-testid="public-key">{rotate.data?.publicKey ?? project.publicKey}</code><CopyButton text={rotate.data?.publicKey ?? project.publicKey} label={t('keys.copyPublic')} /></div>
       </div>
       <div className="card">
-        <h2>Secret key</h2>
-        <p className="muted small">For everything else, in <code>Authorization: Bearer sk_…</code>. It was shown once, when the project was created or its keys were last regenerated. Lost it? Regenerate both keys: the old ones stop working at once.</p>
+        <h2>{t('keys.secret')}</h2>
+        <p className="muted small">{t('keys.secretText1')}<code>Authorization: Bearer sk_…</code>{t('keys.secretText2')}</p>
         <ErrorBox error={rotate.error} />
-        <ConfirmButton label="Regenerate keys" confirm="The current keys stop working immediately. Continue?" onConfirm={() => rotate.mutate()} busy={rotate.isPending} />
+        <ConfirmButton label={t('keys.regenerate')} confirm={t('keys.regenerateConfirm')} onConfirm={() => rotate.mutate()} busy={rotate.isPending} />
       </div>
     </div>
   )
@@ -210,46 +212,46 @@ export function MembersPage({ project, user }: { project: Project; user: User })
   const roles: Role[] = project.role === 'OWNER' ? ['OWNER', 'ADMIN', 'MEMBER'] : ['ADMIN', 'MEMBER']
   return (
     <div>
-      <PageHead title="Members" />
+      <PageHead title={t('nav.members')} />
       {manage && (
         <form key={formKey} className="card" onSubmit={submit} noValidate>
-          <h2>Invite someone</h2>
+          <h2>{t('team.invite')}</h2>
           <ErrorBox error={invite.error} shown={['email']} />
           <div className="row">
-            <Field label="Email" name="email" type="email" required error={fieldError(invite.error, 'email')} />
-            <div className="field"><span><label htmlFor="invite-role">Role</label></span>
-              <select id="invite-role" name="role" defaultValue="MEMBER"><option value="MEMBER">Member</option><option value="ADMIN">Admin</option></select>
+            <Field label={t('team.email')} name="email" type="email" required error={fieldError(invite.error, 'email')} />
+            <div className="field"><span><label htmlFor="invite-role">{t('team.role')}</label></span>
+              <select id="invite-role" name="role" defaultValue="MEMBER"><option value="MEMBER">{t('team.member')}</option><option value="ADMIN">{t('team.admin')}</option></select>
             </div>
-            <button type="submit" disabled={invite.isPending}>Invite</button>
+            <button type="submit" disabled={invite.isPending}>{t('team.inviteButton')}</button>
           </div>
-          <p className="hint small muted">The address gets an email with a link; it joins only when its owner accepts. Pending invitations are listed below until then.</p>
+          <p className="hint small muted">{t('team.inviteHint')}</p>
         </form>
       )}
       <div className="card">
         <ErrorBox error={change.error ?? remove.error} />
         {team.isPending && <Loading />}
         <ErrorBox error={team.error} />
-        {team.data && team.data.length === 0 && <Empty title="No members yet">Invite your team above.</Empty>}
+        {team.data && team.data.length === 0 && <Empty title={t('team.none')}>{t('team.noneText')}</Empty>}
         {team.data && team.data.length > 0 && (
           <div className="table-wrap"><table>
-            <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col"><span className="skip">Actions</span></th></tr></thead>
+            <thead><tr><th scope="col">{t('team.email')}</th><th scope="col">{t('team.role')}</th><th scope="col">{t('team.status')}</th><th scope="col"><span className="skip">{t('team.actions')}</span></th></tr></thead>
             <tbody>
               {team.data.map((m) => {
                 const self = m.userId === user.id
                 const editable = manage && m.role !== 'OWNER' && m.status === 'active'
                 return (
                   <tr key={m.id}>
-                    <td>{m.email}{self && <span className="muted"> (you)</span>}</td>
+                    <td>{m.email}{self && <span className="muted">{t('team.you')}</span>}</td>
                     <td>
                       {editable ? (
-                        <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => change.mutate({ id: m.id, role: e.target.value as Role })}>
-                          {roles.map((r) => <option key={r} value={r}>{r}</option>)}
+                        <select aria-label={t('team.roleOf', { email: m.email })} value={m.role} onChange={(e) => change.mutate({ id: m.id, role: e.target.value as Role })}>
+                          {roles.map((r) => <option key={r} value={r}>{t(`role.${r}`)}</option>)}
                         </select>
-                      ) : m.role}
+                      ) : t(`role.${m.role}`)}
                     </td>
                     <td><Badge status={m.status} /></td>
                     <td>{m.role !== 'OWNER' && (manage || self) && (
-                      <ConfirmButton label={self ? 'Leave' : m.status === 'invited' ? 'Cancel invitation' : 'Remove'} confirm={self ? 'Leave this project?' : `Remove ${m.email}?`} onConfirm={() => remove.mutate(m.id)} />
+                      <ConfirmButton label={self ? t('team.leave') : m.status === 'invited' ? t('team.cancelInvite') : t('team.remove')} confirm={self ? t('team.leaveConfirm') : t('team.removeConfirm', { email: m.email })} onConfirm={() => remove.mutate(m.id)} />
                     )}</td>
                   </tr>
                 )
@@ -258,7 +260,7 @@ export function MembersPage({ project, user }: { project: Project; user: User })
           </table></div>
         )}
       </div>
-      {!manage && <p className="muted small">Only owners and admins manage the team. <Link href="/">Back to the overview</Link></p>}
+      {!manage && <p className="muted small">{t('team.onlyManagers')}<Link href="/">{t('shell.toOverview')}</Link></p>}
     </div>
   )
 }
