@@ -433,9 +433,41 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
   }
 }
 
+/** Statements with more parameters than this (long IN lists) stay unnamed: one text per list length. */
+const PREPARE_MAX_PARAMS = 32
+
+/**
+ * The client drizzle runs its statements through, with those of up to PREPARE_MAX_PARAMS parameters
+ * prepared (named and kept per connection, as postgres.js does for its own tagged templates). drizzle
+ * passes `prepare: false` unless a query is given a name, and postgres.js then describes every unnamed
+ * statement with parameters before running it: a second round trip and a second socket write for each,
+ * which measured as a quarter of the main thread's CPU under POST /v1/track on PostgreSQL. A prepared
+ * statement is described once per connection; postgres.js replaces its connections after 30 to 60 minutes
+ * (max_lifetime), which bounds what each keeps. Transactions and savepoints hand drizzle the same kind of
+ * client.
+ */
+function preparing(sql: postgres.Sql): postgres.Sql {
+  return new Proxy(sql, {
+    get(target, prop) {
+      if (prop === 'unsafe') {
+        return (text: string, params?: postgres.ParameterOrJSON<never>[], opts?: postgres.UnsafeQueryOptions) =>
+          target.unsafe(text, params, params?.length && params.length <= PREPARE_MAX_PARAMS ? { ...opts, prepare: true } : opts)
+      }
+      if (prop === 'begin' || prop === 'savepoint') {
+        return (...args: unknown[]) => {
+          const fn = args.pop() as (inner: postgres.Sql) => unknown
+          return (target[prop] as (...a: unknown[]) => unknown)(...args, (inner: postgres.Sql) => fn(preparing(inner)))
+        }
+      }
+      const value = Reflect.get(target, prop)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
 function openPg(url: string): Store {
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl' } })
-  const db: Db = drizzlePg(client)
+  const db: Db = drizzlePg(preparing(client))
   // Fail fast while the database is down, a deadline on compiled reads, a bound on waiting calls (pg-guard.ts).
   // Health checks' own connection (Store.probe), made at the first check. The guard's probe of a database
   // that was down stays on the pool: while the database is known down every call is refused at once, so
