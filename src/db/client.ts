@@ -456,7 +456,8 @@ function preparing(sql: postgres.Sql): postgres.Sql {
       if (prop === 'begin' || prop === 'savepoint') {
         return (...args: unknown[]) => {
           const fn = args.pop() as (inner: postgres.Sql) => unknown
-          return (target[prop] as (...a: unknown[]) => unknown)(...args, (inner: postgres.Sql) => fn(preparing(inner)))
+          const method = Reflect.get(target, prop) as (...a: unknown[]) => unknown
+          return method.call(target, ...args, (inner: postgres.Sql) => fn(preparing(inner)))
         }
       }
       const value = Reflect.get(target, prop)
