@@ -65,17 +65,18 @@ test('dates and numbers follow the locale set', () => {
  * literal in words ('Add domain') found in their source fails here. Names that are not words of a language
  * (mailctl, DKIM, CSV, an example address) are allowed.
  */
-const CATALOGUED = ['domains', 'tools', 'analytics', 'segments', 'mail', 'auth', 'projects']
+const CATALOGUED = ['domains', 'tools', 'analytics', 'segments', 'mail', 'auth', 'projects', 'webhooks']
 const NOT_WORDS = new Set(['mailctl', 'example.com', 'DKIM', 'SPF', 'DMARC', 'MX', 'TXT', 'CSV', 'JSON', 'HTML', 'API', 'ID', 'URL', 'SMTP', 'HMAC', 'UTC', 'Acme'])
 
 function untranslated(source: string): string[] {
   const found: string[] = []
   // An address, a domain or a path is an example, not a sentence.
   const example = (w: string) => NOT_WORDS.has(w) || /^(GET|POST|PUT|PATCH|DELETE)$/.test(w) || /^[a-z0-9]*[.-][a-z0-9.-]*$/.test(w) || /^[\w.+-]*@?[\w-]+(\.[\w-]+)+$|^\/|^https?:/.test(w) || !/[A-Za-z]{2,}/.test(w)
-  const words = (s: string) => /[A-Za-zÄÖÜäöüß]{2,}/.test(s) && !s.split(/[\s,:;·()…]+/).filter(Boolean).every(example)
+  const words = (s: string) => !example(s.trim()) && /[A-Za-zÄÖÜäöüß]{2,}/.test(s) && !s.split(/[\s,:;·()…]+/).filter(Boolean).every(example)
   // Comments are not shown; a generic's angle brackets (get<Domain[]>) are not tags; <code> holds code.
-  const code = source.replace(/<(code|pre)\b[^>]*>[^<]*<\/(code|pre)>/g, '<code />').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '').replace(/\b(Promise|Record|Array|Map|Set|Partial|ReadonlyArray|Omit|Pick)<[^<>\n]*>/g, 'T')
-    .replace(/\b\w+<[^<>()\n]+>\(/g, '(')
+  let code = source.replace(/<(code|pre)\b[^>]*>[^<]*<\/(code|pre)>/g, '<code />').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '').replace(/\b\w+<[^<>()\n]+>\(/g, '(')
+  // Nested type arguments (get<Page<Delivery>>): the innermost first, until none is left.
+  for (let before = ''; before !== code;) { before = code; code = code.replace(/\b[A-Z]\w*<[^<>\n]*>/g, 'T').replace(/\b\w+<[^<>()\n]+>\(/g, '(') }
   for (const m of code.matchAll(/>([^<>{}]+)</g)) {
     const text = m[1].trim()
     if (text && words(text) && !/\b(return|export|interface|const|function)\b|\bif\s*\(|=>|&&|[;=]/.test(text)) found.push(`text: ${text}`)

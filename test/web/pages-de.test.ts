@@ -50,6 +50,7 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     { path: '/activity', heading: 'Aktivität', prefixes: ['act.', 'type.'], wait: 'Anwenden' },
     { path: '/suppressions', heading: 'Sperrliste', prefixes: ['sup.'], wait: 'gone@example.com' },
     { path: '/', heading: 'Acme', prefixes: ['pulse.', 'proj.'], wait: 'Erste Schritte' },
+    { path: '/webhooks', heading: 'Webhooks', prefixes: ['wh.'], wait: 'Noch keine Endpunkte' },
     { path: '/settings', heading: 'Einstellungen', prefixes: ['proj.'], wait: 'Absender-Voreinstellungen' },
     { path: '/keys', heading: 'API-Schlüssel', prefixes: ['keys.'], wait: 'Geheimer Schlüssel' },
     { path: '/members', heading: 'Mitglieder', prefixes: ['team.'], wait: 'Jemanden einladen' },
@@ -93,6 +94,19 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     await page.getByRole('button', { name: 'Zum Segment hinzufügen' }).click()
     await page.getByText('0 hinzugefügt · keine Kontakte').waitFor()
     expect(await area.getAttribute('aria-invalid')).toBeNull()
+  })
+
+  test('a webhook endpoint: the form in German, a refused URL shown on its field', async () => {
+    const { page } = d
+    await d.open('/webhooks')
+    await page.getByRole('button', { name: 'Endpunkt hinzufügen' }).click()
+    await page.getByLabel('URL').fill('ftp://example.com/hook')
+    await page.getByRole('form').or(page.locator('form')).first().getByRole('button', { name: 'Endpunkt hinzufügen' }).click()
+    await page.getByLabel('URL').and(page.locator('[aria-invalid="true"]')).waitFor()
+    const text = (await page.locator('#main').textContent()) ?? ''
+    expect(englishOf(['wh.', 'whe.']).filter((e) => text.includes(e))).toEqual([])
+    await shot(page, 'de-webhook-form-error-desktop-light')
+    await d.a11y('webhook form with a field error, German')
   })
 
   test('the domain page on a phone in the dark, and the tools page, in German', async () => {

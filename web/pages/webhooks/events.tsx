@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query'
 import { useId, useState } from 'react'
 import { get, type Project } from '../../api'
+import { currentLang, type MessageKey, t } from '../../i18n'
 
 /**
  * Choosing the events an endpoint receives (`eventTypes` of /webhooks/endpoints): every event, or some, by
@@ -8,35 +9,38 @@ import { get, type Project } from '../../api'
  * tracked events come from /events/names, and a name not seen yet can be typed.
  */
 
-interface Choice { type: string; label: string }
-interface Family { title: string; all: Choice; events: Choice[] }
+interface Choice { type: string; label: MessageKey }
+interface Family { title: MessageKey; one: MessageKey; all: Choice; events: Choice[] }
 
+const ev = (type: string): Choice => ({ type, label: `whe.${type}` as MessageKey })
 export const FAMILIES: Family[] = [
   {
-    title: 'Emails',
-    all: { type: 'email.*', label: 'Every email event' },
-    events: [
-      { type: 'email.sent', label: 'Sent' }, { type: 'email.delivery', label: 'Delivered' },
-      { type: 'email.open', label: 'Opened' }, { type: 'email.click', label: 'Link clicked' },
-      { type: 'email.bounce', label: 'Bounced' }, { type: 'email.complaint', label: 'Marked as spam' },
-      { type: 'email.failed', label: 'Failed' }, { type: 'email.deferred', label: 'Deferred (will be retried)' },
-      { type: 'email.delayed', label: 'Delayed (reported by the receiver)' }, { type: 'email.received', label: 'Reply received' },
-    ],
+    title: 'whe.emails', one: 'whe.email',
+    all: { type: 'email.*', label: 'whe.allEmail' },
+    events: ['email.sent', 'email.delivery', 'email.open', 'email.click', 'email.bounce', 'email.complaint', 'email.failed', 'email.deferred', 'email.delayed', 'email.received'].map(ev),
   },
-  {
-    title: 'Contacts',
-    all: { type: 'contact.*', label: 'Every contact event' },
-    events: [{ type: 'contact.subscribed', label: 'Subscribed' }, { type: 'contact.unsubscribed', label: 'Unsubscribed' }],
-  },
-  { title: 'Segments', all: { type: 'segment.*', label: 'A contact enters or leaves any segment' }, events: [] },
+  { title: 'whe.contacts', one: 'whe.contact', all: { type: 'contact.*', label: 'whe.allContact' }, events: ['contact.subscribed', 'contact.unsubscribed'].map(ev) },
+  { title: 'whe.segments', one: 'whe.segments', all: { type: 'segment.*', label: 'whe.allSegment' }, events: [] },
 ]
 
-const LABELS = new Map(FAMILIES.flatMap((f) => [[f.all.type, f.all.label], ...f.events.map((e): [string, string] => [e.type, `${f.title.replace(/s$/, '')}: ${e.label.toLowerCase()}`])]))
+/** An event's name in words, in the language in effect ("Email: opened"). */
+function eventLabel(type: string): string | undefined {
+  for (const f of FAMILIES) {
+    if (f.all.type === type) return t(f.all.label)
+    const e = f.events.find((x) => x.type === type)
+    if (e) return `${t(f.one)}: ${lowerWord(t(e.label))}`
+  }
+  return undefined
+}
+/** English lowers the event's word inside the phrase; German keeps its nouns' capitals. */
+const lowerWord = (s: string) => (currentLang() === 'en' ? s.toLowerCase() : s)
 
 /** The events of an endpoint in words: "Every event", or the chosen ones. */
 export function eventsText(types: string[]): string {
-  if (types.includes('*')) return 'Every event'
-  return types.map((t) => LABELS.get(t) ?? (/^segment\.(.+)\.(entry|exit)$/.exec(t) ? `Segment “${t.split('.')[1]}”: ${t.endsWith('.entry') ? 'entry' : 'exit'}` : `“${t}”`)).join(', ')
+  if (types.includes('*')) return t('whe.every')
+  return types.map((x) => eventLabel(x) ?? (/^segment\.(.+)\.(entry|exit)$/.exec(x)
+    ? t('whe.segmentEvent', { slug: x.split('.')[1], what: x.endsWith('.entry') ? t('whe.entry') : t('whe.exit') })
+    : t('whe.quoted', { name: x }))).join(', ')
 }
 
 interface EventName { name: string; count: number; reserved: boolean }
@@ -48,8 +52,8 @@ export function EventChoice({ project, value, onChange, error }: {
   const [other, setOther] = useState('')
   const names = useQuery({ queryKey: ['event-names', project.id], queryFn: () => get<{ data: EventName[] }>('/events/names', project.id), staleTime: 60_000 })
   const every = value.includes('*')
-  const has = (t: string) => value.includes(t)
-  const toggle = (t: string, on: boolean) => onChange(on ? [...value.filter((v) => v !== '*'), t] : value.filter((v) => v !== t))
+  const has = (x: string) => value.includes(x)
+  const toggle = (x: string, on: boolean) => onChange(on ? [...value.filter((v) => v !== '*'), x] : value.filter((v) => v !== x))
   const known = new Set(FAMILIES.flatMap((f) => [f.all.type, ...f.events.map((e) => e.type)]))
   const tracked = (names.data?.data ?? []).filter((n) => !n.reserved).map((n) => n.name)
   const custom = value.filter((v) => v !== '*' && !known.has(v) && !tracked.includes(v))
@@ -60,14 +64,14 @@ export function EventChoice({ project, value, onChange, error }: {
   }
   return (
     <fieldset className="choice wh-events" aria-describedby={error ? `${id}-err` : undefined}>
-      <legend>Events to send</legend>
+      <legend>{t('whe.toSend')}</legend>
       <div className="check">
         <input type="radio" id={`${id}-all`} name={`${id}-mode`} checked={every} onChange={() => onChange(['*'])} />
-        <label htmlFor={`${id}-all`}>Every event of the project</label>
+        <label htmlFor={`${id}-all`}>{t('whe.everyOfProject')}</label>
       </div>
       <div className="check">
         <input type="radio" id={`${id}-some`} name={`${id}-mode`} checked={!every} onChange={() => onChange(value.filter((v) => v !== '*'))} />
-        <label htmlFor={`${id}-some`}>Only the events chosen below</label>
+        <label htmlFor={`${id}-some`}>{t('whe.onlyChosen')}</label>
       </div>
       {!every && (
         <div className="wh-families">
@@ -75,25 +79,25 @@ export function EventChoice({ project, value, onChange, error }: {
             const all = has(f.all.type)
             return (
               <fieldset key={f.title} className="plain">
-                <legend>{f.title}</legend>
-                <Check id={`${id}-${f.all.type}`} label={f.all.label} checked={all} onChange={(on) => onChange(on ? [...value.filter((v) => !v.startsWith(f.all.type.slice(0, -1))), f.all.type] : value.filter((v) => v !== f.all.type))} />
+                <legend>{t(f.title)}</legend>
+                <Check id={`${id}-${f.all.type}`} label={t(f.all.label)} checked={all} onChange={(on) => onChange(on ? [...value.filter((v) => !v.startsWith(f.all.type.slice(0, -1))), f.all.type] : value.filter((v) => v !== f.all.type))} />
                 {f.events.map((e) => (
-                  <Check key={e.type} id={`${id}-${e.type}`} label={e.label} checked={all || has(e.type)} disabled={all} onChange={(on) => toggle(e.type, on)} />
+                  <Check key={e.type} id={`${id}-${e.type}`} label={t(e.label)} checked={all || has(e.type)} disabled={all} onChange={(on) => toggle(e.type, on)} />
                 ))}
               </fieldset>
             )
           })}
           <fieldset className="plain">
-            <legend>Your tracked events</legend>
-            {tracked.length === 0 && custom.length === 0 && <p className="small muted">None tracked yet. Type an event name below to add it.</p>}
+            <legend>{t('whe.tracked')}</legend>
+            {tracked.length === 0 && custom.length === 0 && <p className="small muted">{t('whe.noneTracked')}</p>}
             {[...tracked, ...custom].map((n) => <Check key={n} id={`${id}-t-${n}`} label={n} checked={has(n)} onChange={(on) => toggle(n, on)} />)}
             <div className="row">
               <div className="field">
-                <span><label htmlFor={`${id}-other`}>Another event name</label></span>
-                <input id={`${id}-other`} value={other} onChange={(e) => setOther(e.target.value)} placeholder="purchase"
+                <span><label htmlFor={`${id}-other`}>{t('whe.another')}</label></span>
+                <input id={`${id}-other`} value={other} onChange={(e) => setOther(e.target.value)} placeholder={t('whe.placeholder')}
                   onKeyDown={(e) => { if (e.key === 'Enter') { e.preventDefault(); add() } }} />
               </div>
-              <button type="button" className="secondary" onClick={add} disabled={!other.trim()}>Add</button>
+              <button type="button" className="secondary" onClick={add} disabled={!other.trim()}>{t('whe.add')}</button>
             </div>
           </fieldset>
         </div>

@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { canManage, del, get, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, withoutChanged } from '../../components/ui'
+import { type MessageKey, t } from '../../i18n'
 import { EventChoice, eventsText } from './events'
 import { formatNumber } from '../../format'
 import './webhooks.css'
@@ -30,17 +31,17 @@ const endpointsKey = (pid: string) => ['webhooks', pid] as const
 
 /** What an endpoint is doing, in a word and a tone. */
 function state(e: Endpoint): [string, string] {
-  if (!e.enabled) return e.disabledReason ? ['failed', 'Turned off by mailctl'] : ['pending', 'Off']
-  if (e.failingSince) return ['warning', 'Failing']
-  return ['ok', 'On']
+  if (!e.enabled) return e.disabledReason ? ['failed', t('wh.turnedOff')] : ['pending', t('wh.off')]
+  if (e.failingSince) return ['warning', t('wh.failing')]
+  return ['ok', t('wh.on')]
 }
 
 /** The answer a secret is shown in, once. */
 function SecretOnce({ secret, note }: { secret: string; note?: string }) {
   return (
     <div className="alert warn" role="status">
-      <p><strong>Copy the signing secret now.</strong> It is shown only once. Your server checks each message's <code>webhook-signature</code> header with it.</p>
-      <div className="secret"><code data-testid="signing-secret">{secret}</code><CopyButton text={secret} label="Copy signing secret" /></div>
+      <p><strong>{t('wh.copyNow')}</strong>{t('wh.shownOnce1')}<code>webhook-signature</code>{t('wh.shownOnce2')}</p>
+      <div className="secret"><code data-testid="signing-secret">{secret}</code><CopyButton text={secret} label={t('wh.copySecret')} /></div>
       {note && <p className="small">{note}</p>}
     </div>
   )
@@ -58,41 +59,41 @@ export function WebhooksPage({ project }: { project: Project }) {
   })
   return (
     <div>
-      <PageHead title="Webhooks">
-        {manage && <button type="button" onClick={() => { setAdding((a) => !a); create.reset() }} aria-expanded={adding}>Add endpoint</button>}
+      <PageHead title={t('nav.webhooks')}>
+        {manage && <button type="button" onClick={() => { setAdding((a) => !a); create.reset() }} aria-expanded={adding}>{t('wh.add')}</button>}
       </PageHead>
-      <p className="muted">mailctl posts this project's events to your endpoints as they happen, signed with each endpoint's secret (the Standard Webhooks format). A failed delivery is tried again for up to 3 days.</p>
+      <p className="muted">{t('wh.intro')}</p>
       {create.data && (
         <>
           <SecretOnce secret={create.data.secret} />
-          <p><button type="button" className="link" onClick={() => navigate(`/webhooks/${create.data.id}`)}>Open the new endpoint</button></p>
+          <p><button type="button" className="link" onClick={() => navigate(`/webhooks/${create.data.id}`)}>{t('wh.openNew')}</button></p>
         </>
       )}
-      {adding && <EndpointForm project={project} title="New endpoint" submitLabel="Add endpoint" busy={create.isPending} error={create.error} onSubmit={(b) => create.mutate(b)} onCancel={() => setAdding(false)} />}
+      {adding && <EndpointForm project={project} title={t('wh.newEndpoint')} submitLabel={t('wh.add')} busy={create.isPending} error={create.error} onSubmit={(b) => create.mutate(b)} onCancel={() => setAdding(false)} />}
       <div className="card">
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
         {list.data?.data.length === 0 && (
-          <Empty title="No endpoints yet">{manage ? 'Add one with “Add endpoint”: a URL of your server and the events it wants.' : 'An owner or admin of the project can add one.'}</Empty>
+          <Empty title={t('wh.none')}>{manage ? t('wh.noneManage') : t('wh.noneRead')}</Empty>
         )}
         {list.data && list.data.data.length > 0 && (
           <div className="table-wrap"><table className="stacked">
-            <thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">Status</th><th scope="col">Added</th></tr></thead>
+            <thead><tr><th scope="col">{t('wh.endpoint')}</th><th scope="col">{t('wh.events')}</th><th scope="col">{t('wh.status')}</th><th scope="col">{t('wh.added')}</th></tr></thead>
             <tbody>{list.data.data.map((e) => {
               const [tone, word] = state(e)
               return (
                 <tr key={e.id}>
-                  <td data-label="Endpoint: "><Link href={`/webhooks/${e.id}`} className="wh-url">{e.url}</Link>{e.description && <div className="small muted">{e.description}</div>}</td>
-                  <td data-label="Events: ">{eventsText(e.eventTypes)}</td>
-                  <td data-label="Status: "><Badge status={tone}>{word}</Badge></td>
-                  <td data-label="Added: ">{formatDate(e.createdAt)}</td>
+                  <td data-label={t('wh.endpointLabel')}><Link href={`/webhooks/${e.id}`} className="wh-url">{e.url}</Link>{e.description && <div className="small muted">{e.description}</div>}</td>
+                  <td data-label={t('wh.eventsLabel')}>{eventsText(e.eventTypes)}</td>
+                  <td data-label={t('wh.statusLabel')}><Badge status={tone}>{word}</Badge></td>
+                  <td data-label={t('wh.addedLabel')}>{formatDate(e.createdAt)}</td>
                 </tr>
               )
             })}</tbody>
           </table></div>
         )}
       </div>
-      {!manage && <p className="small muted">Only owners and admins add or change endpoints; you can read their delivery logs.</p>}
+      {!manage && <p className="small muted">{t('wh.onlyManagers')}</p>}
     </div>
   )
 }
@@ -113,29 +114,29 @@ function EndpointForm({ project, initial, title, submitLabel, busy, error, onSub
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     const f = new FormData(e.currentTarget)
-    if (events.length === 0) { setLocal('Choose at least one event, or every event.'); return }
+    if (events.length === 0) { setLocal(t('wh.chooseEvent')); return }
     setLocal(null)
     const body: Record<string, unknown> = { url: String(f.get('url') ?? '').trim(), description: String(f.get('description') ?? '').trim() || null, eventTypes: events }
     if (initial) body.enabled = f.get('enabled') === 'on'
     onSubmit(body)
   }
   return (
-    <form className="card" onSubmit={submit} noValidate onChange={(e) => { const t = e.target as EventTarget & { name?: string }; if (t.name) touch(t.name) }}>
+    <form className="card" onSubmit={submit} noValidate onChange={(e) => { const target = e.target as EventTarget & { name?: string }; if (target.name) touch(target.name) }}>
       <h2>{title}</h2>
       <ErrorBox error={shown} shown={['url', 'description', 'eventTypes']} />
       <Field label="URL" name="url" type="url" required defaultValue={initial?.url} placeholder="https://example.com/webhooks/mailctl" autoFocus={!initial}
-        hint="An http or https address of your server, reachable from the internet" error={fieldError(shown, 'url')} />
-      <Field label="Description (optional)" name="description" defaultValue={initial?.description ?? ''} maxLength={500} error={fieldError(shown, 'description')} />
+        hint={t('wh.urlHint')} error={fieldError(shown, 'url')} />
+      <Field label={t('wh.description')} name="description" defaultValue={initial?.description ?? ''} maxLength={500} error={fieldError(shown, 'description')} />
       <EventChoice project={project} value={events} onChange={(v) => { setEvents(v); setLocal(null); touch('eventTypes') }} error={local ?? fieldError(shown, 'eventTypes')} />
       {initial && (
         <div className="check">
           <input id="wh-enabled" name="enabled" type="checkbox" defaultChecked={initial.enabled} />
-          <label htmlFor="wh-enabled">Send events to this endpoint</label>
+          <label htmlFor="wh-enabled">{t('wh.send')}</label>
         </div>
       )}
       <div className="row">
-        <button type="submit" disabled={busy}>{busy ? 'Saving…' : submitLabel}</button>
-        {onCancel && <button type="button" className="secondary" onClick={onCancel}>Cancel</button>}
+        <button type="submit" disabled={busy}>{busy ? t('ui.saving') : submitLabel}</button>
+        {onCancel && <button type="button" className="secondary" onClick={onCancel}>{t('ui.cancel')}</button>}
       </div>
     </form>
   )
@@ -158,46 +159,46 @@ export function WebhookEndpointPage({ project, id }: { project: Project; id: str
     onSuccess: async () => { await qc.invalidateQueries({ queryKey: endpointsKey(project.id) }); navigate('/webhooks') },
   })
   if (ep.isPending) return <Loading />
-  if (ep.error) return <><ErrorBox error={ep.error} /><Link href="/webhooks">All webhooks</Link></>
+  if (ep.error) return <><ErrorBox error={ep.error} /><Link href="/webhooks">{t('wh.all')}</Link></>
   const e = ep.data
   const [tone, word] = state(e)
   const overlap = e.previousSecretExpiresAt && new Date(e.previousSecretExpiresAt) > new Date() ? e.previousSecretExpiresAt : null
   return (
     <div>
-      <PageHead title="Webhook endpoint"><Badge status={tone}>{word}</Badge></PageHead>
-      <p className="small muted"><Link href="/webhooks">← All webhooks</Link> · <span className="wh-url">{e.url}</span></p>
+      <PageHead title={t('title.webhook')}><Badge status={tone}>{word}</Badge></PageHead>
+      <p className="small muted"><Link href="/webhooks">{t('wh.allBack')}</Link> · <span className="wh-url">{e.url}</span></p>
       {e.disabledReason && (
-        <div className="alert error" role="alert">mailctl turned this endpoint off: {e.disabledReason}. Fix your server, then tick “Send events to this endpoint” and save to start again.</div>
+        <div className="alert error" role="alert">{t('wh.disabled', { reason: e.disabledReason })}</div>
       )}
       {e.enabled && e.failingSince && (
-        <div className="alert warn" role="status">Deliveries have failed since {formatDate(e.failingSince)}. They are tried again; after 5 days of failures mailctl turns the endpoint off.</div>
+        <div className="alert warn" role="status">{t('wh.failingSince', { at: formatDate(e.failingSince) })}</div>
       )}
       {manage
-        ? <EndpointForm key={e.updatedAt} project={project} initial={e} title="Endpoint" submitLabel="Save" busy={save.isPending} error={save.error} onSubmit={(b) => save.mutate(b)} />
-        : <div className="card"><h2>Endpoint</h2><p>{e.description ?? <span className="muted">No description</span>}</p><p>Events: {eventsText(e.eventTypes)}</p></div>}
-      {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
+        ? <EndpointForm key={e.updatedAt} project={project} initial={e} title={t('wh.endpoint')} submitLabel={t('ui.save')} busy={save.isPending} error={save.error} onSubmit={(b) => save.mutate(b)} />
+        : <div className="card"><h2>{t('wh.endpoint')}</h2><p>{e.description ?? <span className="muted">{t('wh.noDescription')}</span>}</p><p>{t('wh.eventsList', { events: eventsText(e.eventTypes) })}</p></div>}
+      {save.isSuccess && <div className="alert ok" role="status">{t('ui.saved')}</div>}
       <div className="card">
-        <h2>Signing secret</h2>
-        <p className="small muted">Every message is signed with the endpoint's secret. Rotating makes a new one; the old one keeps signing too for 24 hours, so your server can switch without missing a message.</p>
-        {rotate.data && <SecretOnce secret={rotate.data.secret} note={`The previous secret also signs until ${formatDate(rotate.data.previousSecretExpiresAt)}.`} />}
-        {!rotate.data && overlap && <p className="small">The previous secret also signs until {formatDate(overlap)}.</p>}
+        <h2>{t('wh.secret')}</h2>
+        <p className="small muted">{t('wh.secretText')}</p>
+        {rotate.data && <SecretOnce secret={rotate.data.secret} note={t('wh.previous', { at: formatDate(rotate.data.previousSecretExpiresAt) })} />}
+        {!rotate.data && overlap && <p className="small">{t('wh.previous', { at: formatDate(overlap) })}</p>}
         <ErrorBox error={rotate.error} />
-        {manage && <ConfirmButton label="Rotate secret" confirm="Make a new signing secret? Update your server within 24 hours." onConfirm={() => rotate.mutate()} busy={rotate.isPending} />}
+        {manage && <ConfirmButton label={t('wh.rotate')} confirm={t('wh.rotateConfirm')} onConfirm={() => rotate.mutate()} busy={rotate.isPending} />}
       </div>
       <Deliveries project={project} endpoint={e} manage={manage} />
       {manage && (
         <div className="card">
-          <h2>Delete the endpoint</h2>
-          <p className="small muted">Its delivery log goes with it. Nothing more is sent to it.</p>
+          <h2>{t('wh.deleteTitle')}</h2>
+          <p className="small muted">{t('wh.deleteText')}</p>
           <ErrorBox error={remove.error} />
-          <ConfirmButton label="Delete endpoint" confirm="Delete this endpoint and its log?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
+          <ConfirmButton label={t('wh.delete')} confirm={t('wh.deleteConfirm')} onConfirm={() => remove.mutate()} busy={remove.isPending} />
         </div>
       )}
     </div>
   )
 }
 
-const STATUS_WORD: Record<Delivery['status'], [string, string]> = { pending: ['pending', 'Waiting'], delivered: ['ok', 'Delivered'], failed: ['failed', 'Failed'] }
+const STATUS_TONE: Record<Delivery['status'], string> = { pending: 'pending', delivered: 'ok', failed: 'failed' }
 
 /** The endpoint's deliveries, newest first, each with its attempts and a way to send it again. */
 function Deliveries({ project, endpoint, manage }: { project: Project; endpoint: Endpoint; manage: boolean }) {
@@ -217,42 +218,43 @@ function Deliveries({ project, endpoint, manage }: { project: Project; endpoint:
   return (
     <section className="card" aria-labelledby="wh-log">
       <div className="head">
-        <h2 id="wh-log">Deliveries</h2>
+        <h2 id="wh-log">{t('wh.deliveries')}</h2>
         <div className="row">
-          <div className="field"><span><label htmlFor="wh-status">Status</label></span>
+          <div className="field"><span><label htmlFor="wh-status">{t('wh.status')}</label></span>
             <select id="wh-status" value={status} onChange={(e) => setStatus(e.target.value)}>
-              <option value="">All</option><option value="pending">Waiting</option><option value="delivered">Delivered</option><option value="failed">Failed</option>
+              <option value="">{t('ui.all')}</option><option value="pending">{t('wh.d.pending')}</option><option value="delivered">{t('wh.d.delivered')}</option><option value="failed">{t('wh.d.failed')}</option>
             </select>
           </div>
-          <button type="button" className="secondary" onClick={refresh}>Refresh</button>
+          <button type="button" className="secondary" onClick={refresh}>{t('wh.refresh')}</button>
         </div>
       </div>
       {manage && <ReplayFailed project={project} endpoint={endpoint} onDone={refresh} />}
       <ErrorBox error={replay.error} />
-      {replay.data && <div className="alert ok" role="status">The {replay.data.eventType} delivery is queued again.</div>}
+      {replay.data && <div className="alert ok" role="status">{t('wh.queuedAgain', { type: replay.data.eventType })}</div>}
       {list.isPending && <Loading />}
       <ErrorBox error={list.error} />
-      {list.data && rows.length === 0 && <Empty title={status ? `No ${STATUS_WORD[status as Delivery['status']][1].toLowerCase()} deliveries` : 'No deliveries yet'}>{status ? 'Choose another status.' : 'Each event this endpoint receives is listed here once it happens.'}</Empty>}
+      {list.data && rows.length === 0 && <Empty title={status ? t(`wh.noStatus.${status as Delivery['status']}`) : t('wh.noDeliveries')}>{status ? t('wh.otherStatus') : t('wh.noDeliveriesText')}</Empty>}
       {rows.length > 0 && (
         <div className="table-wrap"><table className="stacked">
-          <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Created</th><th scope="col"><span className="sr-only">Actions</span></th></tr></thead>
+          <thead><tr><th scope="col">{t('wh.event')}</th><th scope="col">{t('wh.status')}</th><th scope="col">{t('wh.attempts')}</th><th scope="col">{t('wh.lastAnswer')}</th><th scope="col">{t('wh.created')}</th><th scope="col"><span className="sr-only">{t('wh.actions')}</span></th></tr></thead>
           <tbody>{rows.map((d) => {
-            const [tone, word] = STATUS_WORD[d.status]
+            const tone = STATUS_TONE[d.status]
+            const word = t(`wh.d.${d.status}`)
             return [
               <tr key={d.id}>
-                <td data-label="Event: "><code>{d.eventType}</code></td>
-                <td data-label="Status: "><Badge status={tone}>{word}</Badge>{d.status === 'pending' && d.nextAttemptAt && <div className="small muted">next try {formatDate(d.nextAttemptAt)}</div>}</td>
-                <td data-label="Attempts: ">{d.attempts}</td>
-                <td data-label="Last answer: ">{d.lastStatus ? `HTTP ${d.lastStatus}` : ''}{d.lastError && <div className="small muted wh-answer">{d.lastError}</div>}{!d.lastStatus && !d.lastError && <span className="muted">—</span>}</td>
-                <td data-label="Created: ">{formatDate(d.createdAt)}</td>
+                <td data-label={t('wh.eventLabel')}><code>{d.eventType}</code></td>
+                <td data-label={t('wh.statusLabel')}><Badge status={tone}>{word}</Badge>{d.status === 'pending' && d.nextAttemptAt && <div className="small muted">{t('wh.nextTry', { at: formatDate(d.nextAttemptAt) })}</div>}</td>
+                <td data-label={t('wh.attemptsLabel')}>{d.attempts}</td>
+                <td data-label={t('wh.lastAnswerLabel')}>{d.lastStatus ? `HTTP ${d.lastStatus}` : ''}{d.lastError && <div className="small muted wh-answer">{d.lastError}</div>}{!d.lastStatus && !d.lastError && <span className="muted">—</span>}</td>
+                <td data-label={t('wh.createdLabel')}>{formatDate(d.createdAt)}</td>
                 <td>
                   <div className="row">
                     <button type="button" className="secondary small" aria-expanded={open === d.id} onClick={() => setOpen(open === d.id ? null : d.id)}>
-                      {open === d.id ? 'Hide' : 'Details'}<span className="sr-only"> of the {d.eventType} delivery</span>
+                      {open === d.id ? t('wh.hide') : t('wh.details')}<span className="sr-only">{t('wh.ofDelivery', { type: d.eventType })}</span>
                     </button>
                     {manage && d.status !== 'pending' && (
                       <button type="button" className="secondary small" disabled={replay.isPending || !endpoint.enabled} onClick={() => replay.mutate(d.id)}>
-                        Send again<span className="sr-only"> the {d.eventType} delivery</span>
+                        {t('wh.sendAgain')}<span className="sr-only">{t('wh.theDelivery', { type: d.eventType })}</span>
                       </button>
                     )}
                   </div>
@@ -263,8 +265,8 @@ function Deliveries({ project, endpoint, manage }: { project: Project; endpoint:
           })}</tbody>
         </table></div>
       )}
-      {list.hasNextPage && <button type="button" className="secondary" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>Load more</button>}
-      {manage && !endpoint.enabled && rows.length > 0 && <p className="small muted">Turn the endpoint on to send deliveries again.</p>}
+      {list.hasNextPage && <button type="button" className="secondary" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>{t('wh.loadMore')}</button>}
+      {manage && !endpoint.enabled && rows.length > 0 && <p className="small muted">{t('wh.turnOn')}</p>}
     </section>
   )
 }
@@ -286,19 +288,17 @@ function ReplayFailed({ project, endpoint, onDone }: { project: Project; endpoin
   return (
     <form className="wh-replay" onSubmit={submit} noValidate>
       <ErrorBox error={replay.error} shown={['since']} />
-      {replay.data && <div className="alert ok" role="status">{replay.data.replayed === 0 ? 'No failed delivery since then.' : `${replay.data.replayed} failed ${replay.data.replayed === 1 ? 'delivery is' : 'deliveries are'} queued again.`}</div>}
+      {replay.data && <div className="alert ok" role="status">{replay.data.replayed === 0 ? t('wh.noFailed') : t('wh.replayed', { count: replay.data.replayed })}</div>}
       <div className="row">
-        <Field label="Failed since" name="since" type="datetime-local" defaultValue={local} required error={fieldError(replay.error, 'since')} />
-        <button type="submit" className="secondary" disabled={replay.isPending || !endpoint.enabled}>Send failed deliveries again</button>
+        <Field label={t('wh.failedSince')} name="since" type="datetime-local" defaultValue={local} required error={fieldError(replay.error, 'since')} />
+        <button type="submit" className="secondary" disabled={replay.isPending || !endpoint.enabled}>{t('wh.replay')}</button>
       </div>
     </form>
   )
 }
 
-const OUTCOME: Record<string, string> = {
-  success: 'Delivered', http_error: 'Error answer', timeout: 'No answer in time', connect: 'Could not connect', blocked: 'Address not allowed',
-  dns: 'Host name not found', redirect: 'Redirect (not followed)', invalid_url: 'Invalid URL',
-}
+const OUTCOMES = new Set(['success', 'http_error', 'timeout', 'connect', 'blocked', 'dns', 'redirect', 'invalid_url'])
+const outcomeLabel = (o: string) => (OUTCOMES.has(o) ? t(`wh.o.${o}` as MessageKey) : o)
 
 /** One delivery: what was sent, and every attempt with its answer. */
 function DeliveryView({ project, endpointId, id }: { project: Project; endpointId: string; id: string }) {
@@ -309,19 +309,19 @@ function DeliveryView({ project, endpointId, id }: { project: Project; endpointI
   try { body = JSON.stringify(JSON.parse(body), null, 2) } catch { /* shown as it was sent */ }
   return (
     <div className="wh-delivery">
-      <p className="small muted">Message id <code>{d.data.id}</code> (the <code>webhook-id</code> header, the same on every attempt)</p>
-      <h3>Sent body</h3>
+      <p className="small muted">{t('wh.messageId1')}<code>{d.data.id}</code>{t('wh.messageId2')}<code>webhook-id</code>{t('wh.messageId3')}</p>
+      <h3>{t('wh.sentBody')}</h3>
       <pre className="code">{body}</pre>
-      <h3>Attempts</h3>
+      <h3>{t('wh.attemptsTitle')}</h3>
       {d.data.attemptLog.length === 0
-        ? <p className="small muted">Not tried yet.</p>
+        ? <p className="small muted">{t('wh.notTried')}</p>
         : (
           <table>
-            <thead><tr><th scope="col">#</th><th scope="col">Result</th><th scope="col">Time taken</th><th scope="col">Answer</th><th scope="col">When</th></tr></thead>
+            <thead><tr><th scope="col">#</th><th scope="col">{t('wh.result')}</th><th scope="col">{t('wh.timeTaken')}</th><th scope="col">{t('wh.answer')}</th><th scope="col">{t('wh.when')}</th></tr></thead>
             <tbody>{d.data.attemptLog.map((a) => (
               <tr key={a.id}>
                 <td>{a.attempt}</td>
-                <td><Badge status={a.outcome === 'success' ? 'ok' : 'failed'}>{OUTCOME[a.outcome] ?? a.outcome}</Badge>{a.status !== null && <span className="small"> HTTP {a.status}</span>}</td>
+                <td><Badge status={a.outcome === 'success' ? 'ok' : 'failed'}>{outcomeLabel(a.outcome)}</Badge>{a.status !== null && <span className="small"> HTTP {a.status}</span>}</td>
                 <td>{formatNumber(a.latencyMs)} ms</td>
                 <td className="wh-answer">{a.response ?? <span className="muted">—</span>}</td>
                 <td>{formatDate(a.createdAt)}</td>
