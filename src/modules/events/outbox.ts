@@ -83,10 +83,10 @@ export function markNotOwed(rows: readonly EventRow[]): void {
  */
 export function recordOutbox(store: Store, db: Db, projectId: string, rows: readonly EventRow[], at: Date): void {
   if (!rows.length) return
-  const pending = store.txState(db, OUTBOX_KEY, () => new Map<string, EventRow[]>(), async (byProject) => {
+  const pending = store.txState(db, OUTBOX_KEY, () => new Map<string, { rows: EventRow[]; owed: Promise<boolean> }>(), async (byProject) => {
     const out: repo.NewOutbox[] = []
-    for (const [p, all] of byProject) {
-      if (!(await projectHasConsumers(store, db, p))) {
+    for (const [p, { rows: all, owed }] of byProject) {
+      if (!(await owed)) {
         markNotOwed(all)
         continue
       }
@@ -94,9 +94,17 @@ export function recordOutbox(store: Store, db: Db, projectId: string, rows: read
     }
     await repo.insertOutbox(store, db, out, at)
   })
-  const list = pending.get(projectId)
-  if (list) for (const r of rows) list.push(r)
-  else pending.set(projectId, rows.slice())
+  const entry = pending.get(projectId)
+  if (entry) {
+    for (const r of rows) entry.rows.push(r)
+    return
+  }
+  // Asked now, at the project's first events in the transaction: on PostgreSQL the question goes out with
+  // the events' insert when the caller records before awaiting it (appendEvents), one round trip for both.
+  // Awaited when the transaction is flushed; if it fails first, the transaction fails with it.
+  const owed = projectHasConsumers(store, db, projectId)
+  owed.catch(() => {})
+  pending.set(projectId, { rows: rows.slice(), owed })
 }
 
 // ---- waking -----------------------------------------------------------------------------------------

@@ -41,12 +41,14 @@ export function eventRow(projectId: string, now: Date, e: NewEvent, id: string =
 export async function appendEvents(ctx: Pick<Ctx, 'store' | 'projectId' | 'now'>, db: Db, events: NewEvent[]): Promise<EventRow[]> {
   if (!events.length) return []
   const rows = events.map((e) => eventRow(ctx.projectId, ctx.now, e))
-  await repo.insertEvents(ctx.store, db, rows.map((r, i) => {
+  const inserted = repo.insertEvents(ctx.store, db, rows.map((r, i) => {
     const base = events[i].base
     // Only where the readers put it back: an email.* event of the base's email (carriesBase).
     return base && carriesBase(r) && r.emailId === base.emailId ? { ...r, data: storedData(r.data, base) } : r
   }))
+  // Recorded before the insert is awaited: the outbox's question to the consumers goes out with it.
   recordOutbox(ctx.store, db, ctx.projectId, rows, ctx.now)
+  await inserted
   return rows
 }
 
