@@ -51,6 +51,7 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     { path: '/suppressions', heading: 'Sperrliste', prefixes: ['sup.'], wait: 'gone@example.com' },
     { path: '/', heading: 'Acme', prefixes: ['pulse.', 'proj.'], wait: 'Erste Schritte' },
     { path: '/webhooks', heading: 'Webhooks', prefixes: ['wh.'], wait: 'Noch keine Endpunkte' },
+    { path: '/workflows', heading: 'Workflows', prefixes: ['wf.'], wait: 'Noch keine Workflows' },
     { path: '/settings', heading: 'Einstellungen', prefixes: ['proj.'], wait: 'Absender-Voreinstellungen' },
     { path: '/keys', heading: 'API-Schlüssel', prefixes: ['keys.'], wait: 'Geheimer Schlüssel' },
     { path: '/members', heading: 'Mitglieder', prefixes: ['team.'], wait: 'Jemanden einladen' },

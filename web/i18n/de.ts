@@ -1315,4 +1315,24 @@ export const de: Record<MessageKey, Message> = {
   'whe.add': 'Hinzufügen',
   // Webhook events (example).
   'whe.placeholder': 'bestellung',
+  // Workflows: the list.
+  'wf.new': 'Neuer Workflow',
+  'wf.startsDisabled': 'Er beginnt deaktiviert, mit seinem Auslöser: Zeichnen Sie die Schritte und aktivieren Sie ihn dann.',
+  'wf.name': 'Name',
+  'wf.trigger': 'Auslösendes Ereignis',
+  'wf.triggerHint': 'Ein erfasstes Ereignis (POST /v1/track) oder email.opened, contact.subscribed…',
+  'wf.create': 'Anlegen',
+  'wf.status': 'Status',
+  'wf.enabled': 'Aktiviert',
+  'wf.disabled': 'Deaktiviert',
+  'wf.noEnabled': 'Keine aktivierten Workflows',
+  'wf.noDisabled': 'Keine deaktivierten Workflows',
+  'wf.otherStatus': 'Wählen Sie einen anderen Status.',
+  'wf.none': 'Noch keine Workflows',
+  'wf.noneText': 'Legen Sie einen mit „Neuer Workflow“ an: Er führt Schritte (E-Mails, Verzögerungen, Wartezeiten, Bedingungen) für jeden Kontakt aus, der sein auslösendes Ereignis sendet.',
+  'wf.executions': 'Ausführungen',
+  'wf.updated': 'Geändert',
+  'wf.executionsSr': ' Ausführungen',
+  // Workflows: the list (example).
+  'wf.triggerPlaceholder': 'anmeldung',
 }

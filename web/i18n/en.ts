@@ -1329,4 +1329,24 @@ export const en = {
   'whe.add': 'Add',
   // Webhook events (example).
   'whe.placeholder': 'purchase',
+  // Workflows: the list.
+  'wf.new': 'New workflow',
+  'wf.startsDisabled': 'It starts disabled, with its trigger: draw the steps, then enable it.',
+  'wf.name': 'Name',
+  'wf.trigger': 'Trigger event',
+  'wf.triggerHint': 'A tracked event (POST /v1/track) or email.opened, contact.subscribed…',
+  'wf.create': 'Create',
+  'wf.status': 'Status',
+  'wf.enabled': 'Enabled',
+  'wf.disabled': 'Disabled',
+  'wf.noEnabled': 'No enabled workflows',
+  'wf.noDisabled': 'No disabled workflows',
+  'wf.otherStatus': 'Choose another status.',
+  'wf.none': 'No workflows yet',
+  'wf.noneText': 'Create one with “New workflow”: it runs steps (emails, delays, waits, conditions) for each contact that sends its trigger event.',
+  'wf.executions': 'Executions',
+  'wf.updated': 'Updated',
+  'wf.executionsSr': ' executions',
+  // Workflows: the list (example).
+  'wf.triggerPlaceholder': 'signup',
 } as const

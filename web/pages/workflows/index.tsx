@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { get, post, type Project } from '../../api'
 import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { t } from '../../i18n'
 import type { ExecutionList, Workflow, WorkflowList } from './graph'
 import './workflows.css'
 
@@ -28,26 +29,26 @@ export function WorkflowsPage({ project }: { project: Project }) {
   }
   return (
     <div>
-      <PageHead title="Workflows">
-        <button type="button" onClick={() => setAdding((a) => !a)} aria-expanded={adding}>New workflow</button>
+      <PageHead title={t('nav.workflows')}>
+        <button type="button" onClick={() => setAdding((a) => !a)} aria-expanded={adding}>{t('wf.new')}</button>
       </PageHead>
       {adding && (
         <form className="card" onSubmit={submit} noValidate>
-          <h2>New workflow</h2>
-          <p className="small muted">It starts disabled, with its trigger: draw the steps, then enable it.</p>
+          <h2>{t('wf.new')}</h2>
+          <p className="small muted">{t('wf.startsDisabled')}</p>
           <ErrorBox error={create.error} shown={['name', 'eventName']} />
           <div className="row">
-            <Field label="Name" name="name" required autoFocus error={fieldError(create.error, 'name')} />
-            <Field label="Trigger event" name="eventName" required placeholder="signup" hint="A tracked event (POST /v1/track) or email.opened, contact.subscribed…" error={fieldError(create.error, 'eventName')} />
-            <button type="submit" disabled={create.isPending}>Create</button>
+            <Field label={t('wf.name')} name="name" required autoFocus error={fieldError(create.error, 'name')} />
+            <Field label={t('wf.trigger')} name="eventName" required placeholder={t('wf.triggerPlaceholder')} hint={t('wf.triggerHint')} error={fieldError(create.error, 'eventName')} />
+            <button type="submit" disabled={create.isPending}>{t('wf.create')}</button>
           </div>
         </form>
       )}
       <div className="card">
         <div className="row wf-filter">
-          <div className="field"><span><label htmlFor="wf-enabled">Status</label></span>
+          <div className="field"><span><label htmlFor="wf-enabled">{t('wf.status')}</label></span>
             <select id="wf-enabled" value={enabled} onChange={(e) => { setEnabled(e.target.value); setPage(1) }}>
-              <option value="">All</option><option value="true">Enabled</option><option value="false">Disabled</option>
+              <option value="">{t('ui.all')}</option><option value="true">{t('wf.enabled')}</option><option value="false">{t('wf.disabled')}</option>
             </select>
           </div>
         </div>
@@ -56,23 +57,23 @@ export function WorkflowsPage({ project }: { project: Project }) {
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
         {list.data?.data.length === 0 && (enabled
-          ? <Empty title={`No ${enabled === 'true' ? 'enabled' : 'disabled'} workflows`}>Choose another status.</Empty>
-          : <Empty title="No workflows yet">Create one with “New workflow”: it runs steps (emails, delays, waits, conditions) for each contact that sends its trigger event.</Empty>)}
+          ? <Empty title={enabled === 'true' ? t('wf.noEnabled') : t('wf.noDisabled')}>{t('wf.otherStatus')}</Empty>
+          : <Empty title={t('wf.none')}>{t('wf.noneText')}</Empty>)}
         {list.data && list.data.data.length > 0 && (
           <>
             <div className="table-wrap"><table>
-              <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Trigger event</th><th scope="col">Executions</th><th scope="col">Updated</th></tr></thead>
+              <thead><tr><th scope="col">{t('wf.name')}</th><th scope="col">{t('wf.status')}</th><th scope="col">{t('wf.trigger')}</th><th scope="col">{t('wf.executions')}</th><th scope="col">{t('wf.updated')}</th></tr></thead>
               <tbody>{list.data.data.map((w) => (
                 <tr key={w.id}>
                   <td><Link href={`/workflows/${w.id}`}>{w.name}</Link></td>
-                  <td><Badge status={w.enabled ? 'ok' : 'pending'}>{w.enabled ? 'Enabled' : 'Disabled'}</Badge></td>
+                  <td><Badge status={w.enabled ? 'ok' : 'pending'}>{w.enabled ? t('wf.enabled') : t('wf.disabled')}</Badge></td>
                   <td><code>{w.triggerConfig.eventName}</code></td>
                   <td><ExecutionCount project={project} id={w.id} /></td>
                   <td>{formatDate(w.updatedAt)}</td>
                 </tr>
               ))}</tbody>
             </table></div>
-            <Pager where={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages}
+            <Pager where={t('ui.pageOf', { page, pages: list.data.totalPages })} hasPrev={page > 1} hasNext={page < list.data.totalPages}
               onPrev={() => setPage((p) => p - 1)} onNext={() => setPage((p) => p + 1)} />
           </>
         )}
@@ -84,7 +85,7 @@ export function WorkflowsPage({ project }: { project: Project }) {
 /** The total of a workflow's executions (the executions list's `total`), and a link to them. */
 function ExecutionCount({ project, id }: { project: Project; id: string }) {
   const q = useQuery({ queryKey: ['executions', project.id, id, 'count'], queryFn: () => get<ExecutionList>(`/workflows/${id}/executions?limit=1`, project.id) })
-  return <Link href={`/workflows/${id}/executions`}>{q.data ? formatNumber(q.data.total) : '…'}<span className="sr-only"> executions</span></Link>
+  return <Link href={`/workflows/${id}/executions`}>{q.data ? formatNumber(q.data.total) : '…'}<span className="sr-only">{t('wf.executionsSr')}</span></Link>
 }
 
 export { WorkflowEditor } from './editor'
