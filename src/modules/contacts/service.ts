@@ -129,7 +129,30 @@ export async function upsertMany(ctx: WriteCtx, db: Db, inputs: UpsertInput[], o
     if (existing.has(emails[index])) return
     try { fresh.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row }) } catch (err) { refuse(index, err) }
   })
-  const inserted = new Set((await repo.insertManyIfAbsent(store, db, fresh.map((f) => f.row))).map((r) => r.email))
+  const flips: Array<NewEvent | undefined> = new Array(inputs.length)
+  /** The update of each input whose contact exists (in `existing`): its outcome, and the rows to save. */
+  const plan = (indexes: Iterable<number>): ContactRow[] => {
+    const changed: ContactRow[] = []
+    for (const i of indexes) {
+      const row = existing.get(emails[i])
+      if (!row) throw new Error(`contact ${emails[i]} vanished during upsert`)
+      let p: ReturnType<typeof planUpdate>
+      try { p = planUpdate(row, inputs[i]) } catch (err) { refuse(i, err); continue }
+      const { set, flip } = p
+      if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
+      const next: ContactRow = { ...row, ...set, updatedAt: now }
+      changed.push(next)
+      contacts[i] = next
+      outcomes[i] = 'updated'
+      if (flip) flips[i] = subscriptionEvent(row.id, next.subscribed)
+    }
+    return changed
+  }
+  // The new contacts' insert and the known ones' update are independent: started together (on PostgreSQL
+  // one round trip for both).
+  const known = inputs.map((_, i) => i).filter((i) => outcomes[i] === undefined && existing.has(emails[i]))
+  const [insertedRows] = await Promise.all([repo.insertManyIfAbsent(store, db, fresh.map((f) => f.row)), repo.saveStates(store, db, plan(known))])
+  const inserted = new Set(insertedRows.map((r) => r.email))
   const retry: number[] = []
   for (const f of fresh) {
     if (inserted.has(f.row.email)) { outcomes[f.index] = 'created'; contacts[f.index] = f.row } else retry.push(f.index)
@@ -137,25 +160,9 @@ export async function upsertMany(ctx: WriteCtx, db: Db, inputs: UpsertInput[], o
   if (retry.length) {
     // Created by a concurrent writer since our read (PostgreSQL): update those like the others.
     for (const r of await repo.findByEmailsForUpdate(store, db, projectId, retry.map((i) => emails[i]))) existing.set(r.email, r)
+    await repo.saveStates(store, db, plan(retry))
   }
-  const newEvents: NewEvent[] = []
-  const changed: ContactRow[] = []
-  for (let i = 0; i < inputs.length; i++) {
-    if (outcomes[i]) continue
-    const row = existing.get(emails[i])
-    if (!row) throw new Error(`contact ${emails[i]} vanished during upsert`)
-    let plan: ReturnType<typeof planUpdate>
-    try { plan = planUpdate(row, inputs[i]) } catch (err) { refuse(i, err); continue }
-    const { set, flip } = plan
-    if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
-    const next: ContactRow = { ...row, ...set, updatedAt: now }
-    changed.push(next)
-    contacts[i] = next
-    outcomes[i] = 'updated'
-    if (flip) newEvents.push(subscriptionEvent(row.id, next.subscribed))
-  }
-  await repo.saveStates(store, db, changed)
-  const events = await appendEvents(ctx, db, newEvents)
+  const events = await appendEvents(ctx, db, flips.filter((e): e is NewEvent => e !== undefined))
   return { outcomes, refused, contacts, events }
 }
 
