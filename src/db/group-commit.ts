@@ -119,9 +119,10 @@ export class GroupCommit {
 
   /**
    * A write of its own on PostgreSQL: a transaction of its own, run again after a deadlock or serialization
-   * failure. Measured with bench/send.ts, sends (several statements each, awaited one after the other)
-   * went slower one after another in a shared transaction than in concurrent transactions of their own;
-   * writes that gain from sharing a transaction there are written as a `Batched` kind (runMany).
+   * failure. Measured with bench/send.ts, writes of several statements awaited one after the other (sends,
+   * before they were a `Batched` kind) went slower one after another in a shared transaction than in
+   * concurrent transactions of their own; writes that gain from sharing a transaction there are written as
+   * a `Batched` kind (runMany), with a few statements for the whole batch.
    */
   private async alone<T>(fn: (db: Db) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
