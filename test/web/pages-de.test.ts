@@ -1,4 +1,6 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { Worker } from '../../src/jobs/queue'
+import { workflowJobs } from '../../src/modules/workflows/jobs'
 import { en } from '../../web/i18n/en'
 import { de } from '../../web/i18n/de'
 import { chromiumAvailable, shot } from './browser'
@@ -108,6 +110,47 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     expect(englishOf(['wh.', 'whe.']).filter((e) => text.includes(e))).toEqual([])
     await shot(page, 'de-webhook-form-error-desktop-light')
     await d.a11y('webhook form with a field error, German')
+  })
+
+  test('a workflow: the graph editor, a condition step\'s panel and an execution\'s path in German', async () => {
+    const { page } = d
+    const wf = (await d.api('POST', '/workflows', { name: 'Onboarding', eventName: 'signup' })).body
+    const step = async (type: string, name: string, config: Record<string, unknown>, position: { x: number; y: number }) => {
+      const r = await d.api('POST', `/workflows/${wf.id}/steps`, { type, name, config, position })
+      expect(r.status).toBe(201)
+      return r.body.id as string
+    }
+    const delay = await step('DELAY', 'Wait a day', { amount: 1, unit: 'days' }, { x: 0, y: 160 })
+    const cond = await step('CONDITION', 'Big team?', { field: 'data.seats', operator: 'greaterThanOrEqual', value: 10 }, { x: 0, y: 320 })
+    const big = await step('EXIT', 'Big team', { reason: 'big' }, { x: -120, y: 500 })
+    const small = await step('EXIT', 'Small team', {}, { x: 120, y: 500 })
+    for (const [from, to, branch] of [[wf.steps[0].id, delay], [delay, cond], [cond, big, 'yes'], [cond, small, 'no']]) {
+      expect((await d.api('POST', `/workflows/${wf.id}/transitions`, { fromStepId: from, toStepId: to, ...(branch ? { branch } : {}) })).status).toBe(201)
+    }
+    const prefixes = ['wf.', 'wfe.', 'wfg.', 'wff.', 'wfc.', 'wfx.', 'wfo.']
+    await d.open(`/workflows/${wf.id}`)
+    await page.getByRole('heading', { name: 'Schritte', exact: true }).waitFor()
+    await page.getByText('Bei Ereignis „signup“').waitFor()
+    await page.getByText('1 Tag warten').waitFor()
+    await page.getByRole('group', { name: /Schritt Bedingung „Big team\?“/ }).click()
+    await page.getByTestId('condition-reads').getByText('Liest sich:').waitFor()
+    let text = (await page.locator('#main').textContent()) ?? ''
+    expect(englishOf(prefixes).filter((e) => text.includes(e))).toEqual([])
+    await shot(page, 'de-workflow-editor-desktop-light')
+    await d.a11y('workflow editor, a condition selected, German')
+    // A test run: it waits at the delay; its path and each step's output read in German.
+    expect((await d.api('POST', '/contacts', { email: 'wf-de@example.com' })).status).toBe(201)
+    expect((await d.api('POST', `/workflows/${wf.id}/executions`, { email: 'wf-de@example.com' })).status).toBe(201)
+    await new Worker(d.env.deps, workflowJobs).drain()
+    await d.open(`/workflows/${wf.id}/executions`)
+    await page.getByRole('heading', { name: 'Testlauf' }).waitFor()
+    await page.getByRole('button', { name: 'Weg zeigen' }).first().click()
+    await page.getByText('Von einem Testlauf gestartet').waitFor()
+    await page.getByText(/Wartet bis /).first().waitFor()
+    text = (await page.locator('#main').textContent()) ?? ''
+    expect(englishOf(prefixes).filter((e) => text.includes(e))).toEqual([])
+    await shot(page, 'de-workflow-executions-desktop-light')
+    await d.a11y('workflow executions, an execution open, German')
   })
 
   test('the domain page on a phone in the dark, and the tools page, in German', async () => {

@@ -1,7 +1,9 @@
 import { useId } from 'react'
 import { kindOf, opLabel } from '../segments/builder'
 import type { ConditionField, Values } from './forms'
+import { amountOf } from './graph'
 import { formatNumber } from '../../format'
+import { type MessageKey, t } from '../../i18n'
 
 /**
  * A CONDITION step's form for marketers: the field is picked by name from the project's
@@ -34,15 +36,13 @@ function operatorsOf(field: string, fields: ConditionField[]): string[] {
   return []
 }
 
-const NUMERIC_WORDS: Record<string, string> = {
-  greaterThan: 'is more than', lessThan: 'is less than', greaterThanOrEqual: 'is at least', lessThanOrEqual: 'is at most',
-}
+const NUMERIC_WORDS = new Set(['greaterThan', 'lessThan', 'greaterThanOrEqual', 'lessThanOrEqual'])
 
 /** The operator in words for a field (a field known to hold numbers gets plain number words). */
 export function operatorWords(field: string, op: string, fields: ConditionField[] = []): string {
   const kind = kindOfField(field)
   const types = (fields.find((f) => f.field === field) as (ConditionField & { types?: string[] }) | undefined)?.types
-  if (types?.length === 1 && types[0] === 'number' && NUMERIC_WORDS[op]) return NUMERIC_WORDS[op]
+  if (types?.length === 1 && types[0] === 'number' && NUMERIC_WORDS.has(op)) return t(`wfc.num.${op}` as MessageKey)
   return opLabel(kind === 'context' || kind === null ? 'data' : kind, op)
 }
 
@@ -61,33 +61,34 @@ export function valueTypeOf(field: string, op: string, fields: ConditionField[])
   return 'text'
 }
 
+const STANDARD = ['email', 'subscribed', 'createdAt', 'updatedAt', 'email.opened', 'email.clicked', 'email.bounced']
+
 /** A field's name in words: "plan", "Trigger event: amount", "Opened an email". */
 export function fieldWords(field: string, fields: ConditionField[] = []): string {
   const known = fields.find((f) => f.field === field)
-  if (field.startsWith('context.event.data.')) return `Trigger event: ${field.slice('context.event.data.'.length)}`
-  if (field === 'context.event.name') return 'Trigger event name'
-  if (field.startsWith('context.')) return `Test-run value: ${field.slice('context.'.length)}`
+  if (field.startsWith('context.event.data.')) return t('wfc.triggerValue', { name: field.slice('context.event.data.'.length) })
+  if (field === 'context.event.name') return t('wfc.triggerName')
+  if (field.startsWith('context.')) return t('wfc.testValue', { name: field.slice('context.'.length) })
+  // The standard fields in the viewer's language (the API names them in English).
+  if (STANDARD.includes(field)) return t(`wfc.field.${field}` as MessageKey)
   if (known && !field.startsWith('event.')) return known.label
   if (field.startsWith('data.')) return field.slice(5)
   if (field.startsWith('event.')) return `“${field.slice(6)}”`
-  const std: Record<string, string> = {
-    email: 'Email', subscribed: 'Subscribed', createdAt: 'Created at', updatedAt: 'Updated at',
-    'email.opened': 'Opened an email', 'email.clicked': 'Clicked a link in an email', 'email.bounced': 'An email bounced',
-  }
-  return std[field] ?? field
+  return field
 }
 
 /** A CONDITION's config in one line of words, for its node: "plan is “pro”", "“purchase” happened within the last 7 days". */
 export function conditionText(c: Record<string, unknown>, fields: ConditionField[] = []): string {
   const field = String(c.field ?? '')
   const op = String(c.operator ?? '')
-  if (!field || !op) return 'Not set up yet'
+  if (!field || !op) return t('wfc.notSetUp')
   const words = `${fieldWords(field, fields)} ${operatorWords(field, op, fields)}`
   if (NO_VALUE.has(op) || c.value === undefined) return words
   const v = c.value
-  const value = typeof v === 'boolean' ? (v ? 'yes' : 'no') : typeof v === 'number' ? formatNumber(v) : `“${String(v)}”`
-  const unit = WINDOWED.has(op) ? ` ${String(c.unit ?? 'days')}` : op === 'triggeredMoreThan' ? ' times' : ''
-  return `${words} ${value}${unit}`
+  const value = typeof v === 'boolean' ? (v ? t('wfg.branch.yes') : t('wfg.branch.no')) : typeof v === 'number' ? formatNumber(v) : t('wfc.quoted', { value: String(v) })
+  if (WINDOWED.has(op) && typeof v === 'number') return `${words} ${amountOf(v, String(c.unit ?? 'days'))}`
+  if (op === 'triggeredMoreThan' && typeof v === 'number') return `${words} ${t('wfc.times', { count: v })}`
+  return `${words} ${value}`
 }
 
 export function ConditionFields({ v, set, errorOf, fields }: {
@@ -99,11 +100,11 @@ export function ConditionFields({ v, set, errorOf, fields }: {
   const key = pick === EVENT_DATA ? field.slice('context.event.data.'.length) : pick === CONTEXT ? field.slice('context.'.length) : ''
   const contact = fields.filter((f) => !f.field.startsWith('context.'))
   const groups: Array<[string, ConditionField[]]> = [
-    ['Contact', contact.filter((f) => ['email', 'subscribed', 'date'].includes(f.kind))],
-    ['Contact fields', contact.filter((f) => f.kind === 'data')],
-    ['Email activity', contact.filter((f) => f.kind === 'emailActivity')],
-    ['Events of the contact', contact.filter((f) => f.kind === 'event')],
-    ['Segments', contact.filter((f) => f.kind === 'segment')],
+    [t('wfc.g.contact'), contact.filter((f) => ['email', 'subscribed', 'date'].includes(f.kind))],
+    [t('wfc.g.fields'), contact.filter((f) => f.kind === 'data')],
+    [t('wfc.g.activity'), contact.filter((f) => f.kind === 'emailActivity')],
+    [t('wfc.g.events'), contact.filter((f) => f.kind === 'event')],
+    [t('wfc.g.segments'), contact.filter((f) => f.kind === 'segment')],
   ]
   const listed = new Set(contact.map((f) => f.field))
   const ops = field ? operatorsOf(field, fields) : []
@@ -126,34 +127,34 @@ export function ConditionFields({ v, set, errorOf, fields }: {
   const fieldError = errorOf('config.field')
   return <>
     <div className="field">
-      <span><label htmlFor={`${id}-field`}>Check</label></span>
+      <span><label htmlFor={`${id}-field`}>{t('wfc.check')}</label></span>
       <select id={`${id}-field`} value={pick} onChange={(e) => choose(e.target.value)} aria-invalid={fieldError ? true : undefined} aria-describedby={fieldError ? `${id}-field-err` : undefined}>
-        <option value="">Choose what to check…</option>
+        <option value="">{t('wfc.choose')}</option>
         {groups.filter(([, fs]) => fs.length > 0).map(([title, fs]) => (
-          <optgroup key={title} label={title}>{fs.map((f) => <option key={f.field} value={f.field}>{f.kind === 'event' ? `Event “${f.label}”` : f.label}</option>)}</optgroup>
+          <optgroup key={title} label={title}>{fs.map((f) => <option key={f.field} value={f.field}>{f.kind === 'event' ? t('wfc.event', { name: f.label }) : fieldWords(f.field, fields)}</option>)}</optgroup>
         ))}
         {field && !listed.has(field) && pick !== EVENT_DATA && pick !== CONTEXT && field !== 'context.event.name' && <option value={field}>{fieldWords(field, fields)}</option>}
-        <optgroup label="This run">
-          <option value="context.event.name">Name of the trigger event</option>
-          <option value={EVENT_DATA}>A value of the trigger event…</option>
-          <option value={CONTEXT}>A value given to a test run…</option>
+        <optgroup label={t('wfc.thisRun')}>
+          <option value="context.event.name">{t('wfc.triggerEventName')}</option>
+          <option value={EVENT_DATA}>{t('wfc.triggerEventValue')}</option>
+          <option value={CONTEXT}>{t('wfc.testRunValue')}</option>
         </optgroup>
       </select>
       {fieldError && <span id={`${id}-field-err`} className="err">{fieldError}</span>}
     </div>
     {(pick === EVENT_DATA || pick === CONTEXT) && (
       <div className="field">
-        <span><label htmlFor={`${id}-key`}>{pick === EVENT_DATA ? 'Name of the event’s value' : 'Name of the value'}</label></span>
-        <input id={`${id}-key`} value={key} placeholder={pick === EVENT_DATA ? 'amount' : 'plan'} aria-describedby={`${id}-key-hint`}
+        <span><label htmlFor={`${id}-key`}>{pick === EVENT_DATA ? t('wfc.eventValueName') : t('wfc.valueName')}</label></span>
+        <input id={`${id}-key`} value={key} placeholder={pick === EVENT_DATA ? t('wfc.amountPlaceholder') : t('wfc.planPlaceholder')} aria-describedby={`${id}-key-hint`}
           onChange={(e) => set('field', `${pick === EVENT_DATA ? 'context.event.data.' : 'context.'}${e.target.value.trim()}`)} />
-        <span id={`${id}-key-hint`} className="hint">{pick === EVENT_DATA ? 'As the event was tracked, e.g. amount for {"amount": 120}' : 'As given in a test run’s values'}</span>
+        <span id={`${id}-key-hint`} className="hint">{pick === EVENT_DATA ? t('wfc.eventValueHint') : t('wfc.valueHint')}</span>
       </div>
     )}
     {ops.length > 0 && (
       <div className="field">
-        <span><label htmlFor={`${id}-op`}>Condition</label></span>
+        <span><label htmlFor={`${id}-op`}>{t('wfg.type.CONDITION')}</label></span>
         <select id={`${id}-op`} value={v.operator} onChange={(e) => setOp(e.target.value)} aria-invalid={errorOf('config.operator') ? true : undefined}>
-          {!ops.includes(v.operator) && <option value={v.operator}>Choose…</option>}
+          {!ops.includes(v.operator) && <option value={v.operator}>{t('wfc.chooseOp')}</option>}
           {ops.map((o) => <option key={o} value={o}>{operatorWords(field, o, fields)}</option>)}
         </select>
         {errorOf('config.operator') && <span className="err">{errorOf('config.operator')}</span>}
@@ -164,15 +165,15 @@ export function ConditionFields({ v, set, errorOf, fields }: {
     )}
     {WINDOWED.has(v.operator) && (
       <div className="field">
-        <span><label htmlFor={`${id}-unit`}>Unit</label></span>
+        <span><label htmlFor={`${id}-unit`}>{t('wff.unit')}</label></span>
         <select id={`${id}-unit`} value={v.unit || 'days'} onChange={(e) => set('unit', e.target.value)}>
-          <option value="minutes">minutes</option><option value="hours">hours</option><option value="days">days</option>
+          <option value="minutes">{t('b.unit.minutes')}</option><option value="hours">{t('b.unit.hours')}</option><option value="days">{t('b.unit.days')}</option>
         </select>
         {errorOf('config.unit') && <span className="err">{errorOf('config.unit')}</span>}
       </div>
     )}
-    {field && v.operator && <p className="small wf-reads" data-testid="condition-reads">Reads: <strong>{conditionText(conditionPreview(v, vtype), fields)}</strong></p>}
-    <p className="small muted">The “yes” way out is taken when the contact matches, “no” otherwise.</p>
+    {field && v.operator && <p className="small wf-reads" data-testid="condition-reads">{t('wfc.reads')} <strong>{conditionText(conditionPreview(v, vtype), fields)}</strong></p>}
+    <p className="small muted">{t('wfc.yesNo')}</p>
   </>
 }
 
@@ -188,7 +189,7 @@ function conditionPreview(v: Values, vtype: ValueType): Record<string, unknown> 
 
 function ValueInput({ vtype, op, v, set, error }: { vtype: ValueType; op: string; v: Values; set: (k: string, value: string) => void; error?: string }) {
   const id = useId()
-  const label = WINDOWED.has(op) ? 'How long' : op === 'triggeredMoreThan' ? 'Number of times' : 'Value'
+  const label = WINDOWED.has(op) ? t('wfc.howLong') : op === 'triggeredMoreThan' ? t('wfc.numberOfTimes') : t('wfc.value')
   const aria = { 'aria-invalid': error ? true : undefined, 'aria-describedby': error ? `${id}-err` : undefined } as const
   return (
     <div className="field">
@@ -196,7 +197,7 @@ function ValueInput({ vtype, op, v, set, error }: { vtype: ValueType; op: string
       {vtype === 'boolean'
         ? (
           <select id={id} value={v.value || 'true'} onChange={(e) => { set('value', e.target.value); set('vtype', 'boolean') }} {...aria}>
-            <option value="true">Yes</option><option value="false">No</option>
+            <option value="true">{t('contact.yes')}</option><option value="false">{t('contact.no')}</option>
           </select>
         )
         : <input id={id} type={vtype === 'number' ? 'number' : vtype === 'date' ? 'date' : 'text'} value={v.value} {...aria}

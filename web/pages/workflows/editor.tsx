@@ -11,11 +11,9 @@ import { Badge, ConfirmButton, ErrorBox, Field, fieldError, Loading, PageHead } 
 import { edgeTypes } from './edges'
 import { type ConditionField, FormFault, StepFields, toConfig, toValues, type Values } from './forms'
 import {
-  branchesOf, countsText, faultsByStep, nodeTypes, PALETTE, type Step, type StepCounts, type StepNode, summary, type Transition, TYPE_LABEL, type Workflow,
+  branchesOf, branchLabel, countsText, faultsByStep, nodeTypes, PALETTE, type Step, type StepCounts, type StepNode, summary, type Transition, typeLabel, type Workflow,
 } from './graph'
-import { formatNumber } from '../../format'
-
-const waitingWords = (n: number) => (n === 1 ? '1 contact' : `${formatNumber(n)} contacts`)
+import { t } from '../../i18n'
 
 const DRAG_TYPE = 'application/x-mailctl-step'
 
@@ -29,7 +27,7 @@ export function workflowQuery(projectId: string, id: string) {
 export function WorkflowEditor({ project, id }: { project: Project; id: string }) {
   const wf = useQuery(workflowQuery(project.id, id))
   if (wf.isPending) return <Loading />
-  if (wf.error) return <><ErrorBox error={wf.error} /><Link href="/workflows">All workflows</Link></>
+  if (wf.error) return <><ErrorBox error={wf.error} /><Link href="/workflows">{t('wfe.all')}</Link></>
   return <ReactFlowProvider><Editor project={project} wf={wf.data} /></ReactFlowProvider>
 }
 
@@ -49,7 +47,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   const stats = useQuery({ queryKey: ['workflow-stats', project.id, wf.id], queryFn: () => get<{ data: StepCounts[] }>(`/workflows/${wf.id}/stats`, project.id), refetchInterval: 15_000 })
   const allFields = useMemo(() => [...(fields.data?.contact ?? []), ...(fields.data?.event ?? [])], [fields.data])
   const countsOf = useMemo(() => new Map((stats.data?.data ?? []).map((c) => [c.stepId, c])), [stats.data])
-  const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
+  const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((tp) => [tp.id, tp.name])), [templates.data])
   const faults = useMemo(() => faultsByStep(faultError), [faultError])
   const steps = useMemo(() => [...wf.steps, ...drafts], [wf.steps, drafts])
   const byId = useMemo(() => new Map(steps.map((s) => [s.id, s])), [steps])
@@ -66,18 +64,20 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
     const counts = countsOf.get(s.id)
     return {
       id: s.id, type: 'step', position: s.position, selected: s.id === selId, deletable: s.type !== 'TRIGGER',
-      data: { step: s, draft, faults: f, counts, text: draft ? 'Set it up in the panel' : summary(s.type, s.config, tplNames, allFields) },
-      ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”${draft ? ', not saved' : ''}${f ? `, ${f.length} problem${f.length > 1 ? 's' : ''}` : ''}${counts ? `: ${countsText(counts)}` : ''}`,
+      data: { step: s, draft, faults: f, counts, text: draft ? t('wfe.setUpInPanel') : summary(s.type, s.config, tplNames, allFields) },
+      ariaLabel: `${t('wfe.stepLabel', { type: typeLabel(s.type), name: s.name })}${draft ? t('wfe.notSaved') : ''}${f ? `, ${t('wfg.problems', { count: f.length })}` : ''}${counts ? `: ${countsText(counts)}` : ''}`,
       className: `step-${s.type.toLowerCase()}`,
     }
   }), [steps, faults, selId, tplNames, countsOf, allFields])
   const [nodes, setNodes] = useState<StepNode[]>(build)
   useEffect(() => setNodes(build()), [build])
 
-  const edges = useMemo((): Edge[] => wf.transitions.map((t) => ({
-    id: t.id, type: 'routed', source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? null, label: t.branch ?? undefined,
-    className: t.branch ? `b-${t.branch}` : undefined, selected: t.id === selId, markerEnd: { type: MarkerType.ArrowClosed },
-    ariaLabel: `From “${byId.get(t.fromStepId)?.name}” to “${byId.get(t.toStepId)?.name}”${t.branch ? ` on ${t.branch}` : ''}`,
+  const edges = useMemo((): Edge[] => wf.transitions.map((tr) => ({
+    id: tr.id, type: 'routed', source: tr.fromStepId, target: tr.toStepId, sourceHandle: tr.branch ?? null, label: tr.branch ? branchLabel(tr.branch) : undefined,
+    className: tr.branch ? `b-${tr.branch}` : undefined, selected: tr.id === selId, markerEnd: { type: MarkerType.ArrowClosed },
+    ariaLabel: tr.branch
+      ? t('wfe.fromToOn', { from: byId.get(tr.fromStepId)?.name ?? '', to: byId.get(tr.toStepId)?.name ?? '', branch: branchLabel(tr.branch) })
+      : t('wfe.fromTo', { from: byId.get(tr.fromStepId)?.name ?? '', to: byId.get(tr.toStepId)?.name ?? '' }),
   })), [wf.transitions, selId, byId])
 
   const onNodesChange = useCallback((changes: NodeChange<StepNode>[]) => {
@@ -91,7 +91,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   }, [])
 
   const addDraft = (type: string, position: { x: number; y: number }) => {
-    const label = PALETTE.find((p) => p.type === type)?.label ?? type
+    const label = typeLabel(type)
     const step: Step = { id: `draft-${++draftSeq.current}`, type, name: label, config: {}, position }
     setDrafts((d) => [...d, step])
     setSelId(step.id)
@@ -120,7 +120,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   const connect = async (c: Connection) => {
     setActionError(null)
     if (c.source.startsWith('draft-') || c.target.startsWith('draft-')) {
-      setActionError(new Error('Save the new step first (its panel on the right), then connect it.'))
+      setActionError(new Error(t('wfe.saveFirst')))
       return
     }
     try {
@@ -152,22 +152,22 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
   })
 
   const selStep = selId ? byId.get(selId) : undefined
-  const selEdge = selId ? wf.transitions.find((t) => t.id === selId) : undefined
+  const selEdge = selId ? wf.transitions.find((tr) => tr.id === selId) : undefined
   const faultCount = faults.byStep.size
   return (
     <div className="wf-page">
       <PageHead title={wf.name}>
-        <Badge status={wf.enabled ? 'ok' : 'pending'}>{wf.enabled ? 'Enabled' : 'Disabled'}</Badge>
-        <Link className="button secondary" href={`/workflows/${wf.id}/executions`}>Executions and test run</Link>
+        <Badge status={wf.enabled ? 'ok' : 'pending'}>{wf.enabled ? t('wf.enabled') : t('wf.disabled')}</Badge>
+        <Link className="button secondary" href={`/workflows/${wf.id}/executions`}>{t('wfe.executionsLink')}</Link>
         <button type="button" className={wf.enabled ? 'secondary' : undefined} onClick={() => enable.mutate(!wf.enabled)} disabled={enable.isPending}>
-          {wf.enabled ? 'Disable' : 'Enable'}
+          {wf.enabled ? t('wfe.disable') : t('wfe.enable')}
         </button>
       </PageHead>
-      <p className="small muted"><Link href="/workflows">← All workflows</Link> · starts on the event “{wf.triggerConfig.eventName}”{wf.enabled && ' · while enabled, every edit must keep the graph valid'}</p>
+      <p className="small muted"><Link href="/workflows">← {t('wfe.all')}</Link> · {t('wfe.startsOn', { event: wf.triggerConfig.eventName })}{wf.enabled && ` · ${t('wfe.keepValid')}`}</p>
       {enable.error && (
         <div className="alert error" role="alert">
           {faultCount
-            ? <>The workflow cannot be enabled: {faultCount === 1 ? 'a step needs' : `${faultCount} steps need`} attention (highlighted in red). Select a step to see what is wrong; after fixing, press Enable again to check.</>
+            ? t('wfe.cannotEnable', { count: faultCount })
             : enable.error.message}
           {faults.other.length > 0 && <ul>{faults.other.map((f) => <li key={f.field + f.message}>{f.message}</li>)}</ul>}
         </div>
@@ -175,21 +175,21 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
       <ErrorBox error={actionError} />
       <div className="wf-editor">
         <section className="wf-palette" aria-labelledby="palette-h">
-          <h2 id="palette-h">Steps</h2>
-          <p className="small muted">Drag a step onto the canvas, or press it to add it below the last one.</p>
+          <h2 id="palette-h">{t('wfe.steps')}</h2>
+          <p className="small muted">{t('wfe.paletteHint')}</p>
           <ul>
             {PALETTE.map((p) => (
               <li key={p.type}>
-                <button type="button" className={`wf-chip t-${p.type.toLowerCase()}`} draggable title={p.hint}
+                <button type="button" className={`wf-chip t-${p.type.toLowerCase()}`} draggable title={p.hint()}
                   onDragStart={(e) => { e.dataTransfer.setData(DRAG_TYPE, p.type); e.dataTransfer.effectAllowed = 'move' }}
                   onClick={() => addBelow(p.type)}>
-                  {p.label}
+                  {p.label()}
                 </button>
               </li>
             ))}
           </ul>
         </section>
-        <section className="wf-canvas" aria-label="Workflow graph" onDrop={onDrop} onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move' }}>
+        <section className="wf-canvas" aria-label={t('wfe.graph')} onDrop={onDrop} onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move' }}>
           <ReactFlow<StepNode, Edge>
             nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} onNodesChange={onNodesChange}
             onNodeDragStop={(_, n) => savePosition(n.id, n.position)}
@@ -202,10 +202,10 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
             fitView={fitAtStart} defaultViewport={{ x: 160, y: 40, zoom: 1 }} fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2}
           >
             <Background />
-            <Controls aria-label="Zoom and fit" />
+            <Controls aria-label={t('wfe.zoom')} />
           </ReactFlow>
         </section>
-        <aside className="wf-panel" aria-label="Selected step">
+        <aside className="wf-panel" aria-label={t('wfe.selected')}>
           {selStep
             ? <StepPanel key={selStep.id} project={project} wf={wf} step={selStep} steps={wf.steps} faults={faults.byStep.get(selStep.id)} counts={countsOf.get(selStep.id)}
                 templates={templates.data?.data ?? []} fields={[...(fields.data?.contact ?? []), ...(fields.data?.event ?? [])]}
@@ -216,11 +216,13 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
                   refresh()
                 }}
                 onDelete={() => removeStep(selStep.id)} onFault={(err) => { if (faultsByStep(err).byStep.size) setFaultError(err) }} />
-            : selEdge
+            : selEdge !== undefined
               ? <div className="card">
-                  <h2>Connection</h2>
-                  <p>From “{byId.get(selEdge.fromStepId)?.name}” to “{byId.get(selEdge.toStepId)?.name}”{selEdge.branch && <> on the <strong>{selEdge.branch}</strong> branch</>}.</p>
-                  <button type="button" className="danger" onClick={() => { removeTransition(selEdge.id); setSelId(null) }}>Delete the connection</button>
+                  <h2>{t('wfe.connection')}</h2>
+                  <p>{selEdge.branch
+                    ? t('wfe.fromToOnBranch', { from: byId.get(selEdge.fromStepId)?.name ?? '', to: byId.get(selEdge.toStepId)?.name ?? '', branch: branchLabel(selEdge.branch) })
+                    : `${t('wfe.fromTo', { from: byId.get(selEdge.fromStepId)?.name ?? '', to: byId.get(selEdge.toStepId)?.name ?? '' })}.`}</p>
+                  <button type="button" className="danger" onClick={() => { removeTransition(selEdge.id); setSelId(null) }}>{t('wfe.deleteConnection')}</button>
                 </div>
               : <WorkflowPanel project={project} wf={wf} />}
         </aside>
@@ -244,17 +246,17 @@ function WorkflowPanel({ project, wf }: { project: Project; wf: Workflow }) {
   }
   return (
     <form className="card" onSubmit={submit} noValidate>
-      <h2>Workflow</h2>
-      <p className="small muted">Select a step to edit it; connect a step by dragging from its bottom dot to the top of the next one.</p>
+      <h2>{t('wfe.workflow')}</h2>
+      <p className="small muted">{t('wfe.workflowHint')}</p>
       <ErrorBox error={save.error ?? remove.error} shown={['name', 'eventName', 'triggerConfig', 'description']} />
-      {save.isSuccess && <div className="alert ok" role="status">Saved.</div>}
-      <Field label="Name" name="name" defaultValue={wf.name} error={fieldError(save.error, 'name')} />
-      <Field label="Trigger event" name="eventName" defaultValue={wf.triggerConfig.eventName} hint="A tracked event, or email.*, contact.subscribed, segment.<slug>.entry…" error={fieldError(save.error, 'eventName') ?? fieldError(save.error, 'triggerConfig')} />
-      <Field label="Description" name="description" defaultValue={wf.description ?? ''} error={fieldError(save.error, 'description')} />
-      <div className="check"><input id="wf-reentry" name="allowReentry" type="checkbox" defaultChecked={wf.allowReentry} /><label htmlFor="wf-reentry">A contact may enter again after finishing</label></div>
+      {save.isSuccess && <div className="alert ok" role="status">{t('ui.saved')}</div>}
+      <Field label={t('wf.name')} name="name" defaultValue={wf.name} error={fieldError(save.error, 'name')} />
+      <Field label={t('wf.trigger')} name="eventName" defaultValue={wf.triggerConfig.eventName} hint={t('wfe.triggerHint')} error={fieldError(save.error, 'eventName') ?? fieldError(save.error, 'triggerConfig')} />
+      <Field label={t('wfe.description')} name="description" defaultValue={wf.description ?? ''} error={fieldError(save.error, 'description')} />
+      <div className="check"><input id="wf-reentry" name="allowReentry" type="checkbox" defaultChecked={wf.allowReentry} /><label htmlFor="wf-reentry">{t('wfe.reentry')}</label></div>
       <div className="row">
-        <button type="submit" disabled={save.isPending}>Save</button>
-        <ConfirmButton label="Delete workflow" confirm="Delete it?" onConfirm={() => remove.mutate()} busy={remove.isPending} />
+        <button type="submit" disabled={save.isPending}>{t('ui.save')}</button>
+        <ConfirmButton label={t('wfe.deleteWorkflow')} confirm={t('wfe.deleteIt')} onConfirm={() => remove.mutate()} busy={remove.isPending} />
       </div>
     </form>
   )
@@ -296,32 +298,32 @@ function StepPanel({ project, wf, step, steps, faults, counts, templates, fields
   const outs = branchesOf(step.type)
   return (
     <div className="card">
-      <h2>{TYPE_LABEL[step.type] ?? step.type}{draft ? ' (new)' : ''}</h2>
+      <h2>{typeLabel(step.type)}{draft ? t('wfe.new') : ''}</h2>
       {faults && faults.length > 0 && (
         <div className="alert error" role="alert" data-testid="step-faults">
-          <strong>This step stops the workflow from running:</strong>
+          <strong>{t('wfe.stops')}</strong>
           <ul>{faults.map((f) => <li key={f}>{f}</li>)}</ul>
         </div>
       )}
-      {draft && <p className="small muted">Set it up and add it; then connect it to the other steps.</p>}
+      {draft && <p className="small muted">{t('wfe.draftHint')}</p>}
       <form onSubmit={submit} noValidate>
         <ErrorBox error={save.error} shown={shown} />
-        {local && <div className="alert error" role="alert">Check the highlighted field.</div>}
-        {save.isSuccess && !draft && <div className="alert ok" role="status">Saved.{delayWaiting > 0 && ` ${waitingWords(delayWaiting)} already waiting ${delayWaiting === 1 ? 'keeps the time it was' : 'keep the time they were'} given.`}</div>}
+        {local && <div className="alert error" role="alert">{t('ui.checkFields', { count: 1 })}</div>}
+        {save.isSuccess && !draft && <div className="alert ok" role="status">{t('ui.saved')}{delayWaiting > 0 && ` ${t('wfe.delaySaved', { count: delayWaiting })}`}</div>}
         {delayChanged && delayWaiting > 0 && !save.isPending && (
           <div className="alert warn" role="status" data-testid="delay-change">
-            {waitingWords(delayWaiting)} {delayWaiting === 1 ? 'is' : 'are'} waiting at this step now. {delayWaiting === 1 ? 'It keeps' : 'They keep'} the time {delayWaiting === 1 ? 'it was' : 'they were'} given; the new delay applies to contacts who reach this step after you save.
+            {t('wfe.delayChange', { count: delayWaiting })}
           </div>
         )}
-        <Field label="Step name" value={name} onChange={(e) => setName(e.target.value)} error={errorOf('name')} />
+        <Field label={t('wfe.stepName')} value={name} onChange={(e) => setName(e.target.value)} error={errorOf('name')} />
         {step.type === 'TRIGGER'
-          ? <Field label="Trigger event" value={values.eventName ?? String(step.config.eventName ?? '')} onChange={(e) => setValues((v) => ({ ...v, eventName: e.target.value }))} hint="The event that starts an execution for its contact" error={fieldError(save.error, 'eventName')} />
+          ? <Field label={t('wf.trigger')} value={values.eventName ?? String(step.config.eventName ?? '')} onChange={(e) => setValues((v) => ({ ...v, eventName: e.target.value }))} hint={t('wfe.triggerStepHint')} error={fieldError(save.error, 'eventName')} />
           : <StepFields type={step.type} v={values} set={(k, x) => setValues((v) => ({ ...v, [k]: x }))} errorOf={errorOf} templates={templates} fields={fields} />}
         <div className="row">
-          <button type="submit" disabled={save.isPending}>{draft ? 'Add step' : 'Save step'}</button>
+          <button type="submit" disabled={save.isPending}>{draft ? t('wfe.addStep') : t('wfe.saveStep')}</button>
           {draft
-            ? <button type="button" className="secondary" onClick={onDelete}>Discard</button>
-            : step.type !== 'TRIGGER' && <ConfirmButton label="Delete step" confirm="Delete it and its connections?" onConfirm={onDelete} />}
+            ? <button type="button" className="secondary" onClick={onDelete}>{t('wfe.discard')}</button>
+            : step.type !== 'TRIGGER' && <ConfirmButton label={t('wfe.deleteStep')} confirm={t('wfe.deleteStepConfirm')} onConfirm={onDelete} />}
         </div>
       </form>
       {!draft && outs && outs.length === 0 ? null : !draft && (
@@ -339,7 +341,7 @@ function Ways({ project, wf, step, steps, branches, onFault, onDone }: {
   const targets = steps.filter((s) => s.type !== 'TRIGGER' && s.id !== step.id)
   const change = async (branch: string | null, to: string) => {
     setError(null)
-    const old = wf.transitions.find((t) => t.fromStepId === step.id && (branch ? t.branch === branch : true))
+    const old = wf.transitions.find((tr) => tr.fromStepId === step.id && (branch ? tr.branch === branch : true))
     try {
       if (old) await del(`/workflows/${wf.id}/transitions/${old.id}`, project.id)
       if (to) await post(`/workflows/${wf.id}/transitions`, { fromStepId: step.id, toStepId: to, ...(branch ? { branch } : {}) }, project.id)
@@ -351,17 +353,17 @@ function Ways({ project, wf, step, steps, branches, onFault, onDone }: {
   }
   return (
     <div className="wf-ways">
-      <h3>Next step</h3>
+      <h3>{t('wfe.nextStep')}</h3>
       <ErrorBox error={error} />
       {(branches ?? [null]).map((b) => {
-        const cur = wf.transitions.find((t) => t.fromStepId === step.id && (b ? t.branch === b : true))
+        const cur = wf.transitions.find((tr) => tr.fromStepId === step.id && (b ? tr.branch === b : true))
         const id = `way-${step.id}-${b ?? 'next'}`
         return (
           <div className="field" key={b ?? 'next'}>
-            <span><label htmlFor={id}>{b ? `On “${b}”` : 'Then'}</label></span>
+            <span><label htmlFor={id}>{b ? t('wfe.on', { branch: branchLabel(b) }) : t('wfe.then')}</label></span>
             <select id={id} value={cur?.toStepId ?? ''} onChange={(e) => change(b, e.target.value)}>
-              <option value="">{b === 'timeout' ? 'Nothing (only with a timeout)' : 'Nothing yet'}</option>
-              {targets.map((s) => <option key={s.id} value={s.id}>{s.name} ({TYPE_LABEL[s.type] ?? s.type})</option>)}
+              <option value="">{b === 'timeout' ? t('wfe.nothingTimeout') : t('wfe.nothingYet')}</option>
+              {targets.map((s) => <option key={s.id} value={s.id}>{s.name} ({typeLabel(s.type)})</option>)}
             </select>
           </div>
         )

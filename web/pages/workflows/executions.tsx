@@ -9,9 +9,24 @@ import { edgeTypes } from './edges'
 import { workflowQuery } from './editor'
 import type { ConditionField } from './forms'
 import { StepOutput } from './outputs'
-import { EXECUTION_STATUSES, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, TYPE_LABEL, type Workflow } from './graph'
+import { branchLabel, EXECUTION_STATUSES, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, typeLabel, type Workflow } from './graph'
+import { type MessageKey, t } from '../../i18n'
 
 const TONE: Record<string, string> = { COMPLETED: 'ok', EXITED: 'ok', RUNNING: 'pending', WAITING: 'pending', FAILED: 'failed', CANCELLED: 'cancelled' }
+
+/** An execution's or a step run's status in words ("not reached" without one). */
+function statusText(status: string | undefined): string {
+  if (!status) return t('wfx.notReached')
+  return (EXECUTION_STATUSES as readonly string[]).includes(status) ? t(`wfx.st.${status}` as MessageKey) : status.toLowerCase()
+}
+
+/** What an execution waits for, in words. */
+function waitingText(w: NonNullable<Execution['waitingFor']>): string {
+  if (w.eventName && w.until) return t('wfx.waitingForUntil', { event: w.eventName, until: formatDate(w.until) })
+  if (w.eventName) return t('wfx.waitingFor', { event: w.eventName })
+  if (w.until) return t('wfx.waitingUntil', { until: formatDate(w.until) })
+  return t('wfx.waiting')
+}
 
 /** A workflow's executions by status, one execution's path through the graph with each step's output, and a test run. */
 export function WorkflowExecutions({ project, id }: { project: Project; id: string }) {
@@ -33,48 +48,48 @@ export function WorkflowExecutions({ project, id }: { project: Project; id: stri
   const rows = list.data?.pages.flatMap((p) => p.data) ?? []
   const total = list.data?.pages[0]?.total
   if (wf.isPending) return <Loading />
-  if (wf.error) return <><ErrorBox error={wf.error} /><Link href="/workflows">All workflows</Link></>
+  if (wf.error) return <><ErrorBox error={wf.error} /><Link href="/workflows">{t('wfe.all')}</Link></>
   return (
     <div>
-      <PageHead title={`${wf.data.name}: executions`}>
-        <Link className="button secondary" href={`/workflows/${id}`}>Edit the graph</Link>
-        <ConfirmButton label="Cancel all" confirm="Cancel every running or waiting execution?" onConfirm={() => cancelAll.mutate()} busy={cancelAll.isPending} />
+      <PageHead title={t('wfx.title', { name: wf.data.name })}>
+        <Link className="button secondary" href={`/workflows/${id}`}>{t('wfx.editGraph')}</Link>
+        <ConfirmButton label={t('wfx.cancelAll')} confirm={t('wfx.cancelAllConfirm')} onConfirm={() => cancelAll.mutate()} busy={cancelAll.isPending} />
       </PageHead>
-      <p className="small muted"><Link href="/workflows">← All workflows</Link> · {wf.data.enabled ? 'enabled' : 'disabled'} · starts on “{wf.data.triggerConfig.eventName}”</p>
+      <p className="small muted"><Link href="/workflows">← {t('wfe.all')}</Link> · {wf.data.enabled ? t('wfx.enabled') : t('wfx.disabled')} · {t('wfx.startsOn', { event: wf.data.triggerConfig.eventName })}</p>
       <ErrorBox error={cancelAll.error} />
-      {cancelAll.data && <div className="alert ok" role="status">{cancelAll.data.cancelled} execution{cancelAll.data.cancelled === 1 ? '' : 's'} cancelled.</div>}
+      {cancelAll.data && <div className="alert ok" role="status">{t('wfx.cancelled', { count: cancelAll.data.cancelled })}</div>}
       <TestRun project={project} wf={wf.data} onStarted={(e) => { invalidate(); setOpen(e.id) }} />
       <div className="card">
         <div className="row wf-filter">
-          <div className="field"><span><label htmlFor="ex-status">Status</label></span>
+          <div className="field"><span><label htmlFor="ex-status">{t('wf.status')}</label></span>
             <select id="ex-status" value={status} onChange={(e) => setStatus(e.target.value)}>
-              <option value="">All</option>
-              {EXECUTION_STATUSES.map((s) => <option key={s} value={s}>{s.toLowerCase()}</option>)}
+              <option value="">{t('ui.all')}</option>
+              {EXECUTION_STATUSES.map((s) => <option key={s} value={s}>{t(`wfx.st.${s}` as MessageKey)}</option>)}
             </select>
           </div>
-          <button type="button" className="secondary" onClick={invalidate}>Refresh</button>
+          <button type="button" className="secondary" onClick={invalidate}>{t('wfx.refresh')}</button>
         </div>
         {list.isPending && <Loading />}
         <ErrorBox error={list.error} />
         {list.data && rows.length === 0 && (status
-          ? <Empty title={`No ${status.toLowerCase()} executions`}>Choose another status.</Empty>
-          : <Empty title="No executions yet">{wf.data.enabled ? `Track the event “${wf.data.triggerConfig.eventName}” for a contact, or start a test run above.` : 'Enable the workflow, or start a test run above.'}</Empty>)}
+          ? <Empty title={t('wfx.noneOf', { status: t(`wfx.st.${status}` as MessageKey) })}>{t('wf.otherStatus')}</Empty>
+          : <Empty title={t('wfx.none')}>{wf.data.enabled ? t('wfx.noneEnabled', { event: wf.data.triggerConfig.eventName }) : t('wfx.noneDisabled')}</Empty>)}
         {rows.length > 0 && (
           <>
-            <p className="small muted">{total !== undefined && `${total} execution${total === 1 ? '' : 's'}`}</p>
+            <p className="small muted">{total !== undefined && t('wfx.count', { count: total })}</p>
             <div className="table-wrap"><table>
-              <thead><tr><th scope="col">Contact</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Now at</th><th scope="col"><span className="sr-only">Actions</span></th></tr></thead>
+              <thead><tr><th scope="col">{t('wfc.g.contact')}</th><th scope="col">{t('wf.status')}</th><th scope="col">{t('wfx.started')}</th><th scope="col">{t('wfx.nowAt')}</th><th scope="col"><span className="sr-only">{t('wfx.actions')}</span></th></tr></thead>
               <tbody>{rows.map((e) => (
                 <tr key={e.id} aria-selected={open === e.id ? true : undefined} className={open === e.id ? 'current' : undefined}>
                   <td><ContactName project={project} id={e.contactId} /></td>
                   <td><Badge status={TONE[e.status] ?? ''}>{e.status}</Badge>{e.exitReason && <span className="small muted"> {e.exitReason}</span>}</td>
                   <td>{formatDate(e.startedAt)}</td>
-                  <td>{e.currentStepId ? wf.data.steps.find((s) => s.id === e.currentStepId)?.name ?? '—' : '—'}{e.waitingFor?.eventName && <span className="small muted"> (waits for “{e.waitingFor.eventName}”)</span>}</td>
-                  <td><button type="button" className="secondary small" onClick={() => setOpen(open === e.id ? null : e.id)} aria-expanded={open === e.id}>{open === e.id ? 'Hide path' : 'Show path'}</button></td>
+                  <td>{e.currentStepId ? wf.data.steps.find((s) => s.id === e.currentStepId)?.name ?? '—' : '—'}{e.waitingFor?.eventName && <span className="small muted"> {t('wfx.waitsFor', { event: e.waitingFor.eventName })}</span>}</td>
+                  <td><button type="button" className="secondary small" onClick={() => setOpen(open === e.id ? null : e.id)} aria-expanded={open === e.id}>{open === e.id ? t('wfx.hidePath') : t('wfx.showPath')}</button></td>
                 </tr>
               ))}</tbody>
             </table></div>
-            {list.hasNextPage && <button type="button" className="secondary" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>Load more</button>}
+            {list.hasNextPage && <button type="button" className="secondary" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>{t('wfx.loadMore')}</button>}
           </>
         )}
       </div>
@@ -122,17 +137,17 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
   const e = ex.data
   const runs = e.steps ?? []
   const waitingAt = e.currentStepId ? wf.steps.find((s) => s.id === e.currentStepId) : undefined
-  const name = (stepId: string) => wf.steps.find((s) => s.id === stepId)?.name ?? 'a deleted step'
+  const name = (stepId: string) => wf.steps.find((s) => s.id === stepId)?.name ?? t('wfx.deletedStep')
   return (
     <section className="card" aria-labelledby="ex-h">
       <div className="head">
-        <h2 id="ex-h">Execution <Badge status={TONE[e.status] ?? ''}>{e.status}</Badge></h2>
+        <h2 id="ex-h">{t('wfx.execution')} <Badge status={TONE[e.status] ?? ''}>{e.status}</Badge></h2>
         <div className="row">
           {e.status === 'WAITING' && e.waitingFor?.until && (
-            <button type="button" onClick={() => skip.mutate()} disabled={skip.isPending} aria-describedby="ex-skip-hint">Continue now</button>
+            <button type="button" onClick={() => skip.mutate()} disabled={skip.isPending} aria-describedby="ex-skip-hint">{t('wfx.continueNow')}</button>
           )}
-          {(e.status === 'RUNNING' || e.status === 'WAITING') && <button type="button" className="danger" onClick={() => cancel.mutate()} disabled={cancel.isPending}>Cancel this execution</button>}
-          <button type="button" className="secondary" onClick={() => ex.refetch()}>Refresh</button>
+          {(e.status === 'RUNNING' || e.status === 'WAITING') && <button type="button" className="danger" onClick={() => cancel.mutate()} disabled={cancel.isPending}>{t('wfx.cancelThis')}</button>}
+          <button type="button" className="secondary" onClick={() => ex.refetch()}>{t('wfx.refresh')}</button>
         </div>
       </div>
       <ErrorBox error={cancel.error ?? skip.error} />
@@ -140,29 +155,29 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
         <p id="ex-skip-hint" className="small">
           {e.waitingFor?.until
             ? waitingAt?.type === 'DELAY'
-              ? 'Continue now skips the rest of this delay: the next step runs at once.'
-              : `Continue now stops waiting for “${e.waitingFor.eventName ?? ''}” and goes the “timeout” way.`
-            : `It waits for “${e.waitingFor?.eventName ?? ''}” with no time limit: track that event for the contact to go on.`}
+              ? t('wfx.skipDelay')
+              : t('wfx.skipWait', { event: e.waitingFor.eventName ?? '' })
+            : t('wfx.noLimit', { event: e.waitingFor?.eventName ?? '' })}
         </p>
       )}
       <p className="small muted">
-        <ContactName project={project} id={e.contactId} /> · started {formatDate(e.startedAt)}{e.finishedAt && ` · ended ${formatDate(e.finishedAt)}`}
-        {e.exitReason && ` · exit reason: ${e.exitReason}`}
-        {e.waitingFor && ` · waiting${e.waitingFor.eventName ? ` for “${e.waitingFor.eventName}”` : ''}${e.waitingFor.until ? ` until ${formatDate(e.waitingFor.until)}` : ''}`}
+        <ContactName project={project} id={e.contactId} /> · {t('wfx.startedAt', { at: formatDate(e.startedAt) })}{e.finishedAt && ` · ${t('wfx.endedAt', { at: formatDate(e.finishedAt) })}`}
+        {e.exitReason && ` · ${t('wfx.exitReason', { reason: e.exitReason })}`}
+        {e.waitingFor && ` · ${waitingText(e.waitingFor)}`}
       </p>
       {e.error && <div className="alert error">{e.error}</div>}
       <ReactFlowProvider><PathGraph projectId={project.id} wf={wf} e={e} /></ReactFlowProvider>
       <div className="table-wrap"><table className="stacked">
-        <caption className="sr-only">Steps this execution ran, in order</caption>
-        <thead><tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">What happened</th><th scope="col">Started</th><th scope="col">Finished</th></tr></thead>
-        <tbody>{runs.length === 0 && <tr><td colSpan={5} className="muted">No step has run yet: the job worker picks the execution up within moments.</td></tr>}
+        <caption className="sr-only">{t('wfx.caption')}</caption>
+        <thead><tr><th scope="col">{t('wfx.step')}</th><th scope="col">{t('wf.status')}</th><th scope="col">{t('wfx.what')}</th><th scope="col">{t('wfx.started')}</th><th scope="col">{t('wfx.finished')}</th></tr></thead>
+        <tbody>{runs.length === 0 && <tr><td colSpan={5} className="muted">{t('wfx.noStep')}</td></tr>}
           {runs.map((r) => (
           <tr key={r.id}>
-            <td data-label="Step: ">{name(r.stepId)} <span className="small muted">{TYPE_LABEL[r.stepType] ?? r.stepType}</span></td>
-            <td data-label="Status: "><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{r.status}</Badge></td>
-            <td data-label="What happened: "><StepOutput run={r} /></td>
-            <td data-label="Started: ">{formatDate(r.startedAt)}</td>
-            <td data-label="Finished: ">{formatDate(r.finishedAt)}</td>
+            <td data-label={`${t('wfx.step')}: `}>{name(r.stepId)} <span className="small muted">{typeLabel(r.stepType)}</span></td>
+            <td data-label={`${t('wf.status')}: `}><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{r.status}</Badge></td>
+            <td data-label={`${t('wfx.what')}: `}><StepOutput run={r} /></td>
+            <td data-label={`${t('wfx.started')}: `}>{formatDate(r.startedAt)}</td>
+            <td data-label={`${t('wfx.finished')}: `}>{formatDate(r.finishedAt)}</td>
           </tr>
         ))}</tbody>
       </table></div>
@@ -178,36 +193,36 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
 function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: Execution }) {
   const runs = e.steps ?? []
   const templates = useQuery({ queryKey: ['templates', projectId, 'all'], queryFn: () => get<{ data: Array<{ id: string; name: string }> }>('/templates?pageSize=100', projectId) })
-  const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((t) => [t.id, t.name])), [templates.data])
+  const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((tp) => [tp.id, tp.name])), [templates.data])
   const fields = useQuery({ queryKey: ['workflow-fields', projectId], queryFn: () => get<{ contact: ConditionField[]; event: ConditionField[] }>('/workflows/fields', projectId) })
   const statusOf = new Map(runs.map((r) => [r.stepId, r.status]))
   const taken = new Set<string>()
   for (let i = 0; i + 1 < runs.length; i++) {
     const from = runs[i]
-    const cands = wf.transitions.filter((t) => t.fromStepId === from.stepId && t.toStepId === runs[i + 1].stepId)
+    const cands = wf.transitions.filter((tr) => tr.fromStepId === from.stepId && tr.toStepId === runs[i + 1].stepId)
     const branch = from.output && typeof from.output.result === 'boolean' ? (from.output.result ? 'yes' : 'no') : from.output?.timedOut ? 'timeout' : from.stepType === 'WAIT_FOR_EVENT' ? 'event' : null
-    const t = cands.find((c) => c.branch === branch) ?? cands[0]
-    if (t) taken.add(t.id)
+    const tr = cands.find((c) => c.branch === branch) ?? cands[0]
+    if (tr) taken.add(tr.id)
   }
   const nodes: StepNode[] = wf.steps.map((s) => ({
     id: s.id, type: 'step', position: s.position, draggable: false, connectable: false, selectable: false,
     data: { step: s, text: summary(s.type, s.config, tplNames, fields.data?.contact), status: statusOf.get(s.id) },
-    ariaLabel: `${TYPE_LABEL[s.type] ?? s.type} step “${s.name}”: ${statusOf.get(s.id) ? statusOf.get(s.id)?.toLowerCase() : 'not reached'}`,
+    ariaLabel: `${t('wfe.stepLabel', { type: typeLabel(s.type), name: s.name })}: ${statusText(statusOf.get(s.id))}`,
     className: statusOf.has(s.id) ? 'visited' : 'unvisited',
   }))
-  const edges: Edge[] = wf.transitions.map((t) => ({
-    id: t.id, type: 'routed', source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? null, label: t.branch ?? undefined,
-    className: `${taken.has(t.id) ? 'taken' : 'not-taken'}${t.branch ? ` b-${t.branch}` : ''}`, animated: taken.has(t.id) && e.status === 'WAITING' && runs[runs.length - 1]?.stepId === t.toStepId,
+  const edges: Edge[] = wf.transitions.map((tr) => ({
+    id: tr.id, type: 'routed', source: tr.fromStepId, target: tr.toStepId, sourceHandle: tr.branch ?? null, label: tr.branch ? branchLabel(tr.branch) : undefined,
+    className: `${taken.has(tr.id) ? 'taken' : 'not-taken'}${tr.branch ? ` b-${tr.branch}` : ''}`, animated: taken.has(tr.id) && e.status === 'WAITING' && runs[runs.length - 1]?.stepId === tr.toStepId,
     markerEnd: { type: MarkerType.ArrowClosed }, focusable: false, selectable: false,
-    ariaLabel: `${taken.has(t.id) ? 'Taken' : 'Not taken'}: from “${wf.steps.find((s) => s.id === t.fromStepId)?.name}” to “${wf.steps.find((s) => s.id === t.toStepId)?.name}”`,
+    ariaLabel: t(taken.has(tr.id) ? 'wfx.taken' : 'wfx.notTaken', { from: wf.steps.find((s) => s.id === tr.fromStepId)?.name ?? '', to: wf.steps.find((s) => s.id === tr.toStepId)?.name ?? '' }),
   }))
   return (
     <figure className="wf-canvas wf-path">
-      <figcaption className="sr-only">The execution’s path: {runs.map((r) => `${wf.steps.find((s) => s.id === r.stepId)?.name ?? r.stepType} ${r.status.toLowerCase()}`).join(', then ')}</figcaption>
+      <figcaption className="sr-only">{t('wfx.path', { steps: runs.map((r) => `${wf.steps.find((s) => s.id === r.stepId)?.name ?? typeLabel(r.stepType)} ${statusText(r.status)}`).join(t('wfx.thenSep')) })}</figcaption>
       <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} nodesDraggable={false} nodesConnectable={false} elementsSelectable={false}
         nodesFocusable={false} edgesFocusable={false} fitView fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2} proOptions={{ hideAttribution: false }}>
         <Background />
-        <Controls showInteractive={false} aria-label="Zoom and fit" />
+        <Controls showInteractive={false} aria-label={t('wfe.zoom')} />
       </ReactFlow>
     </figure>
   )
@@ -221,7 +236,7 @@ function TestRun({ project, wf, onStarted }: { project: Project; wf: Workflow; o
   const ctxId = useId()
   const [ctxText, setCtxText] = useState('')
   const [ctxError, setCtxError] = useState<string | null>(null)
-  useEffect(() => { const t = setTimeout(() => setSearch(email.trim()), 250); return () => clearTimeout(t) }, [email])
+  useEffect(() => { const timer = setTimeout(() => setSearch(email.trim()), 250); return () => clearTimeout(timer) }, [email])
   const found = useQuery({
     queryKey: ['contacts', project.id, 'pick', search],
     queryFn: () => get<ContactPage>(`/contacts?limit=10&search=${encodeURIComponent(search)}`, project.id),
@@ -236,25 +251,25 @@ function TestRun({ project, wf, onStarted }: { project: Project; wf: Workflow; o
     setCtxError(null)
     let context: unknown
     if (ctxText.trim()) {
-      try { context = JSON.parse(ctxText) } catch { setCtxError('Not valid JSON'); return }
+      try { context = JSON.parse(ctxText) } catch { setCtxError(t('wfx.notJson')); return }
     }
     start.mutate({ email: email.trim(), ...(context !== undefined ? { context } : {}) })
   }
   return (
     <form className="card" onSubmit={submit} noValidate>
-      <h2>Test run</h2>
-      <p className="small muted">Runs the workflow now for one contact, enabled or not (the graph must be valid). Its emails are really sent.</p>
+      <h2>{t('wfx.testRun')}</h2>
+      <p className="small muted">{t('wfx.testRunHint')}</p>
       <ErrorBox error={start.error} shown={['email', 'contactId', 'context']} />
-      {start.data && <div className="alert ok" role="status">Started: its path is shown below.</div>}
+      {start.data && <div className="alert ok" role="status">{t('wfx.testStarted')}</div>}
       <div className="row">
-        <Field label="Contact email" type="email" value={email} onChange={(e) => setEmail(e.target.value)} list={listId} placeholder="ada@example.com" autoComplete="off"
-          error={fieldError(start.error, 'email') ?? fieldError(start.error, 'contactId') ?? (start.error && 'status' in start.error && start.error.status === 404 ? 'No contact with this email' : undefined)} />
+        <Field label={t('wfx.contactEmail')} type="email" value={email} onChange={(e) => setEmail(e.target.value)} list={listId} placeholder="ada@example.com" autoComplete="off"
+          error={fieldError(start.error, 'email') ?? fieldError(start.error, 'contactId') ?? (start.error && 'status' in start.error && start.error.status === 404 ? t('wfx.noContact') : undefined)} />
         <datalist id={listId}>{(found.data?.data ?? []).map((c) => <option key={c.id} value={c.email} />)}</datalist>
-        <div className="field"><span><label htmlFor={ctxId}>Context (JSON, optional)</label></span>
+        <div className="field"><span><label htmlFor={ctxId}>{t('wfx.context')}</label></span>
           <input id={ctxId} className="mono" value={ctxText} onChange={(e) => setCtxText(e.target.value)} placeholder='{"plan": "pro"}' aria-invalid={ctxError || fieldError(start.error, 'context') ? true : undefined} />
           {(ctxError || fieldError(start.error, 'context')) && <span className="err">{ctxError ?? fieldError(start.error, 'context')}</span>}
         </div>
-        <button type="submit" disabled={start.isPending}>Start test run</button>
+        <button type="submit" disabled={start.isPending}>{t('wfx.start')}</button>
       </div>
     </form>
   )

@@ -2,6 +2,7 @@ import { useId } from 'react'
 import { Field } from '../../components/ui'
 import { ConditionFields } from './condition'
 import { DURATION_UNITS } from './graph'
+import { t } from '../../i18n'
 
 /**
  * The side panel's form for each step type's configuration (the configs of src/modules/workflows/validate.ts).
@@ -48,9 +49,9 @@ const NO_VALUE = ['exists', 'notExists', 'triggered', 'notTriggered', 'memberOfS
 const WINDOWED = ['within', 'olderThan', 'triggeredWithin', 'notTriggeredWithin']
 const TEXTUAL = ['equals', 'notEquals', 'contains', 'notContains']
 
-function parseJson(field: string, text: string, what: string): unknown {
+function parseJson(field: string, text: string, notJson: string): unknown {
   if (!text.trim()) return undefined
-  try { return JSON.parse(text) } catch { throw new FormFault(field, `${what} is not valid JSON`) }
+  try { return JSON.parse(text) } catch { throw new FormFault(field, notJson) }
 }
 
 /** The config the API takes, from the form's strings (FormFault naming the field when one cannot be read). */
@@ -63,19 +64,19 @@ export function toConfig(type: string, v: Values): Record<string, unknown> {
       const out: Record<string, unknown> = { eventName: v.eventName }
       if (v.timeout.trim()) {
         const n = Number(v.timeout)
-        if (!Number.isInteger(n) || n < 1) throw new FormFault('config.timeout', 'The timeout is a whole number of 1 or more')
+        if (!Number.isInteger(n) || n < 1) throw new FormFault('config.timeout', t('wff.timeoutWhole'))
         out.timeout = n * (DURATION_UNITS.find(([u]) => u === v.timeoutUnit)?.[1] ?? 1)
       }
       return out
     }
     case 'CONDITION': {
       const out: Record<string, unknown> = { field: v.field.trim(), operator: v.operator }
-      if (!v.field.trim() || /^context\.(event\.data\.)?$/.test(v.field.trim())) throw new FormFault('config.field', 'Choose what the condition checks')
+      if (!v.field.trim() || /^context\.(event\.data\.)?$/.test(v.field.trim())) throw new FormFault('config.field', t('wff.chooseField'))
       if (!NO_VALUE.includes(v.operator)) {
         const raw = v.value.trim()
         if (v.field === 'subscribed' || v.vtype === 'boolean') out.value = (raw || 'true') === 'true'
         else if (v.vtype === 'number' || WINDOWED.includes(v.operator) || v.operator === 'triggeredMoreThan') {
-          if (!/^-?\d+(\.\d+)?$/.test(raw)) throw new FormFault('config.value', 'Enter a number')
+          if (!/^-?\d+(\.\d+)?$/.test(raw)) throw new FormFault('config.value', t('wff.enterNumber'))
           out.value = Number(raw)
         } else if (!TEXTUAL.includes(v.operator) && /^-?\d+(\.\d+)?$/.test(raw)) out.value = Number(raw)
         else out.value = v.value
@@ -85,15 +86,15 @@ export function toConfig(type: string, v: Values): Record<string, unknown> {
     }
     case 'WEBHOOK': {
       const out: Record<string, unknown> = { url: v.url.trim(), method: v.method }
-      const headers = parseJson('config.headers', v.headers, 'Headers')
+      const headers = parseJson('config.headers', v.headers, t('wff.headersJson'))
       if (headers !== undefined) out.headers = headers
-      const body = parseJson('config.body', v.body, 'The body')
+      const body = parseJson('config.body', v.body, t('wff.bodyJson'))
       if (body !== undefined) out.body = body
       return out
     }
     case 'UPDATE_CONTACT': {
       const out: Record<string, unknown> = {}
-      const data = parseJson('config.data', v.data, 'Data')
+      const data = parseJson('config.data', v.data, t('wff.dataJson'))
       if (data !== undefined) out.data = data
       if (v.subscribed) out.subscribed = v.subscribed === 'true'
       return out
@@ -139,24 +140,24 @@ export function StepFields({ type, v, set, errorOf, templates, fields }: {
   switch (type) {
     case 'SEND_EMAIL':
       return <>
-        <Select label="Template" value={v.templateId} onChange={(x) => set('templateId', x)} error={errorOf('config.templateId')}
-          hint={templates.length ? 'MARKETING templates go only to subscribed contacts' : 'No templates yet: create one under Templates first'}
-          options={[['', 'Choose a template…'], ...templates.map((t): [string, string] => [t.id, `${t.name} (${t.type.toLowerCase()})`])]} />
-        <Select label="Recipient" value={v.recipient} onChange={(x) => set('recipient', x)} error={errorOf('config.recipient')}
-          options={[['CONTACT', 'The contact'], ['CUSTOM', 'Another address']]} />
-        {v.recipient === 'CUSTOM' && <Field label="Recipient email" type="email" value={v.email} onChange={(e) => set('email', e.target.value)} error={errorOf('config.recipient.email')} />}
+        <Select label={t('wfg.template')} value={v.templateId} onChange={(x) => set('templateId', x)} error={errorOf('config.templateId')}
+          hint={templates.length ? t('wff.marketingHint') : t('wff.noTemplates')}
+          options={[['', t('wff.chooseTemplate')], ...templates.map((tp): [string, string] => [tp.id, `${tp.name} (${tp.type.toLowerCase()})`])]} />
+        <Select label={t('wff.recipient')} value={v.recipient} onChange={(x) => set('recipient', x)} error={errorOf('config.recipient')}
+          options={[['CONTACT', t('wff.theContact')], ['CUSTOM', t('wff.otherAddress')]]} />
+        {v.recipient === 'CUSTOM' && <Field label={t('wff.recipientEmail')} type="email" value={v.email} onChange={(e) => set('email', e.target.value)} error={errorOf('config.recipient.email')} />}
       </>
     case 'DELAY':
       return <div className="row">
-        <Field label="Wait for" type="number" min={1} value={v.amount} onChange={(e) => set('amount', e.target.value)} error={errorOf('config.amount')} />
-        <Select label="Unit" value={v.unit} onChange={(x) => set('unit', x)} error={errorOf('config.unit')} options={[['minutes', 'minutes'], ['hours', 'hours'], ['days', 'days']]} />
+        <Field label={t('wff.waitFor')} type="number" min={1} value={v.amount} onChange={(e) => set('amount', e.target.value)} error={errorOf('config.amount')} />
+        <Select label={t('wff.unit')} value={v.unit} onChange={(x) => set('unit', x)} error={errorOf('config.unit')} options={[['minutes', t('b.unit.minutes')], ['hours', t('b.unit.hours')], ['days', t('b.unit.days')]]} />
       </div>
     case 'WAIT_FOR_EVENT':
       return <>
-        <Field label="Event name" value={v.eventName} onChange={(e) => set('eventName', e.target.value)} placeholder="purchase" hint="A tracked event of the same contact resumes the execution on the “event” branch" error={errorOf('config.eventName')} />
+        <Field label={t('wff.eventName')} value={v.eventName} onChange={(e) => set('eventName', e.target.value)} placeholder={t('whe.placeholder')} hint={t('wff.eventHint')} error={errorOf('config.eventName')} />
         <div className="row">
-          <Field label="Timeout (optional)" type="number" min={1} value={v.timeout} onChange={(e) => set('timeout', e.target.value)} hint="Then it goes on the “timeout” branch" error={errorOf('config.timeout')} />
-          <Select label="Timeout unit" value={v.timeoutUnit} onChange={(x) => set('timeoutUnit', x)} options={[['minutes', 'minutes'], ['hours', 'hours'], ['days', 'days'], ['seconds', 'seconds']]} />
+          <Field label={t('wff.timeout')} type="number" min={1} value={v.timeout} onChange={(e) => set('timeout', e.target.value)} hint={t('wff.timeoutHint')} error={errorOf('config.timeout')} />
+          <Select label={t('wff.timeoutUnit')} value={v.timeoutUnit} onChange={(x) => set('timeoutUnit', x)} options={[['minutes', t('b.unit.minutes')], ['hours', t('b.unit.hours')], ['days', t('b.unit.days')], ['seconds', t('wff.seconds')]]} />
         </div>
       </>
     case 'CONDITION':
@@ -164,18 +165,18 @@ export function StepFields({ type, v, set, errorOf, templates, fields }: {
     case 'WEBHOOK':
       return <>
         <Field label="URL" type="url" value={v.url} onChange={(e) => set('url', e.target.value)} placeholder="https://example.com/hook" error={errorOf('config.url')} />
-        <Select label="Method" value={v.method} onChange={(x) => set('method', x)} error={errorOf('config.method')} options={['POST', 'GET', 'PUT', 'PATCH', 'DELETE'].map((m): [string, string] => [m, m])} />
-        <TextArea label="Headers (JSON, optional)" value={v.headers} onChange={(x) => set('headers', x)} error={errorOf('config.headers')} rows={3} hint='{"Authorization": "Bearer …"}' />
-        <TextArea label="Body (JSON, optional)" value={v.body} onChange={(x) => set('body', x)} error={errorOf('config.body')} hint="Without one it posts the workflow, execution, step, contact and context" />
+        <Select label={t('wff.method')} value={v.method} onChange={(x) => set('method', x)} error={errorOf('config.method')} options={['POST', 'GET', 'PUT', 'PATCH', 'DELETE'].map((m): [string, string] => [m, m])} />
+        <TextArea label={t('wff.headers')} value={v.headers} onChange={(x) => set('headers', x)} error={errorOf('config.headers')} rows={3} hint='{"Authorization": "Bearer …"}' />
+        <TextArea label={t('wff.body')} value={v.body} onChange={(x) => set('body', x)} error={errorOf('config.body')} hint={t('wff.bodyHint')} />
       </>
     case 'UPDATE_CONTACT':
       return <>
-        <TextArea label="Contact data to set (JSON)" value={v.data} onChange={(x) => set('data', x)} error={errorOf('config.data') ?? errorOf('config')} hint='{"plan": "pro"}: merged into the contact’s data' />
-        <Select label="Subscription" value={v.subscribed} onChange={(x) => set('subscribed', x)} error={errorOf('config.subscribed')}
-          options={[['', 'Leave as it is'], ['true', 'Subscribe'], ['false', 'Unsubscribe']]} />
+        <TextArea label={t('wff.data')} value={v.data} onChange={(x) => set('data', x)} error={errorOf('config.data') ?? errorOf('config')} hint={t('wff.dataHint')} />
+        <Select label={t('wff.subscription')} value={v.subscribed} onChange={(x) => set('subscribed', x)} error={errorOf('config.subscribed')}
+          options={[['', t('wff.leave')], ['true', t('wff.subscribe')], ['false', t('wff.unsubscribe')]]} />
       </>
     case 'EXIT':
-      return <Field label="Reason (optional)" value={v.reason} onChange={(e) => set('reason', e.target.value)} placeholder="purchased" hint="Kept on the execution as its exit reason" error={errorOf('config.reason')} />
+      return <Field label={t('wff.reason')} value={v.reason} onChange={(e) => set('reason', e.target.value)} placeholder={t('wff.reasonPlaceholder')} hint={t('wff.reasonHint')} error={errorOf('config.reason')} />
     default:
       return null
   }

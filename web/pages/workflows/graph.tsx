@@ -3,6 +3,7 @@ import { ApiError, type FieldError } from '../../api'
 import { conditionText } from './condition'
 import type { ConditionField } from './forms'
 import { formatNumber } from '../../format'
+import { type MessageKey, t } from '../../i18n'
 
 /** The shapes of the workflows API (src/modules/workflows/model.ts) as the dashboard reads them. */
 export interface Step { id: string; type: string; name: string; config: Record<string, unknown>; position: { x: number; y: number } }
@@ -27,17 +28,17 @@ export interface ExecutionList { data: Execution[]; cursor: string; hasMore: boo
 
 export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const
 
-/** The step types a user adds (the TRIGGER comes with the workflow), with what each does. */
-export const PALETTE: Array<{ type: string; label: string; hint: string }> = [
-  { type: 'SEND_EMAIL', label: 'Send email', hint: 'Sends a template to the contact or another address' },
-  { type: 'DELAY', label: 'Delay', hint: 'Waits minutes, hours or days' },
-  { type: 'WAIT_FOR_EVENT', label: 'Wait for event', hint: 'Waits for an event, with an optional timeout' },
-  { type: 'CONDITION', label: 'Condition', hint: 'Branches yes or no on a contact or context field' },
-  { type: 'WEBHOOK', label: 'Webhook', hint: 'Calls an HTTP(S) URL' },
-  { type: 'UPDATE_CONTACT', label: 'Update contact', hint: 'Sets contact data or the subscription' },
-  { type: 'EXIT', label: 'Exit', hint: 'Ends the execution' },
-]
-export const TYPE_LABEL: Record<string, string> = { TRIGGER: 'Trigger', ...Object.fromEntries(PALETTE.map((p) => [p.type, p.label])) }
+/** The step types a user adds (the TRIGGER comes with the workflow), with what each does (words from the catalogue, read when drawn). */
+export const PALETTE: Array<{ type: string; label: () => string; hint: () => string }> = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'WEBHOOK', 'UPDATE_CONTACT', 'EXIT']
+  .map((type) => ({ type, label: () => t(`wfg.type.${type}` as MessageKey), hint: () => t(`wfg.hint.${type}` as MessageKey) }))
+/** A step type in words (an unknown type as it is). */
+export function typeLabel(type: string): string {
+  return type === 'TRIGGER' || PALETTE.some((p) => p.type === type) ? t(`wfg.type.${type}` as MessageKey) : type
+}
+/** A way out of a step (yes, no, event, timeout) in words. */
+export function branchLabel(branch: string): string {
+  return ['yes', 'no', 'event', 'timeout'].includes(branch) ? t(`wfg.branch.${branch}` as MessageKey) : branch
+}
 
 /** The labelled ways out of a step (null: one unlabelled way out; []: none). */
 export function branchesOf(type: string): string[] | null {
@@ -60,28 +61,35 @@ export function faultsByStep(error: unknown): { byStep: Map<string, string[]>; o
   return { byStep, other }
 }
 
-const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`
+/** A number of minutes, hours, days or seconds (the unit singular or plural, as the API names it). */
+export function amountOf(n: number, unit: string): string {
+  const u = unit.replace(/s$/, '')
+  return ['minute', 'hour', 'day', 'second'].includes(u) ? t(`wfg.n.${u}` as MessageKey, { count: n }) : `${formatNumber(n)} ${unit}`
+}
 
 /** A one-line summary of a step's configuration, shown on its node. */
 export function summary(type: string, c: Record<string, unknown>, templates: Map<string, string>, fields: ConditionField[] = []): string {
   switch (type) {
-    case 'TRIGGER': return `On event “${String(c.eventName ?? '')}”`
+    case 'TRIGGER': return t('wfg.onEvent', { event: String(c.eventName ?? '') })
     case 'SEND_EMAIL': {
       const r = c.recipient as { type?: string; email?: string } | undefined
-      const tpl = c.templateId ? templates.get(String(c.templateId)) ?? 'Template' : 'No template chosen yet'
-      return `${tpl}${r?.type === 'CUSTOM' ? ` to ${r.email}` : ''}`
+      const tpl = c.templateId ? templates.get(String(c.templateId)) ?? t('wfg.template') : t('wfg.noTemplate')
+      return r?.type === 'CUSTOM' ? t('wfg.to', { what: tpl, email: String(r.email ?? '') }) : tpl
     }
-    case 'DELAY': return `Wait ${plural(Number(c.amount), String(c.unit ?? 'day').replace(/s$/, ''))}`
-    case 'WAIT_FOR_EVENT': return `Until “${String(c.eventName ?? '')}”${c.timeout ? `, at most ${durationText(Number(c.timeout))}` : ''}`
+    case 'DELAY': return t('wfg.wait', { duration: amountOf(Number(c.amount), String(c.unit ?? 'day')) })
+    case 'WAIT_FOR_EVENT': {
+      const until = t('wfg.until', { event: String(c.eventName ?? '') })
+      return c.timeout ? t('wfg.atMost', { what: until, duration: durationText(Number(c.timeout)) }) : until
+    }
     case 'CONDITION': return conditionText(c, fields)
     case 'WEBHOOK': return `${String(c.method ?? 'POST')} ${String(c.url ?? '')}`
     case 'UPDATE_CONTACT': {
       const parts: string[] = []
-      if (c.data && typeof c.data === 'object') parts.push(`set ${Object.keys(c.data).join(', ') || 'nothing'}`)
-      if (typeof c.subscribed === 'boolean') parts.push(c.subscribed ? 'subscribe' : 'unsubscribe')
+      if (c.data && typeof c.data === 'object') parts.push(t('wfg.set', { fields: Object.keys(c.data).join(', ') || t('wfg.nothing') }))
+      if (typeof c.subscribed === 'boolean') parts.push(c.subscribed ? t('wfg.subscribe') : t('wfg.unsubscribe'))
       return parts.join(', ')
     }
-    case 'EXIT': return c.reason ? `Reason: ${String(c.reason)}` : 'Ends the execution'
+    case 'EXIT': return c.reason ? t('wfg.reason', { reason: String(c.reason) }) : t('wfg.hint.EXIT')
     default: return ''
   }
 }
@@ -90,8 +98,8 @@ export const DURATION_UNITS = [['days', 86_400], ['hours', 3_600], ['minutes', 6
 
 /** Seconds as the largest whole unit: 259200 -> "3 days". */
 export function durationText(seconds: number): string {
-  for (const [unit, s] of DURATION_UNITS) if (seconds % s === 0) return plural(seconds / s, unit.replace(/s$/, ''))
-  return plural(seconds, 'second')
+  for (const [unit, s] of DURATION_UNITS) if (seconds % s === 0) return amountOf(seconds / s, unit)
+  return amountOf(seconds, 'seconds')
 }
 
 export interface StepData extends Record<string, unknown> {
@@ -110,7 +118,7 @@ export interface StepCounts { stepId: string; entered: number; waiting: number; 
 /** A step's counts in words, for its node and its label. */
 export function countsText(c: StepCounts): string {
   const n = (x: number) => formatNumber(x)
-  return `${n(c.entered)} entered · ${n(c.waiting)} waiting · ${n(c.completed)} completed · ${n(c.failed)} failed`
+  return t('wfg.counts', { entered: n(c.entered), waiting: n(c.waiting), completed: n(c.completed), failed: n(c.failed) })
 }
 export type StepNode = Node<StepData, 'step'>
 
@@ -122,24 +130,24 @@ export function StepNodeView({ data }: NodeProps<StepNode>) {
   return (
     <div className={cls}>
       {step.type !== 'TRIGGER' && <Handle type="target" position={Position.Top} />}
-      <div className="wf-type">{TYPE_LABEL[step.type] ?? step.type}{draft && ' · not saved'}{status && <span className="wf-status"> · {status}</span>}</div>
+      <div className="wf-type">{typeLabel(step.type)}{draft && t('wfg.notSaved')}{status && <span className="wf-status"> · {status}</span>}</div>
       <div className="wf-name">{step.name}</div>
       {data.text && <div className="wf-text">{data.text}</div>}
       {data.counts && (
         <div className="wf-counts" aria-hidden="true">
-          <span title="entered">{formatNumber(data.counts.entered)} in</span>
-          {data.counts.waiting > 0 && <span className="waiting" title="waiting">{formatNumber(data.counts.waiting)} waiting</span>}
-          <span className="done" title="completed">{formatNumber(data.counts.completed)} done</span>
-          {data.counts.failed > 0 && <span className="failed" title="failed">{formatNumber(data.counts.failed)} failed</span>}
+          <span title={t('wfg.entered')}>{t('wfg.inN', { n: formatNumber(data.counts.entered) })}</span>
+          {data.counts.waiting > 0 && <span className="waiting" title={t('wfg.waiting')}>{t('wfg.waitingN', { n: formatNumber(data.counts.waiting) })}</span>}
+          <span className="done" title={t('wfg.completed')}>{t('wfg.doneN', { n: formatNumber(data.counts.completed) })}</span>
+          {data.counts.failed > 0 && <span className="failed" title={t('wfg.failed')}>{t('wfg.failedN', { n: formatNumber(data.counts.failed) })}</span>}
         </div>
       )}
-      {faults?.length ? <div className="wf-fault" role="note">⚠ {faults.length === 1 ? faults[0].replace(/^step "[^"]*" \([A-Z_]+\): /, '') : `${faults.length} problems`}</div> : null}
+      {faults?.length ? <div className="wf-fault" role="note">⚠ {faults.length === 1 ? faults[0].replace(/^step "[^"]*" \([A-Z_]+\): /, '') : t('wfg.problems', { count: faults.length })}</div> : null}
       {outs === null && <Handle type="source" position={Position.Bottom} />}
       {outs && outs.length > 0 && (
         <div className="wf-branches">
           {outs.map((b, i) => (
             <span key={b} className={`wf-branch b-${b}`} style={{ left: `${((i + 1) * 100) / (outs.length + 1)}%` }}>
-              {b}
+              {branchLabel(b)}
               <Handle type="source" id={b} position={Position.Bottom} style={{ left: '50%' }} />
             </span>
           ))}

@@ -1,7 +1,7 @@
-import type { ReactNode } from 'react'
 import { Link } from 'wouter'
 import { formatDate } from '../../components/ui'
 import type { StepExecution } from './graph'
+import { t } from '../../i18n'
 
 /**
  * A step's output in words: what the run did at the step, not its JSON. The outputs are
@@ -17,7 +17,7 @@ function Pairs({ o }: { o: Record<string, unknown> }) {
   return <dl className="wf-pairs">{entries.map(([k, v]) => <div key={k}><dt>{k}</dt><dd>{typeof v === 'object' && v !== null ? <Pairs o={v as Record<string, unknown>} /> : str(v)}</dd></div>)}</dl>
 }
 
-function data(o: Record<string, unknown>): ReactNode {
+function data(o: Record<string, unknown>): string | null {
   const entries = Object.entries(o)
   if (entries.length === 0) return null
   return entries.map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')
@@ -28,42 +28,42 @@ export function StepOutput({ run }: { run: StepExecution }) {
   if (run.error) return <span className="err">{run.error}</span>
   switch (run.stepType) {
     case 'TRIGGER':
-      return <span>{o.manual ? 'Started by a test run' : 'Started by its trigger event'}</span>
+      return <span>{o.manual ? t('wfo.byTest') : t('wfo.byTrigger')}</span>
     case 'SEND_EMAIL':
-      if (o.skipped) return <span>Not sent to {str(o.to)}: {o.skipped === 'unsubscribed' ? 'the contact is unsubscribed (marketing email)' : 'the address is on the suppression list'}</span>
-      if (o.emailId) return <span>Email sent to {str(o.to)}. <Link href={`/emails/${str(o.emailId)}`}>Open the email</Link></span>
+      if (o.skipped) return <span>{o.skipped === 'unsubscribed' ? t('wfo.notSentUnsub', { to: str(o.to) }) : t('wfo.notSentSuppressed', { to: str(o.to) })}</span>
+      if (o.emailId) return <span>{t('wfo.sent', { to: str(o.to) })} <Link href={`/emails/${str(o.emailId)}`}>{t('wfo.openEmail')}</Link></span>
       break
     case 'DELAY':
-      if (run.status === 'COMPLETED') return <span>Waited until {formatDate(str(o.dueAt))}{typeof o.lateMs === 'number' && o.lateMs > 60_000 ? `, went on at ${formatDate(str(o.ranAt))}` : ''}</span>
-      return <span>Waiting until {formatDate(str(o.dueAt ?? run.dueAt))}</span>
+      if (run.status === 'COMPLETED') return <span>{typeof o.lateMs === 'number' && o.lateMs > 60_000 ? t('wfo.waitedLate', { due: formatDate(str(o.dueAt)), ran: formatDate(str(o.ranAt)) }) : t('wfo.waited', { due: formatDate(str(o.dueAt)) })}</span>
+      return <span>{t('wfo.waitingUntil', { due: formatDate(str(o.dueAt ?? run.dueAt)) })}</span>
     case 'WAIT_FOR_EVENT':
-      if (o.timedOut) return <span>No event in time: went the “timeout” way at {formatDate(str(o.timeoutAt))}</span>
+      if (o.timedOut) return <span>{t('wfo.timedOut', { at: formatDate(str(o.timeoutAt)) })}</span>
       if (o.eventId) {
         const d = o.eventData && typeof o.eventData === 'object' ? data(o.eventData as Record<string, unknown>) : null
-        return <span>“{str(o.eventName)}” happened: went the “event” way{d ? ` (${d})` : ''}</span>
+        return <span>{d ? t('wfo.happenedData', { event: str(o.eventName), data: d }) : t('wfo.happened', { event: str(o.eventName) })}</span>
       }
-      return <span>Waiting for “{str(o.eventName)}”{o.timeoutAt ? ` until ${formatDate(str(o.timeoutAt))}` : ', with no time limit'}</span>
+      return <span>{o.timeoutAt ? t('wfo.waitingForUntil', { event: str(o.eventName), until: formatDate(str(o.timeoutAt)) }) : t('wfo.waitingFor', { event: str(o.eventName) })}</span>
     case 'CONDITION':
-      if (typeof o.result === 'boolean') return <span>{o.result ? 'Yes: the contact matched, went the “yes” way' : 'No: the contact did not match, went the “no” way'}</span>
+      if (typeof o.result === 'boolean') return <span>{o.result ? t('wfo.yes') : t('wfo.no')}</span>
       break
     case 'WEBHOOK': {
       const req = (o.request ?? {}) as Record<string, unknown>
       const res = o.response as Record<string, unknown> | undefined
       return (
         <span>
-          {str(req.method)} {str(req.url)}{res ? <> answered <strong>HTTP {str(res.status)}</strong></> : ''}
-          {res?.body ? <details className="wf-more"><summary>Answer</summary><pre className="code">{str(res.body)}</pre></details> : null}
+          {str(req.method)} {str(req.url)}{res ? <> {t('wfo.answered')} <strong>HTTP {str(res.status)}</strong></> : ''}
+          {res?.body ? <details className="wf-more"><summary>{t('wfo.answer')}</summary><pre className="code">{str(res.body)}</pre></details> : null}
         </span>
       )
     }
     case 'UPDATE_CONTACT': {
       const parts: string[] = []
-      if (o.subscriptionChanged) parts.push(o.subscribed ? 'subscribed the contact' : 'unsubscribed the contact')
+      if (o.subscriptionChanged) parts.push(o.subscribed ? t('wfo.subscribed') : t('wfo.unsubscribed'))
       const d = o.data && typeof o.data === 'object' ? data(o.data as Record<string, unknown>) : null
-      return <span>{parts.length ? `${parts.join(', ')[0].toUpperCase()}${parts.join(', ').slice(1)}. ` : ''}{d ? `The contact’s data is now: ${d}` : 'Contact updated'}</span>
+      return <span>{parts.length ? `${parts.join(', ')[0].toUpperCase()}${parts.join(', ').slice(1)}. ` : ''}{d ? t('wfo.dataNow', { data: d }) : t('wfo.updated')}</span>
     }
     case 'EXIT':
-      return <span>Ended{o.reason ? `: ${str(o.reason)}` : ''}</span>
+      return <span>{o.reason ? t('wfo.endedBecause', { reason: str(o.reason) }) : t('wfo.ended')}</span>
   }
   return <Pairs o={o} />
 }
