@@ -65,46 +65,73 @@ const HEX = new TextEncoder().encode('0123456789ABCDEF')
  * ASCII other than "=" as is, a space or tab as is unless it ends a line, anything else =XX. Line breaks
  * (CRLF or a bare LF) are CRLF; a bare CR is data (=0D). A soft break never splits an =XX nor a UTF-8
  * sequence. (nodemailer's own encoder and wrapper cost several times more for the same rules.)
+ *
+ * Printable ASCII goes line by line with native string operations. A text with other characters follows
+ * the byte rules (a hard line of exactly 76 characters gets a soft break there, unlike in pure ASCII);
+ * when most of its lines are ASCII (HTML with a few accents or a "·") those lines still go through the
+ * string operations with the byte rules' wrapping and only the others byte by byte, since the byte pass
+ * costs several times more per character. The output is the same whichever way a line goes.
  */
 export function quotedPrintable(text: string): string {
-  return QP_BYTES.test(text) ? quotedPrintableBytes(text) : quotedPrintableAscii(text)
+  // Each character past U+007F adds at least one byte to the UTF-8 length: a native count, far cheaper
+  // than a regex scanning for non-ASCII in JavaScriptCore.
+  const extra = Buffer.byteLength(text, 'utf8') - text.length
+  if (extra === 0 && !QP_CONTROLS.test(text)) return quotedPrintableAscii(text)
+  // Mostly non-ASCII (Russian, Chinese): one pass over the whole text beats a pass and a buffer per line.
+  if (extra * 8 > text.length) return quotedPrintableBytes(text)
+  // "=" escaped over the whole text at once (one native pass; per line it costs several times more); the
+  // lines that go byte by byte are taken from the text as given (the same lines: "=" is no line break).
+  const lines = splitLines(escapeEquals(text))
+  const bytes = lines.map((line) => !printable(line))
+  if (bytes.filter(Boolean).length * 2 > lines.length) return quotedPrintableBytes(text)
+  const given = splitLines(text)
+  for (let i = 0; i < lines.length; i++) lines[i] = bytes[i] ? quotedPrintableBytes(given[i]) : asciiLine(lines[i], 75)
+  return lines.join('\r\n')
 }
 
-/** What the line-by-line path leaves to the byte pass: controls other than tab, CR and LF, and non-ASCII. */
+/** Controls other than tab, CR and LF: quoted-printable escapes them, which the line-by-line path does not. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: quoted-printable must encode these control bytes, so the test names them
-const QP_BYTES = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\uffff]/
+const QP_CONTROLS = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/
+/** Whether the line-by-line path takes a line: printable ASCII and tabs (non-ASCII found as above). */
+const printable = (text: string) => Buffer.byteLength(text, 'utf8') === text.length && !QP_CONTROLS.test(text)
 /** "=XX" of every ASCII code. */
 const QP_HEX = Array.from({ length: 128 }, (_, c) => `=${c.toString(16).toUpperCase().padStart(2, '0')}`)
 
-/**
- * quotedPrintable of printable ASCII (tabs and line breaks allowed), line by line with native string
- * operations: "=" and a CR that is not a line break escaped, whitespace ending a line escaped, soft breaks.
- */
+/** The hard lines of a text (CRLF or a bare LF ends one; a bare CR stays in its line). */
+const splitLines = (text: string) => text.includes('\r') ? text.split(/\r?\n/) : text.split('\n')
+
+/** Every "=" as "=3D" (split and join: cheaper than replaceAll in JavaScriptCore). */
+const escapeEquals = (text: string) => text.includes('=') ? text.split('=').join('=3D') : text
+
+/** quotedPrintable of printable ASCII (tabs and line breaks allowed), line by line. */
 function quotedPrintableAscii(text: string): string {
-  const lines = text.includes('\r') ? text.split(/\r?\n/) : text.split('\n')
-  for (let i = 0; i < lines.length; i++) {
-    let line = lines[i]
-    if (line.includes('=')) line = line.replaceAll('=', '=3D')
-    if (line.includes('\r')) line = line.replaceAll('\r', '=0D')
-    const last = line.charCodeAt(line.length - 1)
-    if (last === 0x20 || last === 0x09) line = line.slice(0, -1) + QP_HEX[last]
-    if (line.length > 76) {
-      // Pieces of at most 75 characters joined by soft breaks ("="), never cut inside an =XX.
-      const pieces: string[] = []
-      let pos = 0
-      while (line.length - pos > 76) {
-        let cut = pos + 75
-        if (line.charCodeAt(cut - 1) === 0x3d) cut -= 1
-        else if (line.charCodeAt(cut - 2) === 0x3d) cut -= 2
-        pieces.push(line.slice(pos, cut))
-        pos = cut
-      }
-      pieces.push(line.slice(pos))
-      line = pieces.join('=\r\n')
-    }
-    lines[i] = line
-  }
+  const lines = splitLines(escapeEquals(text))
+  for (let i = 0; i < lines.length; i++) lines[i] = asciiLine(lines[i], 76)
   return lines.join('\r\n')
+}
+
+/**
+ * One hard line of printable ASCII, "=" already escaped (tabs and bare CRs allowed): CR escaped, whitespace
+ * ending the line escaped, soft breaks into pieces of at most 75 characters, never cut inside an =XX.
+ * `longest` is the longest line left unbroken: 76 in an all-ASCII text; 75 where the text follows the byte
+ * pass's rules, which break before any character that would make a line longer than 75.
+ */
+function asciiLine(line: string, longest: number): string {
+  if (line.includes('\r')) line = line.replaceAll('\r', '=0D')
+  const last = line.charCodeAt(line.length - 1)
+  if (last === 0x20 || last === 0x09) line = line.slice(0, -1) + QP_HEX[last]
+  if (line.length <= longest) return line
+  const pieces: string[] = []
+  let pos = 0
+  while (line.length - pos > longest) {
+    let cut = pos + 75
+    if (line.charCodeAt(cut - 1) === 0x3d) cut -= 1
+    else if (line.charCodeAt(cut - 2) === 0x3d) cut -= 2
+    pieces.push(line.slice(pos, cut))
+    pos = cut
+  }
+  pieces.push(line.slice(pos))
+  return pieces.join('=\r\n')
 }
 
 /** quotedPrintable over the text's UTF-8 bytes (any text). */

@@ -143,3 +143,117 @@ describe('MIME composition', () => {
     }
   })
 })
+
+/**
+ * The encoder as it was before lines of mostly-ASCII text took the string path, kept as the reference:
+ * the present one must give the same bytes for every text.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control bytes quoted-printable encodes
+const REF_BYTES = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\uffff]/
+const REF_HEX = new TextEncoder().encode('0123456789ABCDEF')
+const REF_QP_HEX = Array.from({ length: 128 }, (_, c) => `=${c.toString(16).toUpperCase().padStart(2, '0')}`)
+function referenceQuotedPrintable(text: string): string {
+  return REF_BYTES.test(text) ? referenceBytes(text) : referenceAscii(text)
+}
+function referenceAscii(text: string): string {
+  const lines = text.includes('\r') ? text.split(/\r?\n/) : text.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    let line = lines[i]
+    if (line.includes('=')) line = line.replaceAll('=', '=3D')
+    if (line.includes('\r')) line = line.replaceAll('\r', '=0D')
+    const last = line.charCodeAt(line.length - 1)
+    if (last === 0x20 || last === 0x09) line = line.slice(0, -1) + REF_QP_HEX[last]
+    if (line.length > 76) {
+      const pieces: string[] = []
+      let pos = 0
+      while (line.length - pos > 76) {
+        let cut = pos + 75
+        if (line.charCodeAt(cut - 1) === 0x3d) cut -= 1
+        else if (line.charCodeAt(cut - 2) === 0x3d) cut -= 2
+        pieces.push(line.slice(pos, cut))
+        pos = cut
+      }
+      pieces.push(line.slice(pos))
+      line = pieces.join('=\r\n')
+    }
+    lines[i] = line
+  }
+  return lines.join('\r\n')
+}
+function referenceBytes(text: string): string {
+  const src = Buffer.from(text, 'utf8')
+  const len = src.length
+  const out = new Uint8Array(Math.ceil(len * 3 * (1 + 3 / 72)) + 8)
+  let o = 0
+  let col = 0
+  for (let i = 0; i < len; i++) {
+    const c = src[i]
+    if (c === 0x0a || (c === 0x0d && src[i + 1] === 0x0a)) {
+      if (c === 0x0d) i++
+      out[o++] = 0x0d
+      out[o++] = 0x0a
+      col = 0
+      continue
+    }
+    let literal = (c >= 0x21 && c <= 0x7e && c !== 0x3d)
+    if (c === 0x20 || c === 0x09) {
+      const next = src[i + 1]
+      literal = !(i + 1 === len || next === 0x0a || (next === 0x0d && src[i + 2] === 0x0a))
+    }
+    const need = literal ? 1 : c >= 0xf0 ? 12 : c >= 0xe0 ? 9 : c >= 0xc0 ? 6 : 3
+    if (col + need > 75) {
+      out[o++] = 0x3d
+      out[o++] = 0x0d
+      out[o++] = 0x0a
+      col = 0
+    }
+    if (literal) {
+      out[o++] = c
+      col++
+    } else {
+      out[o++] = 0x3d
+      out[o++] = REF_HEX[c >> 4]
+      out[o++] = REF_HEX[c & 15]
+      col += 3
+    }
+  }
+  return Buffer.from(out.buffer, 0, o).toString('latin1')
+}
+
+describe('quoted-printable against the reference encoder', () => {
+  let seed = 29
+  const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
+  /** Pieces that meet at line ends, soft breaks and escapes: runs whose lengths land a line on 74-77 characters. */
+  const asciiPieces = ['a', 'Z', '.', '~', '<td style="padding:0">', '=', '==', ' ', '  ', '\t', ' \t', '\r', '\u0001', '\u007f',
+    'x'.repeat(30), 'y'.repeat(73), 'y'.repeat(74), 'y'.repeat(75), 'y'.repeat(76), 'y'.repeat(77), 'z'.repeat(150), 'z'.repeat(151), '=3D']
+  const breaks = ['\n', '\r\n', '\r\r\n', ' \n', '\t\r\n', '\n\n']
+  const wide = ['é', 'ß', '·', '©', 'ж', 'Привет', '中文字符', '€', '😀', '👍🏽', '\ud83d', '\ude00', '\u00a0']
+  const alphabets: Record<string, string[]> = {
+    'mostly ASCII with a few wide characters': [...asciiPieces, ...asciiPieces, ...breaks, ...breaks, ...wide.slice(0, 4)],
+    'ASCII and wide characters evenly': [...asciiPieces, ...breaks, ...wide],
+    'mostly wide characters': [...wide, ...wide, ...wide, ...breaks, 'a', ' ', '='],
+    'ASCII only': [...asciiPieces, ...breaks],
+  }
+  for (const [name, alphabet] of Object.entries(alphabets)) {
+    test(`the same bytes as the reference: ${name}`, () => {
+      for (let i = 0; i < 3000; i++) {
+        const t = Array.from({ length: rand(80) }, () => alphabet[rand(alphabet.length)]).join('')
+        const got = quotedPrintable(t)
+        if (got !== referenceQuotedPrintable(t)) expect({ text: t, got }).toEqual({ text: t, got: referenceQuotedPrintable(t) })
+      }
+    })
+  }
+
+  test('the same bytes as the reference: long texts of many lines (design body, Russian, Chinese, one accent)', () => {
+    const design = require('node:fs').readFileSync(`${import.meta.dir}/../../bench/fixtures/design-body.txt`, 'utf8') as string
+    const lines = Array.from({ length: 200 }, (_, i) => `<p style="margin:0 0 ${i}px">${'word '.repeat(i % 40)}</p>${i % 7 === 0 ? ' ' : ''}`)
+    const texts = [
+      design, design.replace(/·/g, '-'), `${design}\n·`, design.replace(/\n/g, '\r\n'),
+      'Съешь же ещё этих мягких французских булок, да выпей чаю. '.repeat(100),
+      `${'Съешь же ещё этих мягких французских булок, да выпей чаю.\n'.repeat(100)}${'ascii line\n'.repeat(99)}`,
+      '我能吞下玻璃而不伤身体。'.repeat(300), `${'我能吞下玻璃而不伤身体。\r\n'.repeat(50)}${'y'.repeat(76)}\n`,
+      lines.join('\n'), `${lines.join('\n')}é`, `é\n${lines.join('\r\n')}`, `${lines.join('\n')}\n${'y'.repeat(76)}\n😀`,
+    ]
+    for (const t of texts) expect(quotedPrintable(t)).toBe(referenceQuotedPrintable(t))
+  })
+})
