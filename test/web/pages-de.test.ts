@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Worker } from '../../src/jobs/queue'
+import { insertTestDomain } from '../helpers/domains'
 import { workflowJobs } from '../../src/modules/workflows/jobs'
 import { en } from '../../web/i18n/en'
 import { de } from '../../web/i18n/de'
@@ -151,6 +152,24 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     expect(englishOf(prefixes).filter((e) => text.includes(e))).toEqual([])
     await shot(page, 'de-workflow-executions-desktop-light')
     await d.a11y('workflow executions, an execution open, German')
+  })
+
+  test('the email editor speaks the page\'s language: preview as a contact in German', async () => {
+    const { page } = d
+    await insertTestDomain(d.env, d.projectId, 'brand.test', { verified: true })
+    expect((await d.api('POST', '/contacts', { email: 'ann-de@inbox.test', subscribed: true, data: { firstName: 'Ann' } })).status).toBeLessThan(300)
+    const tpl = await d.api('POST', '/templates', { name: 'Hallo', subject: 'Hallo {{firstName}}', from: 'hello@brand.test', body: '<p>Hallo {{firstName}}</p>' })
+    expect(tpl.status).toBe(201)
+    await d.open(`/templates/${tpl.body.id}`)
+    await page.getByRole('heading', { name: 'Vorschau als Kontakt' }).waitFor()
+    await page.getByLabel('Kontakt per E-Mail suchen').fill('ann-de')
+    await page.getByRole('list', { name: 'Passende Kontakte' }).getByRole('button', { name: /^ann-de@inbox\.test/ }).click()
+    const status = page.getByTestId('preview-as-status')
+    await status.getByText('Jede Variable hat für diesen Kontakt einen Wert.').waitFor()
+    expect(await status.textContent()).toContain('Betreff: Hallo Ann')
+    const text = (await page.locator('.mc-as').textContent()) ?? ''
+    expect(englishOf(['edp.']).filter((e) => text.includes(e))).toEqual([])
+    await shot(page, 'de-editor-preview-as-desktop-light')
   })
 
   test('the domain page on a phone in the dark, and the tools page, in German', async () => {

@@ -4,6 +4,7 @@ import { get } from '../api'
 import type { EditorProps, EditorValue } from '../editor/editor'
 import type { EditorModule, EditorHandle } from '../editor/entry'
 import { ErrorBox, Loading } from './ui'
+import { languageNow } from '../i18n'
 
 /**
  * The email editor of the template and campaign pages. Its code is a bundle of its own
@@ -57,7 +58,7 @@ export function EmailEditor(props: Omit<EditorProps, 'fields'>) {
     let gone = false
     loadEditor().then((mod) => {
       if (gone || !el.current) return
-      handle.current = mod.mount(el.current, latest.current)
+      handle.current = mod.mount(el.current, latest.current, languageNow())
       setReady(true)
     }, (e) => { if (!gone) setError(e) })
     return () => {

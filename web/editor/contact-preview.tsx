@@ -1,5 +1,6 @@
 import { useEffect, useId, useState } from 'react'
 import { call, type Contact, type ContactPage } from '../api'
+import { t } from '../i18n'
 
 /**
  * Preview as a real contact: search the project's contacts by email, pick one, and the
@@ -53,33 +54,33 @@ export function PreviewAs({ project, subject, body, testPath, onRendered }: {
   const choose = (c: Contact) => { setAs({ id: c.id, email: c.email }); setQuery(''); setFound([]) }
   return (
     <section className="mc-as" aria-labelledby={`${id}-h`}>
-      <h3 id={`${id}-h`} className="mc-as-title">Preview as a contact</h3>
+      <h3 id={`${id}-h`} className="mc-as-title">{t('edp.title')}</h3>
       {as ? (
         <p className="row small">
-          <span>Showing the email as <strong>{as.email}</strong> gets it.</span>
-          <button type="button" className="link small" onClick={() => setAs(null)}>Back to sample data</button>
+          <span>{t('edp.showingBefore')}<strong>{as.email}</strong>{t('edp.showingAfter')}</span>
+          <button type="button" className="link small" onClick={() => setAs(null)}>{t('edp.back')}</button>
         </p>
       ) : (
         <div className="field">
-          <span><label htmlFor={`${id}-q`}>Find a contact by email</label></span>
-          <input id={`${id}-q`} type="search" value={query} onChange={(e) => setQuery(e.target.value)} placeholder="ann@" autoComplete="off" />
+          <span><label htmlFor={`${id}-q`}>{t('edp.find')}</label></span>
+          <input id={`${id}-q`} type="search" value={query} onChange={(e) => setQuery(e.target.value)} placeholder={t('edp.findPlaceholder')} autoComplete="off" />
           {found.length > 0 && (
-            <ul className="mc-as-list" aria-label="Matching contacts">
+            <ul className="mc-as-list" aria-label={t('edp.matching')}>
               {found.map((c) => (
                 <li key={c.id}><button type="button" className="secondary small" onClick={() => choose(c)}>{c.email}{nameOf(c) && <span className="muted"> · {nameOf(c)}</span>}</button></li>
               ))}
             </ul>
           )}
-          {searched && found.length === 0 && <span className="hint" role="status">No contact matches "{query.trim()}".</span>}
+          {searched && found.length === 0 && <span className="hint" role="status">{t('edp.noMatch', { query: query.trim() })}</span>}
         </div>
       )}
       {error && <p className="small err" role="alert">{error}</p>}
       {as && rendered && (
         <div className="small" role="status" data-testid="preview-as-status">
-          <div>Subject: <strong>{rendered.subject || '(empty)'}</strong></div>
+          <div>{t('edp.subject')} <strong>{rendered.subject || t('edp.empty')}</strong></div>
           {rendered.missing.length === 0
-            ? <div>Every variable has a value for this contact.</div>
-            : <div className="warn-text">Empty for this contact (no fallback): {rendered.missing.map((v) => <code key={v}>{`{{${v}}}`} </code>)}</div>}
+            ? <div>{t('edp.allSet')}</div>
+            : <div className="warn-text">{t('edp.missing')} {rendered.missing.map((v) => <code key={v}>{`{{${v}}}`} </code>)}</div>}
         </div>
       )}
       {as && testPath && <TestSend project={project} path={testPath} as={as} />}
@@ -102,8 +103,8 @@ function TestSend({ project, path, as }: { project: string; path: string; as: As
   const [note, setNote] = useState<{ ok: boolean; text: string } | null>(null)
   const send = async () => {
     const list = [...new Set(to.split(/[\s,;]+/).map((s) => s.trim().toLowerCase()).filter(Boolean))]
-    if (list.length === 0) { setNote({ ok: false, text: 'Enter at least one address.' }); return }
-    if (list.length > MAX_TEST_ADDRESSES) { setNote({ ok: false, text: `At most ${MAX_TEST_ADDRESSES} addresses per test.` }); return }
+    if (list.length === 0) { setNote({ ok: false, text: t('edp.enterOne') }); return }
+    if (list.length > MAX_TEST_ADDRESSES) { setNote({ ok: false, text: t('edp.atMost', { max: MAX_TEST_ADDRESSES }) }); return }
     setBusy(true); setNote(null)
     const failed: string[] = []
     for (const email of list) {
@@ -116,17 +117,17 @@ function TestSend({ project, path, as }: { project: string; path: string; as: As
     setBusy(false)
     const sent = list.length - failed.length
     setNote(failed.length
-      ? { ok: false, text: `${sent} of ${list.length} sent. ${failed.join('; ')}` }
-      : { ok: true, text: `Test sent to ${list.join(', ')} as ${as.email}.` })
+      ? { ok: false, text: `${t('edp.someSent', { sent, total: list.length })} ${failed.join('; ')}` }
+      : { ok: true, text: t('edp.sent', { to: list.join(', '), as: as.email }) })
   }
   return (
     <div className="field">
-      <span><label htmlFor={`${id}-to`}>Send a test as {as.email} to</label></span>
+      <span><label htmlFor={`${id}-to`}>{t('edp.sendAs', { as: as.email })}</label></span>
       <span className="row">
         <input id={`${id}-to`} value={to} onChange={(e) => setTo(e.target.value)} placeholder="you@example.com, colleague@example.com" aria-describedby={`${id}-hint`} />
-        <button type="button" className="secondary small" disabled={busy} onClick={send}>{busy ? 'Sending…' : 'Send test'}</button>
+        <button type="button" className="secondary small" disabled={busy} onClick={send}>{busy ? t('edp.sending') : t('edp.send')}</button>
       </span>
-      <span id={`${id}-hint`} className="hint">Up to {MAX_TEST_ADDRESSES} addresses. The saved version is sent, with this contact's data; its unsubscribe link stays each address's own.</span>
+      <span id={`${id}-hint`} className="hint">{t('edp.hint', { max: MAX_TEST_ADDRESSES })}</span>
       {note && <span className={note.ok ? 'small' : 'small err'} role={note.ok ? 'status' : 'alert'}>{note.text}</span>}
     </div>
   )

@@ -1,4 +1,5 @@
 import { createRoot } from 'react-dom/client'
+import { adoptLanguage, type languageNow } from '../i18n'
 import { EmailEditor, type EditorProps } from './editor'
 import './editor.css'
 
@@ -8,10 +9,12 @@ import './editor.css'
  * into its own React root and publishes `mount` on `globalThis.mailctlEditor`.
  */
 export interface EditorHandle { update: (p: EditorProps) => void; unmount: () => void }
-export interface EditorModule { mount: (el: HTMLElement, p: EditorProps) => EditorHandle }
+/** `language`: the page's language and catalogue (this bundle has its own copy of the catalogue module, which would start in English). */
+export interface EditorModule { mount: (el: HTMLElement, p: EditorProps, language?: ReturnType<typeof languageNow>) => EditorHandle }
 
 const api: EditorModule = {
-  mount(el, p) {
+  mount(el, p, language) {
+    if (language) adoptLanguage(language)
     // Its own prefix for useId: the page's root makes ids too, and a label of one root must never name a field of the other.
     const root = createRoot(el, { identifierPrefix: 'ed-' })
     root.render(<EmailEditor {...p} />)

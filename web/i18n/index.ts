@@ -97,6 +97,18 @@ export function t(key: MessageKey, vars?: Record<string, string | number>): stri
   })
 }
 
+/** The language in effect and its catalogue: handed to a bundle of its own (the email editor) so it speaks the page's language. */
+export function languageNow(): { lang: Lang; messages: Record<MessageKey, Message> } {
+  return { lang, messages }
+}
+
+/** Takes the page's language and catalogue (its `languageNow`) in a bundle of its own: no load, no reload, and dates follow. */
+export function adoptLanguage(given: { lang: Lang; messages: Record<MessageKey, Message> }): void {
+  messages = given.messages
+  lang = given.lang
+  setFormatLocale(localeFor(given.lang))
+}
+
 /** For tests: the language and catalogue in effect, set without storage. */
 export async function useLanguageForTest(l: Lang): Promise<void> {
   await use(l)
