@@ -154,7 +154,7 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     await d.a11y('workflow executions, an execution open, German')
   })
 
-  test('the email editor speaks the page\'s language: preview as a contact in German', async () => {
+  test('the email editor speaks the page\'s language: its bar, the variable picker and preview as a contact in German', async () => {
     const { page } = d
     await insertTestDomain(d.env, d.projectId, 'brand.test', { verified: true })
     expect((await d.api('POST', '/contacts', { email: 'ann-de@inbox.test', subscribed: true, data: { firstName: 'Ann' } })).status).toBeLessThan(300)
@@ -162,13 +162,17 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     expect(tpl.status).toBe(201)
     await d.open(`/templates/${tpl.body.id}`)
     await page.getByRole('heading', { name: 'Vorschau als Kontakt' }).waitFor()
+    // The editor's bar: its modes and the variable picker.
+    await page.getByRole('group', { name: 'Editormodus' }).getByRole('button', { name: 'Visuell' }).waitFor()
+    await page.getByRole('button', { name: 'Variable einfügen' }).click()
+    await page.getByLabel('Ersatzwert, wenn der Kontakt keinen Wert hat').waitFor()
     await page.getByLabel('Kontakt per E-Mail suchen').fill('ann-de')
     await page.getByRole('list', { name: 'Passende Kontakte' }).getByRole('button', { name: /^ann-de@inbox\.test/ }).click()
     const status = page.getByTestId('preview-as-status')
     await status.getByText('Jede Variable hat für diesen Kontakt einen Wert.').waitFor()
     expect(await status.textContent()).toContain('Betreff: Hallo Ann')
-    const text = (await page.locator('.mc-as').textContent()) ?? ''
-    expect(englishOf(['edp.']).filter((e) => text.includes(e))).toEqual([])
+    const text = (await page.locator('.mc-editor').textContent()) ?? ''
+    expect(englishOf(['edp.', 'ed.']).filter((e) => text.includes(e))).toEqual([])
     await shot(page, 'de-editor-preview-as-desktop-light')
   })
 

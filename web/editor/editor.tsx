@@ -6,6 +6,7 @@ import {
   indexOf, mapBlocks, moveBlock, newBlock, type Settings,
 } from './design'
 import { PreviewAs, type Rendered } from './contact-preview'
+import { t } from '../i18n'
 import { markdownBody } from './markdown'
 import { STARTERS } from './starters'
 
@@ -79,20 +80,20 @@ export function EmailEditor(props: EditorProps) {
   const switchTo = (next: Mode) => {
     if (next === mode) return
     if (next === 'html') {
-      if (!window.confirm('Switch to HTML? The design becomes HTML source and leaves the visual editor: later changes are made in the HTML.')) return
+      if (!window.confirm(t('ed.toHtml'))) return
       const h = mode === 'markdown' ? designToHtml(design, markdownBody(design.markdown ?? '')) : designToHtml(design)
       setHtml(h); setMode('html'); emit('html', design, h)
       return
     }
     if (next === 'markdown') {
-      if (mode === 'visual' && !window.confirm('Switch to Markdown? The blocks are replaced by a Markdown document.')) return
-      if (mode === 'html' && !window.confirm('Switch to Markdown? The HTML is replaced by a Markdown document.')) return
+      if (mode === 'visual' && !window.confirm(t('ed.toMarkdownFromVisual'))) return
+      if (mode === 'html' && !window.confirm(t('ed.toMarkdownFromHtml'))) return
       const d: Design = { ...design, mode: 'markdown', markdown: design.markdown ?? '# Hello {{ firstName | default: "there" }}\n\nWrite your message here.\n\n[Unsubscribe]({{unsubscribeUrl}})\n' }
       setDesign(d); setMode('markdown'); emit('markdown', d, html)
       return
     }
     // To Visual: HTML is kept as one raw HTML block; Markdown's text becomes a text block.
-    if (!window.confirm(mode === 'html' ? 'Switch to Visual? The HTML is kept as one raw HTML block you can build around.' : 'Switch to Visual? The Markdown becomes one text block.')) return
+    if (!window.confirm(mode === 'html' ? t('ed.toVisualFromHtml') : t('ed.toVisualFromMarkdown'))) return
     const first: Block = mode === 'html'
       ? { ...newBlock('html'), html: bodyOf(html) }
       : { ...newBlock('text'), html: markdownBody(design.markdown ?? '') }
@@ -104,10 +105,10 @@ export function EmailEditor(props: EditorProps) {
   return (
     <div className="mc-editor">
       <div className="mc-bar">
-        <fieldset className="segmented plain" aria-label="Editor mode">
+        <fieldset className="segmented plain" aria-label={t('ed.mode')}>
           {(['visual', 'html', 'markdown'] as const).map((m) => (
             <button key={m} type="button" className={mode === m ? 'small' : 'secondary small'} aria-pressed={mode === m} onClick={() => switchTo(m)}>
-              {m === 'visual' ? 'Visual' : m === 'html' ? 'HTML' : 'Markdown'}
+              {m === 'visual' ? t('ed.visual') : m === 'html' ? 'HTML' : 'Markdown'}
             </button>
           ))}
         </fieldset>
@@ -141,7 +142,7 @@ function VariablePicker({ fields, target }: { fields: string[]; target: React.Re
   const names = useMemo(() => [...new Set([...fields, ...BUILT_INS])], [fields])
   const chosen = name || names[0] || ''
   const insert = () => {
-    if (!target.current) { setNote('Click in a text first: the tag goes where the cursor is.'); return }
+    if (!target.current) { setNote(t('ed.clickFirst')); return }
     const builtIn = BUILT_INS.includes(chosen)
     target.current.insert(builtIn || !fallback ? `{{${chosen}}}` : `{{ ${chosen} | default: "${fallback.replace(/"/g, '\'')}" }}`)
     setNote('')
@@ -150,21 +151,21 @@ function VariablePicker({ fields, target }: { fields: string[]; target: React.Re
   return (
     <div className="mc-picker">
       {/* onMouseDown: keep the focus (and the cursor) in the text the tag goes into */}
-      <button type="button" className="secondary small" aria-expanded={open} aria-controls={`${id}-panel`} onMouseDown={(e) => e.preventDefault()} onClick={() => setOpen(!open)}>Insert variable</button>
+      <button type="button" className="secondary small" aria-expanded={open} aria-controls={`${id}-panel`} onMouseDown={(e) => e.preventDefault()} onClick={() => setOpen(!open)}>{t('ed.insertVariable')}</button>
       {open && (
-        <fieldset id={`${id}-panel`} className="mc-popover" aria-label="Insert a variable">
-          <label htmlFor={`${id}-var`}>Variable</label>
+        <fieldset id={`${id}-panel`} className="mc-popover" aria-label={t('ed.insertAVariable')}>
+          <label htmlFor={`${id}-var`}>{t('ed.variable')}</label>
           <select id={`${id}-var`} value={chosen} onChange={(e) => setName(e.target.value)}>
-            <optgroup label="Contact fields">{names.filter((n) => !BUILT_INS.includes(n)).map((n) => <option key={n} value={n}>{n}</option>)}</optgroup>
-            <optgroup label="Built in">{BUILT_INS.map((n) => <option key={n} value={n}>{n}</option>)}</optgroup>
+            <optgroup label={t('wfc.g.fields')}>{names.filter((n) => !BUILT_INS.includes(n)).map((n) => <option key={n} value={n}>{n}</option>)}</optgroup>
+            <optgroup label={t('ed.builtIn')}>{BUILT_INS.map((n) => <option key={n} value={n}>{n}</option>)}</optgroup>
           </select>
           {!BUILT_INS.includes(chosen) && (
             <>
-              <label htmlFor={`${id}-fb`}>Fallback when the contact has no value</label>
-              <input id={`${id}-fb`} value={fallback} onChange={(e) => setFallback(e.target.value)} placeholder='e.g. "there"' />
+              <label htmlFor={`${id}-fb`}>{t('ed.fallback')}</label>
+              <input id={`${id}-fb`} value={fallback} onChange={(e) => setFallback(e.target.value)} placeholder={t('ed.fallbackPlaceholder')} />
             </>
           )}
-          <div className="row"><button type="button" className="small" onMouseDown={(e) => e.preventDefault()} onClick={insert}>Insert</button></div>
+          <div className="row"><button type="button" className="small" onMouseDown={(e) => e.preventDefault()} onClick={insert}>{t('ed.insert')}</button></div>
           {note && <p className="small err" role="alert">{note}</p>}
         </fieldset>
       )}
@@ -216,15 +217,15 @@ function Preview({ html, rendered }: { html: string; rendered: Rendered | null }
   return (
     <div className="field">
       <div className="mc-preview-head">
-        <strong>Preview</strong>
-        <fieldset className="segmented plain mc-inline" aria-label="Preview width">
-          <button type="button" className={phone ? 'secondary small' : 'small'} aria-pressed={!phone} onClick={() => setPhone(false)}>Desktop</button>
-          <button type="button" className={phone ? 'small' : 'secondary small'} aria-pressed={phone} onClick={() => setPhone(true)}>Phone</button>
+        <strong>{t('ed.preview')}</strong>
+        <fieldset className="segmented plain mc-inline" aria-label={t('ed.previewWidth')}>
+          <button type="button" className={phone ? 'secondary small' : 'small'} aria-pressed={!phone} onClick={() => setPhone(false)}>{t('ed.desktop')}</button>
+          <button type="button" className={phone ? 'small' : 'secondary small'} aria-pressed={phone} onClick={() => setPhone(true)}>{t('ed.phone')}</button>
         </fieldset>
-        {!rendered && <label className="small mc-inline"><input type="checkbox" checked={empty} onChange={(e) => setEmpty(e.target.checked)} /> Contact without data</label>}
+        {!rendered && <label className="small mc-inline"><input type="checkbox" checked={empty} onChange={(e) => setEmpty(e.target.checked)} /> {t('ed.noData')}</label>}
       </div>
       <div className={phone ? 'mc-frame phone' : 'mc-frame'}>
-        <iframe title="Preview of the email" sandbox="" srcDoc={rendered ? rendered.html : preview(html, empty ? { email: 'someone@example.com' } : SAMPLE)} className="preview" />
+        <iframe title={t('ed.previewTitle')} sandbox="" srcDoc={rendered ? rendered.html : preview(html, empty ? { email: 'someone@example.com' } : SAMPLE)} className="preview" />
       </div>
     </div>
   )
