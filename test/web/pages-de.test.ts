@@ -154,7 +154,7 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     await d.a11y('workflow executions, an execution open, German')
   })
 
-  test('the email editor speaks the page\'s language: its bar, the variable picker and preview as a contact in German', async () => {
+  test('the email editor speaks the page\'s language: its bar, the variable picker, preview as a contact and the visual canvas in German', async () => {
     const { page } = d
     await insertTestDomain(d.env, d.projectId, 'brand.test', { verified: true })
     expect((await d.api('POST', '/contacts', { email: 'ann-de@inbox.test', subscribed: true, data: { firstName: 'Ann' } })).status).toBeLessThan(300)
@@ -174,6 +174,14 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     const text = (await page.locator('.mc-editor').textContent()) ?? ''
     expect(englishOf(['edp.', 'ed.']).filter((e) => text.includes(e))).toEqual([])
     await shot(page, 'de-editor-preview-as-desktop-light')
+    // To the visual editor (confirmed): its bar of blocks and its canvas in German.
+    page.once('dialog', (dialog) => { void dialog.accept() })
+    await page.getByRole('button', { name: 'Visuell' }).click()
+    await page.getByRole('toolbar', { name: 'Einen Block hinzufügen' }).getByRole('button', { name: '+ Überschrift' }).waitFor()
+    await page.getByRole('button', { name: 'Block Reines HTML auswählen' }).waitFor()
+    const visual = (await page.locator('.mc-editor').textContent()) ?? ''
+    expect(englishOf(['edp.', 'ed.']).filter((e) => visual.includes(e))).toEqual([])
+    await shot(page, 'de-editor-visual-desktop-light')
   })
 
   test('the domain page on a phone in the dark, and the tools page, in German', async () => {

@@ -66,11 +66,6 @@ export const DEFAULT_SETTINGS: Settings = {
   width: 600, background: '#f4f4f5', contentBackground: '#ffffff', font: 'Sans', textColor: '#1f2937', linkColor: '#2563eb',
 }
 
-export const BLOCK_LABELS: Record<BlockType, string> = {
-  heading: 'Heading', text: 'Text', button: 'Button', image: 'Image', divider: 'Divider', spacer: 'Spacer',
-  columns: 'Columns', social: 'Social links', footer: 'Footer', html: 'Raw HTML',
-}
-
 let seq = 0
 export const newId = () => `b${Date.now().toString(36)}${(seq++).toString(36)}`
 

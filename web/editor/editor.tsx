@@ -2,11 +2,11 @@ import { type DragEvent, type ReactNode, useEffect, useId, useMemo, useRef, useS
 import { call } from '../api'
 import { HtmlEditor, preview } from '../components/html-editor'
 import {
-  asDesign, BLOCK_LABELS, type Block, type BlockStyle, type BlockType, type Design, designToHtml, emptyDesign, findBlock, FONTS,
+  asDesign, type Block, type BlockStyle, type BlockType, type Design, designToHtml, emptyDesign, findBlock, FONTS,
   indexOf, mapBlocks, moveBlock, newBlock, type Settings,
 } from './design'
 import { PreviewAs, type Rendered } from './contact-preview'
-import { t } from '../i18n'
+import { type MessageKey, t } from '../i18n'
 import { markdownBody } from './markdown'
 import { STARTERS } from './starters'
 
@@ -130,6 +130,9 @@ function bodyOf(html: string): string {
   const m = /<body[^>]*>([\s\S]*)<\/body>/i.exec(html)
   return (m ? m[1] : html).trim()
 }
+
+/** A block type in words, in the page's language. */
+const blockLabel = (type: BlockType) => t(`ed.block.${type}` as MessageKey)
 
 // ---- variable picker ----
 
@@ -283,11 +286,11 @@ function Visual({ design, onChange, body, target, project, rendered }: { design:
       onFocusCapture={() => setSelected(b.id)} onMouseDownCapture={() => setSelected(b.id)}>
       <div className="mc-block-tools">
         <span className="mc-handle" aria-hidden="true">⠿</span>
-        <button type="button" className="link small" onClick={() => setSelected(b.id)} aria-label={`Select ${BLOCK_LABELS[b.type]} block`}>{BLOCK_LABELS[b.type]}</button>
+        <button type="button" className="link small" onClick={() => setSelected(b.id)} aria-label={t('ed.selectBlock', { block: blockLabel(b.type) })}>{blockLabel(b.type)}</button>
         <span className="mc-grow" />
-        <button type="button" className="secondary small" aria-label={`Move ${BLOCK_LABELS[b.type]} up`} onClick={() => move(b.id, -1)}>↑</button>
-        <button type="button" className="secondary small" aria-label={`Move ${BLOCK_LABELS[b.type]} down`} onClick={() => move(b.id, 1)}>↓</button>
-        <button type="button" className="secondary small" aria-label={`Remove ${BLOCK_LABELS[b.type]}`} onClick={() => { update(b.id, () => null); if (selected === b.id) setSelected(null) }}>✕</button>
+        <button type="button" className="secondary small" aria-label={t('ed.moveUp', { block: blockLabel(b.type) })} onClick={() => move(b.id, -1)}>↑</button>
+        <button type="button" className="secondary small" aria-label={t('ed.moveDown', { block: blockLabel(b.type) })} onClick={() => move(b.id, 1)}>↓</button>
+        <button type="button" className="secondary small" aria-label={t('ed.removeBlock', { block: blockLabel(b.type) })} onClick={() => { update(b.id, () => null); if (selected === b.id) setSelected(null) }}>✕</button>
       </div>
       <BlockCanvas block={b} settings={design.settings} target={target} onChange={(nb) => update(b.id, () => nb)}
         renderColumn={(col, ci) => (
@@ -302,34 +305,34 @@ function Visual({ design, onChange, body, target, project, rendered }: { design:
   return (
     <div className="mc-visual">
       <div className="mc-main">
-        <div className="row mc-add" role="toolbar" aria-label="Add a block">
-          {ADDABLE.map((t) => t === 'columns'
-            ? [2, 3].map((n) => <button key={`c${n}`} type="button" className="secondary small" onClick={() => add('columns', n)}>+ {n} columns</button>)
-            : <button key={t} type="button" className="secondary small" onClick={() => add(t)}>+ {BLOCK_LABELS[t]}</button>)}
-          <select aria-label="Start from a design" value="" onChange={(e) => startWith(e.target.value)}>
-            <option value="">Start from a design…</option>
+        <div className="row mc-add" role="toolbar" aria-label={t('ed.addBlock')}>
+          {ADDABLE.map((type) => type === 'columns'
+            ? [2, 3].map((n) => <button key={`c${n}`} type="button" className="secondary small" onClick={() => add('columns', n)}>+ {t('ed.columns', { n })}</button>)
+            : <button key={type} type="button" className="secondary small" onClick={() => add(type)}>+ {blockLabel(type)}</button>)}
+          <select aria-label={t('ed.startFrom')} value="" onChange={(e) => startWith(e.target.value)}>
+            <option value="">{t('ed.startFromOption')}</option>
             {STARTERS.map((s) => <option key={s.id} value={s.id}>{s.name}: {s.description}</option>)}
           </select>
         </div>
-        <fieldset className="segmented plain mc-tabs" aria-label="Canvas or preview">
-          <button type="button" className={tab === 'edit' ? 'small' : 'secondary small'} aria-pressed={tab === 'edit'} onClick={() => setTab('edit')}>Edit</button>
-          <button type="button" className={tab === 'preview' ? 'small' : 'secondary small'} aria-pressed={tab === 'preview'} onClick={() => setTab('preview')}>Preview</button>
+        <fieldset className="segmented plain mc-tabs" aria-label={t('ed.canvasOrPreview')}>
+          <button type="button" className={tab === 'edit' ? 'small' : 'secondary small'} aria-pressed={tab === 'edit'} onClick={() => setTab('edit')}>{t('ed.edit')}</button>
+          <button type="button" className={tab === 'preview' ? 'small' : 'secondary small'} aria-pressed={tab === 'preview'} onClick={() => setTab('preview')}>{t('ed.preview')}</button>
         </fieldset>
         {tab === 'edit' ? (
           <div className="mc-canvas" style={{ background: design.settings.background }}>
             <div className="mc-paper" style={{ maxWidth: design.settings.width, background: design.settings.contentBackground, fontFamily: FONTS[design.settings.font], color: design.settings.textColor }}>
-              {design.blocks.length === 0 && <p className="muted mc-empty">No blocks yet: add one above, or start from a design.</p>}
+              {design.blocks.length === 0 && <p className="muted mc-empty">{t('ed.noBlocks')}</p>}
               {renderList(design.blocks)}
             </div>
           </div>
         ) : <Preview html={body} rendered={rendered} />}
       </div>
       <aside className="mc-side" aria-labelledby={`${id}-side`}>
-        <h3 id={`${id}-side`}>{sel ? `${BLOCK_LABELS[sel.type]} block` : 'Email settings'}</h3>
+        <h3 id={`${id}-side`}>{sel ? t('ed.blockOf', { block: blockLabel(sel.type) }) : t('ed.emailSettings')}</h3>
         {sel
           ? <BlockSettings key={sel.id} block={sel} project={project} target={target} onChange={(nb) => update(sel.id, () => nb)} />
           : <EmailSettings settings={design.settings} onChange={(s) => onChange({ ...design, settings: s })} />}
-        {sel && <button type="button" className="link small" onClick={() => setSelected(null)}>Email settings</button>}
+        {sel && <button type="button" className="link small" onClick={() => setSelected(null)}>{t('ed.emailSettings')}</button>}
       </aside>
     </div>
   )
@@ -366,7 +369,7 @@ function BlockCanvas({ block: b, settings, onChange, target, renderColumn }: {
     case 'columns':
       return <div style={box} className="mc-cols">{(b.columns ?? []).map((c, i) => renderColumn(c, i))}</div>
     case 'html':
-      return <div style={box}><code className="small">Raw HTML, {(b.html ?? '').length} characters: edit it in the panel</code></div>
+      return <div style={box}><code className="small">{t('ed.rawHtml', { count: (b.html ?? '').length })}</code></div>
   }
 }
 
