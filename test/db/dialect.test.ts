@@ -1,15 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { asc, inArray, sql } from 'drizzle-orm'
-import { openStore, type Store } from '../../src/db/client'
+import type { Store } from '../../src/db/client'
 import {
   asStoredJson, boolLiteral, deleteCounted, epochMs, inJsonList, jsonText, laterPlusMs, locked, moment, momentParam,
   noIndex, skipLocked, tryTxLock, utcDay, utcHourMs,
 } from '../../src/db/dialect'
-import { migrate } from '../../src/db/migrate'
-import { freshPgDatabase, pgReachableSync } from '../helpers/env'
+import { migratedStore, pgReachableSync } from '../helpers/env'
 
 /**
  * Parity of the SQL fragments the stores spell differently (src/db/dialect.ts): the same assertions on
@@ -22,16 +18,7 @@ for (const kind of ['sqlite', 'pg'] as const) {
     let store: Store
     let cleanup: () => Promise<void>
     beforeAll(async () => {
-      if (kind === 'sqlite') {
-        const dir = mkdtempSync(join(tmpdir(), 'mailctl-dialect-'))
-        store = openStore(`sqlite://${join(dir, 'mailctl.db')}`)
-        cleanup = async () => rmSync(dir, { recursive: true, force: true })
-      } else {
-        const db = await freshPgDatabase()
-        store = openStore(db.url)
-        cleanup = db.drop
-      }
-      await migrate(store)
+      ;({ store, cleanup } = await migratedStore(kind, 'dialect'))
       const j = store.t.jobs
       const row = (id: string, ms: number, payload: Record<string, unknown>, status: string) => ({
         id, projectId: null, name: 'dialect', payload, status, attempts: 0, maxAttempts: 1, runAt: new Date(ms),
@@ -43,10 +30,7 @@ for (const kind of ['sqlite', 'pg'] as const) {
         row('c', AT.getTime() + 86_400_000, {}, 'done'),
       ]))
     }, 60_000)
-    afterAll(async () => {
-      await store.close()
-      await cleanup()
-    })
+    afterAll(() => cleanup())
 
     const ids = async (where: ReturnType<typeof sql>) =>
       (await store.rows<{ id: string }>(sql`SELECT id FROM jobs WHERE name = 'dialect' AND ${where} ORDER BY id`)).map((r) => r.id)
@@ -130,21 +114,15 @@ for (const kind of ['sqlite', 'pg'] as const) {
 /** What only PostgreSQL can show: other transactions skip locked rows and do not get a held lock. */
 describe.skipIf(!pgReachableSync())('dialect locks across transactions [pg]', () => {
   let store: Store
-  let drop: () => Promise<void>
+  let cleanup: () => Promise<void>
   beforeAll(async () => {
-    const db = await freshPgDatabase()
-    drop = db.drop
-    store = openStore(db.url)
-    await migrate(store)
+    ;({ store, cleanup } = await migratedStore('pg', 'dialect-locks'))
     await store.tx((db) => db.insert(store.t.jobs).values(['x', 'y'].map((id) => ({
       id, projectId: null, name: 'dialect', payload: {}, status: 'queued', attempts: 0, maxAttempts: 1,
       runAt: AT, total: 0, processed: 0, createdAt: AT, updatedAt: AT,
     }))))
   }, 60_000)
-  afterAll(async () => {
-    await store.close()
-    await drop()
-  })
+  afterAll(() => cleanup())
 
   test('a row locked by one transaction is skipped by another; its advisory lock is refused there', async () => {
     const j = store.t.jobs

@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { asc, eq } from 'drizzle-orm'
-import { openStore, type Store } from '../../src/db/client'
+import type { Store } from '../../src/db/client'
 import { insertAll } from '../../src/db/insert-all'
-import { migrate } from '../../src/db/migrate'
-import { freshPgDatabase, pgReachableSync } from '../helpers/env'
+import { migratedStore, pgReachableSync } from '../helpers/env'
 
 /**
  * insertAll (src/db/insert-all.ts) writes rows exactly as drizzle's insert would, on both stores: the same
@@ -21,21 +17,9 @@ for (const kind of ['sqlite', 'pg'] as const) {
     let store: Store
     let cleanup: () => Promise<void>
     beforeAll(async () => {
-      if (kind === 'sqlite') {
-        const dir = mkdtempSync(join(tmpdir(), 'mailctl-insert-all-'))
-        store = openStore(`sqlite://${join(dir, 'mailctl.db')}`)
-        cleanup = async () => rmSync(dir, { recursive: true, force: true })
-      } else {
-        const db = await freshPgDatabase()
-        store = openStore(db.url)
-        cleanup = db.drop
-      }
-      await migrate(store)
+      ({ store, cleanup } = await migratedStore(kind, 'insert-all'))
     }, 60_000)
-    afterAll(async () => {
-      await store.close()
-      await cleanup()
-    })
+    afterAll(() => cleanup())
 
     const row = (id: string, name: string, i: number) => ({
       id, projectId: null, name, uniqueKey: i % 2 ? null : `k-${i}`,

@@ -161,6 +161,27 @@ export class TestEnv {
 
 let pgSync: boolean | null = null
 /** Synchronous reachability check (suites are registered synchronously). */
+/**
+ * A migrated store of `kind` on a fresh SQLite file or a fresh PostgreSQL database, for tests of the store
+ * itself; `cleanup` closes it and removes the file or drops the database.
+ */
+export async function migratedStore(kind: StoreKind, name: string): Promise<{ store: Store; url: string; cleanup(): Promise<void> }> {
+  let url: string
+  let remove: () => Promise<void>
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), `mailctl-${name}-`))
+    url = `sqlite://${join(dir, 'mailctl.db')}`
+    remove = async () => rmSync(dir, { recursive: true, force: true })
+  } else {
+    const db = await freshPgDatabase()
+    url = db.url
+    remove = db.drop
+  }
+  const store = openStore(url)
+  await migrate(store)
+  return { store, url, cleanup: async () => { await store.close(); await remove() } }
+}
+
 export function pgReachableSync(): boolean {
   if (pgSync !== null) return pgSync
   if (sqliteOnly) {
