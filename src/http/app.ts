@@ -1,6 +1,6 @@
 import { Elysia, type ValidationError } from 'elysia'
 import { Kind } from '@sinclair/typebox'
-import './formats'
+import { registerFormats } from './formats'
 import type { Deps } from '../deps'
 import { AppError, badRequest, tooLarge, validation } from '../errors'
 import { errorFields } from '../log'
@@ -41,6 +41,9 @@ import { hooksRoutes } from '../modules/hooks/routes'
 import { dashboardRoutes, dashboardServe } from './dashboard'
 import { corsAnswerHeaders, corsRoutes } from './cors'
 import { bodyCap, bodyCaps, capBody, hasOwnParser, NotABodyError, overCap, readsNothing } from './bodies'
+
+// After every import above (./openapi loads @elysiajs/openapi, which registers zod checks): ours win (./formats).
+registerFormats()
 
 /**
  * The request id and start time, kept on the request's `set` object (shared by every hook of a request).
