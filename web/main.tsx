@@ -2,10 +2,12 @@ import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from '@tan
 import { type ComponentType, lazy, StrictMode, Suspense, useEffect, useState } from 'react'
 import { createRoot } from 'react-dom/client'
 import { Link, Redirect, Route, Router, Switch, useLocation, useParams } from 'wouter'
-import { ApiError, canManage, get, type Project, type User } from './api'
+import { ApiError, canManage, type ContactPage, get, type Project, type User } from './api'
 import { ErrorBox, Loading } from './components/ui'
 import { startTheme, ThemeSwitch } from './components/theme'
+import { releaseFirstView } from './first-view'
 import { chooseLanguage, currentLang, followUser, LANGUAGES, type Lang, type MessageKey, startLanguage, t } from './i18n'
+import { NAV } from './nav'
 
 startTheme()
 
@@ -89,18 +91,42 @@ const meQuery = {
     throw e
   }),
 }
+/**
+ * The answers the server wrote into the page for this session (src/http/dashboard-boot.ts): the user,
+ * their projects and, on the contacts page, its first rows. They are in the cache before anything asks,
+ * so the first page is drawn without a round trip to the API; a page without them asks as before.
+ */
+interface Boot { me: User; projects: Project[]; contacts?: { projectId: string; page: ContactPage } }
+function readBoot(): Boot | null {
+  const text = document.getElementById('mailctl-boot')?.textContent
+  if (!text) return null
+  try { return JSON.parse(text) as Boot } catch { return null }
+}
+const boot = readBoot()
+if (boot) {
+  queryClient.setQueryData(meQuery.queryKey, boot.me)
+  queryClient.setQueryData(projectsQuery.queryKey, boot.projects)
+}
 queryClient.prefetchQuery(meQuery)
 queryClient.prefetchQuery({ ...projectsQuery, retry: false })
-// The contacts page opened directly: its chunk and its first page of contacts are fetched with the rest.
+// The contacts page opened directly: its chunk and its first page of contacts are fetched with the rest
+// (or come with the page).
 const opened = /^\/app\/p\/([^/]+)\/contacts\/?$/.exec(location.pathname)
 if (opened) {
-  contacts().then((m) => queryClient.prefetchQuery({ ...m.contactsQuery(decodeURIComponent(opened[1]), '', '', null), retry: false }))
-    .catch(() => {})
+  const projectId = decodeURIComponent(opened[1])
+  const first = boot?.contacts?.projectId === projectId ? boot.contacts.page : null
+  contacts().then((m) => {
+    const query = m.contactsQuery(projectId, '', '', null)
+    if (first) queryClient.setQueryData(query.queryKey, first)
+    else return queryClient.prefetchQuery({ ...query, retry: false })
+  }).catch(() => {})
 }
 
 function App() {
   const me = useQuery(meQuery)
   useEffect(() => { if (me.data) followUser(me.data.id) }, [me.data])
+  // The server's first view (web/first-view.ts) gives way to whatever the app shows instead of the contacts list.
+  useEffect(() => { if (me.error || me.data === null) releaseFirstView() }, [me.error, me.data])
   if (me.isPending) return <div className="center"><Loading /></div>
   if (me.error) return <div className="center"><ErrorBox error={me.error} /></div>
   return <Suspense fallback={<div className="center"><Loading /></div>}>{me.data ? <SignedIn user={me.data} /> : <SignedOut />}</Suspense>
@@ -108,6 +134,7 @@ function App() {
 
 function SignedIn({ user }: { user: User }) {
   const projects = useQuery(projectsQuery)
+  useEffect(() => { if (projects.error) releaseFirstView() }, [projects.error])
   if (projects.isPending) return <div className="center"><Loading /></div>
   if (projects.error) return <div className="center"><ErrorBox error={projects.error} /></div>
   return (
@@ -176,33 +203,6 @@ function Bare({ user, children }: { user: User; children: React.ReactNode }) {
   )
 }
 
-interface NavLink { path: string; label: MessageKey; managers?: boolean }
-
-/** The sections, grouped as a marketer looks for them; on a phone the list folds behind a Menu button. */
-const NAV: Array<{ group: MessageKey | null; links: NavLink[] }> = [
-  { group: null, links: [{ path: '/', label: 'nav.overview' }] },
-  { group: 'nav.audience', links: [{ path: '/contacts', label: 'nav.contacts' }, { path: '/segments', label: 'nav.segments' }] },
-  {
-    group: 'nav.messages',
-    links: [{ path: '/campaigns', label: 'nav.campaigns' }, { path: '/workflows', label: 'nav.workflows' }, { path: '/templates', label: 'nav.templates' }],
-  },
-  {
-    group: 'nav.delivery',
-    links: [{ path: '/activity', label: 'nav.activity' }, { path: '/suppressions', label: 'nav.suppressions' }, { path: '/domains', label: 'nav.domains' }],
-  },
-  {
-    group: 'nav.reports',
-    links: [{ path: '/analytics', label: 'nav.analytics' }, { path: '/security', label: 'nav.security' }, { path: '/usage', label: 'nav.usage' }],
-  },
-  {
-    group: 'nav.project',
-    links: [
-      { path: '/settings', label: 'nav.settings', managers: true }, { path: '/keys', label: 'nav.keys', managers: true },
-      { path: '/webhooks', label: 'nav.webhooks' }, { path: '/members', label: 'nav.members' }, { path: '/tools', label: 'nav.tools' },
-    ],
-  },
-]
-
 /** Titles of the pages that are not a section of their own (a detail page names what it shows). */
 const DETAIL_TITLES: Array<[RegExp, MessageKey]> = [
   [/^\/contacts\/fields$/, 'title.fields'], [/^\/contacts\/.+/, 'title.contact'], [/^\/domains\/.+/, 'title.domain'], [/^\/segments\/new$/, 'title.newSegment'],
@@ -258,6 +258,7 @@ function ProjectShell({ user, projects }: { user: User; projects: Project[] }) {
   useEffect(() => { if (project) localStorage.setItem(LAST_PROJECT, project.id) }, [project])
   const section = `/${location.split('/')[1] ?? ''}`
   useEffect(() => { document.title = pageTitle(location, project?.name) }, [location, project?.name])
+  useEffect(() => { if (!project || location !== '/contacts') releaseFirstView() }, [project, location])
   return (
     <div className="shell">
       <a className="skip" href="#main">{t('shell.skip')}</a>

@@ -241,7 +241,7 @@ export function buildApp(deps: Deps) {
     .use(uploadsRoutes(deps))
     .use(securityRoutes(deps))
     // The web dashboard at /app/ (its page and chunks are Bun.serve routes) and GET / for browsers.
-    .use(dashboardRoutes())
+    .use(dashboardRoutes(deps))
   if (!checkResponses()) trustResponses(app.routes)
   return app
 }

@@ -1,8 +1,12 @@
 import { Elysia } from 'elysia'
+import { brotliCompressSync, constants as zlib } from 'node:zlib'
+import type { Deps } from '../deps'
 import { AppError } from '../errors'
 import { SESSION_COOKIE } from './auth'
+import { type Boot, bootBlock, bootFor } from './dashboard-boot'
+import { contactsFirstView, escapeHtml, firstViewTitle, type View, viewOf } from './dashboard-first-view'
 import editor from '../../web/editor.html'
-import { ASSETS_PATH, buildWeb, type WebBundle, type WebFile } from './web-build'
+import { ASSETS_PATH, buildWeb, type Bytes, type WebBundle, type WebFile } from './web-build'
 
 /**
  * The web dashboard (docs/decisions.md, The dashboard): the single-page app of web/, split by page
@@ -109,6 +113,39 @@ export const DASHBOARD_HEADERS: Record<string, string> = {
   'referrer-policy': 'same-origin',
 }
 
+/**
+ * The page with a signed-in user's data in it (dashboard-boot.ts): for that session only, so no cache,
+ * shared or private, keeps it (a shared one could hand it to another user; the browser's own could show it
+ * after sign-out).
+ */
+export const PERSONAL_PAGE_HEADERS: Record<string, string> = { ...DASHBOARD_HEADERS, 'cache-control': 'private, no-store' }
+
+/**
+ * The page for a signed-in user, compressed now (it differs per request): their data block
+ * (dashboard-boot.ts) before </body> and, on the contacts page, its first view (dashboard-first-view.ts)
+ * before the app's root, in their language and theme, with the stylesheet inline so that the rows are
+ * drawn before any other file arrives.
+ */
+function personalPage(bundle: WebBundle, page: WebFile, boot: Boot, view: View): WebFile {
+  let html = new TextDecoder().decode(page.raw)
+  const first = contactsFirstView(boot, view)
+  const link = /<link rel="stylesheet" crossorigin href="\/app-assets\/([^"]+\.css)">/.exec(html)
+  const css = link ? new TextDecoder().decode(bundle.files.get(link[1])?.raw) : ''
+  if (first && link && css && !/<\/style/i.test(css)) {
+    html = html.replace('<html lang="en">', `<html lang="${view.lang}"${view.theme ? ` data-theme="${view.theme}"` : ''}>`)
+      .replace(link[0], () => `<style>${css}</style>`)
+      .replace('<div id="root">', () => `${first}<div id="root">`)
+    const title = firstViewTitle(boot, view)
+    if (title) html = html.replace('<title>mailctl</title>', () => `<title>${escapeHtml(title)}</title>`)
+  }
+  html = html.replace('</body>', () => `${bootBlock(boot)}</body>`)
+  const raw = new TextEncoder().encode(html) as Bytes
+  return {
+    type: page.type, raw, gzip: Bun.gzipSync(raw, { level: 6 }),
+    br: new Uint8Array(brotliCompressSync(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 5, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength } })),
+  }
+}
+
 export const ASSET_HEADERS: Record<string, string> = {
   'cache-control': 'public, max-age=31536000, immutable',
   'x-content-type-options': 'nosniff',
@@ -118,12 +155,16 @@ export const ASSET_HEADERS: Record<string, string> = {
  * `/app`, `/app/*`: the page with its headers; `/app-assets/:name`: its chunks; `GET /`: a browser is sent
  * to /app/, an API client gets the 404 envelope.
  */
-export function dashboardRoutes() {
+export function dashboardRoutes(deps: Deps) {
   const page = async ({ request }: { request: Request }): Promise<Response> => {
     const bundle = await webBundle()
     const signedIn = new RegExp(`(?:^|;\\s*)${SESSION_COOKIE}=`).test(request.headers.get('cookie') ?? '')
-    const area = areaOf(new URL(request.url).pathname, signedIn)
-    return encoded(request, (area && bundle.pages.get(area)) || bundle.shell, DASHBOARD_HEADERS)
+    const path = new URL(request.url).pathname
+    const area = areaOf(path, signedIn)
+    const file = (area && bundle.pages.get(area)) || bundle.shell
+    const boot = signedIn ? await bootFor(deps, request, path) : null
+    if (!boot) return encoded(request, file, DASHBOARD_HEADERS)
+    return encoded(request, personalPage(bundle, file, boot, viewOf(request)), PERSONAL_PAGE_HEADERS)
   }
   return new Elysia()
     .get('/app', page, { detail: { hide: true } })

@@ -61,7 +61,11 @@ export function dashboardSuite(overrides: Partial<Config> = {}): DashboardSuite 
     await s.env?.app.stop()
     await s.env?.stop()
   })
-  s.open = async (path) => { await s.page.goto(`${s.base}/app/p/${s.projectId}${path}`) }
+  s.open = async (path) => {
+    await s.page.goto(`${s.base}/app/p/${s.projectId}${path}`)
+    // The contacts list is first drawn by the server (web/first-view.ts): the page is the app's once that is gone.
+    await s.page.waitForFunction(() => !document.getElementById('first-view'))
+  }
   s.cookieHeader = async () => (await s.context.cookies(s.base)).map((c) => `${c.name}=${c.value}`).join('; ')
   s.api = async (method, path, body) => {
     const res = await fetch(`${s.base}${path}`, {

@@ -1,4 +1,5 @@
 import { useEffect, useId, useState } from 'react'
+import { rememberView } from '../first-view'
 import { t } from '../i18n'
 
 /**
@@ -17,6 +18,7 @@ export function themeChoice(): ThemeChoice {
 export function applyTheme(choice: ThemeChoice = themeChoice()): void {
   const effective = choice === 'system' ? (dark().matches ? 'dark' : 'light') : choice
   document.documentElement.dataset.theme = effective
+  rememberView('mailctl_view_theme', `${effective} ${choice}`)
 }
 
 /** Applies the stored choice now and follows the system's setting while the choice is "system". */

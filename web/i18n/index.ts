@@ -10,6 +10,7 @@
  * sign-in. Without a choice the browser's language decides. A change reloads the page: every string and
  * every date is then rendered once in the new language, with no page left half translated.
  */
+import { rememberView } from '../first-view'
 import { formatNumber, setFormatLocale } from '../format'
 import { en } from './en'
 
@@ -58,6 +59,7 @@ async function use(l: Lang): Promise<void> {
   lang = l
   if (typeof document !== 'undefined') document.documentElement.lang = l
   setFormatLocale(localeFor(l))
+  rememberView('mailctl_view_lang', `${l} ${localeFor(l)} ${Intl.DateTimeFormat().resolvedOptions().timeZone}`)
 }
 
 export const currentLang = (): Lang => lang

@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { call, type Contact, type ContactPage, get, type Project, post } from '../../api'
 import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, onField, PageHead, Pager } from '../../components/ui'
+import { releaseFirstView } from '../../first-view'
 import { t } from '../../i18n'
 import { useFields } from '../segments'
 import { type ApiTree, emptyTree, fromApi, rowPaths, toApi, type Tree, TreeEditor } from '../segments/builder'
@@ -124,6 +125,8 @@ export function ContactsPage({ project }: { project: Project }) {
     : { queryKey: contactsTotalQuery(project.id, '', subscribed).queryKey, queryFn: () => contactsTotalQuery(project.id, '', subscribed).queryFn().then((n) => ({ total: n, estimated: false })) }
   const totalQuery = useQuery({ ...countQuery, enabled: page.isSuccess && !page.isPlaceholderData })
   const total = totalQuery.data?.total
+  // The page drawn by the app takes the place of the server's first view of it (web/first-view.ts).
+  useEffect(() => { if (!page.isPending) releaseFirstView() }, [page.isPending])
   const about = totalQuery.data?.estimated === true
   const create = useMutation({
     mutationFn: (body: { email: string; subscribed: boolean }) => post<Contact>('/contacts', body, project.id),
