@@ -1,12 +1,12 @@
-import type { MessageKey } from './i18n'
+import type { PageKey } from './i18n'
 
-export interface NavLink { path: string; label: MessageKey; managers?: boolean }
+export interface NavLink { path: string; label: PageKey; managers?: boolean }
 
 /**
  * The sections, grouped as a marketer looks for them; on a phone the list folds behind a Menu button.
  * web/main.tsx draws them; the server draws them too in a page's first view (src/http/dashboard-first-view.ts).
  */
-export const NAV: Array<{ group: MessageKey | null; links: NavLink[] }> = [
+export const NAV: Array<{ group: PageKey | null; links: NavLink[] }> = [
   { group: null, links: [{ path: '/', label: 'nav.overview' }] },
   { group: 'nav.audience', links: [{ path: '/contacts', label: 'nav.contacts' }, { path: '/segments', label: 'nav.segments' }] },
   {

@@ -2,7 +2,9 @@ import { afterAll, expect, test } from 'bun:test'
 import { formatDate, formatNumber, formatPercent, setFormatLocale } from '../../web/format'
 import { de } from '../../web/i18n/de'
 import { en } from '../../web/i18n/en'
-import { t, useLanguageForTest } from '../../web/i18n'
+import { editorDe } from '../../web/i18n/editor-de'
+import { editorEn } from '../../web/i18n/editor-en'
+import { addCatalogue, type Message, t, useLanguageForTest } from '../../web/i18n'
 
 /**
  * The message catalogue (issue 37, item 7): German has every key of English and no other, each message with
@@ -14,23 +16,40 @@ const placeholders = (m: string | { one: string; other: string }) =>
 
 afterAll(async () => { await useLanguageForTest('en') })
 
-test('German has exactly the keys of English, none empty, with the same placeholders and plural forms', () => {
-  expect(Object.keys(de).sort()).toEqual(Object.keys(en).sort())
-  const english = en as Record<string, string | { one: string; other: string }>
+test('German has exactly the keys of English, none empty, with the same placeholders and plural forms (the dashboard\'s part and the editor\'s)', () => {
+  for (const [english, german] of [[en, de], [editorEn, editorDe]] as Array<[Record<string, Message>, Record<string, Message>]>) sameShape(english, german)
+  // The parts share no key: one key, one message.
+  expect(Object.keys(editorEn).filter((k) => k in en)).toEqual([])
+})
+
+function sameShape(english: Record<string, Message>, german: Record<string, Message>) {
+  expect(Object.keys(german).sort()).toEqual(Object.keys(english).sort())
   for (const [key, m] of Object.entries(english)) {
-    const g = de[key as keyof typeof en]
+    const g = german[key]
     expect({ key, kind: typeof g }).toEqual({ key, kind: typeof m })
     if (typeof g === 'string') expect({ key, empty: g.trim() === '' }).toEqual({ key, empty: false })
     else expect({ key, one: g.one.trim() !== '', other: g.other.trim() !== '' }).toEqual({ key, one: true, other: true })
     // A plural message names its count in its "other" form at least (the one form may say "the contact").
     expect({ key, placeholders: placeholders(g) }).toEqual({ key, placeholders: placeholders(m) })
   }
-})
+}
 
 test('the German catalogue is German: most messages differ from the English ones', () => {
-  const same = Object.keys(en).filter((k) => JSON.stringify(de[k as keyof typeof en]) === JSON.stringify(en[k as keyof typeof en]))
-  // Words both languages share (Workflows, Domains, Segment, System) are allowed, but only a few.
-  expect(same.length).toBeLessThan(Object.keys(en).length / 10)
+  for (const [english, german] of [[en, de], [editorEn, editorDe]] as Array<[Record<string, Message>, Record<string, Message>]>) {
+    const same = Object.keys(english).filter((k) => JSON.stringify(german[k]) === JSON.stringify(english[k]))
+    // Words both languages share (Workflows, Domains, Segment, System, HTML) are allowed, but only a few.
+    expect(same.length).toBeLessThan(Object.keys(english).length / 10)
+  }
+})
+
+test('the editor\'s part joins the catalogue where it is added, in the language in effect', async () => {
+  await useLanguageForTest('de')
+  addCatalogue({ en: editorEn, de: editorDe })
+  expect(t('ed.textColour')).toBe('Textfarbe')
+  expect(t('nav.contacts')).toBe('Kontakte')
+  await useLanguageForTest('en')
+  expect(t('ed.textColour')).toBe('Text colour')
+  expect(t('ed.columnsHint', { n: 2 })).toBe('2 columns, side by side on desktop and stacked on phones.')
 })
 
 test('t fills placeholders, picks the plural form and formats counts in the language', async () => {
@@ -66,7 +85,9 @@ test('dates and numbers follow the locale set', () => {
  * (mailctl, DKIM, CSV, an example address) are allowed.
  */
 // An area (every file under web/pages/<area>/), one file of an area taken in on its own, or a file outside the pages (web/…).
-const CATALOGUED = ['domains', 'tools', 'analytics', 'segments', 'mail', 'auth', 'projects', 'webhooks', 'workflows', 'web/editor/contact-preview.tsx']
+const CATALOGUED = ['domains', 'tools', 'analytics', 'segments', 'mail', 'auth', 'projects', 'webhooks', 'workflows', 'web/editor/{editor,contact-preview,entry}.tsx', 'web/editor/{starters,catalogue}.ts',
+  'web/components/html-editor.tsx', 'web/components/email-editor.tsx']
+// web/editor/design.ts is left out: its literals are the email's CSS (font stacks such as 'Times New Roman'); its texts are the catalogue's ed.def.*.
 const NOT_WORDS = new Set(['mailctl', 'example.com', 'DKIM', 'SPF', 'DMARC', 'MX', 'TXT', 'CSV', 'JSON', 'HTML', 'API', 'ID', 'URL', 'SMTP', 'HMAC', 'UTC', 'Acme'])
 
 function untranslated(source: string): string[] {

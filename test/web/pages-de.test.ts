@@ -4,6 +4,8 @@ import { insertTestDomain } from '../helpers/domains'
 import { workflowJobs } from '../../src/modules/workflows/jobs'
 import { en } from '../../web/i18n/en'
 import { de } from '../../web/i18n/de'
+import { editorDe } from '../../web/i18n/editor-de'
+import { editorEn } from '../../web/i18n/editor-en'
 import { chromiumAvailable, shot } from './browser'
 import { dashboardSuite } from './fixture'
 
@@ -20,9 +22,11 @@ const available = chromiumAvailable()
 /** The English messages of the sections whose German differs: the text that must not be on a German page. */
 function englishOf(prefixes: string[]): string[] {
   const out: string[] = []
-  for (const [key, m] of Object.entries(en)) {
+  // The dashboard's catalogue and the email editor's part of it.
+  const german: Record<string, unknown> = { ...de, ...editorDe }
+  for (const [key, m] of [...Object.entries(en), ...Object.entries(editorEn)]) {
     if (!prefixes.some((p) => key.startsWith(p))) continue
-    if (JSON.stringify(m) === JSON.stringify(de[key as keyof typeof en])) continue
+    if (JSON.stringify(m) === JSON.stringify(german[key])) continue
     const texts = typeof m === 'string' ? [m] : [m.one, m.other]
     // The parts around placeholders, long enough to be a phrase rather than a shared word.
     for (const text of texts) for (const part of text.split(/\{\w+\}/)) if (part.trim().length >= 8) out.push(part.trim())
@@ -162,6 +166,10 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     expect(tpl.status).toBe(201)
     await d.open(`/templates/${tpl.body.id}`)
     await page.getByRole('heading', { name: 'Vorschau als Kontakt' }).waitFor()
+    // The HTML mode (a template without a design opens in it): source, sample data, variables.
+    await page.getByLabel('HTML-Quelltext').waitFor()
+    await page.getByLabel('Beispieldaten eines Kontakts (JSON)').waitFor()
+    await page.getByText('Verwendete Variablen').waitFor()
     // The editor's bar: its modes and the variable picker.
     await page.getByRole('group', { name: 'Editormodus' }).getByRole('button', { name: 'Visuell' }).waitFor()
     await page.getByRole('button', { name: 'Variable einfügen' }).click()
@@ -182,6 +190,31 @@ describe.skipIf(!available)('the catalogued pages in German', () => {
     const visual = (await page.locator('.mc-editor').textContent()) ?? ''
     expect(englishOf(['edp.', 'ed.']).filter((e) => visual.includes(e))).toEqual([])
     await shot(page, 'de-editor-visual-desktop-light')
+    // The settings panels: the raw HTML block's (selected after the switch), then the email's.
+    await page.getByText('Wird unverändert in die Tabelle der E-Mail eingefügt: Halten Sie es E-Mail-tauglich.').waitFor()
+    await page.locator('.mc-side').getByRole('button', { name: 'E-Mail-Einstellungen' }).click()
+    await page.getByLabel('Seitenhintergrund').waitFor()
+    await page.getByLabel('Linkfarbe').waitFor()
+    await shot(page, 'de-editor-email-settings-desktop-light')
+    // A new heading starts with German text; its panel (level, alignment, colours, font) is German.
+    await page.getByRole('toolbar', { name: 'Einen Block hinzufügen' }).getByRole('button', { name: '+ Überschrift' }).click()
+    await page.getByRole('textbox', { name: 'Text der Überschrift' }).filter({ hasText: 'Eine Überschrift' }).waitFor()
+    expect(await page.getByLabel('Ebene').locator('option').allTextContents()).toEqual(['Groß (H1)', 'Mittel (H2)', 'Klein (H3)'])
+    await page.getByRole('group', { name: 'Ausrichtung' }).getByRole('button', { name: 'mittig' }).waitFor()
+    await page.getByLabel('Schriftgröße (px)').waitFor()
+    const panel = (await page.locator('.mc-side').textContent()) ?? ''
+    expect(englishOf(['ed.']).filter((e) => panel.includes(e))).toEqual([])
+    await shot(page, 'de-editor-settings-desktop-light')
+    // A starter design is written in the language in effect when it is made (its text is then the design's own).
+    let asked = ''
+    page.once('dialog', (dialog) => { asked = dialog.message(); void dialog.accept() })
+    await page.getByLabel('Mit einem Design beginnen').selectOption('welcome')
+    await page.getByRole('textbox', { name: 'Text der Überschrift' }).filter({ hasText: 'Willkommen an Bord' }).waitFor()
+    expect(asked).toBe('Mit „Willkommen“ beginnen? Das ersetzt die Blöcke dieser E-Mail.')
+    await page.getByText('Danke für Ihre Anmeldung.').first().waitFor()
+    const starter = (await page.locator('.mc-editor').textContent()) ?? ''
+    expect(englishOf(['ed.']).filter((e) => starter.includes(e))).toEqual([])
+    await shot(page, 'de-editor-starter-desktop-light')
   })
 
   test('the domain page on a phone in the dark, and the tools page, in German', async () => {

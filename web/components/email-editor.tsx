@@ -4,7 +4,7 @@ import { get } from '../api'
 import type { EditorProps, EditorValue } from '../editor/editor'
 import type { EditorModule, EditorHandle } from '../editor/entry'
 import { ErrorBox, Loading } from './ui'
-import { languageNow } from '../i18n'
+import { languageNow, t } from '../i18n'
 
 /**
  * The email editor of the template and campaign pages. Its code is a bundle of its own
@@ -25,10 +25,10 @@ function loadEditor(): Promise<EditorModule> {
       document.head.append(link)
     }
     const src = doc.querySelector('script[src]')?.getAttribute('src')
-    if (!src) throw new Error('The editor could not be loaded: reload the page.')
+    if (!src) throw new Error(t('ui.editorNotLoaded'))
     await import(/* @vite-ignore */ new URL(src, location.origin).href)
     const mod = (globalThis as { mailctlEditor?: EditorModule }).mailctlEditor
-    if (!mod) throw new Error('The editor could not be loaded: reload the page.')
+    if (!mod) throw new Error(t('ui.editorNotLoaded'))
     return mod
   })().catch((e) => { loading = null; throw e })
   return loading
@@ -72,7 +72,7 @@ export function EmailEditor(props: Omit<EditorProps, 'fields'>) {
   useEffect(() => { handle.current?.update(latest.current) })
   return (
     <>
-      {!ready && !error && <Loading label="Loading the editor…" />}
+      {!ready && !error && <Loading label={t('ui.loadingEditor')} />}
       <ErrorBox error={error} />
       <div ref={el} />
     </>

@@ -1,4 +1,5 @@
 import { useId, useMemo, useState } from 'react'
+import { t } from '../i18n'
 
 /** The variables a template uses: `{{name}}`, `{{data.plan}}`, `{{name | default}}`-like forms, helpers left out. */
 export function variablesOf(text: string): string[] {
@@ -47,25 +48,25 @@ export function HtmlEditor({ subject, body, onBody, error, onSourceFocus, previe
     <>
       <div className="editor">
         <div className="field">
-          <span><label htmlFor={bodyId}>HTML source</label></span>
+          <span><label htmlFor={bodyId}>{t('ed.html.source')}</label></span>
           <textarea id={bodyId} className="mono" rows={18} value={body} onChange={(e) => onBody(e.target.value)} onFocus={onSourceFocus ? (e) => onSourceFocus(e.currentTarget) : undefined} aria-invalid={error ? true : undefined} aria-describedby={error ? `${bodyId}-err` : undefined} />
           {error && <span id={`${bodyId}-err`} className="err">{error}</span>}
         </div>
         <div className="field">
-          <span>Preview</span>
+          <span>{t('ed.html.preview')}</span>
           {/* sandbox without allow-scripts: the template's HTML cannot run code or reach the dashboard */}
-          <iframe title="Preview of the email" sandbox="" srcDoc={previewHtml ?? (sample ? preview(body, sample) : body)} className="preview" />
+          <iframe title={t('ed.previewTitle')} sandbox="" srcDoc={previewHtml ?? (sample ? preview(body, sample) : body)} className="preview" />
         </div>
       </div>
       <div className="row">
         <div className="field" style={{ flex: '1 1 260px' }}>
-          <span><label htmlFor={sampleId}>Sample contact data (JSON)</label></span>
+          <span><label htmlFor={sampleId}>{t('ed.html.sample')}</label></span>
           <textarea id={sampleId} className="mono" rows={5} value={sampleText} onChange={(e) => setSampleText(e.target.value)} aria-invalid={sample ? undefined : true} />
-          {!sample && <span className="err">Not valid JSON: the preview shows the variables as they are.</span>}
+          {!sample && <span className="err">{t('ed.html.sampleInvalid')}</span>}
         </div>
         <div className="field" style={{ flex: '1 1 260px' }}>
-          <span>Variables used</span>
-          {vars.length === 0 ? <span className="muted small">None</span> : <ul className="small">{vars.map((v) => <li key={v}><code>{v}</code>{BUILT_INS.has(v) ? <span className="muted"> (built in)</span> : sample && !(v.split('.')[0] in sample) && <span className="muted"> (not in the sample)</span>}</li>)}</ul>}
+          <span>{t('ed.html.variables')}</span>
+          {vars.length === 0 ? <span className="muted small">{t('ed.html.none')}</span> : <ul className="small">{vars.map((v) => <li key={v}><code>{v}</code>{BUILT_INS.has(v) ? <span className="muted">{t('ed.html.builtIn')}</span> : sample && !(v.split('.')[0] in sample) && <span className="muted">{t('ed.html.notInSample')}</span>}</li>)}</ul>}
         </div>
       </div>
     </>

@@ -3,6 +3,7 @@
  * stores as `design`; `designToHtml` gives the `body` that is sent: tables for layout, inline styles, a
  * 600 px column that narrows on phones, and Outlook's conditional fixed-width wrapper.
  */
+import { t } from '../i18n'
 
 export type BlockType = 'heading' | 'text' | 'button' | 'image' | 'divider' | 'spacer' | 'columns' | 'social' | 'footer' | 'html'
 
@@ -69,19 +70,20 @@ export const DEFAULT_SETTINGS: Settings = {
 let seq = 0
 export const newId = () => `b${Date.now().toString(36)}${(seq++).toString(36)}`
 
+/** A new block of `type`, with the text it starts with in the language in effect (the catalogue's `ed.def.*`). */
 export function newBlock(type: BlockType, n = 2): Block {
   const id = newId()
   switch (type) {
-    case 'heading': return { id, type, text: 'A heading', level: 1, style: { align: 'left', padding: 16 } }
-    case 'text': return { id, type, html: '<p>Write something here.</p>', style: { padding: 16 } }
-    case 'button': return { id, type, text: 'Click here', url: 'https://example.com', style: { align: 'center', background: '#2563eb', color: '#ffffff', padding: 16 } }
+    case 'heading': return { id, type, text: t('ed.def.heading'), level: 1, style: { align: 'left', padding: 16 } }
+    case 'text': return { id, type, html: t('ed.def.text'), style: { padding: 16 } }
+    case 'button': return { id, type, text: t('ed.def.button'), url: 'https://example.com', style: { align: 'center', background: '#2563eb', color: '#ffffff', padding: 16 } }
     case 'image': return { id, type, src: '', alt: '', url: '', style: { align: 'center', width: 100, padding: 16 } }
     case 'divider': return { id, type, style: { color: '#e5e7eb', padding: 16 } }
     case 'spacer': return { id, type, height: 24, style: {} }
     case 'columns': return { id, type, columns: Array.from({ length: n }, () => [newBlock('text')]), style: { padding: 8 } }
     case 'social': return { id, type, links: [{ network: 'X', url: 'https://x.com/' }, { network: 'LinkedIn', url: 'https://www.linkedin.com/' }], style: { align: 'center', padding: 16 } }
-    case 'footer': return { id, type, html: '<p>You receive this because you signed up.<br><a href="{{unsubscribeUrl}}">Unsubscribe</a> · <a href="{{manageUrl}}">Manage preferences</a></p>', style: { align: 'center', color: '#6b7280', fontSize: 12, padding: 16 } }
-    case 'html': return { id, type, html: '<p>Your HTML</p>', style: {} }
+    case 'footer': return { id, type, html: t('ed.def.footer'), style: { align: 'center', color: '#6b7280', fontSize: 12, padding: 16 } }
+    case 'html': return { id, type, html: t('ed.def.html'), style: {} }
   }
 }
 
@@ -89,8 +91,8 @@ export function emptyDesign(): Design {
   return {
     version: 1, mode: 'visual', settings: { ...DEFAULT_SETTINGS },
     blocks: [
-      { ...newBlock('heading'), text: 'Hello {{ name | default: "there" }},' },
-      { ...newBlock('text'), html: '<p>Write your message here.</p><p><a href="https://example.com">Read more</a></p>' },
+      { ...newBlock('heading'), text: t('ed.def.greeting') },
+      { ...newBlock('text'), html: t('ed.def.body') },
       newBlock('footer'),
     ],
   }

@@ -8,7 +8,7 @@ import {
 import { PreviewAs, type Rendered } from './contact-preview'
 import { type MessageKey, t } from '../i18n'
 import { markdownBody } from './markdown'
-import { STARTERS } from './starters'
+import { starters } from './starters'
 
 /**
  * The email editor, loaded only on the template and campaign pages (web/components/email-editor.tsx
@@ -26,7 +26,7 @@ export interface EditorProps {
   /** Merge-tag names for the picker: the project's contact fields. */
   fields: string[]
   error?: string
-  /** For content without a design: open Visual mode on this starter (an id of STARTERS) or 'blank'. */
+  /** For content without a design: open Visual mode on this starter (an id of starters()) or 'blank'. */
   startWith?: string
   /** The saved template's or campaign's test endpoint (`/templates/<id>/test`): test sends as a contact. */
   testPath?: string
@@ -44,7 +44,7 @@ interface Target { insert: (tag: string) => void }
 function opening(p: EditorProps): Design | null {
   const saved = asDesign(p.initial.design)
   if (saved || !p.startWith) return saved
-  return STARTERS.find((s) => s.id === p.startWith)?.make() ?? emptyDesign()
+  return starters().find((s) => s.id === p.startWith)?.make() ?? emptyDesign()
 }
 
 export function EmailEditor(props: EditorProps) {
@@ -88,7 +88,7 @@ export function EmailEditor(props: EditorProps) {
     if (next === 'markdown') {
       if (mode === 'visual' && !window.confirm(t('ed.toMarkdownFromVisual'))) return
       if (mode === 'html' && !window.confirm(t('ed.toMarkdownFromHtml'))) return
-      const d: Design = { ...design, mode: 'markdown', markdown: design.markdown ?? '# Hello {{ firstName | default: "there" }}\n\nWrite your message here.\n\n[Unsubscribe]({{unsubscribeUrl}})\n' }
+      const d: Design = { ...design, mode: 'markdown', markdown: design.markdown ?? t('ed.def.markdown') }
       setDesign(d); setMode('markdown'); emit('markdown', d, html)
       return
     }
@@ -199,9 +199,9 @@ function MarkdownPane({ design, body, onChange, target, rendered }: { design: De
   return (
     <div className="editor">
       <div className="field">
-        <span><label htmlFor={id}>Markdown</label></span>
+        <span><label htmlFor={id}>{t('ed.markdown')}</label></span>
         <textarea id={id} className="mono" rows={18} value={design.markdown ?? ''} onChange={(e) => onChange(e.target.value)} onFocus={(e) => inputTarget(target, e.currentTarget, onChange)} />
-        <span className="hint">CommonMark with GitHub's tables; merge tags as in the other modes.</span>
+        <span className="hint">{t('ed.markdownHint')}</span>
       </div>
       <Preview html={body} rendered={rendered} />
     </div>
@@ -269,9 +269,9 @@ function Visual({ design, onChange, body, target, project, rendered }: { design:
     setBlocks(moveBlock(design.blocks, from, to.index))
   }
   const startWith = (sid: string) => {
-    const s = STARTERS.find((x) => x.id === sid)
+    const s = starters().find((x) => x.id === sid)
     if (!s) return
-    if (!window.confirm(`Start from "${s.name}"? It replaces the blocks of this email.`)) return
+    if (!window.confirm(t('ed.startConfirm', { name: s.name }))) return
     const d = s.make()
     onChange(d)
     setSelected(d.blocks[0]?.id ?? null)
@@ -296,7 +296,7 @@ function Visual({ design, onChange, body, target, project, rendered }: { design:
         renderColumn={(col, ci) => (
           <div className="mc-col" key={ci}>
             {renderList(col)}
-            <button type="button" className="secondary small" onClick={() => update(b.id, (x) => ({ ...x, columns: (x.columns ?? []).map((c, i) => (i === ci ? [...c, newBlock('text')] : c)) }))}>+ Text in column {ci + 1}</button>
+            <button type="button" className="secondary small" onClick={() => update(b.id, (x) => ({ ...x, columns: (x.columns ?? []).map((c, i) => (i === ci ? [...c, newBlock('text')] : c)) }))}>{t('ed.textInColumn', { n: ci + 1 })}</button>
           </div>
         )} />
     </div>
@@ -311,7 +311,7 @@ function Visual({ design, onChange, body, target, project, rendered }: { design:
             : <button key={type} type="button" className="secondary small" onClick={() => add(type)}>+ {blockLabel(type)}</button>)}
           <select aria-label={t('ed.startFrom')} value="" onChange={(e) => startWith(e.target.value)}>
             <option value="">{t('ed.startFromOption')}</option>
-            {STARTERS.map((s) => <option key={s.id} value={s.id}>{s.name}: {s.description}</option>)}
+            {starters().map((s) => <option key={s.id} value={s.id}>{t('ed.starterOption', { name: s.name, description: s.description })}</option>)}
           </select>
         </div>
         <fieldset className="segmented plain mc-tabs" aria-label={t('ed.canvasOrPreview')}>
@@ -351,15 +351,15 @@ function BlockCanvas({ block: b, settings, onChange, target, renderColumn }: {
   switch (b.type) {
     case 'heading': {
       const size = st.fontSize ?? ({ 1: 28, 2: 22, 3: 18 } as const)[b.level ?? 1]
-      return <div style={box}><RichText label="Heading text" plain value={b.text ?? ''} target={target} onChange={(text) => onChange({ ...b, text })} style={{ fontSize: size, fontWeight: 700, lineHeight: 1.25 }} /></div>
+      return <div style={box}><RichText label={t('ed.headingText')} plain value={b.text ?? ''} target={target} onChange={(text) => onChange({ ...b, text })} style={{ fontSize: size, fontWeight: 700, lineHeight: 1.25 }} /></div>
     }
     case 'text':
     case 'footer':
-      return <div style={{ ...box, fontSize: st.fontSize ?? (b.type === 'footer' ? 12 : 16) }}><RichText label={b.type === 'footer' ? 'Footer text' : 'Text'} value={b.html ?? ''} target={target} onChange={(html) => onChange({ ...b, html })} /></div>
+      return <div style={{ ...box, fontSize: st.fontSize ?? (b.type === 'footer' ? 12 : 16) }}><RichText label={b.type === 'footer' ? t('ed.footerText') : t('ed.text')} value={b.html ?? ''} target={target} onChange={(html) => onChange({ ...b, html })} /></div>
     case 'button':
       return <div style={{ ...box, background: undefined, color: undefined }}><span className="mc-button" style={{ background: st.background ?? '#2563eb', color: st.color ?? '#fff', width: st.width && st.width < 100 ? `${st.width}%` : undefined }}>{b.text}</span></div>
     case 'image':
-      return <div style={box}>{b.src ? <CanvasImage key={b.src} src={b.src} alt={b.alt ?? ''} width={st.width ?? 100} /> : <div className="mc-placeholder">Image: choose or upload one in the panel</div>}</div>
+      return <div style={box}>{b.src ? <CanvasImage key={b.src} src={b.src} alt={b.alt ?? ''} width={st.width ?? 100} /> : <div className="mc-placeholder">{t('ed.imagePlaceholder')}</div>}</div>
     case 'divider':
       return <div style={box}><hr style={{ border: 0, borderTop: `${st.fontSize ?? 1}px solid ${st.color ?? '#e5e7eb'}`, margin: 0 }} /></div>
     case 'spacer':
@@ -385,8 +385,7 @@ function CanvasImage({ src, alt, width }: { src: string; alt: string; width: num
       <img src={src} alt={alt} style={{ maxWidth: `${width}%`, display: 'inline-block' }} onError={() => setBroken(true)} onLoad={() => setBroken(false)} />
       {broken && (
         <p className="small err" role="alert">
-          This image does not load from {src}. Uploaded images are served at the server's public address (MAILCTL_PUBLIC_URL): if it is not the
-          address this dashboard is on ({location.origin}), recipients cannot load them either.
+          {t('ed.imageBroken', { src, origin: location.origin })}
         </p>
       )}
     </>
@@ -439,12 +438,12 @@ function RichText({ value, onChange, label, plain, style, target }: {
   return (
     <div className="mc-rich">
       {!plain && (
-        <div className="mc-rich-tools" role="toolbar" aria-label={`${label} formatting`}>
-          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('bold')} aria-label="Bold"><b>B</b></button>
-          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('italic')} aria-label="Italic"><i>I</i></button>
-          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => { const url = window.prompt('Link address (https://…)'); if (url) cmd('createLink', url) }} aria-label="Add a link">Link</button>
-          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('insertUnorderedList')} aria-label="Bulleted list">• List</button>
-          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('insertOrderedList')} aria-label="Numbered list">1. List</button>
+        <div className="mc-rich-tools" role="toolbar" aria-label={t('ed.formatting', { label })}>
+          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('bold')} aria-label={t('ed.bold')}><b>B</b></button>
+          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('italic')} aria-label={t('ed.italic')}><i>I</i></button>
+          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => { const url = window.prompt(t('ed.linkPrompt')); if (url) cmd('createLink', url) }} aria-label={t('ed.addLink')}>{t('ed.link')}</button>
+          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('insertUnorderedList')} aria-label={t('ed.bulletedList')}>{t('ed.bulletedShort')}</button>
+          <button type="button" className="secondary small" onMouseDown={(e) => e.preventDefault()} onClick={() => cmd('insertOrderedList')} aria-label={t('ed.numberedList')}>{t('ed.numberedShort')}</button>
         </div>
       )}
       {/* biome-ignore lint/a11y/useSemanticElements: a rich text field has no native element */}
@@ -477,7 +476,7 @@ function Colour({ label, value, onChange }: { label: string; value: string | und
   return (
     <div className="field mc-colour"><span><label htmlFor={id}>{label}</label></span>
       <span className="row"><input id={id} type="color" value={value ?? '#ffffff'} onChange={(e) => onChange(e.target.value)} />
-        {value !== undefined && <button type="button" className="link small" onClick={() => onChange(undefined)}>Default</button>}</span>
+        {value !== undefined && <button type="button" className="link small" onClick={() => onChange(undefined)}>{t('ed.default')}</button>}</span>
     </div>
   )
 }
@@ -488,27 +487,33 @@ function StyleFields({ style, onChange, show }: { style: BlockStyle; onChange: (
   return (
     <>
       {show.includes('align') && (
-        <div className="field"><span id={`${id}-al`}>Alignment</span>
+        <div className="field"><span id={`${id}-al`}>{t('ed.alignment')}</span>
           <fieldset className="segmented plain" aria-labelledby={`${id}-al`}>
-            {(['left', 'center', 'right'] as const).map((a) => <button key={a} type="button" className={(style.align ?? 'left') === a ? 'small' : 'secondary small'} aria-pressed={(style.align ?? 'left') === a} onClick={() => set('align', a)}>{a}</button>)}
+            {(['left', 'center', 'right'] as const).map((a) => <button key={a} type="button" className={(style.align ?? 'left') === a ? 'small' : 'secondary small'} aria-pressed={(style.align ?? 'left') === a} onClick={() => set('align', a)}>{t(`ed.align.${a}`)}</button>)}
           </fieldset>
         </div>
       )}
-      {show.includes('color') && <Colour label="Text colour" value={style.color} onChange={(v) => set('color', v)} />}
-      {show.includes('background') && <Colour label="Background" value={style.background} onChange={(v) => set('background', v)} />}
+      {show.includes('color') && <Colour label={t('ed.textColour')} value={style.color} onChange={(v) => set('color', v)} />}
+      {show.includes('background') && <Colour label={t('ed.background')} value={style.background} onChange={(v) => set('background', v)} />}
       {show.includes('font') && (
-        <div className="field"><span><label htmlFor={`${id}-font`}>Font</label></span>
+        <div className="field"><span><label htmlFor={`${id}-font`}>{t('ed.font')}</label></span>
           <select id={`${id}-font`} value={style.font ?? ''} onChange={(e) => set('font', e.target.value || undefined)}>
-            <option value="">Email's font</option>{Object.keys(FONTS).map((f) => <option key={f} value={f}>{f}</option>)}
+            <option value="">{t('ed.emailFont')}</option>{Object.keys(FONTS).map((f) => <option key={f} value={f}>{fontName(f)}</option>)}
           </select>
         </div>
       )}
-      {show.includes('fontSize') && <Num label="Font size (px)" value={style.fontSize} min={8} max={72} onChange={(v) => set('fontSize', v)} />}
-      {show.includes('padding') && <Num label="Padding (px)" value={style.padding} max={96} onChange={(v) => set('padding', v)} />}
-      {show.includes('width') && <Num label="Width (%)" value={style.width} min={10} max={100} onChange={(v) => set('width', v)} />}
+      {show.includes('fontSize') && <Num label={t('ed.fontSize')} value={style.fontSize} min={8} max={72} onChange={(v) => set('fontSize', v)} />}
+      {show.includes('padding') && <Num label={t('ed.padding')} value={style.padding} max={96} onChange={(v) => set('padding', v)} />}
+      {show.includes('width') && <Num label={t('ed.widthPercent')} value={style.width} min={10} max={100} onChange={(v) => set('width', v)} />}
     </>
   )
 }
+
+/** A font of FONTS in words (the design keeps the name: Sans, Serif, Mono, Rounded). */
+function fontName(f: string): string {
+  return FONTS_KNOWN.includes(f) ? t(`ed.font.${f}` as MessageKey) : f
+}
+const FONTS_KNOWN = ['Sans', 'Serif', 'Mono', 'Rounded']
 
 const TEXT_STYLE: Array<keyof BlockStyle> = ['align', 'color', 'background', 'font', 'fontSize', 'padding']
 
@@ -519,9 +524,9 @@ function BlockSettings({ block: b, onChange, project, target }: { block: Block; 
     case 'heading':
       return (
         <>
-          <div className="field"><span><label htmlFor={`${id}-lv`}>Level</label></span>
+          <div className="field"><span><label htmlFor={`${id}-lv`}>{t('ed.level')}</label></span>
             <select id={`${id}-lv`} value={b.level ?? 1} onChange={(e) => onChange({ ...b, level: Number(e.target.value) as 1 | 2 | 3 })}>
-              <option value={1}>Large (H1)</option><option value={2}>Medium (H2)</option><option value={3}>Small (H3)</option>
+              <option value={1}>{t('ed.level1')}</option><option value={2}>{t('ed.level2')}</option><option value={3}>{t('ed.level3')}</option>
             </select>
           </div>
           {style(TEXT_STYLE)}
@@ -533,8 +538,8 @@ function BlockSettings({ block: b, onChange, project, target }: { block: Block; 
     case 'button':
       return (
         <>
-          <Text label="Button label" value={b.text ?? ''} target={target} onChange={(text) => onChange({ ...b, text })} />
-          <Text label="Button link" type="url" value={b.url ?? ''} target={target} onChange={(url) => onChange({ ...b, url })} hint="An absolute https:// address, or a merge tag" />
+          <Text label={t('ed.buttonLabel')} value={b.text ?? ''} target={target} onChange={(text) => onChange({ ...b, text })} />
+          <Text label={t('ed.buttonLink')} type="url" value={b.url ?? ''} target={target} onChange={(url) => onChange({ ...b, url })} hint={t('ed.buttonLinkHint')} />
           {style(['align', 'color', 'background', 'font', 'fontSize', 'padding', 'width'])}
         </>
       )
@@ -543,35 +548,35 @@ function BlockSettings({ block: b, onChange, project, target }: { block: Block; 
     case 'divider':
       return (
         <>
-          <Colour label="Line colour" value={b.style.color} onChange={(color) => onChange({ ...b, style: { ...b.style, color } })} />
-          <Num label="Thickness (px)" value={b.style.fontSize ?? 1} min={1} max={10} onChange={(fontSize) => onChange({ ...b, style: { ...b.style, fontSize } })} />
+          <Colour label={t('ed.lineColour')} value={b.style.color} onChange={(color) => onChange({ ...b, style: { ...b.style, color } })} />
+          <Num label={t('ed.thickness')} value={b.style.fontSize ?? 1} min={1} max={10} onChange={(fontSize) => onChange({ ...b, style: { ...b.style, fontSize } })} />
           {style(['padding', 'background'])}
         </>
       )
     case 'spacer':
-      return <><Num label="Height (px)" value={b.height} min={4} max={200} onChange={(height) => onChange({ ...b, height })} />{style(['background'])}</>
+      return <><Num label={t('ed.height')} value={b.height} min={4} max={200} onChange={(height) => onChange({ ...b, height })} />{style(['background'])}</>
     case 'columns':
-      return <><p className="small muted">{b.columns?.length} columns, side by side on desktop and stacked on phones.</p>{style(['padding', 'background'])}</>
+      return <><p className="small muted">{t('ed.columnsHint', { n: b.columns?.length ?? 0 })}</p>{style(['padding', 'background'])}</>
     case 'social':
       return (
         <>
           {(b.links ?? []).map((l, i) => (
             // biome-ignore lint/suspicious/noArrayIndexKey: links have no identity but their place
             <div key={i} className="mc-social-row">
-              <Text label={`Network ${i + 1}`} value={l.network} onChange={(network) => onChange({ ...b, links: (b.links ?? []).map((x, j) => (j === i ? { ...x, network } : x)) })} />
-              <Text label={`Address ${i + 1}`} type="url" value={l.url} onChange={(url) => onChange({ ...b, links: (b.links ?? []).map((x, j) => (j === i ? { ...x, url } : x)) })} />
-              <button type="button" className="link small" onClick={() => onChange({ ...b, links: (b.links ?? []).filter((_, j) => j !== i) })}>Remove {l.network || 'link'}</button>
+              <Text label={t('ed.network', { n: i + 1 })} value={l.network} onChange={(network) => onChange({ ...b, links: (b.links ?? []).map((x, j) => (j === i ? { ...x, network } : x)) })} />
+              <Text label={t('ed.address', { n: i + 1 })} type="url" value={l.url} onChange={(url) => onChange({ ...b, links: (b.links ?? []).map((x, j) => (j === i ? { ...x, url } : x)) })} />
+              <button type="button" className="link small" onClick={() => onChange({ ...b, links: (b.links ?? []).filter((_, j) => j !== i) })}>{t('ed.removeLink', { name: l.network || t('ed.thisLink') })}</button>
             </div>
           ))}
-          <button type="button" className="secondary small" onClick={() => onChange({ ...b, links: [...(b.links ?? []), { network: 'Website', url: 'https://' }] })}>Add a link</button>
+          <button type="button" className="secondary small" onClick={() => onChange({ ...b, links: [...(b.links ?? []), { network: t('ed.def.website'), url: 'https://' }] })}>{t('ed.addLink')}</button>
           {style(['align', 'color', 'padding', 'background'])}
         </>
       )
     case 'html':
       return (
-        <div className="field"><span><label htmlFor={`${id}-html`}>HTML</label></span>
+        <div className="field"><span><label htmlFor={`${id}-html`}>{t('ed.html')}</label></span>
           <textarea id={`${id}-html`} className="mono" rows={10} value={b.html ?? ''} onChange={(e) => onChange({ ...b, html: e.target.value })} onFocus={(e) => inputTarget(target, e.currentTarget, (html) => onChange({ ...b, html }))} />
-          <span className="hint">Inserted as written inside the email's table: keep it email-safe.</span>
+          <span className="hint">{t('ed.htmlHint')}</span>
         </div>
       )
   }
@@ -597,14 +602,14 @@ function ImageSettings({ block: b, onChange, project, style }: { block: Block; o
   }
   return (
     <>
-      <div className="field"><span><label htmlFor={`${id}-up`}>Upload an image</label></span>
+      <div className="field"><span><label htmlFor={`${id}-up`}>{t('ed.uploadImage')}</label></span>
         <input id={`${id}-up`} type="file" accept="image/png,image/jpeg,image/gif,image/webp" disabled={busy} onChange={(e) => upload(e.target.files?.[0])} />
-        {busy && <span className="hint" role="status">Uploading…</span>}
+        {busy && <span className="hint" role="status">{t('ed.uploading')}</span>}
         {err && <span className="err" role="alert">{err}</span>}
       </div>
-      <Text label="Image address" type="url" value={b.src ?? ''} onChange={(src) => onChange({ ...b, src })} />
-      <Text label="Alt text" value={b.alt ?? ''} onChange={(alt) => onChange({ ...b, alt })} hint="Read out by screen readers and shown when images are off" />
-      <Text label="Link (optional)" type="url" value={b.url ?? ''} onChange={(url) => onChange({ ...b, url })} />
+      <Text label={t('ed.imageAddress')} type="url" value={b.src ?? ''} onChange={(src) => onChange({ ...b, src })} />
+      <Text label={t('ed.altText')} value={b.alt ?? ''} onChange={(alt) => onChange({ ...b, alt })} hint={t('ed.altHint')} />
+      <Text label={t('ed.imageLink')} type="url" value={b.url ?? ''} onChange={(url) => onChange({ ...b, url })} />
       {style}
     </>
   )
@@ -614,14 +619,14 @@ function EmailSettings({ settings: s, onChange }: { settings: Settings; onChange
   const id = useId()
   return (
     <>
-      <Colour label="Page background" value={s.background} onChange={(v) => onChange({ ...s, background: v ?? '#f4f4f5' })} />
-      <Colour label="Email background" value={s.contentBackground} onChange={(v) => onChange({ ...s, contentBackground: v ?? '#ffffff' })} />
-      <Colour label="Text colour" value={s.textColor} onChange={(v) => onChange({ ...s, textColor: v ?? '#1f2937' })} />
-      <Colour label="Link colour" value={s.linkColor} onChange={(v) => onChange({ ...s, linkColor: v ?? '#2563eb' })} />
-      <div className="field"><span><label htmlFor={`${id}-font`}>Font</label></span>
-        <select id={`${id}-font`} value={s.font} onChange={(e) => onChange({ ...s, font: e.target.value })}>{Object.keys(FONTS).map((f) => <option key={f} value={f}>{f}</option>)}</select>
+      <Colour label={t('ed.pageBackground')} value={s.background} onChange={(v) => onChange({ ...s, background: v ?? '#f4f4f5' })} />
+      <Colour label={t('ed.emailBackground')} value={s.contentBackground} onChange={(v) => onChange({ ...s, contentBackground: v ?? '#ffffff' })} />
+      <Colour label={t('ed.textColour')} value={s.textColor} onChange={(v) => onChange({ ...s, textColor: v ?? '#1f2937' })} />
+      <Colour label={t('ed.linkColour')} value={s.linkColor} onChange={(v) => onChange({ ...s, linkColor: v ?? '#2563eb' })} />
+      <div className="field"><span><label htmlFor={`${id}-font`}>{t('ed.font')}</label></span>
+        <select id={`${id}-font`} value={s.font} onChange={(e) => onChange({ ...s, font: e.target.value })}>{Object.keys(FONTS).map((f) => <option key={f} value={f}>{fontName(f)}</option>)}</select>
       </div>
-      <Num label="Width (px)" value={s.width} min={480} max={800} onChange={(v) => onChange({ ...s, width: v ?? 600 })} />
+      <Num label={t('ed.widthPx')} value={s.width} min={480} max={800} onChange={(v) => onChange({ ...s, width: v ?? 600 })} />
     </>
   )
 }

@@ -1,5 +1,7 @@
 import { createRoot } from 'react-dom/client'
-import { adoptLanguage, type languageNow } from '../i18n'
+import { addCatalogue, adoptLanguage, type languageNow } from '../i18n'
+import { editorDe } from '../i18n/editor-de'
+import { editorEn } from '../i18n/editor-en'
 import { EmailEditor, type EditorProps } from './editor'
 import './editor.css'
 
@@ -11,6 +13,9 @@ import './editor.css'
 export interface EditorHandle { update: (p: EditorProps) => void; unmount: () => void }
 /** `language`: the page's language and catalogue (this bundle has its own copy of the catalogue module, which would start in English). */
 export interface EditorModule { mount: (el: HTMLElement, p: EditorProps, language?: ReturnType<typeof languageNow>) => EditorHandle }
+
+// The editor's own messages (not in the dashboard's first load) join the page's catalogue.
+addCatalogue({ en: editorEn, de: editorDe })
 
 const api: EditorModule = {
   mount(el, p, language) {

@@ -13,17 +13,28 @@
 import { rememberView } from '../first-view'
 import { formatNumber, setFormatLocale } from '../format'
 import { en } from './en'
+import type { editorEn } from './editor-en'
 
 export type Catalogue = typeof en
-export type MessageKey = keyof Catalogue
+/** A key of the dashboard's catalogue (en.ts, in the first load). */
+export type PageKey = keyof Catalogue
+/** A key of the email editor's part (editor-en.ts), which only the editor's bundle carries. */
+export type EditorKey = keyof typeof editorEn
+export type MessageKey = PageKey | EditorKey
 export type Message = string | { one: string; other: string }
+type Messages = Partial<Record<MessageKey, Message>>
 export const LANGUAGES = [{ id: 'en', name: 'English' }, { id: 'de', name: 'Deutsch' }] as const
 export type Lang = (typeof LANGUAGES)[number]['id']
 
 const LAST = 'mailctl.lang'
 const userKey = (userId: string) => `${LAST}.${userId}`
 let lang: Lang = 'en'
-let messages: Record<MessageKey, Message> = en
+let messages: Messages = en
+/** English, the fallback of a message missing in the language (with the English of every part added). */
+let english: Messages = en
+/** The parts of the catalogue a bundle of its own added (addCatalogue), joined to each language's messages. */
+const parts: Array<Record<Lang, Messages>> = []
+const withParts = (l: Lang, page: Messages): Messages => (parts.length === 0 ? page : Object.assign({}, page, ...parts.map((p) => p[l])))
 
 const isLang = (v: string | null | undefined): v is Lang => LANGUAGES.some((l) => l.id === v)
 function stored(key: string): string | null {
@@ -55,7 +66,7 @@ export async function startLanguage(): Promise<void> {
 }
 
 async function use(l: Lang): Promise<void> {
-  messages = l === 'de' ? (await import('./de')).de : en
+  messages = withParts(l, l === 'de' ? (await import('./de')).de : en)
   lang = l
   if (typeof document !== 'undefined') document.documentElement.lang = l
   setFormatLocale(localeFor(l))
@@ -87,7 +98,7 @@ export function chooseLanguage(userId: string, l: Lang): void {
 
 /** The message of `key` in the language in effect, with `{name}` replaced and the plural form chosen by `count`. */
 export function t(key: MessageKey, vars?: Record<string, string | number>): string {
-  const m = messages[key] ?? en[key]
+  const m = messages[key] ?? english[key]
   // A key built at run time from an unexpected value (a status the dashboard does not know yet) shows itself.
   if (m === undefined) return String(key).split('.').pop() ?? String(key)
   const text = typeof m === 'string' ? m : m[new Intl.PluralRules(lang).select(Number(vars?.count ?? 0)) === 'one' ? 'one' : 'other']
@@ -100,15 +111,25 @@ export function t(key: MessageKey, vars?: Record<string, string | number>): stri
 }
 
 /** The language in effect and its catalogue: handed to a bundle of its own (the email editor) so it speaks the page's language. */
-export function languageNow(): { lang: Lang; messages: Record<MessageKey, Message> } {
+export function languageNow(): { lang: Lang; messages: Messages } {
   return { lang, messages }
 }
 
 /** Takes the page's language and catalogue (its `languageNow`) in a bundle of its own: no load, no reload, and dates follow. */
-export function adoptLanguage(given: { lang: Lang; messages: Record<MessageKey, Message> }): void {
-  messages = given.messages
+export function adoptLanguage(given: { lang: Lang; messages: Messages }): void {
+  messages = withParts(given.lang, given.messages)
   lang = given.lang
   setFormatLocale(localeFor(given.lang))
+}
+
+/**
+ * A part of the catalogue that a bundle of its own carries (the email editor's, editor-en.ts and
+ * editor-de.ts): its messages join those of every language, now and after a change.
+ */
+export function addCatalogue(part: Record<Lang, Messages>): void {
+  parts.push(part)
+  english = { ...english, ...part.en }
+  messages = { ...messages, ...part[lang] }
 }
 
 /** For tests: the language and catalogue in effect, set without storage. */

@@ -47,7 +47,7 @@ export function TemplatesPage({ project }: { project: Project }) {
           </div>
           <div className="field"><span><label htmlFor="tpl-start">{t('templates.startFrom')}</label></span>
             <select id="tpl-start" name="start" defaultValue="blank">
-              {STARTER_NAMES.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+              {STARTER_NAMES.map((s) => <option key={s.id} value={s.id}>{t(s.label)}</option>)}
               <option value="html">{t('templates.html')}</option>
             </select>
           </div>

@@ -9,7 +9,7 @@ import { edgeTypes } from './edges'
 import { workflowQuery } from './editor'
 import type { ConditionField } from './forms'
 import { StepOutput } from './outputs'
-import { branchLabel, EXECUTION_STATUSES, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, typeLabel, type Workflow } from './graph'
+import { branchLabel, EXECUTION_STATUSES, statusWords, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, typeLabel, type Workflow } from './graph'
 import { type MessageKey, t } from '../../i18n'
 
 const TONE: Record<string, string> = { COMPLETED: 'ok', EXITED: 'ok', RUNNING: 'pending', WAITING: 'pending', FAILED: 'failed', CANCELLED: 'cancelled' }
@@ -17,7 +17,7 @@ const TONE: Record<string, string> = { COMPLETED: 'ok', EXITED: 'ok', RUNNING: '
 /** An execution's or a step run's status in words ("not reached" without one). */
 function statusText(status: string | undefined): string {
   if (!status) return t('wfx.notReached')
-  return (EXECUTION_STATUSES as readonly string[]).includes(status) ? t(`wfx.st.${status}` as MessageKey) : status.toLowerCase()
+  return statusWords(status)
 }
 
 /** What an execution waits for, in words. */
@@ -82,7 +82,7 @@ export function WorkflowExecutions({ project, id }: { project: Project; id: stri
               <tbody>{rows.map((e) => (
                 <tr key={e.id} aria-selected={open === e.id ? true : undefined} className={open === e.id ? 'current' : undefined}>
                   <td><ContactName project={project} id={e.contactId} /></td>
-                  <td><Badge status={TONE[e.status] ?? ''}>{e.status}</Badge>{e.exitReason && <span className="small muted"> {e.exitReason}</span>}</td>
+                  <td><Badge status={TONE[e.status] ?? ''}>{statusText(e.status)}</Badge>{e.exitReason && <span className="small muted"> {e.exitReason}</span>}</td>
                   <td>{formatDate(e.startedAt)}</td>
                   <td>{e.currentStepId ? wf.data.steps.find((s) => s.id === e.currentStepId)?.name ?? '—' : '—'}{e.waitingFor?.eventName && <span className="small muted"> {t('wfx.waitsFor', { event: e.waitingFor.eventName })}</span>}</td>
                   <td><button type="button" className="secondary small" onClick={() => setOpen(open === e.id ? null : e.id)} aria-expanded={open === e.id}>{open === e.id ? t('wfx.hidePath') : t('wfx.showPath')}</button></td>
@@ -141,7 +141,7 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
   return (
     <section className="card" aria-labelledby="ex-h">
       <div className="head">
-        <h2 id="ex-h">{t('wfx.execution')} <Badge status={TONE[e.status] ?? ''}>{e.status}</Badge></h2>
+        <h2 id="ex-h">{t('wfx.execution')} <Badge status={TONE[e.status] ?? ''}>{statusText(e.status)}</Badge></h2>
         <div className="row">
           {e.status === 'WAITING' && e.waitingFor?.until && (
             <button type="button" onClick={() => skip.mutate()} disabled={skip.isPending} aria-describedby="ex-skip-hint">{t('wfx.continueNow')}</button>
@@ -174,7 +174,7 @@ function ExecutionView({ project, wf, executionId, onChanged }: { project: Proje
           {runs.map((r) => (
           <tr key={r.id}>
             <td data-label={`${t('wfx.step')}: `}>{name(r.stepId)} <span className="small muted">{typeLabel(r.stepType)}</span></td>
-            <td data-label={`${t('wf.status')}: `}><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{r.status}</Badge></td>
+            <td data-label={`${t('wf.status')}: `}><Badge status={r.status === 'FAILED' ? 'failed' : r.status === 'COMPLETED' ? 'ok' : 'pending'}>{statusText(r.status)}</Badge></td>
             <td data-label={`${t('wfx.what')}: `}><StepOutput run={r} /></td>
             <td data-label={`${t('wfx.started')}: `}>{formatDate(r.startedAt)}</td>
             <td data-label={`${t('wfx.finished')}: `}>{formatDate(r.finishedAt)}</td>

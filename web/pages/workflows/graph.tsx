@@ -27,6 +27,13 @@ export interface Execution {
 export interface ExecutionList { data: Execution[]; cursor: string; hasMore: boolean; total: number }
 
 export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const
+/** An execution's statuses and a step run's others. */
+const STATUSES: readonly string[] = [...EXECUTION_STATUSES, 'PENDING', 'SCHEDULED', 'SKIPPED']
+
+/** An execution's or a step run's status in words ("completed"); one the dashboard does not know, as it is in lower case. */
+export function statusWords(status: string): string {
+  return STATUSES.includes(status) ? t(`wfx.st.${status}` as MessageKey) : status.toLowerCase()
+}
 
 /** The step types a user adds (the TRIGGER comes with the workflow), with what each does (words from the catalogue, read when drawn). */
 export const PALETTE: Array<{ type: string; label: () => string; hint: () => string }> = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'WEBHOOK', 'UPDATE_CONTACT', 'EXIT']
@@ -130,7 +137,7 @@ export function StepNodeView({ data }: NodeProps<StepNode>) {
   return (
     <div className={cls}>
       {step.type !== 'TRIGGER' && <Handle type="target" position={Position.Top} />}
-      <div className="wf-type">{typeLabel(step.type)}{draft && t('wfg.notSaved')}{status && <span className="wf-status"> · {status}</span>}</div>
+      <div className="wf-type">{typeLabel(step.type)}{draft && t('wfg.notSaved')}{status && <span className="wf-status"> · {statusWords(status)}</span>}</div>
       <div className="wf-name">{step.name}</div>
       {data.text && <div className="wf-text">{data.text}</div>}
       {data.counts && (
