@@ -16,8 +16,6 @@ import { createDeps } from '../src/main'
 import { buildApp } from '../src/http/app'
 import { createProject } from '../src/modules/projects/service'
 import { upsertMany } from '../src/modules/contacts/service'
-import { groupCommit } from '../src/db/group-commit'
-import { trackWriter } from '../src/modules/events/writer'
 
 const dataDir = process.argv[2]
 const seed = Number(process.argv[3] ?? 10_000)
@@ -49,7 +47,7 @@ process.stderr.write(`${JSON.stringify({ port: portOf(app), publicKey: project.p
 // On SIGTERM: how well group commit batched (diagnostics), then a normal exit (so --cpu-prof can write).
 process.on('SIGTERM', () => {
   // Tracks commit on the track writer thread on a file-backed database, else through the in-thread group commit.
-  const { batches, writes } = trackWriter(deps.store, config.sqliteSynchronous)?.stats ?? groupCommit(deps.store).stats
+  const { batches, writes } = (deps.runtime.trackWriter ?? deps.runtime.commits).stats
   process.stderr.write(`${JSON.stringify({ groupCommit: { batches, writes, perBatch: batches ? writes / batches : 0 }, outbox: outbox?.stats })}\n`)
   process.exit(0)
 })

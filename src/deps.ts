@@ -2,9 +2,33 @@ import type Redis from 'ioredis'
 import type { Clock } from './clock'
 import type { Config } from './config'
 import type { Store } from './db/client'
+import type { GroupCommit } from './db/group-commit'
+import type { NodeRegistry } from './jobs/nodes'
 import type { Logger } from './log'
 import type { RateLimiter } from './http/ratelimit'
 import type { MailOut } from './mail/system'
+import type { OutboxLocal } from './modules/events/outbox'
+import type { TrackWriter } from './modules/events/writer'
+
+/**
+ * What this process runs on its store, built once by the composition root (`storeRuntime` in
+ * src/main.ts) and reached through `deps.runtime`: nothing of it is created on first use by the module
+ * that uses it. Each part starts its timers or threads only when it is used (a one-shot CLI command
+ * starts none). The per-store caches that run nothing (compiled statements, derived keys, the contact
+ * search copy) stay with the code that reads them: docs/architecture.md, "What a process runs".
+ */
+export interface StoreRuntime {
+  /** The store all of these work on: `deps.store`. */
+  store: Store
+  /** This process's row in `nodes`: heartbeats, its lock file, the holder ids of its workers (src/jobs/nodes.ts). */
+  node: NodeRegistry
+  /** Group commit on the main thread: sends, workflow steps, tracks off the track writer (src/db/group-commit.ts). */
+  commits: GroupCommit
+  /** A file-backed SQLite store's track writer and checkpointer threads (src/modules/events/writer.ts); null otherwise. */
+  trackWriter: TrackWriter | null
+  /** The events' outbox in this process: recent events kept for its drainer, who carries its claims (src/modules/events/outbox.ts). */
+  outbox: OutboxLocal
+}
 
 /**
  * What the composition root (src/main.ts) builds once and hands to every transport: HTTP routes,
@@ -29,6 +53,8 @@ export interface Deps {
    * the process, a clock the test moves in tests.
    */
   clock: Clock
+  /** What this process runs on `store` (StoreRuntime above); `runtime.store` is `store`. */
+  runtime: StoreRuntime
 }
 
 export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>

@@ -3,18 +3,20 @@ import type Redis from 'ioredis'
 import { systemClock } from './clock'
 import { ConfigError, redactUrl, type Config } from './config'
 import { checkReachable, openStore, sqlitePath, StoreMissingError, type Store } from './db/client'
+import { GroupCommit } from './db/group-commit'
 import { appliedMigrations, migrate } from './db/migrate'
 import { diskFullAtStart } from './db/failures'
 import { checkKeys, jwtSecret, requireConfiguredKeys } from './secrets'
 import { publishWakeups } from './jobs/lease'
-import { nodeOf } from './jobs/nodes'
-import type { Deps } from './deps'
+import { NodeRegistry } from './jobs/nodes'
+import type { Deps, StoreRuntime } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
 import { memoryLimiter, redisLimiter } from './http/ratelimit'
 import { captureMailOut } from './mail/system'
 import { pipelineMailOut } from './modules/emails/system'
 import { closeRenderThreads } from './mail/render/threads'
-import { trackWriter } from './modules/events/writer'
+import { openTrackWriter } from './modules/events/writer'
+import { OutboxLocal } from './modules/events/outbox'
 import { registerUsageProvider } from './modules/contacts/usage'
 import { keepHeapSmall } from './heap'
 import { registerEventConsumer } from './modules/events/consumers'
@@ -80,10 +82,33 @@ export function unwireConsumers(): void {
 }
 
 /**
+ * Everything this process runs on `store`, made here once, so that this file shows it (Deps.runtime,
+ * src/deps.ts). Nothing starts now: the node's heartbeat begins when its first worker joins, the track
+ * writer's threads at the first track, a group commit at the first write.
+ */
+export function storeRuntime(store: Store, config: Pick<Config, 'sqliteSynchronous'>, log?: Logger): StoreRuntime {
+  // This process's row in `nodes` (src/jobs/nodes.ts): heartbeats, lease holders, its lock file.
+  const node = new NodeRegistry(store, { log })
+  // File-backed SQLite: POST /v1/track's writes on a thread of their own (src/modules/events/writer.ts).
+  const trackWriter = openTrackWriter(store, config.sqliteSynchronous)
+  return {
+    store,
+    node,
+    // Group commit of the main thread's writes: sends, workflow steps, tracks without the writer thread.
+    commits: new GroupCommit(store),
+    trackWriter,
+    // The outbox drainer's recent events; its claims ride on the track writer's commits while it runs.
+    outbox: new OutboxLocal(trackWriter ? (claim) => trackWriter.claimOutbox(claim) : null),
+  }
+}
+
+/**
  * The one way deps come into being: every builder of `Deps` (`createDeps`, the test environment) passes
  * them through here, so no entry point (serve, the CLI, the relay, the jobs, the tests) runs unwired.
+ * Refuses deps whose runtime belongs to another store (a copy of deps for a second store needs its own).
  */
 export function composeDeps(deps: Deps): Deps {
+  if (deps.runtime.store !== deps.store) throw new Error('composeDeps: deps.runtime was made for another store')
   wireConsumers()
   return deps
 }
@@ -164,11 +189,11 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
   // A data dir a restore did not finish writing is refused (src/ops/restore-marker.ts).
   refuseUnfinishedRestore(config)
   const store = await openChecked(config, opts.create ?? true)
+  const runtime = storeRuntime(store, config)
   // Every log line of this process names its node (the id of its row in `nodes`, its lease holders and
   // mailctl_node_info), so the lines of several nodes can be told apart once gathered.
-  const node = nodeOf(store)
-  const log = (opts.log ?? createLogger(config.logLevel)).child({ node: node.id })
-  node.logTo(log)
+  const log = (opts.log ?? createLogger(config.logLevel)).child({ node: runtime.node.id })
+  runtime.node.logTo(log)
   let redis: Redis | null = null
   try {
     // Every connection is proven before the first write (a wrong REDIS_URL leaves the schema untouched).
@@ -196,6 +221,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       redis,
       secret: jwtSecret(config),
       clock,
+      runtime,
     })
     return deps
   } catch (err) {
@@ -207,7 +233,7 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
 
 export async function closeDeps(deps: Deps): Promise<void> {
   // The track writer's threads (SQLite) stop now rather than after their idle delay.
-  trackWriter(deps.store, deps.config.sqliteSynchronous)?.stop()
+  deps.runtime.trackWriter?.stop()
   // The render threads (src/mail/render/pool.ts) likewise.
   closeRenderThreads()
   deps.redis?.disconnect()

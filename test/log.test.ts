@@ -81,12 +81,11 @@ const dns = await startTestDns()
 forEachStore('log lines name the node', (env) => {
   test('every line of deps built by the composition root carries the node id (its row in nodes, its lease holders)', async () => {
     const { createDeps, closeDeps } = await import('../src/main')
-    const { nodeOf } = await import('../src/jobs/nodes')
     const { dkimKey } = await import('../src/secrets')
     const { log, lines } = recorder()
     const deps = await createDeps({ ...env.config, dkimKey: dkimKey(env.config).toString('base64') }, { migrate: false, log })
     try {
-      const node = nodeOf(deps.store)
+      const node = deps.runtime.node
       deps.log.info('hello')
       deps.log.child({ requestId: 'r1' }).warn('from a request')
       expect(lines.map((l) => l.fields.node)).toEqual([node.id, node.id])

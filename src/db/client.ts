@@ -10,7 +10,7 @@
  * 1. The snapshot ends at `setImmediate` (and before each commit of this process's writer, and at
  *    `refresh()`): all reads of one turn see one state; another connection's commit is seen from the next
  *    turn on, so code that waits for one must yield a turn (or call `refresh()`, as the track writer does).
- * 2. Writes go through `store.tx` (or `groupCommit(store).run`, which calls it): the reader is query_only
+ * 2. Writes go through `store.tx` (or the group committer's `run`, deps.runtime.commits, which calls it): the reader is query_only
  *    (a write on `store.db` fails), and tx ends the snapshot before it commits, so later reads see the write.
  * 3. The change-log catch-up, the scan and the page query of a contact search run in one turn, so that
  *    the in-memory index and the page are read from the same snapshot (contacts/search/).

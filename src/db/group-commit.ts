@@ -253,12 +253,3 @@ export class GroupCommit {
     }
   }
 }
-
-const perStore = new WeakMap<Store, GroupCommit>()
-
-/** The group committer of `store` (one per store). */
-export function groupCommit(store: Store): GroupCommit {
-  let g = perStore.get(store)
-  if (!g) { g = new GroupCommit(store); perStore.set(store, g) }
-  return g
-}

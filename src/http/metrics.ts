@@ -12,7 +12,6 @@ import type { Deps } from '../deps'
 import { AppError, unauthorized } from '../errors'
 import { errorFields } from '../log'
 import { jobDepth } from '../jobs/queue'
-import { nodeOf } from '../jobs/nodes'
 import { queueStats } from '../mail/outbound/queue-repo'
 import { exposition, gauge, onScrape } from '../metrics'
 
@@ -41,7 +40,7 @@ function registerBuiltIn() {
     oldest.set({ queue: 'outbound' }, out.oldestQueuedAt ? Math.max(0, (now.getTime() - out.oldestQueuedAt.getTime()) / 1000) : 0)
     depth.set({ queue: 'jobs' }, jobs.depth)
     oldest.set({ queue: 'jobs' }, jobs.oldestAt ? Math.max(0, (now.getTime() - jobs.oldestAt.getTime()) / 1000) : 0)
-    const node = nodeOf(deps.store)
+    const node = deps.runtime.node
     info.reset()
     info.set({ node: node.id, hostname: node.hostname, version: pkg.version }, 1)
     live.set(node.liveNodes())

@@ -1,6 +1,7 @@
 /**
  * The nodes table: which processes are alive, for lease.ts's holders. Each process that runs workers
- * (a job Worker, an outbound pipeline) has one `NodeRegistry` per store: a random node id, a row in
+ * (a job Worker, an outbound pipeline) has one `NodeRegistry` per store (Deps.runtime.node, made by the
+ * composition root): a random node id, a row in
  * `nodes` inserted when its first worker starts, a heartbeat every HEARTBEAT_MS, and the row deleted
  * when its last worker stops. A holder id is `<node id>:<suffix>` (one suffix per worker), and a holder
  * is gone when its node's heartbeat is older than NODE_STALE_MS or its row is gone: liveness is read
@@ -324,16 +325,4 @@ export class NodeRegistry implements Holders {
       else this.log?.warn('releasing dead nodes\' leases failed', errorFields(err))
     }).finally(() => this.schedule())
   }
-}
-
-const registries = new WeakMap<Store, NodeRegistry>()
-
-/** This process's registry on `store` (one per store, created on first use). */
-export function nodeOf(store: Store, log?: Logger): NodeRegistry {
-  let r = registries.get(store)
-  if (!r) {
-    r = new NodeRegistry(store, { log })
-    registries.set(store, r)
-  }
-  return r
 }

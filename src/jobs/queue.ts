@@ -6,7 +6,7 @@ import type { Deps } from '../deps'
 import { errorFields } from '../log'
 import { counter, histogram } from '../metrics'
 import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, wakeupRemote, Wakeups, type LeasedTable } from './lease'
-import { mayClaim, nodeOf, type NodeRegistry } from './nodes'
+import { mayClaim, type NodeRegistry } from './nodes'
 
 /**
  * The durable job queue (docs/architecture.md, The queues): rows in `jobs`, claimed atomically (PostgreSQL
@@ -165,7 +165,7 @@ export class Worker {
   private recurringRunning = new Set<string>()
   constructor(private deps: Deps, defs: AnyJob[], private opts: WorkerOptions = {}) {
     for (const d of defs) this.defs.set(d.name, d)
-    this.node = nodeOf(deps.store, deps.log)
+    this.node = deps.runtime.node
     this.id = this.node.newId()
   }
 

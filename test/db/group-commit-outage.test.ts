@@ -2,7 +2,6 @@ import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { describePrivatePg } from '../helpers/private-pg'
 import { until } from '../helpers/worker'
-import { groupCommit } from '../../src/db/group-commit'
 import { storageError } from '../../src/db/failures'
 import { trackBatch } from '../../src/modules/events/track-write'
 
@@ -15,7 +14,7 @@ import { trackBatch } from '../../src/modules/events/track-write'
 describePrivatePg('group commit, database down [pg]', {}, (s) => {
   test('a batch of tracks with PostgreSQL down: every caller gets the 503 error; after the restart they commit', async () => {
     const p = await s.env.project()
-    const g = groupCommit(s.env.store)
+    const g = s.env.deps.runtime.commits
     const track = (i: number) => g.runMany(trackBatch, { ctx: { store: s.env.store, projectId: p.id, now: new Date() }, write: { email: `down${i}@example.com`, event: 'outage', data: { i } } })
     expect((await track(0)).reused).toBeUndefined()
     const retries = g.stats.retries

@@ -23,7 +23,7 @@ import { memoryLimiter } from '../../src/http/ratelimit'
 import { captureMailOut } from '../../src/mail/system'
 import { buildApp, type App } from '../../src/http/app'
 import { createProject, type NewProject } from '../../src/modules/projects/service'
-import { composeDeps } from '../../src/main'
+import { composeDeps, storeRuntime } from '../../src/main'
 import { must } from './must'
 import { TestClock } from './clock'
 
@@ -103,15 +103,17 @@ export class TestEnv {
     this.cleanups.unshift(() => this.store.close())
     await migrate(this.store)
     // Through the composition root's wiring, like every other builder of deps.
+    const log = createLogger('silent')
     this.deps = composeDeps({
       config: this.config,
       store: this.store,
-      log: createLogger('silent'),
+      log,
       limiter: memoryLimiter(this.clock),
       mail: captureMailOut(this.store, 'mailctl@mx.mailctl.test', this.clock),
       redis: null,
       secret: must(this.config.jwtSecret, 'config.jwtSecret'),
       clock: this.clock,
+      runtime: storeRuntime(this.store, this.config, log),
     })
     this.app = buildApp(this.deps)
   }

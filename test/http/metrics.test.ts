@@ -4,7 +4,6 @@ import { forEachStore, TestEnv } from '../helpers/env'
 import { projectWithDomain, startTestDns, pipelineFor } from '../modules/emails/fixture'
 import { domainLabel, onScrape, gauge } from '../../src/metrics'
 import { metricsAuthorized, startMetricsListener } from '../../src/http/metrics'
-import { nodeOf } from '../../src/jobs/nodes'
 
 /** GET /metrics (issue 14, Observability): Prometheus text, guarded by MAILCTL_METRICS_TOKEN. */
 
@@ -56,7 +55,7 @@ forEachStore('GET /metrics', (env) => {
     expect(sample(queued, 'mailctl_http_requests_total', { method: 'GET', route: '/contacts/:id', status: '404' })).toBeGreaterThanOrEqual(1)
     expect(queued).not.toContain('route="/contacts/0')
     expect(sample(queued, 'mailctl_http_request_duration_seconds_count', { method: 'POST', route: '/v1/send' })).toBeGreaterThanOrEqual(1)
-    expect(sample(queued, 'mailctl_node_info', { node: nodeOf(env.store).id })).toBe(1)
+    expect(sample(queued, 'mailctl_node_info', { node: env.deps.runtime.node.id })).toBe(1)
     expect(queued).toContain('mailctl_process_cpu_seconds_total')
 
     // A tenant's recipient domain is never a label (issue 35, item 10): it counts as "other".

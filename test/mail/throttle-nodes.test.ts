@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { pgReachableSync, TestEnv } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { mxTo, projectWithDomain, startTestDns } from '../modules/emails/fixture'
+import { storeRuntime } from '../../src/main'
 import { openStore } from '../../src/db/client'
 import type { Deps } from '../../src/deps'
-import { nodeOf } from '../../src/jobs/nodes'
 import { createOutbound } from '../../src/mail/outbound'
 import { Throttle, type Slot } from '../../src/mail/outbound/throttle'
 import { deliveryStore } from '../../src/modules/emails/delivery'
@@ -53,9 +53,9 @@ describe.skipIf(!pgReachableSync())('a destination\'s throttle shared by nodes [
     const p = await projectWithDomain(env, dns, `nodes-${Math.random().toString(36).slice(2, 8)}.test`)
     const dest = `dest-${Math.random().toString(36).slice(2, 8)}.test`
     mxTo(dns, dest, '127.0.0.7')
-    // Node B: its own store handle, hence its own node row (jobs/nodes.ts registers one per store).
+    // Node B: its own store handle and runtime, hence its own node row.
     const storeB = openStore(env.config.databaseUrl)
-    const depsB: Deps = { ...env.deps, store: storeB }
+    const depsB: Deps = { ...env.deps, store: storeB, runtime: storeRuntime(storeB, env.config, env.deps.log) }
     const opts = { signerThreads: 0, pollMs: 50, smtp: { throttle } }
     const a = createOutbound(env.deps, deliveryStore, opts)
     const b = createOutbound(depsB, deliveryStore, opts)
@@ -63,7 +63,7 @@ describe.skipIf(!pgReachableSync())('a destination\'s throttle shared by nodes [
       a.start()
       b.start()
       // Both rows exist once each has counted the live nodes at a beat (serve beats every 5 s).
-      const [na, nb] = [nodeOf(env.store), nodeOf(storeB)]
+      const [na, nb] = [env.deps.runtime.node, depsB.runtime.node]
       while (na.liveNodes() !== 2 || nb.liveNodes() !== 2) {
         await Bun.sleep(10)
         await na.beat()

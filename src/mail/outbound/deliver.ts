@@ -26,7 +26,7 @@ import { listUnsubscribeHeaders } from '../links'
 import { domainOf, type OutboundMessage } from '../mime'
 import type { MessageBuilder } from '../signer'
 import { release, renew, renewAfterMs, Wakeups } from '../../jobs/lease'
-import { nodeOf, type NodeRegistry } from '../../jobs/nodes'
+import type { NodeRegistry } from '../../jobs/nodes'
 import { claimDue, outboundLeases, type QueueRow } from './queue-repo'
 import { OutcomeRecorder } from './recorder'
 import { parseReply } from './replies'
@@ -147,7 +147,7 @@ export class OutboundPipeline {
   private offLive: (() => void) | null = null
 
   constructor(private deps: Deps, private opts: PipelineOptions) {
-    this.node = nodeOf(deps.store, deps.log)
+    this.node = deps.runtime.node
     this.workerId = opts.workerId ?? this.node.newId()
     const onWire = opts.transport.onWire?.bind(opts.transport)
     this.recorder = new OutcomeRecorder(deps, opts.store, { workerId: this.workerId, throttleDelayMs: opts.throttleDelayMs, onWire })

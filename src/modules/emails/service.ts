@@ -15,7 +15,7 @@ import { checkDataLimits } from '../contacts/data'
 import { upsertContact, upsertMany, type ContactRow, type UpsertResult } from '../contacts/service'
 import { assertSenderAllowed, signingKeyFor } from '../domains/service'
 import { renderDeferred } from '../campaigns/render'
-import { groupCommit, type Batched } from '../../db/group-commit'
+import type { Batched } from '../../db/group-commit'
 import { notifyEvents, type EventRow } from '../events/stream'
 import { categoryOf, chargeUsage, type Category } from '../billing/service'
 import { withIdempotency } from '../idempotency/service'
@@ -285,7 +285,7 @@ interface SendWritten { emails: SendResult['data']['emails']; queued: number; ev
 
 async function send(ctx: Ctx, body: SendBody): Promise<SendResult> {
   const plan = await planSend(ctx, body)
-  const { emails, queued, events } = await groupCommit(ctx.store).runMany(sendBatch, { ctx, body, plan })
+  const { emails, queued, events } = await ctx.deps.runtime.commits.runMany(sendBatch, { ctx, body, plan })
   if (queued) notifyQueued(ctx.deps)
   await notifyEvents(ctx, events)
   return { success: true, data: { emails, timestamp: ctx.deps.clock.date().toISOString() } }

@@ -21,7 +21,7 @@
 import type { Db, Store } from '../../db/client'
 import { ctxFor, type Deps } from '../../deps'
 import { leaseEnd, renew, renewAfterMs, Wakeups, type LeasedTable } from '../../jobs/lease'
-import { mayClaim, nodeOf } from '../../jobs/nodes'
+import { mayClaim } from '../../jobs/nodes'
 import { errorFields } from '../../log'
 import { eventConsumers, type EventConsumer } from './consumers'
 import { projectHasConsumers } from './interest'
@@ -119,7 +119,7 @@ let wakeScheduled = false
  */
 export function wakeOutbox(deps: Deps, rows: readonly EventRow[] = []): void {
   told.set(deps.store, deps)
-  recentOf.get(deps.store)?.add(rows)
+  deps.runtime.outbox.recent.add(rows)
   // Once per turn of the event loop, however many commits it had (under load, one per track otherwise):
   // the drainer coalesces wake-ups over WAKE_COALESCE_MS anyway.
   if (wakeScheduled) return
@@ -137,17 +137,31 @@ const RECENT_MAX = 20_000
 
 /**
  * The events this process committed and announced (notifyEvents), kept by id while a drainer of this
- * process runs on their store, so that it hands them to the consumers without reading them back: on
+ * process runs on their store (`open` to `close`), so that it hands them to the consumers without reading them back: on
  * SQLite that read was the drainer's largest cost on the event loop. Only an accelerator: an event is
  * taken once (a consumer's retry reads it from the database), and what is not here (another node's, one
  * announced before a restart, one pushed out when the drainer lags) is read from the database as before.
  * One consequence: an event deleted in the few milliseconds between its commit and its delivery may
  * still reach the consumers once (it did happen).
  */
-class RecentEvents {
+export class RecentEvents {
   private byId = new Map<string, EventRow>()
+  /** Drainers of this process running on the store: events are kept only while one runs. */
+  private drainers = 0
+
+  /** A drainer started: keep the events announced from now on. */
+  open(): void {
+    this.drainers++
+  }
+
+  /** A drainer stopped: with none left, keep nothing. */
+  close(): void {
+    this.drainers = Math.max(0, this.drainers - 1)
+    if (!this.drainers) this.byId.clear()
+  }
 
   add(rows: readonly EventRow[]): void {
+    if (!this.drainers) return
     for (const r of rows) this.byId.set(r.id, r)
     // Oldest first out (a Map iterates in insertion order).
     if (this.byId.size > RECENT_MAX) {
@@ -175,7 +189,7 @@ class RecentEvents {
   }
 }
 
-/** A claim (and settlement) for another connection of this process to carry: see routeOutboxClaims. */
+/** A claim (and settlement) for another connection of this process to carry: see OutboxLocal. */
 export interface RoutedClaim {
   holder: string
   now: Date
@@ -189,21 +203,19 @@ export interface RoutedClaim {
 /** Carries a claim in a transaction of its own connection; null when it cannot now (the drainer claims itself). */
 export type OutboxRoute = (claim: RoutedClaim) => Promise<repo.OutboxRow[]> | null
 
-const routes = new WeakMap<Store, OutboxRoute>()
-
 /**
- * Lets another connection of this process carry the drainers' claims and settlements on `store`: SQLite's
- * track writer thread (writer.ts) puts them in its next commit while it runs. A commit on one connection
- * empties the page cache of every other connection of the file, so the drainer's own transactions made the
- * thread read the pages of each track again through the OS after each claim (bench/track.ts with a
- * consumed project: about 6 µs more system time per track on the thread, 200 claims in a 12 s run).
+ * The outbox's part of this process's runtime on one store (Deps.runtime.outbox, built by the composition
+ * root): the recent events its drainers take first, and `route`, the other connection of this process
+ * that carries the drainers' claims and settlements when there is one: SQLite's track writer thread
+ * (writer.ts) puts them in its next commit while it runs. A commit on one connection empties the page
+ * cache of every other connection of the file, so the drainer's own transactions made the thread read the
+ * pages of each track again through the OS after each claim (bench/track.ts with a consumed project:
+ * about 6 µs more system time per track on the thread, 200 claims in a 12 s run).
  */
-export function routeOutboxClaims(store: Store, route: OutboxRoute): void {
-  routes.set(store, route)
+export class OutboxLocal {
+  readonly recent = new RecentEvents()
+  constructor(readonly route: OutboxRoute | null) {}
 }
-
-/** The recent events of each store that a started drainer of this process delivers. */
-const recentOf = new WeakMap<Store, RecentEvents>()
 
 /** The leases of `event_outbox`: a released row is due now, for any drainer. */
 export function outboxLeases(store: Store): LeasedTable<Store['t']['eventOutbox']> {
@@ -255,18 +267,18 @@ export class Outbox {
   private inflight = new Set<Promise<void>>()
   /**
    * Events handed to consumers, batches delivered, consumer failures, claims and settlements another
-   * connection carried (routeOutboxClaims) (benchmarks, logs, tests).
+   * connection carried (OutboxLocal.route) (benchmarks, logs, tests).
    */
   readonly stats = { events: 0, batches: 0, failures: 0, routed: 0 }
 
   constructor(private readonly deps: Deps, private readonly opts: OutboxOptions = {}) {
     this.consumers = opts.consumers ?? eventConsumers
-    this.holder = nodeOf(deps.store, deps.log).newId()
+    this.holder = deps.runtime.node.newId()
   }
 
   async start(): Promise<void> {
     this.stopped = false
-    const node = nodeOf(this.deps.store, this.deps.log)
+    const node = this.deps.runtime.node
     this.joined = true
     try {
       const released = await node.join(outboxLeases(this.deps.store), this.deps.clock.date())
@@ -274,11 +286,9 @@ export class Outbox {
     } catch (err) {
       this.deps.log.warn('releasing dead outbox leases failed', errorFields(err))
     }
-    if (!recentOf.has(this.deps.store)) {
-      const store = this.deps.store
-      recentOf.set(store, new RecentEvents())
-      this.offs.push(() => recentOf.delete(store))
-    }
+    const { recent } = this.deps.runtime.outbox
+    recent.open()
+    this.offs.push(() => recent.close())
     this.offs.push(outboxWakeups.on(() => this.wake()))
     if (this.deps.redis) this.offs.push(await outboxWakeups.subscribe(this.deps.redis, this.deps.log, () => this.wake()))
     this.poll = setInterval(() => this.tick(), this.opts.pollMs ?? POLL_MS)
@@ -296,7 +306,7 @@ export class Outbox {
     await this.settle().catch((err) => this.deps.log.warn('outbox settlement failed', errorFields(err)))
     if (this.joined) {
       this.joined = false
-      await nodeOf(this.deps.store).leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
+      await this.deps.runtime.node.leave().catch((err) => this.deps.log.warn('leaving the nodes table failed', errorFields(err)))
     }
   }
 
@@ -344,7 +354,7 @@ export class Outbox {
       const candidates = await repo.outboxCandidates(store, now, this.active)
       if (!candidates.length && !settle.length) return []
       const until = leaseEnd(now, LEASE_MS)
-      const routed = routes.get(store)?.({ holder: this.holder, now, until, maxRows: CLAIM_ROWS, candidates, settle })
+      const routed = this.deps.runtime.outbox.route?.({ holder: this.holder, now, until, maxRows: CLAIM_ROWS, candidates, settle })
       if (routed) this.stats.routed++
       return await (routed ?? repo.claimAmong(store, this.holder, now, until, CLAIM_ROWS, candidates, settle))
     } catch (err) {
@@ -364,7 +374,7 @@ export class Outbox {
     const ids = this.takeDelivered()
     if (!ids.length) return
     try {
-      const routed = routes.get(this.deps.store)?.({ holder: this.holder, now: this.deps.clock.date(), until: this.deps.clock.date(), maxRows: 0, candidates: [], settle: ids })
+      const routed = this.deps.runtime.outbox.route?.({ holder: this.holder, now: this.deps.clock.date(), until: this.deps.clock.date(), maxRows: 0, candidates: [], settle: ids })
       if (routed) this.stats.routed++
       await (routed ?? repo.settleOutbox(this.deps.store, this.holder, ids))
     } catch (err) {
@@ -378,7 +388,7 @@ export class Outbox {
    * others lease meanwhile (up to `timeoutMs`). Returns the number of batches this call delivered.
    */
   async drain(timeoutMs = 30_000): Promise<number> {
-    const node = nodeOf(this.deps.store, this.deps.log)
+    const node = this.deps.runtime.node
     await node.join(outboxLeases(this.deps.store), this.deps.clock.date())
     const end = Date.now() + timeoutMs
     let n = 0
@@ -409,7 +419,7 @@ export class Outbox {
     heartbeat.unref?.()
     try {
       const wanted = [...new Set(rows.flatMap((r) => r.eventIds))]
-      const recent = recentOf.get(store)?.take(projectId, wanted) ?? { found: [], missing: wanted }
+      const recent = this.deps.runtime.outbox.recent.take(projectId, wanted)
       const events = recent.missing.length
         ? repo.byTime([...recent.found, ...await repo.eventsByIds(store, projectId, recent.missing)])
         : repo.byTime(recent.found)

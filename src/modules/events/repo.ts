@@ -293,7 +293,7 @@ export async function outboxCandidates(store: Store, now: Date, skip: ReadonlySe
 /**
  * A claim in the write transaction `db`: the settlement of `settle` (deleted), then up to `maxRows` rows of
  * the first of `candidates` (outboxCandidates) that has no row leased now. It runs in claimOutbox's own
- * transaction, or in a commit of SQLite's track writer thread (outbox.ts, routeOutboxClaims).
+ * transaction, or in a commit of SQLite's track writer thread (outbox.ts, OutboxLocal).
  */
 export async function claimOutboxIn(store: Store, db: Db, holder: string, now: Date, until: Date, maxRows: number, candidates: readonly string[], settle: readonly string[]): Promise<OutboxRow[]> {
   const o = store.t.eventOutbox

@@ -6,12 +6,10 @@ import * as contactsRepo from '../contacts/repo/contact'
 import { clampLimit } from '../contacts/service'
 import { eventUsage } from '../contacts/usage'
 import { idempotencyClaim, keepFailed, keyReused, type Claim } from '../idempotency/service'
-import { groupCommit } from '../../db/group-commit'
 import type { ListEventsQuery, TrackBody } from './model'
 import * as repo from './repo'
 import { notifyEvents } from './stream'
 import { trackBatch, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
-import { trackWriter } from './writer'
 
 /**
  * Names the service emits itself (docs/decisions.md, Events the service emits), refused on track. Compared
@@ -39,9 +37,9 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
   // Here, before the write goes to the track writer thread: a 422, not a 500 (see writeTrack).
   checkDataLimits(body.data)
   const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data, claim }
-  const writer = trackWriter(ctx.store, ctx.deps.config.sqliteSynchronous)
-  if (writer) return writer.write(ctx.projectId, ctx.now, input)
-  return groupCommit(ctx.store).runMany(trackBatch, { ctx: { store: ctx.store, projectId: ctx.projectId, now: ctx.now }, write: input })
+  const { trackWriter, commits } = ctx.deps.runtime
+  if (trackWriter) return trackWriter.write(ctx.projectId, ctx.now, input)
+  return commits.runMany(trackBatch, { ctx: { store: ctx.store, projectId: ctx.projectId, now: ctx.now }, write: input })
 }
 
 /**

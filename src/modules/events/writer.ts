@@ -3,7 +3,7 @@ import { AppError } from '../../errors'
 import { consumersGeneration } from './consumers'
 import { declaredInterests } from './interest'
 import { eventRow } from './stream'
-import { markNotOwed, routeOutboxClaims, type RoutedClaim } from './outbox'
+import { markNotOwed, type RoutedClaim } from './outbox'
 import type { OutboxRow } from './repo'
 import { eventData, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackItem, type TrackReply, type WriterStats } from './writer-protocol'
@@ -20,7 +20,7 @@ import { decodeReplies, encodeBatch, type FromWriter, type ToThread, type TrackI
  * Other writes stay on the main thread's connection. SQLite's write lock orders the two writers: each
  * waits for the other's in beginWrite (db/client.ts), retrying without blocking its thread. The one
  * exception: while the thread runs, the outbox drainer's claims go into its commits (`claimOutbox`), so
- * that they do not empty its page cache a few times a second (outbox.ts, routeOutboxClaims).
+ * that they do not empty its page cache a few times a second (outbox.ts, OutboxLocal).
  * A second thread checkpoints the WAL, so that the writer's own checkpoints are short (writer-worker.ts).
  * The threads start at the first track and stop after IDLE_MS without tracks (a live worker keeps a
  * process from exiting, and an unref'd one makes Bun's idle main thread spin).
@@ -206,16 +206,10 @@ export class TrackWriter {
   }
 }
 
-const perStore = new WeakMap<Store, TrackWriter | null>()
-
-/** The track writer of `store`: null unless it is a file-backed SQLite database. */
-export function trackWriter(store: Store, synchronous: 'FULL' | 'NORMAL'): TrackWriter | null {
-  let w = perStore.get(store)
-  if (w === undefined) {
-    w = store.file !== null ? new TrackWriter(store.url, synchronous, () => store.refresh()) : null
-    perStore.set(store, w)
-    const writer = w
-    if (writer) routeOutboxClaims(store, (c) => writer.claimOutbox(c))
-  }
-  return w
+/**
+ * The track writer of `store` (the composition root makes one per store: Deps.runtime.trackWriter): null
+ * unless it is a file-backed SQLite database. Its threads start at the first track.
+ */
+export function openTrackWriter(store: Store, synchronous: 'FULL' | 'NORMAL'): TrackWriter | null {
+  return store.file !== null ? new TrackWriter(store.url, synchronous, () => store.refresh()) : null
 }

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { release, renew, renewAfterMs } from '../../jobs/lease'
-import { nodeOf, type NodeRegistry } from '../../jobs/nodes'
+import type { NodeRegistry } from '../../jobs/nodes'
 import { safeFetch, SafeFetchError, safeFetchOptions, type SafeFetchOptions } from '../../net/safe-fetch'
 import * as repo from './repo'
 import { DISABLE_AFTER_MS, hookWakeups, nextAttemptAt } from './schedule'
@@ -85,7 +85,7 @@ export class Dispatcher {
   private flushing: Promise<void> | null = null
 
   constructor(private deps: Deps, opts: DispatcherOptions = {}) {
-    this.node = nodeOf(deps.store, deps.log)
+    this.node = deps.runtime.node
     this.id = this.node.newId()
     this.perEndpoint = opts.perEndpoint ?? 16
     this.maxHeld = this.perEndpoint * (opts.prefetch ?? 4)

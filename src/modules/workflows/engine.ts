@@ -1,5 +1,4 @@
 import type { Db } from '../../db/client'
-import { groupCommit } from '../../db/group-commit'
 import type { Ctx, Deps } from '../../deps'
 import { errorFields } from '../../log'
 import { enqueue } from '../../jobs/queue'
@@ -269,7 +268,7 @@ async function runFrom(ctx: Ctx, first: repo.ExecutionRow): Promise<{ status: st
 async function commit(ctx: Ctx, exec: repo.ExecutionRow, m: Move, now: Date, write: (db: Db, moved: repo.ExecutionRow) => Promise<void>): Promise<repo.ExecutionRow | null> {
   // Only database writes (safe to run again after a rollback): on SQLite the moves of concurrent runs share
   // one commit (src/db/group-commit.ts); on PostgreSQL this is a transaction of its own.
-  return groupCommit(ctx.store).run(async (db) => {
+  return ctx.deps.runtime.commits.run(async (db) => {
     const moved = await repo.updateExecutionAt(ctx.store, db, ctx.projectId, exec.id, exec.version, moveFields(exec, m, now))
     if (!moved) return null
     await write(db, moved)

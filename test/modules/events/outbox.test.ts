@@ -7,6 +7,7 @@ import { registerEventConsumer, type EventConsumer } from '../../../src/modules/
 import { settleEvents } from '../../helpers/events'
 import { MAX_ATTEMPTS, Outbox, outboxBackoffMs } from '../../../src/modules/events/outbox'
 import { claimOutbox } from '../../../src/modules/events/repo'
+import { storeRuntime } from '../../../src/main'
 import { appendEvents, notifyEvents, type EventRow } from '../../../src/modules/events/stream'
 
 /** A consumer that records what it gets (of the given projects: other tests' rows pass through too). */
@@ -234,7 +235,7 @@ forEachStore('the events outbox', (env) => {
         for (const id of ids) all.push(...(await commit(ctxOf(id), [`n${i}`, `m${i}`])).map((r) => r.id))
       }
       const a = new Outbox(env.deps, { consumers: () => [consumer] })
-      const b = new Outbox({ ...env.deps, store: other }, { consumers: () => [consumer] })
+      const b = new Outbox({ ...env.deps, store: other, runtime: storeRuntime(other, env.config, env.deps.log) }, { consumers: () => [consumer] })
       await Promise.all([a.drain(), b.drain(), a.drain(), b.drain()])
       expect(overlap).toBe(0)
       expect(all.filter((id) => delivered.get(id) !== 1)).toEqual([])

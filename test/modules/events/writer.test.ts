@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { TestEnv } from '../../helpers/env'
-import { TrackWriter, trackWriter } from '../../../src/modules/events/writer'
+import { openTrackWriter, TrackWriter } from '../../../src/modules/events/writer'
 import type { TrackWrite } from '../../../src/modules/events/track-write'
 import { openStore } from '../../../src/db/client'
 import { ctxFor } from '../../../src/deps'
@@ -23,11 +23,10 @@ describe('track writer thread [sqlite]', () => {
   beforeAll(() => env.start())
   afterAll(() => env.stop())
 
-  test('one writer per file-backed SQLite store; none in memory or on PostgreSQL', () => {
-    expect(trackWriter(env.store, 'NORMAL')).toBeInstanceOf(TrackWriter)
-    expect(trackWriter(env.store, 'NORMAL')).toBe(trackWriter(env.store, 'NORMAL'))
+  test('one writer per file-backed SQLite store, in the deps\' runtime; none in memory or on PostgreSQL', () => {
+    expect(env.deps.runtime.trackWriter).toBeInstanceOf(TrackWriter)
     const mem = openStore('sqlite://:memory:')
-    expect(trackWriter(mem, 'NORMAL')).toBeNull()
+    expect(openTrackWriter(mem, 'NORMAL')).toBeNull()
     void mem.close()
   })
 
@@ -119,7 +118,7 @@ describe('track writer thread [sqlite]', () => {
     await Promise.all([1, 2].map((i) => done(w, p.id, new Date(), { email: `c${i}@example.com`, event: 'x' }).then(() => order.push(`answer ${i}`))))
     expect(order).toEqual(['commit', 'answer 1', 'answer 2'])
     // The store's writer refreshes its reader: a read right after the answer sees the track.
-    const out = await done(must(trackWriter(env.store, 'NORMAL'), 'the track writer'), p.id, new Date(), { email: 'seen@example.com', event: 'y' })
+    const out = await done(must(env.deps.runtime.trackWriter, 'the track writer'), p.id, new Date(), { email: 'seen@example.com', event: 'y' })
     const [row] = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE id = ${out.event.id}`)
     expect(Number(row.n)).toBe(1)
     w.stop()
@@ -130,7 +129,7 @@ describe('track writer thread [sqlite]', () => {
     const seen: string[] = []
     const consumer: EventConsumer = { name: 'test.routed', interest: "SELECT 1 FROM projects WHERE id = $1 AND 1 = 0", async handle(_c, rows) { for (const r of rows) if (r.projectId === p.id) seen.push(r.name) } }
     const outboxRows = async () => (await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM event_outbox WHERE project_id = ${p.id}`))[0].n
-    const w = must(trackWriter(env.store, 'NORMAL'), 'the track writer')
+    const w = must(env.deps.runtime.trackWriter, 'the track writer')
     await done(w, p.id, new Date(), { email: 'routed@example.com', event: 'routed' })
     expect(Number(await outboxRows())).toBe(1)
     const viaThread = new Outbox(env.deps, { consumers: () => [consumer] })
