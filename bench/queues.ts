@@ -37,7 +37,7 @@ async function measure(url: string): Promise<void> {
     await store.tx(async (db) => { await insertQueueRows(store, db, rows) })
     res['queue row: insert'].push(perRow(t0))
     t0 = performance.now()
-    await store.tx(async (db) => { for (const row of rows) await enqueue(store, 'deliver', { emailId: row.emailId }, { now: new Date() }, db) })
+    await store.tx(async (db) => { for (const row of rows) await enqueue(store, 'deliver', { emailId: row.emailId }, { wake: null, now: new Date() }, db) })
     res['job: enqueue'].push(perRow(t0))
     const later = () => new Date(Date.now() + 1)
     t0 = performance.now()

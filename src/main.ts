@@ -7,7 +7,6 @@ import { GroupCommit } from './db/group-commit'
 import { appliedMigrations, migrate } from './db/migrate'
 import { diskFullAtStart } from './db/failures'
 import { checkKeys, jwtSecret, requireConfiguredKeys } from './secrets'
-import { publishWakeups } from './jobs/lease'
 import { NodeRegistry } from './jobs/nodes'
 import type { Deps, StoreRuntime } from './deps'
 import { createLogger, errorFields, type Logger } from './log'
@@ -206,8 +205,6 @@ export async function createDeps(config: Config, opts: { migrate?: boolean; log?
       if (applied.length) log.info('migrations applied', { applied })
     }
     if ((await appliedMigrations(store)).includes(SECRET_CHECK_MIGRATION)) await checkKeys(store, config)
-    // Work queued on this node wakes the workers of the others at once (src/jobs/lease.ts).
-    if (redis) publishWakeups(store, redis, log)
     // Every decision that depends on the time reads this one clock (src/clock.ts).
     const clock = systemClock
     // System mail goes out through the pipeline from MAILCTL_SYSTEM_FROM; captured with MAILCTL_OUTBOUND=capture.

@@ -121,26 +121,11 @@ export async function releaseDead(store: Store, t: LeasedTable, who: Holders, no
   return released.length
 }
 
-/** Where a process publishes its wake-ups for other nodes: its Redis connection, set per store. */
-export interface WakeupRemote { redis: Redis | null; log: Logger }
-
-const remotes = new WeakMap<Store, WakeupRemote>()
-
 /**
- * Wake-ups of work queued on `store` are published through `redis` from now on (the composition root
- * calls it when REDIS_URL is set, so a node without workers, an API node, wakes the worker nodes too).
- * Returns the function that stops it.
+ * Where a process publishes its wake-ups for other nodes: its Redis connection (REDIS_URL), so that a node
+ * without workers, an API node, wakes the worker nodes too. `Deps` is one: callers pass their deps.
  */
-export function publishWakeups(store: Store, redis: Redis, log: Logger): () => void {
-  const remote = { redis, log }
-  remotes.set(store, remote)
-  return () => { if (remotes.get(store) === remote) remotes.delete(store) }
-}
-
-/** The Redis through which wake-ups of work queued on `store` reach other nodes (undefined: none). */
-export function wakeupRemote(store: Store): WakeupRemote | undefined {
-  return remotes.get(store)
-}
+export interface WakeupRemote { redis: Redis | null; log: Logger }
 
 /**
  * The signal "work was queued" of one queue. Workers of this process hear it at once; with Redis,

@@ -5,7 +5,7 @@ import { skipLocked } from '../db/dialect'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
 import { counter, histogram } from '../metrics'
-import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, wakeupRemote, Wakeups, type LeasedTable } from './lease'
+import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, Wakeups, type LeasedTable, type WakeupRemote } from './lease'
 import { mayClaim, type NodeRegistry } from './nodes'
 
 /**
@@ -45,6 +45,11 @@ export function defineJob<P = Record<string, unknown>>(def: JobDef<P>): JobDef<P
 export type AnyJob = JobDef<never>
 
 export interface EnqueueOptions {
+  /**
+   * Who publishes the wake-up to other nodes: the deps (`wake: deps`), whose Redis (REDIS_URL) carries it;
+   * null or no Redis: only this process's workers wake at once, other nodes find the job at their next poll.
+   */
+  wake: WakeupRemote | null
   /** The clock's time (`deps.clock`): the job's creation time, and when it is due unless `runAt` says. */
   now: Date
   projectId?: string | null
@@ -56,7 +61,7 @@ export interface EnqueueOptions {
 }
 
 /**
- * Wakes this process's workers when a job is queued and, with Redis (`publishWakeups`), other nodes'
+ * Wakes this process's workers when a job is queued and, with Redis (EnqueueOptions.wake), other nodes'
  * (without it they find the job at their next poll).
  */
 export const jobWakeups = new Wakeups('jobs')
@@ -83,7 +88,7 @@ export async function enqueue(store: Store, name: string, payload: Record<string
   }).onConflictDoNothing().returning({ id: jobs.id })
   const rows = db ? await insert(db) : await store.tx(insert)
   // Once the job is visible to every claim: after the caller's transaction commits (at once without one).
-  if (rows.length) store.afterCommit(db ?? store.db, () => jobWakeups.notify(wakeupRemote(store)))
+  if (rows.length) store.afterCommit(db ?? store.db, () => jobWakeups.notify(opts.wake ?? undefined))
   return rows.length ? id : null
 }
 
@@ -174,7 +179,7 @@ export class Worker {
   /** Makes sure each recurring job has one queued row (safe on every node at every start). */
   async ensureRecurring() {
     for (const d of this.defs.values()) {
-      if (d.everyMs) await enqueue(this.deps.store, d.name, {}, { now: this.deps.clock.date(), uniqueKey: d.name, maxAttempts: d.maxAttempts ?? 3 })
+      if (d.everyMs) await enqueue(this.deps.store, d.name, {}, { wake: this.deps, now: this.deps.clock.date(), uniqueKey: d.name, maxAttempts: d.maxAttempts ?? 3 })
     }
   }
 
@@ -366,7 +371,7 @@ export class Worker {
           status: 'completed', result: result ?? row.result, finishedAt: now, updatedAt: now, lockedBy: null, lockedUntil: null,
         }).where(mine)
         if (def.everyMs) {
-          await enqueue(store, def.name, {}, { now, uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
+          await enqueue(store, def.name, {}, { wake: this.deps, now, uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
         }
       })
       ran('completed')
@@ -382,7 +387,7 @@ export class Worker {
           : { status: 'queued', lastError: message, runAt: new Date(now.getTime() + (def.backoffMs ?? defaultBackoff)(row.attempts)), updatedAt: now, lockedBy: null, lockedUntil: null },
         ).where(mine)
         if (final && def.everyMs) {
-          await enqueue(store, def.name, {}, { now, uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
+          await enqueue(store, def.name, {}, { wake: this.deps, now, uniqueKey: def.name, runAt: new Date(now.getTime() + def.everyMs), maxAttempts: def.maxAttempts ?? 3 }, db)
         }
       })
     } finally {

@@ -84,7 +84,7 @@ forEachStore('leases on the job table', (env) => {
   /** Queues `n` jobs of a fresh kind and claims them for `holder` at `now` with a lease of `leaseMs`. */
   async function held(n: number, holder: string, now: Date, leaseMs = 60_000): Promise<string[]> {
     const name = `lease-${rnd()}`
-    for (let i = 0; i < n; i++) await enqueue(env.store, name, { i }, { now, runAt: new Date(now.getTime() - 1) })
+    for (let i = 0; i < n; i++) await enqueue(env.store, name, { i }, { wake: null, now, runAt: new Date(now.getTime() - 1) })
     const rows = await claim(env.store, [name], holder, n, leaseMs, now)
     expect(rows.length).toBe(n)
     return rows.map((r) => r.id)
@@ -232,7 +232,7 @@ forEachStore('leases on the job table', (env) => {
   test('a node whose first heartbeat fails claims nothing, retries the heartbeat until it lands, then claims', async () => {
     await clearJobs()
     const name = `lease-${rnd()}`
-    await enqueue(env.store, name, {}, { now: new Date(), runAt: new Date(Date.now() - 1) })
+    await enqueue(env.store, name, {}, { wake: null, now: new Date(), runAt: new Date(Date.now() - 1) })
     const a = new NodeRegistry(env.store, { heartbeatMs: 3_600_000, retryMs: 10 })
     const holder = a.newId()
     await refuseNodeRows(true)
@@ -258,7 +258,7 @@ forEachStore('leases on the job table', (env) => {
     if (env.store.dialect !== 'sqlite') return
     await clearJobs()
     const name = `lease-${rnd()}`
-    await enqueue(env.store, name, {}, { now: new Date(), runAt: new Date(Date.now() - 1) })
+    await enqueue(env.store, name, {}, { wake: null, now: new Date(), runAt: new Date(Date.now() - 1) })
     const child = Bun.spawn(['bun', `${import.meta.dir}/node-child.ts`, env.store.url, name], { stdout: 'pipe', stderr: 'inherit' })
     const reader = child.stdout.getReader()
     let out = ''

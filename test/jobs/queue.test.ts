@@ -12,7 +12,7 @@ const rnd = () => Math.random().toString(36).slice(2, 8)
 
 /** Queues a job that must be queued (no unique key in the way), made at the machine's time; returns its id. */
 async function queued(store: Store, name: string, payload: Record<string, unknown>, opts: Partial<EnqueueOptions> = {}): Promise<string> {
-  const id = await enqueue(store, name, payload, { now: new Date(), ...opts })
+  const id = await enqueue(store, name, payload, { wake: null, now: new Date(), ...opts })
   if (!id) throw new Error(`job ${name} was not queued`)
   return id
 }
@@ -263,7 +263,7 @@ forEachStore('job queue', (env) => {
   })
 
   test('concurrent claims never hand one job to two workers', async () => {
-    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => enqueue(env.store, 'race', { i }, { now: new Date() })))
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => enqueue(env.store, 'race', { i }, { wake: null, now: new Date() })))
     const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(env.store, ['race'], `w${i}`, 10, 60_000, new Date())))
     const claimed = claims.flat().map((r) => r.id)
     expect(new Set(claimed).size).toBe(claimed.length)
@@ -293,8 +293,8 @@ forEachStore('job queue', (env) => {
   })
 
   test('a unique key allows one active job; a recurring job re-queues itself', async () => {
-    expect(await enqueue(env.store, 'single', {}, { now: new Date(), uniqueKey: 'k' })).not.toBeNull()
-    expect(await enqueue(env.store, 'single', {}, { now: new Date(), uniqueKey: 'k' })).toBeNull()
+    expect(await enqueue(env.store, 'single', {}, { wake: null, now: new Date(), uniqueKey: 'k' })).not.toBeNull()
+    expect(await enqueue(env.store, 'single', {}, { wake: null, now: new Date(), uniqueKey: 'k' })).toBeNull()
     let ticks = 0
     const w = new Worker(env.deps, [defineJob({ name: 'tick', everyMs: 3_600_000, async run() { ticks++ } })])
     await w.ensureRecurring()

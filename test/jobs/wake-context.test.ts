@@ -33,7 +33,7 @@ describe.skipIf(!pgReachableSync())('a worker\'s wake-up context [pg]', () => {
       await recurred
       // Let the re-queue's commit and its wake-up happen.
       await Bun.sleep(50)
-      await enqueue(env.store, `one.${tag}`, {}, { now: new Date() })
+      await enqueue(env.store, `one.${tag}`, {}, { wake: null, now: new Date() })
       await ran
       expect(recurring).toBe(R)
     } finally {

@@ -188,7 +188,7 @@ async function phaseOf(ctx: Ctx, row: repo.CampaignRow, where: SQL | null): Prom
             const moved = await repo.transition(store, db, ctx.projectId, row.id, seenAt, {
               abState: { ...s, phase: 'WAITING', decideAt: decideAt.toISOString() }, lastContactId: null, updatedAt: ctx.deps.clock.date(),
             })
-            if (moved) await enqueue(store, AB_WINNER_JOB, { campaignId: row.id }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: row.id, runAt: decideAt, maxAttempts: 10 }, db)
+            if (moved) await enqueue(store, AB_WINNER_JOB, { campaignId: row.id }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: row.id, runAt: decideAt, maxAttempts: 10 }, db)
             return moved
           },
         },
@@ -227,7 +227,7 @@ async function phaseOf(ctx: Ctx, row: repo.CampaignRow, where: SQL | null): Prom
           const next = instants.find((t) => t.getTime() > wave.getTime())
           if (!next) return 'SENT'
           const moved = await repo.transition(store, db, ctx.projectId, row.id, seenAt, { waveAt: next, lastContactId: null, updatedAt: ctx.deps.clock.date() })
-          if (moved) await enqueue(store, SEND_JOB, { campaignId: row.id }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: `${row.id}@${next.toISOString()}`, runAt: next, maxAttempts: 10 }, db)
+          if (moved) await enqueue(store, SEND_JOB, { campaignId: row.id }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: `${row.id}@${next.toISOString()}`, runAt: next, maxAttempts: 10 }, db)
           return moved
         },
       },

@@ -320,7 +320,7 @@ export async function startSending(ctx: Ctx, id: string, from: readonly Campaign
   return ctx.store.tx(async (db) => {
     const row = await repo.updateIn(ctx.store, db, ctx.projectId, id, from, { ...set, status: 'SENDING', startedAt: now, updatedAt: now })
     if (!row) return null
-    await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: id, maxAttempts: 10 }, db)
+    await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: id, maxAttempts: 10 }, db)
     return row
   })
 }
@@ -379,7 +379,7 @@ export async function decideAbWinner(ctx: Ctx, id: string): Promise<{ winner: nu
     const done = await repo.transition(ctx.store, db, ctx.projectId, id, row.updatedAt, {
       abState: { ...state, phase: 'WINNER', winner, reason }, lastContactId: null, updatedAt: ctx.deps.clock.date(),
     })
-    if (done) await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: `${id}:winner`, maxAttempts: 10 }, db)
+    if (done) await enqueue(ctx.store, SEND_JOB, { campaignId: id }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: `${id}:winner`, maxAttempts: 10 }, db)
     return done
   })
   return moved ? { winner, reason } : { winner: null, reason: 'changed meanwhile (cancelled, or decided by another run)' }

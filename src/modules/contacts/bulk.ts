@@ -76,7 +76,7 @@ export async function queueBulkAction(ctx: Ctx, body: BulkActionBody) {
     total = await queryRepo.total(ctx.store, where)
     payload.filter = filter
   }
-  const jobId = await enqueue(ctx.store, BULK_JOB, { ...payload }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, total, maxAttempts: 5 })
+  const jobId = await enqueue(ctx.store, BULK_JOB, { ...payload }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, total, maxAttempts: 5 })
   if (!jobId) throw new Error(`the ${BULK_JOB} job was not queued`)
   return { jobId, status: 'queued' as const, total }
 }

@@ -179,7 +179,7 @@ export async function runFieldOp(ctx: Ctx, op: FieldOp, progress?: (done: number
 
 async function startFieldOp(ctx: Ctx, op: FieldOp, contacts: number) {
   if (contacts > FIELD_INLINE_MAX) {
-    const jobId = await enqueue(ctx.store, FIELD_JOB, { ...op }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, total: contacts, maxAttempts: 3 })
+    const jobId = await enqueue(ctx.store, FIELD_JOB, { ...op }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, total: contacts, maxAttempts: 3 })
     if (!jobId) throw new Error(`the ${FIELD_JOB} job was not queued`)
     return { jobId, changed: 0 }
   }

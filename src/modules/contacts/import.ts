@@ -232,7 +232,7 @@ export async function queueImport(ctx: Ctx, file: { name: string; size: number; 
   const id = Bun.randomUUIDv7()
   const jobId = await ctx.store.tx(async (db) => {
     await repo.insertImport(ctx.store, db, { id, projectId: ctx.projectId, filename: file.name || 'import.csv', size: bytes.length, content: bytes, createdAt: new Date() })
-    return enqueue(ctx.store, IMPORT_JOB, { importId: id, mapping: full }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, maxAttempts: 3 }, db)
+    return enqueue(ctx.store, IMPORT_JOB, { importId: id, mapping: full }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, maxAttempts: 3 }, db)
   })
   if (!jobId) throw new Error(`the ${IMPORT_JOB} job was not queued`)
   return { jobId, status: 'queued' as const }

@@ -232,7 +232,7 @@ export async function storeInbound(deps: Deps, input: { raw: Buffer; mailFrom: s
       helo: input.helo, size: input.raw.length, raw: input.raw, status: 'queued', kind: null, emailId: null, detail: null,
       receivedAt: at, processedAt: null,
     })
-    await enqueue(deps.store, INBOUND_JOB, { inboundId: id }, { now: deps.clock.date(), projectId: input.projectId, maxAttempts: 5 }, db)
+    await enqueue(deps.store, INBOUND_JOB, { inboundId: id }, { wake: deps, now: deps.clock.date(), projectId: input.projectId, maxAttempts: 5 }, db)
   })
   return id
 }

@@ -36,7 +36,7 @@ export const segmentJobs: AnyJob[] = [
       for (const s of all) {
         const compute = s.type === 'DYNAMIC' && s.trackMembership
         const id = await enqueue(deps.store, compute ? COMPUTE_JOB : REFRESH_JOB, { segmentId: s.id }, {
-          now: deps.clock.date(), projectId: s.projectId, uniqueKey: compute ? computeKey(s.id) : refreshKey(s.id), maxAttempts: 3,
+          wake: deps, now: deps.clock.date(), projectId: s.projectId, uniqueKey: compute ? computeKey(s.id) : refreshKey(s.id), maxAttempts: 3,
         })
         if (id) queued++
       }
@@ -99,7 +99,7 @@ async function hint(ctx: Ctx, rows: EventRow[]): Promise<void> {
     if (now - (lastHint.get(s.id) ?? 0) < HINT_DELAY_MS) continue
     lastHint.set(s.id, now)
     await enqueue(ctx.store, COMPUTE_JOB, { segmentId: s.id }, {
-      now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: computeKey(s.id), runAt: new Date(ctx.deps.clock.now() + HINT_DELAY_MS), maxAttempts: 3,
+      wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: computeKey(s.id), runAt: new Date(ctx.deps.clock.now() + HINT_DELAY_MS), maxAttempts: 3,
     })
   }
   if (lastHint.size > 10_000) for (const [id, at] of lastHint) if (now - at > HINT_DELAY_MS) lastHint.delete(id)

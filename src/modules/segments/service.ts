@@ -105,7 +105,7 @@ export async function createSegment(ctx: Ctx, body: CreateSegmentBody): Promise<
         createdAt: now, updatedAt: now,
       })
       if (inserted) {
-        if (track && type === 'DYNAMIC') await enqueue(ctx.store, COMPUTE_JOB, { segmentId: id }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: computeKey(id) }, db)
+        if (track && type === 'DYNAMIC') await enqueue(ctx.store, COMPUTE_JOB, { segmentId: id }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: computeKey(id) }, db)
         return inserted
       }
     }
@@ -152,7 +152,7 @@ export async function updateSegment(ctx: Ctx, id: string, body: UpdateSegmentBod
       // Tracking turned off: the membership rows are dropped (turning it on again starts from nobody).
       if (current.trackMembership && !updated.trackMembership) await repo.clearMembers(ctx.store, db, ctx.projectId, id)
       if (updated.trackMembership && (checked || !current.trackMembership)) {
-        await enqueue(ctx.store, COMPUTE_JOB, { segmentId: id }, { now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: computeKey(id) }, db)
+        await enqueue(ctx.store, COMPUTE_JOB, { segmentId: id }, { wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, uniqueKey: computeKey(id) }, db)
       }
     }
     return updated

@@ -51,7 +51,7 @@ export async function enqueueRuns(ctx: Ctx, db: Db, execs: Array<{ id: string; v
   if (!execs.length) return
   const runs: RunPayload['runs'] = execs.map((e) => ({ executionId: e.id, version: e.version }))
   await enqueue(ctx.store, RUN_JOB, { runs }, {
-    now: ctx.deps.clock.date(), projectId: ctx.projectId, runAt, uniqueKey: `${execs[0].id}:${execs[0].version}${execs.length > 1 ? `+${execs.length - 1}` : ''}`, maxAttempts: 8,
+    wake: ctx.deps, now: ctx.deps.clock.date(), projectId: ctx.projectId, runAt, uniqueKey: `${execs[0].id}:${execs[0].version}${execs.length > 1 ? `+${execs.length - 1}` : ''}`, maxAttempts: 8,
   }, db)
 }
 

@@ -38,7 +38,7 @@ forEachStore('accounts sweep job', (env) => {
   test('is registered with the workers and runs as a job', async () => {
     expect(allJobs.map((j) => j.name)).toContain('housekeeping.accounts-sweep')
     const w = new Worker(env.deps, accountJobs)
-    await enqueue(env.store, 'housekeeping.accounts-sweep', {}, { now: new Date() })
+    await enqueue(env.store, 'housekeeping.accounts-sweep', {}, { wake: null, now: new Date() })
     expect(await w.drain()).toBe(1)
   })
 })

@@ -327,7 +327,7 @@ forEachStore('domains', (env: TestEnv) => {
     const { domains, events, jobs } = env.store.t
     const runJob = async () => {
       await env.store.tx((db) => db.delete(jobs).where(eq(jobs.name, 'domains.recheck')))
-      await enqueue(env.store, 'domains.recheck', {}, { now: new Date(), uniqueKey: 'domains.recheck' })
+      await enqueue(env.store, 'domains.recheck', {}, { wake: null, now: new Date(), uniqueKey: 'domains.recheck' })
       await worker.drain()
     }
     const created = (await add(uniqueDomain())).body

@@ -149,7 +149,7 @@ forEachStore('segment membership', (env) => {
       const sweep = must(segmentJobs.find((j) => j.name === 'segments.sweep'), 'the segments.sweep job')
       expect(sweep.everyMs).toBe(5 * 60_000)
       const { enqueue } = await import('../../../src/jobs/queue')
-      await enqueue(env.store, 'segments.sweep', {}, { now: new Date(), uniqueKey: 'segments.sweep-test' })
+      await enqueue(env.store, 'segments.sweep', {}, { wake: null, now: new Date(), uniqueKey: 'segments.sweep-test' })
       await runJobs()
       expect((await req('GET', `/segments/${counted.id}`)).body.memberCount).toBe(3)
       expect((await req('GET', `/segments/${tracked.id}`)).body.memberCount).toBe(3)
