@@ -69,6 +69,7 @@ export function jwtSecret(config: Config): string {
   }
 }
 
+// A cache, not state: the key read or derived from the settings once (the data-dir file is made at first use).
 const dkimKeys = new WeakMap<Config, Buffer>()
 
 /** The DKIM master key (see the order above; the data-dir file is created on first use). */

@@ -41,6 +41,7 @@ interface PgInsert {
   statement(payload: string): SQL
 }
 
+// A cache, not state: a table's insert statement, computed once from its definition.
 const pgInserts = new WeakMap<Table, PgInsert>()
 
 function pgInsertOf(table: Table): PgInsert {

@@ -23,6 +23,7 @@ interface TableMap {
   insert: string
 }
 
+// A cache, not state: a table's column mapping, computed once from its definition.
 const maps = new WeakMap<Table, TableMap>()
 
 function tableMap(table: Table): TableMap {

@@ -18,7 +18,7 @@ const MULTIPART_ROOM = 64 * 1024
 
 /**
  * Parse hooks that read no body (the cap itself, the auth guard's check of the key): a route counts as
- * taking a body by its schema or by a parser that is not one of these.
+ * taking a body by its schema or by a parser that is not one of these. A mark on functions, not state.
  */
 const readNothing = new WeakSet<object>()
 export function readsNothing<F extends object>(fn: F): F {

@@ -7,6 +7,7 @@
  * DATA content made where the message was built (a signer thread, src/mail/signer.ts), by `dataContent`
  * itself: the message is its start, so the two share one buffer and the main thread neither scans nor
  * copies the message again. Keyed by the message's Buffer: a copy of it simply is not found.
+ * A cache, not state: a miss makes the same content from the message.
  */
 const preparedData = new WeakMap<Buffer, Buffer>()
 

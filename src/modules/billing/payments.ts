@@ -23,6 +23,7 @@ export function billingDisabled(): AppError {
   })
 }
 
+// A cache, not state: the provider's HTTP client, stateless, made from the deps' settings.
 const providers = new WeakMap<Deps, PaymentProvider>()
 
 function provider(deps: Deps): PaymentProvider {

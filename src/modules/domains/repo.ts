@@ -88,7 +88,7 @@ const PG_GATE = `SELECT id, domain, selector, (extract(epoch FROM updated_at) * 
 
 interface GateRow { id: string; domain: string; selector: string; version: number | string; rp: string | null; subs: boolean | number }
 
-/** One prepared statement per SQLite store (the read connection). */
+/** One prepared statement per SQLite store (the read connection). A cache, not state: compiled once, stateless. */
 const sqliteGates = new WeakMap<Store, Statement<GateRow, string[]>>()
 
 /**

@@ -391,7 +391,7 @@ async function writeSend(db: Db, job: SendJob): Promise<SendWritten> {
  * twice in a batch, a data limit, a render refusal, a usage cap) makes `many` throw: the batch then runs
  * again with each request alone (`writeSend`, each in its savepoint), where the one at fault fails alone.
  */
-/** Requests whose rendering was refused while their batch was written together (see writeSend). */
+/** Requests whose rendering was refused while their batch was written together (see writeSend). A note on each request object, not per-store state. */
 const refusedInBatch = new WeakMap<SendJob, AppError>()
 
 const sendBatch: Batched<SendJob, SendWritten> = {

@@ -60,7 +60,7 @@ const OUTBOX_KEY = {}
 
 /**
  * Events whose transaction wrote no outbox row: no consumer could react to them (interest.ts).
- * `notifyEvents` does not announce them (no wake-up, nothing kept for a drainer).
+ * `notifyEvents` does not announce them (no wake-up, nothing kept for a drainer). A mark on row objects, not state.
  */
 const notOwed = new WeakSet<EventRow>()
 

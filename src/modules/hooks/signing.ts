@@ -31,6 +31,7 @@ export function signatureHeaders(secrets: string[], id: string, timestampSec: nu
   }
 }
 
+// A cache, not state: a key derived from the settings (one HMAC).
 const keys = new WeakMap<Config, Buffer>()
 
 /** The key that encrypts stored secrets: derived from the DKIM master key (src/secrets.ts), one label of its own. */

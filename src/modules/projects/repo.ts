@@ -112,6 +112,7 @@ const byKeysStatements = {
 type KeyKind = keyof typeof byKeyStatements
 interface KeyWaiter { resolve: (row: RawProject | undefined) => void; reject: (err: unknown) => void }
 interface KeyLookups { public: Map<string, KeyWaiter[]>; secret: Map<string, KeyWaiter[]>; scheduled: boolean }
+// Not state between turns: the look-ups asked during one turn, read together at the next (empty otherwise).
 const keyLookups = new WeakMap<Store, KeyLookups>()
 
 /**
@@ -166,7 +167,7 @@ function toProject(r: RawProject): ProjectRow {
   }
 }
 
-/** Exact read cache of key lookups, SQLite only: dropped as soon as anyone commits to the database. */
+/** Exact read cache of key lookups, SQLite only: dropped as soon as anyone commits to the database. A cache, not state. */
 const keyCache = new WeakMap<Store, { version: number; rows: Map<string, ProjectRow> }>()
 const KEY_CACHE_MAX = 10_000
 

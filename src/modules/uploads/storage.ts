@@ -88,6 +88,7 @@ export function s3Storage(loc: S3Location): UploadStorage {
   }
 }
 
+// A cache, not state: the uploads' storage client (a directory or an S3 client), stateless, made from the settings.
 const cache = new WeakMap<Config, UploadStorage>()
 
 /** The storage of this configuration (one S3 client per configuration). */

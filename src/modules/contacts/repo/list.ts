@@ -61,6 +61,7 @@ function pageQuery(store: Store, projectId: string, f: ListFilter, sort: SortKey
   return { text, params }
 }
 
+// A cache, not state: the compiled reads of a store by SQL text.
 const compiled = new WeakMap<Store, Map<string, (...p: Param[]) => Promise<unknown[]>>>()
 
 /** Runs a read through `store.prepared`, compiling each distinct text once per store. */

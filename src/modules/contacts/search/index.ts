@@ -41,6 +41,7 @@ export interface ProjectIndex extends ChunkIndex {
 
 interface Slot { ix: ProjectIndex | null; busy: Promise<void> | null; tooBigUntil: number }
 
+// A cache, not state: an exact copy of rows the database holds, rebuilt from it when dropped; it runs no timer or thread.
 const slots = new WeakMap<Store, Map<string, Slot>>()
 
 function evict(all: Map<string, Slot>, keep: string): void {
