@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import { forEachStore, TestEnv } from './helpers/env'
-import { closeDeps, createDeps, unwireConsumers, wireConsumers } from '../src/main'
+import { closeDeps, composeDeps, createDeps, unwireConsumers, wireConsumers } from '../src/main'
 import { ctxFor, type Deps } from '../src/deps'
 import { eventUsage, fieldUsage } from '../src/modules/contacts/usage'
 import { track } from '../src/modules/events/service'
@@ -88,6 +88,23 @@ forEachStore('composition root wiring', (env) => {
     } finally {
       await closeDeps(deps)
       wireConsumers()
+    }
+  })
+
+  test('createDeps builds what the process runs on its store (deps.runtime) and starts none of it; a runtime of another store is refused', async () => {
+    const deps = await createDeps({ ...env.config, dkimKey: dkimKey(env.config).toString('base64') }, { migrate: false })
+    try {
+      const { runtime } = deps
+      expect(runtime.store).toBe(deps.store)
+      // The node's row is written when its first worker joins, not when the deps are built.
+      const { nodes } = deps.store.t
+      expect(await deps.store.db.select().from(nodes).where(eq(nodes.id, runtime.node.id))).toEqual([])
+      // A track writer on a file-backed SQLite store only; its threads start at the first track.
+      expect(runtime.trackWriter === null).toBe(env.kind === 'pg')
+      expect(runtime.outbox.route === null).toBe(env.kind === 'pg')
+      expect(() => composeDeps({ ...deps, runtime: env.deps.runtime })).toThrow('another store')
+    } finally {
+      await closeDeps(deps)
     }
   })
 
