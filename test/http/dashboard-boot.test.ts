@@ -110,6 +110,8 @@ for (const kind of ['sqlite', 'pg'] as const) {
       const cookie = `${owner.cookie}; mailctl_view_lang=${encodeURIComponent('de de-AT Europe/Vienna')}; mailctl_view_theme=${encodeURIComponent('dark system')}`
       const html = await (await page(`/app/p/${projectId}/contacts`, cookie)).text()
       expect(html).toContain('<html lang="de" data-theme="dark">')
+      // The German catalogue's chunk is named with the others, fetched with them.
+      expect(html).toMatch(/<link rel="modulepreload" crossorigin href="\/app-assets\/de-[a-z0-9]+\.js"><\/head>/)
       expect(html).toContain('<h1>Kontakte</h1>')
       expect(html).toContain(`<title>Kontakte · Acme &#60;/script&#62;`)
       // Dates as the app writes them for de-AT in Vienna.
@@ -121,6 +123,7 @@ for (const kind of ['sqlite', 'pg'] as const) {
       expect(plain).toContain('<h1>Contacts</h1>')
       expect(plain).not.toContain('<b>x')
       expect(plain).toContain('<html lang="en">')
+      expect(plain).not.toMatch(/app-assets\/de-/)
       // Without the app's cookie, the browser's language decides.
       const german = await (await env.app.handle(new Request(`http://localhost/app/p/${projectId}/contacts`, { headers: { cookie: owner.cookie, 'accept-language': 'de-CH, en;q=0.5' } }))).text()
       expect(german).toContain('<h1>Kontakte</h1>')
