@@ -4,19 +4,41 @@ import { ApiError } from '../api'
 import { formatDate as formatMoment } from '../format'
 import { type MessageKey, t } from '../i18n'
 
-/** A labelled input; `error` (from the API's field errors) highlights it and is read out with it. */
-export function Field(props: { label: string; hint?: string; error?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
-  const { label, hint, error, ...input } = props
-  const id = useId()
-  const described = [hint ? `${id}-hint` : '', error ? `${id}-err` : ''].filter(Boolean).join(' ') || undefined
+/** What a FormField hands its control: the id its label names, and what describes it (hint, error). */
+export interface ControlProps { id: string; 'aria-describedby'?: string; 'aria-invalid'?: true }
+
+/**
+ * One form field: a label bound to its control, an optional hint, and the field's own error shown on it.
+ * The control is any input, select or textarea (or a group around one), drawn by `children` with the props
+ * it must carry: the id the label points at, aria-describedby naming the hint and the error, aria-invalid
+ * while there is an error. `invalid` and `describedBy` are for an error shown elsewhere (one message under
+ * several fields): the control is marked invalid and described by that message's id.
+ */
+export function FormField({ label, hint, error, invalid, describedBy, id: given, className, children }: {
+  label: ReactNode; hint?: ReactNode; error?: string; invalid?: boolean; describedBy?: string
+  /** The control's id, when the page needs to name it; else one is made. */
+  id?: string
+  className?: string
+  children: (control: ControlProps) => ReactNode
+}) {
+  const made = useId()
+  const id = given ?? made
+  const described = [hint ? `${id}-hint` : '', error ? `${id}-err` : '', describedBy ?? ''].filter(Boolean).join(' ') || undefined
+  const control: ControlProps = { id, 'aria-describedby': described, 'aria-invalid': error || invalid ? true : undefined }
   return (
-    <div className="field">
+    <div className={className ? `field ${className}` : 'field'}>
       <span className="label"><label htmlFor={id}>{label}</label></span>
-      <input id={id} aria-invalid={error ? true : undefined} aria-describedby={described} {...input} />
+      {children(control)}
       {hint && <span id={`${id}-hint`} className="hint">{hint}</span>}
       {error && <span id={`${id}-err`} className="err">{error}</span>}
     </div>
   )
+}
+
+/** A labelled input; `error` (from the API's field errors) highlights it and is read out with it. */
+export function Field(props: { label: string; hint?: string; error?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
+  const { label, hint, error, ...input } = props
+  return <FormField label={label} hint={hint} error={error}>{(control) => <input {...control} {...input} />}</FormField>
 }
 
 /**
@@ -136,8 +158,11 @@ export function Badge({ status, children }: { status: string; children?: ReactNo
   return <span className={`badge ${status}`}>{children ?? t(`status.${status}` as MessageKey)}</span>
 }
 
-/** A moment in the viewer's locale (web/format.ts, the one date format of the dashboard). */
-export function formatDate(iso: string | null | undefined): string {
+/**
+ * A moment in the viewer's locale (web/format.ts, the one date format of the dashboard). The server sends
+ * ISO text; its document also allows epoch milliseconds for some dates, which format the same.
+ */
+export function formatDate(iso: string | number | null | undefined): string {
   return formatMoment(iso)
 }
 

@@ -2,7 +2,7 @@
  * The shapes of the analytics, activity, security and usage answers the dashboard reads (JSON: dates are
  * strings), and the query helpers of those pages. Kept here, next to the pages, rather than in web/api.ts.
  */
-import { get } from '../../api'
+import { type Answer, get, type Narrowed } from '../../api'
 import { formatNumber, formatPercentFixed } from '../../format'
 import { t } from '../../i18n'
 
@@ -15,35 +15,24 @@ export const METRIC_COLOR: Record<Metric, string> = {
   sent: '#2952cc', delivered: '#067647', opened: '#7839ee', clicked: '#c4320a', bounced: '#b42318', complained: '#93370d',
 }
 
-export type Counts = Record<Metric | 'uniqueOpened' | 'uniqueClicked' | 'hardBounced' | 'unsubscribed', number>
-export interface Timeseries {
-  interval: 'hour' | 'day'; timezone: string; from: string; to: string
-  data: Array<{ start: string; label: string } & Counts>
-  totals: Counts
-}
-export interface TopCampaigns { metric: string; from: string; to: string; data: Array<{ campaignId: string; name: string | null; status: string | null; value: number }> }
-export interface TopEvents { from: string; to: string; data: Array<{ name: string; count: number }> }
+/** The document says `interval` is text; the page asks for hours or days only. */
+export type Timeseries = Narrowed<Answer<'/analytics/timeseries'>, { interval: 'hour' | 'day' }>
+export type Counts = Timeseries['totals']
+export type TopCampaigns = Answer<'/analytics/top-campaigns'>
+export type TopEvents = Answer<'/analytics/top-events'>
 
-export interface SecurityState {
-  windowDays: number; windowStart: string; sent: number; bounced: number; complained: number; bounceRate: number; complaintRate: number
-  thresholds: { bounceWarning: number; bounceSuspend: number; complaintWarning: number; complaintSuspend: number; minimumSent: number }
-  status: 'ok' | 'warning' | 'suspended'; overSuspensionThreshold: boolean; warnings: string[]
-  suspensions: Array<{ at: string; reason: string; liftedAt: string | null }>
-}
+export type SecurityState = Answer<'/projects/{id}/security'>
 
 export const CATEGORIES = ['transactional', 'campaigns', 'workflows', 'inbound'] as const
 export type Category = (typeof CATEGORIES)[number]
 /** A category's name and what it counts, in the language in effect. */
 export const categoryLabel = (c: Category) => ({ title: t(`category.${c}`), hint: t(`category.${c}.hint`) })
-export type Limits = Record<Category, number | null>
-export interface Consumption extends Record<Category, number> { periodStart: string; periodEnd: string; limits: Limits }
+export type Limits = Answer<'/users/@me/projects/{id}/billing-limits'>
+export type Consumption = Answer<'/users/@me/projects/{id}/billing-consumption'>
 
-export interface UpcomingItem { kind: string; id: string; at: string; title: string; detail: Record<string, unknown> }
-export interface Upcoming { data: UpcomingItem[]; total: number }
-export type ActivityItem =
-  | { kind: 'email'; id: string; to: string; subject: string; status: string; createdAt: string; sourceType: string }
-  | { kind: 'event'; id: string; type: string; contact: { id: string; email: string } | null; data: Record<string, unknown>; createdAt: string }
-export interface ActivityPage { data: ActivityItem[]; cursor: string | null; hasMore: boolean; total: number }
+export type Upcoming = Answer<'/activity/upcoming'>
+export type ActivityPage = Answer<'/activity'>
+export type ActivityItem = ActivityPage['data'][number]
 
 /** The browser's IANA time zone (the API buckets days in it). */
 export function browserZone(): string {

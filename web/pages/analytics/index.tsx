@@ -3,7 +3,7 @@ import { type FormEvent, useMemo, useState } from 'react'
 import { Link } from 'wouter'
 import { get, type Project } from '../../api'
 import { type Series, TimeChart } from '../../components/chart'
-import { Empty, ErrorBox, Loading, PageHead } from '../../components/ui'
+import { Empty, ErrorBox, FormField, Loading, PageHead } from '../../components/ui'
 import { browserZone, type Counts, METRIC_COLOR, METRICS, metricLabel, type Metric, num, pct, type Timeseries, timeseriesQuery, type TopCampaigns, type TopEvents } from './data'
 import { formatDate, formatDay } from '../../format'
 import { t } from '../../i18n'
@@ -78,30 +78,34 @@ export function AnalyticsPage({ project }: { project: Project }) {
       <PageHead title={t('nav.analytics')} />
       <div className="card">
         <div className="row">
-          <div className="field"><span><label htmlFor="an-range">{t('an.range')}</label></span>
-            <select id="an-range" value={range.preset} onChange={(e) => choosePreset(e.target.value as Preset)}>
-              <option value="24h">{t('an.last24h')}</option>
-              <option value="7d">{t('an.last7d')}</option>
-              <option value="30d">{t('an.last30d')}</option>
-              <option value="custom">{t('an.custom')}</option>
-            </select>
-          </div>
-          <div className="field"><span><label htmlFor="an-interval">{t('an.groupBy')}</label></span>
-            <select id="an-interval" value={range.interval} onChange={(e) => chooseInterval(e.target.value as 'hour' | 'day')}>
-              <option value="hour">{t('an.hour')}</option>
-              <option value="day">{t('an.day')}</option>
-            </select>
-          </div>
+          <FormField label={t('an.range')} id="an-range">
+            {(c) => (
+              <select {...c} value={range.preset} onChange={(e) => choosePreset(e.target.value as Preset)}>
+                <option value="24h">{t('an.last24h')}</option>
+                <option value="7d">{t('an.last7d')}</option>
+                <option value="30d">{t('an.last30d')}</option>
+                <option value="custom">{t('an.custom')}</option>
+              </select>
+            )}
+          </FormField>
+          <FormField label={t('an.groupBy')} id="an-interval">
+            {(c) => (
+              <select {...c} value={range.interval} onChange={(e) => chooseInterval(e.target.value as 'hour' | 'day')}>
+                <option value="hour">{t('an.hour')}</option>
+                <option value="day">{t('an.day')}</option>
+              </select>
+            )}
+          </FormField>
           <button type="button" className="secondary" onClick={() => void series.refetch()} disabled={series.isFetching}>{series.isFetching ? t('ui.loading') : t('an.refresh')}</button>
         </div>
         {range.preset === 'custom' && (
           <form className="row" onSubmit={applyCustom} noValidate style={{ marginTop: '.75rem' }}>
-            <div className="field"><span><label htmlFor="an-from">{t('an.firstDay')}</label></span>
-              <input id="an-from" name="from" type="date" defaultValue={dayInput(new Date(range.from))} aria-invalid={customError ? true : undefined} aria-describedby={customError ? 'an-custom-err' : undefined} />
-            </div>
-            <div className="field"><span><label htmlFor="an-to">{t('an.lastDay')}</label></span>
-              <input id="an-to" name="to" type="date" defaultValue={dayInput(range.to ? new Date(new Date(range.to).getTime() - 1) : new Date())} aria-invalid={customError ? true : undefined} aria-describedby={customError ? 'an-custom-err' : undefined} />
-            </div>
+            <FormField label={t('an.firstDay')} id="an-from" invalid={!!customError} describedBy={customError ? 'an-custom-err' : undefined}>
+              {(c) => <input {...c} name="from" type="date" defaultValue={dayInput(new Date(range.from))} />}
+            </FormField>
+            <FormField label={t('an.lastDay')} id="an-to" invalid={!!customError} describedBy={customError ? 'an-custom-err' : undefined}>
+              {(c) => <input {...c} name="to" type="date" defaultValue={dayInput(range.to ? new Date(new Date(range.to).getTime() - 1) : new Date())} />}
+            </FormField>
             <button type="submit">{t('an.show')}</button>
             {customError && <span id="an-custom-err" className="err small" role="alert">{customError}</span>}
           </form>

@@ -1,6 +1,6 @@
 import { useId } from 'react'
 import type { Project } from '../../api'
-import { Badge, ErrorBox, Field, Loading } from '../../components/ui'
+import { Badge, ErrorBox, Field, FormField, Loading } from '../../components/ui'
 import { useCampaignStats } from './stats'
 import type { AbTest, Campaign } from './types'
 import { formatDate, formatNumber, formatPercent } from '../../format'
@@ -42,11 +42,12 @@ export function AbTestFields({ value, subject, onChange, fieldError }: {
             <div key={letter(i)} className="row">
               <Field label={t('ab.subject', { v: letter(i) })} value={v.subject} onChange={(e) => setVariant(i, { subject: e.target.value })}
                 error={fieldError(`abTest.variants.${i}`) ?? fieldError(`abTest.variants.${i}.subject`)} />
-              <div className="field">
-                <span><label htmlFor={`${id}-b${i}`}>{t('ab.body', { v: letter(i) })}</label></span>
-                <textarea id={`${id}-b${i}`} rows={2} value={v.body ?? ''} placeholder={t('ab.bodyPlaceholder')}
-                  onChange={(e) => setVariant(i, { body: e.target.value === '' ? undefined : e.target.value })} />
-              </div>
+              <FormField label={t('ab.body', { v: letter(i) })} id={`${id}-b${i}`}>
+                {(c) => (
+                  <textarea {...c} rows={2} value={v.body ?? ''} placeholder={t('ab.bodyPlaceholder')}
+                    onChange={(e) => setVariant(i, { body: e.target.value === '' ? undefined : e.target.value })} />
+                )}
+              </FormField>
               {value.variants.length > 2 && (
                 <button type="button" className="secondary" onClick={() => set({ variants: value.variants.filter((_, j) => j !== i) })}>{t('ab.remove', { v: letter(i) })}</button>
               )}
@@ -58,13 +59,14 @@ export function AbTestFields({ value, subject, onChange, fieldError }: {
           <div className="row">
             <Field label={t('ab.percent')} type="number" min={5} max={50} value={value.testPercent}
               onChange={(e) => set({ testPercent: Number(e.target.value) })} hint="5 to 50, split evenly over the variants at random" error={fieldError('abTest.testPercent')} />
-            <div className="field">
-              <span><label htmlFor={`${id}-metric`}>{t('ab.metric')}</label></span>
-              <select id={`${id}-metric`} value={value.metric} onChange={(e) => set({ metric: e.target.value === 'clicks' ? 'clicks' : 'opens' })}>
-                <option value="opens">{t('ab.openRate')}</option>
-                <option value="clicks">{t('ab.clickRate')}</option>
-              </select>
-            </div>
+            <FormField label={t('ab.metric')} id={`${id}-metric`}>
+              {(c) => (
+                <select {...c} value={value.metric} onChange={(e) => set({ metric: e.target.value === 'clicks' ? 'clicks' : 'opens' })}>
+                  <option value="opens">{t('ab.openRate')}</option>
+                  <option value="clicks">{t('ab.clickRate')}</option>
+                </select>
+              )}
+            </FormField>
             <Field label={t('ab.wait')} type="number" min={10} max={1440} value={value.waitMinutes}
               onChange={(e) => set({ waitMinutes: Number(e.target.value) })} hint="10 to 1440 (24 hours)" error={fieldError('abTest.waitMinutes')} />
           </div>

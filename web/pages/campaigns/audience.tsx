@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query'
 import { useEffect, useId, useState } from 'react'
 import { Link } from 'wouter'
 import { get, post, type Project } from '../../api'
-import { ErrorBox, fieldError } from '../../components/ui'
+import { ErrorBox, fieldError, FormField } from '../../components/ui'
 import type { Audience, AudienceCount, FieldInfo, FilterRow, FilterTree, Segment } from './types'
 import { formatNumber } from '../../format'
 import { type MessageKey, t } from '../../i18n'
@@ -89,16 +89,15 @@ export function AudiencePicker({ project, value, onChange, error }: {
         ))}
       </div>
       {value.audienceType === 'SEGMENT' && (
-        <div className="field">
-          <span><label htmlFor={`${name}-segment`}>{t('bulk.segment')}</label></span>
-          <select id={`${name}-segment`} value={value.segmentId ?? ''} onChange={(e) => set({ segmentId: e.target.value || null })}
-            aria-invalid={fieldError(error, 'segmentId') ? true : undefined} aria-describedby={fieldError(error, 'segmentId') ? `${name}-segment-err` : undefined}>
-            <option value="">{t('audience.chooseSegment')}</option>
-            {segments.data?.map((s) => <option key={s.id} value={s.id}>{s.name} ({formatNumber(s.memberCount)})</option>)}
-          </select>
-          {fieldError(error, 'segmentId') && <span id={`${name}-segment-err`} className="err">{fieldError(error, 'segmentId')}</span>}
-          {segments.data?.length === 0 && <span className="hint">{t('audience.noSegments1')}<Link href="/segments">{t('audience.noSegments2')}</Link>{t('audience.noSegments3')}</span>}
-        </div>
+        <FormField label={t('bulk.segment')} id={`${name}-segment`} error={fieldError(error, 'segmentId')}
+          hint={segments.data?.length === 0 ? <>{t('audience.noSegments1')}<Link href="/segments">{t('audience.noSegments2')}</Link>{t('audience.noSegments3')}</> : undefined}>
+          {(c) => (
+            <select {...c} value={value.segmentId ?? ''} onChange={(e) => set({ segmentId: e.target.value || null })}>
+              <option value="">{t('audience.chooseSegment')}</option>
+              {segments.data?.map((s) => <option key={s.id} value={s.id}>{s.name} ({formatNumber(s.memberCount)})</option>)}
+            </select>
+          )}
+        </FormField>
       )}
       {value.audienceType === 'FILTERED' && (
         fields.data
@@ -135,13 +134,14 @@ function FilterBuilder({ fields, tree, onTree, error }: { fields: FieldInfo[]; t
   return (
     <div className="filter-builder" aria-describedby={error ? `${id}-err` : undefined}>
       <div className="row">
-        <div className="field">
-          <span><label htmlFor={`${id}-match`}>{t('audience.matching')}</label></span>
-          <select id={`${id}-match`} value={match} onChange={(e) => { const m = e.target.value as 'all' | 'any'; setMatch(m); update(rows, m) }}>
-            <option value="all">{t('audience.all')}</option>
-            <option value="any">{t('audience.any')}</option>
-          </select>
-        </div>
+        <FormField label={t('audience.matching')} id={`${id}-match`}>
+          {(c) => (
+            <select {...c} value={match} onChange={(e) => { const m = e.target.value as 'all' | 'any'; setMatch(m); update(rows, m) }}>
+              <option value="all">{t('audience.all')}</option>
+              <option value="any">{t('audience.any')}</option>
+            </select>
+          )}
+        </FormField>
       </div>
       <ol className="conditions">
         {rows.map((r, i) => {
@@ -150,43 +150,48 @@ function FilterBuilder({ fields, tree, onTree, error }: { fields: FieldInfo[]; t
           return (
             // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity but their place
             <li key={i} className="row">
-              <div className="field">
-                <span><label htmlFor={`${id}-f${i}`}>{t('audience.field', { n: String(n) })}</label></span>
-                <select id={`${id}-f${i}`} value={r.field} onChange={(e) => change(i, { field: e.target.value })}>
-                  {!info && <option value={r.field}>{r.field}</option>}
-                  {fields.map((f) => <option key={f.field} value={f.field}>{f.kind === 'data' ? `data: ${f.label}` : f.kind === 'event' ? `event: ${f.label}` : f.label}</option>)}
-                </select>
-              </div>
-              <div className="field">
-                <span><label htmlFor={`${id}-o${i}`}>{t('audience.condition', { n: String(n) })}</label></span>
-                <select id={`${id}-o${i}`} value={r.operator} onChange={(e) => change(i, { operator: e.target.value })}>
-                  {(info?.operators ?? [r.operator]).map((o) => <option key={o} value={o}>{OP_LABELS[o] ? t(OP_LABELS[o]) : o}</option>)}
-                </select>
-              </div>
+              <FormField label={t('audience.field', { n: String(n) })} id={`${id}-f${i}`}>
+                {(c) => (
+                  <select {...c} value={r.field} onChange={(e) => change(i, { field: e.target.value })}>
+                    {!info && <option value={r.field}>{r.field}</option>}
+                    {fields.map((f) => <option key={f.field} value={f.field}>{f.kind === 'data' ? `data: ${f.label}` : f.kind === 'event' ? `event: ${f.label}` : f.label}</option>)}
+                  </select>
+                )}
+              </FormField>
+              <FormField label={t('audience.condition', { n: String(n) })} id={`${id}-o${i}`}>
+                {(c) => (
+                  <select {...c} value={r.operator} onChange={(e) => change(i, { operator: e.target.value })}>
+                    {(info?.operators ?? [r.operator]).map((o) => <option key={o} value={o}>{OP_LABELS[o] ? t(OP_LABELS[o]) : o}</option>)}
+                  </select>
+                )}
+              </FormField>
               {!NO_VALUE.has(r.operator) && (
                 (info?.kind === 'subscribed' || (info?.kind === 'emailActivity' && (r.operator === 'equals' || r.operator === 'notEquals')))
                   ? (
-                    <div className="field">
-                      <span><label htmlFor={`${id}-v${i}`}>{t('audience.value', { n: String(n) })}</label></span>
-                      <select id={`${id}-v${i}`} value={r.value || 'true'} onChange={(e) => change(i, { value: e.target.value })}>
-                        <option value="true">{t('audience.yes')}</option><option value="false">{t('audience.no')}</option>
-                      </select>
-                    </div>
+                    <FormField label={t('audience.value', { n: String(n) })} id={`${id}-v${i}`}>
+                      {(c) => (
+                        <select {...c} value={r.value || 'true'} onChange={(e) => change(i, { value: e.target.value })}>
+                          <option value="true">{t('audience.yes')}</option><option value="false">{t('audience.no')}</option>
+                        </select>
+                      )}
+                    </FormField>
                   ) : (
-                    <div className="field">
-                      <span><label htmlFor={`${id}-v${i}`}>{t('audience.value', { n: String(n) })}</label></span>
-                      <input id={`${id}-v${i}`} value={r.value} inputMode={WINDOW.has(r.operator) || r.operator === 'triggeredMoreThan' ? 'numeric' : undefined}
-                        onChange={(e) => change(i, { value: e.target.value })} aria-invalid={error ? true : undefined} />
-                    </div>
+                    <FormField label={t('audience.value', { n: String(n) })} id={`${id}-v${i}`} invalid={!!error}>
+                      {(c) => (
+                        <input {...c} value={r.value} inputMode={WINDOW.has(r.operator) || r.operator === 'triggeredMoreThan' ? 'numeric' : undefined}
+                          onChange={(e) => change(i, { value: e.target.value })} />
+                      )}
+                    </FormField>
                   )
               )}
               {WINDOW.has(r.operator) && (
-                <div className="field">
-                  <span><label htmlFor={`${id}-u${i}`}>{t('audience.unit', { n: String(n) })}</label></span>
-                  <select id={`${id}-u${i}`} value={r.unit} onChange={(e) => change(i, { unit: e.target.value })}>
-                    <option value="minutes">{t('audience.minutes')}</option><option value="hours">{t('audience.hours')}</option><option value="days">{t('audience.days')}</option>
-                  </select>
-                </div>
+                <FormField label={t('audience.unit', { n: String(n) })} id={`${id}-u${i}`}>
+                  {(c) => (
+                    <select {...c} value={r.unit} onChange={(e) => change(i, { unit: e.target.value })}>
+                      <option value="minutes">{t('audience.minutes')}</option><option value="hours">{t('audience.hours')}</option><option value="days">{t('audience.days')}</option>
+                    </select>
+                  )}
+                </FormField>
               )}
               <button type="button" className="secondary small" aria-label={t('audience.removeN', { n: String(n) })} disabled={rows.length === 1} onClick={() => update(rows.filter((_, j) => j !== i))}>{t('audience.remove')}</button>
             </li>

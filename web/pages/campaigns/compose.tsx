@@ -3,7 +3,7 @@ import { type FormEvent, useId, useMemo, useRef, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { call, type Domain, get, post, type Project } from '../../api'
 import { EmailEditor, type EditorValue } from '../../components/email-editor'
-import { ErrorBox, Field, fieldError, Loading, PageHead, withoutChanged } from '../../components/ui'
+import { ErrorBox, Field, fieldError, FormField, Loading, PageHead, withoutChanged } from '../../components/ui'
 import { t } from '../../i18n'
 import { AbTestFields } from './abtest'
 import { AudiencePicker } from './audience'
@@ -121,37 +121,38 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
         <div className="row">
           <Field label={t('campaigns.name')} value={name} onChange={(e) => { setName(e.target.value); touch('name') }} error={fieldError(shownError, 'name')} />
           {(templates.data?.data.length ?? 0) > 0 && (
-            <div className="field">
-              <span><label htmlFor={`${id}-tpl`}>{t('compose.fromTemplate')}</label></span>
-              <select id={`${id}-tpl`} value="" onChange={(e) => applyTemplate(e.target.value)}>
-                <option value="">{t('compose.chooseTemplate')}</option>
-                {templates.data?.data.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
-              </select>
-            </div>
+            <FormField label={t('compose.fromTemplate')} id={`${id}-tpl`}>
+              {(c) => (
+                <select {...c} value="" onChange={(e) => applyTemplate(e.target.value)}>
+                  <option value="">{t('compose.chooseTemplate')}</option>
+                  {templates.data?.data.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+                </select>
+              )}
+            </FormField>
           )}
-          <div className="field">
-            <span><label htmlFor={`${id}-type`}>{t('contact.type')}</label></span>
-            <select id={`${id}-type`} value={audience.type} onChange={(e) => setAudience({ ...audience, type: e.target.value })}>
-              <option value="MARKETING">{t('compose.marketing')}</option>
-              <option value="TRANSACTIONAL">{t('compose.transactional')}</option>
-              <option value="HEADLESS">{t('compose.headless')}</option>
-            </select>
-          </div>
+          <FormField label={t('contact.type')} id={`${id}-type`}>
+            {(c) => (
+              <select {...c} value={audience.type} onChange={(e) => setAudience({ ...audience, type: e.target.value as Audience['type'] })}>
+                <option value="MARKETING">{t('compose.marketing')}</option>
+                <option value="TRANSACTIONAL">{t('compose.transactional')}</option>
+                <option value="HEADLESS">{t('compose.headless')}</option>
+              </select>
+            )}
+          </FormField>
         </div>
         <div className="row">
-          <div className="field">
-            <span><label htmlFor={`${id}-local`}>{t('compose.sender')}</label></span>
-            <span className="sender">
-              <input id={`${id}-local`} value={local} onChange={(e) => { setLocal(e.target.value); touch('from') }} aria-invalid={fromError ? true : undefined}
-                aria-describedby={fromError ? `${id}-from-err` : undefined} autoComplete="off" />
-              <span aria-hidden="true">@</span>
-              <select aria-label={t('compose.senderDomain')} value={chosen} onChange={(e) => { setDomain(e.target.value); touch('from') }}>
-                {chosen && !verified.some((d) => d.domain === chosen) && <option value={chosen}>{t('compose.notVerified', { domain: chosen })}</option>}
-                {verified.map((d) => <option key={d.id} value={d.domain}>{d.domain}</option>)}
-              </select>
-            </span>
-            {fromError && <span id={`${id}-from-err`} className="err">{fromError}</span>}
-          </div>
+          <FormField label={t('compose.sender')} id={`${id}-local`} error={fromError}>
+            {(c) => (
+              <span className="sender">
+                <input {...c} value={local} onChange={(e) => { setLocal(e.target.value); touch('from') }} autoComplete="off" />
+                <span aria-hidden="true">@</span>
+                <select aria-label={t('compose.senderDomain')} value={chosen} onChange={(e) => { setDomain(e.target.value); touch('from') }}>
+                  {chosen && !verified.some((d) => d.domain === chosen) && <option value={chosen}>{t('compose.notVerified', { domain: chosen })}</option>}
+                  {verified.map((d) => <option key={d.id} value={d.domain}>{d.domain}</option>)}
+                </select>
+              </span>
+            )}
+          </FormField>
           <Field label={t('compose.senderName')} value={fromName} onChange={(e) => { setFromName(e.target.value); touch('fromName') }} placeholder="Acme" error={fieldError(shownError, 'fromName')} />
           <Field label={t('compose.replyTo')} type="email" value={replyTo} onChange={(e) => { setReplyTo(e.target.value); touch('replyTo') }} placeholder={t('compose.optional')} error={fieldError(shownError, 'replyTo')} />
         </div>

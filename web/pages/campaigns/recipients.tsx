@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { Link, useSearchParams } from 'wouter'
 import { call, get, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { Badge, Empty, ErrorBox, formatDate, FormField, Loading, PageHead, Pager } from '../../components/ui'
 import { type MessageKey, t } from '../../i18n'
 import { type Campaign, type LinkStat, type RecipientsPage, REPORT_FILTERS, type ReportFilter, statusBadge } from './types'
 import { formatNumber } from '../../format'
@@ -96,15 +96,16 @@ export function CampaignRecipientsPage({ project, id }: { project: Project; id: 
               ))}
             </div>
           </fieldset>
-          <div className="field">
-            <span><label htmlFor="report-link">{t('report.link')}</label></span>
-            <select id="report-link" value={link} disabled={known.length === 0}
-              onChange={(e) => setFilter(e.target.value ? 'clicked' : filter, e.target.value)}>
-              <option value="">{known.length === 0 ? t('report.noLink') : t('report.anyLink')}</option>
-              {known.map((l) => <option key={l.url} value={l.url}>{l.url} ({formatNumber(l.uniqueClicks)})</option>)}
-              {link && !known.some((l) => l.url === link) && <option value={link}>{link}</option>}
-            </select>
-          </div>
+          <FormField label={t('report.link')} id="report-link">
+            {(c) => (
+              <select {...c} value={link} disabled={known.length === 0}
+                onChange={(e) => setFilter(e.target.value ? 'clicked' : filter, e.target.value)}>
+                <option value="">{known.length === 0 ? t('report.noLink') : t('report.anyLink')}</option>
+                {known.map((l) => <option key={l.url} value={l.url}>{l.url} ({formatNumber(l.uniqueClicks)})</option>)}
+                {link && !known.some((l) => l.url === link) && <option value={link}>{link}</option>}
+              </select>
+            )}
+          </FormField>
         </search>
       </div>
       <div className="card">

@@ -1,4 +1,5 @@
 import { type FormEvent, useId, useMemo, useState } from 'react'
+import { FormField } from '../../components/ui'
 import { formatDateLong, formatDay } from '../../format'
 import { t } from '../../i18n'
 
@@ -59,20 +60,19 @@ export function ScheduleForm({ onSchedule, busy, error }: { onSchedule: (at: Dat
   return (
     <form onSubmit={submit} noValidate aria-label={t('schedule.label')}>
       <div className="row">
-        <div className="field">
-          <span><label htmlFor={`${id}-date`}>{t('schedule.date')}</label></span>
-          <input id={`${id}-date`} type="date" value={date} onChange={(e) => setDate(e.target.value)} aria-invalid={msg ? true : undefined} aria-describedby={msg ? `${id}-err` : undefined} />
-        </div>
-        <div className="field">
-          <span><label htmlFor={`${id}-time`}>{t('schedule.time')}</label></span>
-          <input id={`${id}-time`} type="time" value={time} onChange={(e) => setTime(e.target.value)} aria-invalid={msg ? true : undefined} aria-describedby={msg ? `${id}-err` : undefined} />
-        </div>
-        <div className="field">
-          <span><label htmlFor={`${id}-zone`}>{t('schedule.zone')}</label></span>
-          <select id={`${id}-zone`} value={zone} onChange={(e) => setZone(e.target.value)}>
-            {options.map((z) => <option key={z} value={z}>{z.replace(/_/g, ' ')}</option>)}
-          </select>
-        </div>
+        <FormField label={t('schedule.date')} id={`${id}-date`} invalid={!!msg} describedBy={msg ? `${id}-err` : undefined}>
+          {(c) => <input {...c} type="date" value={date} onChange={(e) => setDate(e.target.value)} />}
+        </FormField>
+        <FormField label={t('schedule.time')} id={`${id}-time`} invalid={!!msg} describedBy={msg ? `${id}-err` : undefined}>
+          {(c) => <input {...c} type="time" value={time} onChange={(e) => setTime(e.target.value)} />}
+        </FormField>
+        <FormField label={t('schedule.zone')} id={`${id}-zone`}>
+          {(c) => (
+            <select {...c} value={zone} onChange={(e) => setZone(e.target.value)}>
+              {options.map((z) => <option key={z} value={z}>{z.replace(/_/g, ' ')}</option>)}
+            </select>
+          )}
+        </FormField>
         <button type="submit" disabled={busy}>{t('schedule.label')}</button>
       </div>
       {msg && <p id={`${id}-err`} className="err" role="alert">{msg}</p>}
@@ -102,20 +102,19 @@ export function LocalTimeForm({ onSend, busy }: { onSend: (at: { date: string; l
   return (
     <form onSubmit={submit} noValidate aria-label={t('schedule.localLabel')}>
       <div className="row">
-        <div className="field">
-          <span><label htmlFor={`${id}-date`}>{t('schedule.localDate')}</label></span>
-          <input id={`${id}-date`} type="date" value={date} onChange={(e) => setDate(e.target.value)} aria-invalid={problem ? true : undefined} aria-describedby={problem ? `${id}-err` : undefined} />
-        </div>
-        <div className="field">
-          <span><label htmlFor={`${id}-time`}>{t('schedule.localTime')}</label></span>
-          <input id={`${id}-time`} type="time" value={time} onChange={(e) => setTime(e.target.value)} aria-invalid={problem ? true : undefined} aria-describedby={problem ? `${id}-err` : undefined} />
-        </div>
-        <div className="field">
-          <span><label htmlFor={`${id}-zone`}>{t('schedule.fallbackZone')}</label></span>
-          <select id={`${id}-zone`} value={zone} onChange={(e) => setZone(e.target.value)}>
-            {options.map((z) => <option key={z} value={z}>{z.replace(/_/g, ' ')}</option>)}
-          </select>
-        </div>
+        <FormField label={t('schedule.localDate')} id={`${id}-date`} invalid={!!problem} describedBy={problem ? `${id}-err` : undefined}>
+          {(c) => <input {...c} type="date" value={date} onChange={(e) => setDate(e.target.value)} />}
+        </FormField>
+        <FormField label={t('schedule.localTime')} id={`${id}-time`} invalid={!!problem} describedBy={problem ? `${id}-err` : undefined}>
+          {(c) => <input {...c} type="time" value={time} onChange={(e) => setTime(e.target.value)} />}
+        </FormField>
+        <FormField label={t('schedule.fallbackZone')} id={`${id}-zone`}>
+          {(c) => (
+            <select {...c} value={zone} onChange={(e) => setZone(e.target.value)}>
+              {options.map((z) => <option key={z} value={z}>{z.replace(/_/g, ' ')}</option>)}
+            </select>
+          )}
+        </FormField>
         <button type="submit" disabled={busy}>{t('schedule.sendLocal')}</button>
       </div>
       {problem && <p id={`${id}-err`} className="err" role="alert">{problem}</p>}

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useEffect, useId, useRef, useState } from 'react'
 import { get, type Job, post, type Project } from '../../api'
-import { ErrorBox } from '../../components/ui'
+import { ErrorBox, FormField } from '../../components/ui'
 import { segmentsQuery } from '../segments'
 import { formatNumber } from '../../format'
 import { type MessageKey, t } from '../../i18n'
@@ -80,30 +80,32 @@ export function BulkBar({ project, target, fields }: { project: Project; target:
     <form className="bulkbar" onSubmit={submit} aria-label={t('bulk.label')}>
       <ErrorBox error={run.error} shown={['segmentId', 'field', 'value']} />
       <div className="row">
-        <div className="field"><span><label htmlFor={`${uid}-a`}>{t('bulk.actionOn', { what })}</label></span>
-          <select id={`${uid}-a`} value={action} onChange={(e) => { setAction(e.target.value); setAsking(false); run.reset() }}>
-            {ACTIONS.map((a) => <option key={a.value} value={a.value}>{t(a.label)}</option>)}
-          </select>
-        </div>
-        {(action === 'addToSegment' || action === 'removeFromSegment') && (
-          <div className="field"><span><label htmlFor={`${uid}-s`}>{t('bulk.segment')}</label></span>
-            <select id={`${uid}-s`} value={segmentId} onChange={(e) => setSegmentId(e.target.value)} required>
-              <option value="">{t('bulk.choose')}</option>
-              {statics.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+        <FormField label={t('bulk.actionOn', { what })} id={`${uid}-a`}>
+          {(c) => (
+            <select {...c} value={action} onChange={(e) => { setAction(e.target.value); setAsking(false); run.reset() }}>
+              {ACTIONS.map((a) => <option key={a.value} value={a.value}>{t(a.label)}</option>)}
             </select>
-            {segments.data && statics.length === 0 && <span className="hint">{t('bulk.noStatic')}</span>}
-          </div>
+          )}
+        </FormField>
+        {(action === 'addToSegment' || action === 'removeFromSegment') && (
+          <FormField label={t('bulk.segment')} id={`${uid}-s`} hint={segments.data && statics.length === 0 ? t('bulk.noStatic') : undefined}>
+            {(c) => (
+              <select {...c} value={segmentId} onChange={(e) => setSegmentId(e.target.value)} required>
+                <option value="">{t('bulk.choose')}</option>
+                {statics.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+              </select>
+            )}
+          </FormField>
         )}
         {action === 'setField' && (
           <>
-            <div className="field"><span><label htmlFor={`${uid}-f`}>{t('contact.field')}</label></span>
-              <input id={`${uid}-f`} list={`${uid}-fl`} value={field} onChange={(e) => setField(e.target.value)} required />
-              <datalist id={`${uid}-fl`}>{fields.map((f) => <option key={f} value={f} />)}</datalist>
-            </div>
-            <div className="field"><span><label htmlFor={`${uid}-v`}>{t('contact.value')}</label></span>
-              <input id={`${uid}-v`} value={value} onChange={(e) => setValue(e.target.value)} aria-describedby={`${uid}-vh`} />
-              <span id={`${uid}-vh`} className="hint">{t('bulk.emptyRemoves')}</span>
-            </div>
+            <FormField label={t('contact.field')} id={`${uid}-f`}>
+              {(c) => <><input {...c} list={`${uid}-fl`} value={field} onChange={(e) => setField(e.target.value)} required />
+                <datalist id={`${uid}-fl`}>{fields.map((f) => <option key={f} value={f} />)}</datalist></>}
+            </FormField>
+            <FormField label={t('contact.value')} id={`${uid}-v`} hint={t('bulk.emptyRemoves')}>
+              {(c) => <input {...c} value={value} onChange={(e) => setValue(e.target.value)} />}
+            </FormField>
           </>
         )}
         {!asking && <button type="submit" disabled={n === 0}>{t('bulk.apply')}</button>}

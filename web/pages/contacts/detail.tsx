@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { type Contact, del, get, patch, type Project } from '../../api'
-import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead } from '../../components/ui'
 import { t } from '../../i18n'
 
 interface EventRow { id: string; name: string; data: Record<string, unknown>; createdAt: string }
@@ -123,15 +123,17 @@ function EditContact({ contact, save }: { contact: Contact; save: Save }) {
       {rows.map((r, i) => (
         <div className="row" key={r.original ?? `new-${i}`} style={{ marginBottom: '.6rem' }}>
           <Field label={t('contact.field')} value={r.key} onChange={(e) => set(i, { key: e.target.value })} />
-          <div className="field"><span><label htmlFor={`kind-${i}`}>{t('contact.type')}</label></span>
-            <select id={`kind-${i}`} value={r.kind} onChange={(e) => set(i, { kind: e.target.value as Kind, value: e.target.value === 'boolean' ? 'true' : r.value })}>
-              <option value="text">{t('contact.kind.text')}</option><option value="number">{t('contact.kind.number')}</option><option value="boolean">{t('contact.kind.boolean')}</option><option value="json">JSON</option>
-            </select>
-          </div>
+          <FormField label={t('contact.type')} id={`kind-${i}`}>
+            {(c) => (
+              <select {...c} value={r.kind} onChange={(e) => set(i, { kind: e.target.value as Kind, value: e.target.value === 'boolean' ? 'true' : r.value })}>
+                <option value="text">{t('contact.kind.text')}</option><option value="number">{t('contact.kind.number')}</option><option value="boolean">{t('contact.kind.boolean')}</option><option value="json">JSON</option>
+              </select>
+            )}
+          </FormField>
           {r.kind === 'boolean' ? (
-            <div className="field"><span><label htmlFor={`val-${i}`}>{t('contact.value')}</label></span>
-              <select id={`val-${i}`} value={r.value} onChange={(e) => set(i, { value: e.target.value })}><option value="true">{t('contact.yes')}</option><option value="false">{t('contact.no')}</option></select>
-            </div>
+            <FormField label={t('contact.value')} id={`val-${i}`}>
+              {(c) => <select {...c} value={r.value} onChange={(e) => set(i, { value: e.target.value })}><option value="true">{t('contact.yes')}</option><option value="false">{t('contact.no')}</option></select>}
+            </FormField>
           ) : (
             <Field label={t('contact.value')} value={r.value} inputMode={r.kind === 'number' ? 'decimal' : undefined} onChange={(e) => { set(i, { value: e.target.value }); if (local?.row === i) setLocal(null) }}
               error={local?.row === i ? local.message : fieldError(save.error, `data.${r.key.trim()}`)} />

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useId, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, type Job, post, type Project } from '../../api'
-import { ConfirmButton, Empty, ErrorBox, fieldError, Loading, PageHead } from '../../components/ui'
+import { ConfirmButton, Empty, ErrorBox, fieldError, FormField, Loading, PageHead } from '../../components/ui'
 import { type MessageKey, t } from '../../i18n'
 import { formatNumber } from '../../format'
 
@@ -66,10 +66,9 @@ function FieldRow({ project, field }: { project: Project; field: FieldInfo }) {
         <ErrorBox error={remove.error} />
         {mode === 'rename' && (
           <form className="row" onSubmit={(e) => { e.preventDefault(); rename.mutate() }}>
-            <div className="field"><span><label htmlFor={`${uid}-to`}>{t('fields.newName', { name: field.name })}</label></span>
-              <input id={`${uid}-to`} value={to} onChange={(e) => { setTo(e.target.value); rename.reset() }} aria-invalid={fieldError(rename.error, 'to') ? true : undefined} aria-describedby={`${uid}-toe`} />
-              <span id={`${uid}-toe`} className="err">{fieldError(rename.error, 'to') ?? (rename.error ? (rename.error as Error).message : '')}</span>
-            </div>
+            <FormField label={t('fields.newName', { name: field.name })} id={`${uid}-to`} error={fieldError(rename.error, 'to') ?? (rename.error ? (rename.error as Error).message : undefined)}>
+              {(c) => <input {...c} value={to} onChange={(e) => { setTo(e.target.value); rename.reset() }} />}
+            </FormField>
             <button type="submit" disabled={rename.isPending || !to.trim() || to.trim() === field.name}>{t('fields.rename')}</button>
           </form>
         )}
@@ -77,11 +76,13 @@ function FieldRow({ project, field }: { project: Project; field: FieldInfo }) {
         {mode === 'retype' && (
           <div className="stack">
             <div className="row">
-              <div className="field"><span><label htmlFor={`${uid}-ty`}>{t('fields.newType', { name: field.name })}</label></span>
-                <select id={`${uid}-ty`} value={type} onChange={(e) => { setType(e.target.value); retype.reset() }}>
-                  {TYPES.map(([v, l]) => <option key={v} value={v}>{t(l)}</option>)}
-                </select>
-              </div>
+              <FormField label={t('fields.newType', { name: field.name })} id={`${uid}-ty`}>
+                {(c) => (
+                  <select {...c} value={type} onChange={(e) => { setType(e.target.value); retype.reset() }}>
+                    {TYPES.map(([v, l]) => <option key={v} value={v}>{t(l)}</option>)}
+                  </select>
+                )}
+              </FormField>
               <button type="button" disabled={!check.data || retype.isPending} onClick={() => retype.mutate()}>{t('fields.convert')}</button>
             </div>
             <ErrorBox error={check.error ?? retype.error} />

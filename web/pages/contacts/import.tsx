@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useEffect, useId, useState } from 'react'
 import { call, get, type Job, type Project } from '../../api'
-import { ErrorBox } from '../../components/ui'
+import { ErrorBox, FormField } from '../../components/ui'
 import { formatNumber } from '../../format'
 import { type MessageKey, t } from '../../i18n'
 
@@ -66,7 +66,7 @@ export function ImportContacts({ project, onClose }: { project: Project; onClose
         <form onSubmit={choose}>
           <p className="small muted">{t('import.intro')}</p>
           <div className="row">
-            <div className="field"><span><label htmlFor={fileId}>{t('import.file')}</label></span><input id={fileId} name="file" type="file" accept=".csv,text/csv" required /></div>
+            <FormField label={t('import.file')} id={fileId}>{(c) => <input {...c} name="file" type="file" accept=".csv,text/csv" required />}</FormField>
             <button type="submit" className="secondary" disabled={preview.isPending}>{preview.isPending ? t('import.reading') : t('import.preview')}</button>
             <button type="button" className="secondary" onClick={onClose}>{t('ui.cancel')}</button>
           </div>

@@ -2,7 +2,7 @@ import { keepPreviousData, useInfiniteQuery, useQuery } from '@tanstack/react-qu
 import { type FormEvent, useState } from 'react'
 import { Link, useSearch } from 'wouter'
 import { get, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead } from '../../components/ui'
 import { t } from '../../i18n'
 import { type ActivityItem, type ActivityPage as FeedPage, type ActivityTypes, statusTone, statusLabel, typeLabel } from './types'
 import { formatNumber } from '../../format'
@@ -59,19 +59,23 @@ export function ActivityPage({ project }: { project: Project }) {
       <PageHead title={t('nav.activity')} />
       <form className="card" onSubmit={applyContact} aria-label={t('act.filters')}>
         <div className="row" style={{ alignItems: 'flex-start', marginBottom: '.85rem' }}>
-          <div className="field"><span><label htmlFor="f-type">{t('act.type')}</label></span>
-            <select id="f-type" value={filters.type} onChange={(e) => set({ type: e.target.value })}>
-              <option value="">{t('act.allTypes')}</option>
-              {types.data?.data.map((x) => <option key={x.type} value={x.type}>{typeLabel(x.type)} ({formatNumber(x.count)})</option>)}
-              {filters.type && !types.data?.data.some((x) => x.type === filters.type) && <option value={filters.type}>{typeLabel(filters.type)}</option>}
-            </select>
-          </div>
-          <div className="field"><span><label htmlFor="f-campaign">{t('act.campaign')}</label></span>
-            <select id="f-campaign" value={filters.campaignId} onChange={(e) => set({ campaignId: e.target.value })}>
-              <option value="">{t('act.allMail')}</option>
-              {campaigns.data?.data.map((c) => <option key={c.id} value={c.id}>{c.name}</option>)}
-            </select>
-          </div>
+          <FormField label={t('act.type')} id="f-type">
+            {(c) => (
+              <select {...c} value={filters.type} onChange={(e) => set({ type: e.target.value })}>
+                <option value="">{t('act.allTypes')}</option>
+                {types.data?.data.map((x) => <option key={x.type} value={x.type}>{typeLabel(x.type)} ({formatNumber(x.count)})</option>)}
+                {filters.type && !types.data?.data.some((x) => x.type === filters.type) && <option value={filters.type}>{typeLabel(filters.type)}</option>}
+              </select>
+            )}
+          </FormField>
+          <FormField label={t('act.campaign')} id="f-campaign">
+            {(c) => (
+              <select {...c} value={filters.campaignId} onChange={(e) => set({ campaignId: e.target.value })}>
+                <option value="">{t('act.allMail')}</option>
+                {campaigns.data?.data.map((x) => <option key={x.id} value={x.id}>{x.name}</option>)}
+              </select>
+            )}
+          </FormField>
           <Field label={t('act.fromDay')} type="date" value={filters.from} onChange={(e) => set({ from: e.target.value })} error={fieldError(feed.error, 'from')} />
           <Field label={t('act.toDay')} type="date" value={filters.to} min={filters.from || undefined} onChange={(e) => set({ to: e.target.value })} error={fieldError(feed.error, 'to')} />
         </div>

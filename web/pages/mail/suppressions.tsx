@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { type FormEvent, useEffect, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, post, type Project } from '../../api'
-import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead, Pager } from '../../components/ui'
 import { t } from '../../i18n'
 import type { Suppression, SuppressionPage } from './types'
 
@@ -72,12 +72,14 @@ export function SuppressionsPage({ project }: { project: Project }) {
       <div className="card">
         <search className="row">
           <Field label={t('sup.search')} type="search" value={typed} onChange={(e) => setTyped(e.target.value)} placeholder="@example.com" />
-          <div className="field"><span><label htmlFor="reason-filter">{t('sup.reason')}</label></span>
-            <select id="reason-filter" value={reason} onChange={(e) => { setReason(e.target.value); setCursors([null]) }}>
-              <option value="">{t('sup.allReasons')}</option>
-              {REASONS.map((k) => <option key={k} value={k}>{reasonLabel(k)}</option>)}
-            </select>
-          </div>
+          <FormField label={t('sup.reason')} id="reason-filter">
+            {(c) => (
+              <select {...c} value={reason} onChange={(e) => { setReason(e.target.value); setCursors([null]) }}>
+                <option value="">{t('sup.allReasons')}</option>
+                {REASONS.map((k) => <option key={k} value={k}>{reasonLabel(k)}</option>)}
+              </select>
+            )}
+          </FormField>
         </search>
       </div>
       <div className="card">

@@ -1,40 +1,22 @@
 import { type MessageKey, t } from '../../i18n'
-/** The shapes of the mail routes the dashboard reads (JSON: dates are strings); see src/modules/{emails,activity,suppressions}. */
-
-export interface EmailRecord {
-  id: string; contactId: string | null; templateId: string | null; campaignId: string | null
-  sourceType: string; type: string; messageId: string; from: string; fromName: string | null
-  to: string; toName: string | null; replyTo: string | null; subject: string; status: string
-  attempts: number; lastReply: string | null; deliveredTo: string | null; bounceType: string | null
-  sentAt: string | null; deliveredAt: string | null; openedAt: string | null; clickedAt: string | null
-  bouncedAt: string | null; complainedAt: string | null; failedAt: string | null
-  createdAt: string; updatedAt: string
-}
+import type { Answer } from '../../api'
+/** The shapes of the mail routes the dashboard reads, from the server's document (web/api.ts). */
 
 /** GET /emails/:id: the record and where it is in delivery (a deferred email stays SENDING, WAITING_RETRY). */
-export interface EmailDetail extends EmailRecord {
-  deliveryState: 'QUEUED' | 'SENDING' | 'WAITING_RETRY' | 'DONE'
-  nextAttemptAt: string | null
-}
+export type EmailDetail = Answer<'/emails/{id}'>
+export type ActivityPage = Answer<'/activity'>
+export type ActivityItem = ActivityPage['data'][number]
+export type EmailItem = Extract<ActivityItem, { kind: 'email' }>
+export type EventItem = Extract<ActivityItem, { kind: 'event' }>
+/** What an email record and an email of the activity feed share. */
+export type EmailRecord = Omit<EmailItem, 'kind' | 'opens' | 'clicks'>
+export type ActivityTypes = Answer<'/activity/types'>
 
-export interface EmailItem extends EmailRecord { kind: 'email'; opens: number; clicks: number }
-export interface EventItem {
-  kind: 'event'; id: string; type: string; contact: { id: string; email: string } | null
-  emailId: string | null; data: Record<string, unknown>; createdAt: string
-}
-export type ActivityItem = EmailItem | EventItem
-export interface ActivityPage { data: ActivityItem[]; cursor: string | null; hasMore: boolean; total: number }
-export interface ActivityTypes { data: Array<{ type: string; count: number; lastSeenAt: string }> }
+export type Attempts = Answer<'/emails/{id}/attempts'>
+export type Headers = Answer<'/emails/{id}/headers'>
 
-export interface Attempt {
-  attempt: number; at: string; outcome: 'deferred' | 'accepted' | 'captured' | 'bounced' | 'failed'
-  host: string | null; reply: string | null; smtpCode: number | null; enhancedCode: string | null; nextAttemptAt: string | null
-}
-export interface Attempts { data: Attempt[]; attempts: number; complete: boolean }
-export interface Headers { raw: string; fields: Array<{ name: string; value: string }>; note: string }
-
-export interface Suppression { email: string; reason: 'bounce' | 'complaint' | 'manual'; emailId: string | null; detail: string | null; createdAt: string }
-export interface SuppressionPage { data: Suppression[]; cursor: string | null; hasMore: boolean; total: number }
+export type SuppressionPage = Answer<'/suppressions'>
+export type Suppression = SuppressionPage['data'][number]
 
 const TYPES = new Set(['email', 'email.delivery', 'email.open', 'email.click', 'email.bounce', 'email.complaint', 'email.received', 'contact.subscribed', 'contact.unsubscribed'])
 /** A person's words for an activity type, in the language in effect (an unknown type shows itself). */

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { canManage, del, get, type Member, patch, post, type Project, type ProjectWithSecret, type Role, type SetupState, type User } from '../../api'
-import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead } from '../../components/ui'
 import { type MessageKey, t } from '../../i18n'
 import { en } from '../../i18n/en'
 import { ProjectPulse } from '../analytics'
@@ -219,9 +219,9 @@ export function MembersPage({ project, user }: { project: Project; user: User })
           <ErrorBox error={invite.error} shown={['email']} />
           <div className="row">
             <Field label={t('team.email')} name="email" type="email" required error={fieldError(invite.error, 'email')} />
-            <div className="field"><span><label htmlFor="invite-role">{t('team.role')}</label></span>
-              <select id="invite-role" name="role" defaultValue="MEMBER"><option value="MEMBER">{t('team.member')}</option><option value="ADMIN">{t('team.admin')}</option></select>
-            </div>
+            <FormField label={t('team.role')} id="invite-role">
+              {(c) => <select {...c} name="role" defaultValue="MEMBER"><option value="MEMBER">{t('team.member')}</option><option value="ADMIN">{t('team.admin')}</option></select>}
+            </FormField>
             <button type="submit" disabled={invite.isPending}>{t('team.inviteButton')}</button>
           </div>
           <p className="hint small muted">{t('team.inviteHint')}</p>

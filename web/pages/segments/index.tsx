@@ -1,17 +1,15 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useEffect, useMemo, useState } from 'react'
 import { Link, useLocation } from 'wouter'
-import { ApiError, call, del, get, patch, post, type Project } from '../../api'
+import { type Answer, ApiError, call, del, get, type Narrowed, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
 import { t } from '../../i18n'
 import { type ApiTree, type FieldInfo, fromApi, rowPaths, toApi, type Tree, TreeEditor } from './builder'
 import { Members } from './members'
 import { formatNumber } from '../../format'
 
-export interface Segment {
-  id: string; name: string; description: string | null; type: 'DYNAMIC' | 'STATIC'; condition: ApiTree | null
-  trackMembership: boolean; memberCount: number; slug: string; projectId: string; createdAt: string; updatedAt: string
-}
+/** A segment; the document does not describe its condition's tree, so it is narrowed here. */
+export type Segment = Narrowed<Answer<'/segments/{id}'>, { condition: ApiTree | null }>
 
 export const segmentsQuery = (projectId: string) => ({ queryKey: ['segments', projectId], queryFn: () => get<Segment[]>('/segments', projectId) })
 

@@ -1,15 +1,15 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useId, useState } from 'react'
 import { Link } from 'wouter'
-import { ApiError, type Contact, call, get, post, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, formatDate, Loading, Pager } from '../../components/ui'
+import { type Answer, ApiError, call, get, post, type Project } from '../../api'
+import { Badge, Empty, ErrorBox, formatDate, FormField, Loading, Pager } from '../../components/ui'
 import { t } from '../../i18n'
 import type { Segment } from '.'
 import { formatNumber } from '../../format'
 
-interface MemberPage { data: Contact[]; page: number; pageSize: number; total: number; totalPages: number }
-interface AddResult { added: number; alreadyMembers: number; created: number; notFound: string[]; memberCount: number }
-interface RemoveResult { removed: number; notMembers: string[]; memberCount: number }
+type MemberPage = Answer<'/segments/{id}/contacts'>
+type AddResult = Answer<'/segments/{id}/members', 'post'>
+type RemoveResult = Answer<'/segments/{id}/members', 'delete'>
 
 const PAGE_SIZE = 25
 
@@ -115,13 +115,9 @@ function EditMembers({ project, seg, onChanged }: { project: Project; seg: Segme
       <h2 id="edit-members-title">{t('members.edit')}</h2>
       <ErrorBox error={error} shown={['emails']} />
       {done && <div className="alert ok" role="status">{done}</div>}
-      <div className="field">
-        <span><label htmlFor={areaId}>{t('members.emails')}</label></span>
-        <textarea id={areaId} rows={4} value={text} onChange={(e) => setText(e.target.value)} placeholder={'ada@example.com\ngrace@example.com'}
-          aria-describedby={fieldText ? `${areaId}-hint ${areaId}-err` : `${areaId}-hint`} aria-invalid={fieldText ? true : undefined} />
-        <span id={`${areaId}-hint`} className="hint">{t('members.hint')}</span>
-        {fieldText && <span id={`${areaId}-err`} className="err">{fieldText}</span>}
-      </div>
+      <FormField label={t('members.emails')} id={areaId} hint={t('members.hint')} error={fieldText}>
+        {(c) => <textarea {...c} rows={4} value={text} onChange={(e) => setText(e.target.value)} placeholder={'ada@example.com\ngrace@example.com'} />}
+      </FormField>
       <div className="check"><input id="create-missing" type="checkbox" checked={createMissing} onChange={(e) => setCreateMissing(e.target.checked)} /><label htmlFor="create-missing">{t('members.createMissing')}</label></div>
       <div className="row">
         <button type="button" disabled={!emails.length || add.isPending} onClick={() => act(add)}>{t('members.add')}</button>

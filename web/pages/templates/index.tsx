@@ -1,17 +1,15 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
-import { del, get, patch, post, type Project } from '../../api'
+import { type Answer, del, type Narrowed, get, patch, post, type Project } from '../../api'
 import { EmailEditor, type EditorValue } from '../../components/email-editor'
 import { STARTER_NAMES } from '../../editor/catalogue'
-import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead, Pager } from '../../components/ui'
 import { t } from '../../i18n'
 
-interface Template {
-  id: string; name: string; description: string | null; subject: string; preheader: string | null; body: string; design: Record<string, unknown> | null; from: string
-  fromName: string | null; replyTo: string | null; type: string; createdAt: string; updatedAt: string
-}
-interface TemplateList { data: Template[]; page: number; pageSize: number; total: number; totalPages: number }
+/** A template; the document does not describe a design, the editor's JSON object. */
+type Template = Narrowed<Answer<'/templates/{id}'>, { design: Record<string, unknown> | null }>
+type TemplateList = Answer<'/templates'>
 
 export function TemplatesPage({ project }: { project: Project }) {
   const qc = useQueryClient()
@@ -42,15 +40,17 @@ export function TemplatesPage({ project }: { project: Project }) {
           <Field label={t('campaigns.name')} name="name" required error={fieldError(create.error, 'name')} />
           <Field label={t('compose.subject')} name="subject" required error={fieldError(create.error, 'subject')} />
           <Field label={t('templates.from')} name="from" type="email" placeholder={t('templates.fromPlaceholder')} hint={t('templates.fromHint')} required defaultValue={project.defaultFrom ?? ''} error={fieldError(create.error, 'from')} />
-          <div className="field"><span><label htmlFor="tpl-type">{t('contact.type')}</label></span>
-            <select id="tpl-type" name="type" defaultValue="MARKETING"><option value="MARKETING">{t('templates.marketing')}</option><option value="TRANSACTIONAL">{t('compose.transactional')}</option><option value="HEADLESS">{t('compose.headless')}</option></select>
-          </div>
-          <div className="field"><span><label htmlFor="tpl-start">{t('templates.startFrom')}</label></span>
-            <select id="tpl-start" name="start" defaultValue="blank">
-              {STARTER_NAMES.map((s) => <option key={s.id} value={s.id}>{t(s.label)}</option>)}
-              <option value="html">{t('templates.html')}</option>
-            </select>
-          </div>
+          <FormField label={t('contact.type')} id="tpl-type">
+            {(c) => <select {...c} name="type" defaultValue="MARKETING"><option value="MARKETING">{t('templates.marketing')}</option><option value="TRANSACTIONAL">{t('compose.transactional')}</option><option value="HEADLESS">{t('compose.headless')}</option></select>}
+          </FormField>
+          <FormField label={t('templates.startFrom')} id="tpl-start">
+            {(c) => (
+              <select {...c} name="start" defaultValue="blank">
+                {STARTER_NAMES.map((s) => <option key={s.id} value={s.id}>{t(s.label)}</option>)}
+                <option value="html">{t('templates.html')}</option>
+              </select>
+            )}
+          </FormField>
           <button type="submit" disabled={create.isPending}>{t('templates.create')}</button>
         </div>
       </form>

@@ -1,17 +1,12 @@
 import { useMutation, useQuery } from '@tanstack/react-query'
 import { type FormEvent, useId, useState } from 'react'
 import { Link } from 'wouter'
-import { type Domain, get, post, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
+import { type Answer, type Domain, get, post, type Project } from '../../api'
+import { Badge, Empty, ErrorBox, Field, fieldError, FormField, Loading, PageHead } from '../../components/ui'
 import { type MessageKey, t } from '../../i18n'
 
-interface VerifyResult {
-  email: string; valid: boolean; isDisposable: boolean; isAlias: boolean; isTypo: boolean; isPlusAddressed: boolean
-  isPersonalEmail: boolean; domainExists: boolean; hasWebsite: boolean; hasMxRecords: boolean; reasons: string[]; suggestedEmail?: string
-}
-interface SendResult {
-  data: { emails: Array<{ contact: { id: string; email: string }; email?: string; status: string; reason?: string }>; timestamp: string }
-}
+type VerifyResult = Answer<'/v1/verify', 'post'>['data']
+type SendResult = Answer<'/v1/send', 'post'>
 
 /**
  * The flags of a verify result in a person's words, with the badge each answer gets: ok (speaks for the
@@ -123,20 +118,19 @@ function SendTest({ project }: { project: Project }) {
           <div className="row" style={{ alignItems: 'flex-start', marginBottom: '.85rem' }}>
             <Field label={t('tools.fromName')} name="fromName" placeholder="Acme" />
             <Field label={t('tools.fromAddress')} name="local" defaultValue="hello" required error={fromErr} hint={t('tools.fromHint')} />
-            <div className="field"><span><label htmlFor={`${id}-domain`}>{t('tools.sendingDomain')}</label></span>
-              <select id={`${id}-domain`} name="domain" defaultValue={verified[0].domain} aria-invalid={fromErr ? true : undefined}>
-                {verified.map((d) => <option key={d.id} value={d.domain}>@{d.domain}</option>)}
-              </select>
-            </div>
+            <FormField label={t('tools.sendingDomain')} id={`${id}-domain`} invalid={!!fromErr}>
+              {(c) => (
+                <select {...c} name="domain" defaultValue={verified[0].domain}>
+                  {verified.map((d) => <option key={d.id} value={d.domain}>@{d.domain}</option>)}
+                </select>
+              )}
+            </FormField>
           </div>
           <Field label={t('tools.to')} name="to" type="email" required placeholder="you@example.com" error={fieldError(err, 'to')} />
           <Field label={t('tools.subject')} name="subject" required defaultValue={t('tools.subjectDefault')} error={fieldError(err, 'subject')} />
-          <div className="field">
-            <span><label htmlFor={`${id}-body`}>{t('tools.body')}</label></span>
-            <textarea id={`${id}-body`} name="body" rows={6} defaultValue={`<p>${t('tools.bodyDefault')}</p>\n<p>${t('tools.bodyDefault2')}</p>`}
-              aria-invalid={bodyErr ? true : undefined} aria-describedby={bodyErr ? `${id}-body-err` : undefined} />
-            {bodyErr && <span id={`${id}-body-err`} className="err">{bodyErr}</span>}
-          </div>
+          <FormField label={t('tools.body')} id={`${id}-body`} error={bodyErr}>
+            {(c) => <textarea {...c} name="body" rows={6} defaultValue={`<p>${t('tools.bodyDefault')}</p>\n<p>${t('tools.bodyDefault2')}</p>`} />}
+          </FormField>
           <button type="submit" disabled={send.isPending}>{send.isPending ? t('tools.sending') : t('tools.send')}</button>
         </form>
       )}

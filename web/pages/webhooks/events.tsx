@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query'
 import { useId, useState } from 'react'
 import { get, type Project } from '../../api'
+import { FormField } from '../../components/ui'
 import { currentLang, type MessageKey, t } from '../../i18n'
 
 /**
@@ -92,11 +93,12 @@ export function EventChoice({ project, value, onChange, error }: {
             {tracked.length === 0 && custom.length === 0 && <p className="small muted">{t('whe.noneTracked')}</p>}
             {[...tracked, ...custom].map((n) => <Check key={n} id={`${id}-t-${n}`} label={n} checked={has(n)} onChange={(on) => toggle(n, on)} />)}
             <div className="row">
-              <div className="field">
-                <span><label htmlFor={`${id}-other`}>{t('whe.another')}</label></span>
-                <input id={`${id}-other`} value={other} onChange={(e) => setOther(e.target.value)} placeholder={t('whe.placeholder')}
-                  onKeyDown={(e) => { if (e.key === 'Enter') { e.preventDefault(); add() } }} />
-              </div>
+              <FormField label={t('whe.another')} id={`${id}-other`}>
+                {(c) => (
+                  <input {...c} value={other} onChange={(e) => setOther(e.target.value)} placeholder={t('whe.placeholder')}
+                    onKeyDown={(e) => { if (e.key === 'Enter') { e.preventDefault(); add() } }} />
+                )}
+              </FormField>
               <button type="button" className="secondary" onClick={add} disabled={!other.trim()}>{t('whe.add')}</button>
             </div>
           </fieldset>

@@ -1,8 +1,8 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
-import { canManage, del, get, patch, post, type Project } from '../../api'
-import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, withoutChanged } from '../../components/ui'
+import { type Answer, canManage, del, get, patch, post, type Project } from '../../api'
+import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead, withoutChanged } from '../../components/ui'
 import { type MessageKey, t } from '../../i18n'
 import { EventChoice, eventsText } from './events'
 import { formatNumber } from '../../format'
@@ -14,18 +14,10 @@ import './webhooks.css'
  * /webhooks/endpoints (src/modules/hooks); changes are for owners and admins, as the API enforces.
  */
 
-export interface Endpoint {
-  id: string; url: string; description: string | null; eventTypes: string[]; enabled: boolean
-  disabledReason: string | null; disabledAt: string | null; failingSince: string | null; previousSecretExpiresAt: string | null
-  createdAt: string; updatedAt: string
-}
-interface Delivery {
-  id: string; endpointId: string; eventId: string; eventType: string; status: 'pending' | 'delivered' | 'failed'; attempts: number
-  nextAttemptAt: string | null; lastStatus: number | null; lastError: string | null; deliveredAt: string | null; createdAt: string
-}
-interface Attempt { id: string; attempt: number; outcome: string; status: number | null; latencyMs: number; response: string | null; createdAt: string }
-interface DeliveryDetail extends Delivery { body: string; attemptLog: Attempt[] }
-interface Page<T> { data: T[]; cursor: string | null; hasMore: boolean }
+export type Endpoint = Answer<'/webhooks/endpoints/{id}'>
+type DeliveryPage = Answer<'/webhooks/endpoints/{id}/deliveries'>
+type Delivery = DeliveryPage['data'][number]
+type DeliveryDetail = Answer<'/webhooks/endpoints/{id}/deliveries/{deliveryId}'>
 
 const endpointsKey = (pid: string) => ['webhooks', pid] as const
 
@@ -209,7 +201,7 @@ function Deliveries({ project, endpoint, manage }: { project: Project; endpoint:
   const list = useInfiniteQuery({
     queryKey: ['webhook-deliveries', project.id, endpoint.id, status],
     initialPageParam: '',
-    queryFn: ({ pageParam }) => get<Page<Delivery>>(`${base}/deliveries?limit=25${status ? `&status=${status}` : ''}${pageParam ? `&cursor=${encodeURIComponent(pageParam)}` : ''}`, project.id),
+    queryFn: ({ pageParam }) => get<DeliveryPage>(`${base}/deliveries?limit=25${status ? `&status=${status}` : ''}${pageParam ? `&cursor=${encodeURIComponent(pageParam)}` : ''}`, project.id),
     getNextPageParam: (last) => (last.hasMore && last.cursor ? last.cursor : undefined),
   })
   const refresh = () => qc.invalidateQueries({ queryKey: ['webhook-deliveries', project.id, endpoint.id] })
@@ -220,11 +212,13 @@ function Deliveries({ project, endpoint, manage }: { project: Project; endpoint:
       <div className="head">
         <h2 id="wh-log">{t('wh.deliveries')}</h2>
         <div className="row">
-          <div className="field"><span><label htmlFor="wh-status">{t('wh.status')}</label></span>
-            <select id="wh-status" value={status} onChange={(e) => setStatus(e.target.value)}>
-              <option value="">{t('ui.all')}</option><option value="pending">{t('wh.d.pending')}</option><option value="delivered">{t('wh.d.delivered')}</option><option value="failed">{t('wh.d.failed')}</option>
-            </select>
-          </div>
+          <FormField label={t('wh.status')} id="wh-status">
+            {(c) => (
+              <select {...c} value={status} onChange={(e) => setStatus(e.target.value)}>
+                <option value="">{t('ui.all')}</option><option value="pending">{t('wh.d.pending')}</option><option value="delivered">{t('wh.d.delivered')}</option><option value="failed">{t('wh.d.failed')}</option>
+              </select>
+            )}
+          </FormField>
           <button type="button" className="secondary" onClick={refresh}>{t('wh.refresh')}</button>
         </div>
       </div>

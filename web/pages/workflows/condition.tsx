@@ -1,4 +1,5 @@
 import { useId } from 'react'
+import { FormField } from '../../components/ui'
 import { kindOf, opLabel } from '../segments/builder'
 import type { ConditionField, Values } from './forms'
 import { amountOf } from './graph'
@@ -126,9 +127,9 @@ export function ConditionFields({ v, set, errorOf, fields }: {
   }
   const fieldError = errorOf('config.field')
   return <>
-    <div className="field">
-      <span><label htmlFor={`${id}-field`}>{t('wfc.check')}</label></span>
-      <select id={`${id}-field`} value={pick} onChange={(e) => choose(e.target.value)} aria-invalid={fieldError ? true : undefined} aria-describedby={fieldError ? `${id}-field-err` : undefined}>
+    <FormField label={t('wfc.check')} id={`${id}-field`} error={fieldError}>
+      {(c) => (
+      <select {...c} value={pick} onChange={(e) => choose(e.target.value)}>
         <option value="">{t('wfc.choose')}</option>
         {groups.filter(([, fs]) => fs.length > 0).map(([title, fs]) => (
           <optgroup key={title} label={title}>{fs.map((f) => <option key={f.field} value={f.field}>{f.kind === 'event' ? t('wfc.event', { name: f.label }) : fieldWords(f.field, fields)}</option>)}</optgroup>
@@ -140,37 +141,37 @@ export function ConditionFields({ v, set, errorOf, fields }: {
           <option value={CONTEXT}>{t('wfc.testRunValue')}</option>
         </optgroup>
       </select>
-      {fieldError && <span id={`${id}-field-err`} className="err">{fieldError}</span>}
-    </div>
+      )}
+    </FormField>
     {(pick === EVENT_DATA || pick === CONTEXT) && (
-      <div className="field">
-        <span><label htmlFor={`${id}-key`}>{pick === EVENT_DATA ? t('wfc.eventValueName') : t('wfc.valueName')}</label></span>
-        <input id={`${id}-key`} value={key} placeholder={pick === EVENT_DATA ? t('wfc.amountPlaceholder') : t('wfc.planPlaceholder')} aria-describedby={`${id}-key-hint`}
-          onChange={(e) => set('field', `${pick === EVENT_DATA ? 'context.event.data.' : 'context.'}${e.target.value.trim()}`)} />
-        <span id={`${id}-key-hint`} className="hint">{pick === EVENT_DATA ? t('wfc.eventValueHint') : t('wfc.valueHint')}</span>
-      </div>
+      <FormField label={pick === EVENT_DATA ? t('wfc.eventValueName') : t('wfc.valueName')} id={`${id}-key`} hint={pick === EVENT_DATA ? t('wfc.eventValueHint') : t('wfc.valueHint')}>
+        {(c) => (
+          <input {...c} value={key} placeholder={pick === EVENT_DATA ? t('wfc.amountPlaceholder') : t('wfc.planPlaceholder')}
+            onChange={(e) => set('field', `${pick === EVENT_DATA ? 'context.event.data.' : 'context.'}${e.target.value.trim()}`)} />
+        )}
+      </FormField>
     )}
     {ops.length > 0 && (
-      <div className="field">
-        <span><label htmlFor={`${id}-op`}>{t('wfg.type.CONDITION')}</label></span>
-        <select id={`${id}-op`} value={v.operator} onChange={(e) => setOp(e.target.value)} aria-invalid={errorOf('config.operator') ? true : undefined}>
-          {!ops.includes(v.operator) && <option value={v.operator}>{t('wfc.chooseOp')}</option>}
-          {ops.map((o) => <option key={o} value={o}>{operatorWords(field, o, fields)}</option>)}
-        </select>
-        {errorOf('config.operator') && <span className="err">{errorOf('config.operator')}</span>}
-      </div>
+      <FormField label={t('wfg.type.CONDITION')} id={`${id}-op`} error={errorOf('config.operator')}>
+        {(c) => (
+          <select {...c} value={v.operator} onChange={(e) => setOp(e.target.value)}>
+            {!ops.includes(v.operator) && <option value={v.operator}>{t('wfc.chooseOp')}</option>}
+            {ops.map((o) => <option key={o} value={o}>{operatorWords(field, o, fields)}</option>)}
+          </select>
+        )}
+      </FormField>
     )}
     {field && v.operator && !NO_VALUE.has(v.operator) && (
       <ValueInput vtype={vtype} op={v.operator} v={v} set={set} error={errorOf('config.value')} />
     )}
     {WINDOWED.has(v.operator) && (
-      <div className="field">
-        <span><label htmlFor={`${id}-unit`}>{t('wff.unit')}</label></span>
-        <select id={`${id}-unit`} value={v.unit || 'days'} onChange={(e) => set('unit', e.target.value)}>
-          <option value="minutes">{t('b.unit.minutes')}</option><option value="hours">{t('b.unit.hours')}</option><option value="days">{t('b.unit.days')}</option>
-        </select>
-        {errorOf('config.unit') && <span className="err">{errorOf('config.unit')}</span>}
-      </div>
+      <FormField label={t('wff.unit')} id={`${id}-unit`} error={errorOf('config.unit')}>
+        {(c) => (
+          <select {...c} value={v.unit || 'days'} onChange={(e) => set('unit', e.target.value)}>
+            <option value="minutes">{t('b.unit.minutes')}</option><option value="hours">{t('b.unit.hours')}</option><option value="days">{t('b.unit.days')}</option>
+          </select>
+        )}
+      </FormField>
     )}
     {field && v.operator && <p className="small wf-reads" data-testid="condition-reads">{t('wfc.reads')} <strong>{conditionText(conditionPreview(v, vtype), fields)}</strong></p>}
     <p className="small muted">{t('wfc.yesNo')}</p>
@@ -188,21 +189,17 @@ function conditionPreview(v: Values, vtype: ValueType): Record<string, unknown> 
 }
 
 function ValueInput({ vtype, op, v, set, error }: { vtype: ValueType; op: string; v: Values; set: (k: string, value: string) => void; error?: string }) {
-  const id = useId()
   const label = WINDOWED.has(op) ? t('wfc.howLong') : op === 'triggeredMoreThan' ? t('wfc.numberOfTimes') : t('wfc.value')
-  const aria = { 'aria-invalid': error ? true : undefined, 'aria-describedby': error ? `${id}-err` : undefined } as const
   return (
-    <div className="field">
-      <span><label htmlFor={id}>{label}</label></span>
-      {vtype === 'boolean'
+    <FormField label={label} error={error}>
+      {(c) => vtype === 'boolean'
         ? (
-          <select id={id} value={v.value || 'true'} onChange={(e) => { set('value', e.target.value); set('vtype', 'boolean') }} {...aria}>
+          <select {...c} value={v.value || 'true'} onChange={(e) => { set('value', e.target.value); set('vtype', 'boolean') }}>
             <option value="true">{t('contact.yes')}</option><option value="false">{t('contact.no')}</option>
           </select>
         )
-        : <input id={id} type={vtype === 'number' ? 'number' : vtype === 'date' ? 'date' : 'text'} value={v.value} {...aria}
+        : <input {...c} type={vtype === 'number' ? 'number' : vtype === 'date' ? 'date' : 'text'} value={v.value}
             onChange={(e) => { set('value', e.target.value); set('vtype', vtype) }} />}
-      {error && <span id={`${id}-err`} className="err">{error}</span>}
-    </div>
+    </FormField>
   )
 }

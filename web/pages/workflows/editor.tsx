@@ -7,7 +7,7 @@ import '@xyflow/react/dist/style.css'
 import { type DragEvent, type FormEvent, useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, patch, post, type Project } from '../../api'
-import { Badge, ConfirmButton, ErrorBox, Field, fieldError, Loading, PageHead } from '../../components/ui'
+import { Badge, ConfirmButton, ErrorBox, Field, fieldError, FormField, Loading, PageHead } from '../../components/ui'
 import { edgeTypes } from './edges'
 import { type ConditionField, FormFault, StepFields, toConfig, toValues, type Values } from './forms'
 import {
@@ -359,13 +359,14 @@ function Ways({ project, wf, step, steps, branches, onFault, onDone }: {
         const cur = wf.transitions.find((tr) => tr.fromStepId === step.id && (b ? tr.branch === b : true))
         const id = `way-${step.id}-${b ?? 'next'}`
         return (
-          <div className="field" key={b ?? 'next'}>
-            <span><label htmlFor={id}>{b ? t('wfe.on', { branch: branchLabel(b) }) : t('wfe.then')}</label></span>
-            <select id={id} value={cur?.toStepId ?? ''} onChange={(e) => change(b, e.target.value)}>
-              <option value="">{b === 'timeout' ? t('wfe.nothingTimeout') : t('wfe.nothingYet')}</option>
-              {targets.map((s) => <option key={s.id} value={s.id}>{s.name} ({typeLabel(s.type)})</option>)}
-            </select>
-          </div>
+          <FormField key={b ?? 'next'} label={b ? t('wfe.on', { branch: branchLabel(b) }) : t('wfe.then')} id={id}>
+            {(c) => (
+              <select {...c} value={cur?.toStepId ?? ''} onChange={(e) => change(b, e.target.value)}>
+                <option value="">{b === 'timeout' ? t('wfe.nothingTimeout') : t('wfe.nothingYet')}</option>
+                {targets.map((s) => <option key={s.id} value={s.id}>{s.name} ({typeLabel(s.type)})</option>)}
+              </select>
+            )}
+          </FormField>
         )
       })}
     </div>

@@ -4,7 +4,7 @@ import '@xyflow/react/dist/style.css'
 import { type FormEvent, useEffect, useId, useMemo, useRef, useState } from 'react'
 import { Link } from 'wouter'
 import { type Contact, type ContactPage, del, get, post, type Project } from '../../api'
-import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead } from '../../components/ui'
+import { Badge, ConfirmButton, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead } from '../../components/ui'
 import { edgeTypes } from './edges'
 import { workflowQuery } from './editor'
 import type { ConditionField } from './forms'
@@ -61,12 +61,14 @@ export function WorkflowExecutions({ project, id }: { project: Project; id: stri
       <TestRun project={project} wf={wf.data} onStarted={(e) => { invalidate(); setOpen(e.id) }} />
       <div className="card">
         <div className="row wf-filter">
-          <div className="field"><span><label htmlFor="ex-status">{t('wf.status')}</label></span>
-            <select id="ex-status" value={status} onChange={(e) => setStatus(e.target.value)}>
-              <option value="">{t('ui.all')}</option>
-              {EXECUTION_STATUSES.map((s) => <option key={s} value={s}>{t(`wfx.st.${s}` as MessageKey)}</option>)}
-            </select>
-          </div>
+          <FormField label={t('wf.status')} id="ex-status">
+            {(c) => (
+              <select {...c} value={status} onChange={(e) => setStatus(e.target.value)}>
+                <option value="">{t('ui.all')}</option>
+                {EXECUTION_STATUSES.map((s) => <option key={s} value={s}>{t(`wfx.st.${s}` as MessageKey)}</option>)}
+              </select>
+            )}
+          </FormField>
           <button type="button" className="secondary" onClick={invalidate}>{t('wfx.refresh')}</button>
         </div>
         {list.isPending && <Loading />}
@@ -265,10 +267,9 @@ function TestRun({ project, wf, onStarted }: { project: Project; wf: Workflow; o
         <Field label={t('wfx.contactEmail')} type="email" value={email} onChange={(e) => setEmail(e.target.value)} list={listId} placeholder="ada@example.com" autoComplete="off"
           error={fieldError(start.error, 'email') ?? fieldError(start.error, 'contactId') ?? (start.error && 'status' in start.error && start.error.status === 404 ? t('wfx.noContact') : undefined)} />
         <datalist id={listId}>{(found.data?.data ?? []).map((c) => <option key={c.id} value={c.email} />)}</datalist>
-        <div className="field"><span><label htmlFor={ctxId}>{t('wfx.context')}</label></span>
-          <input id={ctxId} className="mono" value={ctxText} onChange={(e) => setCtxText(e.target.value)} placeholder='{"plan": "pro"}' aria-invalid={ctxError || fieldError(start.error, 'context') ? true : undefined} />
-          {(ctxError || fieldError(start.error, 'context')) && <span className="err">{ctxError ?? fieldError(start.error, 'context')}</span>}
-        </div>
+        <FormField label={t('wfx.context')} id={ctxId} error={ctxError ?? fieldError(start.error, 'context')}>
+          {(c) => <input {...c} className="mono" value={ctxText} onChange={(e) => setCtxText(e.target.value)} placeholder='{"plan": "pro"}' />}
+        </FormField>
         <button type="submit" disabled={start.isPending}>{t('wfx.start')}</button>
       </div>
     </form>

@@ -1,5 +1,4 @@
-import { useId } from 'react'
-import { Field } from '../../components/ui'
+import { Field, FormField } from '../../components/ui'
 import { ConditionFields } from './condition'
 import { DURATION_UNITS } from './graph'
 import { t } from '../../i18n'
@@ -107,28 +106,22 @@ export function toConfig(type: string, v: Values): Record<string, unknown> {
 function Select({ label, value, onChange, options, error, hint }: {
   label: string; value: string; onChange: (v: string) => void; options: Array<[string, string]>; error?: string; hint?: string
 }) {
-  const id = useId()
   return (
-    <div className="field">
-      <span><label htmlFor={id}>{label}</label></span>
-      <select id={id} value={value} onChange={(e) => onChange(e.target.value)} aria-invalid={error ? true : undefined} aria-describedby={error ? `${id}-err` : hint ? `${id}-hint` : undefined}>
-        {options.map(([v, l]) => <option key={v} value={v}>{l}</option>)}
-      </select>
-      {hint && <span id={`${id}-hint`} className="hint">{hint}</span>}
-      {error && <span id={`${id}-err`} className="err">{error}</span>}
-    </div>
+    <FormField label={label} hint={hint} error={error}>
+      {(c) => (
+        <select {...c} value={value} onChange={(e) => onChange(e.target.value)}>
+          {options.map(([v, l]) => <option key={v} value={v}>{l}</option>)}
+        </select>
+      )}
+    </FormField>
   )
 }
 
 function TextArea({ label, value, onChange, error, hint, rows = 4 }: { label: string; value: string; onChange: (v: string) => void; error?: string; hint?: string; rows?: number }) {
-  const id = useId()
   return (
-    <div className="field">
-      <span><label htmlFor={id}>{label}</label></span>
-      <textarea id={id} className="mono" rows={rows} value={value} onChange={(e) => onChange(e.target.value)} aria-invalid={error ? true : undefined} aria-describedby={error ? `${id}-err` : hint ? `${id}-hint` : undefined} />
-      {hint && <span id={`${id}-hint`} className="hint">{hint}</span>}
-      {error && <span id={`${id}-err`} className="err">{error}</span>}
-    </div>
+    <FormField label={label} hint={hint} error={error}>
+      {(c) => <textarea {...c} className="mono" rows={rows} value={value} onChange={(e) => onChange(e.target.value)} />}
+    </FormField>
   )
 }
 

@@ -1,30 +1,23 @@
 import { Handle, type Node, type NodeProps, Position } from '@xyflow/react'
-import { ApiError, type FieldError } from '../../api'
+import { type Answer, ApiError, type FieldError, type Narrowed } from '../../api'
 import { conditionText } from './condition'
 import type { ConditionField } from './forms'
 import { formatNumber } from '../../format'
 import { type MessageKey, t } from '../../i18n'
 
-/** The shapes of the workflows API (src/modules/workflows/model.ts) as the dashboard reads them. */
-export interface Step { id: string; type: string; name: string; config: Record<string, unknown>; position: { x: number; y: number } }
-export interface Transition { id: string; fromStepId: string; toStepId: string; branch: string | null }
-export interface WorkflowSummary {
-  id: string; name: string; description: string | null; triggerType: 'EVENT'; triggerConfig: { eventName: string }
-  enabled: boolean; allowReentry: boolean; createdAt: string; updatedAt: string
-}
-export interface Workflow extends WorkflowSummary { steps: Step[]; transitions: Transition[] }
-export interface WorkflowList { data: WorkflowSummary[]; page: number; pageSize: number; total: number; totalPages: number }
-export interface StepExecution {
-  id: string; stepId: string; stepType: string; status: string; output: Record<string, unknown> | null; error: string | null
-  dueAt: string | null; startedAt: string; finishedAt: string | null
-}
-export interface Execution {
-  id: string; workflowId: string; contactId: string; status: string; currentStepId: string | null
-  context: Record<string, unknown>; waitingFor: { eventName: string | null; until: string | null } | null
-  error: string | null; exitReason: string | null; startedAt: string; updatedAt: string; finishedAt: string | null
+/** The shapes of the workflows API as the dashboard reads them, from the server's document (web/api.ts). */
+export type Workflow = Answer<'/workflows/{id}'>
+export type Step = Workflow['steps'][number]
+export type Transition = Workflow['transitions'][number]
+export type WorkflowList = Answer<'/workflows'>
+type ExecutionDoc = Answer<'/workflows/{id}/executions/{executionId}'>
+/** An execution; the document says only that `waitingFor` and a step's output are objects. */
+export type Execution = Narrowed<ExecutionDoc, {
+  waitingFor: { eventName: string | null; until: string | null } | null
   steps?: StepExecution[]
-}
-export interface ExecutionList { data: Execution[]; cursor: string; hasMore: boolean; total: number }
+}>
+export type StepExecution = NonNullable<ExecutionDoc['steps']>[number]
+export type ExecutionList = Narrowed<Answer<'/workflows/{id}/executions'>, { data: Execution[] }>
 
 export const EXECUTION_STATUSES = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'] as const
 /** An execution's statuses and a step run's others. */
@@ -120,7 +113,7 @@ export interface StepData extends Record<string, unknown> {
   /** In the editor: how many executions entered the step, wait there now, completed or failed it. */
   counts?: StepCounts
 }
-export interface StepCounts { stepId: string; entered: number; waiting: number; completed: number; failed: number }
+export type StepCounts = Answer<'/workflows/{id}/stats'>['data'][number]
 
 /** A step's counts in words, for its node and its label. */
 export function countsText(c: StepCounts): string {

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useLocation } from 'wouter'
 import { get, post, type Project } from '../../api'
-import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, Loading, PageHead, Pager } from '../../components/ui'
+import { Badge, Empty, ErrorBox, Field, fieldError, formatDate, FormField, Loading, PageHead, Pager } from '../../components/ui'
 import { t } from '../../i18n'
 import type { ExecutionList, Workflow, WorkflowList } from './graph'
 import './workflows.css'
@@ -46,11 +46,13 @@ export function WorkflowsPage({ project }: { project: Project }) {
       )}
       <div className="card">
         <div className="row wf-filter">
-          <div className="field"><span><label htmlFor="wf-enabled">{t('wf.status')}</label></span>
-            <select id="wf-enabled" value={enabled} onChange={(e) => { setEnabled(e.target.value); setPage(1) }}>
-              <option value="">{t('ui.all')}</option><option value="true">{t('wf.enabled')}</option><option value="false">{t('wf.disabled')}</option>
-            </select>
-          </div>
+          <FormField label={t('wf.status')} id="wf-enabled">
+            {(c) => (
+              <select {...c} value={enabled} onChange={(e) => { setEnabled(e.target.value); setPage(1) }}>
+                <option value="">{t('ui.all')}</option><option value="true">{t('wf.enabled')}</option><option value="false">{t('wf.disabled')}</option>
+              </select>
+            )}
+          </FormField>
         </div>
       </div>
       <div className="card">
