@@ -63,7 +63,7 @@ export async function schemaSource(doc: Record<string, unknown>): Promise<string
   // defaultNonNullable off: a property with a default is optional when it is not listed as required (what a
   // request body may leave out), as the document says; the answers list every property they always send.
   // emptyObjectsUnknown: an object the document does not describe is `Record<string, unknown>`, not `{}`-only.
-  const ast = await openapiTS(doc as Parameters<typeof openapiTS>[0], { defaultNonNullable: false, emptyObjectsUnknown: true, silent: true })
+  const ast = await openapiTS(doc as unknown as Parameters<typeof openapiTS>[0], { defaultNonNullable: false, emptyObjectsUnknown: true, silent: true })
   return HEADER + astToString(ast)
 }
 

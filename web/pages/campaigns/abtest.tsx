@@ -58,7 +58,7 @@ export function AbTestFields({ value, subject, onChange, fieldError }: {
           )}
           <div className="row">
             <Field label={t('ab.percent')} type="number" min={5} max={50} value={value.testPercent}
-              onChange={(e) => set({ testPercent: Number(e.target.value) })} hint="5 to 50, split evenly over the variants at random" error={fieldError('abTest.testPercent')} />
+              onChange={(e) => set({ testPercent: Number(e.target.value) })} hint={t('ab.percentHint')} error={fieldError('abTest.testPercent')} />
             <FormField label={t('ab.metric')} id={`${id}-metric`}>
               {(c) => (
                 <select {...c} value={value.metric} onChange={(e) => set({ metric: e.target.value === 'clicks' ? 'clicks' : 'opens' })}>
@@ -68,7 +68,7 @@ export function AbTestFields({ value, subject, onChange, fieldError }: {
               )}
             </FormField>
             <Field label={t('ab.wait')} type="number" min={10} max={1440} value={value.waitMinutes}
-              onChange={(e) => set({ waitMinutes: Number(e.target.value) })} hint="10 to 1440 (24 hours)" error={fieldError('abTest.waitMinutes')} />
+              onChange={(e) => set({ waitMinutes: Number(e.target.value) })} hint={t('ab.waitHint')} error={fieldError('abTest.waitMinutes')} />
           </div>
         </div>
       )}
