@@ -41,6 +41,11 @@ export interface OutboundMessage {
    * src/mail/signer.ts `buildOutbound`), not stored nor rendered on the main thread.
    */
   campaign?: CampaignContent | null
+  /**
+   * `html` as quoted-printable, when it was made with it (a planned campaign message,
+   * src/mail/render/plan.ts): the HTML part's body as it is. It must decode to `html`.
+   */
+  htmlEncoded?: string | null
   /** Custom headers, already validated (no CR/LF, no structural names). */
   headers?: Record<string, string>
   attachments?: MessageAttachment[]
@@ -178,8 +183,8 @@ function quotedPrintableBytes(text: string): string {
 }
 
 /** A text part as a ready MIME node: headers and the quoted-printable body (76-character lines). */
-function qpPart(type: string, body: string): string {
-  return `Content-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n${quotedPrintable(body)}`
+function qpPart(type: string, body: string, encoded?: string | null): string {
+  return `Content-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n${encoded ?? quotedPrintable(body)}`
 }
 
 function composerOptions(m: OutboundMessage) {
@@ -352,7 +357,7 @@ export function composeAlternative(m: OutboundMessage): Buffer | null {
   const boundary = `--_NmP-${randomBytes(8).toString('hex')}-Part_1`
   lines.push(headerLine('Message-ID', m.messageId), `Date: ${new Date(m.date).toUTCString().replace(/GMT/, '+0000')}`, 'MIME-Version: 1.0',
     `Content-Type: multipart/alternative;\r\n boundary="${boundary}"`)
-  const message = `${lines.join('\r\n')}\r\n\r\n--${boundary}\r\n${qpPart('text/plain', m.text)}\r\n--${boundary}\r\n${qpPart('text/html', m.html)}\r\n--${boundary}--\r\n`
+  const message = `${lines.join('\r\n')}\r\n\r\n--${boundary}\r\n${qpPart('text/plain', m.text)}\r\n--${boundary}\r\n${qpPart('text/html', m.html, m.htmlEncoded)}\r\n--${boundary}--\r\n`
   return Buffer.from(message, 'latin1')
 }
 

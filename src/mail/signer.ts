@@ -31,8 +31,8 @@ export function buildOutbound(message: OutboundMessage, key: DkimKey | null, lin
   if (message.campaign) {
     if (!links) return Promise.reject(new ContentError('The campaign could not be rendered: the message builder has no link secret'))
     try {
-      const { html, text } = renderCampaignContent(links, message.campaign)
-      message = { ...message, html, text, campaign: null }
+      const { html, text, htmlEncoded } = renderCampaignContent(links, message.campaign)
+      message = { ...message, html, text, htmlEncoded, campaign: null }
     } catch (err) {
       return Promise.reject(err)
     }

@@ -4,7 +4,7 @@
  * HTML render function and, when the source allows it, its derived text template (text.ts).
  */
 import { escapeAllOutputs, markdownBody } from './markdown'
-import { COMPILE_OPTIONS, parse, SUBJECT_MAX_OUTPUT, TemplateSyntaxError, TEXT_COMPILE_OPTIONS, toRenderFn, usesEach, type RenderFn, type TemplateKind } from './sandbox'
+import { COMPILE_OPTIONS, parse, SUBJECT_MAX_OUTPUT, TemplateSyntaxError, TEXT_COMPILE_OPTIONS, toRender, toRenderFn, usesEach, type RenderFn, type SimpleParts, type TemplateKind } from './sandbox'
 import { deriveTextTemplate, type DerivedText } from './text'
 
 interface CacheEntry<T> { source: string; value: T; size: number }
@@ -47,7 +47,8 @@ class Lru<T> {
 export const RENDER_CACHE_MAX_ENTRIES = 2_000
 export const RENDER_CACHE_MAX_CHARS = 64 * 1024 * 1024
 
-export interface CompiledBody { html: RenderFn; text: DerivedText | null }
+/** `parts`: the HTML render's fast-path pieces (sandbox.ts), null when it runs Handlebars' runtime. */
+export interface CompiledBody { html: RenderFn; text: DerivedText | null; parts: SimpleParts | null }
 /**
  * `markdown`: the function renders the body's HTML (Handlebars, then Markdown; markdown.ts). `heavy`: a
  * render can cost more than linear work in its source and data (Markdown, or `{{#each}}`), so it is not
@@ -74,8 +75,8 @@ export function compileEntry(source: string, kind: TemplateKind): Compiled {
   } else if (kind === 'markdown') {
     entry = { kind, fn: markdownBody(toRenderFn(escapeAllOutputs(ast), COMPILE_OPTIONS)), heavy: true }
   } else {
-    const html = toRenderFn(ast, COMPILE_OPTIONS)
-    entry = { kind, fn: html, heavy: usesEach(ast), body: { html, text: deriveTextTemplate(source, ast) } }
+    const { fn: html, parts } = toRender(ast, COMPILE_OPTIONS)
+    entry = { kind, fn: html, heavy: usesEach(ast), body: { html, text: deriveTextTemplate(source, ast), parts } }
   }
   cache.set(key, source, entry)
   return entry

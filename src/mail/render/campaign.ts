@@ -8,6 +8,7 @@
 import { manageUrl, subscribeUrl, unsubscribeUrl, type LinkDeps } from '../links'
 import { renderEmail, renderMessage, renderSubject, templateVariables, type MessageUrls } from './index'
 import { pastImageOnlyBands } from './image-only'
+import { campaignPlan, renderPlanned } from './plan'
 import { lastBodyClose, rewriteForTracking } from './tracking'
 
 /** What rendering needs of a campaign. */
@@ -85,9 +86,19 @@ function withFooter(deps: LinkDeps, c: CampaignSource, r: Recipient, emailId: st
   return { html: rendered.html, text: rendered.text }
 }
 
-/** The HTML (its links tracked when the project tracks) and text of one campaign message; ContentError if it cannot be rendered. */
-export function renderCampaignContent(deps: LinkDeps, c: CampaignContent): { html: string; text: string } {
+/**
+ * The HTML (its links tracked when the project tracks) and text of one campaign message; ContentError if it
+ * cannot be rendered. A message to a contact of a campaign whose body allows it is made from the
+ * campaign's plan (plan.ts), with its HTML's quoted-printable (`htmlEncoded`, for mime.ts); the same HTML.
+ */
+export function renderCampaignContent(deps: LinkDeps, c: CampaignContent): { html: string; text: string; htmlEncoded?: string } {
   try {
+    const contact = c.contact
+    if (contact.id !== null) {
+      const plan = campaignPlan(deps, c.campaign, c.tracking, (html, link) => withUnsubscribeFooter(html, '', link).html)
+      const planned = plan && renderPlanned(deps, plan, { ...c, contact: { ...contact, id: contact.id } })
+      if (planned) return planned
+    }
     const { html, text } = renderCampaignBody(deps, c.campaign, c.contact, c.emailId)
     return { html: rewriteForTracking(deps, { emailId: c.emailId, html, trackingEnabled: c.tracking }), text }
   } catch (err) {

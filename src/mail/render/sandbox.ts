@@ -286,10 +286,11 @@ function pathGetter(parts: string[]): (vars: TemplateVars) => unknown {
  * whitespace handling, through the parsed content values, and the same escaping function), several times
  * faster. Null when the template needs the full Handlebars runtime.
  */
-function simpleRenderer(ast: Program, escapeValues: boolean, maxOutput: number): RenderFn | null {
+function simpleRenderer(ast: Program, escapeValues: boolean, maxOutput: number): { fn: RenderFn; parts: SimpleParts } | null {
   const statics: string[] = []
   const getters: Array<(v: TemplateVars) => unknown> = []
   const escaped: boolean[] = []
+  const names: Array<string | null> = []
   let cur = ''
   for (const s of ast.body) {
     if (s.type === 'ContentStatement') { cur += (s as hbs.AST.ContentStatement).value; continue }
@@ -309,6 +310,7 @@ function simpleRenderer(ast: Program, escapeValues: boolean, maxOutput: number):
     if (p.data || p.depth !== 0 || !p.parts.length || p.parts.some((x) => HELPER_NAMES.has(x))) return null
     statics.push(cur)
     cur = ''
+    names.push(literal === null && p.parts.length === 1 ? p.parts[0] : null)
     const get = pathGetter(p.parts)
     if (literal === null) getters.push(get)
     else {
@@ -319,7 +321,7 @@ function simpleRenderer(ast: Program, escapeValues: boolean, maxOutput: number):
   }
   statics.push(cur)
   const n = getters.length
-  return (vars) => {
+  const fn: RenderFn = (vars) => {
     let out = statics[0]
     for (let i = 0; i < n; i++) {
       const v = getters[i](vars)
@@ -330,6 +332,21 @@ function simpleRenderer(ast: Program, escapeValues: boolean, maxOutput: number):
     if (out.length > maxOutput) throw outputLimitError(maxOutput)
     return out
   }
+  return { fn, parts: { statics, getters, escaped, names, maxOutput } }
+}
+
+/**
+ * A fast-path render function's pieces: the text around each output (`statics`, one more than the outputs),
+ * each output's value getter, whether it is HTML-escaped, and its variable when it is a plain one-part path
+ * (`{{name}}`, else null). The function renders `statics[0] + value(0) + statics[1] + ...`, a value being
+ * '' when null, undefined or a function, else escapeHtml of it when escaped. For src/mail/render/plan.ts (through the compiled body, cache.ts).
+ */
+export interface SimpleParts {
+  statics: readonly string[]
+  getters: ReadonlyArray<(vars: TemplateVars) => unknown>
+  escaped: readonly boolean[]
+  names: ReadonlyArray<string | null>
+  maxOutput: number
 }
 
 /** The statements each `{{#each}}` block of a template holds (all depths), by the block's location. */
@@ -361,6 +378,11 @@ export function usesEach(ast: Program): boolean {
  * unless given) and RENDER_MAX_WORK of work. Throws RenderLimitError past either.
  */
 export function toRenderFn(ast: Program, options: CompileOptions, maxOutput = RENDER_MAX_OUTPUT): RenderFn {
+  return toRender(ast, options, maxOutput).fn
+}
+
+/** toRenderFn, and the fast path's parts of the function when it is that path's (else null). */
+export function toRender(ast: Program, options: CompileOptions, maxOutput = RENDER_MAX_OUTPUT): { fn: RenderFn; parts: SimpleParts | null } {
   const simple = simpleRenderer(ast, !options.noEscape, maxOutput)
   if (simple) return simple
   let template: HandlebarsTemplateDelegate
@@ -372,7 +394,7 @@ export function toRenderFn(ast: Program, options: CompileOptions, maxOutput = RE
   } catch (err) {
     throw new TemplateSyntaxError((err as Error).message)
   }
-  return (vars) => {
+  const fn: RenderFn = (vars) => {
     const outer = meter
     meter = { work: 0, maxOutput, weights }
     let out: string
@@ -384,4 +406,5 @@ export function toRenderFn(ast: Program, options: CompileOptions, maxOutput = RE
     if (out.length > maxOutput) throw outputLimitError(maxOutput)
     return out
   }
+  return { fn, parts: null }
 }

@@ -179,6 +179,23 @@ export function rewriteForTracking<H extends string | null | undefined>(deps: Li
   // A link that appears more than once in the email gets the same URL (the token is a function of the
   // email and the target): it is signed once.
   const signed = new Map<string, string>()
+  const clickUrl = (target: string) => {
+    let url = signed.get(target)
+    if (url === undefined) {
+      url = escapeAttribute(checkedClickUrl(deps, input.emailId, target))
+      signed.set(target, url)
+    }
+    return url
+  }
+  return rewriteLinks(deps, html, clickUrl, escapeAttribute(openPixelUrl(deps, input.emailId))) as H
+}
+
+/**
+ * rewriteForTracking's work with the URLs given: `clickUrl(target)` for each tracked link's href (escaped
+ * for an attribute), `pixelUrl` in the open pixel. src/mail/render/plan.ts passes place holders, once per
+ * campaign, and puts each message's URLs in their places.
+ */
+export function rewriteLinks(deps: LinkDeps, html: string, clickUrl: (target: string) => string, pixelUrl: string): string {
   let withLinks = ''
   let last = 0
   for (let lt = html.indexOf('<'); lt !== -1; lt = html.indexOf('<', lt + 1)) {
@@ -188,12 +205,7 @@ export function rewriteForTracking<H extends string | null | undefined>(deps: Li
     if (end === -1) break
     const t = tagTarget(deps, html.slice(lt, end))
     if (t) {
-      let url = signed.get(t.target)
-      if (url === undefined) {
-        url = escapeAttribute(checkedClickUrl(deps, input.emailId, t.target))
-        signed.set(t.target, url)
-      }
-      withLinks += `${html.slice(last, lt)}${t.before}"${url}"${t.after}`
+      withLinks += `${html.slice(last, lt)}${t.before}"${clickUrl(t.target)}"${t.after}`
       last = end
     }
     lt = end - 1
@@ -201,11 +213,51 @@ export function rewriteForTracking<H extends string | null | undefined>(deps: Li
   withLinks = last === 0 ? html : withLinks + html.slice(last)
   // The rewrite changes only href values, so the images are those of the HTML as given (a flat string,
   // where withLinks is a concatenation that a regular expression would first have to copy).
-  const pixel = openPixel(escapeAttribute(openPixelUrl(deps, input.emailId)), hasImage(html))
+  const pixel = openPixel(pixelUrl, hasImage(html))
   const close = lastBodyClose(withLinks)
   const out = close >= 0 ? withLinks.slice(0, close) + pixel + withLinks.slice(close) : withLinks + pixel
-  return pastImageOnlyBands(out, close >= 0 ? close + pixel.length : -1) as H
+  return pastImageOnlyBands(out, close >= 0 ? close + pixel.length : -1)
 }
+
+/**
+ * Whether the link rewrite and the open pixel treat the HTML the same whatever text stands at each of
+ * `places` (spans of the HTML, in order; src/mail/render/plan.ts puts a place holder there, and each
+ * message an HTML-escaped value: no "<", ">", quotes nor "="). False when a place continues what a "<"
+ * starts (a tag's name, or the blanks after `</body`: a value could make a link, an image or the
+ * `</body>` of it), or lies in a link tag other than inside a quoted attribute value, or is in a link's
+ * href, unless it is the whole href and `ownHref(place)` says it holds one of mailctl's own URLs (never
+ * rewritten). Such HTML is rendered per message.
+ */
+export function placesKeepLinks(html: string, places: ReadonlyArray<readonly [number, number]>, ownHref: (index: number) => boolean): boolean {
+  // The link tags, found as rewriteLinks finds them.
+  const links: Array<[number, number]> = []
+  for (let lt = html.indexOf('<'); lt !== -1; lt = html.indexOf('<', lt + 1)) {
+    if (!linkTagName(html, lt + 1)) continue
+    const end = tagEnd(html, lt)
+    if (end === -1) break
+    links.push([lt, end])
+    lt = end - 1
+  }
+  let j = 0
+  for (let k = 0; k < places.length; k++) {
+    const [start, stop] = places[k]
+    const lt = html.lastIndexOf('<', start)
+    if (lt !== -1 && TAG_START.test(html.slice(lt, start))) return false
+    while (j < links.length && links[j][1] <= start) j++
+    if (j === links.length || links[j][0] > start) continue
+    const [from, end] = links[j]
+    if (end <= stop) return false
+    const tag = html.slice(from, end)
+    const attr = attributes(tag, 1 + linkTagName(tag, 1)).find((x) => x.valueStart < start - from && x.valueEnd > stop - from)
+    const q = attr ? tag.charCodeAt(attr.valueStart) : 0
+    if (!attr || (q !== 34 && q !== 39) || attr.valueEnd - 1 < stop - from) return false
+    if (attr.name === 'href' && !(attr.valueStart + 1 === start - from && attr.valueEnd - 1 === stop - from && ownHref(k))) return false
+  }
+  return true
+}
+
+/** What a "<" starts up to a place: a tag name being written, or `</body` and blanks. */
+const TAG_START = /^<\/?[a-z]*[\t\n\f\r ]*$/i
 
 /**
  * The index of the last `</body>` (any case, blanks before its ">"), or -1: one backward pass over the
