@@ -6,6 +6,7 @@ import { AppError } from '../../../src/errors'
 import { insertTestDomain } from '../../helpers/domains'
 import { getTemplate } from '../../../src/modules/templates/service'
 import { registerTemplateUsageSource } from '../../../src/modules/templates/usage'
+import { unwireConsumers, wireConsumers } from '../../../src/main'
 import type { NewProject } from '../../../src/modules/projects/service'
 
 /** A domain row written directly (the DNS-driven verification is the domains module's own test). */
@@ -288,9 +289,12 @@ forEachStore('templates API', (env) => {
   })
 
   describe('duplicate and usage', () => {
+    // Puts back what the composition root plugs in (workflow steps), not an empty source: under
+    // `npm run test:fast` a worker runs other files after this one in the same process.
     afterEach(() => {
       registerTemplateUsageSource('campaigns', null)
-      registerTemplateUsageSource('workflowSteps', null)
+      unwireConsumers()
+      wireConsumers()
     })
 
     test('duplicate: 201 with the new template and its new id, named "(copy)"', async () => {
