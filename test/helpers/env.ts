@@ -23,7 +23,7 @@ import { memoryLimiter } from '../../src/http/ratelimit'
 import { captureMailOut } from '../../src/mail/system'
 import { buildApp, type App } from '../../src/http/app'
 import { createProject, type NewProject } from '../../src/modules/projects/service'
-import { composeDeps, storeRuntime } from '../../src/main'
+import { composeDeps, storeRuntime, unwireConsumers } from '../../src/main'
 import { must } from './must'
 import { TestClock } from './clock'
 
@@ -102,7 +102,9 @@ export class TestEnv {
     this.store = openStore(url, { sqliteSynchronous: 'NORMAL' })
     this.cleanups.unshift(() => this.store.close())
     await migrate(this.store)
-    // Through the composition root's wiring, like every other builder of deps.
+    // Through the composition root's wiring, like every other builder of deps. Wired afresh: under
+    // `npm run test:fast` a process runs many files, and one may have left a registry changed.
+    unwireConsumers()
     const log = createLogger('silent')
     this.deps = composeDeps({
       config: this.config,
