@@ -7,7 +7,7 @@ import { ErrorBox, Loading } from './components/ui'
 import { startTheme, ThemeSwitch } from './components/theme'
 import { releaseFirstView } from './first-view'
 import { chooseLanguage, currentLang, followUser, LANGUAGES, type Lang, type MessageKey, startLanguage, t } from './i18n'
-import { NAV } from './nav'
+import { CONTACTS_PAGE_PATH, NAV } from './nav'
 
 startTheme()
 
@@ -111,9 +111,10 @@ queryClient.prefetchQuery(meQuery)
 queryClient.prefetchQuery({ ...projectsQuery, retry: false })
 // The contacts page opened directly: its chunk and its first page of contacts are fetched with the rest
 // (or come with the page).
-const opened = /^\/app\/p\/([^/]+)\/contacts\/?$/.exec(location.pathname)
-if (opened) {
-  const projectId = decodeURIComponent(opened[1])
+const opened = CONTACTS_PAGE_PATH.exec(location.pathname)
+// A malformed escape in the address (`/app/p/%/contacts`) is the router's to answer (not found), not a crash here.
+const projectId = opened ? safeDecode(opened[1]) : null
+if (projectId !== null) {
   const first = boot?.contacts?.projectId === projectId ? boot.contacts.page : null
   contacts().then((m) => {
     const query = m.contactsQuery(projectId, '', '', null)
@@ -333,3 +334,7 @@ createRoot(document.getElementById('root') as HTMLElement).render(
     </QueryClientProvider>
   </StrictMode>,
 )
+
+function safeDecode(s: string): string | null {
+  try { return decodeURIComponent(s) } catch { return null }
+}

@@ -30,3 +30,11 @@ export const NAV: Array<{ group: PageKey | null; links: NavLink[] }> = [
   },
 ]
 
+
+/**
+ * The contacts page's address and its page size: web/main.tsx starts its first page early, and the server
+ * inlines that page for a signed-in user (src/http/dashboard-boot.ts) under the same query key, so both
+ * must ask for the same rows.
+ */
+export const CONTACTS_PAGE_PATH = /^\/app\/p\/([^/]+)\/contacts\/?$/
+export const CONTACTS_PAGE_SIZE = 50

@@ -9,6 +9,7 @@ import { listMyProjects, projectForMember } from '../modules/projects/service'
 import { UserOut } from '../modules/users/model'
 import { getMe } from '../modules/users/service'
 import { sessionToken } from './auth'
+import { CONTACTS_PAGE_PATH, CONTACTS_PAGE_SIZE } from '../../web/nav'
 
 /**
  * What the dashboard asks first, written into its page (docs/decisions.md, The dashboard's first
@@ -29,9 +30,6 @@ export interface Boot {
 /** The element id of the data block; web/main.tsx reads it. */
 export const BOOT_ID = 'mailctl-boot'
 
-const CONTACTS_PAGE = /^\/app\/p\/([^/]+)\/contacts\/?$/
-/** The page size of web/pages/contacts (its `PAGE`). */
-const FIRST_ROWS = 50
 
 const Projects = Type.Array(ProjectOut)
 
@@ -48,12 +46,12 @@ export async function bootFor(deps: Deps, request: Request, path: string): Promi
     if (!userId) return null
     const [me, projects] = await Promise.all([getMe(deps, userId), listMyProjects(deps, userId)])
     const boot: Boot = { me: asAnswered(UserOut, me), projects: asAnswered(Projects, projects) }
-    const opened = CONTACTS_PAGE.exec(path)
+    const opened = CONTACTS_PAGE_PATH.exec(path)
     const projectId = opened ? safeDecode(opened[1]) : null
     if (projectId && projects.some((p) => p.id === projectId)) {
       const { project } = await projectForMember(deps, userId, projectId, 'read')
       const ctx: Ctx = { deps, store: deps.store, projectId: project.id, actor: { kind: 'user', userId }, now: deps.clock.date() }
-      const page = await listContacts(ctx, { limit: FIRST_ROWS, total: false })
+      const page = await listContacts(ctx, { limit: CONTACTS_PAGE_SIZE, total: false })
       boot.contacts = { projectId: project.id, page: asAnswered(ContactList, page) }
     }
     return boot

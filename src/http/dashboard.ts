@@ -71,17 +71,35 @@ export function areaOf(path: string, signedIn: boolean): string | null {
   return null
 }
 
-/** The encoding of `file` that the request accepts, smallest first: brotli, gzip, none. */
-function encoded(request: Request, file: WebFile, headers: Record<string, string>): Response {
+/** The encoding the request accepts, smallest first: brotli, gzip, none. */
+function acceptedCoding(request: Request): 'br' | 'gzip' | null {
   const accept = (request.headers.get('accept-encoding') ?? '').toLowerCase()
   const takes = (name: string) => accept.split(',').some((p) => {
     const [coding, ...params] = p.trim().split(';')
     return coding.trim() === name && !params.some((x) => /^\s*q=0(\.0*)?\s*$/.test(x))
   })
+  return takes('br') ? 'br' : takes('gzip') ? 'gzip' : null
+}
+
+/** `file` in the encoding the request accepts (acceptedCoding). */
+function encoded(request: Request, file: WebFile, headers: Record<string, string>): Response {
   const h: Record<string, string> = { ...headers, 'content-type': file.type, vary: 'accept-encoding' }
-  if (takes('br')) return new Response(file.br, { headers: { ...h, 'content-encoding': 'br' } })
-  if (takes('gzip')) return new Response(file.gzip, { headers: { ...h, 'content-encoding': 'gzip' } })
+  const coding = acceptedCoding(request)
+  if (coding === 'br') return new Response(file.br, { headers: { ...h, 'content-encoding': 'br' } })
+  if (coding === 'gzip') return new Response(file.gzip, { headers: { ...h, 'content-encoding': 'gzip' } })
   return new Response(file.raw, { headers: h })
+}
+
+/** A page made for one request: compressed only in the encoding that request accepts. */
+function encodedOnce(request: Request, type: string, raw: Bytes, headers: Record<string, string>): Response {
+  const h: Record<string, string> = { ...headers, 'content-type': type, vary: 'accept-encoding' }
+  const coding = acceptedCoding(request)
+  if (coding === 'br') {
+    const br = brotliCompressSync(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 5, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength } })
+    return new Response(new Uint8Array(br), { headers: { ...h, 'content-encoding': 'br' } })
+  }
+  if (coding === 'gzip') return new Response(Bun.gzipSync(raw, { level: 6 }), { headers: { ...h, 'content-encoding': 'gzip' } })
+  return new Response(raw, { headers: h })
 }
 
 /**
@@ -121,12 +139,12 @@ export const DASHBOARD_HEADERS: Record<string, string> = {
 export const PERSONAL_PAGE_HEADERS: Record<string, string> = { ...DASHBOARD_HEADERS, 'cache-control': 'private, no-store' }
 
 /**
- * The page for a signed-in user, compressed now (it differs per request): their data block
+ * The page for a signed-in user (it differs per request; encodedOnce compresses it): their data block
  * (dashboard-boot.ts) before </body> and, on the contacts page, its first view (dashboard-first-view.ts)
  * before the app's root, in their language and theme, with the stylesheet inline so that the rows are
  * drawn before any other file arrives; for a German viewer, the German catalogue's chunk as a preload.
  */
-function personalPage(bundle: WebBundle, page: WebFile, boot: Boot, view: View): WebFile {
+function personalPage(bundle: WebBundle, page: WebFile, boot: Boot, view: View): Bytes {
   let html = new TextDecoder().decode(page.raw)
   const first = contactsFirstView(boot, view)
   const link = /<link rel="stylesheet" crossorigin href="\/app-assets\/([^"]+\.css)">/.exec(html)
@@ -142,11 +160,7 @@ function personalPage(bundle: WebBundle, page: WebFile, boot: Boot, view: View):
   const german = view.lang === 'de' ? [...bundle.files.keys()].find((n) => /^de-[a-z0-9]+\.js$/.test(n)) : undefined
   if (german) html = html.replace('</head>', () => `<link rel="modulepreload" crossorigin href="${ASSETS_PATH}${german}"></head>`)
   html = html.replace('</body>', () => `${bootBlock(boot)}</body>`)
-  const raw = new TextEncoder().encode(html) as Bytes
-  return {
-    type: page.type, raw, gzip: Bun.gzipSync(raw, { level: 6 }),
-    br: new Uint8Array(brotliCompressSync(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 5, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength } })),
-  }
+  return new TextEncoder().encode(html) as Bytes
 }
 
 export const ASSET_HEADERS: Record<string, string> = {
@@ -167,7 +181,7 @@ export function dashboardRoutes(deps: Deps) {
     const file = (area && bundle.pages.get(area)) || bundle.shell
     const boot = signedIn ? await bootFor(deps, request, path) : null
     if (!boot) return encoded(request, file, DASHBOARD_HEADERS)
-    return encoded(request, personalPage(bundle, file, boot, viewOf(request)), PERSONAL_PAGE_HEADERS)
+    return encodedOnce(request, file.type, personalPage(bundle, file, boot, viewOf(request)), PERSONAL_PAGE_HEADERS)
   }
   return new Elysia()
     .get('/app', page, { detail: { hide: true } })

@@ -90,4 +90,17 @@ describe.skipIf(!available)('the contacts page before its scripts', () => {
     }, d.owner.id)
     expect(dialogs).toEqual([])
   })
+
+  test('a malformed escape in the address: the app still starts and answers with its own page, no script error', async () => {
+    const errors: string[] = []
+    const onError = (err: Error) => { errors.push(err.message) }
+    d.page.on('pageerror', onError)
+    try {
+      await d.page.goto(`${d.base}/app/p/%/contacts`)
+      await d.page.locator('#root h1').first().waitFor()
+      expect(errors).toEqual([])
+    } finally {
+      d.page.off('pageerror', onError)
+    }
+  })
 })

@@ -9,8 +9,7 @@ import { useFields } from '../segments'
 import { type ApiTree, emptyTree, fromApi, rowPaths, toApi, type Tree, TreeEditor } from '../segments/builder'
 import { BulkBar, type Target } from './bulk'
 import { ImportContacts } from './import'
-
-const PAGE = 50
+import { CONTACTS_PAGE_SIZE as PAGE } from '../../nav'
 
 /** One page of the list; main.tsx starts the first one while the app is still loading the user and projects. */
 export function contactsQuery(projectId: string, search: string, subscribed: string, cursor: string | null) {
