@@ -9,8 +9,7 @@
  *     BENCH_ALTERNATE=2        2 runs on SQLite and 2 on PostgreSQL, alternated, then PostgreSQL's rate against SQLite's (bench/_alternate.ts)
  *     BENCH_SQLITE_SYNCHRONOUS=NORMAL   default FULL (fsync per commit)
  *     BENCH_SIGN_SECONDS=3     length of each signing-ceiling measurement
- *     BENCH_SERVER_ENV="K=V ..."   more environment for the server (e.g. BUN_JSC_* or MIMALLOC_* options;
- *                              MAILCTL_JIT=ftl runs it with the runtime's default JIT tiers, src/jit.ts)
+ *     BENCH_SERVER_ENV="K=V ..."   more environment for the server (e.g. BUN_JSC_* or MIMALLOC_* options)
  *     BENCH_BODY=design        the body the visual editor makes (bench/fixtures/design-body.txt: the product-update
  *                              and newsletter starters, tables, inline styles, a fallback) instead of the hand-written one
  *     BENCH_MAX_SECONDS=10800  stop waiting for the sink after this long (a busy shared machine): the figures

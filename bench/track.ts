@@ -9,8 +9,7 @@
  *    BENCH_CONSUMED=1: the project has an enabled workflow, so its events go to the outbox (without one,
  *    a project's events write no outbox row: src/modules/events/interest.ts);
  *    BENCH_BUN_ARGS="--cpu-prof": extra bun arguments for the server child, e.g. a CPU profile written at SIGTERM;
- *    BENCH_DATABASE_URL=pg: on a fresh PostgreSQL database each run instead of SQLite, see below;
- *    MAILCTL_JIT=ftl: the server with the runtime's default JIT tiers instead of serve's, src/jit.ts)
+ *    BENCH_DATABASE_URL=pg: on a fresh PostgreSQL database each run instead of SQLite, see below)
  *
  * On PostgreSQL (BENCH_DATABASE_URL=pg) there is one run of mailctl, then, under the same load, the ceiling:
  * a bare Elysia + postgres.js server doing one durable INSERT per request (bench/_pg-ceiling-server.ts),
@@ -36,7 +35,6 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { cpuMs, fmt, runLoad, startChild, threadCpuLine, threadCpuMs, type LoadResult, type Req } from './_load'
 import { freshPgDatabase } from '../test/helpers/env'
-import { jitEnvironment } from '../src/jit'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
@@ -46,13 +44,6 @@ const SEED = 10_000
 const SERVER = join(import.meta.dir, '_track-server.ts')
 const CEILING_SERVER = join(import.meta.dir, '_pg-ceiling-server.ts')
 const PG = process.env.BENCH_DATABASE_URL === 'pg'
-/**
- * The JIT tiers `serve` runs with (src/jit.ts: the DFG as the top tier unless MAILCTL_JIT=ftl), which the
- * server child, not started through `serve`, is given at start as `serve` gives them to itself. The ceiling
- * server gets the same, so that the ratio compares the two on one runtime setting.
- */
-const SERVE_JIT = jitEnvironment(process.env.MAILCTL_JIT === 'ftl' ? 'ftl' : 'dfg', process.env) ?? {}
-const JIT_LABEL = process.env.BUN_JSC_useFTLJIT !== undefined ? `BUN_JSC_useFTLJIT=${process.env.BUN_JSC_useFTLJIT} (given)` : SERVE_JIT.BUN_JSC_useFTLJIT === '0' ? 'dfg (as serve)' : 'ftl'
 
 interface Info { port: number; publicKey: string; synchronous: string }
 
@@ -90,7 +81,7 @@ async function backendCpu(url: string): Promise<() => Promise<number>> {
 
 async function throughput(mode: string, databaseUrl?: string) {
   const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-track-'))
-  const { proc, info, stderrTail } = await startChild<Info>(SERVER, [dir, String(SEED)], { ...SERVE_JIT, ...(databaseUrl ? { BENCH_DB_URL: databaseUrl } : { MAILCTL_SQLITE_SYNCHRONOUS: mode }) })
+  const { proc, info, stderrTail } = await startChild<Info>(SERVER, [dir, String(SEED)], databaseUrl ? { BENCH_DB_URL: databaseUrl } : { MAILCTL_SQLITE_SYNCHRONOUS: mode })
   try {
     let bad = ''
     const next = requests(info.publicKey, 'w')
@@ -122,7 +113,7 @@ async function throughput(mode: string, databaseUrl?: string) {
 
 /** The ceiling on PostgreSQL: a bare Elysia + postgres.js server, one INSERT per request, the same load. */
 async function pgCeiling(databaseUrl: string): Promise<LoadResult> {
-  const { proc, info } = await startChild<{ port: number }>(CEILING_SERVER, [databaseUrl], SERVE_JIT)
+  const { proc, info } = await startChild<{ port: number }>(CEILING_SERVER, [databaseUrl])
   try {
     const next = requests('none', 'c')
     await runLoad({ port: info.port, connections: CONNECTIONS, seconds: 2, next })
@@ -202,7 +193,7 @@ async function durability(mode: string) {
 }
 
 if (PG) {
-  console.log(`POST /v1/track, PostgreSQL, ${CONNECTIONS} connections, ${SECONDS} s measured after 2 s warm-up, ${Math.round(NEW_RATIO * 100)}% new contacts, ${SEED} existing; request logs ${process.env.BENCH_LOG_LEVEL ?? 'info'} -> /dev/null; JIT ${JIT_LABEL}; load average ${loadavg().map((v) => v.toFixed(2)).join(' ')}`)
+  console.log(`POST /v1/track, PostgreSQL, ${CONNECTIONS} connections, ${SECONDS} s measured after 2 s warm-up, ${Math.round(NEW_RATIO * 100)}% new contacts, ${SEED} existing; request logs ${process.env.BENCH_LOG_LEVEL ?? 'info'} -> /dev/null; load average ${loadavg().map((v) => v.toFixed(2)).join(' ')}`)
   const mine = await freshPgDatabase()
   let r: LoadResult
   try { r = await throughput('pg', mine.url) } finally { await mine.drop() }
@@ -215,7 +206,7 @@ if (PG) {
   await pgDurability()
   process.exit(0)
 }
-console.log(`POST /v1/track, SQLite, ${CONNECTIONS} connections, ${SECONDS} s measured after 2 s warm-up, ${Math.round(NEW_RATIO * 100)}% new contacts, ${SEED} existing; request logs ${process.env.BENCH_LOG_LEVEL ?? 'info'} -> /dev/null; JIT ${JIT_LABEL}`)
+console.log(`POST /v1/track, SQLite, ${CONNECTIONS} connections, ${SECONDS} s measured after 2 s warm-up, ${Math.round(NEW_RATIO * 100)}% new contacts, ${SEED} existing; request logs ${process.env.BENCH_LOG_LEVEL ?? 'info'} -> /dev/null`)
 for (const mode of MODES) {
   const r = await throughput(mode)
   const ok = r.rps >= 10_000 && r.p99 < 25

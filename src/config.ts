@@ -1,7 +1,6 @@
 import { hostname } from 'node:os'
 import { dirname, join, relative, resolve, isAbsolute } from 'node:path'
 import { existsSync, readFileSync, statSync } from 'node:fs'
-import type { JitTiers } from './jit'
 import { parseAllowList } from './net/address-guard'
 
 /** Every setting of README.md (Configuration), read once from the environment and an optional config file. */
@@ -47,8 +46,6 @@ export interface Config {
   shutdownGraceSeconds: number
   /** MB a thread's JS heap may grow between the heap keeper's collections (src/heap.ts); 0: no keeper. */
   heapGrowthMb: number
-  /** JavaScriptCore's highest optimising tier for `serve` (src/jit.ts). */
-  jit: JitTiers
   /** Hosts that workflow WEBHOOK steps and customer webhooks may reach on refused addresses (src/net/address-guard.ts). */
   webhookAllowHosts: string[]
   /** MX hosts (names, addresses, CIDR ranges) direct delivery may reach on refused addresses (src/mail/outbound/guard.ts). */
@@ -154,7 +151,6 @@ const KEYS: Record<string, keyof Config> = {
   MAILCTL_CONTENT_RETENTION_DAYS: 'contentRetentionDays',
   MAILCTL_SHUTDOWN_GRACE_SECONDS: 'shutdownGraceSeconds',
   MAILCTL_HEAP_GROWTH_MB: 'heapGrowthMb',
-  MAILCTL_JIT: 'jit',
   MAILCTL_WEBHOOK_ALLOW_HOSTS: 'webhookAllowHosts',
   MAILCTL_DELIVERY_ALLOW_HOSTS: 'deliveryAllowHosts',
   MAILCTL_SYSTEM_FROM: 'systemFrom',
@@ -245,8 +241,6 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) throw new ConfigError(`MAILCTL_LOG_LEVEL must be debug, info, warn, error or silent`)
   const sync = (raw.MAILCTL_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase()
   if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('MAILCTL_SQLITE_SYNCHRONOUS must be FULL or NORMAL')
-  const jit = (raw.MAILCTL_JIT ?? 'dfg').toLowerCase()
-  if (jit !== 'dfg' && jit !== 'ftl') throw new ConfigError('MAILCTL_JIT must be dfg or ftl')
   const databaseUrl = raw.DATABASE_URL ?? `sqlite://${join(dataDir, 'mailctl.db')}`
   const outbound = raw.MAILCTL_OUTBOUND ?? 'direct'
   if (!/^(direct|capture|smtps?:\/\/.+)$/.test(outbound)) throw new ConfigError('MAILCTL_OUTBOUND must be direct, capture or smtp://user:pass@host:port')
@@ -283,7 +277,6 @@ export function loadConfig(opts: { env?: Record<string, string | undefined>; fil
     contentRetentionDays: int('MAILCTL_CONTENT_RETENTION_DAYS', raw.MAILCTL_CONTENT_RETENTION_DAYS ?? '30', 1, 36_500),
     shutdownGraceSeconds: int('MAILCTL_SHUTDOWN_GRACE_SECONDS', raw.MAILCTL_SHUTDOWN_GRACE_SECONDS ?? '10', 0, 3600),
     heapGrowthMb: int('MAILCTL_HEAP_GROWTH_MB', raw.MAILCTL_HEAP_GROWTH_MB ?? '4', 0, 4096),
-    jit,
     webhookAllowHosts: allowList('MAILCTL_WEBHOOK_ALLOW_HOSTS', raw.MAILCTL_WEBHOOK_ALLOW_HOSTS),
     deliveryAllowHosts: allowList('MAILCTL_DELIVERY_ALLOW_HOSTS', raw.MAILCTL_DELIVERY_ALLOW_HOSTS),
     systemFrom: systemFrom(raw.MAILCTL_SYSTEM_FROM),

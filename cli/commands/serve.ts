@@ -21,11 +21,6 @@ export function register(program: Command): void {
     .action(async (opts: { role: Role[] }, cmd: Command) => {
       const roles = opts.role.length ? opts.role : ROLES
       const config = settings(cmd)
-      // Before anything is opened: this process may be replaced by itself with the runtime's JIT option
-      // (src/jit.ts). When it cannot be, it says why and goes on with the runtime's default.
-      const { restartWithJitTiers } = await import('../../src/jit')
-      const notRestarted = await restartWithJitTiers(config.jit)
-      if (notRestarted) process.stderr.write(`warning: MAILCTL_JIT=${config.jit} not applied: ${notRestarted}\n`)
       const { serve, startLine } = await import('../../src/main')
       // Signals are handled from the start: HTTP answers before serve() resolves (the workers and SMTP
       // start after it listens), so a SIGTERM may come meanwhile; it stops everything once started.
