@@ -99,6 +99,7 @@ describe.skipIf(!available)('contacts at scale in Chromium', () => {
     await d.page.getByText(/Add to a static segment: working|Add to a static segment: done/).waitFor()
     await drain()
     await d.page.getByText('Add to a static segment: done, 3 of 3').waitFor()
+    await d.page.getByRole('status').filter({ hasText: '3 changed · 0 already so · 0 not found' }).waitFor()
     expect((await byKey('GET', `/segments/${vip}`)).body.memberCount).toBe(3)
     await button('Done').click()
     // Every match (not only the page): unsubscribe the pro plan with the filter.

@@ -337,6 +337,7 @@ export const de: Record<PageKey, Message> = {
   'bulk.done': 'fertig',
   'bulk.failed': 'fehlgeschlagen',
   'bulk.working': 'in Arbeit',
+  'bulk.outcome': '{updated} geändert · {skipped} schon so · {failed} nicht gefunden',
   'bulk.actionOn': 'Aktion für {what}',
   'bulk.segment': 'Segment',
   'bulk.choose': 'Auswählen…',

@@ -345,6 +345,7 @@ export const en = {
   'bulk.done': 'done',
   'bulk.failed': 'failed',
   'bulk.working': 'working',
+  'bulk.outcome': '{updated} changed · {skipped} already so · {failed} not found',
   'bulk.actionOn': 'Action on {what}',
   'bulk.segment': 'Segment',
   'bulk.choose': 'Choose…',

@@ -71,7 +71,7 @@ export function BulkBar({ project, target, fields }: { project: Project; target:
           <progress max={100} value={job.data?.progress ?? 0} />
         </label>
         {job.data?.error && <div className="alert error" role="alert">{job.data.error}</div>}
-        {r && <p role="status"><strong>{r.updated}</strong> changed · <strong>{r.skipped}</strong> already so · <strong>{r.failed}</strong> not found</p>}
+        {r && <p role="status">{t('bulk.outcome', { updated: formatNumber(r.updated), skipped: formatNumber(r.skipped), failed: formatNumber(r.failed) })}</p>}
         {(done || job.data?.status === 'failed') && <button type="button" className="secondary" onClick={() => { run.reset(); setAsking(false) }}>{t('fields.done')}</button>}
       </section>
     )
