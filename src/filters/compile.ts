@@ -4,6 +4,7 @@ import { boolParam, moment, noIndex, numberParam, textContains, textParam } from
 import { jsonPathDate, jsonPathIsString, jsonPathNumber, jsonPathText, jsonPathType } from '../db/json-path'
 import { isInlineName } from '../modules/events/inline'
 import { EPOCH_SECONDS_BELOW } from './check'
+import { clampTime } from '../storable'
 import { MAX_SEGMENT_DEPTH, UNIT_MS, type CheckedTree, type Comparable, type CompareOp, type DateColumn, type Predicate } from './types'
 
 /**
@@ -73,8 +74,11 @@ class Compiler {
   private text(s: string): SQL { return textParam(this.c, s) }
   private num(n: number): SQL { return numberParam(this.c, n) }
   private bool(b: boolean): SQL { return boolParam(this.c, b) }
-  /** A value for a contacts/events timestamp column. */
-  private ts(ms: number): SQL { return moment(this.c, ms) }
+  /**
+   * A value for a contacts/events timestamp column. Dates were checked to lie in the years PostgreSQL
+   * reads (src/storable.ts); the end of the day 9999-12-31 is the one bound computed past them.
+   */
+  private ts(ms: number): SQL { return moment(this.c, clampTime(ms)) }
 
   // ---- contacts.data access (src/db/json-path.ts) ----
   private jtype(path: string[]): SQL { return jsonPathType(this.c, DATA, path) }
