@@ -1,26 +1,20 @@
 import { sql } from 'drizzle-orm'
 import { embeddedMigrations } from './migrations.macro' with { type: 'macro' }
 import type { Migration } from './migrations.macro'
-import type { Dialect, Store } from './client'
-import { moment } from './dialect'
+import type { Store } from './client'
 import { REPAIRS, type Repair } from './repairs'
 
-/** Each store's schema steps: its own migrations (migrations/<dialect>) and data repairs. */
-const STEPS: Record<Dialect, { migrations: Migration[]; repairs: Repair[] }> = {
-  sqlite: { migrations: embeddedMigrations('sqlite'), repairs: REPAIRS.sqlite },
-  pg: { migrations: embeddedMigrations('pg'), repairs: REPAIRS.pg },
+const MIGRATIONS: Record<'sqlite' | 'pg', Migration[]> = {
+  sqlite: embeddedMigrations('sqlite'),
+  pg: embeddedMigrations('pg'),
 }
 
-/** The names of every migration and repair a store of this kind has once migrated (a restore asks before it opens one). */
-export function knownMigrations(store: Pick<Store, 'dialect'>): string[] {
-  // dialect: each store has its own migration files (its own SQL) and data repairs
-  const steps = STEPS[store.dialect]
-  return [...steps.migrations.map((m) => m.name), ...steps.repairs.map((r) => r.name)].sort()
+export function knownMigrations(store: Store): string[] {
+  return [...MIGRATIONS[store.dialect].map((m) => m.name), ...REPAIRS[store.dialect].map((r) => r.name)].sort()
 }
 
 async function ensureTable(store: Store) {
   await store.script(
-    // dialect: timestamptz with a default on PostgreSQL, epoch milliseconds on SQLite
     store.dialect === 'pg'
       ? 'CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ(3) NOT NULL DEFAULT now())'
       : 'CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)',
@@ -57,7 +51,9 @@ function applyRepair(store: Store, r: Repair): Promise<boolean> {
     const [seen] = await store.rows(sql`SELECT 1 AS seen FROM schema_migrations WHERE name = ${r.name}`, db)
     if (seen) return false
     await r.run(store, db)
-    await store.exec(sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${r.name}, ${moment(store, Date.now())})`, db)
+    await store.exec(store.dialect === 'pg'
+      ? sql`INSERT INTO schema_migrations (name) VALUES (${r.name})`
+      : sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${r.name}, ${Date.now()})`, db)
     return true
   })
 }
@@ -69,12 +65,10 @@ function applyRepair(store: Store, r: Repair): Promise<boolean> {
 export async function migrate(store: Store): Promise<string[]> {
   await ensureTable(store)
   const done: string[] = []
-  // dialect: each store has its own migration files (its own SQL) and data repairs
-  const steps = STEPS[store.dialect]
-  for (const m of steps.migrations) {
+  for (const m of MIGRATIONS[store.dialect]) {
     if (await store.applyMigration(m.name, m.sql)) done.push(m.name)
   }
-  for (const r of steps.repairs) {
+  for (const r of REPAIRS[store.dialect]) {
     if (await applyRepair(store, r)) done.push(r.name)
   }
   return done

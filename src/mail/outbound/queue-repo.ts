@@ -21,9 +21,8 @@
  * What both queues share is jobs/lease.ts: holder ids, renewal, release of a dead holder's leases and
  * of what a stopping worker holds, and the wake-up signal.
  */
-import { inJsonList } from '../../db/dialect'
 import { insertAll } from '../../db/insert-all'
-import { and, asc, count, eq, gt, isNull, lte, min, sql } from 'drizzle-orm'
+import { and, asc, count, eq, gt, inArray, isNull, lte, min, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
 import { mayClaim } from '../../jobs/nodes'
@@ -62,7 +61,6 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
   const q = store.t.outboundQueue
   const until = leaseEnd(now, leaseMs)
   return store.tx(async (db) => {
-    // dialect: SQLite claims with statements compiled once under its single writer; PostgreSQL with SKIP LOCKED
     if (store.dialect === 'sqlite') {
       // The single writer holds the transaction: no other claim can interleave.
       const client = sqliteConnection(db)
@@ -114,7 +112,6 @@ export async function rescheduleRow(store: Store, db: Db, r: { emailId: string; 
  * alone were rescheduled. One statement on PostgreSQL.
  */
 export async function rescheduleRows(store: Store, db: Db, workerId: string, rows: Array<{ emailId: string; runAt: Date; attempts: number; lastError: string | null }>): Promise<Set<string>> {
-  // dialect: PostgreSQL reschedules a batch in one statement; SQLite row by row (no round trips)
   if (store.dialect === 'sqlite' || rows.length <= 1) {
     const mine = new Set<string>()
     for (const r of rows) if (await rescheduleRow(store, db, { ...r, workerId })) mine.add(r.emailId)
@@ -132,9 +129,14 @@ export async function rescheduleRows(store: Store, db: Db, workerId: string, row
 /** Deletes rows (final outcomes); returns the ids actually deleted, so an outcome is applied once. */
 export async function deleteRows(store: Store, db: Db, emailIds: string[]): Promise<string[]> {
   if (!emailIds.length) return []
-  // The ids as one JSON parameter on both stores (a batch of outcomes can name hundreds).
-  const rows = await store.rows<{ email_id: string }>(sql`DELETE FROM outbound_queue WHERE ${inJsonList(store, sql.raw('email_id'), emailIds)} RETURNING email_id`, db)
-  return rows.map((r) => r.email_id)
+  if (store.dialect === 'sqlite') {
+    const rows = sqliteConnection(db).query('DELETE FROM outbound_queue WHERE email_id IN (SELECT value FROM json_each(?)) RETURNING email_id')
+      .all(JSON.stringify(emailIds)) as Array<{ email_id: string }>
+    return rows.map((r) => r.email_id)
+  }
+  const q = store.t.outboundQueue
+  const rows = await db.delete(q).where(inArray(q.emailId, emailIds)).returning({ id: q.emailId })
+  return rows.map((r) => r.id)
 }
 
 export interface QueueStats {

@@ -1,8 +1,6 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
-import { AppError, conflict, flatError, notFound } from '../../errors'
-import { invalidCursor } from '../cursor'
-import { isStorableText, isStorableTime } from '../../storable'
+import { AppError, badRequest, conflict, flatError, notFound } from '../../errors'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import { applyDataRules, isDataLimitError, normalizeEmail, type ContactData } from './data'
 import type { ListContactsQuery } from './model'
@@ -114,11 +112,37 @@ export type UpsertOutcome = 'created' | 'updated' | 'unchanged' | 'refused'
  * writes nothing; the others go on.
  */
 export async function upsertMany(ctx: WriteCtx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<{ outcomes: UpsertOutcome[]; refused: Array<string | undefined>; contacts: ContactRow[]; events: EventRow[] }> {
+  const planned = await upsertManyUnsaved(ctx, db, inputs, opts)
+  const [, events] = await Promise.all([planned.saved, appendEvents(ctx, db, planned.flips.filter((e): e is NewEvent => e !== undefined))])
+  return { outcomes: planned.outcomes, refused: planned.refused, contacts: planned.contacts, events }
+}
+
+/** `upsertMany` up to its last writes, which the caller awaits together with its own (see upsertManyUnsaved). */
+export interface UpsertManyUnsaved {
+  outcomes: UpsertOutcome[]
+  refused: Array<string | undefined>
+  contacts: ContactRow[]
+  /** Each input's subscription event (contact.subscribed / contact.unsubscribed), not yet appended. */
+  flips: Array<NewEvent | undefined>
+  /** The update of the changed contacts, already sent on `db`: await it before the transaction commits. */
+  saved: Promise<void>
+}
+
+/**
+ * `upsertMany` without its last round trip: the update of the changed contacts is sent but not awaited,
+ * and the subscription events are left to the caller, so that a caller with more to write (track: its
+ * events) sends it all together, on PostgreSQL in one round trip.
+ *
+ * The new contacts are inserted first and then every contact of the batch is read (on PostgreSQL locked),
+ * the two sent together (one round trip on PostgreSQL). Statements on one connection run in the order they
+ * were sent, so the read sees a contact that another writer committed while our insert waited for it (the
+ * insert skipped it): that contact is updated like the others. Inserting before knowing which contacts exist
+ * costs a look-up of the unique index for each existing one, less than the round trip it saves.
+ */
+export async function upsertManyUnsaved(ctx: WriteCtx, db: Db, inputs: UpsertInput[], opts: { defaultSubscribed: boolean }): Promise<UpsertManyUnsaved> {
   const { store, projectId } = ctx
   const emails = inputs.map((i) => normalizeEmail(i.email))
   const now = new Date()
-  const existing = new Map((await repo.findByEmailsForUpdate(store, db, projectId, emails)).map((r) => [r.email, r]))
-  const fresh: Array<{ index: number; row: ContactRow }> = []
   const outcomes: UpsertOutcome[] = new Array(inputs.length)
   const refused: Array<string | undefined> = new Array(inputs.length)
   const contacts: ContactRow[] = new Array(inputs.length)
@@ -127,45 +151,61 @@ export async function upsertMany(ctx: WriteCtx, db: Db, inputs: UpsertInput[], o
     outcomes[index] = 'refused'
     refused[index] = err.message
   }
+  // A new row for every input (those whose contact exists are skipped by the insert); a new contact's
+  // data that breaks a limit is refused only if the contact turns out not to exist.
+  const candidates: Array<{ index: number; row: ContactRow }> = []
+  const unfit = new Map<number, unknown>()
   inputs.forEach((input, index) => {
-    if (existing.has(emails[index])) return
-    try { fresh.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row }) } catch (err) { refuse(index, err) }
-  })
-  const flips: Array<NewEvent | undefined> = new Array(inputs.length)
-  /** The update of each input whose contact exists (in `existing`): its outcome, and the rows to save. */
-  const plan = (indexes: Iterable<number>): ContactRow[] => {
-    const changed: ContactRow[] = []
-    for (const i of indexes) {
-      const row = existing.get(emails[i])
-      if (!row) throw new Error(`contact ${emails[i]} vanished during upsert`)
-      let p: ReturnType<typeof planUpdate>
-      try { p = planUpdate(row, inputs[i]) } catch (err) { refuse(i, err); continue }
-      const { set, flip } = p
-      if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; continue }
-      const next: ContactRow = { ...row, ...set, updatedAt: now }
-      changed.push(next)
-      contacts[i] = next
-      outcomes[i] = 'updated'
-      if (flip) flips[i] = subscriptionEvent(row.id, next.subscribed)
+    try { candidates.push({ index, row: newRow(ctx, emails[index], input, { ...opts }, now).row }) } catch (err) {
+      if (!isDataLimitError(err)) throw err
+      unfit.set(index, err)
     }
-    return changed
-  }
-  // The new contacts' insert and the known ones' update are independent: started together (on PostgreSQL
-  // one round trip for both).
-  const known = inputs.map((_, i) => i).filter((i) => outcomes[i] === undefined && existing.has(emails[i]))
-  const [insertedRows] = await Promise.all([repo.insertManyIfAbsent(store, db, fresh.map((f) => f.row)), repo.saveStates(store, db, plan(known))])
+  })
+  const [insertedRows, found] = await Promise.all([
+    repo.insertManyIfAbsent(store, db, candidates.map((c) => c.row)),
+    repo.findByEmailsForUpdate(store, db, projectId, emails),
+  ])
   const inserted = new Set(insertedRows.map((r) => r.email))
-  const retry: number[] = []
-  for (const f of fresh) {
-    if (inserted.has(f.row.email)) { outcomes[f.index] = 'created'; contacts[f.index] = f.row } else retry.push(f.index)
+  for (const c of candidates) {
+    if (inserted.has(c.row.email)) { outcomes[c.index] = 'created'; contacts[c.index] = c.row }
   }
-  if (retry.length) {
-    // Created by a concurrent writer since our read (PostgreSQL): update those like the others.
-    for (const r of await repo.findByEmailsForUpdate(store, db, projectId, retry.map((i) => emails[i]))) existing.set(r.email, r)
-    await repo.saveStates(store, db, plan(retry))
+  const existing = new Map<string, ContactRow>()
+  for (const r of found) if (!inserted.has(r.email)) existing.set(r.email, r)
+  const flips: Array<NewEvent | undefined> = new Array(inputs.length)
+  const changed: ContactRow[] = []
+  /** The update of `i`, whose contact exists (in `existing`): its outcome, and the row to save. */
+  const plan = (i: number) => {
+    const row = existing.get(emails[i]) as ContactRow
+    let p: ReturnType<typeof planUpdate>
+    try { p = planUpdate(row, inputs[i]) } catch (err) { refuse(i, err); return }
+    const { set, flip } = p
+    if (!set.data && !flip) { outcomes[i] = 'unchanged'; contacts[i] = row; return }
+    const next: ContactRow = { ...row, ...set, updatedAt: now }
+    changed.push(next)
+    contacts[i] = next
+    outcomes[i] = 'updated'
+    if (flip) flips[i] = subscriptionEvent(row.id, next.subscribed)
   }
-  const events = await appendEvents(ctx, db, flips.filter((e): e is NewEvent => e !== undefined))
-  return { outcomes, refused, contacts, events }
+  const missing: number[] = []
+  for (let i = 0; i < inputs.length; i++) {
+    if (outcomes[i] !== undefined) continue
+    if (existing.has(emails[i])) plan(i)
+    else if (unfit.has(i)) refuse(i, unfit.get(i))
+    else missing.push(i)
+  }
+  if (missing.length) {
+    // Neither inserted nor found: deleted by another writer between the two (PostgreSQL). Read once more;
+    // still absent, the caller's batch fails and runs again the safe way.
+    for (const r of await repo.findByEmailsForUpdate(store, db, projectId, missing.map((i) => emails[i]))) existing.set(r.email, r)
+    for (const i of missing) {
+      if (!existing.has(emails[i])) throw new Error(`contact ${emails[i]} vanished during upsert`)
+      plan(i)
+    }
+  }
+  const saved = repo.saveStates(store, db, changed)
+  // Awaited by the caller; until then a rejection is not unhandled.
+  saved.catch(() => {})
+  return { outcomes, refused, contacts, flips, saved }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -248,12 +288,11 @@ export function encodeCursor(c: CursorState): string {
 export function decodeCursor(text: string): CursorState {
   try {
     const [s, d, v, i] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
-    // As decodeTimeCursor: a made-up key the stores cannot hold is refused, not queried.
-    if ((s === 'createdAt' && typeof v === 'number' && isStorableTime(v)) || (s === 'email' && typeof v === 'string' && isStorableText(v))) {
-      if ((d === 'asc' || d === 'desc') && typeof i === 'string' && isStorableText(i)) return { s, d, v, i }
+    if ((s === 'createdAt' && typeof v === 'number') || (s === 'email' && typeof v === 'string')) {
+      if ((d === 'asc' || d === 'desc') && typeof i === 'string') return { s, d, v, i }
     }
   } catch { /* fall through */ }
-  throw invalidCursor()
+  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
 }
 
 export const MAX_PAGE = 100

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client'
 import type { Batched } from '../../db/group-commit'
 import { normalizeEmail, RESERVED_DATA_KEYS, type ContactData } from '../contacts/data'
-import { upsertIn, upsertMany, type WriteCtx } from '../contacts/service'
+import { upsertIn, upsertManyUnsaved, type WriteCtx } from '../contacts/service'
 import { claimIn, type Claim, type HeldKey } from '../idempotency/repo'
 import { appendEvents, type EventRow, type NewEvent } from './stream'
 
@@ -64,11 +64,12 @@ export interface TrackJob { ctx: WriteCtx; write: TrackWrite }
 
 /**
  * Tracks as one kind of group-committed write (db/group-commit.ts, runMany): the tracks of a batch are
- * written with a few statements for all of them — per project, one look-up of the contacts, one insert of
- * the new ones, one update of the changed ones (contacts/service.ts, upsertMany), then one insert of all
- * the events — instead of a few per track. A contact named twice in a batch is upserted in a second round,
- * after the first. A track with an Idempotency-Key, and any track when something fails (a data limit, a
- * conflict), is written alone by writeTrack, as `one` (the batch then runs again, each in a savepoint).
+ * written with a few statements for all of them — per project, one insert of the new contacts with one
+ * read of all of them, then one update of the changed ones sent with one insert of all the events
+ * (contacts/service.ts, upsertManyUnsaved): on PostgreSQL two round trips and the commit, instead of a few
+ * per track. A contact named twice in a batch is upserted in a second round, after the first. A track with
+ * an Idempotency-Key, and any track when something fails (a data limit, a conflict), is written alone by
+ * writeTrack, as `one` (the batch then runs again, each in a savepoint).
  */
 export const trackBatch: Batched<TrackJob, TrackOutcome | TrackReused> = {
   one: (db, job) => writeTrack(job.ctx, db, job.write),
@@ -88,37 +89,43 @@ export const trackBatch: Batched<TrackJob, TrackOutcome | TrackReused> = {
       if (list) list.push(i)
       else groups.set(key, [i])
     }
-    const tracked = new Map<string, { ctx: WriteCtx; indexes: number[]; events: NewEvent[] }>()
+    /** Per project: its tracks and the events to append, each track's subscription event (if any) before its own. */
+    const tracked = new Map<string, { ctx: WriteCtx; indexes: number[]; flipped: boolean[]; events: NewEvent[] }>()
     const contactOf: string[] = new Array(jobs.length)
-    const before: EventRow[][] = new Array(jobs.length)
+    const saves: Promise<void>[] = []
     const rounds = [...groups.entries()].sort((a, b) => Number(a[0].slice(0, a[0].indexOf(' '))) - Number(b[0].slice(0, b[0].indexOf(' '))))
     for (const [, indexes] of rounds) {
       const ctx = jobs[indexes[0]].ctx
       const inputs = indexes.map((i) => ({ email: jobs[i].write.email, subscribed: jobs[i].write.subscribed, data: jobs[i].write.data, dataChecked: true }))
-      const up = await upsertMany(ctx, db, inputs, { defaultSubscribed: true })
-      const flips = new Map(up.events.map((e) => [e.contactId, e]))
+      // A later round's read is sent after this round's update, on the same connection: it sees it.
+      const up = await upsertManyUnsaved(ctx, db, inputs, { defaultSubscribed: true })
+      saves.push(up.saved)
       let t = tracked.get(ctx.projectId)
-      if (!t) { t = { ctx, indexes: [], events: [] }; tracked.set(ctx.projectId, t) }
+      if (!t) { t = { ctx, indexes: [], flipped: [], events: [] }; tracked.set(ctx.projectId, t) }
       for (let k = 0; k < indexes.length; k++) {
         const i = indexes[k]
         // A refused input (a data limit): the batch runs again the safe way, where it fails alone.
         if (up.refused[k] !== undefined) throw new Error(`track refused: ${up.refused[k]}`)
         const contactId = up.contacts[k].id
         contactOf[i] = contactId
-        const flip = flips.get(contactId)
-        before[i] = flip ? [flip] : []
+        const flip = up.flips[k]
         t.indexes.push(i)
+        t.flipped.push(flip !== undefined)
+        if (flip) t.events.push({ ...flip, createdAt: jobs[i].ctx.now })
         t.events.push({ contactId, name: jobs[i].write.event, data: eventData(jobs[i].write.data), createdAt: jobs[i].ctx.now })
       }
     }
-    for (const t of tracked.values()) {
+    const appended = [...tracked.values()].map(async (t) => {
       const rows = await appendEvents(t.ctx, db, t.events)
+      let r = 0
       for (let k = 0; k < t.indexes.length; k++) {
         const i = t.indexes[k]
-        const event = rows[k]
-        out[i] = { contactId: contactOf[i], event, events: before[i].length ? [...before[i], event] : [event] }
+        const before = t.flipped[k] ? [rows[r++]] : []
+        const event = rows[r++]
+        out[i] = { contactId: contactOf[i], event, events: before.length ? [...before, event] : [event] }
       }
-    }
+    })
+    await Promise.all([...saves, ...appended])
     return out
   },
 }

@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { ctxFor } from '../../../src/deps'
-import { upsertContact } from '../../../src/modules/contacts/service'
+import { upsertContact, upsertMany } from '../../../src/modules/contacts/service'
 import { applyDataRules } from '../../../src/modules/contacts/data'
 
 test('data rules: the pure function', () => {
@@ -53,5 +53,23 @@ forEachStore('upsertContact', (env) => {
     expect(rows.length).toBe(1)
     const data = typeof rows[0].data === 'string' ? JSON.parse(rows[0].data) : rows[0].data
     expect(Object.keys(data as object).length).toBe(20)
+  })
+
+  test('upsertMany in concurrent transactions: one creates each new contact, the others update it; no data is lost', async () => {
+    const p = await env.project()
+    const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => env.store.tx((db) => upsertMany(ctx, db, [
+      { email: 'shared@example.com', data: { [`k${i}`]: i } },
+      { email: `own${i}@example.com`, subscribed: i % 2 === 0 },
+    ], { defaultSubscribed: true }))))
+    expect(runs.filter((r) => r.outcomes[0] === 'created').length).toBe(1)
+    expect(runs.filter((r) => r.outcomes[0] === 'updated').length).toBe(9)
+    expect(runs.every((r) => r.outcomes[1] === 'created')).toBe(true)
+    expect(new Set(runs.map((r) => r.contacts[0].id)).size).toBe(1)
+    const rows = await env.store.rows<{ email: string; data: unknown }>(sql`SELECT email, data FROM contacts WHERE project_id = ${p.id} AND email = 'shared@example.com'`)
+    const data = typeof rows[0].data === 'string' ? JSON.parse(rows[0].data) : rows[0].data
+    expect(Object.keys(data as object).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `k${i}`).sort())
+    const n = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM contacts WHERE project_id = ${p.id}`)
+    expect(Number(n[0].n)).toBe(11)
   })
 })

@@ -195,4 +195,24 @@ forEachStore('POST /v1/track', (env) => {
     expect((await contactOf(env, p.secretKey, 'one@example.com')).data).toEqual({ n: 1, m: 3 })
     expect(Object.keys((await contactOf(env, p.secretKey, 'full@example.com')).data)).toEqual(['a'])
   })
+
+  test('tracks that change a subscription in one batch: each contact.(un)subscribed event is stored before its track\'s event', async () => {
+    const p = await env.project()
+    for (const email of ['a@example.com', 'b@example.com']) {
+      expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email, event: 'seen' } })).status).toBe(200)
+    }
+    const rs = await Promise.all([
+      env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'a@example.com', event: 'left', subscribed: false } }),
+      env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'b@example.com', event: 'stayed' } }),
+      env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'c@example.com', event: 'came', subscribed: false } }),
+    ])
+    expect(rs.map((r) => r.status)).toEqual([200, 200, 200])
+    const events = await eventRows(env, p.id)
+    const of = (i: number) => events.filter((e) => e.contactId === rs[i].body.data.contact).map((e) => e.name)
+    expect(of(0)).toEqual(['seen', 'contact.unsubscribed', 'left'])
+    expect(of(1)).toEqual(['seen', 'stayed'])
+    expect(of(2)).toEqual(['came'])
+    expect((await contactOf(env, p.secretKey, 'a@example.com')).subscribed).toBe(false)
+    expect((await contactOf(env, p.secretKey, 'c@example.com')).subscribed).toBe(false)
+  })
 })

@@ -3,6 +3,9 @@ import { sqliteConnection, type Db, type Store } from '../../../db/client'
 import { locked } from '../../../db/dialect'
 import { CONTACT_COLS, fromPg, fromRaw, type ContactRow, type PgContact, type RawContact } from './rows'
 
+const SQLITE_INSERT_IF_ABSENT = `INSERT INTO contacts (${CONTACT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, email) DO NOTHING`
+const SQLITE_SAVE_STATE = 'UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE project_id = ? AND id = ?'
+
 /**
  * One contact, or a set of them, by id or email.
  *
@@ -18,7 +21,6 @@ import { CONTACT_COLS, fromPg, fromRaw, type ContactRow, type PgContact, type Ra
  * writer. SQLite has one writer, so the transaction already excludes others.
  */
 export async function findByEmailForUpdate(store: Store, db: Db, projectId: string, email: string): Promise<ContactRow | null> {
-  // dialect: SQLite look-up compiled once on the connection; PostgreSQL locks the row (FOR UPDATE)
   if (store.dialect === 'sqlite') {
     const r = sqliteConnection(db).query<RawContact, [string, string]>(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND email = ?`).get(projectId, email)
     return r ? fromRaw(r) : null
@@ -36,7 +38,6 @@ export async function findByEmailForUpdate(store: Store, db: Db, projectId: stri
  */
 export async function findByEmailsForUpdate(store: Store, db: Db, projectId: string, emails: string[]): Promise<ContactRow[]> {
   if (!emails.length) return []
-  // dialect: SQLite look-up compiled once on the connection; PostgreSQL locks the rows (FOR UPDATE)
   if (store.dialect === 'sqlite') {
     // One cached statement for any number of emails: the list travels as one JSON parameter.
     const rows = sqliteConnection(db).query<RawContact, [string, string]>(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)
@@ -52,9 +53,8 @@ export async function findByEmailsForUpdate(store: Store, db: Db, projectId: str
 
 /** Inserts the contact unless (project, email) exists; null when another writer got there first. */
 export async function insertIfAbsent(store: Store, db: Db, row: ContactRow): Promise<ContactRow | null> {
-  // dialect: SQLite insert compiled once on the connection; PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
-    const r = sqliteConnection(db).query(`INSERT INTO contacts (${CONTACT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, email) DO NOTHING`)
+    const r = sqliteConnection(db).query(SQLITE_INSERT_IF_ABSENT)
       .run(row.id, row.projectId, row.email, row.subscribed ? 1 : 0, JSON.stringify(row.data), row.createdAt.getTime(), row.updatedAt.getTime())
     return r.changes === 1 ? row : null
   }
@@ -65,9 +65,8 @@ export async function insertIfAbsent(store: Store, db: Db, row: ContactRow): Pro
 
 /** Writes subscribed, data and updated_at of `row` (the upsert's update). */
 export async function saveState(store: Store, db: Db, row: ContactRow): Promise<void> {
-  // dialect: SQLite update compiled once on the connection; PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
-    sqliteConnection(db).query('UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE project_id = ? AND id = ?')
+    sqliteConnection(db).query(SQLITE_SAVE_STATE)
       .run(row.subscribed ? 1 : 0, JSON.stringify(row.data), row.updatedAt.getTime(), row.projectId, row.id)
     return
   }
@@ -81,11 +80,14 @@ export async function saveState(store: Store, db: Db, row: ContactRow): Promise<
  */
 export async function saveStates(store: Store, db: Db, rows: ContactRow[]): Promise<void> {
   if (!rows.length) return
-  // dialect: PostgreSQL updates a batch in one statement; SQLite row by row (compiled statements, no round trips)
-  if (store.dialect === 'sqlite' || rows.length === 1) {
-    for (const row of rows) await saveState(store, db, row)
+  if (store.dialect === 'sqlite') {
+    // Each row's statement runs now, in order, before the caller's next statement (upsertManyUnsaved
+    // sends this without awaiting it).
+    const update = sqliteConnection(db).query(SQLITE_SAVE_STATE)
+    for (const row of rows) update.run(row.subscribed ? 1 : 0, JSON.stringify(row.data), row.updatedAt.getTime(), row.projectId, row.id)
     return
   }
+  if (rows.length === 1) return saveState(store, db, rows[0])
   const payload = JSON.stringify(rows.map((r) => ({ id: r.id, project_id: r.projectId, subscribed: r.subscribed, data: r.data, updated_at: r.updatedAt.toISOString() })))
   await store.exec(sql`
     UPDATE contacts AS c SET subscribed = x.subscribed, data = x.data, updated_at = x.updated_at
@@ -96,11 +98,10 @@ export async function saveStates(store: Store, db: Db, rows: ContactRow[]): Prom
 /** Inserts many; returns the rows actually inserted (those whose email was free). */
 export async function insertManyIfAbsent(store: Store, db: Db, rows: ContactRow[]): Promise<ContactRow[]> {
   if (!rows.length) return []
-  // dialect: PostgreSQL inserts a batch in one jsonb_to_recordset statement; SQLite row by row (compiled statements, no round trips)
   if (store.dialect === 'sqlite') {
-    const inserted: ContactRow[] = []
-    for (const row of rows) if (await insertIfAbsent(store, db, row)) inserted.push(row)
-    return inserted
+    // Every row's statement runs now, before the caller's next statement (upsertManyUnsaved reads after it).
+    const insert = sqliteConnection(db).query(SQLITE_INSERT_IF_ABSENT)
+    return rows.filter((row) => insert.run(row.id, row.projectId, row.email, row.subscribed ? 1 : 0, JSON.stringify(row.data), row.createdAt.getTime(), row.updatedAt.getTime()).changes === 1)
   }
   // One JSON parameter instead of 7 per row: PostgreSQL expands it with jsonb_to_recordset.
   const payload = JSON.stringify(rows.map((r) => ({
@@ -125,7 +126,6 @@ export async function updateById(store: Store, db: Db, projectId: string, id: st
 }
 
 export async function findById(store: Store, db: Db, projectId: string, id: string, forUpdate = false): Promise<ContactRow | null> {
-  // dialect: SQLite look-up compiled once on the connection; PostgreSQL may lock the row (FOR UPDATE)
   if (store.dialect === 'sqlite') {
     // GET /contacts/:id runs this on every call: a statement compiled once on the connection (reader or writer).
     const r = sqliteConnection(db).query<RawContact, [string, string]>(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND id = ?`).get(projectId, id)
