@@ -3,6 +3,15 @@ import { sql } from 'drizzle-orm'
 import { forEachStore, pgReachableSync, TestEnv } from '../helpers/env'
 import { GroupCommit, type Batched } from '../../src/db/group-commit'
 
+/** The driver's error code in a cause chain (drizzle wraps the driver's error as `cause`). */
+function codeOf(e: unknown): string {
+  for (let c = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
+    const code = (c as { code?: unknown }).code
+    if (typeof code === 'string') return code
+  }
+  return ''
+}
+
 forEachStore('group commit', (env) => {
   test('writes submitted together commit together; a failing one rolls back alone; answers come after commit', async () => {
     const p = await env.project()
@@ -84,6 +93,28 @@ forEachStore('group commit', (env) => {
     expect(names).toEqual(['a', 'b', 'c', 'd'])
     expect(g.stats).toEqual({ batches: 2, writes: 5, retries: 1, conflicts: 0 })
   })
+  test('a write the database refuses (a duplicate key) fails alone in a batch: the others of its batch commit', async () => {
+    const p = await env.project()
+    const g = new GroupCommit(env.store)
+    const at = env.store.dialect === 'pg' ? new Date().toISOString() : Date.now()
+    const row = (id: string) => sql`(${id}, ${p.id}, NULL, 'dup-test', '{}', NULL, ${at})`
+    const insert = (db: Parameters<Batched<string, string>['one']>[0], ids: string[]) =>
+      env.store.exec(sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES ${sql.join(ids.map(row), sql`, `)}`, db)
+    // One multi-row statement for the batch, as the track and send kinds do: the duplicate fails all of it
+    // (and on PostgreSQL aborts the transaction), so the batch runs again an item a savepoint.
+    const kind: Batched<string, string> = {
+      async many(db, ids) { await insert(db, ids); return ids },
+      async one(db, id) { await insert(db, [id]); return id },
+    }
+    const taken = `taken-${p.id}`
+    await env.store.tx((db) => insert(db, [taken]))
+    const results = await Promise.allSettled([g.runMany(kind, `a-${p.id}`), g.runMany(kind, taken), g.runMany(kind, `b-${p.id}`)])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+    expect(codeOf((results[1] as PromiseRejectedResult).reason)).toMatch(/^(23505|SQLITE_CONSTRAINT)/)
+    const ids = (await env.store.rows<{ id: string }>(sql`SELECT id FROM events WHERE project_id = ${p.id} ORDER BY id`)).map((r) => r.id)
+    expect(ids).toEqual([`a-${p.id}`, `b-${p.id}`, taken].sort())
+    expect(g.stats).toEqual({ batches: 1, writes: 3, retries: 1, conflicts: 0 })
+  })
 })
 
 const pgRun = pgReachableSync()
@@ -119,4 +150,75 @@ const pgRun = pgReachableSync()
     const data = (await env.store.rows<{ id: string; data: Record<string, number> }>(sql`SELECT id, data FROM contacts WHERE id IN ('dl-a', 'dl-b') ORDER BY id`)).map((r) => Object.keys(r.data).sort())
     expect(data).toEqual([['dl-a'], ['dl-b']])
   }, 20_000)
+
+  test('a batch (runMany) that deadlocks with another batch is run again, and every write commits', async () => {
+    const p = await env.project()
+    for (const id of ['bdl-a', 'bdl-b']) await env.store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (${id}, ${p.id}, ${`${id}@example.com`}, true, '{}', now(), now())`)
+    // As two nodes' committers: each batch marks one row, waits until the other holds its own, then marks
+    // the other one. PostgreSQL cancels one batch with deadlock_detected; its write runs again.
+    let held = 0
+    const bothHeld = async () => { held++; while (held < 2) await Bun.sleep(5) }
+    const codes: string[] = []
+    type Item = { by: string; first: string; second: string }
+    const markBoth = async (db: Parameters<Batched<Item, string>['one']>[0], { by, first, second }: Item) => {
+      try {
+        await env.store.exec(sql`UPDATE contacts SET data = data || ${JSON.stringify({ [by]: true })}::jsonb WHERE id = ${first}`, db)
+        await bothHeld()
+        await env.store.exec(sql`UPDATE contacts SET data = data || ${JSON.stringify({ [by]: true })}::jsonb WHERE id = ${second}`, db)
+        return by
+      } catch (e) {
+        codes.push(codeOf(e))
+        throw e
+      }
+    }
+    const kind: Batched<Item, string> = {
+      async many(db, items) { const out: string[] = []; for (const it of items) out.push(await markBoth(db, it)); return out },
+      one: markBoth,
+    }
+    const one = new GroupCommit(env.store)
+    const two = new GroupCommit(env.store)
+    const results = await Promise.allSettled([one.runMany(kind, { by: 'one', first: 'bdl-a', second: 'bdl-b' }), two.runMany(kind, { by: 'two', first: 'bdl-b', second: 'bdl-a' })])
+    expect(results).toEqual([{ status: 'fulfilled', value: 'one' }, { status: 'fulfilled', value: 'two' }])
+    // A real deadlock, and the batch that lost it ran again (the safe way, its write in a savepoint).
+    expect(codes).toContain('40P01')
+    expect(one.stats.retries + two.stats.retries).toBeGreaterThanOrEqual(1)
+    const data = (await env.store.rows<{ data: Record<string, boolean> }>(sql`SELECT data FROM contacts WHERE id IN ('bdl-a', 'bdl-b') ORDER BY id`)).map((r) => Object.keys(r.data).sort())
+    expect(data).toEqual([['one', 'two'], ['one', 'two']])
+  }, 20_000)
+
+  test('a write that fails with a serialization failure is run again in a new transaction', async () => {
+    const p = await env.project()
+    await env.store.exec(sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ('ser-a', ${p.id}, 'ser-a@example.com', true, '{}', now(), now())`)
+    // mailctl's writes run at READ COMMITTED, where PostgreSQL raises no serialization failure; this write
+    // asks for REPEATABLE READ, takes its snapshot, and another transaction changes the row before it does.
+    let snapshot = () => {}
+    const snapshotTaken = new Promise<void>((resolve) => { snapshot = resolve })
+    let otherDone = () => {}
+    const otherCommitted = new Promise<void>((resolve) => { otherDone = resolve })
+    const codes: string[] = []
+    let runs = 0
+    const g = new GroupCommit(env.store)
+    const write = g.run(async (db) => {
+      runs++
+      try {
+        await env.store.exec(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`, db)
+        await env.store.rows(sql`SELECT data FROM contacts WHERE id = 'ser-a'`, db)
+        if (runs === 1) { snapshot(); await otherCommitted }
+        await env.store.exec(sql`UPDATE contacts SET data = data || '{"mine": true}'::jsonb WHERE id = 'ser-a'`, db)
+      } catch (e) {
+        codes.push(codeOf(e))
+        throw e
+      }
+    })
+    await snapshotTaken
+    await env.store.exec(sql`UPDATE contacts SET data = data || '{"theirs": true}'::jsonb WHERE id = 'ser-a'`)
+    otherDone()
+    await write
+    expect(codes).toEqual(['40001'])
+    expect(runs).toBe(2)
+    expect(g.stats.conflicts).toBe(1)
+    const [row] = await env.store.rows<{ data: Record<string, boolean> }>(sql`SELECT data FROM contacts WHERE id = 'ser-a'`)
+    expect(row.data).toEqual({ mine: true, theirs: true })
+  }, 20_000)
 })
+
