@@ -27,6 +27,7 @@ import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
 import { PG_CONNECT_TIMEOUT_S, PgGuard, pgReconnectDelayS } from './pg-guard'
+import { reserveGuarded } from './pg-reserved'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -473,10 +474,12 @@ function preparing(sql: postgres.Sql, options: postgres.Sql['options'] = sql.opt
  * first statement. postgres.js's own `begin` awaits the BEGIN alone: a round trip and a socket write more
  * for every transaction (group-committed batches, delivery claims and outcomes). Statements on one
  * connection run in the order they were written, so nothing of `fn` runs before the BEGIN; if the BEGIN
- * fails, so do they. ROLLBACK on any error, then the connection goes back to the pool.
+ * fails, so do they. ROLLBACK on any error, then the connection goes back to the pool. A connection lost
+ * meanwhile is neither used again nor given back (pg-reserved.ts): that would crash the process.
  */
 async function pgTransaction<T>(client: postgres.Sql, fn: (tx: Db) => Promise<T>): Promise<T> {
-  const conn = await client.reserve()
+  const reserved = await reserveGuarded(client)
+  const conn = reserved.sql
   try {
     const begun = conn.unsafe('BEGIN').execute()
     begun.catch(() => {})
@@ -488,7 +491,7 @@ async function pgTransaction<T>(client: postgres.Sql, fn: (tx: Db) => Promise<T>
     await conn.unsafe('ROLLBACK').catch(() => {})
     throw error
   } finally {
-    conn.release()
+    reserved.release()
   }
 }
 

@@ -1,0 +1,64 @@
+/**
+ * A loopback TCP proxy in front of a server (the shared PostgreSQL), whose connections a test cuts at the
+ * moment it chooses: the way to lose a database connection at an exact point without stopping the server
+ * that other tests use. It keeps listening after a cut, so new connections reach the server again.
+ */
+import { createServer, type Server, Socket } from 'node:net'
+
+export interface TcpProxy {
+  port: number
+  /** Connections made through the proxy so far. */
+  readonly accepted: number
+  /**
+   * Cuts every open connection: `end` closes both sides cleanly (FIN, as a server that exits),
+   * `reset` aborts the client's side (RST: the client's socket fails with ECONNRESET).
+   * Resolves once the client's side of each is closed at the proxy.
+   */
+  cut(how: 'end' | 'reset'): Promise<void>
+  close(): Promise<void>
+}
+
+export async function startTcpProxy(host: string, port: number): Promise<TcpProxy> {
+  const pairs = new Set<{ client: Socket; server: Socket }>()
+  let accepted = 0
+  const server: Server = createServer((client) => {
+    accepted++
+    const upstream = new Socket()
+    const pair = { client, server: upstream }
+    pairs.add(pair)
+    const drop = () => { pairs.delete(pair); client.destroy(); upstream.destroy() }
+    client.on('error', drop)
+    upstream.on('error', drop)
+    client.on('close', drop)
+    upstream.on('close', drop)
+    upstream.connect(port, host, () => {
+      client.pipe(upstream)
+      upstream.pipe(client)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as { port: number }).port,
+    get accepted() { return accepted },
+    async cut(how) {
+      const closed: Array<Promise<void>> = []
+      for (const { client, server: upstream } of pairs) {
+        closed.push(new Promise<void>((resolve) => {
+          if (client.destroyed) resolve()
+          else client.once('close', () => resolve())
+        }))
+        upstream.unpipe(client)
+        client.unpipe(upstream)
+        upstream.destroy()
+        if (how === 'reset') client.resetAndDestroy()
+        else client.end()
+      }
+      pairs.clear()
+      await Promise.all(closed)
+    },
+    close: () => new Promise<void>((resolve) => {
+      for (const { client, server: upstream } of pairs) { client.destroy(); upstream.destroy() }
+      server.close(() => resolve())
+    }),
+  }
+}
