@@ -1,4 +1,5 @@
 import type { FieldError } from '../errors'
+import { isStorableTime } from '../storable'
 import { OPERATORS_BY_KIND, parseField, type ParsedField } from './fields'
 import {
   LOGICS, MAX_DEPTH, MAX_FILTERS, MAX_STRING_VALUE, MAX_WINDOW_MS, OPERATORS, UNIT_MS, UNITS,
@@ -143,9 +144,13 @@ class Checker {
   }
 
   date(value: unknown, path: string): (Comparable & { type: 'date' }) | null {
-    if (typeof value === 'number' && Number.isFinite(value)) return { type: 'date', ms: epochMs(value), dayOnly: false }
-    const d = typeof value === 'string' ? parseIsoDate(value) : null
+    const d = typeof value === 'number' && Number.isFinite(value)
+      ? { ms: epochMs(value), dayOnly: false }
+      : typeof value === 'string' ? parseIsoDate(value) : null
     if (!d) { this.fail(`${path}.value`, 'value is an ISO-8601 date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ) or epoch milliseconds', 'invalid_date', value); return null }
+    // A column's date is compared with a timestamp on PostgreSQL: outside the years it holds, a 422 here
+    // instead of its error (the same on SQLite, which would compare any number).
+    if (!isStorableTime(d.ms)) { this.fail(`${path}.value`, 'value is a date in the years 0001 to 9999', 'invalid_date', value); return null }
     return { type: 'date', ...d }
   }
 

@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { Dialect } from '../db/client'
 import { isInlineName } from '../modules/events/inline'
 import { EPOCH_SECONDS_BELOW } from './check'
+import { clampTime } from '../storable'
 import { MAX_SEGMENT_DEPTH, UNIT_MS, type CheckedTree, type Comparable, type CompareOp, type DateColumn, type Predicate } from './types'
 
 /**
@@ -71,8 +72,11 @@ class Compiler {
   private text(s: string): SQL { return this.pg ? sql`${s}::text` : sql`${s}` }
   private num(n: number): SQL { return this.pg ? sql`${String(n)}::numeric` : sql`${n}` }
   private bool(b: boolean): SQL { return this.pg ? sql`${b}::boolean` : sql`${b ? 1 : 0}` }
-  /** A value for a contacts/events timestamp column. */
-  private ts(ms: number): SQL { return this.pg ? sql`${new Date(ms).toISOString()}::timestamptz` : sql`${ms}` }
+  /**
+   * A value for a contacts/events timestamp column. Dates were checked to lie in the years PostgreSQL
+   * reads (src/storable.ts); the end of the day 9999-12-31 is the one bound computed past them.
+   */
+  private ts(ms: number): SQL { return this.pg ? sql`${new Date(clampTime(ms)).toISOString()}::timestamptz` : sql`${ms}` }
 
   // ---- contacts.data access ----
   /** SQLite JSON path `$."k1"."k2"`: each key JSON-quoted, so quotes, dots and brackets inside a key stay a key. */

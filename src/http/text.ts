@@ -1,47 +1,7 @@
 import { type AppError, badRequest, validation } from '../errors'
+import { isStorableText, unstorableField } from '../storable'
 
-/**
- * Text that PostgreSQL cannot store, refused before any query on every route (src/http/app.ts): a NUL
- * character (U+0000: PostgreSQL's `text` and `jsonb` refuse it) and a lone UTF-16 surrogate (half of a
- * character, which has no UTF-8 form). SQLite would store both, so it refuses them too: whatever one store
- * takes, the other takes (a SQLite install can always move to PostgreSQL).
- */
-export function isStorableText(s: string): boolean {
-  return !s.includes('\0') && (s as unknown as WellFormed).isWellFormed()
-}
-
-/** String.prototype.isWellFormed (ES2024, in Bun; not in this project's TypeScript lib). */
-interface WellFormed { isWellFormed(): boolean }
-
-/**
- * The path of the first string (key or value) in `value` that is not storable ('' for `value` itself), or
- * null. `value` has passed the depth check (http/depth.ts), so the recursion is bounded.
- */
-export function unstorableField(value: unknown): string | null {
-  const visit = (v: unknown, path: string): string | null => {
-    if (typeof v === 'string') return isStorableText(v) ? null : path
-    if (v === null || typeof v !== 'object') return null
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        const hit = visit(v[i], path ? `${path}.${i}` : String(i))
-        if (hit !== null) return hit
-      }
-      return null
-    }
-    // Only plain objects (JSON): files of a form are read by their own routes.
-    const proto = Object.getPrototypeOf(v)
-    if (proto !== Object.prototype && proto !== null) return null
-    for (const k in v) {
-      const at = path ? `${path}.${k}` : k
-      if (!isStorableText(k)) return at
-      const hit = visit((v as Record<string, unknown>)[k], at)
-      if (hit !== null) return hit
-    }
-    return null
-  }
-  return visit(value, '')
-}
-
+// Text PostgreSQL cannot store (src/storable.ts), refused before any query on every route (src/http/app.ts).
 const MESSAGE = 'contains a NUL character (\\u0000) or a lone UTF-16 surrogate, which cannot be stored'
 
 /**

@@ -213,6 +213,30 @@ forEachStore('SMTP relay', (env) => {
     expect(mixed.accepted).toEqual([ok])
   })
 
+  test('text no store can hold (a NUL, a lone surrogate from UTF-16) in the subject, a name, a body or a file name: 550 5.6.0, nothing queued', async () => {
+    const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64')
+    // 0x0061 0xD800: "a" and half of a surrogate pair, which iconv decodes as it is.
+    const utf16 = Buffer.from('0061d800', 'hex').toString('base64')
+    const from = `app@${p.domain}`
+    const cases: Array<[string, string]> = [
+      ['subject', 'Subject: a\u0000b\r\n\r\nbody'],
+      ['subject', `Subject: =?UTF-8?B?${b64('a\u0000b')}?=\r\n\r\nbody`],
+      ['subject', `Subject: =?UTF-16BE?B?${utf16}?=\r\n\r\nbody`],
+      ['toNames.0', `To: =?UTF-8?B?${b64('T\u0000o')}?= <r@dest.test>\r\nSubject: s\r\n\r\nbody`],
+      ['text', 'Subject: s\r\n\r\nbo\u0000dy'],
+      ['html', 'Subject: s\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<p>a=00b</p>'],
+      ['attachments.0.filename', `Subject: s\r\nContent-Type: multipart/mixed; boundary=BB\r\n\r\n--BB\r\nContent-Type: text/plain\r\n\r\nhi\r\n--BB\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="=?UTF-8?B?${b64('f\u0000.txt')}?="\r\nContent-Transfer-Encoding: base64\r\n\r\naGk=\r\n--BB--`],
+    ]
+    const before = (await emailsOf(p.id)).length
+    for (const [field, message] of cases) {
+      const login = `AUTH PLAIN ${Buffer.from(`\u0000u\u0000${p.secretKey}`).toString('base64')}`
+      const talk = await smtpTalk(relay.port, ['EHLO client.test', login, `MAIL FROM:<${from}>`, 'RCPT TO:<r@dest.test>', 'DATA', `From: <${from}>\r\n${message}\r\n.`, 'QUIT'])
+      // Permanent (5xx), naming the part: a 4xx would have the client try again forever.
+      expect(talk[6]).toStartWith(`550 5.6.0 The message's ${field} contains a NUL character or a lone UTF-16 surrogate`)
+    }
+    expect((await emailsOf(p.id)).length).toBe(before)
+  })
+
   test('repeated failures from one address slow down, then lock the address out even with the right key', async () => {
     const deps: Deps = { ...env.deps, limiter: memoryLimiter() }
     const own = must(await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }), 'the relay')

@@ -1,5 +1,7 @@
 import type { Ctx } from '../../deps'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
+import { parseMoment } from '../moment'
+import { clampTime } from '../../storable'
 import { badRequest } from '../../errors'
 import { clampLimit } from '../contacts/service'
 import { toEmailRecord } from '../emails/service'
@@ -125,7 +127,8 @@ export async function windowCounts(ctx: Ctx, kinds: readonly string[], since?: D
     if (withEmails) events.set('email', emails)
     return events
   }
-  const inFrom = since ? ceilHour(since.getTime()) : undefined
+  // Within the years the stores hold: a `since` late in 9999-12-31 would round up into the year 10000.
+  const inFrom = since ? clampTime(ceilHour(since.getTime())) : undefined
   const inTo = until ? floorHour(until.getTime()) : undefined
   if (since && until && inFrom !== undefined && inTo !== undefined && inFrom >= inTo) {
     add(await live(since, until))
@@ -138,14 +141,6 @@ export async function windowCounts(ctx: Ctx, kinds: readonly string[], since?: D
   ])
   for (const m of parts) add(m)
   return out
-}
-
-/** An optional date-time query parameter; unparseable -> 400 naming it. */
-function parseMoment(name: string, value: string | undefined): Date | undefined {
-  if (!value?.trim()) return undefined
-  const at = new Date(value.trim())
-  if (Number.isNaN(at.getTime())) throw badRequest(`Invalid ${name}: expected a date-time such as 2026-01-31T00:00:00Z`)
-  return at
 }
 
 const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 10_000) / 10_000 : 0)

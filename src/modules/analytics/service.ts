@@ -1,4 +1,6 @@
 import type { Ctx, Deps } from '../../deps'
+import { parseMoment } from '../moment'
+import { clampTime } from '../../storable'
 import { badRequest, notFound } from '../../errors'
 import { clampLimit } from '../contacts/service'
 import { RANK_METRICS, SERIES_METRICS, type CampaignStatsQuery, type SeriesMetric, type TimeseriesQuery, type TopCampaignsQuery } from './model'
@@ -24,18 +26,15 @@ const SERIES_ROLLUP = SERIES_METRICS.map((m) => ROLLUP[m])
 export const floorHour = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS
 const ceilHour = (ms: number) => Math.ceil(ms / HOUR_MS) * HOUR_MS
 
-function parseMoment(name: string, value: string | undefined): Date | undefined {
-  if (!value?.trim()) return undefined
-  const at = new Date(value.trim())
-  if (Number.isNaN(at.getTime())) throw badRequest(`Invalid ${name}: expected a date-time such as 2026-01-31T00:00:00Z`)
-  return at
-}
-
-/** The range of a query, widened to whole hours: [from, to), `to` defaulting to now and `from` to `defaultSpan` before it. */
+/**
+ * The range of a query, widened to whole hours: [from, to), `to` defaulting to now and `from` to
+ * `defaultSpan` before it. Widened within the years the stores hold (a `to` late in 9999-12-31 would end
+ * in the year 10000).
+ */
 function hourRange(ctx: Ctx, q: { from?: string; to?: string }, defaultSpan: number, maxSpan: number): { from: number; to: number } {
-  const to = ceilHour((parseMoment('to', q.to) ?? ctx.now).getTime())
+  const to = clampTime(ceilHour((parseMoment('to', q.to) ?? ctx.now).getTime()))
   const given = parseMoment('from', q.from)
-  const from = floorHour(given ? given.getTime() : to - defaultSpan)
+  const from = clampTime(floorHour(given ? given.getTime() : to - defaultSpan))
   if (from >= to) throw badRequest('Invalid range: from must be before to')
   if (to - from > maxSpan) throw badRequest(`Invalid range: at most ${Math.round(maxSpan / DAY_MS)} days`)
   return { from, to }
@@ -181,9 +180,9 @@ const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 10_000) / 
  */
 export async function campaignStats(ctx: Ctx, q: CampaignStatsQuery) {
   const toAt = parseMoment('to', q.to) ?? ctx.now
-  const to = ceilHour(toAt.getTime())
+  const to = clampTime(ceilHour(toAt.getTime()))
   const fromAt = parseMoment('from', q.from)
-  const from = fromAt ? floorHour(fromAt.getTime()) : 0
+  const from = fromAt ? clampTime(floorHour(fromAt.getTime())) : 0
   if (from >= to) throw badRequest('Invalid range: from must be before to')
   const pageSize = clampLimit(q.pageSize, 20)
   const page = Math.max(1, Math.trunc(Number(q.page ?? 1)) || 1)

@@ -6,6 +6,7 @@ import { invalidField, notFound, tooLarge, validation, type FieldError } from '.
 import { defineJob, enqueue, getJob, type JobRow } from '../../jobs/queue'
 import { notifyEvents } from '../events/stream'
 import { parseInput } from '../validate'
+import { isStorableText } from '../../storable'
 import { checkDataLimits, isDataLimitError, isEmail, normalizeEmail, RESERVED_DATA_KEYS, type ContactData } from './data'
 import { convertValue, STANDARD_NAMES, type FieldType } from './fields'
 import { ImportMapping, type ColumnMap } from './model'
@@ -103,6 +104,10 @@ export function suggestMapping(header: string[], known: KnownField[]): ColumnMap
 function mapHeader(header: string[], mapping: ColumnMap[] = [], known: KnownField[] = []): Columns {
   const auto = suggestMapping(header, known)
   const names = header.map((h) => h.replace(/^\uFEFF/, '').trim())
+  // A column's name becomes a field's name (stored in the job and on contacts): one no store can hold is
+  // refused before anything is queued. (Cells are checked row by row: checkDataLimits fails such a row.)
+  const unstorable = names.findIndex((n) => !isStorableText(n))
+  if (unstorable >= 0) throw invalidField('file', `The CSV header's column ${unstorable + 1} contains a NUL character or a lone UTF-16 surrogate, which cannot be stored`, 'invalid_text')
   const errors: FieldError[] = []
   const given = new Map<string, ColumnMap>()
   mapping.forEach((m, i) => {
@@ -226,6 +231,7 @@ export function fullMapping(header: string[], given: ColumnMap[] | undefined, kn
 /** POST /contacts/import: stores the file and queues its job (with its complete mapping) in one transaction. */
 export async function queueImport(ctx: Ctx, file: { name: string; size: number; arrayBuffer(): Promise<ArrayBuffer> }, mapping?: ColumnMap[]) {
   if (file.size > MAX_IMPORT_BYTES) throw tooLarge(`The CSV file is ${file.size} bytes; imports are limited to 5 MB (${MAX_IMPORT_BYTES} bytes)`)
+  if (!isStorableText(file.name)) throw invalidField('file', 'The file name contains a NUL character or a lone UTF-16 surrogate, which cannot be stored', 'invalid_text')
   const bytes = new Uint8Array(await file.arrayBuffer())
   const header = checkHeader(new TextDecoder().decode(bytes.subarray(0, Math.min(bytes.length, 64 * 1024))), mapping)
   const full = fullMapping(header, mapping, await knownFields(ctx))

@@ -1,6 +1,8 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
-import { AppError, badRequest, conflict, flatError, notFound } from '../../errors'
+import { AppError, conflict, flatError, notFound } from '../../errors'
+import { invalidCursor } from '../cursor'
+import { isStorableText, isStorableTime } from '../../storable'
 import { appendEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import { applyDataRules, isDataLimitError, normalizeEmail, type ContactData } from './data'
 import type { ListContactsQuery } from './model'
@@ -288,11 +290,12 @@ export function encodeCursor(c: CursorState): string {
 export function decodeCursor(text: string): CursorState {
   try {
     const [s, d, v, i] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
-    if ((s === 'createdAt' && typeof v === 'number') || (s === 'email' && typeof v === 'string')) {
-      if ((d === 'asc' || d === 'desc') && typeof i === 'string') return { s, d, v, i }
+    // As decodeTimeCursor: a made-up key the stores cannot hold is refused, not queried.
+    if ((s === 'createdAt' && typeof v === 'number' && isStorableTime(v)) || (s === 'email' && typeof v === 'string' && isStorableText(v))) {
+      if ((d === 'asc' || d === 'desc') && typeof i === 'string' && isStorableText(i)) return { s, d, v, i }
     }
   } catch { /* fall through */ }
-  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
+  throw invalidCursor()
 }
 
 export const MAX_PAGE = 100

@@ -58,7 +58,7 @@ export function hooksRoutes(deps: Deps) {
       apiKey: 'admin', params: DeliveryParams, response: { 200: Delivery },
       detail: detail('Send a delivery again', 'Same id and body, due now with a fresh retry window. 409 while an attempt of it is in flight or the endpoint is disabled.'),
     })
-    .post('/:id/replay', ({ ctx, params, body }) => service.replayFailed(ctx, params.id, new Date(body.since)), {
+    .post('/:id/replay', ({ ctx, params, body }) => service.replayFailed(ctx, params.id, body.since), {
       apiKey: 'admin', params: IdParams, body: ReplayBody, response: { 200: ReplayResult },
       detail: detail('Send every failed delivery since a time again', '409 when the endpoint is disabled.'),
     })

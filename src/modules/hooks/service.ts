@@ -1,6 +1,7 @@
 import type { Ctx } from '../../deps'
-import { conflict, invalidField, notFound } from '../../errors'
+import { badRequest, conflict, invalidField, notFound } from '../../errors'
 import { decodeTimeCursor, encodeTimeCursor } from '../cursor'
+import { parseMoment } from '../moment'
 import type { EventRow } from '../events/stream'
 import { findByIds as findContactsByIds } from '../contacts/repo/contact'
 import { forbiddenReason, isAllowedHost, parseAllowList, parseIp } from '../../net/address-guard'
@@ -202,7 +203,9 @@ export async function replayDelivery(ctx: Ctx, endpointId: string, deliveryId: s
 }
 
 /** POST /webhooks/endpoints/:id/replay: every failed delivery created since `since` is sent again. */
-export async function replayFailed(ctx: Ctx, endpointId: string, since: Date): Promise<{ replayed: number; ids: string[] }> {
+export async function replayFailed(ctx: Ctx, endpointId: string, sinceText: string): Promise<{ replayed: number; ids: string[] }> {
+  const since = parseMoment('since', sinceText)
+  if (!since) throw badRequest('since is required: every failed delivery created at or after it is tried again')
   await enabledOr409(ctx, endpointId)
   const ids = await ctx.store.tx((db) => repo.requeue(ctx.store, db, ctx.projectId, endpointId, { failedSince: since }, ctx.now))
   if (ids.length) wake(ctx)

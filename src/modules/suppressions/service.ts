@@ -1,6 +1,8 @@
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
-import { badRequest, notFound } from '../../errors'
+import { notFound } from '../../errors'
+import { invalidCursor } from '../cursor'
+import { isStorableText, isStorableTime } from '../../storable'
 import type { AddSuppressionBody, ListSuppressionsQuery, SuppressionReason } from './model'
 import * as repo from './repo'
 
@@ -69,9 +71,10 @@ function encodeCursor(r: repo.SuppressionRow): string {
 function decodeCursor(c: string): { createdAt: Date; email: string } {
   try {
     const [ms, email] = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as [unknown, unknown]
-    if (typeof ms === 'number' && Number.isFinite(ms) && typeof email === 'string') return { createdAt: new Date(ms), email }
+    // As decodeTimeCursor: a made-up key the stores cannot hold is refused, not queried.
+    if (typeof ms === 'number' && isStorableTime(ms) && typeof email === 'string' && isStorableText(email)) return { createdAt: new Date(ms), email }
   } catch { /* fall through */ }
-  throw badRequest('Invalid cursor: pass the cursor of a previous response unchanged')
+  throw invalidCursor()
 }
 
 /** GET /suppressions: newest first, cursor pages (docs/decisions.md, Lists and pages). */

@@ -1,0 +1,60 @@
+/**
+ * What both stores can hold, so that whatever one takes the other takes too (a SQLite install can always
+ * move to PostgreSQL): input outside it is refused before any query (400/422), on both stores.
+ *
+ * - Text: no NUL character (U+0000: PostgreSQL's `text` and `jsonb` refuse it) and no lone UTF-16
+ *   surrogate (half of a character, which has no UTF-8 form). SQLite would store both.
+ * - Instants: years 0001 to 9999. PostgreSQL reads a timestamp sent as ISO-8601 text, and
+ *   Date.prototype.toISOString writes other years as `+010000-…` or `-000001-…`, which it refuses, as it
+ *   refuses the year 0000; SQLite would store any number.
+ */
+
+export function isStorableText(s: string): boolean {
+  return !s.includes('\0') && (s as unknown as WellFormed).isWellFormed()
+}
+
+/** String.prototype.isWellFormed (ES2024, in Bun; not in this project's TypeScript lib). */
+interface WellFormed { isWellFormed(): boolean }
+
+/**
+ * The path of the first string (key or value) in `value` that is not storable ('' for `value` itself), or
+ * null. Plain objects and arrays only (JSON); the depth of input was bounded before (http/depth.ts).
+ */
+export function unstorableField(value: unknown): string | null {
+  const visit = (v: unknown, path: string): string | null => {
+    if (typeof v === 'string') return isStorableText(v) ? null : path
+    if (v === null || typeof v !== 'object') return null
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const hit = visit(v[i], path ? `${path}.${i}` : String(i))
+        if (hit !== null) return hit
+      }
+      return null
+    }
+    // Only plain objects (JSON): files of a form are read by their own routes.
+    const proto = Object.getPrototypeOf(v)
+    if (proto !== Object.prototype && proto !== null) return null
+    for (const k in v) {
+      const at = path ? `${path}.${k}` : k
+      if (!isStorableText(k)) return at
+      const hit = visit((v as Record<string, unknown>)[k], at)
+      if (hit !== null) return hit
+    }
+    return null
+  }
+  return visit(value, '')
+}
+
+/** 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z in epoch milliseconds: the instants both stores take. */
+export const MIN_TIME_MS = -62_135_596_800_000
+export const MAX_TIME_MS = 253_402_300_799_999
+
+/** Whether `ms` (epoch milliseconds) is an instant both stores take. */
+export function isStorableTime(ms: number): boolean {
+  return Number.isFinite(ms) && ms >= MIN_TIME_MS && ms <= MAX_TIME_MS
+}
+
+/** Where an instant is read back into the range (a derived bound, such as the end of the day 9999-12-31). */
+export function clampTime(ms: number): number {
+  return Math.min(MAX_TIME_MS, Math.max(MIN_TIME_MS, ms))
+}
