@@ -7,12 +7,19 @@
  * JSON: PostgreSQL `jsonb`; SQLite JSON text read by its json functions.
  */
 import { sql, type AnyColumn, type SQL } from 'drizzle-orm'
-import type { Db, Store } from './client'
+import type { Db, Dialect, Store } from './client'
 
 type Expr = AnyColumn | SQL
+/** What a pure fragment needs to know of the store: its kind (the filter compiler has no Store, only this). */
+type On = Pick<Store, 'dialect'>
+
+/** Whether a value read from outside (a backup's manifest) names a store kind. */
+export function isDialect(v: unknown): v is Dialect {
+  return v === 'sqlite' || v === 'pg'
+}
 
 /** A moment as a bound value of raw SQL, comparable with a timestamp column of either store. */
-export function moment(store: Store, at: Date | number): SQL {
+export function moment(store: On, at: Date | number): SQL {
   const d = typeof at === 'number' ? new Date(at) : at
   return store.dialect === 'pg' ? sql`${d.toISOString()}::timestamptz` : sql`${d.getTime()}`
 }
@@ -25,6 +32,28 @@ export function moment(store: Store, at: Date | number): SQL {
 export function momentParam(store: Store, at: Date | number): string | number {
   const ms = typeof at === 'number' ? at : at.getTime()
   return store.dialect === 'pg' ? new Date(ms).toISOString() : ms
+}
+
+/**
+ * A text, a number or a boolean bound as a parameter of its SQL type: PostgreSQL cannot infer a
+ * parameter's type inside CASE, json functions or a comparison with an expression, so it gets a cast;
+ * SQLite binds the value as it is (booleans as 1/0).
+ */
+export function textParam(store: On, s: string): SQL {
+  return store.dialect === 'pg' ? sql`${s}::text` : sql`${s}`
+}
+
+export function numberParam(store: On, n: number): SQL {
+  return store.dialect === 'pg' ? sql`${String(n)}::numeric` : sql`${n}`
+}
+
+export function boolParam(store: On, b: boolean): SQL {
+  return store.dialect === 'pg' ? sql`${b}::boolean` : sql`${b ? 1 : 0}`
+}
+
+/** Whether the text `haystack` contains `needle` (case-sensitive): PostgreSQL `strpos`, SQLite `instr`. */
+export function textContains(store: On, haystack: SQL, needle: SQL): SQL {
+  return store.dialect === 'pg' ? sql`strpos(${haystack}, ${needle}) > 0` : sql`instr(${haystack}, ${needle}) > 0`
 }
 
 /** A boolean as a SQL literal (PostgreSQL `true`/`false`; SQLite stores booleans as 1/0). */
@@ -45,7 +74,7 @@ export function jsonText(store: Store, column: Expr, key: string): SQL<string | 
  * cost more to build and plan than the look-ups (about 0.6 ms a batch of 285 on SQLite), and PostgreSQL
  * limits a statement to 65,535 parameters.
  */
-export function inJsonList(store: Store, column: Expr, ids: readonly string[]): SQL {
+export function inJsonList(store: On, column: Expr, ids: readonly string[]): SQL {
   const json = JSON.stringify(ids)
   return store.dialect === 'pg'
     ? sql`${column} = ANY (ARRAY(SELECT jsonb_array_elements_text(${json}::jsonb)))`
@@ -53,11 +82,25 @@ export function inJsonList(store: Store, column: Expr, ids: readonly string[]): 
 }
 
 /**
+ * The rows of `table` whose `id` is among `ids`, as `<from> WHERE <test>` for the caller to go on with
+ * `AND ...`: each id one primary-key look-up, never a pass over a project's rows. SQLite is given the join
+ * order (the id list drives a CROSS JOIN), or its planner, without statistics, may walk a project-wide
+ * index instead; PostgreSQL takes the ids as one array parameter (inJsonList) and plans it itself.
+ */
+export function rowsOfIds(store: On, table: string, ids: readonly string[]): SQL {
+  if (!/^[a-z_]+$/.test(table)) throw new Error(`rowsOfIds: not a plain table name: ${table}`)
+  const t = sql.raw(table)
+  return store.dialect === 'pg'
+    ? sql`${t} WHERE ${inJsonList(store, sql.raw(`${table}.id`), ids)}`
+    : sql`json_each(${JSON.stringify(ids)}) AS j CROSS JOIN ${t} ON ${t}.id = j.value WHERE 1 = 1`
+}
+
+/**
  * `column` as a planner hint when `hint` is set: on SQLite a unary `+` keeps the planner off that
  * column's index (it would pick a project-wide index over the selective one the query is anchored on
  * and walk every row of the project); PostgreSQL's planner has statistics and gets the column as is.
  */
-export function noIndex(store: Store, column: Expr, hint = true): SQL {
+export function noIndex(store: On, column: Expr, hint = true): SQL {
   return hint && store.dialect === 'sqlite' ? sql`+${column}` : sql`${column}`
 }
 

@@ -1,16 +1,20 @@
 import { sql } from 'drizzle-orm'
 import { embeddedMigrations } from './migrations.macro' with { type: 'macro' }
 import type { Migration } from './migrations.macro'
-import type { Store } from './client'
+import type { Dialect, Store } from './client'
+import { moment } from './dialect'
 import { REPAIRS, type Repair } from './repairs'
 
-const MIGRATIONS: Record<'sqlite' | 'pg', Migration[]> = {
-  sqlite: embeddedMigrations('sqlite'),
-  pg: embeddedMigrations('pg'),
+/** Each store's schema steps: its own migrations (migrations/<dialect>) and data repairs. */
+const STEPS: Record<Dialect, { migrations: Migration[]; repairs: Repair[] }> = {
+  sqlite: { migrations: embeddedMigrations('sqlite'), repairs: REPAIRS.sqlite },
+  pg: { migrations: embeddedMigrations('pg'), repairs: REPAIRS.pg },
 }
 
-export function knownMigrations(store: Store): string[] {
-  return [...MIGRATIONS[store.dialect].map((m) => m.name), ...REPAIRS[store.dialect].map((r) => r.name)].sort()
+/** The names of every migration and repair a store of this kind has once migrated (a restore asks before it opens one). */
+export function knownMigrations(store: Pick<Store, 'dialect'>): string[] {
+  const steps = STEPS[store.dialect]
+  return [...steps.migrations.map((m) => m.name), ...steps.repairs.map((r) => r.name)].sort()
 }
 
 async function ensureTable(store: Store) {
@@ -51,9 +55,7 @@ function applyRepair(store: Store, r: Repair): Promise<boolean> {
     const [seen] = await store.rows(sql`SELECT 1 AS seen FROM schema_migrations WHERE name = ${r.name}`, db)
     if (seen) return false
     await r.run(store, db)
-    await store.exec(store.dialect === 'pg'
-      ? sql`INSERT INTO schema_migrations (name) VALUES (${r.name})`
-      : sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${r.name}, ${Date.now()})`, db)
+    await store.exec(sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${r.name}, ${moment(store, Date.now())})`, db)
     return true
   })
 }
@@ -65,10 +67,11 @@ function applyRepair(store: Store, r: Repair): Promise<boolean> {
 export async function migrate(store: Store): Promise<string[]> {
   await ensureTable(store)
   const done: string[] = []
-  for (const m of MIGRATIONS[store.dialect]) {
+  const steps = STEPS[store.dialect]
+  for (const m of steps.migrations) {
     if (await store.applyMigration(m.name, m.sql)) done.push(m.name)
   }
-  for (const r of REPAIRS[store.dialect]) {
+  for (const r of steps.repairs) {
     if (await applyRepair(store, r)) done.push(r.name)
   }
   return done

@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { Dialect } from '../db/client'
+import { boolParam, moment, noIndex, numberParam, textContains, textParam } from '../db/dialect'
 import { isInlineName } from '../modules/events/inline'
 import { EPOCH_SECONDS_BELOW } from './check'
 import { clampTime } from '../storable'
@@ -69,14 +70,14 @@ class Compiler {
   private get pg() { return this.c.dialect === 'pg' }
 
   // ---- bound parameters, typed for PostgreSQL ----
-  private text(s: string): SQL { return this.pg ? sql`${s}::text` : sql`${s}` }
-  private num(n: number): SQL { return this.pg ? sql`${String(n)}::numeric` : sql`${n}` }
-  private bool(b: boolean): SQL { return this.pg ? sql`${b}::boolean` : sql`${b ? 1 : 0}` }
+  private text(s: string): SQL { return textParam(this.c, s) }
+  private num(n: number): SQL { return numberParam(this.c, n) }
+  private bool(b: boolean): SQL { return boolParam(this.c, b) }
   /**
    * A value for a contacts/events timestamp column. Dates were checked to lie in the years PostgreSQL
    * reads (src/storable.ts); the end of the day 9999-12-31 is the one bound computed past them.
    */
-  private ts(ms: number): SQL { return this.pg ? sql`${new Date(clampTime(ms)).toISOString()}::timestamptz` : sql`${ms}` }
+  private ts(ms: number): SQL { return moment(this.c, clampTime(ms)) }
 
   // ---- contacts.data access ----
   /** SQLite JSON path `$."k1"."k2"`: each key JSON-quoted, so quotes, dots and brackets inside a key stay a key. */
@@ -172,7 +173,7 @@ class Compiler {
     if (this.c.mode === 'correlated') {
       const where = sql`e.contact_id = contacts.id AND e.project_id = ${project} AND e.name = ${this.text(name)}${since}`
       // SQLite: unary + keeps the planner on the contact's emails (not every inline email of the project).
-      const inlineWhere = sql`m.contact_id = contacts.id AND ${sql.raw(this.pg ? '' : '+')}m.project_id = ${project} AND m.inline_events IS NOT NULL${inlineSince}`
+      const inlineWhere = sql`m.contact_id = contacts.id AND ${noIndex(this.c, sql.raw('m.project_id'))} = ${project} AND m.inline_events IS NOT NULL${inlineSince}`
       if (many) {
         const stored = sql`(SELECT count(*) FROM events e WHERE ${where})`
         return inline ? sql`((${stored} + (SELECT count(*) FROM emails m WHERE ${inlineWhere})) > ${moreThan})` : sql`(${stored} > ${moreThan})`
@@ -220,7 +221,7 @@ class Compiler {
         const v = this.text(p.value)
         const test = p.op === 'equals' || p.op === 'notEquals'
           ? sql`contacts.email = ${v}`
-          : this.pg ? sql`strpos(contacts.email, ${v}) > 0` : sql`instr(contacts.email, ${v}) > 0`
+          : textContains(this.c, sql.raw('contacts.email'), v)
         return p.op.startsWith('not') ? not(test) : test
       }
       case 'subscribed': {
@@ -266,7 +267,7 @@ class Compiler {
       case 'contains': case 'notContains': {
         const s = this.text(p.value.s)
         const t = this.textOf(p.path)
-        const test = orFalse(this.pg ? sql`strpos(lower(${t}), lower(${s})) > 0` : sql`instr(lower(${t}), lower(${s})) > 0`)
+        const test = orFalse(textContains(this.c, sql`lower(${t})`, sql`lower(${s})`))
         return p.op === 'contains' ? test : not(test)
       }
       default: {

@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises'
+import { isDialect } from '../db/dialect'
 import { ArchiveError, hasher, readTar, type TarEntryInfo } from './tar'
 
 /**
@@ -38,7 +39,7 @@ function parseManifest(text: string): Manifest {
   try { m = JSON.parse(text) as Manifest } catch { throw new ArchiveError('the manifest is not valid JSON') }
   if (m?.format !== FORMAT) throw new ArchiveError('not a mailctl backup (no mailctl manifest)')
   if (m.formatVersion !== 1) throw new ArchiveError(`archive format version ${m.formatVersion} is newer than this mailctl reads (1)`)
-  if (m.dialect !== 'sqlite' && m.dialect !== 'pg') throw new ArchiveError('the manifest names no store kind')
+  if (!isDialect(m.dialect)) throw new ArchiveError('the manifest names no store kind')
   if (!Array.isArray(m.files) || !Array.isArray(m.migrations) || !Array.isArray(m.tables)) throw new ArchiveError('the manifest is incomplete')
   for (const f of m.files) {
     if (typeof f.path !== 'string' || f.path.startsWith('/') || f.path.split('/').includes('..')) throw new ArchiveError(`the manifest names an unsafe path: ${f.path}`)

@@ -58,6 +58,7 @@ export async function createBackup(env: { config: Config; store: Store }, target
     const { store, config } = env
     let migrations: string[]
     let tables: ManifestTable[]
+    let keys: Manifest['keys'] = 'settings'
     if (store.dialect === 'sqlite') {
       progress('taking the database snapshot (VACUUM INTO)')
       const snap = await sqliteSnapshot(sqlitePath(store.url), join(work, 'mailctl.db'))
@@ -66,6 +67,10 @@ export async function createBackup(env: { config: Config; store: Store }, target
       progress(`archiving the database (${((await stat(join(work, 'mailctl.db'))).size / 1e6).toFixed(1)} MB)`)
       await add('mailctl.db', join(work, 'mailctl.db'))
       await rm(join(work, 'mailctl.db'))
+      for (const name of ['secret.key', 'dkim.key']) {
+        const path = join(config.dataDir, name)
+        if (existsSync(path)) { await add(`keys/${name}`, path); keys = 'files' }
+      }
     } else {
       const dumped = await dumpPg(store, join(work, 'tables'), progress)
       migrations = dumped.migrations
@@ -74,17 +79,11 @@ export async function createBackup(env: { config: Config; store: Store }, target
         await add(t.file as string, join(work, t.file as string))
         await rm(join(work, t.file as string))
       }
-    }
-    let keys: Manifest['keys'] = 'settings'
-    if (store.dialect === 'sqlite') {
-      for (const name of ['secret.key', 'dkim.key']) {
-        const path = join(config.dataDir, name)
-        if (existsSync(path)) { await add(`keys/${name}`, path); keys = 'files' }
+      if (opts.includeKeys) {
+        files.push(await tar.addBuffer('keys/secret.key', Buffer.from(`${jwtSecret(config)}\n`)))
+        files.push(await tar.addBuffer('keys/dkim.key', Buffer.from(`${dkimKey(config).toString('base64')}\n`)))
+        keys = 'included'
       }
-    } else if (opts.includeKeys) {
-      files.push(await tar.addBuffer('keys/secret.key', Buffer.from(`${jwtSecret(config)}\n`)))
-      files.push(await tar.addBuffer('keys/dkim.key', Buffer.from(`${dkimKey(config).toString('base64')}\n`)))
-      keys = 'included'
     }
     let uploads = 0
     const uploadDir = join(config.dataDir, 'uploads')

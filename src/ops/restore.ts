@@ -5,8 +5,7 @@ import { Database } from 'bun:sqlite'
 import type { Config } from '../config'
 import { openStore, pgConnection, sqlitePath, type Store } from '../db/client'
 import { embeddedMigrations } from '../db/migrations.macro' with { type: 'macro' }
-import { migrate } from '../db/migrate'
-import { REPAIRS } from '../db/repairs'
+import { knownMigrations, migrate } from '../db/migrate'
 import { recordedFingerprints } from '../db/secret-check'
 import { badRequest, conflict } from '../errors'
 import { fingerprint } from '../secrets'
@@ -48,7 +47,6 @@ export interface RestoreResult {
 }
 
 const PG_MIGRATIONS = embeddedMigrations('pg')
-const SQLITE_MIGRATIONS = embeddedMigrations('sqlite')
 
 /** The DDL of migrate.ts's bookkeeping table on PostgreSQL (created here inside the restore's transaction). */
 const PG_SCHEMA_MIGRATIONS = 'CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ(3) NOT NULL DEFAULT now())'
@@ -69,7 +67,7 @@ export async function restoreBackup(config: Config, file: string, opts: RestoreO
       ? 'this archive is of a SQLite install and DATABASE_URL is PostgreSQL: restore it into a SQLite data dir, then move it with `mailctl store copy --to postgres://...`'
       : 'this archive is of a PostgreSQL install and DATABASE_URL is SQLite: set DATABASE_URL to an empty PostgreSQL database')
   }
-  const known = new Set([...(dialect === 'pg' ? PG_MIGRATIONS : SQLITE_MIGRATIONS).map((m) => m.name), ...REPAIRS[dialect].map((r) => r.name)])
+  const known = new Set(knownMigrations({ dialect }))
   const unknown = manifest.migrations.filter((m) => !known.has(m))
   if (unknown.length) throw badRequest(`this archive was written by a newer mailctl (${manifest.mailctlVersion}; migrations ${unknown.join(', ')} are unknown here): restore it with that version or a later one`)
   const done = dialect === 'sqlite' ? await restoreSqlite(config, file, manifest, opts, progress) : await restorePg(config, file, manifest, opts, progress)

@@ -2,9 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { asc, inArray, sql } from 'drizzle-orm'
 import type { Store } from '../../src/db/client'
 import {
-  asStoredJson, boolLiteral, deleteCounted, epochMs, inJsonList, jsonText, laterPlusMs, locked, moment, momentParam,
-  noIndex, skipLocked, tryTxLock, utcDay, utcHourMs,
+  asStoredJson, boolLiteral, boolParam, deleteCounted, epochMs, inJsonList, isDialect, jsonArrayRows, jsonElement, jsonText,
+  jsonValue, laterPlusMs, locked, moment, momentParam, noIndex, numberParam, rowsOfIds, skipLocked, textContains, textParam, tryTxLock,
+  utcDay, utcHourMs, writerSlot,
 } from '../../src/db/dialect'
+import { statementRows } from '../../src/db/statement'
 import { migratedStore, pgReachableSync } from '../helpers/env'
 
 /**
@@ -75,10 +77,56 @@ for (const kind of ['sqlite', 'pg'] as const) {
       expect(await ids(sql`${noIndex(store, sql.raw('status'), false)} = ${'done'}`)).toEqual(['c'])
     })
 
+    test('rowsOfIds reads the rows of an id list, and the caller goes on with AND', async () => {
+      const got = async (list: string[]) => (await store.rows<{ id: string }>(sql`SELECT jobs.id FROM ${rowsOfIds(store, 'jobs', list)} AND jobs.status = ${'queued'} ORDER BY jobs.id`)).map((r) => r.id)
+      expect(await got(['c', 'b', 'a', 'zz'])).toEqual(['a', 'b'])
+      expect(await got([])).toEqual([])
+      expect(() => rowsOfIds(store, 'jobs; DROP', ['a'])).toThrow('not a plain table name')
+    })
+
     test('boolLiteral is true and false on both stores', async () => {
       const [r] = await store.rows<{ t: unknown; f: unknown }>(sql.raw(`SELECT ${boolLiteral(store, true)} AS t, ${boolLiteral(store, false)} AS f`))
       expect(Boolean(r.t)).toBe(true)
       expect(Boolean(r.f)).toBe(false)
+    })
+
+    test('textParam, numberParam and boolParam bind typed values; textContains finds a substring', async () => {
+      expect(await ids(sql`status = ${textParam(store, 'queued')}`)).toEqual(['a', 'b'])
+      const [r] = await store.rows<{ n: number | string; t: number; f: number; c: number }>(sql`
+        SELECT ${numberParam(store, 2.5)} + 1 AS n,
+          CASE WHEN ${boolParam(store, true)} THEN 1 ELSE 0 END AS t, CASE WHEN ${boolParam(store, false)} THEN 1 ELSE 0 END AS f,
+          CASE WHEN ${textContains(store, textParam(store, 'Queued'), textParam(store, 'ueu'))} THEN 1 ELSE 0 END AS c`)
+      expect({ n: Number(r.n), t: Number(r.t), f: Number(r.f), c: Number(r.c) }).toEqual({ n: 3.5, t: 1, f: 0, c: 1 })
+      expect(await ids(textContains(store, sql.raw('status'), textParam(store, 'ueu')))).toEqual(['a', 'b'])
+      expect(await ids(textContains(store, sql.raw('status'), textParam(store, 'Q')))).toEqual([])
+    })
+
+    test('jsonArrayRows and jsonElement read a JSON array parameter as rows; jsonValue stores JSON text', async () => {
+      const rows = await store.rows<{ a: string; b: string }>(sql`
+        SELECT ${jsonElement(store, 'r', 0)} AS a, ${jsonElement(store, 'r', 1)} AS b FROM ${jsonArrayRows(store, '[["x","y"],["z","w"]]', 'r')}`)
+      expect(rows).toEqual([{ a: 'x', b: 'y' }, { a: 'z', b: 'w' }])
+      const [v] = await store.rows<{ v: string }>(sql`SELECT ${jsonText(store, sql`(${jsonValue(store, '{"k":"v"}')})`, 'k')} AS v`)
+      expect(v.v).toBe('v')
+      expect(() => jsonArrayRows(store, '[]', 'r; DROP')).toThrow('not a plain alias')
+    })
+
+    test('writerSlot is one of the counter rows a transaction may add to', async () => {
+      const [r] = await store.tx((db) => store.rows<{ s: number | string }>(sql`SELECT ${writerSlot(store)} AS s`, db))
+      expect(Number(r.s)).toBeGreaterThanOrEqual(0)
+      expect(Number(r.s)).toBeLessThan(8)
+    })
+
+    test('statementRows runs one text on both stores: placeholders reused and out of order, in the transaction', async () => {
+      const seen = await store.tx(async (db) => {
+        const ins = await statementRows<{ id: string }>(store, db, `INSERT INTO jobs (id, project_id, name, payload, status, attempts, max_attempts, run_at, total, processed, created_at, updated_at)
+          VALUES ($1, NULL, $2, $3, 'queued', 0, 1, $4, 0, 0, $4, $4) RETURNING id`, 'st1', 'dialect-st', '{"k":1}', momentParam(store, AT))
+        const read = await statementRows<{ id: string; k: string }>(store, db, 'SELECT id, status AS k FROM jobs WHERE name = $2 AND id = $1 AND run_at = $3', 'st1', 'dialect-st', momentParam(store, AT))
+        const none = await statementRows(store, db, 'DELETE FROM jobs WHERE name = $1 AND id = $1', 'dialect-st')
+        return { ins, read, none }
+      })
+      expect(seen).toEqual({ ins: [{ id: 'st1' }], read: [{ id: 'st1', k: 'queued' }], none: [] })
+      const after = await store.tx((db) => statementRows<{ n: number | string }>(store, db, 'SELECT count(*) AS n FROM jobs WHERE name = $1', 'dialect-st'))
+      expect(Number(after[0]?.n)).toBe(1)
     })
 
     test('asStoredJson orders keys as the store gives a stored object back', async () => {
@@ -110,6 +158,10 @@ for (const kind of ['sqlite', 'pg'] as const) {
     })
   })
 }
+
+test('isDialect accepts the two store kinds only', () => {
+  expect(['sqlite', 'pg', 'postgres', '', null, 1].map(isDialect)).toEqual([true, true, false, false, false, false])
+})
 
 /** What only PostgreSQL can show: other transactions skip locked rows and do not get a held lock. */
 describe.skipIf(!pgReachableSync())('dialect locks across transactions [pg]', () => {

@@ -199,6 +199,15 @@ for (const kind of ['sqlite', 'pg'] as const) {
       }
     }, 60_000)
 
+    test.skipIf(!pgReachableSync())('an archive of the other store kind is refused before anything is written, naming what to do', async () => {
+      const other = kind === 'sqlite' ? 'pg' : 'sqlite'
+      const into = await target(other)
+      const err = await refusal(restoreBackup(into, archive))
+      expect(err.code).toBe('BAD_REQUEST')
+      expect(err.message).toMatch(kind === 'sqlite' ? /archive is of a SQLite install and DATABASE_URL is PostgreSQL/ : /archive is of a PostgreSQL install and DATABASE_URL is SQLite/)
+      expect(dirEntries(into.dataDir)).toEqual([])
+    }, 60_000)
+
     test('a target that is not empty is refused without --force, and replaced with it', async () => {
       const into = await target(kind)
       // Another install, made by another process (as an operator's would be).

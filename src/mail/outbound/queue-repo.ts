@@ -21,8 +21,9 @@
  * What both queues share is jobs/lease.ts: holder ids, renewal, release of a dead holder's leases and
  * of what a stopping worker holds, and the wake-up signal.
  */
+import { inJsonList } from '../../db/dialect'
 import { insertAll } from '../../db/insert-all'
-import { and, asc, count, eq, gt, inArray, isNull, lte, min, sql } from 'drizzle-orm'
+import { and, asc, count, eq, gt, isNull, lte, min, sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from '../../db/client'
 import { heldBy, leaseEnd, liveLease, type LeasedTable } from '../../jobs/lease'
 import { mayClaim } from '../../jobs/nodes'
@@ -129,14 +130,9 @@ export async function rescheduleRows(store: Store, db: Db, workerId: string, row
 /** Deletes rows (final outcomes); returns the ids actually deleted, so an outcome is applied once. */
 export async function deleteRows(store: Store, db: Db, emailIds: string[]): Promise<string[]> {
   if (!emailIds.length) return []
-  if (store.dialect === 'sqlite') {
-    const rows = sqliteConnection(db).query('DELETE FROM outbound_queue WHERE email_id IN (SELECT value FROM json_each(?)) RETURNING email_id')
-      .all(JSON.stringify(emailIds)) as Array<{ email_id: string }>
-    return rows.map((r) => r.email_id)
-  }
-  const q = store.t.outboundQueue
-  const rows = await db.delete(q).where(inArray(q.emailId, emailIds)).returning({ id: q.emailId })
-  return rows.map((r) => r.id)
+  // The ids as one JSON parameter on both stores (a batch of outcomes can name hundreds).
+  const rows = await store.rows<{ email_id: string }>(sql`DELETE FROM outbound_queue WHERE ${inJsonList(store, sql.raw('email_id'), emailIds)} RETURNING email_id`, db)
+  return rows.map((r) => r.email_id)
 }
 
 export interface QueueStats {

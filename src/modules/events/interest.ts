@@ -1,5 +1,5 @@
-import { sql, type SQL } from 'drizzle-orm'
-import { sqliteConnection, type Db, type Store } from '../../db/client'
+import type { Db, Store } from '../../db/client'
+import { statementRows } from '../../db/statement'
 import { consumersGeneration, eventConsumers } from './consumers'
 
 /**
@@ -16,7 +16,7 @@ import { consumersGeneration, eventConsumers } from './consumers'
  * - on PostgreSQL a change that commits while the transaction runs may not be seen: it happened at the
  *   same moment as the events, and either order is right (docs/decisions.md, Event delivery).
  */
-interface Probe { generation: number; sqlite: string | null; pg: SQL[] | null }
+interface Probe { generation: number; text: string | null }
 let probe: Probe | null = null
 /** Interests handed to a thread that has no consumers of its own (the track writer, adoptInterests). */
 let adopted: { generation: number; interests: string[] } | null = null
@@ -40,14 +40,13 @@ function currentProbe(): Probe {
   if (probe?.generation === generation) return probe
   const interests = adopted ? adopted.interests : declaredInterests()
   const text = interests.length ? `SELECT 1 AS owed WHERE ${interests.map((q) => `EXISTS (${q})`).join(' OR ')}` : null
-  probe = { generation, sqlite: text === null ? null : text.replace(/\$1/g, '?1'), pg: text === null ? null : text.split('$1').map((part) => sql.raw(part)) }
+  probe = { generation, text }
   return probe
 }
 
 /** Whether some registered consumer may react to events of `projectId`, read in the transaction `db` (see above). */
 export async function projectHasConsumers(store: Store, db: Db, projectId: string): Promise<boolean> {
   const p = currentProbe()
-  if (!p.sqlite || !p.pg) return false
-  if (store.dialect === 'sqlite') return sqliteConnection(db).query(p.sqlite).get(projectId) !== null
-  return (await store.rows(sql.join(p.pg, sql`${projectId}`), db)).length > 0
+  if (!p.text) return false
+  return (await statementRows(store, db, p.text, projectId)).length > 0
 }

@@ -1,10 +1,11 @@
-import { sql } from 'drizzle-orm'
-import { sqliteConnection, type Db, type Store } from '../../db/client'
+import type { Db, Store } from '../../db/client'
+import { momentParam } from '../../db/dialect'
+import { statementRows } from '../../db/statement'
 
 /**
- * The only SQL of the idempotency module. On SQLite the statements are compiled once on the connection
- * (bun:sqlite caches `query()`), off drizzle's query builder; PostgreSQL runs the same text through
- * drizzle's `sql` template. Times are epoch milliseconds here; each store keeps its own column type.
+ * The only SQL of the idempotency module: one text per statement for both stores, run by statementRows
+ * (src/db/statement.ts: compiled once on SQLite's connection, off drizzle's query builder). Times are
+ * epoch milliseconds here; each store keeps its own column type (momentParam).
  */
 
 /** A key to claim: who, what request, when, until when. */
@@ -33,49 +34,27 @@ function held(r: RawHeld): HeldKey {
  * SQLite one writer at a time, on PostgreSQL the second insert waits for the first transaction.
  */
 export async function claimIn(store: Store, db: Db, c: Claim, statusCode: number | null): Promise<HeldKey | null> {
-  if (store.dialect === 'sqlite') {
-    const q = sqliteConnection(db)
-    q.query('DELETE FROM idempotency_keys WHERE project_id = ? AND key = ? AND expires_at < ?').run(c.projectId, c.key, c.nowMs)
-    const ins = q.query('INSERT INTO idempotency_keys (project_id, key, method, path, request_hash, status_code, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING')
-      .run(c.projectId, c.key, c.method, c.path, c.requestHash, statusCode, c.nowMs, c.expiresAtMs)
-    if (ins.changes === 1) return null
-    const r = q.query('SELECT method, path, request_hash, created_at, status_code FROM idempotency_keys WHERE project_id = ? AND key = ?').get(c.projectId, c.key) as RawHeld | null
-    return r ? held(r) : null
-  }
-  const now = new Date(c.nowMs).toISOString()
-  await store.exec(sql`DELETE FROM idempotency_keys WHERE project_id = ${c.projectId} AND key = ${c.key} AND expires_at < ${now}`, db)
-  const ins = await store.rows(sql`
-    INSERT INTO idempotency_keys (project_id, key, method, path, request_hash, status_code, created_at, expires_at)
-    VALUES (${c.projectId}, ${c.key}, ${c.method}, ${c.path}, ${c.requestHash}, ${statusCode}, ${now}, ${new Date(c.expiresAtMs).toISOString()})
-    ON CONFLICT DO NOTHING RETURNING 1 AS claimed`, db)
+  const now = momentParam(store, c.nowMs)
+  await statementRows(store, db, 'DELETE FROM idempotency_keys WHERE project_id = $1 AND key = $2 AND expires_at < $3', c.projectId, c.key, now)
+  const ins = await statementRows(store, db, `INSERT INTO idempotency_keys (project_id, key, method, path, request_hash, status_code, created_at, expires_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING 1 AS claimed`,
+  c.projectId, c.key, c.method, c.path, c.requestHash, statusCode, now, momentParam(store, c.expiresAtMs))
   if (ins.length) return null
-  const [r] = await store.rows<RawHeld>(sql`SELECT method, path, request_hash, created_at, status_code FROM idempotency_keys WHERE project_id = ${c.projectId} AND key = ${c.key}`, db)
+  const [r] = await statementRows<RawHeld>(store, db, 'SELECT method, path, request_hash, created_at, status_code FROM idempotency_keys WHERE project_id = $1 AND key = $2', c.projectId, c.key)
   return r ? held(r) : null
 }
 
 /** Records the outcome of the claimed request. */
 export async function setStatus(store: Store, db: Db, projectId: string, key: string, statusCode: number): Promise<void> {
-  if (store.dialect === 'sqlite') {
-    sqliteConnection(db).query('UPDATE idempotency_keys SET status_code = ? WHERE project_id = ? AND key = ?').run(statusCode, projectId, key)
-    return
-  }
-  await store.exec(sql`UPDATE idempotency_keys SET status_code = ${statusCode} WHERE project_id = ${projectId} AND key = ${key}`, db)
+  await statementRows(store, db, 'UPDATE idempotency_keys SET status_code = $1 WHERE project_id = $2 AND key = $3', statusCode, projectId, key)
 }
 
 /** Frees the key (the request was refused: it may be sent again). */
 export async function release(store: Store, db: Db, projectId: string, key: string): Promise<void> {
-  if (store.dialect === 'sqlite') {
-    sqliteConnection(db).query('DELETE FROM idempotency_keys WHERE project_id = ? AND key = ?').run(projectId, key)
-    return
-  }
-  await store.exec(sql`DELETE FROM idempotency_keys WHERE project_id = ${projectId} AND key = ${key}`, db)
+  await statementRows(store, db, 'DELETE FROM idempotency_keys WHERE project_id = $1 AND key = $2', projectId, key)
 }
 
 /** Removes expired keys. */
 export async function deleteExpired(store: Store, db: Db, nowMs: number): Promise<void> {
-  if (store.dialect === 'sqlite') {
-    sqliteConnection(db).query('DELETE FROM idempotency_keys WHERE expires_at < ?').run(nowMs)
-    return
-  }
-  await store.exec(sql`DELETE FROM idempotency_keys WHERE expires_at < ${new Date(nowMs).toISOString()}`, db)
+  await statementRows(store, db, 'DELETE FROM idempotency_keys WHERE expires_at < $1', momentParam(store, nowMs))
 }

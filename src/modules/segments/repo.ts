@@ -1,6 +1,6 @@
 import { and, count, desc, eq, inArray, like, or, sql, type SQL } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
-import { inJsonList, locked, moment } from '../../db/dialect'
+import { inJsonList, locked, moment, rowsOfIds } from '../../db/dialect'
 
 /** The only SQL of the segments module. Every function takes the project id. */
 
@@ -145,11 +145,8 @@ export async function membershipDiff(store: Store, projectId: string, id: string
  */
 export async function enter(store: Store, db: Db, projectId: string, id: string, ids: string[], now: Date): Promise<string[]> {
   if (!ids.length) return []
-  // Each id is one primary-key look-up (SQLite: the id list drives the join, CROSS JOIN fixes the order),
-  // never a pass over the project's contacts.
-  const from = store.dialect === 'pg'
-    ? sql`contacts WHERE ${inJsonList(store, sql.raw('contacts.id'), ids)}`
-    : sql`json_each(${JSON.stringify(ids)}) AS j CROSS JOIN contacts ON contacts.id = j.value WHERE 1 = 1`
+  // Each id is one primary-key look-up, never a pass over the project's contacts.
+  const from = rowsOfIds(store, 'contacts', ids)
   const rows = await store.rows<{ contact_id: string }>(sql`
     INSERT INTO segment_members (segment_id, contact_id, project_id, created_at)
     SELECT ${id}, contacts.id, ${projectId}, ${ts(store, now)} FROM ${from} AND contacts.project_id = ${projectId}

@@ -1,6 +1,7 @@
 import { and, eq, sql } from 'drizzle-orm'
-import { sqliteConnection, type Db, type Store } from '../../db/client'
+import type { Db, Store } from '../../db/client'
 import { locked, moment } from '../../db/dialect'
+import { statementRows } from '../../db/statement'
 import { advanceSql, type EmailStatus } from '../emails/status'
 import { spillInlineEvents } from '../events/inline'
 import { insertEvents } from '../events/repo'
@@ -163,12 +164,7 @@ export async function campaignStats(store: Store, projectId: string, campaignId:
  * and concurrent transactions would exhaust the pool and wait on each other forever.
  */
 export async function trackingEnabled(store: Store, projectId: string, db: Db = store.db): Promise<boolean> {
-  if (store.dialect === 'sqlite') {
-    // Once per send request: a statement compiled once on the connection (sending hot path, src/db/sqlite-statements.ts).
-    const row = sqliteConnection(db).query('SELECT tracking_enabled AS "on" FROM projects WHERE id = ? LIMIT 1').get(projectId) as { on: number } | null
-    return row?.on === 1
-  }
-  const p = store.t.projects
-  const [row] = await db.select({ on: p.trackingEnabled }).from(p).where(eq(p.id, projectId)).limit(1)
-  return Boolean(row?.on)
+  // Once per send request: one text compiled once on SQLite's connection (src/db/statement.ts); SQLite answers 0/1.
+  const [row] = await statementRows<{ on: boolean | number }>(store, db, 'SELECT tracking_enabled AS "on" FROM projects WHERE id = $1 LIMIT 1', projectId)
+  return row?.on === true || row?.on === 1
 }
