@@ -118,6 +118,7 @@ export function composeDeps(deps: Deps): Deps {
  */
 function noStoreMessage(config: Config, dialect: 'sqlite' | 'pg', empty = false): string {
   const create = 'or create it with `mailctl migrate` (`mailctl serve` also creates it)'
+  // dialect: the message names the store the settings point at
   if (dialect === 'pg') return `the PostgreSQL database of DATABASE_URL (${redactUrl(config.databaseUrl)}) has no mailctl tables: check DATABASE_URL, ${create}`
   const byDefault = config.databaseUrl === `sqlite://${join(config.dataDir, 'mailctl.db')}`
   const where = byDefault ? `MAILCTL_DATA_DIR=${config.dataDir}, DATABASE_URL unset` : `DATABASE_URL=${redactUrl(config.databaseUrl)}`

@@ -42,6 +42,7 @@ function fromFile(config: Config, name: KeyName): boolean {
  * would be generated into this node's data dir.
  */
 export function requireConfiguredKeys(config: Config, dialect: Dialect): void {
+  // dialect: every PostgreSQL node must share its keys through settings; SQLite keeps them in its data dir
   if (dialect !== 'pg') return
   const missing = (['jwt', 'dkim'] as const).filter((n) => fromFile(config, n))
   if (!missing.length) return

@@ -166,6 +166,7 @@ function sqliteHandle(db: Db): SqliteDb {
  * The raw bun:sqlite connection behind a drizzle handle of a SQLite store: the reader for `store.db`, the
  * writer for the handle `store.tx` passes. For hot paths that run compiled statements themselves.
  */
+// dialect: the raw connection of each driver (bun:sqlite, postgres.js) for hot paths that run their own statements
 export function sqliteConnection(db: Db): Database {
   return sqliteHandle(db).$client
 }
@@ -249,6 +250,7 @@ function ownerOnly(path: string, create: boolean): void {
   }
 }
 
+// dialect: each store is opened by its own driver with its own connection, transaction and snapshot rules
 function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean): Store {
   const path = sqlitePath(url)
   if (path !== ':memory:') {

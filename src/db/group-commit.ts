@@ -92,6 +92,7 @@ function retryOrFail(err: unknown): unknown {
 interface Savepoints { savepoint(): Promise<void> | void; release(): Promise<void> | void; rollback(): Promise<void> | void }
 
 function savepoints(store: Store, db: Db): Savepoints {
+  // dialect: savepoints compiled once on SQLite's writer connection, through drizzle on PostgreSQL's transaction
   if (store.dialect === 'sqlite') {
     const client = sqliteConnection(db)
     const s = client.query('SAVEPOINT group_commit')
@@ -115,10 +116,12 @@ export class GroupCommit {
   readonly stats = { batches: 0, writes: 0, retries: 0, conflicts: 0 }
 
   constructor(private readonly store: Store) {
+    // dialect: PostgreSQL runs batches on several pooled connections at once; SQLite has one writer
     this.limit = store.dialect === 'pg' ? PG_IN_FLIGHT : 1
   }
 
   run<T>(fn: (db: Db) => Promise<T>, opts?: GroupCommitOptions): Promise<T> {
+    // dialect: PostgreSQL writes run alone in their own transaction for now; SQLite's share one commit
     if (this.store.dialect === 'pg') return this.alone(fn)
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, kind: null, item: null, pure: opts?.pure === true, resolve, reject } as Pending<unknown>)

@@ -17,6 +17,7 @@ import { insertRows } from './sqlite-statements'
  */
 export async function insertAll<T extends object>(store: Store, db: Db, table: Table, rows: T[]): Promise<void> {
   if (!rows.length) return
+  // dialect: SQLite inserts with statements compiled once; PostgreSQL one json_populate_recordset statement per chunk
   if (store.dialect === 'sqlite') return insertRows(db, table, rows as Array<Record<string, unknown>>)
   const m = pgInsertOf(table)
   for (let i = 0; i < rows.length; i += CHUNK) {

@@ -13,12 +13,14 @@ const STEPS: Record<Dialect, { migrations: Migration[]; repairs: Repair[] }> = {
 
 /** The names of every migration and repair a store of this kind has once migrated (a restore asks before it opens one). */
 export function knownMigrations(store: Pick<Store, 'dialect'>): string[] {
+  // dialect: each store has its own migration files (its own SQL) and data repairs
   const steps = STEPS[store.dialect]
   return [...steps.migrations.map((m) => m.name), ...steps.repairs.map((r) => r.name)].sort()
 }
 
 async function ensureTable(store: Store) {
   await store.script(
+    // dialect: timestamptz with a default on PostgreSQL, epoch milliseconds on SQLite
     store.dialect === 'pg'
       ? 'CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ(3) NOT NULL DEFAULT now())'
       : 'CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)',
@@ -67,6 +69,7 @@ function applyRepair(store: Store, r: Repair): Promise<boolean> {
 export async function migrate(store: Store): Promise<string[]> {
   await ensureTable(store)
   const done: string[] = []
+  // dialect: each store has its own migration files (its own SQL) and data repairs
   const steps = STEPS[store.dialect]
   for (const m of steps.migrations) {
     if (await store.applyMigration(m.name, m.sql)) done.push(m.name)

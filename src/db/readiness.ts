@@ -38,6 +38,7 @@ const rollback = new Error('readiness probe: roll back')
  * memory, or unknown). Root may also use the blocks reserved for it.
  */
 export function sqliteFreeBytes(store: Store): number | null {
+  // dialect: only a file-backed SQLite store has a disk to watch here
   return store.file === null ? null : freeBytesFor(store.file)
 }
 

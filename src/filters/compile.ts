@@ -88,12 +88,14 @@ class Compiler {
   /** PostgreSQL: the jsonb value at the path (NULL when absent). */
   private jv(path: string[]): SQL { return sql`jsonb_extract_path(contacts.data, ${sql.join(path.map((k) => this.text(k)), sql.raw(', '))})` }
   private jtype(path: string[]): SQL {
+    // dialect: jsonb_typeof names JSON types, SQLite's json_type names SQL types (text, integer, real)
     return this.pg ? sql`jsonb_typeof(${this.jv(path)})` : sql`json_type(contacts.data, ${this.sqlitePath(path)})`
   }
   private jraw(path: string[]): SQL { return sql`json_extract(contacts.data, ${this.sqlitePath(path)})` }
 
   /** The scalar as text: strings as they are, numbers in decimal, booleans 'true'/'false'; NULL otherwise. */
   private textOf(path: string[]): SQL {
+    // dialect: the text of a JSON scalar: jsonb's #>> against json_type cases
     if (this.pg) return sql`(CASE WHEN ${this.jtype(path)} IN ('string', 'number', 'boolean') THEN ${this.jv(path)} #>> '{}' END)`
     return sql`(CASE ${this.jtype(path)} WHEN 'text' THEN ${this.jraw(path)} WHEN 'integer' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'real' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END)`
   }
@@ -103,6 +105,7 @@ class Compiler {
    * most 4 digits in both stores); NULL otherwise.
    */
   private numberOf(path: string[]): SQL {
+    // dialect: a JSON number or numeric string: numeric with a regular expression against REAL with GLOB
     if (this.pg) {
       const v = this.jv(path)
       return sql`(CASE jsonb_typeof(${v}) WHEN 'number' THEN (${v})::numeric WHEN 'string' THEN (CASE WHEN (${v} #>> '{}') ~ '^[[:space:]]*-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]{1,4})?[[:space:]]*$' THEN (${v} #>> '{}')::numeric END) END)`
@@ -116,6 +119,7 @@ class Compiler {
    * both stores share), and numbers as epoch milliseconds (epoch seconds below 1e11); NULL otherwise.
    */
   private dateOf(path: string[]): SQL {
+    // dialect: a date from JSON: the mailctl_date_ms function on PostgreSQL, unixepoch on SQLite
     if (this.pg) {
       const v = this.jv(path)
       return sql`(CASE jsonb_typeof(${v}) WHEN 'number' THEN (CASE WHEN abs((${v})::numeric) < ${sql.raw(String(EPOCH_SECONDS_BELOW))} THEN (${v})::numeric * 1000 ELSE (${v})::numeric END) WHEN 'string' THEN mailctl_date_ms(${v} #>> '{}') END)`
@@ -148,6 +152,7 @@ class Compiler {
   }
 
   private stringEquals(path: string[], s: string): SQL {
+    // dialect: jsonb containment (@>) is one pass over the binary value; SQLite compares json_extract's text
     if (this.pg) {
       // jsonb containment: {"a": {"b": "x"}} @> the stored data; one pass over the binary value.
       const probe = path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), s)

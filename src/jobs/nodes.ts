@@ -69,6 +69,7 @@ export function mayClaim(holder: string): boolean {
 
 /** The lock file of node `id` on a file-backed SQLite store (null: none, PostgreSQL or in memory). */
 function lockFile(store: Store, id: string): string | null {
+  // dialect: node lock files exist only beside a file-backed SQLite store
   return store.file === null ? null : `${store.file}-node-${id}.lock`
 }
 

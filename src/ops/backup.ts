@@ -59,6 +59,7 @@ export async function createBackup(env: { config: Config; store: Store }, target
     let migrations: string[]
     let tables: ManifestTable[]
     let keys: Manifest['keys'] = 'settings'
+    // dialect: a SQLite install is archived as a VACUUM INTO file with its key files, PostgreSQL as table dumps
     if (store.dialect === 'sqlite') {
       progress('taking the database snapshot (VACUUM INTO)')
       const snap = await sqliteSnapshot(sqlitePath(store.url), join(work, 'mailctl.db'))

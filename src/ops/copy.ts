@@ -124,6 +124,7 @@ class CopyRefused extends Error {}
 export async function copyStore(source: { config: Config; store: Store }, to: string, opts: CopyOptions = {}): Promise<CopyResult> {
   const started = performance.now()
   const progress = opts.onProgress ?? (() => {})
+  // dialect: store copy moves a SQLite install to PostgreSQL, never the other way
   if (source.store.dialect !== 'sqlite') throw badRequest('store copy reads a SQLite install: DATABASE_URL is PostgreSQL already (use `mailctl backup` and `mailctl restore` to move it)')
   if (!/^postgres(ql)?:/.test(to)) throw badRequest('--to must be a postgres:// URL')
   const problem = databaseUrlProblem(to)

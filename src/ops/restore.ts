@@ -63,6 +63,7 @@ export async function restoreBackup(config: Config, file: string, opts: RestoreO
   const manifest = await verifyArchive(file).catch(refuse)
   const dialect = config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'pg'
   if (manifest.dialect !== dialect) {
+    // dialect: the refusal names the archive's store and what to do
     throw badRequest(manifest.dialect === 'sqlite'
       ? 'this archive is of a SQLite install and DATABASE_URL is PostgreSQL: restore it into a SQLite data dir, then move it with `mailctl store copy --to postgres://...`'
       : 'this archive is of a PostgreSQL install and DATABASE_URL is SQLite: set DATABASE_URL to an empty PostgreSQL database')
@@ -70,6 +71,7 @@ export async function restoreBackup(config: Config, file: string, opts: RestoreO
   const known = new Set(knownMigrations({ dialect }))
   const unknown = manifest.migrations.filter((m) => !known.has(m))
   if (unknown.length) throw badRequest(`this archive was written by a newer mailctl (${manifest.mailctlVersion}; migrations ${unknown.join(', ')} are unknown here): restore it with that version or a later one`)
+  // dialect: a SQLite archive is a database file to put in place, a PostgreSQL one table dumps to load
   const done = dialect === 'sqlite' ? await restoreSqlite(config, file, manifest, opts, progress) : await restorePg(config, file, manifest, opts, progress)
   return {
     dialect, backupCreatedAt: manifest.createdAt, backupVersion: manifest.mailctlVersion,
@@ -100,6 +102,7 @@ async function stagedKeys(config: Config, dir: string): Promise<{ jwt: string; d
   return jwt && dkimText ? { jwt, dkim: Buffer.from(dkimText, 'base64') } : null
 }
 
+// dialect: a SQLite archive is a database file to put in place, a PostgreSQL one table dumps to load
 async function restoreSqlite(config: Config, file: string, manifest: Manifest, opts: RestoreOptions, progress: (m: string) => void) {
   const dataDir = config.dataDir
   const dbPath = sqlitePath(config.databaseUrl)

@@ -62,6 +62,7 @@ export async function claimDue(store: Store, workerId: string, limit: number, le
   const q = store.t.outboundQueue
   const until = leaseEnd(now, leaseMs)
   return store.tx(async (db) => {
+    // dialect: SQLite claims with statements compiled once under its single writer; PostgreSQL with SKIP LOCKED
     if (store.dialect === 'sqlite') {
       // The single writer holds the transaction: no other claim can interleave.
       const client = sqliteConnection(db)
@@ -113,6 +114,7 @@ export async function rescheduleRow(store: Store, db: Db, r: { emailId: string; 
  * alone were rescheduled. One statement on PostgreSQL.
  */
 export async function rescheduleRows(store: Store, db: Db, workerId: string, rows: Array<{ emailId: string; runAt: Date; attempts: number; lastError: string | null }>): Promise<Set<string>> {
+  // dialect: PostgreSQL reschedules a batch in one statement; SQLite row by row (no round trips)
   if (store.dialect === 'sqlite' || rows.length <= 1) {
     const mine = new Set<string>()
     for (const r of rows) if (await rescheduleRow(store, db, { ...r, workerId })) mine.add(r.emailId)

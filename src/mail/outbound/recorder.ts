@@ -74,6 +74,7 @@ export class OutcomeRecorder {
    * (a single busy destination runs in lockstep with the commits): committing at once loses nothing.
    */
   private gather(): Promise<void> {
+    // dialect: a single writer blocks on each commit, so outcomes are gathered for a window; PostgreSQL commits do not block
     const ms = this.opts.windowMs ?? (this.deps.store.singleWriter ? Math.min(20, Math.max(8, Math.round(5 * this.lastCommitMs))) : 0)
     if (ms <= 0 || this.pending.length >= MAX_GATHER || this.quiet()) return new Promise((resolve) => setImmediate(resolve))
     return new Promise((resolve) => {

@@ -160,6 +160,7 @@ export interface CountOptions {
  * the budget) keeps counting to the exact total: an estimate from a handful of matches would be a guess.
  */
 export async function countMatches(ctx: Ctx, where: SQL, opts?: CountOptions): Promise<{ total: number; estimated: boolean }> {
+  // dialect: PostgreSQL counts in one parallel statement; SQLite counts by slices so as not to hold the process
   if (!opts && ctx.store.dialect === 'pg') return { total: await q.total(ctx.store, where), estimated: false }
   const all = await q.slices(ctx.store, opts?.sliceSize)
   if (opts) shuffle(all)

@@ -102,6 +102,7 @@ export async function verifiedAmong(store: Store, _db: Db, projectId: string, na
   for (let i = 0; i < names.length; i += SENDER_SLOTS) {
     const chunk = names.slice(i, i + SENDER_SLOTS)
     const padded = Array.from({ length: SENDER_SLOTS }, (_, j) => chunk[j] ?? chunk[0])
+    // dialect: the sender gate as a statement prepared once on each driver; the JSON and timestamp spellings differ
     if (store.dialect === 'sqlite') {
       let st = sqliteGates.get(store)
       if (!st) {

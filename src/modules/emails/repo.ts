@@ -26,6 +26,7 @@ export async function insertEmails(store: Store, db: Db, rows: EmailRow[], conte
 export async function loadForDelivery(store: Store, ids: string[]): Promise<DeliveryEmail[]> {
   if (!ids.length) return []
   const { emails: e, emailContents: c } = store.t
+  // dialect: SQLite loads a batch with a statement compiled once; PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
     const raw = sqliteConnection(store.db).query(`SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments,
       (c.email_id IS NOT NULL) AS has_content
@@ -80,6 +81,7 @@ const SQLITE_ADVANCE = `status = CASE WHEN (CASE status ${EMAIL_STATUSES.map((st
 
 /** Records an outcome; the status moves forward only (statuses.ts). */
 export async function recordOutcome(store: Store, db: Db, id: string, o: OutcomeSet, now: Date): Promise<void> {
+  // dialect: SQLite records with statements compiled once on the connection; PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
     // One statement text per set of fields given (a handful), compiled once and cached by the connection.
     let text = `UPDATE emails SET ${SQLITE_ADVANCE}, updated_at = ?`
@@ -131,6 +133,7 @@ const PG_OUTCOME_TYPES: Record<(typeof OUTCOME_COLUMNS)[number][0], string> = {
  */
 export async function recordOutcomes(store: Store, db: Db, writes: Array<{ id: string; set: OutcomeSet }>, now: Date): Promise<void> {
   if (!writes.length) return
+  // dialect: PostgreSQL records a batch in one statement per shape; SQLite row by row (compiled statements, no round trips)
   if (store.dialect === 'sqlite' || writes.length === 1) {
     for (const w of writes) await recordOutcome(store, db, w.id, w.set, now)
     return
@@ -184,6 +187,7 @@ export async function recordDeferral(store: Store, db: Db, id: string, attempts:
 
 /** recordDeferral of many emails: one statement on PostgreSQL. */
 export async function recordDeferrals(store: Store, db: Db, rows: Array<{ id: string; attempts: number; lastReply: string }>, now: Date): Promise<void> {
+  // dialect: PostgreSQL updates a batch in one statement; SQLite row by row (no round trips)
   if (store.dialect === 'sqlite' || rows.length <= 1) {
     for (const r of rows) await recordDeferral(store, db, r.id, r.attempts, r.lastReply, now)
     return

@@ -23,6 +23,7 @@ export interface EventWithContact extends EventRow { contactEmail: string | null
  */
 export async function insertEvents(store: Store, db: Db, rows: EventRow[]): Promise<void> {
   if (!rows.length) return
+  // dialect: SQLite inserts per row with a statement compiled once; PostgreSQL one statement for the batch
   if (store.dialect === 'sqlite') {
     const insert = sqliteConnection(db).query(`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at, campaign_id)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?6 IS NULL THEN NULL ELSE (SELECT campaign_id FROM emails WHERE id = ?6) END)`)
@@ -210,6 +211,7 @@ export interface NewOutbox { id: string; projectId: string; eventIds: string[] }
  */
 export async function insertOutbox(store: Store, db: Db, rows: NewOutbox[], now: Date): Promise<void> {
   if (!rows.length) return
+  // dialect: SQLite inserts with a statement compiled once (every track transaction); PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
     const insert = sqliteConnection(db).query('INSERT INTO event_outbox (id, project_id, consumer, event_ids, attempts, due_at, created_at) VALUES (?, ?, NULL, ?, 0, ?, ?)')
     const at = now.getTime()
@@ -244,6 +246,7 @@ function claimable(store: Store, now: Date): SQL | undefined {
  */
 async function deleteHeld(store: Store, db: Db, holder: string, ids: readonly string[]): Promise<Set<string>> {
   const deleted = new Set<string>()
+  // dialect: SQLite deletes with a statement compiled once; PostgreSQL through drizzle in chunks
   if (store.dialect === 'sqlite') {
     const del = sqliteConnection(db).query('DELETE FROM event_outbox WHERE locked_by = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id')
     for (const r of del.all(holder, JSON.stringify(ids)) as Array<{ id: string }>) deleted.add(r.id)
@@ -299,6 +302,7 @@ export async function claimOutboxIn(store: Store, db: Db, holder: string, now: D
   const o = store.t.eventOutbox
   // The settlement of the holder's delivered rows goes first: their project is claimable again after it.
   if (settle.length) await deleteHeld(store, db, holder, settle)
+  // dialect: SQLite claims with statements compiled once under its single writer; PostgreSQL with SKIP LOCKED
   if (store.dialect === 'sqlite') {
     // The same claim in statements compiled once on the connection (0.56 ms through drizzle, ~0.1 ms so).
     const c = sqliteConnection(db)
@@ -330,6 +334,7 @@ export async function eventsByIds(store: Store, projectId: string, ids: string[]
   const out: EventRow[] = []
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500)
+    // dialect: PostgreSQL plans an array parameter; SQLite needs the join order spelled out
     if (store.dialect === 'pg') {
       // One array parameter (500 bound parameters cost more to parse and plan than the look-ups).
       out.push(...await store.db.select().from(e).where(and(eq(e.projectId, projectId), inJsonList(store, e.id, chunk))))

@@ -211,5 +211,6 @@ export class TrackWriter {
  * unless it is a file-backed SQLite database. Its threads start at the first track.
  */
 export function openTrackWriter(store: Store, synchronous: 'FULL' | 'NORMAL'): TrackWriter | null {
+  // dialect: the track writer thread opens its own connection to a SQLite file
   return store.file !== null ? new TrackWriter(store.url, synchronous, () => store.refresh()) : null
 }

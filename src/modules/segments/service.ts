@@ -314,6 +314,7 @@ export async function computeMembership(ctx: Ctx, seg: SegmentRow): Promise<Comp
   }
   // PostgreSQL writes chunks on two connections at once (its per-row index and key maintenance is the cost);
   // SQLite has one writer, so one at a time.
+  // dialect: PostgreSQL writes chunks on two connections at once; SQLite has one writer
   const lanes = ctx.store.singleWriter ? 1 : COMPUTE_LANES_PG
   for (const [ids, enter] of [[entering, true], [leaving, false]] as const) {
     let next = 0

@@ -10,6 +10,7 @@ export type SuppressionRow = typeof import('../../db/schema').pgSchema.suppressi
 export async function findAmong(store: Store, db: Db, projectId: string, emails: string[]): Promise<SuppressionRow[]> {
   if (!emails.length) return []
   const s = store.t.suppressions
+  // dialect: every send: a statement compiled once on SQLite's connection; PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
     // Every send request: a statement compiled once on the connection (sending hot path, src/db/sqlite-statements.ts).
     const raw = sqliteConnection(db).query(`SELECT ${columnList(s)} FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)

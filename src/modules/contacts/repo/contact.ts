@@ -21,6 +21,7 @@ const SQLITE_SAVE_STATE = 'UPDATE contacts SET subscribed = ?, data = ?, updated
  * writer. SQLite has one writer, so the transaction already excludes others.
  */
 export async function findByEmailForUpdate(store: Store, db: Db, projectId: string, email: string): Promise<ContactRow | null> {
+  // dialect: SQLite look-up compiled once on the connection; PostgreSQL locks the row (FOR UPDATE)
   if (store.dialect === 'sqlite') {
     const r = sqliteConnection(db).query<RawContact, [string, string]>(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND email = ?`).get(projectId, email)
     return r ? fromRaw(r) : null
@@ -38,6 +39,7 @@ export async function findByEmailForUpdate(store: Store, db: Db, projectId: stri
  */
 export async function findByEmailsForUpdate(store: Store, db: Db, projectId: string, emails: string[]): Promise<ContactRow[]> {
   if (!emails.length) return []
+  // dialect: SQLite look-up compiled once on the connection; PostgreSQL locks the rows (FOR UPDATE)
   if (store.dialect === 'sqlite') {
     // One cached statement for any number of emails: the list travels as one JSON parameter.
     const rows = sqliteConnection(db).query<RawContact, [string, string]>(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)
@@ -53,6 +55,7 @@ export async function findByEmailsForUpdate(store: Store, db: Db, projectId: str
 
 /** Inserts the contact unless (project, email) exists; null when another writer got there first. */
 export async function insertIfAbsent(store: Store, db: Db, row: ContactRow): Promise<ContactRow | null> {
+  // dialect: SQLite insert compiled once on the connection; PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
     const r = sqliteConnection(db).query(SQLITE_INSERT_IF_ABSENT)
       .run(row.id, row.projectId, row.email, row.subscribed ? 1 : 0, JSON.stringify(row.data), row.createdAt.getTime(), row.updatedAt.getTime())
@@ -65,6 +68,7 @@ export async function insertIfAbsent(store: Store, db: Db, row: ContactRow): Pro
 
 /** Writes subscribed, data and updated_at of `row` (the upsert's update). */
 export async function saveState(store: Store, db: Db, row: ContactRow): Promise<void> {
+  // dialect: SQLite update compiled once on the connection; PostgreSQL through drizzle
   if (store.dialect === 'sqlite') {
     sqliteConnection(db).query(SQLITE_SAVE_STATE)
       .run(row.subscribed ? 1 : 0, JSON.stringify(row.data), row.updatedAt.getTime(), row.projectId, row.id)
@@ -80,6 +84,7 @@ export async function saveState(store: Store, db: Db, row: ContactRow): Promise<
  */
 export async function saveStates(store: Store, db: Db, rows: ContactRow[]): Promise<void> {
   if (!rows.length) return
+  // dialect: PostgreSQL updates a batch in one statement; SQLite row by row (compiled statements, no round trips)
   if (store.dialect === 'sqlite') {
     // Each row's statement runs now, in order, before the caller's next statement (upsertManyUnsaved
     // sends this without awaiting it).
@@ -98,6 +103,7 @@ export async function saveStates(store: Store, db: Db, rows: ContactRow[]): Prom
 /** Inserts many; returns the rows actually inserted (those whose email was free). */
 export async function insertManyIfAbsent(store: Store, db: Db, rows: ContactRow[]): Promise<ContactRow[]> {
   if (!rows.length) return []
+  // dialect: PostgreSQL inserts a batch in one jsonb_to_recordset statement; SQLite row by row (compiled statements, no round trips)
   if (store.dialect === 'sqlite') {
     // Every row's statement runs now, before the caller's next statement (upsertManyUnsaved reads after it).
     const insert = sqliteConnection(db).query(SQLITE_INSERT_IF_ABSENT)
@@ -126,6 +132,7 @@ export async function updateById(store: Store, db: Db, projectId: string, id: st
 }
 
 export async function findById(store: Store, db: Db, projectId: string, id: string, forUpdate = false): Promise<ContactRow | null> {
+  // dialect: SQLite look-up compiled once on the connection; PostgreSQL may lock the row (FOR UPDATE)
   if (store.dialect === 'sqlite') {
     // GET /contacts/:id runs this on every call: a statement compiled once on the connection (reader or writer).
     const r = sqliteConnection(db).query<RawContact, [string, string]>(`SELECT ${CONTACT_COLS} FROM contacts WHERE project_id = ? AND id = ?`).get(projectId, id)

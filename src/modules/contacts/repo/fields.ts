@@ -8,6 +8,7 @@ export type FieldKind = 'string' | 'number' | 'boolean' | 'date' | 'object' | 'a
 
 /** (key, kind, contacts) for every key of every contact's data. Strings that start like an ISO date are 'date'. */
 export async function fieldKinds(store: Store, projectId: string): Promise<Array<{ key: string; kind: FieldKind; n: number }>> {
+  // dialect: jsonb_each and jsonb_typeof against json_each's type column
   const rows = store.dialect === 'pg'
     ? await store.rows<{ key: string; kind: FieldKind; n: number | string }>(sql`
         SELECT e.key AS key,
@@ -36,6 +37,7 @@ export async function fieldKinds(store: Store, projectId: string): Promise<Array
 
 /** How many contacts of the project have the key `field` in their data. */
 export async function fieldCount(store: Store, projectId: string, field: string): Promise<number> {
+  // dialect: jsonb's -> operator against json_each
   const [row] = store.dialect === 'pg'
     ? await store.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM contacts WHERE project_id = ${projectId} AND (data -> ${field}::text) IS NOT NULL`)
     : await store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM contacts c WHERE c.project_id = ${projectId} AND EXISTS (SELECT 1 FROM json_each(c.data) j WHERE j.key = ${field})`)
@@ -44,6 +46,7 @@ export async function fieldCount(store: Store, projectId: string, field: string)
 
 /** Distinct values of a custom field with their counts, most frequent first. */
 export async function fieldValues(store: Store, projectId: string, field: string, limit: number, search?: string): Promise<{ values: Array<{ value: unknown; count: number }>; distinct: number }> {
+  // dialect: jsonb's -> and ILIKE against json_each and LIKE
   if (store.dialect === 'pg') {
     const filter = search ? sql` AND (data ->> ${field}::text) ILIKE ${likePattern(search)} ESCAPE '\\'` : sql``
     const rows = await store.rows<{ value: unknown; n: string | number }>(sql`
@@ -82,6 +85,7 @@ export async function subscribedValues(store: Store, projectId: string): Promise
 
 /** Removes `field` from the data of every contact of the project; returns how many contacts changed. */
 export async function deleteField(store: Store, db: Db, projectId: string, field: string, now: Date): Promise<number> {
+  // dialect: jsonb's - operator against json_remove
   if (store.dialect === 'pg') {
     const rows = await store.rows<{ id: string }>(sql`
       UPDATE contacts SET data = data - ${field}::text, updated_at = ${now.toISOString()}
@@ -106,6 +110,7 @@ export async function deleteField(store: Store, db: Db, projectId: string, field
 }
 
 function hasField(store: Store, field: string) {
+  // dialect: jsonb's -> operator against json_each
   return store.dialect === 'pg'
     ? sql`(contacts.data -> ${field}::text) IS NOT NULL`
     : sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.key = ${field})`

@@ -80,6 +80,7 @@ function runCompiled<T>(store: Store, q: ListQuery): Promise<T[]> {
 }
 
 function fromStore(store: Store, r: RawContact | PgContact): ContactRow {
+  // dialect: the rows come back typed from PostgreSQL and raw from SQLite's compiled statements
   return store.dialect === 'pg' ? fromPg(r as PgContact) : fromRaw(r as RawContact)
 }
 
@@ -141,6 +142,7 @@ function rawConds(projectId: string, f: ListFilter, extra: SQL[] = []): SQL {
  */
 export async function listPage(store: Store, projectId: string, f: ListFilter, sort: SortKey, dir: SortDir, limit: number, after: After | null, plan: SearchPlan = { kind: 'plain' }): Promise<ContactRow[]> {
   const matches = plan.kind === 'indexed' ? await resolveMatches(store, projectId, f, plan) : null
+  // dialect: PostgreSQL pages through the search's candidates by key; SQLite's planner takes the joined query
   if (matches && store.dialect === 'pg') {
     if (sort !== 'email') return pgCandidatePage(store, projectId, f, pageCandidates(matches, sort, dir, limit, after), sort, dir, limit, after)
     if (matches.total <= PG_EMAIL_CANDIDATES) return pgCandidatePage(store, projectId, f, allMatches(matches), sort, dir, limit, after)

@@ -87,10 +87,12 @@ export interface QueryWhere {
  * test decides.
  */
 function dataSearch(store: Store, term: string): SQL {
+  // dialect: the dashboard search: a regular expression on jsonb values against GLOB on json_each
   const values = store.dialect === 'pg'
     ? sql`EXISTS (SELECT 1 FROM jsonb_each(contacts.data) e WHERE jsonb_typeof(e.value) = 'string' AND (e.value #>> '{}') ~ ${regexPattern(term)})`
     : sql`EXISTS (SELECT 1 FROM json_each(contacts.data) j WHERE j.type = 'text' AND j.value GLOB ${globPattern(term)})`
   if (!searchableTerm(term)) return values
+  // dialect: the pre-test of the stored JSON text: a regular expression on PostgreSQL, GLOB on SQLite
   const text = store.dialect === 'pg' ? sql`contacts.data::text ~ ${regexPattern(term)}` : sql`contacts.data GLOB ${globPattern(term)}`
   return sql`(${text} AND ${values})`
 }
@@ -99,6 +101,7 @@ export function whereOf(store: Store, projectId: string, w: QueryWhere): SQL {
   const c = store.t.contacts
   // Keyed on SQLite: `+` keeps the planner off the (project_id, created_at) index, which it would otherwise
   // walk in page order testing each row against the keys (a whole project for a rare term); the keys lead.
+  // dialect: a planner hint only SQLite needs: it has no statistics to choose between indexes
   const parts: SQL[] = [w.keys && store.dialect !== 'pg' ? sql`+contacts.project_id = ${projectId}` : eq(c.projectId, projectId) as SQL]
   if (w.subscribed !== undefined) parts.push(eq(c.subscribed, w.subscribed) as SQL)
   if (w.condition) parts.push(sql`(${w.condition})`)
@@ -115,6 +118,7 @@ export function whereOf(store: Store, projectId: string, w: QueryWhere): SQL {
  * 1,000 keys of a million).
  */
 function keysIn(store: Store, projectId: string, keys: number[]): SQL {
+  // dialect: PostgreSQL's search keys join contact_search_keys as a bigint array; SQLite's keys are the rowids, as a JSON list
   if (store.dialect === 'pg') {
     return sql`contacts.id = ANY(ARRAY(SELECT k.contact_id FROM unnest(${`{${keys.join(',')}}`}::bigint[]) AS u(key)
       JOIN contact_search_keys k ON k.project_id = ${projectId} AND k.search_key = u.key))`
@@ -171,6 +175,7 @@ export const SLICE_BLOCKS = 64
 /** The table's slices in physical order, `size` rowids or blocks each (the defaults above). */
 export async function slices(store: Store, size?: number): Promise<Slice[]> {
   const out: Slice[] = []
+  // dialect: slices are heap blocks on PostgreSQL, rowid ranges on SQLite
   if (store.dialect === 'pg') {
     const [row] = await store.rows<{ blocks: string | number }>(sql`SELECT pg_relation_size('contacts') / current_setting('block_size')::int AS blocks`)
     const blocks = Number(row?.blocks ?? 0)
@@ -193,6 +198,7 @@ export async function slices(store: Store, size?: number): Promise<Slice[]> {
 
 /** The contacts of `where` in one slice: [from, to) of rowids or blocks. */
 export async function countSlice(store: Store, where: SQL, [from, to]: Slice): Promise<number> {
+  // dialect: a slice is a ctid range on PostgreSQL, a rowid range on SQLite
   const range = store.dialect === 'pg'
     ? sql`contacts.ctid >= ${`(${from},0)`}::tid AND contacts.ctid < ${`(${Math.min(to, 4_294_967_295)},0)`}::tid`
     : sql`contacts.rowid >= ${from} AND contacts.rowid < ${to}`

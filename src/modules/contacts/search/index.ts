@@ -90,6 +90,7 @@ export async function currentIndex(store: Store, projectId: string): Promise<Pro
   const rebuild = async () => {
     s.ix = null
     const held = [...projects.values()].reduce((n, x) => n + (x.ix?.size ?? 0), 0)
+    // dialect: the in-memory copy is built from SQLite's change log or from PostgreSQL's transaction ids
     const built = await (store.dialect === 'pg' ? buildPg : buildSqlite)(store, projectId, MAX_ROWS)
     if (!built) { s.tooBigUntil = Date.now() + 60_000; return }
     s.ix = built
@@ -99,6 +100,7 @@ export async function currentIndex(store: Store, projectId: string): Promise<Pro
     while (s.busy) await s.busy
     if (s.tooBigUntil > Date.now()) return null
     const ix = s.ix
+    // dialect: PostgreSQL catch-ups are queries that run one at a time; SQLite's is synchronous in the request's snapshot
     if (store.dialect === 'pg') {
       // Catch-ups run one at a time, each from a later snapshot than the one before.
       let state = 'gap' as 'current' | 'gap'

@@ -16,6 +16,7 @@ const PG_KEEP_XIDS = 1_048_576
 let pgPrunedAt = 0
 
 /** A project's index read from the table; null when it holds more than `budget` rows. */
+// dialect: the search copy follows SQLite's change log in the request's snapshot, PostgreSQL's by transaction id
 export async function buildPg(store: Store, projectId: string, budget: number): Promise<ProjectIndex | null> {
   const pg = pgConnection(store.db)
   // Every change this snapshot cannot see is logged by a transaction it lists as running or at/after xmax.
@@ -51,6 +52,7 @@ type PgChange = [number, string, number, number, string] | [number, null, null, 
  * planner without statistics of the log (right after a bulk import) still estimates it narrow and uses
  * the index.
  */
+// dialect: the search copy follows SQLite's change log in the request's snapshot, PostgreSQL's by transaction id
 export async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'current' | 'gap'> {
   const since = ix.pgSince
   if (!since) return 'gap' // not built by buildPg
