@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { Dialect } from '../db/client'
 import { boolParam, moment, noIndex, numberParam, textContains, textParam } from '../db/dialect'
+import { jsonPathDate, jsonPathIsString, jsonPathNumber, jsonPathText, jsonPathType } from '../db/json-path'
 import { isInlineName } from '../modules/events/inline'
 import { EPOCH_SECONDS_BELOW } from './check'
 import { clampTime } from '../storable'
@@ -44,6 +45,8 @@ const JSON_NUMBER_TEXT = /^\s*[-+]?(\d|\.\d)/
 
 const TRUE = sql.raw('(1 = 1)')
 const FALSE = sql.raw('(1 = 0)')
+/** The JSON column filters read. */
+const DATA = sql.raw('contacts.data')
 const DAY = UNIT_MS.days
 
 function all(parts: SQL[]): SQL {
@@ -67,8 +70,6 @@ class Compiler {
 
   constructor(private c: CompileContext) {}
 
-  private get pg() { return this.c.dialect === 'pg' }
-
   // ---- bound parameters, typed for PostgreSQL ----
   private text(s: string): SQL { return textParam(this.c, s) }
   private num(n: number): SQL { return numberParam(this.c, n) }
@@ -79,55 +80,11 @@ class Compiler {
    */
   private ts(ms: number): SQL { return moment(this.c, clampTime(ms)) }
 
-  // ---- contacts.data access ----
-  /** SQLite JSON path `$."k1"."k2"`: each key JSON-quoted, so quotes, dots and brackets inside a key stay a key. */
-  private sqlitePath(path: string[]): SQL {
-    const jsonPath = `$${path.map((k) => `.${JSON.stringify(k)}`).join('')}`
-    return sql`${jsonPath}`
-  }
-  /** PostgreSQL: the jsonb value at the path (NULL when absent). */
-  private jv(path: string[]): SQL { return sql`jsonb_extract_path(contacts.data, ${sql.join(path.map((k) => this.text(k)), sql.raw(', '))})` }
-  private jtype(path: string[]): SQL {
-    // dialect: jsonb_typeof names JSON types, SQLite's json_type names SQL types (text, integer, real)
-    return this.pg ? sql`jsonb_typeof(${this.jv(path)})` : sql`json_type(contacts.data, ${this.sqlitePath(path)})`
-  }
-  private jraw(path: string[]): SQL { return sql`json_extract(contacts.data, ${this.sqlitePath(path)})` }
-
-  /** The scalar as text: strings as they are, numbers in decimal, booleans 'true'/'false'; NULL otherwise. */
-  private textOf(path: string[]): SQL {
-    // dialect: the text of a JSON scalar: jsonb's #>> against json_type cases
-    if (this.pg) return sql`(CASE WHEN ${this.jtype(path)} IN ('string', 'number', 'boolean') THEN ${this.jv(path)} #>> '{}' END)`
-    return sql`(CASE ${this.jtype(path)} WHEN 'text' THEN ${this.jraw(path)} WHEN 'integer' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'real' THEN CAST(${this.jraw(path)} AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END)`
-  }
-
-  /**
-   * The value as a number: JSON numbers, and strings holding a JSON number ("42", " 4.2e1 ", exponent of at
-   * most 4 digits in both stores); NULL otherwise.
-   */
-  private numberOf(path: string[]): SQL {
-    // dialect: a JSON number or numeric string: numeric with a regular expression against REAL with GLOB
-    if (this.pg) {
-      const v = this.jv(path)
-      return sql`(CASE jsonb_typeof(${v}) WHEN 'number' THEN (${v})::numeric WHEN 'string' THEN (CASE WHEN (${v} #>> '{}') ~ '^[[:space:]]*-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]{1,4})?[[:space:]]*$' THEN (${v} #>> '{}')::numeric END) END)`
-    }
-    const x = this.jraw(path)
-    return sql`(CASE ${this.jtype(path)} WHEN 'integer' THEN ${x} WHEN 'real' THEN ${x} WHEN 'text' THEN (CASE WHEN json_valid(${x}) AND json_type(${x}) IN ('integer', 'real') AND NOT ${x} GLOB '*[eE]*[0-9][0-9][0-9][0-9][0-9]*' THEN CAST(${x} AS REAL) END) END)`
-  }
-
-  /**
-   * The value as epoch milliseconds: ISO-8601 date/date-time strings (see check.ts parseIsoDate for the grammar
-   * both stores share), and numbers as epoch milliseconds (epoch seconds below 1e11); NULL otherwise.
-   */
-  private dateOf(path: string[]): SQL {
-    // dialect: a date from JSON: the mailctl_date_ms function on PostgreSQL, unixepoch on SQLite
-    if (this.pg) {
-      const v = this.jv(path)
-      return sql`(CASE jsonb_typeof(${v}) WHEN 'number' THEN (CASE WHEN abs((${v})::numeric) < ${sql.raw(String(EPOCH_SECONDS_BELOW))} THEN (${v})::numeric * 1000 ELSE (${v})::numeric END) WHEN 'string' THEN mailctl_date_ms(${v} #>> '{}') END)`
-    }
-    const x = this.jraw(path)
-    const n = sql`(CASE WHEN abs(${x}) < ${sql.raw(String(EPOCH_SECONDS_BELOW))} THEN ${x} * 1000 ELSE ${x} END)`
-    return sql`(CASE ${this.jtype(path)} WHEN 'integer' THEN ${n} WHEN 'real' THEN ${n} WHEN 'text' THEN (CASE WHEN ${x} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN round(unixepoch(${x}, 'subsec') * 1000) END) END)`
-  }
+  // ---- contacts.data access (src/db/json-path.ts) ----
+  private jtype(path: string[]): SQL { return jsonPathType(this.c, DATA, path) }
+  private textOf(path: string[]): SQL { return jsonPathText(this.c, DATA, path) }
+  private numberOf(path: string[]): SQL { return jsonPathNumber(this.c, DATA, path) }
+  private dateOf(path: string[]): SQL { return jsonPathDate(this.c, DATA, path, EPOCH_SECONDS_BELOW) }
 
   /** `expr` compared with a date value; a date without time stands for its whole UTC day. */
   private compareDate(expr: SQL, op: CompareOp, v: Comparable & { type: 'date' }, param: (ms: number) => SQL): SQL {
@@ -151,16 +108,7 @@ class Compiler {
     return !JSON_NUMBER_TEXT.test(s) && s !== 'true' && s !== 'false' && !/^\s*[[{"]/.test(s)
   }
 
-  private stringEquals(path: string[], s: string): SQL {
-    // dialect: jsonb containment (@>) is one pass over the binary value; SQLite compares json_extract's text
-    if (this.pg) {
-      // jsonb containment: {"a": {"b": "x"}} @> the stored data; one pass over the binary value.
-      const probe = path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), s)
-      return sql`contacts.data @> ${JSON.stringify(probe)}::jsonb`
-    }
-    // json_extract returns SQL text only for a JSON string (numbers come back as numbers, never equal to text).
-    return orFalse(sql`${this.jraw(path)} = ${s}`)
-  }
+  private stringEquals(path: string[], s: string): SQL { return jsonPathIsString(this.c, DATA, path, s) }
 
   private column(col: DateColumn): SQL { return sql.raw(`contacts.${col}`) }
 
