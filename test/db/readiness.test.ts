@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { openStore, type Store } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
-import { readiness } from '../../src/db/readiness'
-import { freshPgDatabase, pgReachableSync } from '../helpers/env'
+import { readiness, sqliteFreeBytes } from '../../src/db/readiness'
+import { freshPgDatabase, migratedStore, pgReachableSync } from '../helpers/env'
 
 /**
  * /ready's database and migrations checks read through `store.probe`, a connection of their own: with
@@ -41,3 +41,18 @@ describe.skipIf(!pgReachableSync())('readiness beside a busy pool [pg]', () => {
     expect(row.app).toBe('mailctl-probe')
   })
 })
+
+/** The disk check of /ready: a file-backed SQLite store watches its file system's free bytes; PostgreSQL's disk is the server's. */
+for (const kind of ['sqlite', 'pg'] as const) {
+  describe.skipIf(kind === 'pg' && !pgReachableSync())(`readiness's disk check [${kind}]`, () => {
+    test('free bytes are read exactly for a store with a file, and the store is ready', async () => {
+      const { store, cleanup } = await migratedStore(kind, 'ready-disk')
+      try {
+        const free = sqliteFreeBytes(store)
+        expect(free === null).toBe(kind === 'pg')
+        if (free !== null) expect(free).toBeGreaterThan(0)
+        expect(await readiness(store)).toEqual({ ready: true, checks: { database: true, migrations: true, storage: true } })
+      } finally { await cleanup() }
+    })
+  })
+}

@@ -1,4 +1,5 @@
 import { expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { forEachStore } from '../helpers/env'
 import { HEARTBEAT_MS, NodeRegistry } from '../../src/jobs/nodes'
@@ -35,5 +36,15 @@ forEachStore('nodes of this host', (env) => {
     } finally {
       live.kill()
     }
+  })
+
+  test('a beat holds the node\'s lock file beside a SQLite file (none on PostgreSQL), and a stop removes it', async () => {
+    const me = new NodeRegistry(env.store)
+    // A process's lock on SQLite tells others it lives; PostgreSQL nodes have only their heartbeat rows.
+    const path = env.store.file === null ? null : `${env.store.file}-node-${me.id}.lock`
+    await me.beat()
+    expect(path !== null && existsSync(path)).toBe(env.kind === 'sqlite')
+    await me.stop()
+    expect(path !== null && existsSync(path)).toBe(false)
   })
 })

@@ -131,6 +131,17 @@ async function sqliteCount(table: string): Promise<number> {
     }
   }, 120_000)
 
+  test('an install already on PostgreSQL is refused before the target is touched', async () => {
+    const pg = new TestEnv('pg')
+    await pg.start()
+    try {
+      const url = await emptyPg()
+      const err = await copyStore(pg.deps, url).then(() => null, (e: Error) => e)
+      expect(err?.message).toMatch(/store copy reads a SQLite install: DATABASE_URL is PostgreSQL already/)
+      expect(await pgRows(url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }])
+    } finally { await pg.stop() }
+  }, 60_000)
+
   test('a target that is not empty is refused without --force and replaced with it', async () => {
     const url = await emptyPg()
     expect((await copyStore(env.deps, url)).ok).toBe(true)
