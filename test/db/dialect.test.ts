@@ -116,15 +116,17 @@ for (const kind of ['sqlite', 'pg'] as const) {
       expect(Number(r.s)).toBeLessThan(8)
     })
 
-    test('statementRows runs one text on both stores: placeholders reused and out of order, in the transaction', async () => {
+    test('statementRows runs one text on both stores: placeholders reused and out of order, list parameters, in the transaction', async () => {
       const seen = await store.tx(async (db) => {
         const ins = await statementRows<{ id: string }>(store, db, `INSERT INTO jobs (id, project_id, name, payload, status, attempts, max_attempts, run_at, total, processed, created_at, updated_at)
           VALUES ($1, NULL, $2, $3, 'queued', 0, 1, $4, 0, 0, $4, $4) RETURNING id`, 'st1', 'dialect-st', '{"k":1}', momentParam(store, AT))
         const read = await statementRows<{ id: string; k: string }>(store, db, 'SELECT id, status AS k FROM jobs WHERE name = $2 AND id = $1 AND run_at = $3', 'st1', 'dialect-st', momentParam(store, AT))
         const none = await statementRows(store, db, 'DELETE FROM jobs WHERE name = $1 AND id = $1', 'dialect-st')
-        return { ins, read, none }
+        const listed = await statementRows<{ id: string }>(store, db, "SELECT id FROM jobs WHERE name = 'dialect' AND id IN $2[] AND status = $1 ORDER BY id", 'queued', ['c', 'b', 'a', 'zz'])
+        const emptyList = await statementRows(store, db, 'SELECT id FROM jobs WHERE id IN $1[]', [])
+        return { ins, read, none, listed: listed.map((r) => r.id), emptyList }
       })
-      expect(seen).toEqual({ ins: [{ id: 'st1' }], read: [{ id: 'st1', k: 'queued' }], none: [] })
+      expect(seen).toEqual({ ins: [{ id: 'st1' }], read: [{ id: 'st1', k: 'queued' }], none: [], listed: ['a', 'b'], emptyList: [] })
       const after = await store.tx((db) => statementRows<{ n: number | string }>(store, db, 'SELECT count(*) AS n FROM jobs WHERE name = $1', 'dialect-st'))
       expect(Number(after[0]?.n)).toBe(1)
     })

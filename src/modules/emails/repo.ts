@@ -6,6 +6,7 @@ import { moment } from '../../db/dialect'
 import type { StoredAttachment } from '../../db/schema/sending'
 import type { DeliveryEmail } from '../../mail/outbound/store'
 import { columnList, fromRaw } from '../../db/sqlite-statements'
+import { statementRows } from '../../db/statement'
 import { hydrateEmailEvents } from '../events/repo'
 import { inlineOfEmail, newestFirst } from '../events/inline'
 import { advanceSql, EMAIL_STATUSES, statusRank, type EmailStatus } from './status'
@@ -25,25 +26,16 @@ export async function insertEmails(store: Store, db: Db, rows: EmailRow[], conte
 /** Emails of a claimed batch (ids from the queue, across projects), without attachment contents. */
 export async function loadForDelivery(store: Store, ids: string[]): Promise<DeliveryEmail[]> {
   if (!ids.length) return []
-  const { emails: e, emailContents: c } = store.t
-  // dialect: SQLite loads a batch with a statement compiled once; PostgreSQL through drizzle
-  if (store.dialect === 'sqlite') {
-    const raw = sqliteConnection(store.db).query(`SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments,
-      (c.email_id IS NOT NULL) AS has_content
-      FROM emails e LEFT JOIN email_contents c ON c.email_id = e.id WHERE e.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Array<Record<string, unknown>>
-    return raw.map((r) => ({
-      ...fromRaw<EmailRow>(e, r), html: r.html as string | null, text: r.text as string | null,
-      headers: r.headers ? JSON.parse(r.headers as string) as Record<string, string> : {},
-      hasAttachments: r.has_attachments === 1, hasContent: r.has_content === 1,
-    }))
-  }
-  const rows = await store.db.select({
-    email: e, html: c.html, text: c.text, headers: c.headers,
-    hasAttachments: sql<number | boolean>`(${c.attachments} IS NOT NULL)`,
-    hasContent: sql<number | boolean>`(${c.emailId} IS NOT NULL)`,
-  }).from(e).leftJoin(c, eq(c.emailId, e.id)).where(inArray(e.id, ids))
-  return rows.map((r) => ({
-    ...r.email, html: r.html, text: r.text, headers: r.headers ?? {}, hasAttachments: Boolean(r.hasAttachments), hasContent: Boolean(r.hasContent),
+  const { emails: e } = store.t
+  // Every claimed batch: one text, compiled once on SQLite's connection (src/db/statement.ts), rows mapped
+  // by the table's own column mappers (raw on both stores: SQLite 0/1 and JSON text, PostgreSQL booleans and jsonb).
+  const raw = await statementRows<Record<string, unknown>>(store, store.db, `SELECT ${columnList(e, 'e')}, c.html, c.text, c.headers, (c.attachments IS NOT NULL) AS has_attachments,
+    (c.email_id IS NOT NULL) AS has_content
+    FROM emails e LEFT JOIN email_contents c ON c.email_id = e.id WHERE e.id IN $1[]`, ids)
+  return raw.map((r) => ({
+    ...fromRaw<EmailRow>(e, r), html: r.html as string | null, text: r.text as string | null,
+    headers: typeof r.headers === 'string' ? (r.headers ? JSON.parse(r.headers) as Record<string, string> : {}) : (r.headers as Record<string, string> | null) ?? {},
+    hasAttachments: r.has_attachments === 1 || r.has_attachments === true, hasContent: r.has_content === 1 || r.has_content === true,
   }))
 }
 

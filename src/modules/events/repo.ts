@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, sqliteConnection, type Db, type Store } from '../../db/client'
+import { statementRows } from '../../db/statement'
 import { deleteCounted, inJsonList, jsonArrayRows, jsonElement, jsonValue, moment, momentParam, noIndex, skipLocked, tryTxLock, utcDay, writerSlot } from '../../db/dialect'
 import { columnList, fromRaw } from '../../db/sqlite-statements'
 import { activityHour, isCountedEvent } from './counted'
@@ -241,22 +242,12 @@ function claimable(store: Store, now: Date): SQL | undefined {
 }
 
 /**
- * Deletes `ids` among the rows `holder` holds (delivered to every consumer); returns the ids deleted. On
- * SQLite one statement compiled once, the ids as one JSON parameter.
+ * Deletes `ids` among the rows `holder` holds (delivered to every consumer); returns the ids deleted. One
+ * statement compiled once on SQLite, the ids as one JSON parameter.
  */
 async function deleteHeld(store: Store, db: Db, holder: string, ids: readonly string[]): Promise<Set<string>> {
-  const deleted = new Set<string>()
-  // dialect: SQLite deletes with a statement compiled once; PostgreSQL through drizzle in chunks
-  if (store.dialect === 'sqlite') {
-    const del = sqliteConnection(db).query('DELETE FROM event_outbox WHERE locked_by = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id')
-    for (const r of del.all(holder, JSON.stringify(ids)) as Array<{ id: string }>) deleted.add(r.id)
-    return deleted
-  }
-  const o = store.t.eventOutbox
-  for (let i = 0; i < ids.length; i += 500) {
-    for (const r of await db.delete(o).where(and(eq(o.lockedBy, holder), inArray(o.id, ids.slice(i, i + 500)))).returning({ id: o.id })) deleted.add(r.id)
-  }
-  return deleted
+  const rows = await statementRows<{ id: string }>(store, db, 'DELETE FROM event_outbox WHERE locked_by = $1 AND id IN $2[] RETURNING id', holder, ids)
+  return new Set(rows.map((r) => r.id))
 }
 
 /**

@@ -1,6 +1,7 @@
-import { and, count, desc, eq, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
-import { sqliteConnection, type Db, type Store } from '../../db/client'
+import { and, count, desc, eq, lt, or, sql, type SQL } from 'drizzle-orm'
+import type { Db, Store } from '../../db/client'
 import { columnList, fromRaw } from '../../db/sqlite-statements'
+import { statementRows } from '../../db/statement'
 
 /** The only SQL on `suppressions`. Every function takes the project id. */
 
@@ -10,14 +11,9 @@ export type SuppressionRow = typeof import('../../db/schema').pgSchema.suppressi
 export async function findAmong(store: Store, db: Db, projectId: string, emails: string[]): Promise<SuppressionRow[]> {
   if (!emails.length) return []
   const s = store.t.suppressions
-  // dialect: every send: a statement compiled once on SQLite's connection; PostgreSQL through drizzle
-  if (store.dialect === 'sqlite') {
-    // Every send request: a statement compiled once on the connection (sending hot path, src/db/sqlite-statements.ts).
-    const raw = sqliteConnection(db).query(`SELECT ${columnList(s)} FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))`)
-      .all(projectId, JSON.stringify(emails)) as Array<Record<string, unknown>>
-    return raw.map((r) => fromRaw<SuppressionRow>(s, r))
-  }
-  return db.select().from(s).where(and(eq(s.projectId, projectId), inArray(s.email, emails)))
+  // Every send request: one text, compiled once on SQLite's connection (sending hot path, src/db/statement.ts).
+  const raw = await statementRows<Record<string, unknown>>(store, db, `SELECT ${columnList(s)} FROM suppressions WHERE project_id = $1 AND email IN $2[]`, projectId, emails)
+  return raw.map((r) => fromRaw<SuppressionRow>(s, r))
 }
 
 /** Inserts unless the address is already suppressed (the first reason is kept); true when inserted. */
