@@ -121,7 +121,7 @@ export class GroupCommit {
   }
 
   run<T>(fn: (db: Db) => Promise<T>, opts?: GroupCommitOptions): Promise<T> {
-    // dialect: PostgreSQL writes run alone in their own transaction for now; SQLite's share one commit
+    // dialect: on PostgreSQL run is a transaction of its own (only runMany batches there); SQLite's writes share one commit
     if (this.store.dialect === 'pg') return this.alone(fn)
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, kind: null, item: null, pure: opts?.pure === true, resolve, reject } as Pending<unknown>)
