@@ -32,7 +32,7 @@ import ts from 'typescript'
 const ROOT = join(import.meta.dir, '..')
 
 /** The most forks src/ may hold. Lower it when forks go; it must never be raised. */
-export const CEILING = 86
+export const CEILING = 85
 
 export interface Fork {
   /** Repository-relative path. */

@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gte, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, sqliteConnection, type Db, type Store } from '../../db/client'
 import { statementRows } from '../../db/statement'
-import { deleteCounted, inJsonList, jsonArrayRows, jsonElement, jsonValue, moment, momentParam, noIndex, skipLocked, tryTxLock, utcDay, writerSlot } from '../../db/dialect'
+import { deleteCounted, inJsonList, jsonArrayRows, jsonElement, jsonValue, moment, momentParam, noIndex, rowsOfIds, skipLocked, tryTxLock, utcDay, writerSlot } from '../../db/dialect'
 import { columnList, fromRaw } from '../../db/sqlite-statements'
 import { activityHour, isCountedEvent } from './counted'
 import { carriesBase, emailBase, lacksBase, withBase, type EmailBase } from './email-base'
@@ -324,18 +324,10 @@ export async function eventsByIds(store: Store, projectId: string, ids: string[]
   const e = store.t.events
   const out: EventRow[] = []
   for (let i = 0; i < ids.length; i += 500) {
-    const chunk = ids.slice(i, i + 500)
-    // dialect: PostgreSQL plans an array parameter; SQLite needs the join order spelled out
-    if (store.dialect === 'pg') {
-      // One array parameter (500 bound parameters cost more to parse and plan than the look-ups).
-      out.push(...await store.db.select().from(e).where(and(eq(e.projectId, projectId), inJsonList(store, e.id, chunk))))
-      continue
-    }
-    // By primary key, one look-up per id: SQLite would otherwise walk the project's index over all its events.
-    const rows = await store.rows<{ id: string; contact_id: string | null; name: string; data: string; email_id: string | null; created_at: number }>(sql`
-      SELECT events.id, events.contact_id, events.name, events.data, events.email_id, events.created_at
-      FROM json_each(${JSON.stringify(chunk)}) AS j CROSS JOIN events ON events.id = j.value WHERE events.project_id = ${projectId}`)
-    for (const r of rows) out.push({ id: r.id, projectId, contactId: r.contact_id, name: r.name, data: JSON.parse(r.data), emailId: r.email_id, createdAt: new Date(r.created_at) })
+    // By primary key, one look-up per id (rowsOfIds): never a walk over the project's events.
+    const rows = await store.rows<Record<string, unknown>>(sql`
+      SELECT ${sql.raw(columnList(e, 'events'))} FROM ${rowsOfIds(store, 'events', ids.slice(i, i + 500))} AND events.project_id = ${projectId}`)
+    for (const r of rows) out.push(fromRaw<EventRow>(e, r))
   }
   return hydrateEmailEvents(store, projectId, byTime(out))
 }
