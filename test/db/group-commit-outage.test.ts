@@ -61,7 +61,7 @@ describePrivatePg('POST /v1/track with PostgreSQL cut mid-load [pg]', {}, (s) =>
       const i = n++
       const res = await Promise.race([
         s.env.request<{ error?: { code: string } }>('POST', '/v1/track', { key: p.publicKey, body: { email: `cut${i}@example.com`, event: 'cut', data: { n: i } } }),
-        Bun.sleep(20_000).then(() => hung),
+        Bun.sleep(20_000).then((): typeof hung => hung),
       ])
       answered.push(res === hung ? hung : { n: i, status: res.status, code: res.body?.error?.code, retryAfter: res.headers.get('retry-after') })
       return res
