@@ -58,3 +58,27 @@ export function isStorableTime(ms: number): boolean {
 export function clampTime(ms: number): number {
   return Math.min(MAX_TIME_MS, Math.max(MIN_TIME_MS, ms))
 }
+
+/**
+ * `value` with every string in it (keys too) made storable: each NUL and lone surrogate becomes U+FFFD.
+ * Only for text that can no longer be refused, read from something already accepted (a received
+ * message, answered 250 before it was parsed): it is kept, changed as little as it can be. Plain objects
+ * and arrays are copied; other objects (a Date) are kept as they are.
+ */
+export function storableCopy<T>(value: T): T {
+  const fix = (s: string) => (isStorableText(s) ? s : (s.replaceAll('\0', '\uFFFD') as unknown as WellFormedCopy).toWellFormed())
+  const visit = (v: unknown): unknown => {
+    if (typeof v === 'string') return fix(v)
+    if (v === null || typeof v !== 'object') return v
+    if (Array.isArray(v)) return v.map(visit)
+    const proto = Object.getPrototypeOf(v)
+    if (proto !== Object.prototype && proto !== null) return v
+    const out: Record<string, unknown> = {}
+    for (const [k, x] of Object.entries(v)) out[fix(k)] = visit(x)
+    return out
+  }
+  return visit(value) as T
+}
+
+/** String.prototype.toWellFormed (ES2024, in Bun; not in this project's TypeScript lib). */
+interface WellFormedCopy { toWellFormed(): string }

@@ -5,6 +5,7 @@ import { skipLocked } from '../db/dialect'
 import type { Deps } from '../deps'
 import { errorFields } from '../log'
 import { counter, histogram } from '../metrics'
+import { storableCopy } from '../storable'
 import { expiredLease, heldBy, leaseEnd, release, renew, renewAfterMs, Wakeups, type LeasedTable, type WakeupRemote } from './lease'
 import { mayClaim, type NodeRegistry } from './nodes'
 
@@ -377,7 +378,9 @@ export class Worker {
       ran('completed')
     } catch (err) {
       const now = this.deps.clock.date()
-      const message = err instanceof Error ? err.message : String(err)
+      // Storable (src/storable.ts): a message may quote what PostgreSQL refused (a NUL in a failed query's
+      // parameters), and a failure that cannot be recorded would leave the job running until its lease ends.
+      const message = storableCopy(err instanceof Error ? err.message : String(err))
       const final = row.attempts >= row.maxAttempts
       ran(final ? 'failed' : 'retried')
       log.warn('job failed', { job: row.name, jobId: row.id, attempt: row.attempts, final, ...errorFields(err) })

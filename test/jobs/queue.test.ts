@@ -80,6 +80,15 @@ forEachStore('job queue', (env) => {
     expect(j.lastError).toBe('nope')
   })
 
+  test('a failure whose message holds a NUL (quoting a refused value) is recorded, the NUL as U+FFFD, on both stores', async () => {
+    const w = new Worker(env.deps, [defineJob({ name: 'nul-error', backoffMs: () => 0, async run() { throw new Error('bad value "a\u0000b" and half a pair \ud800') } })])
+    const id = await queued(env.store, 'nul-error', {}, { maxAttempts: 2 })
+    await w.drain()
+    const { jobs } = env.store.t
+    const [j] = await env.store.db.select().from(jobs).where(eq(jobs.id, id))
+    expect(j).toMatchObject({ status: 'failed', attempts: 2, lastError: 'bad value "a\uFFFDb" and half a pair \uFFFD', lockedBy: null })
+  })
+
   const jobRow = async (id: string) => {
     const { jobs } = env.store.t
     return (await env.store.db.select().from(jobs).where(eq(jobs.id, id)))[0]

@@ -11,6 +11,7 @@
  */
 import { classifyMime, type InboundClass } from './classify'
 import { addresses, decodeWords, header, messageId, readableText, readMime, unreadable, type MimePart } from './mime'
+import { storableCopy } from '../../storable'
 
 /** The fields of an ordinary message that email.received records. */
 export interface ReceivedSummary {
@@ -49,8 +50,17 @@ function summary(root: MimePart): ReceivedSummary {
   }
 }
 
-/** Classifies and reads a raw inbound message on the calling thread, parsing it once. Pure; never throws. */
+/**
+ * Classifies and reads a raw inbound message on the calling thread, parsing it once. Pure; never throws.
+ * What it reads is made storable (src/storable.ts): a NUL or a lone surrogate (from UTF-16) in a subject
+ * or a report's field becomes U+FFFD, the same on both stores, instead of an event PostgreSQL refuses
+ * (the message was answered 250 before it was parsed; its raw bytes are kept as they came).
+ */
 export function analyzeInbound(input: Buffer | Uint8Array): InboundAnalysis {
+  return storableCopy(analyze(input))
+}
+
+function analyze(input: Buffer | Uint8Array): InboundAnalysis {
   const root = readMime(Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength))
   if ('kind' in root) return root
   const cls = classifyMime(root)

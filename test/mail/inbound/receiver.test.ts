@@ -272,6 +272,24 @@ forEachStore('inbound SMTP receiver', (env) => {
     expect(ev.data.subject).toBe('Hello there')
   })
 
+  test('a NUL in a received subject or a bounce\'s diagnostic becomes U+FFFD: recorded the same on both stores, not a job PostgreSQL refuses', async () => {
+    const nul = Buffer.from('a\u0000b').toString('base64')
+    const res = await deliver(server.port, { from: 'nul@elsewhere.test', to: [`nul@${domain}`] }, `From: =?UTF-8?B?${nul}?= <nul@elsewhere.test>\r\nTo: nul@${domain}\r\nSubject: =?UTF-8?B?${nul}?=\r\n\r\nText with a\u0000NUL.\r\n`)
+    expect(res.ok).toBe(true)
+    const email = await queueTestEmail(env, projectId, { to: 'nul@remote.test', from: `hello@${domain}`, status: 'DELIVERED' })
+    const qmail = `From: MAILER-DAEMON@mx.remote.test\r\nTo: ${verp(email.id)}\r\nSubject: failure notice\r\n\r\n<nul@remote.test>:\r\n550 5.1.1 no such\u0000user\r\n`
+    expect((await deliver(server.port, { from: '', to: [verp(email.id)] }, qmail)).ok).toBe(true)
+    await worker.drain()
+    const e = env.store.t.events
+    const [received] = await env.store.db.select().from(e).where(and(eq(e.projectId, projectId), eq(e.name, 'email.received')))
+      .then((all) => all.filter((r) => r.data.from === 'nul@elsewhere.test'))
+    expect(received.data).toMatchObject({ subject: 'a\uFFFDb', snippet: 'Text with a\uFFFDNUL.' })
+    const [bounce] = await eventsOf(env, email.id, 'email.bounce')
+    expect(bounce.data).toMatchObject({ bounceType: 'hard', enhancedCode: '5.1.1', recipient: 'nul@remote.test' })
+    expect(JSON.stringify(bounce.data)).not.toContain('\\u0000')
+    expect((await emailRow(env, email.id)).status).toBe('BOUNCED')
+  })
+
   test('hostile mail (1 MB of "<" as text/html, a 1 MB "<a@a@…" bounce line) is accepted and processed while HTTP and SMTP keep answering', async () => {
     const html = `From: Mallory <mallory@elsewhere.test>\r\nTo: info@${domain}\r\nSubject: lt\r\nContent-Type: text/html\r\n\r\n<p>Hello</p>${'<'.repeat(1024 * 1024)}\r\n`
     expect((await deliver(server.port, { from: 'mallory@elsewhere.test', to: [`info@${domain}`] }, html)).ok).toBe(true)
