@@ -162,6 +162,16 @@ forEachStore('unstorable text', (env) => {
     }
   })
 
+  test('an email whose HTML names half a surrogate pair (&#xD800;): sent (was 500 on PostgreSQL), its text with U+FFFD as a browser reads it', async () => {
+    const p = await env.project()
+    await addDomain(env, p.id, 'refs.test', true)
+    const body = '<p>a&#xD800;b <a href="https://example.com/&#xDC00;">go</a></p>'
+    const r = await env.request('POST', '/v1/send', { key: p.secretKey, body: { to: 'r@example.com', from: 'news@refs.test', subject: 's', body } })
+    expect(r.status).toBe(200)
+    const [email] = await env.store.rows<{ text: string }>(sql`SELECT c.text FROM email_contents c JOIN emails e ON e.id = c.email_id WHERE e.project_id = ${p.id}`)
+    expect(email.text).toContain('a\uFFFDb')
+  })
+
   test('CSV import: a header or a file name with a NUL is 422 naming the file, nothing queued; a NUL in a cell fails its row', async () => {
     const p = await env.project()
     const upload = (path: string, csv: string, name = 'c.csv') => {

@@ -20,6 +20,9 @@ function decodeEntities(s: string): string {
     if (e[0] === '#') {
       const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)
       if (!Number.isFinite(code) || code <= 0 || code > 0x10ffff) return m
+      // Half of a surrogate pair is no character: U+FFFD, as a browser reads it (HTML, numeric character
+      // reference end state), and as no store can hold it (src/storable.ts).
+      if (code >= 0xd800 && code <= 0xdfff) return '\uFFFD'
       if (code === 0xa0) return ' '
       if (code === 0x200c || code === 0x200d || code === 0xad || code === 0x34f || code === 0x200b || code === 0xfeff) return ''
       return String.fromCodePoint(code)

@@ -102,7 +102,9 @@ export function decodeAttribute(value: string): string {
   return value.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, ref: string) => {
     if (ref[0] === '#') {
       const code = ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10)
-      return Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
+      if (!Number.isFinite(code) || code <= 0 || code > 0x10ffff) return whole
+      // Half of a surrogate pair is no character: U+FFFD, as a browser reads it (and no store holds it).
+      return code >= 0xd800 && code <= 0xdfff ? '\uFFFD' : String.fromCodePoint(code)
     }
     return NAMED[ref.toLowerCase()] ?? whole
   })

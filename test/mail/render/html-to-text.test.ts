@@ -7,6 +7,9 @@ const silent = (i: number) => `${MARK_SILENT[0]}${i}${MARK_SILENT[1]}`
 const state = (gaps: string[]): Marked => ({ gaps, unfaithful: false, linkMarks: false })
 
 describe('htmlToText', () => {
+  test('a character reference to half of a surrogate pair is U+FFFD, as a browser reads it; NUL stays as written', () => {
+    expect(htmlToText('<p>a&#xD800;b &#56320; c&#0;d</p>')).toBe('a\uFFFDb \uFFFD c&#0;d')
+  })
   test('paragraphs and headings are separated by a blank line, line elements by a line break', () => {
     expect(htmlToText('<h1>Title</h1><p>One</p><p>Two</p>')).toBe('Title\n\nOne\n\nTwo')
     expect(htmlToText('<div>a</div><div>b</div><section>c</section>')).toBe('a\nb\nc')

@@ -77,6 +77,8 @@ describe('rewriteForTracking', () => {
 
   test('attribute decoding follows what a browser would open', () => {
     expect(decodeAttribute('a&amp;b&#38;c&#x26;d&quot;&unknown;')).toBe('a&b&c&d"&unknown;')
+    // Half of a surrogate pair is U+FFFD (no store can hold it alone); NUL and past U+10FFFF stay as written.
+    expect(decodeAttribute('a&#xD800;b&#57343;c&#0;d&#x110000;')).toBe('a\uFFFDb\uFFFDc&#0;d&#x110000;')
   })
 })
 
