@@ -33,6 +33,7 @@ import https from 'node:https'
 import { lookup as systemLookup } from 'node:dns/promises'
 import { resolverFor } from '../dns'
 import { chooseAddress, formatIp, parseAllowList, parseIp } from './address-guard'
+import { storableCopy } from '../storable'
 
 export interface SafeFetchInit {
   method?: string
@@ -63,7 +64,11 @@ export interface SafeResponse {
   status: number
   /** Lower-case names; repeated headers joined with ", ". */
   headers: Record<string, string>
-  /** The body as UTF-8 text, cut at maxBodyBytes. */
+  /**
+   * The body as UTF-8 text, cut at maxBodyBytes, each NUL as U+FFFD: it is recorded (a delivery's log, a
+   * workflow step's output), and one answer no store can hold would fail the write of its batch on
+   * PostgreSQL (src/storable.ts).
+   */
   body: string
   truncated: boolean
   /** The URL that answered (after same-host redirects). */
@@ -207,7 +212,7 @@ function requestOnce(u: URL, address: string, init: SafeFetchInit, opts: { maxBo
         done = true
         const out: Record<string, string> = {}
         for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v
-        resolve({ status: res.statusCode ?? 0, headers: out, body: Buffer.concat(chunks).toString('utf8'), truncated })
+        resolve({ status: res.statusCode ?? 0, headers: storableCopy(out), body: storableCopy(Buffer.concat(chunks).toString('utf8')), truncated })
       }
       res.on('data', (chunk: Buffer) => {
         if (done) return

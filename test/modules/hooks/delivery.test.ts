@@ -86,6 +86,23 @@ forEachStore('webhook deliveries', (env) => {
     rx.stop()
   }, 30_000)
 
+  test('an answer with a NUL in its body is logged with U+FFFD, and the outcomes written with it are written too', async () => {
+    const bad = startReceiver(() => new Response('down\u0000here', { status: 500 }))
+    const good = startReceiver()
+    const p = await env.project()
+    const e = await endpoint(p, bad.url)
+    const other = await endpoint(p, good.url)
+    await track(p, 'signup')
+    clock()
+    await dispatcher(env).drain()
+    const attempts = (await req('GET', `/webhooks/endpoints/${e.id}/attempts`, p.secretKey)).body.data
+    expect(attempts.map((a: { response: string }) => a.response)).toEqual(['down\uFFFDhere'])
+    expect((await deliveriesOf(p, e.id)).map((d: { status: string }) => d.status)).toEqual(['pending'])
+    expect((await deliveriesOf(p, other.id)).map((d: { status: string }) => d.status)).toEqual(['delivered'])
+    bad.stop()
+    good.stop()
+  }, 30_000)
+
   test('an event handled again makes no second delivery (unique per endpoint and event)', async () => {
     const rx = startReceiver()
     const p = await env.project()
