@@ -8,6 +8,7 @@
 import { ctxFor, type Deps, type FetchLike } from '../../deps'
 import { AppError, badRequest, forbidden } from '../../errors'
 import { defineJob } from '../../jobs/queue'
+import { storableCopy } from '../../storable'
 import { notifyEvents } from '../events/stream'
 import type { NotificationResult } from './model'
 import { claimReceipt, pruneReceipts } from './repo'
@@ -61,8 +62,10 @@ export async function handleNotification(deps: Deps, body: string): Promise<Noti
     deps.log.info('SNS subscription ended', { topicArn: msg.TopicArn })
     return { ...base, confirmed: false, kind: null, applied: 0, duplicate: false, ignored: 'unsubscribe confirmation: nothing to do' }
   }
+  // Storable (src/storable.ts): what SES relays from a remote server (a bounce's diagnostic) may hold a
+  // NUL; refused, SNS would send it again until it gave up, so it is kept with U+FFFD, as inbound mail is.
   let payload: unknown
-  try { payload = JSON.parse(msg.Message) } catch { payload = null }
+  try { payload = storableCopy(JSON.parse(msg.Message)) } catch { payload = null }
   const now = deps.clock.date()
   const out = await deps.store.tx(async (db) => {
     if (!await claimReceipt(deps.store, db, 'sns', msg.MessageId, now)) return null

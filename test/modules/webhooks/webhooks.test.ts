@@ -122,6 +122,20 @@ forEachStore('POST /webhooks/notifications (SES via SNS)', (env) => {
     expect(await suppressionOf(env, projectId, email.toAddress)).toMatchObject({ reason: 'bounce', emailId: email.id })
   })
 
+  test('a signed Bounce whose diagnostic holds a NUL (escaped in its JSON): applied on both stores, no NUL stored (was 500 on PostgreSQL)', async () => {
+    const email = await queueTestEmail(env, projectId, { status: 'SENT' })
+    const res = await post(sign(notification(ses('Bounce', email, {
+      bounceType: 'Permanent', bounceSubType: 'General', timestamp: new Date().toISOString(), feedbackId: 'fb-nul', reportingMTA: 'dns; a1-2.smtp-out.amazonses.com',
+      bouncedRecipients: [{ emailAddress: email.toAddress, action: 'failed', status: '5.1.1', diagnosticCode: 'smtp; 550 5.1.1 user\u0000unknown' }],
+    }))))
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({ kind: 'Bounce', applied: 1 })
+    expect(await emailRow(env, email.id)).toMatchObject({ status: 'BOUNCED', bounceType: 'hard' })
+    const [ev] = await eventsOf(env, email.id, 'email.bounce')
+    expect(ev.data).toMatchObject({ bounceType: 'hard', enhancedCode: '5.1.1' })
+    expect(JSON.stringify(ev.data)).not.toContain('\\u0000')
+  })
+
   test('Bounce, Transient (mailbox full): a soft bounce event only', async () => {
     const email = await queueTestEmail(env, projectId, { status: 'SENT' })
     const res = await post(sign(notification(ses('Bounce', email, {
