@@ -5,13 +5,14 @@
  * 2 cores cannot go faster.
  *
  *   node_modules/.bin/bun bench/cluster.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=32 BENCH_RECIPIENTS=5000
- *   BENCH_WARMUP_SECONDS=4 BENCH_WARMUP_RECIPIENTS=1000)
+ *   BENCH_WARMUP_SECONDS=4 BENCH_WARMUP_RECIPIENTS=1000 BENCH_ROUNDS=3)
  *
  * Track: the load generator spreads its keep-alive connections over the nodes' HTTP ports. Campaign: a
  * campaign to BENCH_RECIPIENTS contacts is sent and timed from the send request to the last message
  * recorded as delivered at a local sink (DNS on loopback points the recipients' MX at it). Prints
  * figures; asserts nothing. The machine is shared: wall-clock figures move with other work, CPU per
- * request much less.
+ * request much less; so the two set-ups run side by side (each on its own database and Redis) and are
+ * measured alternately, BENCH_ROUNDS rounds of each phase, and the ratio is given per round and as the median.
  *
  * Measured in the steady state: every process compiles its hot code once (the JIT), so before each
  * measured phase every node gets the same warm-up as the one node does: BENCH_WARMUP_SECONDS of track
@@ -34,6 +35,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 5000)
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 4)
 const WARMUP_RECIPIENTS = Number(process.env.BENCH_WARMUP_RECIPIENTS ?? 1000)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CLI = join(import.meta.dir, '..', 'cli', 'mailctl.ts')
 const SECRET = 'bench-cluster-secret-0123456789abcdefghij'
 /** The machine's load average, printed with every figure (the machine is shared). */
@@ -43,15 +45,14 @@ const dns = await startTestDns()
 const sink = await startSink({})
 dns.add('bench.test', { type: 'MX', exchange: 'mx.bench.test', priority: 10 })
 dns.set('mx.bench.test', [{ type: 'A', address: '127.0.0.1' }])
-const redis = await startRedis()
 
 interface Node { proc: ReturnType<typeof Bun.spawn>; port: number; dir: string }
 
-async function startNode(databaseUrl: string): Promise<Node> {
+async function startNode(databaseUrl: string, redisUrl: string): Promise<Node> {
   const dir = mkdtempSync(join(tmpdir(), 'mailctl-bench-node-'))
   const proc = Bun.spawn([process.execPath, CLI, 'serve'], {
     env: {
-      PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, REDIS_URL: redis.url, MAILCTL_SECRET: SECRET, MAILCTL_DATA_DIR: dir,
+      PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, MAILCTL_SECRET: SECRET, MAILCTL_DATA_DIR: dir,
       MAILCTL_HOSTNAME: 'mx.mailctl-bench.test', MAILCTL_HTTP_HOST: '127.0.0.1', MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_REUSE_PORT: 'false',
       MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(sink.port), MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
       MAILCTL_DNS_SERVERS: dns.server, MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000', MAILCTL_LOG_LEVEL: 'info',
@@ -89,52 +90,61 @@ async function cli(databaseUrl: string, args: string[]): Promise<unknown> {
 
 const cpuOf = (nodes: Node[]) => nodes.reduce((ms, n) => ms + cpuMs(n.proc.pid ?? 0), 0)
 
-async function run(count: number) {
+interface Stack {
+  count: number
+  /** One measured track phase: requests/s and node CPU per request (ms). */
+  track(tag: string): Promise<{ rps: number; cpuMs: number }>
+  /** One measured campaign to RECIPIENTS new contacts: messages/s and node CPU per message (ms). */
+  campaign(tag: string): Promise<{ rate: number; cpuMs: number }>
+  stop(): Promise<void>
+}
+
+/** `count` nodes on a fresh database and a Redis of their own, with a project, a verified domain and warmed up. */
+async function stack(count: number): Promise<Stack> {
   const db = await freshPgDatabase()
+  const redis = await startRedis()
   const sql = postgres(db.url, { max: 2, onnotice: () => {} })
   const nodes: Node[] = []
+  const label = `${count} node${count > 1 ? 's' : ''}`
+  const stop = async () => {
+    for (const n of nodes) await stopNode(n)
+    await sql.end()
+    await db.drop()
+    await redis.kill()
+  }
   try {
-    nodes.push(await startNode(db.url))
-    for (let i = 1; i < count; i++) nodes.push(await startNode(db.url))
+    for (let i = 0; i < count; i++) nodes.push(await startNode(db.url, redis.url))
     const project = await cli(db.url, ['project', 'create', '--name', 'bench']) as { id: string; publicKey: string; secretKey: string }
-    const domain = await cli(db.url, ['domain', 'add', project.id, 'sender.bench.test']) as { records: Array<{ type: string; name: string; value: string; priority?: number }> }
+    const domain = await cli(db.url, ['domain', 'add', project.id, `sender${count}.bench.test`]) as { records: Array<{ type: string; name: string; value: string; priority?: number }> }
     for (const r of domain.records) {
       if (r.type === 'TXT') dns.add(r.name, { type: 'TXT', data: splitTxt(r.value) })
       else dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 })
     }
-    const verified = await cli(db.url, ['domain', 'verify', project.id, 'sender.bench.test']) as { verified?: boolean; status?: string }
+    const verified = await cli(db.url, ['domain', 'verify', project.id, `sender${count}.bench.test`]) as { verified?: boolean; status?: string }
     if (verified.verified === false) throw new Error(`the bench domain did not verify: ${JSON.stringify(verified)}`)
 
-    // Track.
     const ports = nodes.map((n) => n.port)
-    const track = (tag: string) => (conn: number, i: number): Req => ({
+    const trackReq = (tag: string) => (conn: number, i: number): Req => ({
       method: 'POST', path: '/v1/track', headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ email: `${tag}-${conn}-${i % 500}@example.com`, event: 'page.viewed', data: { plan: 'pro' } }),
     })
     const load = async (seconds: number, tag: string) => {
       const per = Math.ceil(CONNECTIONS / ports.length)
-      const results = await Promise.all(ports.map((port, k) => runLoad({ port, connections: per, seconds, next: (c, i) => track(`${tag}${k}`)(c, i) })))
+      const results = await Promise.all(ports.map((port, k) => runLoad({ port, connections: per, seconds, next: (c, i) => trackReq(`${tag}${k}`)(c, i) })))
       const requests = results.reduce((n, r) => n + r.requests, 0)
       const errors = results.reduce((n, r) => n + r.errors, 0)
       const p99 = Math.max(...results.map((r) => r.p99))
       return { requests, errors, seconds, rps: requests / seconds, p50: results[0].p50, p90: results[0].p90, p99, max: Math.max(...results.map((r) => r.max)) }
     }
-    await load(WARMUP_SECONDS * count, 'w')
-    const cpu0 = cpuOf(nodes)
-    const r = await load(SECONDS, 'm')
-    const trackCpu = cpuOf(nodes) - cpu0
-    console.log(`${fmt(`track, ${count} node${count > 1 ? 's' : ''}`, r)}; node CPU ${(trackCpu * 1000 / r.requests).toFixed(0)} µs/request; ${loadAverageNow()}`)
-
-    // Campaign delivery: a campaign goes to the subscribed contacts; those of the track phase leave first.
     const api = (method: string, path: string, body?: unknown) => fetch(`http://127.0.0.1:${ports[0]}${path}`, { method, headers: { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
-    /** A campaign to `size` new contacts (the previous audience unsubscribed first), sent and awaited until every message is delivered. */
+    /** A campaign to `size` new contacts (the previous audience, and the track phases' contacts, unsubscribed first), sent and awaited until every message is delivered. */
     const campaign = async (name: string, size: number) => {
       await sql`UPDATE contacts SET subscribed = false WHERE project_id = ${project.id} AND subscribed`
       const contacts = Array.from({ length: size }, (_, i) => `${name}${i}@bench.test`)
       for (let i = 0; i < contacts.length; i += 1000) {
         await sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) SELECT gen_random_uuid(), ${project.id}, e, true, '{}'::jsonb, now(), now() FROM unnest(${contacts.slice(i, i + 1000)}::text[]) AS e`
       }
-      const created = await (await api('POST', '/campaigns', { name, subject: 'Hello', body: '<p>Hello from the bench</p>', from: 'news@sender.bench.test', audienceType: 'ALL' })).json() as { data: { id: string } }
+      const created = await (await api('POST', '/campaigns', { name, subject: 'Hello', body: '<p>Hello from the bench</p>', from: `news@sender${count}.bench.test`, audienceType: 'ALL' })).json() as { data: { id: string } }
       const base = sink.accepted
       const cpu1 = cpuOf(nodes)
       const t0 = performance.now()
@@ -149,23 +159,55 @@ async function run(count: number) {
       if (all !== size) throw new Error(`the campaign has ${all} emails, not ${size}`)
       return { secs: (performance.now() - t0) / 1000, cpu: cpuOf(nodes) - cpu1, accepted: sink.accepted - base }
     }
+    // The same warm-up per node as the one node gets: track load and a campaign.
+    await load(WARMUP_SECONDS * count, 'w')
     await campaign('w', WARMUP_RECIPIENTS * count)
-    const { secs, cpu: campaignCpu, accepted } = await campaign('r', RECIPIENTS)
-    console.log(`campaign, ${count} node${count > 1 ? 's' : ''}: ${RECIPIENTS} messages in ${secs.toFixed(1)} s = ${(RECIPIENTS / secs).toFixed(0)} messages/s (sink accepted ${accepted}); node CPU ${(campaignCpu * 1000 / RECIPIENTS).toFixed(0)} µs/message; ${loadAverageNow()}`)
-    return { track: r.rps, trackCpu: trackCpu / r.requests, campaign: RECIPIENTS / secs, campaignCpu: campaignCpu / RECIPIENTS }
-  } finally {
-    for (const n of nodes) await stopNode(n)
-    await sql.end()
-    await db.drop()
+    return {
+      count,
+      async track(tag) {
+        const cpu0 = cpuOf(nodes)
+        const r = await load(SECONDS, tag)
+        const cpu = cpuOf(nodes) - cpu0
+        console.log(`${fmt(`track, ${label}`, r)}; node CPU ${(cpu * 1000 / r.requests).toFixed(0)} µs/request; ${loadAverageNow()}`)
+        return { rps: r.rps, cpuMs: cpu / r.requests }
+      },
+      async campaign(tag) {
+        const { secs, cpu, accepted } = await campaign(tag, RECIPIENTS)
+        console.log(`campaign, ${label}: ${RECIPIENTS} messages in ${secs.toFixed(1)} s = ${(RECIPIENTS / secs).toFixed(0)} messages/s (sink accepted ${accepted}); node CPU ${(cpu * 1000 / RECIPIENTS).toFixed(0)} µs/message; ${loadAverageNow()}`)
+        return { rate: RECIPIENTS / secs, cpuMs: cpu / RECIPIENTS }
+      },
+      stop,
+    }
+  } catch (err) {
+    await stop()
+    throw err
   }
 }
 
+const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2 }
+const ratios = (xs: number[]) => xs.map((x) => `${x.toFixed(2)}x`).join(', ')
+
+const stacks: Stack[] = []
 try {
-  const one = await run(1)
-  const two = await run(2)
-  console.log(`2 nodes / 1 node: track ${(two.track / one.track).toFixed(2)}x (CPU per request ${(two.trackCpu / one.trackCpu).toFixed(2)}x), campaign ${(two.campaign / one.campaign).toFixed(2)}x (CPU per message ${(two.campaignCpu / one.campaignCpu).toFixed(2)}x); ${loadAverageNow()}`)
+  stacks.push(await stack(1), await stack(2))
+  const [one, two] = stacks
+  // Alternated, so that other work on the machine weighs on both alike: each round measures one node,
+  // then two (the idle stack's nodes only poll).
+  const track: Array<{ rps: number; cpu: number }> = []
+  for (let round = 1; round <= ROUNDS; round++) {
+    const a = await one.track(`m${round}a`)
+    const b = await two.track(`m${round}b`)
+    track.push({ rps: b.rps / a.rps, cpu: b.cpuMs / a.cpuMs })
+  }
+  const campaign: Array<{ rate: number; cpu: number }> = []
+  for (let round = 1; round <= ROUNDS; round++) {
+    const a = await one.campaign(`r${round}a`)
+    const b = await two.campaign(`r${round}b`)
+    campaign.push({ rate: b.rate / a.rate, cpu: b.cpuMs / a.cpuMs })
+  }
+  console.log(`2 nodes / 1 node, ${ROUNDS} alternated rounds: track CPU per request ${ratios(track.map((r) => r.cpu))} (median ${median(track.map((r) => r.cpu)).toFixed(2)}x; requests/s ${ratios(track.map((r) => r.rps))}), campaign CPU per message ${ratios(campaign.map((r) => r.cpu))} (median ${median(campaign.map((r) => r.cpu)).toFixed(2)}x; messages/s ${ratios(campaign.map((r) => r.rate))}); ${loadAverageNow()}`)
 } finally {
-  await redis.kill()
+  for (const st of stacks) await st.stop()
   await sink.close()
   dns.close?.()
 }
