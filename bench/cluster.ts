@@ -24,7 +24,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { cpuMs, fmt, runLoad, type Req } from './_load'
+import { cpuMs, fmt, runLoad, threadCpuMs, type Req } from './_load'
 import { freshPgDatabase } from '../test/helpers/env'
 import { startRedis } from '../test/helpers/redis'
 import { startSink } from '../test/helpers/smtp'
@@ -89,6 +89,23 @@ async function cli(databaseUrl: string, args: string[]): Promise<unknown> {
 }
 
 const cpuOf = (nodes: Node[]) => nodes.reduce((ms, n) => ms + cpuMs(n.proc.pid ?? 0), 0)
+/** CPU so far (ms) of the nodes' threads, summed over the nodes by thread name ("main" for each node's main thread). */
+function threadsOf(nodes: Node[]): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const n of nodes) {
+    const pid = n.proc.pid ?? 0
+    for (const [tid, t] of threadCpuMs(pid)) {
+      const name = tid === String(pid) ? 'main' : t.name
+      out.set(name, (out.get(name) ?? 0) + t.ms)
+    }
+  }
+  return out
+}
+/** Per unit, in µs, by thread name: the largest first. */
+function threadLine(before: Map<string, number>, after: Map<string, number>, units: number): string {
+  return [...after].map(([name, ms]) => [name, ((ms - (before.get(name) ?? 0)) * 1000) / units] as const)
+    .filter(([, us]) => us >= 1).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')
+}
 
 interface Stack {
   count: number
@@ -147,6 +164,7 @@ async function stack(count: number): Promise<Stack> {
       const created = await (await api('POST', '/campaigns', { name, subject: 'Hello', body: '<p>Hello from the bench</p>', from: `news@sender${count}.bench.test`, audienceType: 'ALL' })).json() as { data: { id: string } }
       const base = sink.accepted
       const cpu1 = cpuOf(nodes)
+      const th1 = threadsOf(nodes)
       const t0 = performance.now()
       const sent = await api('POST', `/campaigns/${created.data.id}/send`, {})
       if (sent.status !== 200) throw new Error(`campaign send answered ${sent.status} ${await sent.text()}`)
@@ -157,7 +175,7 @@ async function stack(count: number): Promise<Stack> {
       }
       const [{ all }] = await sql`SELECT count(*)::int AS all FROM emails WHERE campaign_id = ${created.data.id}`
       if (all !== size) throw new Error(`the campaign has ${all} emails, not ${size}`)
-      return { secs: (performance.now() - t0) / 1000, cpu: cpuOf(nodes) - cpu1, accepted: sink.accepted - base }
+      return { secs: (performance.now() - t0) / 1000, cpu: cpuOf(nodes) - cpu1, threads: threadLine(th1, threadsOf(nodes), size), accepted: sink.accepted - base }
     }
     // The same warm-up per node as the one node gets: track load and a campaign.
     await load(WARMUP_SECONDS * count, 'w')
@@ -166,14 +184,15 @@ async function stack(count: number): Promise<Stack> {
       count,
       async track(tag) {
         const cpu0 = cpuOf(nodes)
+        const th0 = threadsOf(nodes)
         const r = await load(SECONDS, tag)
         const cpu = cpuOf(nodes) - cpu0
-        console.log(`${fmt(`track, ${label}`, r)}; node CPU ${(cpu * 1000 / r.requests).toFixed(0)} µs/request; ${loadAverageNow()}`)
+        console.log(`${fmt(`track, ${label}`, r)}; node CPU ${(cpu * 1000 / r.requests).toFixed(0)} µs/request (${threadLine(th0, threadsOf(nodes), r.requests)}); ${loadAverageNow()}`)
         return { rps: r.rps, cpuMs: cpu / r.requests }
       },
       async campaign(tag) {
-        const { secs, cpu, accepted } = await campaign(tag, RECIPIENTS)
-        console.log(`campaign, ${label}: ${RECIPIENTS} messages in ${secs.toFixed(1)} s = ${(RECIPIENTS / secs).toFixed(0)} messages/s (sink accepted ${accepted}); node CPU ${(cpu * 1000 / RECIPIENTS).toFixed(0)} µs/message; ${loadAverageNow()}`)
+        const { secs, cpu, threads, accepted } = await campaign(tag, RECIPIENTS)
+        console.log(`campaign, ${label}: ${RECIPIENTS} messages in ${secs.toFixed(1)} s = ${(RECIPIENTS / secs).toFixed(0)} messages/s (sink accepted ${accepted}); node CPU ${(cpu * 1000 / RECIPIENTS).toFixed(0)} µs/message (${threads}); ${loadAverageNow()}`)
         return { rate: RECIPIENTS / secs, cpuMs: cpu / RECIPIENTS }
       },
       stop,
