@@ -109,8 +109,8 @@ function threadLine(before: Map<string, number>, after: Map<string, number>, uni
 
 interface Stack {
   count: number
-  /** One measured track phase: requests/s and node CPU per request (ms). */
-  track(tag: string): Promise<{ rps: number; cpuMs: number }>
+  /** One measured track phase with `connections` in all: requests/s and node CPU per request (ms). */
+  track(tag: string, connections?: number): Promise<{ rps: number; cpuMs: number }>
   /** One measured campaign to RECIPIENTS new contacts: messages/s and node CPU per message (ms). */
   campaign(tag: string): Promise<{ rate: number; cpuMs: number }>
   stop(): Promise<void>
@@ -145,8 +145,8 @@ async function stack(count: number): Promise<Stack> {
       method: 'POST', path: '/v1/track', headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ email: `${tag}-${conn}-${i % 500}@example.com`, event: 'page.viewed', data: { plan: 'pro' } }),
     })
-    const load = async (seconds: number, tag: string) => {
-      const per = Math.ceil(CONNECTIONS / ports.length)
+    const load = async (seconds: number, tag: string, connections = CONNECTIONS) => {
+      const per = Math.ceil(connections / ports.length)
       const results = await Promise.all(ports.map((port, k) => runLoad({ port, connections: per, seconds, next: (c, i) => trackReq(`${tag}${k}`)(c, i) })))
       const requests = results.reduce((n, r) => n + r.requests, 0)
       const errors = results.reduce((n, r) => n + r.errors, 0)
@@ -182,12 +182,12 @@ async function stack(count: number): Promise<Stack> {
     await campaign('w', WARMUP_RECIPIENTS * count)
     return {
       count,
-      async track(tag) {
+      async track(tag, connections = CONNECTIONS) {
         const cpu0 = cpuOf(nodes)
         const th0 = threadsOf(nodes)
-        const r = await load(SECONDS, tag)
+        const r = await load(SECONDS, tag, connections)
         const cpu = cpuOf(nodes) - cpu0
-        console.log(`${fmt(`track, ${label}`, r)}; node CPU ${(cpu * 1000 / r.requests).toFixed(0)} µs/request (${threadLine(th0, threadsOf(nodes), r.requests)}); ${loadAverageNow()}`)
+        console.log(`${fmt(`track, ${label}, ${connections} conn.`, r)}; node CPU ${(cpu * 1000 / r.requests).toFixed(0)} µs/request (${threadLine(th0, threadsOf(nodes), r.requests)}); ${loadAverageNow()}`)
         return { rps: r.rps, cpuMs: cpu / r.requests }
       },
       async campaign(tag) {
@@ -212,11 +212,15 @@ try {
   const [one, two] = stacks
   // Alternated, so that other work on the machine weighs on both alike: each round measures one node,
   // then two (the idle stack's nodes only poll).
-  const track: Array<{ rps: number; cpu: number }> = []
+  // Track also on the one node with as many connections as each of the two nodes gets: a node's batches
+  // are as large as the requests waiting on it, so that comparison leaves out the halved batches and
+  // shows the nodes' coordination alone.
+  const track: Array<{ rps: number; cpu: number; perNode: number }> = []
   for (let round = 1; round <= ROUNDS; round++) {
     const a = await one.track(`m${round}a`)
+    const half = await one.track(`m${round}h`, Math.ceil(CONNECTIONS / 2))
     const b = await two.track(`m${round}b`)
-    track.push({ rps: b.rps / a.rps, cpu: b.cpuMs / a.cpuMs })
+    track.push({ rps: b.rps / a.rps, cpu: b.cpuMs / a.cpuMs, perNode: b.cpuMs / half.cpuMs })
   }
   const campaign: Array<{ rate: number; cpu: number }> = []
   for (let round = 1; round <= ROUNDS; round++) {
@@ -224,7 +228,7 @@ try {
     const b = await two.campaign(`r${round}b`)
     campaign.push({ rate: b.rate / a.rate, cpu: b.cpuMs / a.cpuMs })
   }
-  console.log(`2 nodes / 1 node, ${ROUNDS} alternated rounds: track CPU per request ${ratios(track.map((r) => r.cpu))} (median ${median(track.map((r) => r.cpu)).toFixed(2)}x; requests/s ${ratios(track.map((r) => r.rps))}), campaign CPU per message ${ratios(campaign.map((r) => r.cpu))} (median ${median(campaign.map((r) => r.cpu)).toFixed(2)}x; messages/s ${ratios(campaign.map((r) => r.rate))}); ${loadAverageNow()}`)
+  console.log(`2 nodes / 1 node, ${ROUNDS} alternated rounds: track CPU per request ${ratios(track.map((r) => r.cpu))} (median ${median(track.map((r) => r.cpu)).toFixed(2)}x; requests/s ${ratios(track.map((r) => r.rps))}); against the one node with ${Math.ceil(CONNECTIONS / 2)} connections, as many as each of the two has: ${ratios(track.map((r) => r.perNode))} (median ${median(track.map((r) => r.perNode)).toFixed(2)}x); campaign CPU per message ${ratios(campaign.map((r) => r.cpu))} (median ${median(campaign.map((r) => r.cpu)).toFixed(2)}x; messages/s ${ratios(campaign.map((r) => r.rate))}); ${loadAverageNow()}`)
 } finally {
   for (const st of stacks) await st.stop()
   await sink.close()
