@@ -92,7 +92,6 @@ export async function saveStates(store: Store, db: Db, rows: ContactRow[]): Prom
     for (const row of rows) update.run(row.subscribed ? 1 : 0, JSON.stringify(row.data), row.updatedAt.getTime(), row.projectId, row.id)
     return
   }
-  if (rows.length === 1) return saveState(store, db, rows[0])
   const payload = JSON.stringify(rows.map((r) => ({ id: r.id, project_id: r.projectId, subscribed: r.subscribed, data: r.data, updated_at: r.updatedAt.toISOString() })))
   await store.exec(sql`
     UPDATE contacts AS c SET subscribed = x.subscribed, data = x.data, updated_at = x.updated_at
