@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Config } from '../../config'
 import type { FetchLike } from '../../deps'
 import { AppError, badRequest } from '../../errors'
+import { isStorableTime, storableCopy } from '../../storable'
 
 /**
  * The one adapter to the payment provider: Stripe's HTTP API (or anything that speaks it), at
@@ -193,12 +194,14 @@ export function verifySignedEvent(payload: string, header: string | null, secret
   if (Math.abs(now.getTime() / 1000 - t) > SIGNATURE_TOLERANCE_SECONDS) {
     throw new AppError('FORBIDDEN', `The webhook timestamp is more than ${SIGNATURE_TOLERANCE_SECONDS} seconds from this server's clock: refused as a possible replay`)
   }
+  // Storable (src/storable.ts): the provider signed it, so it is taken, with each NUL or lone surrogate
+  // in its text as U+FFFD (customers' own names and metadata travel in it).
   let event: unknown
-  try { event = JSON.parse(payload) } catch { throw badRequest('The webhook body is not JSON') }
+  try { event = storableCopy(JSON.parse(payload)) } catch { throw badRequest('The webhook body is not JSON') }
   const e = event as { id?: unknown; type?: unknown; created?: unknown; data?: { object?: unknown } } | null
   const object = e?.data?.object
-  if (!e || typeof e.id !== 'string' || !e.id || typeof e.type !== 'string' || typeof e.created !== 'number' || !object || typeof object !== 'object') {
-    throw badRequest('The webhook body is not an event: it needs id, type, created and data.object')
+  if (!e || typeof e.id !== 'string' || !e.id || typeof e.type !== 'string' || typeof e.created !== 'number' || !isStorableTime(e.created * 1000) || !object || typeof object !== 'object') {
+    throw badRequest('The webhook body is not an event: it needs id, type, created (epoch seconds in the years 0001-9999) and data.object')
   }
   return { id: e.id, type: e.type, created: new Date(e.created * 1000), object: object as Record<string, unknown> }
 }

@@ -274,6 +274,17 @@ forEachStore('payment-provider billing', (env) => {
     expect((await deliver(env, 'invoice.paid', { customer: 'cus_fake_1' }, { provider: 'paypal' }).res).status).toBe(404)
   })
 
+  test('webhook: a signed event whose fields hold a NUL, or whose time is outside the years 0001-9999, is answered, never a 500', async () => {
+    for (const object of [{ id: 'sub_nul', customer: 'cus_\u0000x', status: 'active' }, { id: 'sub_\ud800', customer: 'cus_fake_1', status: 'act\u0000ive' }]) {
+      const r = await deliver(env, 'customer.subscription.updated', object).res
+      expect(r.status).toBe(200)
+    }
+    for (const created of [1e308, -1e308, 253402300800]) {
+      const r = await deliver(env, 'invoice.paid', { customer: 'cus_fake_1' }, { created }).res
+      expect(r.status).toBe(400)
+    }
+  })
+
   test('the provider refusing a request, or answering garbage, is 502 BAD_GATEWAY in the envelope, never a 500', async () => {
     failNext = { status: 400, body: JSON.stringify({ error: { type: 'invalid_request_error', message: `No such price: '${PRICE}'` } }) }
     const refused = await call('POST', 'billing-portal', owner)
