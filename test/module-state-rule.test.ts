@@ -21,7 +21,7 @@ const ALLOWED: Record<string, [count: number, why: string]> = {
   'src/modules/hooks/signing.ts': [1, 'cache: the webhook secrets key, derived from the settings'],
   'src/modules/billing/payments.ts': [1, "cache: the payment provider's stateless HTTP client"],
   'src/modules/uploads/storage.ts': [1, "cache: the uploads' stateless storage client (a directory or S3)"],
-  'src/modules/domains/repo.ts': [1, 'cache: a compiled statement per SQLite store'],
+  'src/modules/domains/repo.ts': [2, 'cache: a compiled statement per SQLite store; the PostgreSQL gate look-ups of one turn, empty between turns'],
   'src/modules/contacts/repo/list.ts': [1, 'cache: compiled reads per store, by SQL text'],
   'src/modules/contacts/search/index.ts': [1, 'cache: the exact in-memory copy of the searchable columns, rebuilt from the database when dropped'],
   'src/modules/projects/repo.ts': [2, "cache: SQLite's exact read cache of API keys; the PostgreSQL key look-ups of one turn, empty between turns"],

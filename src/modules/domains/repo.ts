@@ -90,11 +90,42 @@ interface GateRow { id: string; domain: string; selector: string; version: numbe
 
 /** One prepared statement per SQLite store (the read connection). A cache, not state: compiled once, stateless. */
 const sqliteGates = new WeakMap<Store, Statement<GateRow, string[]>>()
+// Not state between turns: the PostgreSQL gate look-ups asked during one turn, read at the next (empty otherwise).
+const pgGateAsks = new WeakMap<Store, Map<string, Promise<GateRow[]>>>()
+
+/**
+ * PostgreSQL: the gate look-ups of one turn of the event loop with the same project and names (the sends of
+ * one sender arriving together) share one statement, run at the start of the next turn, instead of a round
+ * trip (and a backend's execute) each: the gate was a statement per send request, as many as the rest of a
+ * batch of sends together. Every request of a turn arrived before its statement started, so a domain
+ * deleted or unverified by a commit that a client saw answered is refused on that client's next send, as
+ * with a look-up per request.
+ */
+function pgGateTogether(store: Store, projectId: string, names: string[]): Promise<GateRow[]> {
+  let asks = pgGateAsks.get(store)
+  if (!asks) {
+    asks = new Map()
+    pgGateAsks.set(store, asks)
+  }
+  const key = `${projectId}\0${names.join('\0')}`
+  const asked = asks.get(key)
+  if (asked) return asked
+  const turn = asks
+  const read = new Promise<GateRow[]>((resolve, reject) => {
+    setImmediate(() => {
+      turn.delete(key)
+      pgConnection(store.db).unsafe<GateRow[]>(PG_GATE, [projectId, ...names], { prepare: true }).then(resolve, reject)
+    })
+  })
+  turn.set(key, read)
+  return read
+}
 
 /**
  * The verified domains of a project among `names`: the sender gate, run once per message. One indexed
  * query (domains_project_domain_uq) as a prepared statement on the driver, off drizzle's query builder:
- * building the query cost several times more than running it.
+ * building the query cost several times more than running it; on PostgreSQL shared by the look-ups of one
+ * turn (pgGateTogether).
  */
 export async function verifiedAmong(store: Store, _db: Db, projectId: string, names: string[]): Promise<SenderRow[]> {
   if (!names.length) return []
@@ -111,7 +142,7 @@ export async function verifiedAmong(store: Store, _db: Db, projectId: string, na
       }
       rows.push(...st.all(projectId, ...padded))
     } else {
-      rows.push(...await pgConnection(store.db).unsafe<GateRow[]>(PG_GATE, [projectId, ...padded], { prepare: true }))
+      rows.push(...await pgGateTogether(store, projectId, padded))
     }
   }
   return rows.map((r) => ({

@@ -7,6 +7,7 @@ import { generateDkimKeyPair } from '../../../src/modules/domains/keys'
 import { insertTestDomain } from '../../helpers/domains'
 import { assertSenderAllowed, signingKeyFor } from '../../../src/modules/domains/service'
 import * as repo from '../../../src/modules/domains/repo'
+import * as client from '../../../src/db/client'
 
 /** The sender gate, on rows written directly (the DNS-driven flow is covered in domains.test.ts). */
 forEachStore('sender gate', (env) => {
@@ -79,5 +80,31 @@ forEachStore('sender gate', (env) => {
     expect((await assertSenderAllowed(ctx, 'a@flip.dev')).domainId).toBe(id)
     await env.store.tx((db) => repo.deleteById(env.store, db, p.id, id))
     await expect(assertSenderAllowed(ctx, 'a@flip.dev')).rejects.toThrow(/not verified/)
+  })
+
+  test('look-ups of one turn: each sender gets its own project\'s answer (on PostgreSQL one statement per project and domain); a domain unverified before a look-up is refused', async () => {
+    const p = await env.project()
+    const q = await env.project()
+    const { id } = await addDomain(p.id, 'turn.example', true)
+    await addDomain(q.id, 'other-turn.example', true)
+    const ctxP = ctxFor(env.deps, p.id, { kind: 'cli' })
+    const ctxQ = ctxFor(env.deps, q.id, { kind: 'cli' })
+    const statements = spyOn(client, 'pgConnection')
+    let outcomes: Array<string | number>
+    try {
+      const asked = [
+        ...Array.from({ length: 10 }, (_, i) => assertSenderAllowed(ctxP, `a${i}@turn.example`)),
+        assertSenderAllowed(ctxQ, 'x@turn.example'),
+        assertSenderAllowed(ctxQ, 'y@other-turn.example'),
+      ]
+      outcomes = (await Promise.allSettled(asked)).map((r) => (r.status === 'fulfilled' ? r.value.domain : (r.reason as AppError).status))
+      if (env.store.dialect === 'pg') expect(statements).toHaveBeenCalledTimes(3)
+    } finally {
+      statements.mockRestore()
+    }
+    expect(outcomes).toEqual([...Array.from({ length: 10 }, () => 'turn.example'), 403, 'other-turn.example'])
+    const d = env.deps.store.t.domains
+    await env.deps.store.tx(async (db) => { await db.update(d).set({ verified: false }).where(eq(d.id, id)) })
+    expect(await assertSenderAllowed(ctxP, 'a@turn.example').then(() => 200, (e: AppError) => e.status)).toBe(403)
   })
 })
