@@ -1,3 +1,5 @@
+import { type AppError, validation } from './errors'
+
 /**
  * What both stores can hold, so that whatever one takes the other takes too (a SQLite install can always
  * move to PostgreSQL): input outside it is refused before any query (400/422), on both stores.
@@ -8,6 +10,9 @@
  *   Date.prototype.toISOString writes other years as `+010000-…` or `-000001-…`, which it refuses, as it
  *   refuses the year 0000; SQLite would store any number.
  */
+
+/** What an error about such text says of it. */
+export const UNSTORABLE = 'contains a NUL character (\\u0000) or a lone UTF-16 surrogate, which cannot be stored'
 
 export function isStorableText(s: string): boolean {
   return !s.includes('\0') && (s as unknown as WellFormed).isWellFormed()
@@ -43,6 +48,18 @@ export function unstorableField(value: unknown): string | null {
     return null
   }
   return visit(value, '')
+}
+
+/**
+ * The 422 VALIDATION_ERROR (field code `invalid_text`, naming the first such string's path) for input that
+ * holds text no store can hold, or null: the same for a request body (src/http/text.ts), an MCP tool's
+ * arguments and the CLI's input.
+ */
+export function unstorableInput(value: unknown): AppError | null {
+  const field = unstorableField(value)
+  if (field === null) return null
+  const name = field || 'body'
+  return validation([{ field: name, message: `${name}: ${UNSTORABLE}`, code: 'invalid_text' }], `${name}: ${UNSTORABLE}`)
 }
 
 /** 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z in epoch milliseconds: the instants both stores take. */

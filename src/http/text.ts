@@ -1,8 +1,7 @@
-import { type AppError, badRequest, validation } from '../errors'
-import { isStorableText, unstorableField } from '../storable'
+import { type AppError, badRequest } from '../errors'
+import { isStorableText, UNSTORABLE, unstorableInput } from '../storable'
 
 // Text PostgreSQL cannot store (src/storable.ts), refused before any query on every route (src/http/app.ts).
-const MESSAGE = 'contains a NUL character (\\u0000) or a lone UTF-16 surrogate, which cannot be stored'
 
 /**
  * The error for a request whose URL or body carries unstorable text (null when it has none): 400
@@ -15,14 +14,11 @@ export function unstorableRequest(url: string, body: unknown): AppError | null {
   const target = start < 0 ? '' : url.slice(start)
   if (target.includes('%')) {
     const q = target.indexOf('?')
-    if (!storableEncoded(q < 0 ? target : target.slice(0, q))) return badRequest(`The request's path ${MESSAGE}`)
-    if (q >= 0 && !storableEncoded(target.slice(q + 1))) return badRequest(`The request's query string ${MESSAGE}`)
+    if (!storableEncoded(q < 0 ? target : target.slice(0, q))) return badRequest(`The request's path ${UNSTORABLE}`)
+    if (q >= 0 && !storableEncoded(target.slice(q + 1))) return badRequest(`The request's query string ${UNSTORABLE}`)
   }
   if (body === undefined || body === null) return null
-  const field = unstorableField(body)
-  if (field === null) return null
-  const name = field || 'body'
-  return validation([{ field: name, message: `${name}: ${MESSAGE}`, code: 'invalid_text' }], `${name}: ${MESSAGE}`)
+  return unstorableInput(body)
 }
 
 /** Whether every run of %XX escapes in `raw` decodes to storable UTF-8 text (a lone "%" is left alone). */

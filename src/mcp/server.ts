@@ -3,6 +3,7 @@ import pkg from '../../package.json'
 import { ctxFor, type Deps } from '../deps'
 import { AppError, validation } from '../errors'
 import { projectForKey } from '../modules/projects/service'
+import { unstorableInput } from '../storable'
 import { TOOLS, type Tool } from './tools'
 
 /**
@@ -38,7 +39,12 @@ function envelope(err: unknown): Record<string, unknown> {
 /** Checks a tool's arguments against its model (defaults applied first, as the route does). */
 function checkArgs(tool: Tool, raw: unknown): Record<string, unknown> {
   const args = Value.Default(tool.input, structuredClone(raw ?? {})) as Record<string, unknown>
-  if (Value.Check(tool.input, args)) return args
+  if (Value.Check(tool.input, args)) {
+    // As over HTTP (src/http/text.ts): text no store can hold is refused before any query.
+    const unstorable = unstorableInput(args)
+    if (unstorable) throw unstorable
+    return args
+  }
   const errors = [...Value.Errors(tool.input, args)].slice(0, 20).map((e) => ({ field: e.path.replace(/^\//, '').replace(/\//g, '.') || '(input)', message: e.message, code: 'invalid' }))
   throw validation(errors)
 }

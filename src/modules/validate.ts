@@ -6,6 +6,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import { Value } from '@sinclair/typebox/value'
 import { validation, type FieldError } from '../errors'
+import { unstorableInput } from '../storable'
 
 /**
  * Validates input that did not come through an HTTP route (CLI, jobs) against the same TypeBox model the
@@ -22,6 +23,9 @@ export function parseInput<S extends TSchema>(schema: S, value: unknown): Static
     errors.push(toFieldError(field, e))
   }
   if (errors.length) throw validation(errors, errors.length === 1 ? errors[0].message : `Validation failed for ${errors.length} fields`)
+  // As over HTTP (src/http/text.ts): text no store can hold is refused before any query.
+  const unstorable = unstorableInput(cleaned)
+  if (unstorable) throw unstorable
   return cleaned as Static<S>
 }
 

@@ -2,6 +2,8 @@ import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { ownedProject, verifiedUser } from '../helpers/accounts'
 import { forEachStore } from '../helpers/env'
+import { AppError } from '../../src/errors'
+import { createProject } from '../../src/modules/projects/service'
 import { addDomain, campaignBody } from '../modules/campaigns/fixture'
 
 /**
@@ -186,6 +188,12 @@ forEachStore('unstorable text', (env) => {
     expect(r.status).toBe(200)
     const [email] = await env.store.rows<{ text: string }>(sql`SELECT c.text FROM email_contents c JOIN emails e ON e.id = c.email_id WHERE e.project_id = ${p.id}`)
     expect(email.text).toContain('a\uFFFDb')
+  })
+
+  test('input that does not come through HTTP (the CLI creating a project) is refused the same way: 422 invalid_text', async () => {
+    const refused = await createProject(env.store, { name: `p${NUL}` }).then(() => null, (e: unknown) => e)
+    expect(refused).toBeInstanceOf(AppError)
+    expect((refused as AppError).opts.errors).toEqual([expect.objectContaining({ field: 'name', code: 'invalid_text' })])
   })
 
   test('CSV import: a header or a file name with a NUL is 422 naming the file, nothing queued; a NUL in a cell fails its row', async () => {

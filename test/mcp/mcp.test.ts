@@ -125,6 +125,15 @@ forEachStore('mailctl mcp', (env) => {
       expect(bad.body.error?.errors?.map((e) => e.field)).toContain('email')
       const missing = await call(client, 'track_event', { email: 'a@example.com' })
       expect(missing.body.error?.code).toBe('VALIDATION_ERROR')
+      // Text no store can hold is refused as over HTTP (a 500 on PostgreSQL before), on both stores.
+      for (const [tool, args, field] of [
+        ['track_event', { email: 'a@example.com', event: 'half \ud800' }, 'event'],
+        ['create_template', { name: 'T\u0000', subject: 's', body: 'b' }, 'name'],
+      ] as const) {
+        const unstorable = await call(client, tool, args)
+        expect(unstorable.body.error?.code).toBe('VALIDATION_ERROR')
+        expect(unstorable.body.error?.errors).toEqual([expect.objectContaining({ field, code: 'invalid_text' })])
+      }
       const unverified = await call(client, 'send_email', { to: 'x@example.com', from: 'me@unverified.test', subject: 's', body: 'b' })
       expect(unverified.isError).toBe(true)
       expect(unverified.body.error?.statusCode).toBe(403)
