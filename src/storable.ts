@@ -77,6 +77,16 @@ export function clampTime(ms: number): number {
 }
 
 /**
+ * `s` cut to at most `max` UTF-16 code units, never between the two halves of a surrogate pair: a cut there
+ * leaves a lone surrogate, which PostgreSQL cannot store (an emoji at the limit of a bounce's diagnostic).
+ */
+export function cutText(s: string, max: number): string {
+  if (s.length <= max) return s
+  const last = s.charCodeAt(max - 1)
+  return s.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max)
+}
+
+/**
  * `value` with every string in it (keys too) made storable: each NUL and lone surrogate becomes U+FFFD.
  * Only for text that can no longer be refused, read from something already accepted (a received
  * message, answered 250 before it was parsed): it is kept, changed as little as it can be. Plain objects
@@ -91,7 +101,8 @@ export function storableCopy<T>(value: T): T {
     const proto = Object.getPrototypeOf(v)
     if (proto !== Object.prototype && proto !== null) return v
     const out: Record<string, unknown> = {}
-    for (const [k, x] of Object.entries(v)) out[fix(k)] = visit(x)
+    // defineProperty: a "__proto__" key read from JSON stays a key (an assignment would set the prototype).
+    for (const [k, x] of Object.entries(v)) Object.defineProperty(out, fix(k), { value: visit(x), enumerable: true, writable: true, configurable: true })
     return out
   }
   return visit(value) as T

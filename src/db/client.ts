@@ -487,7 +487,10 @@ async function pgTransaction<T>(client: postgres.Sql, fn: (tx: Db) => Promise<T>
     begun.catch(() => {})
     const result = await fn(drizzlePg(preparing(conn, client.options)) as Db)
     await begun
-    await conn.unsafe('COMMIT')
+    // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error: a statement that
+    // failed unawaited (sent without awaiting its answer, its rejection handled) must not pass for committed.
+    const done = await conn.unsafe('COMMIT')
+    if (done.command !== 'COMMIT') throw new Error(`the transaction was rolled back at its commit (the database answered ${done.command})`)
     return result
   } catch (error) {
     await conn.unsafe('ROLLBACK').catch(() => {})

@@ -24,7 +24,7 @@ import { storageFailure } from './failures'
  * What differs between the stores stays here: SQLite has one writer, so one batch is in flight at a time;
  * PostgreSQL runs up to PG_IN_FLIGHT batches at once on connections of its pool (a batch that waits for
  * its commit's fsync does not hold back the next), the second and later only once PG_SHARED_BATCH writes
- * wait. On PostgreSQL `run` is a transaction of its own (see
+ * wait or PG_SHARED_WAIT_MS have passed. On PostgreSQL `run` is a transaction of its own (see
  * `alone`): only `runMany` batches there. On PostgreSQL a write that fails with a deadlock or a
  * serialization failure is run again (in its savepoint; a batch or a transaction of its own, whole).
  */
@@ -65,6 +65,13 @@ const PG_IN_FLIGHT = 4
  * large as one node's, and its CPU per write 1.2x); waiting for a commit adds at most one batch's latency.
  */
 const PG_SHARED_BATCH = 8
+/**
+ * How long (ms) fewer than PG_SHARED_BATCH writes wait for the batch in flight before they start a batch
+ * of their own anyway: a batch waiting on a row lock (another node's batch, an import, a psql session) or
+ * on a deadlock's detection must not hold up every other write of the node, whatever its project. A few
+ * batches' time at the track bench's rates.
+ */
+const PG_SHARED_WAIT_MS = 5
 /** Runs of a write (or of a batch's transaction) that failed with a deadlock or a serialization failure. */
 const RETRIES = 3
 
@@ -108,6 +115,8 @@ export class GroupCommit {
   private queue: Pending<unknown>[] = []
   private scheduled = false
   private inFlight = 0
+  /** Starts the waiting writes if no batch in flight has committed within PG_SHARED_WAIT_MS (see start). */
+  private waitTimer: ReturnType<typeof setTimeout> | null = null
   private readonly limit: number
   /**
    * Batches committed, writes in them, batches run again with savepoints, and writes or batches run again
@@ -162,10 +171,16 @@ export class GroupCommit {
     setImmediate(() => { this.scheduled = false; this.start() })
   }
 
-  private start() {
+  private start(waited = false) {
     while (this.queue.length && this.inFlight < this.limit) {
-      // A batch in flight will start this one when it commits (settle), larger by then.
-      if (this.inFlight > 0 && this.queue.length < PG_SHARED_BATCH) return
+      if (this.inFlight > 0 && this.queue.length < PG_SHARED_BATCH && !waited) {
+        // A batch in flight will start this one when it commits (settle), larger by then; or the timer
+        // will, if that batch is held up.
+        this.waitTimer ??= setTimeout(() => { this.waitTimer = null; this.start(true) }, PG_SHARED_WAIT_MS)
+        return
+      }
+      waited = false
+      if (this.waitTimer) { clearTimeout(this.waitTimer); this.waitTimer = null }
       const batch = this.queue.splice(0, MAX_BATCH)
       this.inFlight++
       void this.settle(batch).finally(() => {

@@ -220,5 +220,40 @@ const pgRun = pgReachableSync()
     const [row] = await env.store.rows<{ data: Record<string, boolean> }>(sql`SELECT data FROM contacts WHERE id = 'ser-a'`)
     expect(row.data).toEqual({ mine: true, theirs: true })
   }, 20_000)
+
+  test('a batch held up (a row lock, a deadlock being detected) does not hold up the writes that come after it: a few writes start a batch of their own', async () => {
+    const g = new GroupCommit(env.store)
+    let entered = () => {}
+    const heldEntered = new Promise<void>((resolve) => { entered = resolve })
+    let open = () => {}
+    const gate = new Promise<void>((resolve) => { open = resolve })
+    const kind: Batched<string, string> = {
+      async many(_db, items) {
+        if (items.includes('held')) { entered(); await gate }
+        return items
+      },
+      one: async (_db, item) => item,
+    }
+    let heldSettled = false
+    const held = g.runMany(kind, 'held').finally(() => { heldSettled = true })
+    await heldEntered
+    // Fewer than a shared batch's worth, while a batch is in flight: they still commit, the held one still open.
+    expect(await Promise.all([g.runMany(kind, 'free-1'), g.runMany(kind, 'free-2')])).toEqual(['free-1', 'free-2'])
+    expect(heldSettled).toBe(false)
+    open()
+    expect(await held).toBe('held')
+    expect(g.stats.batches).toBe(2)
+  }, 20_000)
+
+  test('a transaction in which a statement failed unawaited (its rejection handled) is not reported committed', async () => {
+    const p = await env.project()
+    const failed = await env.store.tx(async (db) => {
+      env.store.exec(sql`SELECT 1 / 0`, db).catch(() => {})
+      await env.store.exec(sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (${Bun.randomUUIDv7()}, ${p.id}, NULL, 'after', '{}', NULL, now())`, db).catch(() => {})
+      return 'done'
+    }).then(() => null, (e: Error) => e.message)
+    expect(failed).toContain('rolled back at its commit')
+    expect(await env.store.rows(sql`SELECT 1 FROM events WHERE project_id = ${p.id}`)).toEqual([])
+  })
 })
 

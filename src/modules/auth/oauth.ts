@@ -8,6 +8,7 @@ import { signJwt, verifyJwt } from './jwt'
 import * as repo from './oauth-repo'
 import { credentials, endpoints, exchangeCode, fetchProfile, isProvider, ProviderFailure, type ProviderName } from './oauth-providers'
 import { openSession, revokeAllSessions } from './sessions'
+import { cutText, isStorableText, storableCopy } from '../../storable'
 
 /**
  * OAuth sign-in for the dashboard (docs/decisions.md, OAuth sign-in). GET /auth/oauth/:provider sends the
@@ -105,8 +106,9 @@ export async function finishSignIn(deps: Deps, p: ProviderName, q: CallbackQuery
   }
   if (!profile.email) throw new OAuthFailure('unverified_email', `${p}: account ${profile.id} has no verified primary email address`)
   const email = normalizeEmail(profile.email)
-  if (email.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new OAuthFailure('provider_error', `${p}: the email address "${email.slice(0, 300)}" is not usable`)
-  const name = profile.name ? profile.name.slice(0, 100) : null
+  if (!isStorableText(profile.id)) throw new OAuthFailure('provider_error', `${p}: the account id holds text that cannot be stored`)
+  if (email.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(email) || !isStorableText(email)) throw new OAuthFailure('provider_error', `${p}: the email address "${email.slice(0, 300)}" is not usable`)
+  const name = profile.name ? cutText(storableCopy(profile.name), 100) : null
 
   // A new link may need a password hash (slow: before the transaction) for an account made here or taken over.
   const known = await repo.linked(deps.store, deps.store.db, p, profile.id)

@@ -11,7 +11,7 @@ import { refusedHeader } from '../../mail/header-policy'
 import { STRUCTURAL_HEADERS } from '../../mail/mime'
 import { notifyQueued } from '../../mail/outbound'
 import { isEmail, normalizeEmail } from '../../mail/address'
-import { unstorableField } from '../../storable'
+import { cutText, unstorableField } from '../../storable'
 import { upsertContact } from '../contacts/service'
 import { assertSenderAllowed } from '../domains/service'
 import { notifyEvents, type EventRow } from '../events/stream'
@@ -122,7 +122,7 @@ export async function relayMessage(ctx: Ctx, m: RelayedMessage): Promise<RelayRe
   const attachments = attachmentsOf(parsed)
   const html = typeof parsed.html === 'string' && parsed.html ? parsed.html : null
   const text = parsed.text ?? (html ? null : '')
-  const subject = (parsed.subject ?? '').replace(/[\r\n]+/g, ' ').slice(0, 998)
+  const subject = cutText((parsed.subject ?? '').replace(/[\r\n]+/g, ' '), 998)
   // What the message's encodings can carry (a NUL, or a lone surrogate from UTF-16) but no store should:
   // refused (550 5.6.0, permanent) before any query, on both stores, instead of a 451 from PostgreSQL
   // that the client would retry forever.

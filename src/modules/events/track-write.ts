@@ -93,7 +93,9 @@ export const trackBatch: Batched<TrackJob, TrackOutcome | TrackReused> = {
     const tracked = new Map<string, { ctx: WriteCtx; indexes: number[]; flipped: boolean[]; events: NewEvent[] }>()
     const contactOf: string[] = new Array(jobs.length)
     const saves: Promise<void>[] = []
-    const rounds = [...groups.entries()].sort((a, b) => Number(a[0].slice(0, a[0].indexOf(' '))) - Number(b[0].slice(0, b[0].indexOf(' '))))
+    // By round, then by project: two batches lock the contacts of their projects in the same order (no deadlock).
+    const roundOf = (key: string) => Number(key.slice(0, key.indexOf(' ')))
+    const rounds = [...groups.entries()].sort((a, b) => roundOf(a[0]) - roundOf(b[0]) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     for (const [, indexes] of rounds) {
       const ctx = jobs[indexes[0]].ctx
       const inputs = indexes.map((i) => ({ email: jobs[i].write.email, subscribed: jobs[i].write.subscribed, data: jobs[i].write.data, dataChecked: true }))

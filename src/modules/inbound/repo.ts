@@ -1,5 +1,6 @@
 import { and, eq, inArray, lt } from 'drizzle-orm'
 import type { Db, Store } from '../../db/client'
+import { cutText } from '../../storable'
 
 /**
  * The SQL of the inbound receiver: `inbound_messages`, and the read of `domains` that decides which
@@ -41,7 +42,7 @@ export interface InboundOutcome {
 export async function finishInbound(store: Store, db: Db, id: string, o: InboundOutcome): Promise<boolean> {
   const m = store.t.inboundMessages
   const { projectId, ...rest } = o
-  const rows = await db.update(m).set({ ...rest, ...(projectId !== undefined ? { projectId } : {}), detail: o.detail?.slice(0, 2000) ?? null })
+  const rows = await db.update(m).set({ ...rest, ...(projectId !== undefined ? { projectId } : {}), detail: o.detail === undefined || o.detail === null ? null : cutText(o.detail, 2000) })
     .where(and(eq(m.id, id), eq(m.status, 'queued'))).returning({ id: m.id })
   return rows.length > 0
 }

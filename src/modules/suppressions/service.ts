@@ -2,7 +2,7 @@ import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { notFound } from '../../errors'
 import { invalidCursor } from '../cursor'
-import { isStorableText, isStorableTime } from '../../storable'
+import { cutText, isStorableText, isStorableTime } from '../../storable'
 import type { AddSuppressionBody, ListSuppressionsQuery, SuppressionReason } from './model'
 import * as repo from './repo'
 
@@ -39,7 +39,7 @@ export async function suppressedAmong(ctx: Ctx, db: Db, emails: string[]): Promi
 export async function suppress(ctx: Ctx, db: Db, input: { email: string; reason: SuppressionReason; emailId?: string | null; detail?: string | null }): Promise<boolean> {
   return repo.insertIfAbsent(ctx.store, db, {
     projectId: ctx.projectId, email: norm(input.email), reason: input.reason, emailId: input.emailId ?? null,
-    detail: input.detail?.slice(0, 2000) ?? null, createdAt: ctx.now,
+    detail: input.detail === undefined || input.detail === null ? null : cutText(input.detail, 2000), createdAt: ctx.now,
   })
 }
 

@@ -18,6 +18,7 @@ import { subscriptionEvent } from '../contacts/service'
 import { suppress } from '../suppressions/service'
 import * as repo from './repo'
 import type { FeedbackEmail } from './repo'
+import { cutText } from '../../storable'
 
 export type { FeedbackEmail } from './repo'
 
@@ -115,7 +116,7 @@ export async function applyBounce(ctx: Ctx, db: Db, email: FeedbackEmail, r: Bou
   if (r.bounceType === 'hard' || r.final) {
     if (email.status === 'BOUNCED' && (email.bounceType === 'hard' || r.bounceType === 'soft')) return NOTHING
     await repo.advanceEmail(store, db, email.projectId, email.id, {
-      status: 'BOUNCED', bounceType: r.bounceType, bouncedAt: r.at, lastReply: (r.diagnostic ?? r.status ?? 'bounced').slice(0, 1000),
+      status: 'BOUNCED', bounceType: r.bounceType, bouncedAt: r.at, lastReply: cutText(r.diagnostic ?? r.status ?? 'bounced', 1000),
     }, ctx.now)
     // Counted once per email: a soft bounce that expired (BOUNCED, soft) was counted already.
     if (email.campaignId && !email.bouncedAt) await repo.bumpCampaign(store, db, email.projectId, email.campaignId, { bounced: 1 }, ctx.now)
