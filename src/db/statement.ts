@@ -8,7 +8,8 @@
  * - PostgreSQL: the same text through drizzle's `sql` template on the transaction's connection.
  * `IN $n[]` tests a value against a list bound as ONE parameter (pass an array): SQLite reads it with
  * json_each, PostgreSQL as an array of jsonb_array_elements_text (as inJsonList in dialect.ts, and for the
- * same reasons: hundreds of ids, and PostgreSQL's limit of 65,535 parameters).
+ * same reasons: hundreds of ids, and PostgreSQL's limit of 65,535 parameters). A list holds text: it is
+ * compared with text columns (ids, emails, names) on both stores.
  * Rows come back raw, as Store.prepared gives them: on SQLite booleans are 0/1, timestamps epoch ms and
  * JSON text; bind times with `momentParam` (dialect.ts) and map the rows in the repo (`fromRaw` of
  * sqlite-statements.ts maps a row of whole columns by the table's own mappers on either store).
@@ -29,9 +30,24 @@ interface Compiled { sqlite: string; parts: string[]; slots: number[] }
 const compiled = new Map<string, Compiled>()
 const MAX_TEXTS = 500
 
+/** Placeholders (`$n`) in `text`. */
+const countSlots = (text: string) => text.match(/\$\d+/g)?.length ?? 0
+
+/**
+ * Refuses what the rewriting below would get wrong, at the first run of the text: a placeholder inside a
+ * quoted string or a comment (both stores would read it as a parameter), and `NOT IN $n[]` (PostgreSQL
+ * has no `NOT = ANY`; write `NOT (x IN $n[])`).
+ */
+function checkText(text: string) {
+  if (/\bNOT\s+IN\s+\$\d+\[\]/i.test(text)) throw new Error(`statementRows: NOT IN $n[] is not supported (write NOT (x IN $n[])): ${text}`)
+  const bare = text.replace(/'(?:[^']|'')*'/g, "''").replace(/--[^\n]*/g, '').replace(/\/\*[\s\S]*?\*\//g, '')
+  if (countSlots(bare) !== countSlots(text)) throw new Error(`statementRows: a placeholder inside a quoted string or a comment: ${text}`)
+}
+
 function compile(text: string): Compiled {
   let c = compiled.get(text)
   if (!c) {
+    checkText(text)
     const pg = text.replace(LIST, '= ANY (ARRAY(SELECT jsonb_array_elements_text($$$1::jsonb)))')
     const pieces = pg.split(/\$(\d+)/)
     const parts: string[] = []

@@ -131,6 +131,14 @@ for (const kind of ['sqlite', 'pg'] as const) {
       expect(Number(after[0]?.n)).toBe(1)
     })
 
+    test('statementRows refuses texts its rewriting would get wrong: a placeholder in a string or a comment, NOT IN a list', async () => {
+      const run = (text: string, ...params: Array<string | string[]>) => store.tx((db) => statementRows(store, db, text, ...params)).then(() => 'ran', (e: Error) => e.message)
+      expect(await run("SELECT id FROM jobs WHERE name = '$1' AND id = $1", 'x')).toContain('inside a quoted string or a comment')
+      expect(await run('SELECT id FROM jobs WHERE id = $1 -- not $2\n', 'x')).toContain('inside a quoted string or a comment')
+      expect(await run('SELECT id FROM jobs WHERE id NOT IN $1[]', ['a'])).toContain('NOT IN $n[] is not supported')
+      expect(await run("SELECT id FROM jobs WHERE NOT (id IN $1[]) AND name <> 'it''s $'", ['a'])).toBe('ran')
+    })
+
     test('asStoredJson orders keys as the store gives a stored object back', async () => {
       const j = store.t.jobs
       const [row] = await store.db.select({ payload: j.payload }).from(j).where(inArray(j.id, ['b']))
