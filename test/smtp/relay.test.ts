@@ -237,6 +237,15 @@ forEachStore('SMTP relay', (env) => {
     expect((await emailsOf(p.id)).length).toBe(before)
   })
 
+  test('a subject longer than a header line, cut where an emoji straddles the limit, is queued with whole characters', async () => {
+    const subject = `${'s'.repeat(997)}\u{1F600} and the rest`
+    const res = await submit(relay.port, auth(), { from: `app@${p.domain}`, to: `long.${rnd()}@dest.test`, subject, text: 'x' })
+    expect(res.ok).toBe(true)
+    const id = must(/queued as (.+)$/.exec(res.response), 'a queued-as reply')[1]
+    const email = (await emailsOf(p.id)).find((e) => e.id === id)
+    expect(email?.subject).toBe('s'.repeat(997))
+  })
+
   test('repeated failures from one address slow down, then lock the address out even with the right key', async () => {
     const deps: Deps = { ...env.deps, limiter: memoryLimiter() }
     const own = must(await startRelay(deps, { port: 0, host: '127.0.0.1', securePort: null, authFailureDelayMs: 1 }), 'the relay')
