@@ -62,7 +62,7 @@ const PG_IN_FLIGHT = 4
  * for the next commit. A batch has a fixed cost (its transaction's round trips and statements: a few
  * hundred µs of CPU measured on the client, as much as several writes), so batches started as soon as a
  * connection is free grow small when the load is spread (two nodes: each node's batches were half as
- * large as one node's, and its CPU per write 1.2x); waiting for a commit adds at most one batch's latency.
+ * large as one node's, and its CPU per write 1.2x); the wait is bounded by PG_SHARED_WAIT_MS.
  */
 const PG_SHARED_BATCH = 8
 /**
