@@ -44,14 +44,18 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
   // start again); `content` follows every change.
   const [initial, setInitial] = useState<{ value: EditorValue; revision: number }>({ value: { body: campaign?.body ?? STARTER, design: campaign?.design ?? null }, revision: 0 })
   const [content, setContent] = useState<EditorValue>(initial.value)
-  // The body the editor opened with: content that still equals it was not written by the user.
+  // The body the editor opened with: content that still equals it was not written by the user. Both are
+  // refs as well, set as the editor reports: a template chosen between the editor's report and the render
+  // that follows must compare the editor's opening with what it reported, not with the state before it.
   const opened = useRef<string | null>(null)
+  const reported = useRef<EditorValue>(initial.value)
   // Fields changed since the last save: their errors are no longer shown.
   const [changed, setChanged] = useState<ReadonlySet<string>>(new Set())
   const touch = (...fields: string[]) => setChanged((s) => (fields.every((f) => s.has(f)) ? s : new Set([...s, ...fields])))
   const onContent = (v: EditorValue) => {
     if (opened.current === null) opened.current = v.body
-    else if (v.body !== content.body) touch('body', 'design')
+    else if (v.body !== reported.current.body) touch('body', 'design')
+    reported.current = v
     setContent(v)
   }
   // A new campaign starts from the project's sender defaults (settings page).
@@ -81,12 +85,13 @@ export function CampaignForm({ project, campaign }: { project: Project; campaign
     const tpl = templates.data?.data.find((x) => x.id === tid)
     if (!tpl) return
     // Written content is not replaced without asking.
-    const written = campaign !== undefined || initial.revision > 0 || subject.trim() !== '' || (opened.current !== null && content.body !== opened.current)
+    const written = campaign !== undefined || initial.revision > 0 || subject.trim() !== '' || (opened.current !== null && reported.current.body !== opened.current)
     if (written && !window.confirm(t('compose.replaceConfirm', { name: tpl.name }))) return
     setSubject(tpl.subject)
     setPreheader(tpl.preheader ?? '')
     const value = { body: tpl.body, design: tpl.design ?? null }
     setInitial({ value, revision: initial.revision + 1 })
+    reported.current = value
     setContent(value)
     if (!name) setName(tpl.name)
     const [l, d] = tpl.from.split('@')
