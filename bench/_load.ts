@@ -3,6 +3,7 @@
  * sending its next request as soon as the previous answer is complete. Cheaper than fetch, so more of
  * the shared CPU is left to the server under test. Responses must carry Content-Length (Bun's do).
  */
+import postgres from 'postgres'
 
 export interface Req { method: string; path: string; headers?: Record<string, string>; body?: string }
 export interface Answer { status: number; body: string; ms: number }
@@ -167,4 +168,26 @@ export function threadCpuLine(pid: number, before: ReturnType<typeof threadCpuMs
     if (us >= 1) rows.push([tid === String(pid) ? 'main' : a.name, us, sys])
   }
   return rows.sort((x, y) => y[1] - x[1]).map(([n, us, sys]) => `${n} ${us.toFixed(0)}${sys >= 1 ? ` (sys ${sys.toFixed(0)})` : ''}`).join(', ')
+}
+
+/** The PostgreSQL backends serving database `url` (their pids), read with a connection of its own. */
+async function backendPids(url: string): Promise<number[]> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    const rows = await sql<Array<{ pid: number }>>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`
+    return rows.map((r) => r.pid)
+  } finally { await sql.end() }
+}
+
+/** CPU ms of the backends of `url`, from /proc, at two times: call the result again to get the difference. */
+export async function backendCpu(url: string): Promise<() => Promise<number>> {
+  const before = new Map((await backendPids(url)).map((pid) => [pid, cpuMs(pid)]))
+  return async () => {
+    let ms = 0
+    for (const pid of await backendPids(url)) {
+      const now = cpuMs(pid)
+      if (Number.isFinite(now)) ms += now - (before.get(pid) ?? 0)
+    }
+    return ms
+  }
 }

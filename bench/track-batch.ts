@@ -3,7 +3,7 @@
  * writing process alone: no HTTP, no load generator. Batches of 1, 4, 8 and 16 tracks (half to new
  * contacts, half to existing ones whose data sometimes changes) are written one after another through
  * GroupCommit.runMany; for each size the main thread's and the process's CPU per batch and per track, and
- * the wall time per batch. A batch's fixed cost is what a node pays more per write when its batches are
+ * the wall time per batch; on PostgreSQL also the CPU of the database's backends (from /proc). A batch's fixed cost is what a node pays more per write when its batches are
  * smaller (fewer requests waiting on it: bench/cluster.ts). Prints figures; asserts nothing.
  *
  *   node_modules/.bin/bun bench/track-batch.ts   (BENCH_DATABASE_URL=pg: a fresh PostgreSQL database;
@@ -15,6 +15,7 @@ import { sql } from 'drizzle-orm'
 import { GroupCommit } from '../src/db/group-commit'
 import { trackBatch } from '../src/modules/events/track-write'
 import { migratedStore } from '../test/helpers/env'
+import { backendCpu } from './_load'
 
 const BATCHES = Number(process.env.BENCH_BATCHES ?? 500)
 const SIZES = (process.env.BENCH_SIZES ?? '1,4,8,16').split(',').map(Number)
@@ -52,6 +53,7 @@ try {
     for (const size of SIZES) {
       for (let i = 0; i < 50; i++) await batch(size)
       const main0 = mainThreadMs()
+      const backends = store.url.startsWith('postgres') ? await backendCpu(store.url) : null
       const cpu0 = process.cpuUsage()
       const t0 = performance.now()
       for (let i = 0; i < BATCHES; i++) await batch(size)
@@ -59,7 +61,9 @@ try {
       const cpu = process.cpuUsage(cpu0)
       const all = (cpu.user + cpu.system) / BATCHES
       const main = ((mainThreadMs() - main0) * 1000) / BATCHES
-      console.log(`round ${round}, ${String(size).padStart(2)} per batch: main thread ${main.toFixed(0)} µs/batch (${(main / size).toFixed(0)} per track), process ${all.toFixed(0)} µs/batch (${(all / size).toFixed(0)} per track), wall ${wall.toFixed(0)} µs/batch; load average ${loadavg()[0].toFixed(2)}`)
+      const backend = backends ? ((await backends()) * 1000) / BATCHES : null
+      const backendPart = backend === null ? '' : `, PostgreSQL backends ${backend.toFixed(0)} µs/batch (${(backend / size).toFixed(0)} per track)`
+      console.log(`round ${round}, ${String(size).padStart(2)} per batch: main thread ${main.toFixed(0)} µs/batch (${(main / size).toFixed(0)} per track), process ${all.toFixed(0)} µs/batch (${(all / size).toFixed(0)} per track), wall ${wall.toFixed(0)} µs/batch${backendPart}; load average ${loadavg()[0].toFixed(2)}`)
     }
   }
   console.log(JSON.stringify({ store: kind, groupCommit: commits.stats }))

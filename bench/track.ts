@@ -33,7 +33,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { cpuMs, fmt, runLoad, startChild, threadCpuLine, threadCpuMs, type LoadResult, type Req } from './_load'
+import { backendCpu, cpuMs, fmt, runLoad, startChild, threadCpuLine, threadCpuMs, type LoadResult, type Req } from './_load'
 import { freshPgDatabase } from '../test/helpers/env'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -54,28 +54,6 @@ function requests(publicKey: string, tag: string) {
     const email = existing ? `seed${Math.floor(Math.random() * SEED)}@example.com` : `new-${tag}-${conn}-${i}@example.com`
     const body = JSON.stringify({ email, event: i % 5 ? 'page.viewed' : 'order.placed', data: { plan: plans[i % 3], source: { value: 'bench', persistent: false } } })
     return { method: 'POST', path: '/v1/track', headers: { authorization: `Bearer ${publicKey}`, 'content-type': 'application/json' }, body }
-  }
-}
-
-/** The PostgreSQL backends serving database `url` (their pids), read with a connection of its own. */
-async function backendPids(url: string): Promise<number[]> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} })
-  try {
-    const rows = await sql<Array<{ pid: number }>>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`
-    return rows.map((r) => r.pid)
-  } finally { await sql.end() }
-}
-
-/** CPU ms of the backends of `url`, from /proc, at two times: call the result again to get the difference. */
-async function backendCpu(url: string): Promise<() => Promise<number>> {
-  const before = new Map((await backendPids(url)).map((pid) => [pid, cpuMs(pid)]))
-  return async () => {
-    let ms = 0
-    for (const pid of await backendPids(url)) {
-      const now = cpuMs(pid)
-      if (Number.isFinite(now)) ms += now - (before.get(pid) ?? 0)
-    }
-    return ms
   }
 }
 

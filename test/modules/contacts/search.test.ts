@@ -117,6 +117,46 @@ forEachStore('GET /contacts?search= (exact under changes)', (env) => {
     await check(env, p.id, p.secretKey)
   }, 120_000)
 
+  test('custom field values follow data changes: tracks one by one and batched, an UPDATE of many rows, an unchanged value', async () => {
+    const p = await env.project()
+    await insertMany(env, p.id, 'd', 0, 5000)
+    const total = async (term: string) => {
+      // The dashboard's search (POST /contacts/query) looks in the custom fields' values too.
+      const r = await env.request('POST', '/contacts/query', { key: p.secretKey, body: { search: term } })
+      expect(r.status).toBe(200)
+      return r.body.total
+    }
+    const track = async (emails: string[], city: string) => {
+      const answers = await Promise.all(emails.map((email) => env.request('POST', '/v1/track', { key: p.publicKey, body: { email, event: 'moved', data: { city } } })))
+      expect(answers.map((a) => a.status)).toEqual(emails.map(() => 200))
+    }
+    const emails = Array.from({ length: 12 }, (_, k) => `t${k}@data.test`)
+    expect(await total('zebratown')).toBe(0)
+    // New contacts (concurrent tracks share batches), then their data changed by tracks, alone and together.
+    await track(emails, 'Zebratown')
+    expect(await total('zebratown')).toBe(12)
+    await track(emails.slice(0, 1), 'Oslo')
+    expect([await total('zebratown'), await total('oslo')]).toEqual([11, 1])
+    await track(emails, 'Oslo')
+    expect([await total('zebratown'), await total('oslo')]).toEqual([0, 12])
+    // A track that changes nothing leaves the contact found as it was.
+    await track(emails.slice(0, 3), 'Oslo')
+    expect(await total('oslo')).toBe(12)
+    // One statement changing many rows, from another connection, and a change of one row's email alone.
+    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
+    try {
+      await other.exec(env.kind === 'pg'
+        ? sql`UPDATE contacts SET data = '{"city": "Quito"}'::jsonb WHERE project_id = ${p.id} AND email LIKE '%@data.test' AND email <> 't0@data.test'`
+        : sql`UPDATE contacts SET data = '{"city": "Quito"}' WHERE project_id = ${p.id} AND email LIKE '%@data.test' AND email <> 't0@data.test'`)
+      await other.exec(sql`UPDATE contacts SET email = 'renamed@data.test' WHERE project_id = ${p.id} AND email = 't0@data.test'`)
+    } finally {
+      await other.close()
+    }
+    // Another connection's commit is seen once the turn's read snapshot has ended (SQLite: client.ts).
+    await new Promise((resolve) => setImmediate(resolve))
+    expect([await total('oslo'), await total('quito'), await total('renamed'), await total('t0@data')]).toEqual([1, 11, 1, 0])
+  }, 60_000)
+
   test('ties on created_at across page boundaries: every match once, in (created_at, id) order', async () => {
     const p = await env.project()
     await insertMany(env, p.id, 't', 0, 600)
