@@ -170,11 +170,14 @@ export function threadCpuLine(pid: number, before: ReturnType<typeof threadCpuMs
   return rows.sort((x, y) => y[1] - x[1]).map(([n, us, sys]) => `${n} ${us.toFixed(0)}${sys >= 1 ? ` (sys ${sys.toFixed(0)})` : ''}`).join(', ')
 }
 
-/** The PostgreSQL backends serving database `url` (their pids), read with a connection of its own. */
+/**
+ * The PostgreSQL backends serving clients of database `url` (their pids), read with a connection of its
+ * own: not autovacuum's workers, whose coming and going would be counted whole or lost.
+ */
 async function backendPids(url: string): Promise<number[]> {
   const sql = postgres(url, { max: 1, onnotice: () => {} })
   try {
-    const rows = await sql<Array<{ pid: number }>>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`
+    const rows = await sql<Array<{ pid: number }>>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type IN ('client backend', 'parallel worker') AND pid <> pg_backend_pid()`
     return rows.map((r) => r.pid)
   } finally { await sql.end() }
 }

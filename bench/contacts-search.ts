@@ -160,7 +160,7 @@ async function writeCost(store: Store, projectId: string) {
     return `insert ${med(ins)} us/contact, update ${med(upd)} us/contact; one 20,000-row INSERT ${med(bulk)} us/contact`
   }
   console.log(`  write path with the search triggers:        ${await measure()}`)
-  for (const t of ['contact_changes_ai', 'contact_changes_ad', 'contact_changes_au']) await store.exec(sql.raw(`DROP TRIGGER ${t}${store.dialect === 'pg' ? ' ON contacts' : ''}`))
+  for (const t of ['contact_changes_ai', 'contact_changes_ad', 'contact_changes_au', ...(store.dialect === 'pg' ? ['contact_changes_aus'] : [])]) await store.exec(sql.raw(`DROP TRIGGER ${t}${store.dialect === 'pg' ? ' ON contacts' : ''}`))
   console.log(`  write path without them:                    ${await measure()}`)
 }
 

@@ -52,8 +52,9 @@ try {
   for (let round = 1; round <= 2; round++) {
     for (const size of SIZES) {
       for (let i = 0; i < 50; i++) await batch(size)
-      const main0 = mainThreadMs()
+      // The probe's own connection runs on this thread: opened before the main thread's count starts.
       const backends = store.url.startsWith('postgres') ? await backendCpu(store.url) : null
+      const main0 = mainThreadMs()
       const cpu0 = process.cpuUsage()
       const t0 = performance.now()
       for (let i = 0; i < BATCHES; i++) await batch(size)

@@ -213,17 +213,20 @@ describe.skipIf(!available)('campaign pages in Chromium', () => {
     const { page } = d
     const t = await d.api('POST', '/templates', { name: 'Monthly news', subject: 'News for {{name}}', body: '<h2>This month</h2><p>Hi {{name}}</p>', from: 'letters@shop.test', fromName: 'Shop letters' })
     expect(t.status).toBeLessThan(300)
-    // Nothing is written yet, so choosing a template must not ask to replace it. An unanswered question is
-    // dismissed by the browser and leaves the form empty: the messages say why if it happens.
+    // Nothing is written yet, so choosing a template must not ask to replace it. A question is recorded and
+    // dismissed (a listener must answer it, or the page waits), which leaves the form empty: the messages say why.
     const asked: string[] = []
-    const onDialog = (dl: { message(): string }) => { asked.push(dl.message()) }
+    const onDialog = (dl: { message(): string; dismiss(): Promise<void> }) => { asked.push(dl.message()); void dl.dismiss() }
     page.on('dialog', onDialog)
-    await d.open('/campaigns/new')
-    await page.getByLabel('Start from a template').selectOption({ label: 'Monthly news' })
-    // The form fills once the template is read (a render or two later): wait for it, then check every field.
     const subject = page.getByLabel('Subject', { exact: true })
-    for (let i = 0; i < 200 && (await subject.inputValue()) === ''; i++) await Bun.sleep(25)
-    page.off('dialog', onDialog)
+    try {
+      await d.open('/campaigns/new')
+      await page.getByLabel('Start from a template').selectOption({ label: 'Monthly news' })
+      // The form fills once the template is read (a render or two later): wait for it, then check every field.
+      for (let i = 0; i < 200 && (await subject.inputValue()) === ''; i++) await Bun.sleep(25)
+    } finally {
+      page.off('dialog', onDialog)
+    }
     expect({ subject: await subject.inputValue(), asked }).toEqual({ subject: 'News for {{name}}', asked: [] })
     expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('Monthly news')
     expect(await page.getByLabel('Sender address').inputValue()).toBe('letters')

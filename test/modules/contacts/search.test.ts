@@ -155,6 +155,14 @@ forEachStore('GET /contacts?search= (exact under changes)', (env) => {
     // Another connection's commit is seen once the turn's read snapshot has ended (SQLite: client.ts).
     await new Promise((resolve) => setImmediate(resolve))
     expect([await total('oslo'), await total('quito'), await total('renamed'), await total('t0@data')]).toEqual([1, 11, 1, 0])
+    // Contacts moved to another project, one with a new id too (seeded ones: a contact with events keeps its
+    // id), leave this project's search and join the other's.
+    const q = await env.project()
+    const inQ = async (term: string) => (await env.request('POST', '/contacts/query', { key: q.secretKey, body: { search: term } })).body.total
+    expect([await total('anna1@'), await total('bob2@'), await inQ('anna1@'), await inQ('bob2@')]).toEqual([1, 1, 0, 0])
+    await env.store.exec(sql`UPDATE contacts SET project_id = ${q.id}, id = 'moved-d1' WHERE id = 'd000001'`)
+    await env.store.exec(sql`UPDATE contacts SET project_id = ${q.id} WHERE id = 'd000002'`)
+    expect([await total('anna1@'), await total('bob2@'), await inQ('anna1@'), await inQ('bob2@')]).toEqual([0, 0, 1, 1])
   }, 60_000)
 
   test('ties on created_at across page boundaries: every match once, in (created_at, id) order', async () => {
