@@ -27,7 +27,7 @@ import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
 import { PG_CONNECT_TIMEOUT_S, PgGuard, pgReconnectDelayS } from './pg-guard'
-import { reserveGuarded } from './pg-reserved'
+import { endPool, reservedTransaction } from './pg-reserved'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -472,32 +472,11 @@ function preparing(sql: postgres.Sql, options: postgres.Sql['options'] = sql.opt
 }
 
 /**
- * A transaction on a connection of the pool reserved for it, with its BEGIN written together with its
- * first statement. postgres.js's own `begin` awaits the BEGIN alone: a round trip and a socket write more
- * for every transaction (group-committed batches, delivery claims and outcomes). Statements on one
- * connection run in the order they were written, so nothing of `fn` runs before the BEGIN; if the BEGIN
- * fails, so do they. ROLLBACK on any error, then the connection goes back to the pool. A connection lost
- * meanwhile is neither used again nor given back (pg-reserved.ts): that would crash the process.
+ * A transaction of the store on PostgreSQL: pg-reserved.ts's (its BEGIN written with its first statement,
+ * a connection lost meanwhile never used again nor given back), with drizzle over the reserved connection.
  */
-async function pgTransaction<T>(client: postgres.Sql, fn: (tx: Db) => Promise<T>): Promise<T> {
-  const reserved = await reserveGuarded(client)
-  const conn = reserved.sql
-  try {
-    const begun = conn.unsafe('BEGIN').execute()
-    begun.catch(() => {})
-    const result = await fn(drizzlePg(preparing(conn, client.options)) as Db)
-    await begun
-    // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error: a statement that
-    // failed unawaited (sent without awaiting its answer, its rejection handled) must not pass for committed.
-    const done = await conn.unsafe('COMMIT')
-    if (done.command !== 'COMMIT') throw new Error(`the transaction was rolled back at its commit (the database answered ${done.command})`)
-    return result
-  } catch (error) {
-    await conn.unsafe('ROLLBACK').catch(() => {})
-    throw error
-  } finally {
-    reserved.release()
-  }
+function pgTransaction<T>(client: postgres.Sql, fn: (tx: Db) => Promise<T>): Promise<T> {
+  return reservedTransaction(client, (conn) => fn(drizzlePg(preparing(conn, client.options)) as Db))
 }
 
 function openPg(url: string): Store {
@@ -562,14 +541,14 @@ function openPg(url: string): Store {
       await client.unsafe(text).simple()
     },
     async applyMigration(name, text) {
-      return client.begin(async (q) => {
+      return reservedTransaction(client, async (q) => {
         await q`SELECT pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`
         const seen = await q`SELECT 1 FROM schema_migrations WHERE name = ${name}`
         if (seen.length) return false
         await q.unsafe(text).simple()
         await q`INSERT INTO schema_migrations (name) VALUES (${name})`
         return true
-      }) as Promise<boolean>
+      }, { what: `the migration ${name}` })
     },
     prepared<T>(text: string) {
       return (...params: Array<string | number | null>) => guard.run(async () => await client.unsafe<T[]>(text, params, { prepare: true }), guard.readDeadlineMs)
@@ -589,7 +568,8 @@ function openPg(url: string): Store {
     async close() {
       closed = true
       guard.stop()
-      await Promise.all([client.end({ timeout: 5 }), probeClient.end({ timeout: 1 })])
+      // A connection lost in the middle of a statement does not hold the end for its 5 s (endPool).
+      await Promise.all([endPool(client, 5), probeClient.end({ timeout: 1 })])
     },
   }
 }

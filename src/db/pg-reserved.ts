@@ -10,25 +10,48 @@
  * before the socket's close is never answered either: `closed()` fails only what it finds in flight when
  * the socket ended without an error.
  *
+ * postgres.js's own `begin` has the same fault, so no transaction uses it: the store's, the migrations', and
+ * those of the one-off commands (backup, restore, store copy) all run in reservedTransaction below.
+ *
  * So the connection is lost from the first of: postgres.js closing it (its connection's `onclose`, which
  * its own `begin` uses, reached through the `onexecute` option of a statement), or one of its statements
- * failing because the connection failed (connectionFailed). From then on statements are refused with a
- * ConnectionLostError before they reach postgres.js, and `release()` does nothing: postgres.js has the
- * connection among its closed ones (or will at the close that follows such a failure) and connects it again
- * when the pool needs it. Nothing is dropped: the statements in flight at the loss were failed by postgres.js,
- * the later ones are failed here, each with an error that answers 503 DATABASE_UNAVAILABLE
- * (src/db/failures.ts), and the server rolls back the transaction of a connection that ended.
- * The hooks are postgres.js internals: the version is pinned in package.json, and
- * test/db/pg-lost-connection.test.ts fails if they change.
+ * failing because the connection failed (connectionFailed). From then on statements (`unsafe` and tagged
+ * ones) are refused with a ConnectionLostError before they reach postgres.js, and `release()` does nothing:
+ * postgres.js has the connection among its closed ones (or will at the close that follows such a failure)
+ * and connects it again when the pool needs it. Nothing is dropped: the statements in flight at the loss
+ * were failed by postgres.js, the later ones are failed here, each with an error that answers 503
+ * DATABASE_UNAVAILABLE (src/db/failures.ts), and the server rolls back the transaction of a connection
+ * that ended. The hooks are postgres.js internals: the version is pinned in package.json, and
+ * test/db/pg-lost-connection.test.ts and test/ops/pg-lost-connection.test.ts fail if they change.
  */
 import type postgres from 'postgres'
 
-/** The connection object postgres.js passes to a statement's `onexecute` (the one field used here). */
-interface PgConnection { onclose: ((err: Error) => void) | null }
+/** The connection object postgres.js passes to a statement's `onexecute` (the fields used here). */
+interface PgConnection {
+  onclose: ((err: Error) => void) | null
+  /** The pool's queue the connection is in: open, busy, closed... (postgres.js moves it between them). */
+  queue: unknown
+  end(): Promise<void>
+  terminate(): void
+}
 
 /** What refused statements fail with: its code is postgres.js's own for a closed connection. */
 export class ConnectionLostError extends Error {
   readonly code = 'CONNECTION_CLOSED'
+}
+
+/**
+ * A transaction that failed because its connection was lost. `committed` is false when the connection
+ * was lost before its COMMIT was sent (the server rolls back the transaction of a connection that ends:
+ * nothing of it was written), null when it was lost with the COMMIT in flight (it may have committed).
+ */
+export class TransactionLostError extends ConnectionLostError {
+  constructor(what: string, readonly committed: false | null, readOnly: boolean, cause: Error) {
+    const lost = `the database connection was lost during ${what} (${cause.message})`
+    super(readOnly ? lost
+      : committed === false ? `${lost}; it was not committed: nothing of it was written`
+      : `the database connection was lost while the COMMIT of ${what} was in flight (${cause.message}); it may or may not have committed`, { cause })
+  }
 }
 
 /**
@@ -45,41 +68,122 @@ export function connectionFailed(err: unknown): boolean {
   return e.code === 'CONNECTION_CLOSED' || e.code === 'CONNECTION_DESTROYED' || e.code === 'CONNECTION_ENDED'
 }
 
+/** The first error of `err`'s cause chain (drizzle wraps the driver's) that says its connection failed. */
+function connectionFailure(err: unknown): Error | null {
+  const seen = new Set<unknown>()
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e)
+    if (connectionFailed(e)) return e
+  }
+  return null
+}
+
+/**
+ * The connections of one postgres.js pool that its reserved connections ran on, so that the pool's end
+ * does not wait for one that was lost. postgres.js keeps the statement that was in flight when a
+ * connection closed as the connection's current one until it connects again, and its `end()` waits for
+ * that statement's answer, which never comes: `sql.end({ timeout })` then waited its whole timeout, after
+ * every statement had been answered or failed. `endPool` ends such connections at once (there is nothing
+ * left on them to flush) and lets the others finish what they run, as `end` does.
+ */
+class PoolConnections {
+  readonly seen = new Set<PgConnection>()
+  /** The pool's queue of closed connections, learned from the first close seen (postgres.js moves a connection there before telling it). */
+  closedQueue: unknown = null
+  /** Connections lost by a socket error whose close has not come yet (it comes a little later). */
+  readonly closing = new Set<PgConnection>()
+
+  /** The connections lost and not connected again since (the pool moves one out of its closed queue as it reconnects it). */
+  lost(): PgConnection[] {
+    return [...this.closing, ...[...this.seen].filter((c) => this.closedQueue !== null && c.queue === this.closedQueue)]
+  }
+}
+
+/** One per pool, by its options object (the same through the proxies in front of the pool, client.ts's `preparing`). */
+const pools = new WeakMap<object, PoolConnections>()
+
+function poolOf(client: postgres.Sql): PoolConnections {
+  let p = pools.get(client.options)
+  if (!p) { p = new PoolConnections(); pools.set(client.options, p) }
+  return p
+}
+
+/**
+ * Ends a pool as `client.end({ timeout })` does, but a connection lost since it last connected (known
+ * from the reserved connections, which all of the store's transactions use) is ended at once instead of
+ * holding the end for `timeout` seconds. The others still finish the statements they run.
+ */
+export async function endPool(client: postgres.Sql, timeout: number): Promise<void> {
+  for (const c of pools.get(client.options)?.lost() ?? []) {
+    const end = c.end
+    // `terminate` resolves the end that waits for the lost statement (and fails nothing more: none is in flight).
+    c.end = () => { const ended = end(); c.terminate(); return ended }
+  }
+  await client.end({ timeout })
+}
+
 export interface GuardedConnection {
-  /** The reserved connection: its `unsafe` (all drizzle and the transaction send) refuses statements once it is lost. */
+  /** The reserved connection: its `unsafe` and tagged statements refuse to run once it is lost. */
   sql: postgres.ReservedSql
   /** Why the connection is lost; null while it is not. */
   readonly lost: Error | null
+  /** Marks the connection lost when `err` (or one of its causes) is a failure of the connection. */
+  failed(err: unknown): void
   /** Gives the connection back to the pool unless it is lost. */
   release(): void
 }
 
-/** A statement refused: a rejected promise that answers the chaining calls drizzle and the transaction make. */
+/** A statement refused: a rejected promise that answers the chaining calls of drizzle, the transaction and src/ops. */
 function refusal(cause: Error): postgres.PendingQuery<postgres.Row[]> {
-  const p = Promise.reject(new ConnectionLostError(`the database connection was lost (${cause.message}); the statement was not sent`, { cause }))
+  const err = new ConnectionLostError(`the database connection was lost (${cause.message}); the statement was not sent`, { cause })
+  const p = Promise.reject(err)
+  // Handled here (a statement built but never awaited must not be an unhandled rejection); awaiting it still throws.
+  p.catch(() => {})
   const self = () => p
-  return Object.assign(p, { values: self, raw: self, execute: self, simple: self }) as unknown as postgres.PendingQuery<postgres.Row[]>
+  const cursor = () => ({ [Symbol.asyncIterator]: () => ({ next: () => p, return: () => Promise.resolve({ done: true, value: undefined }) }) })
+  return Object.assign(p, { values: self, raw: self, execute: self, simple: self, cursor }) as unknown as postgres.PendingQuery<postgres.Row[]>
 }
 
 export async function reserveGuarded(client: postgres.Sql): Promise<GuardedConnection> {
+  const pool = poolOf(client)
   const conn = await client.reserve()
   let lost: Error | null = null
   let connection: PgConnection | null = null
-  const onclose = (err: Error) => { lost ??= err }
+  let closed = false
+  const onclose = (err: Error) => {
+    lost ??= err
+    closed = true
+    if (connection) {
+      pool.closing.delete(connection)
+      // postgres.js has just moved it to the pool's closed ones.
+      pool.closedQueue ??= connection.queue
+    }
+  }
   // postgres.js calls it as a statement is handed to the connection; its result must be truthy (more may follow).
   const onexecute = (c: PgConnection) => {
     connection = c
+    pool.seen.add(c)
     c.onclose = onclose
     return true
   }
+  const markLost = (err: unknown) => {
+    if (lost !== null || !connectionFailed(err)) return
+    lost = err as Error
+    if (connection && !closed) pool.closing.add(connection)
+  }
   // Promise's own `then`, not the query's: the query's would send it before drizzle has set it up.
-  const observe = (q: postgres.PendingQuery<postgres.Row[]>) => {
-    Promise.prototype.then.call(q, undefined, (err: unknown) => {
-      if (lost === null && connectionFailed(err)) lost = err as Error
-    })
+  const observe = <Q extends Promise<unknown>>(q: Q): Q => {
+    Promise.prototype.then.call(q, undefined, markLost)
     return q
   }
   const sql = new Proxy(conn, {
+    // A tagged statement (sql`...`); the helpers called the same way (sql(list), sql(name)) build no statement.
+    apply(target, self, args: unknown[]) {
+      const strings = args[0] as { raw?: unknown } | undefined
+      if (!Array.isArray(strings) || !Array.isArray(strings.raw)) return Reflect.apply(target, self, args)
+      if (lost) return refusal(lost)
+      return observe(Reflect.apply(target, self, args) as postgres.PendingQuery<postgres.Row[]>)
+    },
     get(target, prop) {
       if (prop === 'unsafe') {
         return (text: string, params?: postgres.ParameterOrJSON<never>[], opts?: postgres.UnsafeQueryOptions) => {
@@ -94,10 +198,60 @@ export async function reserveGuarded(client: postgres.Sql): Promise<GuardedConne
   return {
     sql,
     get lost() { return lost },
-    release() {
-      // Our close hook stays with the connection after us otherwise (the pool reuses the object).
-      if (connection?.onclose === onclose) connection.onclose = null
-      if (!lost) conn.release()
+    failed(err) {
+      const e = connectionFailure(err)
+      if (e) markLost(e)
     },
+    release() {
+      // Lost: the hook stays until postgres.js calls it at the close (which may follow a socket error), then
+      // drops it. Otherwise it would stay with the connection after us (the pool reuses the object).
+      if (lost) return
+      if (connection?.onclose === onclose) connection.onclose = null
+      conn.release()
+    },
+  }
+}
+
+export interface TransactionOptions {
+  /** The BEGIN statement (an isolation level, READ ONLY). */
+  begin?: string
+  /** The transaction in the message of a TransactionLostError ("the restore"). */
+  what?: string
+}
+
+/**
+ * A transaction on a connection of the pool reserved for it (reserveGuarded), with its BEGIN written
+ * together with its first statement. postgres.js's own `begin` awaits the BEGIN alone (a round trip and a
+ * socket write more for every transaction) and, like a reserved connection, keeps writing to a connection
+ * that was lost: its ROLLBACK after the failure crashed the process or was never answered (above). Here
+ * statements on one connection run in the order they were written, so nothing of `fn` runs before the
+ * BEGIN; if the BEGIN fails, so do they. ROLLBACK on any error, then the connection goes back to the
+ * pool. A connection lost meanwhile is neither used again nor given back, and the transaction fails with a
+ * TransactionLostError that says whether it may have committed.
+ */
+export async function reservedTransaction<T>(client: postgres.Sql, fn: (sql: postgres.ReservedSql) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+  const reserved = await reserveGuarded(client)
+  const conn = reserved.sql
+  let committing = false
+  try {
+    const begun = conn.unsafe(opts.begin ?? 'BEGIN').execute()
+    begun.catch(() => {})
+    const result = await fn(conn)
+    await begun
+    // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error: a statement that
+    // failed unawaited (sent without awaiting its answer, its rejection handled) must not pass for committed.
+    committing = true
+    const done = await conn.unsafe('COMMIT')
+    if (done.command !== 'COMMIT') throw new Error(`the transaction was rolled back at its commit (the database answered ${done.command})`)
+    return result
+  } catch (error) {
+    // A failure seen only by `fn` (a cursor's, which the statement's own promise does not carry).
+    reserved.failed(error)
+    const lost = reserved.lost
+    if (lost) throw new TransactionLostError(opts.what ?? 'the transaction', committing ? null : false, /\bREAD ONLY\b/i.test(opts.begin ?? ''), lost)
+    await conn.unsafe('ROLLBACK').catch(() => {})
+    throw error
+  } finally {
+    reserved.release()
   }
 }

@@ -4,6 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path'
 import pkg from '../../package.json'
 import type { Config } from '../config'
 import { pgConnection, sqlitePath, type Store } from '../db/client'
+import { reservedTransaction } from '../db/pg-reserved'
 import { conflict } from '../errors'
 import { dkimKey, jwtSecret } from '../secrets'
 import { FORMAT, MANIFEST, type Manifest, type ManifestTable } from './archive'
@@ -131,7 +132,7 @@ export async function createBackup(env: { config: Config; store: Store }, target
 async function dumpPg(store: Store, dir: string, progress: (m: string) => void): Promise<{ migrations: string[]; tables: ManifestTable[] }> {
   await mkdir(dir, { recursive: true })
   const client = pgConnection(store.db)
-  return client.begin('isolation level repeatable read read only', async (q) => {
+  return reservedTransaction(client, async (q) => {
     const migrations = (await q<{ name: string }[]>`SELECT name FROM schema_migrations ORDER BY name`).map((r) => r.name)
     const tables: ManifestTable[] = []
     for (const t of await pgTables(q)) {
@@ -152,7 +153,7 @@ async function dumpPg(store: Store, dir: string, progress: (m: string) => void):
       tables.push({ name: t.name, rows, columns: t.columns.map((c) => c.name), file })
     }
     return { migrations, tables }
-  }) as Promise<{ migrations: string[]; tables: ManifestTable[] }>
+  }, { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', what: 'the backup' })
 }
 
 /** The archives of a backup directory, newest first (scheduled backups and doctor). */

@@ -4,6 +4,7 @@ import { databaseUrlProblem, redactUrl, type Config } from '../config'
 import { sqlitePath, type Store } from '../db/client'
 import { embeddedMigrations } from '../db/migrations.macro' with { type: 'macro' }
 import { appliedMigrations, knownMigrations } from '../db/migrate'
+import { endPool, reservedTransaction } from '../db/pg-reserved'
 import { REPAIRS } from '../db/repairs'
 import { badRequest, conflict } from '../errors'
 import { dkimKey, jwtSecret } from '../secrets'
@@ -147,7 +148,7 @@ export async function copyStore(source: { config: Config; store: Store }, to: st
     snapshot.run('BEGIN')
     const sourceTables = new Set((snapshot.query("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name))
     try {
-      await target.begin(async (q) => {
+      await reservedTransaction(target, async (q) => {
         if (existing > 0) {
           progress('dropping the target\'s tables (--force)')
           await q.unsafe('DROP SCHEMA public CASCADE')
@@ -202,14 +203,14 @@ export async function copyStore(source: { config: Config; store: Store }, to: st
           tables.push({ name: t.name, rows: want.rows, targetRows: got.rows, checksum: want.hex(), targetChecksum: got.hex(), ok: want.rows === got.rows && want.hex() === got.hex() })
         }
         if (unstorableCount || tables.some((t) => !t.ok)) throw new CopyRefused()
-      })
+      }, { what: 'the copy' })
     } catch (err) {
       if (!(err instanceof CopyRefused)) throw err
     }
   } finally {
     if (snapshot.inTransaction) snapshot.run('COMMIT')
     snapshot.close()
-    await target.end({ timeout: 5 })
+    await endPool(target, 5)
   }
   const ok = unstorableCount === 0 && tables.every((t) => t.ok)
   return {

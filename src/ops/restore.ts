@@ -6,6 +6,7 @@ import type { Config } from '../config'
 import { openStore, pgConnection, sqlitePath, type Store } from '../db/client'
 import { embeddedMigrations } from '../db/migrations.macro' with { type: 'macro' }
 import { knownMigrations, migrate } from '../db/migrate'
+import { reservedTransaction } from '../db/pg-reserved'
 import { recordedFingerprints } from '../db/secret-check'
 import { badRequest, conflict } from '../errors'
 import { fingerprint } from '../secrets'
@@ -194,7 +195,7 @@ async function restorePg(config: Config, file: string, manifest: Manifest, opts:
     }
     const keys: Record<string, string> = {}
     const tables: Array<{ name: string; rows: number }> = []
-    await client.begin(async (q) => {
+    await reservedTransaction(client, async (q) => {
       if (existing[0].n > 0) {
         progress('dropping the existing tables (--force)')
         await q.unsafe('DROP SCHEMA public CASCADE')
@@ -228,7 +229,7 @@ async function restorePg(config: Config, file: string, manifest: Manifest, opts:
         if (n !== t.rows) throw badRequest(`archive refused: table ${t.name} holds ${n} rows after loading, the manifest says ${t.rows}`)
         tables.push({ name: t.name, rows: n })
       }
-    })
+    }, { what: 'the restore' })
     progress('applying newer migrations')
     const applied = await migrate(store)
     const settings: Record<string, string> = {}

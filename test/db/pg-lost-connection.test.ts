@@ -3,7 +3,8 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { openStore, type Store } from '../../src/db/client'
 import { storageError } from '../../src/db/failures'
-import { PG_ADMIN_URL, pgReachableSync } from '../helpers/env'
+import { migrate } from '../../src/db/migrate'
+import { freshPgDatabase, PG_ADMIN_URL, pgReachableSync } from '../helpers/env'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { until } from '../helpers/worker'
 
@@ -28,7 +29,6 @@ describe.skipIf(!pgReachableSync())('a transaction whose connection is lost [pg]
     store = openStore(url.toString())
   })
   afterAll(async () => {
-    // Up to 5 s: postgres.js's end() waits its timeout for a connection closed in the middle of a statement.
     await store.close()
     await proxy.close()
     await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE ${`%${tag}%`} AND pid <> pg_backend_pid()`
@@ -80,5 +80,57 @@ describe.skipIf(!pgReachableSync())('a transaction whose connection is lost [pg]
     }).then(() => new Error('the transaction committed'), (e: unknown) => e)
     expect(storageError(err)?.code).toBe('DATABASE_UNAVAILABLE')
     await recovers()
+  }, 60_000)
+
+  test('a migration whose connection is lost fails naming it, leaves nothing of it, and migrating again applies it', async () => {
+    const db = await freshPgDatabase()
+    const url = new URL(db.url)
+    url.port = String(proxy.port)
+    const fresh = openStore(url.toString())
+    const direct = postgres(db.url, { max: 1, onnotice: () => {} })
+    try {
+      // The first migration has run its SQL in its transaction when its bookkeeping row goes out.
+      const cut = proxy.cutAt('INSERT INTO schema_migrations', 'end')
+      const err = await Promise.race([migrate(fresh).then(() => new Error('it migrated'), (e: unknown) => e), Bun.sleep(20_000).then(() => 'no answer')])
+      await cut
+      expect((err as Error).message).toMatch(/^the database connection was lost during the migration \w+ \(.*\); it was not committed: nothing of it was written$/)
+      expect(storageError(err)?.code).toBe('DATABASE_UNAVAILABLE')
+      // Only the bookkeeping table, made before the migrations, and empty.
+      expect((await direct`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`).map((r) => r.tablename)).toEqual(['schema_migrations'])
+      expect((await direct`SELECT count(*)::int AS n FROM schema_migrations`)[0].n).toBe(0)
+      await until(async () => (await migrate(fresh).then(() => true, () => false)), 20_000, 'a migration once the database can be reached', 50)
+      expect(((await direct`SELECT count(*)::int AS n FROM schema_migrations`)[0].n as number)).toBeGreaterThan(0)
+    } finally {
+      await fresh.close()
+      await direct.end()
+      await db.drop()
+    }
+  }, 60_000)
+
+  test('close after a lost connection does not wait for its timeout (5 s); a statement in flight on a healthy connection still finishes', async () => {
+    const own = await startTcpProxy(target.hostname, Number(target.port || 5432))
+    const url = new URL(PG_ADMIN_URL)
+    url.port = String(own.port)
+    const closing = openStore(url.toString())
+    try {
+      // A transaction in a statement when its connection is reset: postgres.js keeps that statement as the
+      // connection's current one, and its end() waited for its answer.
+      const marker = `${tag}-close`
+      const failed = closing.tx(async (db) => { await db.execute(sql.raw(`SELECT pg_sleep(60) /* ${marker} */`)) }).then(() => null, (e: unknown) => e)
+      await until(async () => (await admin`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE ${`%${marker} */`}`).length > 0, 10_000, 'the statement to be in flight')
+      await own.cut('reset')
+      expect(storageError(await failed)?.code).toBe('DATABASE_UNAVAILABLE')
+      // Once the database answers again, a statement on another connection is in flight as the store closes.
+      await until(async () => (await closing.rows(sql`SELECT 1 AS one`).then(() => true, () => false)), 20_000, 'the store to answer again', 50)
+      const healthy = `${tag}-healthy`
+      const running = closing.rows<{ done: string }>(sql.raw(`SELECT 'finished' AS done FROM pg_sleep(0.5) /* ${healthy} */`))
+      await until(async () => (await admin`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE ${`%${healthy} */`}`).length > 0, 10_000, 'the healthy statement to be in flight')
+      const closed = closing.close().then(() => 'closed')
+      expect(await Promise.race([closed, Bun.sleep(4_000).then(() => 'still closing after 4 s')])).toBe('closed')
+      expect((await running)[0].done).toBe('finished')
+    } finally {
+      await closing.close()
+      await own.close()
+    }
   }, 60_000)
 })
