@@ -1,8 +1,10 @@
-import { expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { forEachStore } from '../../helpers/env'
+import postgres from 'postgres'
+import { forEachStore, pgReachableSync, TestEnv } from '../../helpers/env'
+import { until } from '../../helpers/worker'
 import { ctxFor } from '../../../src/deps'
-import { upsertContact, upsertMany } from '../../../src/modules/contacts/service'
+import { upsertContact, upsertMany, type UpsertInput } from '../../../src/modules/contacts/service'
 import { applyDataRules } from '../../../src/modules/contacts/data'
 
 test('data rules: the pure function', () => {
@@ -72,4 +74,77 @@ forEachStore('upsertContact', (env) => {
     const n = await env.store.rows<{ n: number }>(sql`SELECT count(*) AS n FROM contacts WHERE project_id = ${p.id}`)
     expect(Number(n[0].n)).toBe(11)
   })
+})
+
+/**
+ * upsertMany on PostgreSQL inserts the batch's new contacts, then reads every contact of the batch FOR
+ * UPDATE. A contact that exists when the insert runs (so the insert skips it) and is deleted before the
+ * read sees it is neither inserted nor found: the batch reads it once more, and updates the contact that
+ * replaced it, or fails when there is none (its caller runs it again the safe way). The interleaving is
+ * made, not hoped for: another connection holds the contact's row lock, the batch's read waits for it,
+ * and that connection deletes the row (and may insert a new one) before it commits.
+ */
+const pg = new TestEnv('pg')
+describe.skipIf(!pgReachableSync())('upsertMany: a contact deleted between its insert and its read [pg]', () => {
+  beforeAll(() => pg.start(), 60_000)
+  afterAll(() => pg.stop(), 60_000)
+
+  /** The batch, run while another connection holds `email`'s row and runs `change` on it once the batch's read waits for it. */
+  async function interleaved(projectId: string, email: string, inputs: UpsertInput[], change: (q: postgres.TransactionSql) => Promise<unknown>) {
+    const other = postgres(pg.config.databaseUrl, { max: 1, onnotice: () => {} })
+    try {
+      let locked!: () => void
+      let proceed!: () => void
+      const isLocked = new Promise<void>((r) => { locked = r })
+      const mayChange = new Promise<void>((r) => { proceed = r })
+      const holder = other.begin(async (q) => {
+        await q`SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${email} FOR UPDATE`
+        locked()
+        await mayChange
+        await change(q)
+      })
+      await isLocked
+      const ctx = ctxFor(pg.deps, projectId, { kind: 'cli' })
+      const batch = pg.store.tx((db) => upsertMany(ctx, db, inputs, { defaultSubscribed: true })).then((r) => ({ r }), (err: unknown) => ({ err }))
+      // The batch's insert has skipped the contact (it exists) and its read waits for our lock.
+      await until(async () => (await pg.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid()`)).length > 0, 10_000, 'the batch\'s read to wait for the row lock')
+      proceed()
+      await holder
+      return await batch
+    } finally {
+      await other.end()
+    }
+  }
+
+  const contactsNamed = async (projectId: string, email: string) =>
+    pg.store.rows<{ id: string; data: Record<string, unknown> }>(sql`SELECT id, data FROM contacts WHERE project_id = ${projectId} AND email = ${email}`)
+
+  test('deleted and made again by another writer: the batch updates the contact that replaced it', async () => {
+    const p = await pg.project()
+    const ctx = ctxFor(pg.deps, p.id, { kind: 'cli' })
+    const first = await upsertContact(ctx, { email: 'replaced@example.com', data: { plan: 'free' } }, { defaultSubscribed: true })
+    const replacement = `replacement-${Bun.randomUUIDv7()}`
+    const { r, err } = await interleaved(p.id, 'replaced@example.com', [{ email: 'replaced@example.com', data: { seats: 3 } }, { email: 'new@example.com' }], async (q) => {
+      await q`DELETE FROM contacts WHERE id = ${first.contact.id}`
+      await q`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (${replacement}, ${p.id}, 'replaced@example.com', true, ${q.json({ origin: 'other' })}, now(), now())`
+    }) as { r?: Awaited<ReturnType<typeof upsertMany>>; err?: unknown }
+    expect(err).toBeUndefined()
+    expect(r?.outcomes).toEqual(['updated', 'created'])
+    expect(r?.contacts[0].id).toBe(replacement)
+    expect(await contactsNamed(p.id, 'replaced@example.com')).toEqual([{ id: replacement, data: { origin: 'other', seats: 3 } }])
+    expect(await contactsNamed(p.id, 'new@example.com')).toHaveLength(1)
+  }, 60_000)
+
+  test('deleted by another writer and not made again: the batch fails, and nothing of it is written', async () => {
+    const p = await pg.project()
+    const ctx = ctxFor(pg.deps, p.id, { kind: 'cli' })
+    const first = await upsertContact(ctx, { email: 'gone@example.com' }, { defaultSubscribed: true })
+    const { r, err } = await interleaved(p.id, 'gone@example.com', [{ email: 'gone@example.com', data: { seats: 3 } }, { email: 'other@example.com' }], async (q) => {
+      await q`DELETE FROM contacts WHERE id = ${first.contact.id}`
+    }) as { r?: unknown; err?: unknown }
+    expect(r).toBeUndefined()
+    expect((err as Error).message).toBe('contact gone@example.com vanished during upsert')
+    expect(await contactsNamed(p.id, 'gone@example.com')).toEqual([])
+    expect(await contactsNamed(p.id, 'other@example.com')).toEqual([])
+  }, 60_000)
 })
