@@ -27,7 +27,7 @@ import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
 import { PG_CONNECT_TIMEOUT_S, PgGuard, pgReconnectDelayS } from './pg-guard'
-import { endPool, reservedTransaction } from './pg-reserved'
+import { endPool, openPool, reservedTransaction } from './pg-reserved'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -480,7 +480,7 @@ function pgTransaction<T>(client: postgres.Sql, fn: (tx: Db) => Promise<T>): Pro
 }
 
 function openPg(url: string): Store {
-  const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl' } })
+  const client = openPool(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl' } })
   const db: Db = drizzlePg(preparing(client))
   // Fail fast while the database is down, a deadline on compiled reads, a bound on waiting calls (pg-guard.ts).
   // Health checks' own connection (Store.probe), made at the first check. The guard's probe of a database

@@ -11,7 +11,10 @@
  * the socket ended without an error.
  *
  * postgres.js's own `begin` has the same fault, so no transaction uses it: the store's, the migrations', and
- * those of the one-off commands (backup, restore, store copy) all run in reservedTransaction below.
+ * those of the one-off commands (backup, restore, store copy) all run in reservedTransaction below. Two
+ * more faults of its pool are worked around here: a reservation waiting for a connection when another
+ * closes was dropped (PoolConnections.closed), and its `end()` waited its whole timeout for a connection
+ * lost in the middle of a statement (endPool).
  *
  * So the connection is lost from the first of: postgres.js closing it (its connection's `onclose`, which
  * its own `begin` uses, reached through the `onexecute` option of a statement), or one of its statements
@@ -24,7 +27,7 @@
  * that ended. The hooks are postgres.js internals: the version is pinned in package.json, and
  * test/db/pg-lost-connection.test.ts and test/ops/pg-lost-connection.test.ts fail if they change.
  */
-import type postgres from 'postgres'
+import postgres from 'postgres'
 
 /** The connection object postgres.js passes to a statement's `onexecute` (the fields used here). */
 interface PgConnection {
@@ -68,16 +71,6 @@ export function connectionFailed(err: unknown): boolean {
   return e.code === 'CONNECTION_CLOSED' || e.code === 'CONNECTION_DESTROYED' || e.code === 'CONNECTION_ENDED'
 }
 
-/** The first error of `err`'s cause chain (drizzle wraps the driver's) that says its connection failed. */
-function connectionFailure(err: unknown): Error | null {
-  const seen = new Set<unknown>()
-  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
-    seen.add(e)
-    if (connectionFailed(e)) return e
-  }
-  return null
-}
-
 /**
  * The connections of one postgres.js pool that its reserved connections ran on, so that the pool's end
  * does not wait for one that was lost. postgres.js keeps the statement that was in flight when a
@@ -92,6 +85,22 @@ class PoolConnections {
   closedQueue: unknown = null
   /** Connections lost by a socket error whose close has not come yet (it comes a little later). */
   readonly closing = new Set<PgConnection>()
+  /** Reservations waiting in postgres.js's queue, oldest first: each asks again when it is presumed dropped (closed). */
+  readonly queued: Array<() => void> = []
+
+  /**
+   * A connection of the pool closed. postgres.js then connects it again for the oldest request waiting in
+   * its queue, and when that request is a reservation it drops it once connected: the reservation never
+   * gets its connection and its transaction waits forever (a transaction waiting for a free connection
+   * when another closes: a cut, a server restart, the connection's max_lifetime). The oldest waiting
+   * reservation asks again, behind the others; had it not been dropped, whichever answer comes second is
+   * given back to the pool.
+   */
+  closed(): void {
+    const again = this.queued.shift()
+    // After postgres.js has handed the request over (it does so right after telling us).
+    if (again) setImmediate(again)
+  }
 
   /** The connections lost and not connected again since (the pool moves one out of its closed queue as it reconnects it). */
   lost(): PgConnection[] {
@@ -106,6 +115,42 @@ function poolOf(client: postgres.Sql): PoolConnections {
   let p = pools.get(client.options)
   if (!p) { p = new PoolConnections(); pools.set(client.options, p) }
   return p
+}
+
+/**
+ * A postgres.js pool for reservedTransaction and reserveGuarded: told when one of its connections closes,
+ * so that a reservation postgres.js dropped then asks again (PoolConnections.closed).
+ */
+export function openPool(url: string, options: postgres.Options<Record<string, postgres.PostgresType>>): postgres.Sql {
+  let pool: PoolConnections | null = null
+  const client = postgres(url, { ...options, onclose: (id) => { options.onclose?.(id); pool?.closed() } })
+  pool = poolOf(client)
+  return client
+}
+
+/** `client.reserve()`, asked again when postgres.js dropped the request (PoolConnections.closed). */
+function reserve(client: postgres.Sql, pool: PoolConnections): Promise<postgres.ReservedSql> {
+  return new Promise((resolve, reject) => {
+    let done = false
+    const ask = () => {
+      if (done) return
+      const again = () => ask()
+      pool.queued.push(again)
+      const answered = () => {
+        const i = pool.queued.indexOf(again)
+        if (i >= 0) pool.queued.splice(i, 1)
+      }
+      client.reserve().then((conn) => {
+        answered()
+        if (done) conn.release()
+        else { done = true; resolve(conn) }
+      }, (err: unknown) => {
+        answered()
+        if (!done) { done = true; reject(err) }
+      })
+    }
+    ask()
+  })
 }
 
 /**
@@ -127,8 +172,6 @@ export interface GuardedConnection {
   sql: postgres.ReservedSql
   /** Why the connection is lost; null while it is not. */
   readonly lost: Error | null
-  /** Marks the connection lost when `err` (or one of its causes) is a failure of the connection. */
-  failed(err: unknown): void
   /** Gives the connection back to the pool unless it is lost. */
   release(): void
 }
@@ -146,7 +189,7 @@ function refusal(cause: Error): postgres.PendingQuery<postgres.Row[]> {
 
 export async function reserveGuarded(client: postgres.Sql): Promise<GuardedConnection> {
   const pool = poolOf(client)
-  const conn = await client.reserve()
+  const conn = await reserve(client, pool)
   let lost: Error | null = null
   let connection: PgConnection | null = null
   let closed = false
@@ -171,9 +214,28 @@ export async function reserveGuarded(client: postgres.Sql): Promise<GuardedConne
     lost = err as Error
     if (connection && !closed) pool.closing.add(connection)
   }
-  // Promise's own `then`, not the query's: the query's would send it before drizzle has set it up.
-  const observe = <Q extends Promise<unknown>>(q: Q): Q => {
+  // Promise's own `then`, not the query's: the query's would send it before drizzle has set it up. A
+  // cursor's failure does not reject the query's own promise, only the iterator's `next` (src/ops reads
+  // tables with cursors): that is watched too.
+  const observe = <Q extends Promise<unknown> & { cursor?: unknown }>(q: Q): Q => {
     Promise.prototype.then.call(q, undefined, markLost)
+    const cursor = q.cursor as ((rows?: unknown, fn?: unknown) => AsyncIterable<unknown>) | undefined
+    if (typeof cursor === 'function') {
+      q.cursor = (rows?: unknown, fn?: unknown) => {
+        // Given a function, the cursor settles the query's own promise (watched above).
+        if (typeof rows === 'function' || typeof fn === 'function') return cursor.call(q, rows, fn)
+        const batches = cursor.call(q, rows)
+        return {
+          [Symbol.asyncIterator]: () => {
+            const it = batches[Symbol.asyncIterator]()
+            return {
+              next: () => Promise.resolve(it.next()).catch((err: unknown) => { markLost(err); throw err }),
+              return: () => Promise.resolve(it.return?.() ?? { done: true, value: undefined }),
+            }
+          },
+        }
+      }
+    }
     return q
   }
   const sql = new Proxy(conn, {
@@ -198,10 +260,6 @@ export async function reserveGuarded(client: postgres.Sql): Promise<GuardedConne
   return {
     sql,
     get lost() { return lost },
-    failed(err) {
-      const e = connectionFailure(err)
-      if (e) markLost(e)
-    },
     release() {
       // Lost: the hook stays until postgres.js calls it at the close (which may follow a socket error), then
       // drops it. Otherwise it would stay with the connection after us (the pool reuses the object).
@@ -240,13 +298,12 @@ export async function reservedTransaction<T>(client: postgres.Sql, fn: (sql: pos
     await begun
     // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, not an error: a statement that
     // failed unawaited (sent without awaiting its answer, its rejection handled) must not pass for committed.
-    committing = true
+    // Lost before it: the COMMIT is refused, never sent.
+    committing = reserved.lost === null
     const done = await conn.unsafe('COMMIT')
     if (done.command !== 'COMMIT') throw new Error(`the transaction was rolled back at its commit (the database answered ${done.command})`)
     return result
   } catch (error) {
-    // A failure seen only by `fn` (a cursor's, which the statement's own promise does not carry).
-    reserved.failed(error)
     const lost = reserved.lost
     if (lost) throw new TransactionLostError(opts.what ?? 'the transaction', committing ? null : false, /\bREAD ONLY\b/i.test(opts.begin ?? ''), lost)
     await conn.unsafe('ROLLBACK').catch(() => {})

@@ -1,10 +1,9 @@
 import { Database } from 'bun:sqlite'
-import postgres from 'postgres'
 import { databaseUrlProblem, redactUrl, type Config } from '../config'
 import { sqlitePath, type Store } from '../db/client'
 import { embeddedMigrations } from '../db/migrations.macro' with { type: 'macro' }
 import { appliedMigrations, knownMigrations } from '../db/migrate'
-import { endPool, reservedTransaction } from '../db/pg-reserved'
+import { endPool, openPool, reservedTransaction } from '../db/pg-reserved'
 import { REPAIRS } from '../db/repairs'
 import { badRequest, conflict } from '../errors'
 import { dkimKey, jwtSecret } from '../secrets'
@@ -135,7 +134,7 @@ export async function copyStore(source: { config: Config; store: Store }, to: st
   if (pending.length) throw badRequest(`the SQLite store has pending migrations (${pending.join(', ')}): run \`mailctl migrate\` first`)
   const settings = { MAILCTL_JWT_SECRET: jwtSecret(source.config), MAILCTL_DKIM_KEY: dkimKey(source.config).toString('base64') }
 
-  const target = postgres(to, { max: 1, onnotice: () => {}, connection: { application_name: 'mailctl store copy' } })
+  const target = openPool(to, { max: 1, onnotice: () => {}, connection: { application_name: 'mailctl store copy' } })
   const snapshot = new Database(sqlitePath(source.store.url), { readonly: true })
   const unstorable: Unstorable[] = []
   let unstorableCount = 0

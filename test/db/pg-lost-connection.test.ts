@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
-import { openStore, type Store } from '../../src/db/client'
+import { openStore, pgConnection, type Store } from '../../src/db/client'
 import { storageError } from '../../src/db/failures'
 import { migrate } from '../../src/db/migrate'
+import { reservedTransaction } from '../../src/db/pg-reserved'
 import { freshPgDatabase, PG_ADMIN_URL, pgReachableSync } from '../helpers/env'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { until } from '../helpers/worker'
@@ -79,6 +80,45 @@ describe.skipIf(!pgReachableSync())('a transaction whose connection is lost [pg]
       await db.execute(sql`SELECT 2`)
     }).then(() => new Error('the transaction committed'), (e: unknown) => e)
     expect(storageError(err)?.code).toBe('DATABASE_UNAVAILABLE')
+    await recovers()
+  }, 60_000)
+
+  test('lost with its COMMIT in flight: the error says it may or may not have committed (503); lost before, that nothing was written', async () => {
+    const commit = proxy.cutAt('COMMIT', 'end')
+    const err = await store.tx(async (db) => { await db.execute(sql`SELECT 1`) }).then(() => new Error('the transaction committed'), (e: unknown) => e)
+    await commit
+    expect((err as Error).message).toMatch(/^the database connection was lost while the COMMIT of the transaction was in flight \(.*\); it may or may not have committed$/)
+    expect(storageError(err)?.code).toBe('DATABASE_UNAVAILABLE')
+    await recovers()
+    const before = proxy.cutAt('SELECT 2', 'end')
+    const early = await store.tx(async (db) => { await db.execute(sql`SELECT 2`) }).then(() => new Error('the transaction committed'), (e: unknown) => e)
+    await before
+    expect((early as Error).message).toMatch(/^the database connection was lost during the transaction \(.*\); it was not committed: nothing of it was written$/)
+    await recovers()
+  }, 60_000)
+
+  test('a transaction waiting for a free connection when the busy ones are lost gets one (postgres.js dropped its reservation: it waited forever)', async () => {
+    const marker = `${tag}-busy`
+    // The pool's 10 connections each in a transaction, in a statement; an eleventh transaction waits.
+    const busy = Array.from({ length: 10 }, () => store.tx(async (db) => { await db.execute(sql.raw(`SELECT pg_sleep(60) /* ${marker} */`)) }).then(() => null, (e: unknown) => e))
+    await until(async () => (await admin`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE ${`%${marker} */`}`).length === 10, 10_000, 'ten statements in flight')
+    const waiting = store.tx(async (db) => store.rows<{ one: number }>(sql`SELECT 1 AS one`, db)).then((r) => r[0].one, (e: unknown) => e)
+    await proxy.cut('end')
+    for (const err of await Promise.all(busy)) expect(storageError(err)?.code).toBe('DATABASE_UNAVAILABLE')
+    expect(await Promise.race([waiting, Bun.sleep(20_000).then(() => 'no answer')])).toBe(1)
+  }, 60_000)
+
+  test('reset while a cursor of a transaction waits for its rows: the transaction fails with the loss instead of waiting forever for its ROLLBACK', async () => {
+    const marker = `${tag}-cursor`
+    const read = reservedTransaction(pgConnection(store.db), async (q) => {
+      for await (const _ of q.unsafe(`SELECT pg_sleep(60) /* ${marker} */`).cursor(1)) { /* no row comes */ }
+    }, { what: 'the read' }).then(() => new Error('the read finished'), (e: unknown) => e)
+    await until(async () => (await admin`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE ${`%${marker} */`}`).length > 0, 10_000, 'the cursor\'s statement to be in flight')
+    await proxy.cut('reset')
+    // A cursor's failure reaches only its iterator, not the statement's promise: without watching it the
+    // connection was not known lost, and the ROLLBACK sent after the socket error was never answered.
+    const err = await Promise.race([read, Bun.sleep(20_000).then(() => 'no answer')])
+    expect((err as Error).message).toMatch(/^the database connection was lost during the read \(.*ECONNRESET\); it was not committed: nothing of it was written$/)
     await recovers()
   }, 60_000)
 

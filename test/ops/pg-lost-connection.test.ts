@@ -80,12 +80,12 @@ describe.skipIf(!pgReachableSync())('one-off commands whose PostgreSQL connectio
   const publicTables = async (url: string) => Number((await rows(url, "SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'public'"))[0].n)
   const projectNames = async (url: string) => (await rows(url, 'SELECT name FROM projects ORDER BY name')).map((r) => r.name)
 
-  test('backup: the connection lost while a table is dumped fails it (no archive, no partial file) and the store goes on', async () => {
+  for (const how of ['end', 'reset'] as const) test(`backup: the connection lost (${how}) while a table is read by its cursor fails it (no archive, no partial file) and the store goes on`, async () => {
     // The install's store reached through the proxy, as a server's whose connection is lost.
     const store = openStore(source.url)
     try {
-      const file = join(tmp(), 'cut.tar')
-      const cut = proxy.cutAt('row_to_json(t)::text AS j FROM "projects"', 'end')
+      const file = join(tmp(), `cut-${how}.tar`)
+      const cut = proxy.cutAt('row_to_json(t)::text AS j FROM "projects"', how)
       const err = await failure(createBackup({ config: source.config, store }, file))
       await cut
       expect(err).not.toBe(HUNG)
