@@ -200,6 +200,11 @@ export async function reserveGuarded(client: postgres.Sql): Promise<GuardedConne
       pool.closing.delete(connection)
       // postgres.js has just moved it to the pool's closed ones.
       pool.closedQueue ??= connection.queue
+      // Statements sent between a socket error and its close (the connection was idle at the error, so
+      // nothing told us) are never failed by postgres.js, and it would take their answers from the next
+      // connection on this object: ending it fails them (CONNECTION_DESTROYED) and forgets them. The pool
+      // connects it again as before.
+      connection.terminate()
     }
   }
   // postgres.js calls it as a statement is handed to the connection; its result must be truthy (more may follow).
