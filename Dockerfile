@@ -9,6 +9,8 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
+# the fixes to dependencies, applied by npm ci's postinstall (patch-package)
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build && ./dist/mailctl --help > /dev/null

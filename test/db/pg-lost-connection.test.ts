@@ -84,10 +84,8 @@ describe.skipIf(!pgReachableSync())('a transaction whose connection is lost [pg]
   }, 60_000)
 
   /**
-   * A proxy of its own for a test whose cut must find only its own connections: postgres.js fails a
-   * connection's start-up unhandled when the connection is lost while it reads the server's types (an
-   * unhandled rejection from its fetchArrayTypes), and the shared store may be connecting again after
-   * the previous test's cut.
+   * A proxy of its own for a test whose cut must find only its own connections: the shared store may be
+   * connecting again after the previous test's cut.
    */
   async function ownProxy(base = PG_ADMIN_URL): Promise<{ proxy: TcpProxy; url: string }> {
     const own = await startTcpProxy(target.hostname, Number(target.port || 5432))
@@ -95,6 +93,43 @@ describe.skipIf(!pgReachableSync())('a transaction whose connection is lost [pg]
     url.port = String(own.port)
     return { proxy: own, url: url.toString() }
   }
+
+  /**
+   * Lost right after its start: postgres.js 3.4.9 sends a query for the server's array types after the
+   * authentication of every connection it makes, without awaiting it, and a connection lost with that
+   * query in flight rejected it with nobody to catch it: an unhandled rejection, which ends a Bun process
+   * (a database restart while the pool reconnected could stop a node). patches/postgres+3.4.9.patch
+   * handles it; the loss fails the caller's statement (a reservation gets the connection started again).
+   * The cut comes as the connection sends that query (it reads pg_catalog.pg_type).
+   */
+  test('reset with its types query in flight: the statement that started it gets 503, a transaction gets the connection started again; no unhandled rejection', async () => {
+    const unhandled: unknown[] = []
+    const record = (reason: unknown) => { unhandled.push(reason) }
+    process.on('unhandledRejection', record)
+    const own = await ownProxy()
+    const s = openStore(own.url)
+    const t = openStore(own.url)
+    try {
+      const cut = own.proxy.cutAt('pg_catalog.pg_type', 'reset')
+      const err = await s.rows(sql`SELECT 1 AS one`).then(() => new Error('the statement was answered'), (e: unknown) => e)
+      await cut
+      expect(storageError(err)?.code).toBe('DATABASE_UNAVAILABLE')
+      await recovers(s)
+      // A transaction's reservation starts the connection: it waits for the connection started again.
+      const cutTx = own.proxy.cutAt('pg_catalog.pg_type', 'reset')
+      const done = t.tx(async (db) => t.rows<{ one: number }>(sql`SELECT 1 AS one`, db)).then((r) => r[0].one, (e: unknown) => e)
+      await cutTx
+      expect(await Promise.race([done, Bun.sleep(20_000).then(() => 'no answer')])).toBe(1)
+      // A rejection nobody handled is reported after the turn it happened in.
+      await Bun.sleep(50)
+      expect(unhandled.map((e) => (e instanceof Error ? e.message : String(e)))).toEqual([])
+    } finally {
+      process.off('unhandledRejection', record)
+      await s.close()
+      await t.close()
+      await own.proxy.close()
+    }
+  }, 60_000)
 
   test('lost with its COMMIT in flight: the error says it may or may not have committed (503); lost before, that nothing was written', async () => {
     const own = await ownProxy()
