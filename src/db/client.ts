@@ -27,7 +27,7 @@ import postgres from 'postgres'
 import { pgSchema, sqliteSchema, type Schema } from './schema'
 import { ConfigError, databaseUrlProblem, redactUrl, sqliteFile } from '../config'
 import { PG_CONNECT_TIMEOUT_S, PgGuard, pgReconnectDelayS } from './pg-guard'
-import { endPool, openPool, reservedTransaction } from './pg-reserved'
+import { endPool, openPool, reservedTransaction, watchStatements } from './pg-reserved'
 
 /** An arbitrary constant: the advisory lock that serialises migrations across nodes. */
 const PG_MIGRATION_LOCK = 7_310_420_117
@@ -90,6 +90,14 @@ export interface Store {
    * reader connection. Not refused while the database is known down, so /ready says at once when it is back.
    */
   probe<T = Record<string, unknown>>(text: string): Promise<T[]>
+  /**
+   * Runs the statements a hot path sends to the driver itself (pgConnection: the sender gate, the contact
+   * search's copy) as the store's own calls: on PostgreSQL refused at once while the database is known
+   * down, counted in the bound on waiting calls, a connection failure marks it down (pg-guard.ts), and with
+   * `deadline` (a read that answers at once) DATABASE_UNAVAILABLE past the read deadline. A scan takes
+   * none: it may rightly take longer. On SQLite `call` runs as it is.
+   */
+  guarded<T>(call: () => Promise<T>, opts?: { deadline?: boolean }): Promise<T>
   /**
    * A number that changes whenever anyone (this process's writer, another process such as the CLI) commits
    * to the database: SQLite's `PRAGMA data_version` on the reader connection. A process may keep a read
@@ -398,6 +406,9 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
         return true
       })
     },
+    guarded(call) {
+      return call()
+    },
     prepared<T>(text: string) {
       let statement: ReturnType<Database['query']> | null = null
       // Compiled at first use (the table may not exist before migrations), then reused.
@@ -481,7 +492,9 @@ function pgTransaction<T>(client: postgres.Sql, fn: (tx: Db) => Promise<T>): Pro
 
 function openPg(url: string): Store {
   const client = openPool(url, { max: 10, onnotice: () => {}, connect_timeout: PG_CONNECT_TIMEOUT_S, backoff: pgReconnectDelayS, connection: { application_name: 'mailctl' } })
-  const db: Db = drizzlePg(preparing(client))
+  // Statements outside transactions, watched for the loss of their connection (pg-reserved.ts).
+  const statements = watchStatements(client)
+  const db: Db = drizzlePg(preparing(statements))
   // Fail fast while the database is down, a deadline on compiled reads, a bound on waiting calls (pg-guard.ts).
   // Health checks' own connection (Store.probe), made at the first check. The guard's probe of a database
   // that was down stays on the pool: while the database is known down every call is refused at once, so
@@ -550,8 +563,11 @@ function openPg(url: string): Store {
         return true
       }, { what: `the migration ${name}` })
     },
+    guarded(call, opts) {
+      return guard.run(call, opts?.deadline ? guard.readDeadlineMs : undefined)
+    },
     prepared<T>(text: string) {
-      return (...params: Array<string | number | null>) => guard.run(async () => await client.unsafe<T[]>(text, params, { prepare: true }), guard.readDeadlineMs)
+      return (...params: Array<string | number | null>) => guard.run(async () => await statements.unsafe<T[]>(text, params, { prepare: true }), guard.readDeadlineMs)
     },
     dataVersion() {
       return null

@@ -102,6 +102,28 @@ class PoolConnections {
     if (again) setImmediate(again)
   }
 
+  /**
+   * A connection the pool's own statements (outside transactions) run on, ended at its close as a lost
+   * reserved one is: an `end()` already waiting for the statement it lost in flight is let go (a store
+   * closed right after that statement failed, before the socket's close: the failure comes at the
+   * socket's error, a turn earlier), and statements handed to it between the error and the close are
+   * failed. Once closed, endPool knows it lost. The hook also learns the pool's closed queue (a store may
+   * lose connections before it ran any transaction); postgres.js calls it at the close and drops it, and
+   * a reservation of the connection sets its own meanwhile. The result lets postgres.js send more
+   * statements on the connection without waiting (as without `onexecute`).
+   */
+  watch(c: PgConnection): true {
+    if (!c.onclose) {
+      this.seen.add(c)
+      c.onclose = () => {
+        // postgres.js has just moved it to the pool's closed ones.
+        this.closedQueue ??= c.queue
+        c.terminate()
+      }
+    }
+    return true
+  }
+
   /** The connections lost and not connected again since (the pool moves one out of its closed queue as it reconnects it). */
   lost(): PgConnection[] {
     return [...this.closing, ...[...this.seen].filter((c) => this.closedQueue !== null && c.queue === this.closedQueue)]
@@ -126,6 +148,29 @@ export function openPool(url: string, options: postgres.Options<Record<string, p
   const client = postgres(url, { ...options, onclose: (id) => { options.onclose?.(id); pool?.closed() } })
   pool = poolOf(client)
   return client
+}
+
+/**
+ * The pool's own statements (`unsafe`: drizzle's outside transactions, Store.prepared, the repos' direct
+ * reads) watched for the loss of their connection (PoolConnections.watch), so that `store.close()` does
+ * not wait postgres.js's whole timeout for a statement that was in flight when its connection was lost
+ * (endPool). postgres.js tells a statement's connection only when the statement can be followed at once
+ * by another (not one described before it runs, nor a cursor): a connection is watched from its first
+ * such statement.
+ */
+export function watchStatements(client: postgres.Sql): postgres.Sql {
+  const pool = poolOf(client)
+  const onexecute = (c: PgConnection) => pool.watch(c)
+  return new Proxy(client, {
+    get(target, prop) {
+      if (prop === 'unsafe') {
+        return (text: string, params?: postgres.ParameterOrJSON<never>[], opts?: postgres.UnsafeQueryOptions) =>
+          target.unsafe(text, params, (opts ? { ...opts, onexecute } : { onexecute }) as postgres.UnsafeQueryOptions)
+      }
+      const value = Reflect.get(target, prop)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
 }
 
 /** `client.reserve()`, asked again when postgres.js dropped the request (PoolConnections.closed). */

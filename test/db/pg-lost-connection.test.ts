@@ -5,6 +5,8 @@ import { openStore, type Store } from '../../src/db/client'
 import { storageError } from '../../src/db/failures'
 import { migrate } from '../../src/db/migrate'
 import { endPool, openPool, reservedTransaction } from '../../src/db/pg-reserved'
+import { currentIndex } from '../../src/modules/contacts/search/index'
+import { verifiedAmong } from '../../src/modules/domains/repo'
 import { freshPgDatabase, PG_ADMIN_URL, pgReachableSync } from '../helpers/env'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy'
 import { until } from '../helpers/worker'
@@ -206,6 +208,45 @@ describe.skipIf(!pgReachableSync())('a transaction whose connection is lost [pg]
       await fresh.close()
       await own.proxy.close()
       await direct.end()
+      await db.drop()
+    }
+  }, 60_000)
+
+  test('outside a transaction: a statement in flight at a reset fails with 503, and close does not wait for its timeout (5 s)', async () => {
+    const own = await ownProxy()
+    const closing = openStore(own.url)
+    try {
+      const marker = `${tag}-plain`
+      const failed = closing.rows(sql.raw(`SELECT pg_sleep(60) /* ${marker} */`)).then(() => null, (e: unknown) => e)
+      await until(async () => (await admin`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE ${`%${marker} */`}`).length > 0, 10_000, 'the statement to be in flight')
+      await own.proxy.cut('reset')
+      expect(storageError(await failed)?.code).toBe('DATABASE_UNAVAILABLE')
+      // postgres.js keeps the lost statement as its connection's current one, and its end() waited for its answer.
+      const closed = closing.close().then(() => 'closed')
+      expect(await Promise.race([closed, Bun.sleep(4_000).then(() => 'still closing after 4 s')])).toBe('closed')
+    } finally {
+      await closing.close()
+      await own.proxy.close()
+    }
+  }, 60_000)
+
+  test('the direct reads of the sender gate and of the contact search answer 503 within the read deadline when the server stops answering', async () => {
+    const db = await freshPgDatabase()
+    const own = await ownProxy(db.url)
+    const direct = openStore(db.url)
+    const s = openStore(own.url)
+    try {
+      await migrate(direct)
+      expect(await verifiedAmong(s, s.db, 'p1', ['example.com'])).toEqual([])
+      own.proxy.freeze()
+      const gate = verifiedAmong(s, s.db, 'p1', ['example.com']).then(() => new Error('answered'), (e: unknown) => e)
+      const search = currentIndex(s, 'p1').then(() => new Error('answered'), (e: unknown) => e)
+      for (const err of await Promise.all([gate, search].map((p) => Promise.race([p, Bun.sleep(20_000).then(() => 'no answer')])))) {
+        expect(storageError(err)?.code).toBe('DATABASE_UNAVAILABLE')
+      }
+    } finally {
+      await own.proxy.close()
+      await Promise.all([s.close(), direct.close()])
       await db.drop()
     }
   }, 60_000)

@@ -20,6 +20,8 @@ export interface TcpProxy {
    * data that holds it never reaches the server. Resolves once cut.
    */
   cutAt(text: string, how: 'end' | 'reset'): Promise<void>
+  /** From now on, what clients send never reaches the server (a server that stopped answering), on every connection. */
+  freeze(): void
   close(): Promise<void>
 }
 
@@ -28,6 +30,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
   let accepted = 0
   /** The text a client's data is watched for (cutAt), and what to do when it is seen. */
   let watch: { text: Buffer; seen: () => void } | null = null
+  let frozen = false
   const server: Server = createServer((client) => {
     accepted++
     const upstream = new Socket()
@@ -42,6 +45,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
       // The end of the previous chunk, so that a text split between two chunks is seen too.
       let tail = Buffer.alloc(0)
       client.on('data', (chunk: Buffer) => {
+        if (frozen) return
         if (watch) {
           const data = Buffer.concat([tail, chunk])
           if (data.includes(watch.text)) {
@@ -82,6 +86,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
     port: (server.address() as { port: number }).port,
     get accepted() { return accepted },
     cut,
+    freeze: () => { frozen = true },
     cutAt: (text, how) => new Promise<void>((resolve, reject) => {
       watch = { text: Buffer.from(text), seen: () => { cut(how).then(resolve, reject) } }
     }),

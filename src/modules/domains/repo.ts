@@ -114,7 +114,7 @@ function pgGateTogether(store: Store, projectId: string, names: string[]): Promi
   const read = new Promise<GateRow[]>((resolve, reject) => {
     setImmediate(() => {
       turn.delete(key)
-      pgConnection(store.db).unsafe<GateRow[]>(PG_GATE, [projectId, ...names], { prepare: true }).then(resolve, reject)
+      store.guarded(() => pgConnection(store.db).unsafe<GateRow[]>(PG_GATE, [projectId, ...names], { prepare: true }), { deadline: true }).then(resolve, reject)
     })
   })
   turn.set(key, read)

@@ -20,11 +20,12 @@ let pgPrunedAt = 0
 export async function buildPg(store: Store, projectId: string, budget: number): Promise<ProjectIndex | null> {
   const pg = pgConnection(store.db)
   // Every change this snapshot cannot see is logged by a transaction it lists as running or at/after xmax.
-  const [{ snap }] = await pg.unsafe<Array<{ snap: string }>>('SELECT pg_current_snapshot()::text AS snap')
+  const [{ snap }] = await store.guarded(() => pg.unsafe<Array<{ snap: string }>>('SELECT pg_current_snapshot()::text AS snap'), { deadline: true })
   const ix: ProjectIndex = { projectId, fold: false, chunks: [], extra: new Map(), seq: 0, size: 0, used: Date.now() }
   setSnapshot(ix, String(snap))
   let tooBig = false
-  await pg.unsafe<Array<SearchRow & { data: string }>>(`SELECT k.search_key::float8 AS "key", c.email AS email, c.subscribed::int AS subscribed,
+  // A scan: under the guard, without the read deadline (a large project's may rightly take longer).
+  await store.guarded(() => pg.unsafe<Array<SearchRow & { data: string }>>(`SELECT k.search_key::float8 AS "key", c.email AS email, c.subscribed::int AS subscribed,
       round(extract(epoch FROM c.created_at) * 1000)::float8 AS "createdAt", c.data::text AS data
     FROM contact_search_keys k JOIN contacts c ON c.id = k.contact_id
     WHERE k.project_id = $1 AND c.project_id = $1 ORDER BY k.search_key`, [projectId]).cursor(CHUNK, (rows) => {
@@ -32,7 +33,7 @@ export async function buildPg(store: Store, projectId: string, budget: number): 
     for (const r of rows) r.values = r.data === '{}' ? '' : foldText(r.data)
     appendChunk(ix, rows)
     if (ix.size > budget) tooBig = true
-  })
+  }))
   return tooBig ? null : ix
 }
 
@@ -57,12 +58,12 @@ export async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'curren
   const since = ix.pgSince
   if (!since) return 'gap' // not built by buildPg
   const pg = pgConnection(store.db)
-  const [row] = await pg.unsafe<Array<{ snap: string; changes: string | PgChange[] }>>(`SELECT pg_current_snapshot()::text AS snap,
+  const [row] = await store.guarded(() => pg.unsafe<Array<{ snap: string; changes: string | PgChange[] }>>(`SELECT pg_current_snapshot()::text AS snap,
     (SELECT coalesce(json_agg(json_build_array(l.search_key, c.email, c.subscribed::int, round(extract(epoch FROM c.created_at) * 1000), c.data::text)), '[]')
       FROM contact_changes l
       LEFT JOIN contact_search_keys k ON k.search_key = l.search_key AND k.project_id = l.project_id
       LEFT JOIN contacts c ON c.id = k.contact_id AND c.project_id = l.project_id
-      WHERE (l.xid BETWEEN $2::text::xid8 AND '18446744073709551615'::xid8 OR l.xid = ANY($3::text::xid8[])) AND l.project_id = $1) AS changes`, [ix.projectId, since.xmax, since.xip])
+      WHERE (l.xid BETWEEN $2::text::xid8 AND '18446744073709551615'::xid8 OR l.xid = ANY($3::text::xid8[])) AND l.project_id = $1) AS changes`, [ix.projectId, since.xmax, since.xip]), { deadline: true })
   const snap = String(row.snap)
   const xmin = Number(snap.split(':')[0])
   if (ix.seq < xmin - PG_KEEP_XIDS) return 'gap'
@@ -74,7 +75,7 @@ export async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'curren
   setSnapshot(ix, snap)
   if (Date.now() - pgPrunedAt > 60_000) {
     pgPrunedAt = Date.now()
-    await pg.unsafe('DELETE FROM contact_changes WHERE xid < $1::text::xid8', [String(Math.max(0, xmin - PG_KEEP_XIDS))])
+    await store.guarded(() => pg.unsafe('DELETE FROM contact_changes WHERE xid < $1::text::xid8', [String(Math.max(0, xmin - PG_KEEP_XIDS))]))
   }
   return 'current'
 }
