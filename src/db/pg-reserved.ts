@@ -200,8 +200,9 @@ function reserve(client: postgres.Sql, pool: PoolConnections): Promise<postgres.
 
 /**
  * Ends a pool as `client.end({ timeout })` does, but a connection lost since it last connected (known
- * from the reserved connections, which all of the store's transactions use) is ended at once instead of
- * holding the end for `timeout` seconds. The others still finish the statements they run.
+ * from the reserved connections, which all of the store's transactions use, and from the statements of
+ * watchStatements) is ended at once instead of holding the end for `timeout` seconds. The others still
+ * finish the statements they run.
  */
 export async function endPool(client: postgres.Sql, timeout: number): Promise<void> {
   for (const c of pools.get(client.options)?.lost() ?? []) {
