@@ -5,7 +5,11 @@
  * 2 cores cannot go faster.
  *
  *   node_modules/.bin/bun bench/cluster.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=32 BENCH_RECIPIENTS=5000
- *   BENCH_WARMUP_SECONDS=15 BENCH_WARMUP_RECIPIENTS=1000 BENCH_ROUNDS=3)
+ *   BENCH_WARMUP_SECONDS=15 BENCH_WARMUP_RECIPIENTS=1000 BENCH_ROUNDS=3 BENCH_PHASES=track,campaign)
+ *
+ * The track phase also runs the stack's ceiling the same way: one, then two bare Elysia + postgres.js
+ * servers (one INSERT per request, no coordination), so the ratio the machine alone charges for a second
+ * process on its 2 cores is printed next to mailctl's.
  *
  * Track: the load generator spreads its keep-alive connections over the nodes' HTTP ports. Campaign: a
  * campaign to BENCH_RECIPIENTS contacts is sent and timed from the send request to the last message
@@ -26,7 +30,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { cpuMs, fmt, runLoad, threadCpuMs, type Req } from './_load'
+import { cpuMs, fmt, runLoad, startChild, threadCpuMs, type Req } from './_load'
 import { freshPgDatabase } from '../test/helpers/env'
 import { startRedis } from '../test/helpers/redis'
 import { startSink } from '../test/helpers/smtp'
@@ -38,8 +42,11 @@ const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 5000)
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 15)
 const WARMUP_RECIPIENTS = Number(process.env.BENCH_WARMUP_RECIPIENTS ?? 1000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const PHASES = (process.env.BENCH_PHASES ?? 'track,campaign').split(',')
 const CLI = join(import.meta.dir, '..', 'cli', 'mailctl.ts')
+const CEILING_SERVER = join(import.meta.dir, '_pg-ceiling-server.ts')
 const SECRET = 'bench-cluster-secret-0123456789abcdefghij'
+const METRICS_TOKEN = 'bench-cluster-metrics-token'
 /** The machine's load average, printed with every figure (the machine is shared). */
 const loadAverageNow = () => `load average ${loadavg().map((v) => v.toFixed(2)).join(' ')}`
 
@@ -58,6 +65,7 @@ async function startNode(databaseUrl: string, redisUrl: string): Promise<Node> {
       MAILCTL_HOSTNAME: 'mx.mailctl-bench.test', MAILCTL_HTTP_HOST: '127.0.0.1', MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_REUSE_PORT: 'false',
       MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(sink.port), MAILCTL_DELIVERY_ALLOW_HOSTS: '127.0.0.0/8',
       MAILCTL_DNS_SERVERS: dns.server, MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000', MAILCTL_LOG_LEVEL: 'info',
+      MAILCTL_METRICS_TOKEN: METRICS_TOKEN,
     },
     stdin: 'ignore', stdout: 'pipe', stderr: 'ignore',
   })
@@ -88,6 +96,19 @@ async function cli(databaseUrl: string, args: string[]): Promise<unknown> {
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   if (code !== 0) throw new Error(`mailctl ${args.join(' ')}: ${err}`)
   return JSON.parse(out)
+}
+
+/** Batches and writes group-committed so far, summed over the nodes (their /metrics). */
+async function commitsOf(nodes: Node[]): Promise<{ batches: number; writes: number }> {
+  const out = { batches: 0, writes: 0 }
+  for (const n of nodes) {
+    const text = await (await fetch(`http://127.0.0.1:${n.port}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
+    for (const count of ['batches', 'writes'] as const) {
+      const m = new RegExp(`^mailctl_group_commit\\{count="${count}"\\} (\\d+)`, 'm').exec(text)
+      out[count] += Number(m?.[1] ?? NaN)
+    }
+  }
+  return out
 }
 
 const cpuOf = (nodes: Node[]) => nodes.reduce((ms, n) => ms + cpuMs(n.proc.pid ?? 0), 0)
@@ -181,15 +202,19 @@ async function stack(count: number): Promise<Stack> {
     }
     // The same warm-up per node as the one node gets: track load and a campaign.
     await load(WARMUP_SECONDS * count, 'w')
-    await campaign('w', WARMUP_RECIPIENTS * count)
+    if (PHASES.includes('campaign')) await campaign('w', WARMUP_RECIPIENTS * count)
     return {
       count,
       async track(tag, connections = CONNECTIONS) {
+        const commits0 = await commitsOf(nodes)
         const cpu0 = cpuOf(nodes)
         const th0 = threadsOf(nodes)
         const r = await load(SECONDS, tag, connections)
         const cpu = cpuOf(nodes) - cpu0
-        console.log(`${fmt(`track, ${label}, ${connections} conn.`, r)}; node CPU ${(cpu * 1000 / r.requests).toFixed(0)} µs/request (${threadLine(th0, threadsOf(nodes), r.requests)}); ${loadAverageNow()}`)
+        const th1 = threadsOf(nodes)
+        const commits1 = await commitsOf(nodes)
+        const perBatch = (commits1.writes - commits0.writes) / (commits1.batches - commits0.batches)
+        console.log(`${fmt(`track, ${label}, ${connections} conn.`, r)}; node CPU ${(cpu * 1000 / r.requests).toFixed(0)} µs/request (${threadLine(th0, th1, r.requests)}); ${perBatch.toFixed(1)} writes a batch; ${loadAverageNow()}`)
         return { rps: r.rps, cpuMs: cpu / r.requests }
       },
       async campaign(tag) {
@@ -205,32 +230,91 @@ async function stack(count: number): Promise<Stack> {
   }
 }
 
+/**
+ * The stack's own ceiling for the same question: `count` bare Elysia + postgres.js servers (one INSERT per
+ * request, bench/_pg-ceiling-server.ts, no coordination at all) on a fresh database, the same load spread
+ * the same way. What one more server costs per request there is what the machine charges for splitting the
+ * load over two processes on 2 cores (each wakes for half the requests: fewer requests per turn of its
+ * event loop, more switches between processes), not mailctl's coordination.
+ */
+async function ceilingStack(count: number): Promise<{ track(tag: string): Promise<number>; stop(): Promise<void> }> {
+  const db = await freshPgDatabase()
+  const servers: Array<ReturnType<typeof Bun.spawn>> = []
+  const ports: number[] = []
+  const stop = async () => {
+    for (const s of servers) { s.kill('SIGTERM'); await s.exited }
+    await db.drop()
+  }
+  try {
+    for (let i = 0; i < count; i++) {
+      const { proc, info } = await startChild<{ port: number }>(CEILING_SERVER, [db.url])
+      servers.push(proc)
+      ports.push(info.port)
+    }
+    const req = (tag: string) => (conn: number, i: number): Req => ({
+      method: 'POST', path: '/v1/track', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `${tag}-${conn}-${i % 500}@example.com`, event: 'page.viewed', data: { plan: 'pro' } }),
+    })
+    const load = async (seconds: number, tag: string) => {
+      const per = Math.ceil(CONNECTIONS / ports.length)
+      const results = await Promise.all(ports.map((port, k) => runLoad({ port, connections: per, seconds, next: req(`${tag}${k}`) })))
+      const errors = results.reduce((n, r) => n + r.errors, 0)
+      if (errors) throw new Error(`the bare servers answered ${errors} errors`)
+      return results.reduce((n, r) => n + r.requests, 0)
+    }
+    await load(WARMUP_SECONDS * count, 'w')
+    const cpu = () => servers.reduce((ms, s) => ms + cpuMs(s.pid ?? 0), 0)
+    return {
+      async track(tag) {
+        const cpu0 = cpu()
+        const requests = await load(SECONDS, tag)
+        const us = ((cpu() - cpu0) * 1000) / requests
+        console.log(`ceiling, ${count} bare server${count > 1 ? 's' : ''}, ${CONNECTIONS} conn.: ${(requests / SECONDS).toFixed(0)} req/s; server CPU ${us.toFixed(0)} µs/request; ${loadAverageNow()}`)
+        return us
+      },
+      stop,
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
+
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2 }
 const ratios = (xs: number[]) => xs.map((x) => `${x.toFixed(2)}x`).join(', ')
 
-const stacks: Stack[] = []
+const stacks: Array<{ stop(): Promise<void> }> = []
 try {
-  stacks.push(await stack(1), await stack(2))
-  const [one, two] = stacks
+  const one = await stack(1)
+  stacks.push(one)
+  const two = await stack(2)
+  stacks.push(two)
+  const bareOne = await ceilingStack(1)
+  stacks.push(bareOne)
+  const bareTwo = await ceilingStack(2)
+  stacks.push(bareTwo)
   // Alternated, so that other work on the machine weighs on both alike: each round measures one node,
   // then two (the idle stack's nodes only poll).
   // Track also on the one node with as many connections as each of the two nodes gets: a node's batches
   // are as large as the requests waiting on it, so that comparison leaves out the halved batches and
   // shows the nodes' coordination alone.
-  const track: Array<{ rps: number; cpu: number; perNode: number }> = []
-  for (let round = 1; round <= ROUNDS; round++) {
+  // The bare servers' ratio in the same round is what the machine charges for two processes (ceilingStack).
+  const track: Array<{ rps: number; cpu: number; perNode: number; bare: number }> = []
+  for (let round = 1; round <= ROUNDS && PHASES.includes('track'); round++) {
     const a = await one.track(`m${round}a`)
     const half = await one.track(`m${round}h`, Math.ceil(CONNECTIONS / 2))
     const b = await two.track(`m${round}b`)
-    track.push({ rps: b.rps / a.rps, cpu: b.cpuMs / a.cpuMs, perNode: b.cpuMs / half.cpuMs })
+    const bareA = await bareOne.track(`c${round}a`)
+    const bareB = await bareTwo.track(`c${round}b`)
+    track.push({ rps: b.rps / a.rps, cpu: b.cpuMs / a.cpuMs, perNode: b.cpuMs / half.cpuMs, bare: bareB / bareA })
   }
   const campaign: Array<{ rate: number; cpu: number }> = []
-  for (let round = 1; round <= ROUNDS; round++) {
+  for (let round = 1; round <= ROUNDS && PHASES.includes('campaign'); round++) {
     const a = await one.campaign(`r${round}a`)
     const b = await two.campaign(`r${round}b`)
     campaign.push({ rate: b.rate / a.rate, cpu: b.cpuMs / a.cpuMs })
   }
-  console.log(`2 nodes / 1 node, ${ROUNDS} alternated rounds: track CPU per request ${ratios(track.map((r) => r.cpu))} (median ${median(track.map((r) => r.cpu)).toFixed(2)}x; requests/s ${ratios(track.map((r) => r.rps))}); against the one node with ${Math.ceil(CONNECTIONS / 2)} connections, as many as each of the two has: ${ratios(track.map((r) => r.perNode))} (median ${median(track.map((r) => r.perNode)).toFixed(2)}x); campaign CPU per message ${ratios(campaign.map((r) => r.cpu))} (median ${median(campaign.map((r) => r.cpu)).toFixed(2)}x; messages/s ${ratios(campaign.map((r) => r.rate))}); ${loadAverageNow()}`)
+  console.log(`2 nodes / 1 node, ${ROUNDS} alternated rounds: track CPU per request ${ratios(track.map((r) => r.cpu))} (median ${median(track.map((r) => r.cpu)).toFixed(2)}x; requests/s ${ratios(track.map((r) => r.rps))}); against the one node with ${Math.ceil(CONNECTIONS / 2)} connections, as many as each of the two has: ${ratios(track.map((r) => r.perNode))} (median ${median(track.map((r) => r.perNode)).toFixed(2)}x); the bare servers (the stack's ceiling), 2 / 1: ${ratios(track.map((r) => r.bare))} (median ${median(track.map((r) => r.bare)).toFixed(2)}x); campaign CPU per message ${ratios(campaign.map((r) => r.cpu))} (median ${median(campaign.map((r) => r.cpu)).toFixed(2)}x; messages/s ${ratios(campaign.map((r) => r.rate))}); ${loadAverageNow()}`)
 } finally {
   for (const st of stacks) await st.stop()
   await sink.close()

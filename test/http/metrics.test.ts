@@ -57,6 +57,11 @@ forEachStore('GET /metrics', (env) => {
     expect(sample(queued, 'mailctl_http_request_duration_seconds_count', { method: 'POST', route: '/v1/send' })).toBeGreaterThanOrEqual(1)
     expect(sample(queued, 'mailctl_node_info', { node: env.deps.runtime.node.id })).toBe(1)
     expect(queued).toContain('mailctl_process_cpu_seconds_total')
+    // The send was group-committed: one batch at least, with at least as many writes.
+    const batches = sample(queued, 'mailctl_group_commit', { count: 'batches' }) ?? 0
+    expect(batches).toBeGreaterThanOrEqual(1)
+    expect(sample(queued, 'mailctl_group_commit', { count: 'writes' }) ?? 0).toBeGreaterThanOrEqual(batches)
+    expect(sample(queued, 'mailctl_group_commit', { count: 'conflicts' })).not.toBeNull()
 
     // A tenant's recipient domain is never a label (issue 35, item 10): it counts as "other".
     const before2 = sample(queued, 'mailctl_delivery_attempts_total', { outcome: 'captured', domain: 'other' }) ?? 0
