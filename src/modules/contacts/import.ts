@@ -12,7 +12,7 @@ import { convertValue, STANDARD_NAMES, type FieldType } from './fields'
 import { ImportMapping, type ColumnMap } from './model'
 import * as fieldsRepo from './repo/fields'
 import * as repo from './repo/imports'
-import { upsertMany, type UpsertInput } from './service'
+import { ContactVanishedError, upsertMany, type UpsertInput } from './service'
 
 /**
  * CSV import (docs/decisions.md, Limits: multipart, at most 5 MB, queued). The upload is stored in `contact_imports` and a
@@ -378,6 +378,24 @@ function batches(groups: Group[]): Group[][] {
   return out
 }
 
+/** Runs of one batch whose contact another writer deleted mid-upsert (ContactVanishedError), at most. */
+const VANISHED_RUNS = 3
+
+/**
+ * One batch's upsert in a transaction of its own. A contact deleted by another writer between the batch's
+ * insert and its read rolls the batch back whole: it runs again (and creates that contact anew) instead of
+ * failing the import, whose earlier batches have committed.
+ */
+async function writeBatch(ctx: Ctx, batch: Group[]) {
+  for (let run = 1; ; run++) {
+    try {
+      return await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
+    } catch (err) {
+      if (!(err instanceof ContactVanishedError) || run >= VANISHED_RUNS) throw err
+    }
+  }
+}
+
 /** Imports `text` into the project of `ctx`; `progress` is told after every committed batch. */
 export async function importCsv(ctx: Ctx, text: string, progress: (processed: number, total: number) => Promise<void>, mapping?: ColumnMap[]): Promise<ImportResult> {
   const result: ImportResult = { created: 0, updated: 0, skipped: 0, failed: 0, errors: [] }
@@ -390,7 +408,7 @@ export async function importCsv(ctx: Ctx, text: string, progress: (processed: nu
   await progress(processed, total)
   let lastProgress = Date.now()
   for (const batch of batches(groupByEmail(rows))) {
-    const { outcomes, refused, events } = await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
+    const { outcomes, refused, events } = await writeBatch(ctx, batch)
     outcomes.forEach((o, i) => {
       const n = batch[i].rows.length
       // The first row of an email creates, updates or leaves the contact; its later rows update it (or leave it).

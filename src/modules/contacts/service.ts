@@ -68,6 +68,18 @@ function newRow(ctx: WriteCtx, email: string, input: UpsertInput, opts: Pick<Ups
   return { row, templateData: patch.templateData }
 }
 
+/**
+ * A contact that another writer deleted while an upsert was between its insert and its read (PostgreSQL):
+ * neither inserted nor found. The upsert's transaction must roll back; run again, it creates the contact
+ * anew (the delete came first). Group-committed writes run their batch again the safe way; the CSV import
+ * runs its batch again (import.ts).
+ */
+export class ContactVanishedError extends Error {
+  constructor(readonly email: string) {
+    super(`contact ${email} vanished during upsert`)
+  }
+}
+
 /** `upsertContact` inside the caller's transaction `db` (the caller notifies listeners after commit). */
 export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: Pick<UpsertOptions, 'defaultSubscribed'>): Promise<UpsertResult> {
   const email = normalizeEmail(input.email)
@@ -79,7 +91,7 @@ export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: 
     if (inserted) return { contact: inserted, isNew: true, isUpdate: false, templateData, events: [] }
     // Another transaction created it between our read and insert (PostgreSQL): update it instead.
     existing = await repo.findByEmailForUpdate(store, db, projectId, email)
-    if (!existing) throw new Error(`contact ${email} vanished during upsert`)
+    if (!existing) throw new ContactVanishedError(email)
   }
   const { set, flip, templateData } = planUpdate(existing, input)
   if (!set.data && !flip) return { contact: existing, isNew: false, isUpdate: true, templateData, events: [] }
@@ -200,7 +212,7 @@ export async function upsertManyUnsaved(ctx: WriteCtx, db: Db, inputs: UpsertInp
     // still absent, the caller's batch fails and runs again the safe way.
     for (const r of await repo.findByEmailsForUpdate(store, db, projectId, missing.map((i) => emails[i]))) existing.set(r.email, r)
     for (const i of missing) {
-      if (!existing.has(emails[i])) throw new Error(`contact ${emails[i]} vanished during upsert`)
+      if (!existing.has(emails[i])) throw new ContactVanishedError(emails[i])
       plan(i)
     }
   }

@@ -5,6 +5,7 @@ import { forEachStore, pgReachableSync, TestEnv } from '../../helpers/env'
 import { until } from '../../helpers/worker'
 import { ctxFor } from '../../../src/deps'
 import { upsertContact, upsertMany, type UpsertInput } from '../../../src/modules/contacts/service'
+import { importCsv } from '../../../src/modules/contacts/import'
 import { applyDataRules } from '../../../src/modules/contacts/data'
 
 test('data rules: the pure function', () => {
@@ -91,6 +92,12 @@ describe.skipIf(!pgReachableSync())('upsertMany: a contact deleted between its i
 
   /** The batch, run while another connection holds `email`'s row and runs `change` on it once the batch's read waits for it. */
   async function interleaved(projectId: string, email: string, inputs: UpsertInput[], change: (q: postgres.TransactionSql) => Promise<unknown>) {
+    const ctx = ctxFor(pg.deps, projectId, { kind: 'cli' })
+    return interleavedWith(projectId, email, () => pg.store.tx((db) => upsertMany(ctx, db, inputs, { defaultSubscribed: true })), change)
+  }
+
+  /** `work`, run while another connection holds `email`'s row and runs `change` on it once work's read waits for it. */
+  async function interleavedWith<T>(projectId: string, email: string, work: () => Promise<T>, change: (q: postgres.TransactionSql) => Promise<unknown>): Promise<{ r?: T; err?: unknown }> {
     const other = postgres(pg.config.databaseUrl, { max: 1, onnotice: () => {} })
     try {
       let locked!: () => void
@@ -104,8 +111,7 @@ describe.skipIf(!pgReachableSync())('upsertMany: a contact deleted between its i
         await change(q)
       })
       await isLocked
-      const ctx = ctxFor(pg.deps, projectId, { kind: 'cli' })
-      const batch = pg.store.tx((db) => upsertMany(ctx, db, inputs, { defaultSubscribed: true })).then((r) => ({ r }), (err: unknown) => ({ err }))
+      const batch = work().then((r) => ({ r }), (err: unknown) => ({ err }))
       // The batch's insert has skipped the contact (it exists) and its read waits for our lock.
       await until(async () => (await pg.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid()`)).length > 0, 10_000, 'the batch\'s read to wait for the row lock')
       proceed()
@@ -146,5 +152,20 @@ describe.skipIf(!pgReachableSync())('upsertMany: a contact deleted between its i
     expect((err as Error).message).toBe('contact gone@example.com vanished during upsert')
     expect(await contactsNamed(p.id, 'gone@example.com')).toEqual([])
     expect(await contactsNamed(p.id, 'other@example.com')).toEqual([])
+  }, 60_000)
+
+  test('a CSV import whose contact is deleted by another writer mid-batch runs that batch again: the import completes and makes the contact anew', async () => {
+    const p = await pg.project()
+    const ctx = ctxFor(pg.deps, p.id, { kind: 'cli' })
+    await upsertContact(ctx, { email: 'deleted-mid-import@example.com', data: { plan: 'free' } }, { defaultSubscribed: true })
+    const csv = 'email,plan\ndeleted-mid-import@example.com,pro\nfresh-import@example.com,team\n'
+    const { r, err } = await interleavedWith(p.id, 'deleted-mid-import@example.com', () => importCsv(ctx, csv, async () => {}), async (q) => {
+      await q`DELETE FROM contacts WHERE project_id = ${p.id} AND email = 'deleted-mid-import@example.com'`
+    })
+    expect(err).toBeUndefined()
+    // The first run rolled back whole; the second found the contact gone and created it, with the row's data.
+    expect(r).toMatchObject({ created: 2, updated: 0, failed: 0, errors: [] })
+    expect((await contactsNamed(p.id, 'deleted-mid-import@example.com')).map((c) => c.data)).toEqual([{ plan: 'pro' }])
+    expect(await contactsNamed(p.id, 'fresh-import@example.com')).toHaveLength(1)
   }, 60_000)
 })
