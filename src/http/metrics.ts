@@ -33,7 +33,7 @@ function registerBuiltIn() {
   const oldest = gauge('mailctl_queue_oldest_age_seconds', 'Age of the oldest unfinished item, per queue (0 when empty)', ['queue'])
   const info = gauge('mailctl_node_info', 'This process: its node id (the nodes table, lease holders and log lines), host name and version', ['node', 'hostname', 'version'])
   const live = gauge('mailctl_nodes_live', 'Nodes with a fresh heartbeat at this node\'s last beat (1 on a node without workers)')
-  const commits = gauge('mailctl_group_commit', 'Group commit on this process\'s main thread since it started (src/db/group-commit.ts; on a file-backed SQLite store tracks are committed by the track writer thread instead), by count: batches committed, writes in them (writes over batches is the mean batch size), batches run again with savepoints, writes or batches run again after a deadlock or serialization failure', ['count'])
+  const commits = gauge('mailctl_group_commit', 'Group commit on this process\'s main thread since it started (src/db/group-commit.ts; on a file-backed SQLite store tracks are committed by the track writer thread instead, and on PostgreSQL a write of its own, GroupCommit.run, is not counted), by count: batches committed, writes in them (writes over batches is the mean batch size), batches run again with savepoints, writes or batches run again after a deadlock or serialization failure', ['count'])
   builtIn = onScrape(async (deps) => {
     const now = deps.clock.date()
     const [out, jobs] = await Promise.all([queueStats(deps.store, now), jobDepth(deps.store)])

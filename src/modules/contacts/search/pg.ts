@@ -75,7 +75,9 @@ export async function catchUpPg(store: Store, ix: ProjectIndex): Promise<'curren
   setSnapshot(ix, snap)
   if (Date.now() - pgPrunedAt > 60_000) {
     pgPrunedAt = Date.now()
-    await store.guarded(() => pg.unsafe('DELETE FROM contact_changes WHERE xid < $1::text::xid8', [String(Math.max(0, xmin - PG_KEEP_XIDS))]))
+    // With the read deadline: a server that stops answering here must not hold this search (and the
+    // project's searches queued behind it) any longer than the reads above.
+    await store.guarded(() => pg.unsafe('DELETE FROM contact_changes WHERE xid < $1::text::xid8', [String(Math.max(0, xmin - PG_KEEP_XIDS))]), { deadline: true })
   }
   return 'current'
 }
