@@ -42,7 +42,8 @@ const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 5000)
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 15)
 const WARMUP_RECIPIENTS = Number(process.env.BENCH_WARMUP_RECIPIENTS ?? 1000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-const PHASES = (process.env.BENCH_PHASES ?? 'track,campaign').split(',')
+const PHASES = (process.env.BENCH_PHASES ?? 'track,campaign').split(',').map((p) => p.trim())
+for (const p of PHASES) if (p !== 'track' && p !== 'campaign') throw new Error(`BENCH_PHASES: unknown phase ${p} (track, campaign)`)
 const CLI = join(import.meta.dir, '..', 'cli', 'mailctl.ts')
 const CEILING_SERVER = join(import.meta.dir, '_pg-ceiling-server.ts')
 const SECRET = 'bench-cluster-secret-0123456789abcdefghij'
@@ -201,7 +202,7 @@ async function stack(count: number): Promise<Stack> {
       return { secs: (performance.now() - t0) / 1000, cpu: cpuOf(nodes) - cpu1, threads: threadLine(th1, threadsOf(nodes), size), accepted: sink.accepted - base }
     }
     // The same warm-up per node as the one node gets: track load and a campaign.
-    await load(WARMUP_SECONDS * count, 'w')
+    if (PHASES.includes('track')) await load(WARMUP_SECONDS * count, 'w')
     if (PHASES.includes('campaign')) await campaign('w', WARMUP_RECIPIENTS * count)
     return {
       count,
@@ -289,10 +290,11 @@ try {
   stacks.push(one)
   const two = await stack(2)
   stacks.push(two)
-  const bareOne = await ceilingStack(1)
-  stacks.push(bareOne)
-  const bareTwo = await ceilingStack(2)
-  stacks.push(bareTwo)
+  // The bare servers only for the track phase (they answer nothing else).
+  const bareOne = PHASES.includes('track') ? await ceilingStack(1) : null
+  if (bareOne) stacks.push(bareOne)
+  const bareTwo = PHASES.includes('track') ? await ceilingStack(2) : null
+  if (bareTwo) stacks.push(bareTwo)
   // Alternated, so that other work on the machine weighs on both alike: each round measures one node,
   // then two (the idle stack's nodes only poll).
   // Track also on the one node with as many connections as each of the two nodes gets: a node's batches
@@ -304,8 +306,8 @@ try {
     const a = await one.track(`m${round}a`)
     const half = await one.track(`m${round}h`, Math.ceil(CONNECTIONS / 2))
     const b = await two.track(`m${round}b`)
-    const bareA = await bareOne.track(`c${round}a`)
-    const bareB = await bareTwo.track(`c${round}b`)
+    const bareA = await (bareOne as NonNullable<typeof bareOne>).track(`c${round}a`)
+    const bareB = await (bareTwo as NonNullable<typeof bareTwo>).track(`c${round}b`)
     track.push({ rps: b.rps / a.rps, cpu: b.cpuMs / a.cpuMs, perNode: b.cpuMs / half.cpuMs, bare: bareB / bareA })
   }
   const campaign: Array<{ rate: number; cpu: number }> = []
