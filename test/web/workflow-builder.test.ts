@@ -183,7 +183,11 @@ describe.skipIf(!chromiumAvailable())('workflow builder in Chromium', () => {
     await d.page.getByText('Continue now skips the rest of this delay').waitFor()
     await shot(d.page, 'wf-builder-04-waiting')
     await d.a11y('workflow executions, waiting with continue now')
+    // The jobs run once the continue has been answered: a click returns before its request reaches the
+    // server, and jobs drained before it leave the execution waiting (CI failure on 71e8bb7).
+    const continued = d.page.waitForResponse((r) => r.url().endsWith('/continue') && r.request().method() === 'POST')
     await d.page.getByRole('button', { name: 'Continue now' }).click()
+    expect((await continued).status()).toBe(200)
     await runJobs()
     const ex = d.page.locator('section[aria-labelledby="ex-h"]')
     await ex.locator('#ex-h .badge', { hasText: 'EXITED' }).waitFor()
