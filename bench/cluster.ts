@@ -30,7 +30,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
-import { cpuMs, fmt, runLoad, startChild, threadCpuMs, type Req } from './_load'
+import { cpuMs, fmt, runLoad, startChild, threadCpuMs, type LoadResult, type Req } from './_load'
 import { freshPgDatabase } from '../test/helpers/env'
 import { startRedis } from '../test/helpers/redis'
 import { startSink } from '../test/helpers/smtp'
@@ -131,6 +131,25 @@ function threadLine(before: Map<string, number>, after: Map<string, number>, uni
     .filter(([, us]) => us >= 1).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')
 }
 
+/**
+ * `connections` keep-alive connections of POST /v1/track spread evenly over `ports` (the nodes, or the bare
+ * servers), each port's contacts tagged apart, for `seconds`; the results summed (p50 and p90 are the
+ * first port's, p99 and max the worst port's). `authorization`: the project's key (the bare servers take none).
+ */
+async function spreadTrack(ports: number[], seconds: number, tag: string, connections: number, authorization?: string): Promise<LoadResult> {
+  const per = Math.ceil(connections / ports.length)
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }
+  const results = await Promise.all(ports.map((port, k) => runLoad({
+    port, connections: per, seconds,
+    next: (conn, i): Req => ({ method: 'POST', path: '/v1/track', headers, body: JSON.stringify({ email: `${tag}${k}-${conn}-${i % 500}@example.com`, event: 'page.viewed', data: { plan: 'pro' } }) }),
+  })))
+  const requests = results.reduce((n, r) => n + r.requests, 0)
+  return {
+    requests, errors: results.reduce((n, r) => n + r.errors, 0), seconds, rps: requests / seconds,
+    p50: results[0].p50, p90: results[0].p90, p99: Math.max(...results.map((r) => r.p99)), max: Math.max(...results.map((r) => r.max)),
+  }
+}
+
 interface Stack {
   count: number
   /** One measured track phase with `connections` in all: requests/s and node CPU per request (ms). */
@@ -165,18 +184,7 @@ async function stack(count: number): Promise<Stack> {
     if (verified.verified === false) throw new Error(`the bench domain did not verify: ${JSON.stringify(verified)}`)
 
     const ports = nodes.map((n) => n.port)
-    const trackReq = (tag: string) => (conn: number, i: number): Req => ({
-      method: 'POST', path: '/v1/track', headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ email: `${tag}-${conn}-${i % 500}@example.com`, event: 'page.viewed', data: { plan: 'pro' } }),
-    })
-    const load = async (seconds: number, tag: string, connections = CONNECTIONS) => {
-      const per = Math.ceil(connections / ports.length)
-      const results = await Promise.all(ports.map((port, k) => runLoad({ port, connections: per, seconds, next: (c, i) => trackReq(`${tag}${k}`)(c, i) })))
-      const requests = results.reduce((n, r) => n + r.requests, 0)
-      const errors = results.reduce((n, r) => n + r.errors, 0)
-      const p99 = Math.max(...results.map((r) => r.p99))
-      return { requests, errors, seconds, rps: requests / seconds, p50: results[0].p50, p90: results[0].p90, p99, max: Math.max(...results.map((r) => r.max)) }
-    }
+    const load = (seconds: number, tag: string, connections = CONNECTIONS) => spreadTrack(ports, seconds, tag, connections, `Bearer ${project.publicKey}`)
     const api = (method: string, path: string, body?: unknown) => fetch(`http://127.0.0.1:${ports[0]}${path}`, { method, headers: { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
     /** A campaign to `size` new contacts (the previous audience, and the track phases' contacts, unsubscribed first), sent and awaited until every message is delivered. */
     const campaign = async (name: string, size: number) => {
@@ -252,16 +260,10 @@ async function ceilingStack(count: number): Promise<{ track(tag: string): Promis
       servers.push(proc)
       ports.push(info.port)
     }
-    const req = (tag: string) => (conn: number, i: number): Req => ({
-      method: 'POST', path: '/v1/track', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: `${tag}-${conn}-${i % 500}@example.com`, event: 'page.viewed', data: { plan: 'pro' } }),
-    })
     const load = async (seconds: number, tag: string) => {
-      const per = Math.ceil(CONNECTIONS / ports.length)
-      const results = await Promise.all(ports.map((port, k) => runLoad({ port, connections: per, seconds, next: req(`${tag}${k}`) })))
-      const errors = results.reduce((n, r) => n + r.errors, 0)
-      if (errors) throw new Error(`the bare servers answered ${errors} errors`)
-      return results.reduce((n, r) => n + r.requests, 0)
+      const r = await spreadTrack(ports, seconds, tag, CONNECTIONS)
+      if (r.errors) throw new Error(`the bare servers answered ${r.errors} errors`)
+      return r.requests
     }
     await load(WARMUP_SECONDS * count, 'w')
     const cpu = () => servers.reduce((ms, s) => ms + cpuMs(s.pid ?? 0), 0)
