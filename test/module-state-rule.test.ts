@@ -24,7 +24,7 @@ const ALLOWED: Record<string, [count: number, why: string]> = {
   'src/modules/domains/repo.ts': [2, 'cache: a compiled statement per SQLite store; the PostgreSQL gate look-ups of one turn, empty between turns'],
   'src/modules/contacts/repo/list.ts': [1, 'cache: compiled reads per store, by SQL text'],
   'src/modules/contacts/search/index.ts': [1, 'cache: the exact in-memory copy of the searchable columns, rebuilt from the database when dropped'],
-  'src/modules/projects/repo.ts': [2, "cache: SQLite's exact read cache of API keys; the PostgreSQL key look-ups of one turn, empty between turns"],
+  'src/modules/projects/repo.ts': [2, "cache: API keys (SQLite's exact; on PostgreSQL for writes that confirm them); the PostgreSQL key look-ups of one turn, empty between turns"],
   'src/modules/emails/service.ts': [1, 'mark: a render refusal noted on a send request of a batch'],
   'src/modules/events/outbox.ts': [2, 'mark: event rows no consumer is owed; the stores this process committed events to since they were last settled (settleEvents in tests)'],
   'src/mail/outbound/data-content.ts': [1, "cache: a message's SMTP DATA content, made where the message was built"],

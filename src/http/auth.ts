@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps, Ctx } from '../deps'
 import { AppError } from '../errors'
 import type { ProjectRow } from '../modules/projects/service'
-import { projectForKey, projectForMember } from '../modules/projects/service'
+import { invalidKey, projectDisabled, projectForKey, projectForKeyConfirmedInWrite, projectForMember, TRACK_KEYS, type KeyConfirm } from '../modules/projects/service'
 import { sessionUser } from '../modules/auth/sessions'
 import type { RateLimitResult } from './ratelimit'
 import { NotABodyError, readsNothing } from './bodies'
@@ -123,7 +123,7 @@ type KeyNeed = 'secret' | 'track' | 'admin'
 
 const KEY_AUTH = Symbol('mailctl.keyAuth')
 const SESSION_AUTH = Symbol('mailctl.sessionAuth')
-interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow }; [SESSION_AUTH]?: string }
+interface Authed { [KEY_AUTH]?: { ctx: Ctx; project: ProjectRow; confirm?: KeyConfirm }; [SESSION_AUTH]?: string }
 
 /**
  * Authentication for every route:
@@ -144,7 +144,7 @@ export function authPlugin(deps: Deps) {
   const keyGuard = async (required: KeyNeed, request: Request, set: { headers: unknown }): Promise<void> => {
     if ((set as Authed)[KEY_AUTH]) return
     const key = bearer(request)
-    const need = required === 'track' ? 'a public (pk_...) or secret (sk_...) key' : 'a secret key (sk_...)'
+    const need = required === 'track' ? TRACK_KEYS : 'a secret key (sk_...)'
     if (key === null) {
       const token = sessionToken(request)
       if (token !== null) {
@@ -153,16 +153,17 @@ export function authPlugin(deps: Deps) {
       }
     }
     if (key === null) throw new AppError('UNAUTHORIZED', `Missing API key: send "Authorization: Bearer <key>" with ${need}`)
-    const found = await projectForKey(deps.store, key)
-    if (!found) throw new AppError('INVALID_API_KEY', `Invalid API key: this endpoint requires ${need}`)
+    // /v1/track confirms a key answered from memory in its write's transaction (projectForKeyConfirmedInWrite).
+    const found = required === 'track' ? await projectForKeyConfirmedInWrite(deps.store, key) : await projectForKey(deps.store, key)
+    if (!found) throw invalidKey(need)
     if (required !== 'track' && found.kind !== 'secret') {
       throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')
     }
-    if (found.project.disabled) throw new AppError('PROJECT_DISABLED', 'This project is disabled')
+    if (found.project.disabled) throw projectDisabled()
     const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>, found.kind)
     if (limited) await limited
     const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: deps.clock.date() }
-    ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project }
+    ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project, confirm: found.confirm }
   }
   const sessionGuard = async (request: Request, set: object): Promise<void> => {
     if ((set as Authed)[SESSION_AUTH]) return

@@ -19,7 +19,7 @@ export function trackRoutes(deps: Deps) {
   return new Elysia({ prefix: '/v1' })
     .use(authPlugin(deps))
     .onTransform(prepareBody)
-    .post('/track', ({ ctx, body, request }) => service.track(ctx, body, request.headers.get('idempotency-key') ?? undefined, '/v1/track'), {
+    .post('/track', ({ ctx, confirm, body, request }) => service.track(ctx, body, request.headers.get('idempotency-key') ?? undefined, '/v1/track', confirm), {
       // The hot path: no header or response validation at run time; both are documented through `detail`.
       apiKey: 'track', body: m.TrackBody,
       detail: { tags, summary: 'Track an event for a contact (public or secret key)', description: trackDoc, security: [{ publicKey: [] }, { secretKey: [] }], ...trackDocs },

@@ -9,6 +9,7 @@ import { idempotencyClaim, keepFailed, keyReused, type Claim } from '../idempote
 import type { ListEventsQuery, TrackBody } from './model'
 import * as repo from './repo'
 import { notifyEvents } from './stream'
+import { reconfirmKey, StaleKeyError, TRACK_KEYS, type KeyConfirm } from '../projects/service'
 import { trackBatch, type TrackOutcome, type TrackReused, type TrackWrite } from './track-write'
 
 /**
@@ -33,13 +34,24 @@ function assertTrackable(name: string) {
  * concurrent tracks (db/group-commit.ts), written a batch at a time (track-write.ts, trackBatch). Returns after
  * commit (the outbox row commits with it); drainers are not yet woken.
  */
-export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null): Promise<TrackOutcome | TrackReused> {
+export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null = null, confirm?: KeyConfirm): Promise<TrackOutcome | TrackReused> {
   // Here, before the write goes to the track writer thread: a 422, not a 500 (see writeTrack).
   checkDataLimits(body.data)
   const input: TrackWrite = { email: body.email, event: body.event, subscribed: body.subscribed, data: body.data, claim }
   const { trackWriter, commits } = ctx.deps.runtime
-  if (trackWriter) return trackWriter.write(ctx.projectId, ctx.now, input)
-  return commits.runMany(trackBatch, { ctx: { store: ctx.store, projectId: ctx.projectId, now: ctx.now }, write: input })
+  // A key to confirm (answered from memory, projectForKeyConfirmedInWrite) is confirmed by the batch below:
+  // it never comes with the track writer thread's store (SQLite, whose key cache is exact).
+  if (trackWriter && !confirm) return trackWriter.write(ctx.projectId, ctx.now, input)
+  const job = { ctx: { store: ctx.store, projectId: ctx.projectId, now: ctx.now }, write: input }
+  if (!confirm) return commits.runMany(trackBatch, job)
+  try {
+    return await commits.runMany(trackBatch, { ...job, write: { ...input, confirm } })
+  } catch (err) {
+    if (!(err instanceof StaleKeyError)) throw err
+    // Nothing was written. The key afresh: its 401 or 403, or the track again as a first request's.
+    await reconfirmKey(ctx.store, err.key, TRACK_KEYS)
+    return commits.runMany(trackBatch, job)
+  }
 }
 
 /**
@@ -49,12 +61,12 @@ export async function recordTrack(ctx: Ctx, body: TrackBody, claim: Claim | null
  * nothing is performed again (a failed track keeps the key only on a 5xx). Committed events go to the
  * event consumers, through the outbox (outbox.ts).
  */
-export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string) {
+export async function track(ctx: Ctx, body: TrackBody, idempotencyKey: string | undefined, path: string, confirm?: KeyConfirm) {
   assertTrackable(body.event)
   const claim = idempotencyClaim(ctx, idempotencyKey, { method: 'POST', path, body })
   let out: TrackOutcome | TrackReused
   try {
-    out = await recordTrack(ctx, body, claim)
+    out = await recordTrack(ctx, body, claim, confirm)
   } catch (err) {
     if (claim) await keepFailed(ctx, claim, err)
     throw err

@@ -4,6 +4,7 @@ import { normalizeEmail, RESERVED_DATA_KEYS, type ContactData } from '../contact
 import { upsertIn, upsertManyUnsaved, type WriteCtx } from '../contacts/service'
 import { claimIn, type Claim, type HeldKey } from '../idempotency/repo'
 import { appendEvents, type EventRow, type NewEvent } from './stream'
+import { confirmKeys, StaleKeyError, type KeyConfirm } from '../projects/service'
 
 /**
  * The write of one track inside a transaction: upsert the contact, append the event. It only reads and
@@ -18,6 +19,8 @@ export interface TrackWrite {
   data?: ContactData | null
   /** The Idempotency-Key to claim in the same transaction (see idempotency/service.ts). */
   claim?: Claim | null
+  /** The API key answered from memory, confirmed in the same transaction (StaleKeyError when it is not). */
+  confirm?: KeyConfirm | null
 }
 
 export interface TrackOutcome { reused?: undefined; contactId: string; event: EventRow; events: EventRow[] }
@@ -50,6 +53,15 @@ export function eventData(data: ContactData | null | undefined): Record<string, 
  * checked here.
  */
 export async function writeTrack(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
+  // Sent first, awaited last: the check shares the write's round trips. Failed, it fails the write (its savepoint).
+  const confirmed = t.confirm ? confirmKeys(ctx.store, db, [t.confirm]) : null
+  confirmed?.catch(() => {})
+  const out = await writeTrackUnconfirmed(ctx, db, t)
+  if (confirmed && !(await confirmed)[0]) throw new StaleKeyError(t.confirm as KeyConfirm)
+  return out
+}
+
+async function writeTrackUnconfirmed(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
   if (t.claim) {
     const held = await claimIn(ctx.store, db, t.claim, 200)
     if (held) return { reused: held }
@@ -68,19 +80,26 @@ export interface TrackJob { ctx: WriteCtx; write: TrackWrite }
  * read of all of them, then one update of the changed ones sent with one insert of all the events
  * (contacts/service.ts, upsertManyUnsaved): on PostgreSQL two round trips and the commit, instead of a few
  * per track. A contact named twice in a batch is upserted in a second round, after the first. A track with
- * an Idempotency-Key, and any track when something fails (a data limit, a conflict), is written alone by
- * writeTrack, as `one` (the batch then runs again, each in a savepoint).
+ * an Idempotency-Key, and any track when something fails (a data limit, a conflict, a stale key), is
+ * written alone by writeTrack, as `one` (the batch then runs again, each in a savepoint). The API keys
+ * answered from memory (TrackWrite.confirm) are confirmed with one statement for the batch, sent with its
+ * first ones.
  */
 export const trackBatch: Batched<TrackJob, TrackOutcome | TrackReused> = {
   one: (db, job) => writeTrack(job.ctx, db, job.write),
   async many(db, jobs) {
     const out: Array<TrackOutcome | TrackReused> = new Array(jobs.length)
+    // The keys answered from memory, confirmed with one statement sent first and awaited last (see writeTrack).
+    const checks: KeyConfirm[] = []
+    for (const j of jobs) if (j.write.confirm) checks.push(j.write.confirm)
+    const confirmed = checks.length ? confirmKeys(jobs[0].ctx.store, db, checks) : null
+    confirmed?.catch(() => {})
     // Rounds of distinct (project, email), grouped by project: the keys are `${round} ${projectId}`.
     const seen = new Map<string, number>()
     const groups = new Map<string, number[]>()
     for (let i = 0; i < jobs.length; i++) {
       const { ctx, write } = jobs[i]
-      if (write.claim) { out[i] = await writeTrack(ctx, db, write); continue }
+      if (write.claim) { out[i] = await writeTrackUnconfirmed(ctx, db, write); continue }
       const who = `${ctx.projectId} ${normalizeEmail(write.email)}`
       const round = seen.get(who) ?? 0
       seen.set(who, round + 1)
@@ -128,6 +147,11 @@ export const trackBatch: Batched<TrackJob, TrackOutcome | TrackReused> = {
       }
     })
     await Promise.all([...saves, ...appended])
+    if (confirmed) {
+      // One stale key rolls the batch back; run again each in its savepoint, only its own write fails.
+      const stale = (await confirmed).indexOf(false)
+      if (stale >= 0) throw new StaleKeyError(checks[stale])
+    }
     return out
   },
 }

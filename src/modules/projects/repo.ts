@@ -1,5 +1,6 @@
 import { and, asc, eq, or, sql, type SQL } from 'drizzle-orm'
 import { compiledRead, type Db, type Store } from '../../db/client'
+import { statementRows } from '../../db/statement'
 
 function columns(store: Store) {
   const { projects, members } = store.t
@@ -167,22 +168,28 @@ function toProject(r: RawProject): ProjectRow {
   }
 }
 
-/** Exact read cache of key lookups, SQLite only: dropped as soon as anyone commits to the database. A cache, not state. */
-const keyCache = new WeakMap<Store, { version: number; rows: Map<string, ProjectRow> }>()
+/**
+ * Key look-ups kept per store. A cache, not state: dropping it costs the next look-ups their query.
+ * - `version` a number (SQLite): exact, dropped as soon as anyone commits to the database (byKey).
+ * - `version` null (PostgreSQL, where another node's commit cannot be seen without a query): kept only for
+ *   writes that confirm the key in their own transaction (byKeyConfirmedInWrite, confirmKeys).
+ */
+const keyCache = new WeakMap<Store, { version: number | null; rows: Map<string, ProjectRow> }>()
 const KEY_CACHE_MAX = 10_000
+const cacheKeyOf = (kind: 'public' | 'secret', value: string) => (kind === 'public' ? value : `#${value}`)
 
 /**
  * The project of an API key: by the public key in clear or by the SHA-256 of the secret key. Runs on every
  * authenticated request: a prepared statement, and on SQLite a cache that is valid only while
  * `store.dataVersion()` is unchanged, so a rotated key fails on the very next request whichever process
  * rotated it. On PostgreSQL another node's commit cannot be seen without a query, and a key must stop
- * working with the commit that rotates or disables it (docs/decisions.md, API keys): no cache there, but
- * the look-ups of one turn share a statement (byKeysTogether). The returned row is frozen (shared between
- * requests).
+ * working with the commit that rotates or disables it (docs/decisions.md, API keys): no cache there (but
+ * for writes that confirm the key themselves, byKeyConfirmedInWrite), and the look-ups of one turn share a
+ * statement (byKeysTogether). The returned row is frozen (shared between requests).
  */
 export async function byKey(store: Store, kind: 'public' | 'secret', value: string): Promise<ProjectRow | undefined> {
   const version = store.dataVersion()
-  const cacheKey = kind === 'public' ? value : `#${value}`
+  const cacheKey = cacheKeyOf(kind, value)
   let cache = version === null ? undefined : keyCache.get(store)
   if (version !== null) {
     if (!cache || cache.version !== version || cache.rows.size >= KEY_CACHE_MAX) {
@@ -198,6 +205,59 @@ export async function byKey(store: Store, kind: 'public' | 'secret', value: stri
   // Only if nothing was committed while the query ran (else the row may already be stale for the new version).
   if (cache && store.dataVersion() === cache.version) cache.rows.set(cacheKey, row)
   return row
+}
+
+/**
+ * The project of an API key for a write that confirms the key in its own transaction (confirmKeys): on a
+ * store whose commits by others cannot be seen without a query (PostgreSQL, `dataVersion()` null), a key
+ * seen before is answered from memory, `cached: true`, and the write must confirm it before it commits
+ * (POST /v1/track: the track batch's first round trip carries the check, so a request costs no look-up of
+ * its own). Elsewhere byKey's answer, `cached: false`. Only projects that are not disabled are kept: a
+ * disabled one is refused from its fresh row, and enabled again it is seen at once.
+ */
+export async function byKeyConfirmedInWrite(store: Store, kind: 'public' | 'secret', value: string): Promise<{ row: ProjectRow; cached: boolean } | undefined> {
+  if (store.dataVersion() !== null) {
+    const row = await byKey(store, kind, value)
+    return row && { row, cached: false }
+  }
+  const cacheKey = cacheKeyOf(kind, value)
+  const hit = keyCache.get(store)?.rows.get(cacheKey)
+  if (hit) return { row: hit, cached: true }
+  const row = await byKey(store, kind, value)
+  if (!row) return undefined
+  if (!row.disabled) {
+    let cache = keyCache.get(store)
+    if (!cache || cache.rows.size >= KEY_CACHE_MAX) {
+      cache = { version: null, rows: new Map() }
+      keyCache.set(store, cache)
+    }
+    cache.rows.set(cacheKey, row)
+  }
+  return { row, cached: false }
+}
+
+/** Drops a key kept by byKeyConfirmedInWrite (a write found it stale). */
+export function forgetKey(store: Store, kind: 'public' | 'secret', value: string): void {
+  const cache = keyCache.get(store)
+  if (cache?.version === null) cache.rows.delete(cacheKeyOf(kind, value))
+}
+
+/** A key answered from memory (byKeyConfirmedInWrite), to be confirmed in the write's transaction. */
+export interface KeyConfirm { projectId: string; kind: 'public' | 'secret'; value: string }
+
+/**
+ * In `db`'s transaction: whether each key still opens its project, enabled (one statement for all). A
+ * rotation or a disable committed before this statement began is seen: a client that was answered the
+ * rotation sends its next request after it, so that request's write fails the check.
+ */
+export async function confirmKeys(store: Store, db: Db, checks: readonly KeyConfirm[]): Promise<boolean[]> {
+  const rows = await statementRows<{ id: string; public_key: string; secret_key_hash: string; disabled: boolean | number }>(
+    store, db, 'SELECT id, public_key, secret_key_hash, disabled FROM projects WHERE id IN $1[]', [...new Set(checks.map((c) => c.projectId))])
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  return checks.map((c) => {
+    const r = byId.get(c.projectId)
+    return r !== undefined && !r.disabled && (c.kind === 'public' ? r.public_key === c.value : r.secret_key_hash === c.value)
+  })
 }
 
 /**

@@ -7,7 +7,7 @@ import { parseInput } from '../validate'
 import { requireAccess, type Action, type Role } from '../members/access'
 import { CreateProjectBody, type ProjectOut, type ProjectWithSecret, type SetupState, type UpdateProjectBody } from './model'
 import * as repo from './repo'
-import type { ProjectRow } from './repo'
+import { confirmKeys, type KeyConfirm, type ProjectRow } from './repo'
 
 export type { ProjectRow }
 
@@ -35,8 +35,31 @@ export async function rotateKeys(store: Store, projectId: string): Promise<{ id:
   return { id: projectId, ...keys }
 }
 
-/** The project an API key belongs to, and the kind of the key. */
-export interface KeyOwner { project: ProjectRow; kind: KeyKind }
+/**
+ * The project an API key belongs to, and the kind of the key. `confirm`: the key was answered from memory
+ * (projectForKeyConfirmedInWrite), and the request's write must confirm it (confirmKeys) before it commits.
+ */
+export interface KeyOwner { project: ProjectRow; kind: KeyKind; confirm?: KeyConfirm }
+
+export type { KeyConfirm }
+export { confirmKeys }
+
+/** What POST /v1/track takes, as its 401 names it. */
+export const TRACK_KEYS = 'a public (pk_...) or secret (sk_...) key'
+/** The 401 of a key that opens no project (or not this route); `need` names the kinds the route takes. */
+export const invalidKey = (need: string) => new AppError('INVALID_API_KEY', `Invalid API key: this endpoint requires ${need}`)
+/** The 403 of a key whose project is disabled. */
+export const projectDisabled = () => new AppError('PROJECT_DISABLED', 'This project is disabled')
+
+/**
+ * A write found the key it was given from memory stale (confirmKeys): rotated, disabled or deleted since
+ * it was kept. Nothing of the write was committed; reconfirmKey looks the key up afresh.
+ */
+export class StaleKeyError extends Error {
+  constructor(readonly key: KeyConfirm) {
+    super('the API key was rotated, or its project disabled, after it was kept: looked up again')
+  }
+}
 
 /**
  * Looks a key up: public keys in clear, secret keys by their SHA-256 hash. Runs on every authenticated
@@ -47,6 +70,31 @@ export async function projectForKey(store: Store, key: string): Promise<KeyOwner
   if (!kind) return null
   const project = await repo.byKey(store, kind, kind === 'public' ? key : hashSecret(key))
   return project ? { project, kind } : null
+}
+
+/**
+ * As projectForKey, for a route whose write confirms the key in its own transaction (POST /v1/track): on
+ * PostgreSQL a key seen before costs no look-up (repo.byKeyConfirmedInWrite) and comes with `confirm`.
+ */
+export async function projectForKeyConfirmedInWrite(store: Store, key: string): Promise<KeyOwner | null> {
+  const kind = keyKind(key)
+  if (!kind) return null
+  const value = kind === 'public' ? key : hashSecret(key)
+  const found = await repo.byKeyConfirmedInWrite(store, kind, value)
+  if (!found) return null
+  return found.cached ? { project: found.row, kind, confirm: { projectId: found.row.id, kind, value } } : { project: found.row, kind }
+}
+
+/**
+ * After a StaleKeyError: drops the kept key and looks it up afresh, as for a first request. Throws the 401
+ * or 403 the request would have had (`need` as for invalidKey); returns when the key still opens its
+ * project, enabled (the write then runs again without `confirm`, as with no cache).
+ */
+export async function reconfirmKey(store: Store, key: KeyConfirm, need: string): Promise<void> {
+  repo.forgetKey(store, key.kind, key.value)
+  const row = await repo.byKey(store, key.kind, key.value)
+  if (!row || row.id !== key.projectId) throw invalidKey(need)
+  if (row.disabled) throw projectDisabled()
 }
 
 /**

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { openStore, type Store } from '../../../src/db/client'
 import { migrate } from '../../../src/db/migrate'
-import { createProject, projectForKey, rotateKeys } from '../../../src/modules/projects/service'
+import { createProject, projectForKey, projectForKeyConfirmedInWrite, rotateKeys } from '../../../src/modules/projects/service'
 import { freshPgDatabase, pgReachableSync } from '../../helpers/env'
 
 /**
@@ -60,6 +60,26 @@ describe.skipIf(!pgReachableSync())('API-key look-ups read together [pg]', () =>
     // Asked in separate turns, each look-up reads again.
     for (const k of [a.publicKey, a.publicKey]) expect((await projectForKey(view, k))?.project.id).toBe(a.id)
     expect(runs()).toBe(4)
+  })
+
+  test('for a write that confirms it (/v1/track), a key seen before is answered from memory, with the check to run; a disabled project is not kept', async () => {
+    const p = await createProject(store, { name: 'kept' })
+    const { view, runs } = counted()
+    const first = await projectForKeyConfirmedInWrite(view, p.publicKey)
+    expect(first?.project.id).toBe(p.id)
+    expect(first?.confirm).toBeUndefined()
+    expect(runs()).toBe(1)
+    const again = await Promise.all([projectForKeyConfirmedInWrite(view, p.publicKey), projectForKeyConfirmedInWrite(view, p.secretKey)])
+    expect(again[0]?.confirm).toEqual({ projectId: p.id, kind: 'public', value: p.publicKey })
+    expect(again[1]?.confirm).toBeUndefined()
+    expect(runs()).toBe(2)
+    // Other routes still look every key up.
+    await projectForKey(view, p.publicKey)
+    expect(runs()).toBe(3)
+    const off = await createProject(store, { name: 'off' })
+    await store.exec(sql`UPDATE projects SET disabled = true WHERE id = ${off.id}`)
+    for (let i = 0; i < 2; i++) expect((await projectForKeyConfirmedInWrite(view, off.publicKey))?.confirm).toBeUndefined()
+    expect(runs()).toBe(5)
   })
 
   test('a key rotated by a committed transaction fails on the next look-up', async () => {
