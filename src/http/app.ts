@@ -1,4 +1,4 @@
-import { Elysia, type ValidationError } from 'elysia'
+import { Elysia, type Context, type ValidationError } from 'elysia'
 import { Kind } from '@sinclair/typebox'
 import { registerFormats } from './formats'
 import type { Deps } from '../deps'
@@ -9,6 +9,7 @@ import { checkDataLimits } from '../modules/contacts/data'
 import { unstorableRequest } from './text'
 import { MAX_BODY_DEPTH, tooDeepBranch } from './depth'
 import { envelope, fromValidation } from './errors'
+import { holdsUnconfirmedKey, staleKeyRefusal } from './auth'
 import { systemRoutes } from './system'
 import { metricsRoutes } from './metrics'
 import { counter, histogram } from '../metrics'
@@ -128,6 +129,35 @@ export function buildApp(deps: Deps) {
       })
     }
   })
+  /** The error envelope of a refused or failed request (the app's onError hook). */
+  const answer = (code: string | number, thrown: unknown, request: Request, set: Context['set']) => {
+    // The key check runs among the parsers (src/http/auth.ts): its failures are not about the body.
+    const before = code === 'PARSE' && (thrown as Error).cause instanceof NotABodyError ? ((thrown as Error).cause as NotABodyError).inner : undefined
+    const error = before ?? thrown
+    const id = requestId(set)
+    set.headers['x-request-id'] = id
+    const cors = corsAnswerHeaders(pathOf(request.url), request)
+    if (cors) Object.assign(set.headers, cors)
+    let err: AppError
+    const storage = error instanceof AppError ? null : storageError(error)
+    if (error instanceof AppError) err = error
+    else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
+    // A route's own parser refusing the body (the CSV import's size cap) reaches here wrapped in a ParseError.
+    else if (code === 'PARSE' && (error as Error).cause instanceof AppError) err = (error as Error).cause as AppError
+    else if (code === 'PARSE' && before === undefined) err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
+    else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${pathOf(request.url)}`)
+    else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')
+    else if (storage) {
+      log.warn('storage failure', { requestId: id, method: request.method, path: pathOf(request.url), code: storage.code, ...errorFields(error) })
+      err = storage
+    } else {
+      log.error('unhandled error', { requestId: id, method: request.method, path: pathOf(request.url), ...errorFields(error) })
+      err = new AppError('INTERNAL_SERVER_ERROR', 'An unexpected error occurred. Quote the request id when reporting it.')
+    }
+    if (err.opts.headers) Object.assign(set.headers, err.opts.headers)
+    set.status = err.status
+    return envelope(err, id)
+  }
   const app = new Elysia({ serve: dashboardServe })
     .onRequest(({ request, set }) => {
       const id = crypto.randomUUID()
@@ -142,32 +172,10 @@ export function buildApp(deps: Deps) {
     })
     .onParse({ as: 'global' }, capParser)
     .onError({ as: 'global' }, ({ code, error: thrown, request, set }) => {
-      // The key check runs among the parsers (src/http/auth.ts): its failures are not about the body.
-      const before = code === 'PARSE' && (thrown as Error).cause instanceof NotABodyError ? ((thrown as Error).cause as NotABodyError).inner : undefined
-      const error = before ?? thrown
-      const id = requestId(set)
-      set.headers['x-request-id'] = id
-      const cors = corsAnswerHeaders(pathOf(request.url), request)
-      if (cors) Object.assign(set.headers, cors)
-      let err: AppError
-      const storage = error instanceof AppError ? null : storageError(error)
-      if (error instanceof AppError) err = error
-      else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
-      // A route's own parser refusing the body (the CSV import's size cap) reaches here wrapped in a ParseError.
-      else if (code === 'PARSE' && (error as Error).cause instanceof AppError) err = (error as Error).cause as AppError
-      else if (code === 'PARSE' && before === undefined) err = new AppError('BAD_REQUEST', 'Malformed request body: it could not be parsed as the declared content type')
-      else if (code === 'NOT_FOUND') err = new AppError('NOT_FOUND', `No route for ${request.method} ${pathOf(request.url)}`)
-      else if (code === 'INVALID_COOKIE_SIGNATURE') err = new AppError('UNAUTHORIZED', 'Invalid session cookie')
-      else if (storage) {
-        log.warn('storage failure', { requestId: id, method: request.method, path: pathOf(request.url), code: storage.code, ...errorFields(error) })
-        err = storage
-      } else {
-        log.error('unhandled error', { requestId: id, method: request.method, path: pathOf(request.url), ...errorFields(error) })
-        err = new AppError('INTERNAL_SERVER_ERROR', 'An unexpected error occurred. Quote the request id when reporting it.')
-      }
-      if (err.opts.headers) Object.assign(set.headers, err.opts.headers)
-      set.status = err.status
-      return envelope(err, id)
+      // A refused /v1/track whose key was answered from memory never reached the write that confirms it:
+      // the key is looked up first, and a rotated or disabled one answers its 401 or 403 (auth.ts).
+      if (holdsUnconfirmedKey(set)) return staleKeyRefusal(deps, set).then((refusal) => answer(code, refusal ?? thrown, request, set), (err) => answer('UNKNOWN', err, request, set))
+      return answer(code, thrown, request, set)
     })
     .onTransform({ as: 'global' }, ({ body, request, route, set }) => {
       const over = (set as Tracked)[OVER_CAP]

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps, Ctx } from '../deps'
 import { AppError } from '../errors'
 import type { ProjectRow } from '../modules/projects/service'
-import { invalidKey, projectDisabled, projectForKey, projectForKeyConfirmedInWrite, projectForMember, TRACK_KEYS, type KeyConfirm } from '../modules/projects/service'
+import { invalidKey, projectDisabled, projectForKey, projectForKeyConfirmedInWrite, projectForMember, reconfirmKey, TRACK_KEYS, type KeyConfirm } from '../modules/projects/service'
 import { sessionUser } from '../modules/auth/sessions'
 import type { RateLimitResult } from './ratelimit'
 import { NotABodyError, readsNothing } from './bodies'
@@ -118,6 +118,32 @@ const SESSION: Security = [{ session: [] }]
 /** The roles a route allows a dashboard user (OpenAPI extension; every role when absent). */
 export const ADMIN_ROLES = ['OWNER', 'ADMIN']
 
+/**
+ * For the error handler (app.ts): a refused request whose key was answered from memory (/v1/track on
+ * PostgreSQL, projectForKeyConfirmedInWrite) never reached the write that confirms it. Its key is looked up
+ * afresh: a rotated or disabled one answers its 401 or 403 in place of the refusal (authentication comes
+ * first, docs/decisions.md), and is dropped from memory. Null when there is nothing to confirm or the key
+ * still holds.
+ */
+export function holdsUnconfirmedKey(set: object): boolean {
+  return (set as Authed)[KEY_AUTH]?.confirm !== undefined
+}
+
+/** See holdsUnconfirmedKey. */
+export async function staleKeyRefusal(deps: Deps, set: object): Promise<AppError | null> {
+  const auth = (set as Authed)[KEY_AUTH]
+  const confirm = auth?.confirm
+  if (!confirm) return null
+  auth.confirm = undefined
+  try {
+    await reconfirmKey(deps.store, confirm, TRACK_KEYS)
+    return null
+  } catch (err) {
+    if (err instanceof AppError) return err
+    throw err
+  }
+}
+
 /** What a route asks for: a secret key; a public or secret key (/v1/track); a secret key or an OWNER/ADMIN session. */
 type KeyNeed = 'secret' | 'track' | 'admin'
 
@@ -160,8 +186,14 @@ export function authPlugin(deps: Deps) {
       throw new AppError('INVALID_API_KEY', 'This endpoint requires a secret key (sk_...); a public key was given')
     }
     if (found.project.disabled) throw projectDisabled()
-    const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>, found.kind)
-    if (limited) await limited
+    try {
+      const limited = rateLimit(deps, found.project.id, set.headers as Record<string, string>, found.kind)
+      if (limited) await limited
+    } catch (err) {
+      // A key answered from memory is confirmed before any refusal: a rotated one gets its 401, not a 429.
+      if (found.confirm) await reconfirmKey(deps.store, found.confirm, need)
+      throw err
+    }
     const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: deps.clock.date() }
     ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project, confirm: found.confirm }
   }

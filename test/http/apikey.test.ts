@@ -139,6 +139,22 @@ forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
     }
   })
 
+  test('/v1/track refused before its write (a bad body, a reserved name) with a key rotated by another process: 401, not the refusal', async () => {
+    const p = await env.project()
+    for (let i = 0; i < 2; i++) expect((await track(p.publicKey, `before${i}@example.com`)).status).toBe(200)
+    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
+    try {
+      await rotateKeys(other, p.id)
+    } finally {
+      await other.close()
+    }
+    await new Promise((r) => setImmediate(r))
+    for (const body of [{ email: 42, event: 'x' }, { email: 'reserved@example.com', event: 'email.sent' }, { email: 'ok@example.com', event: 'after' }]) {
+      const res = await env.request('POST', '/v1/track', { key: p.publicKey, body })
+      expect({ body, status: res.status, code: res.body.error?.code }).toEqual({ body, status: 401, code: 'INVALID_API_KEY' })
+    }
+  })
+
   test('/v1/track requests written together, one of them with a key rotated by another process: only that one fails', async () => {
     const stale = await env.project()
     const good = await env.project()
@@ -162,3 +178,20 @@ forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
     if (env.kind === 'pg') expect(env.deps.runtime.commits.stats.retries).toBeGreaterThan(retries)
   })
 })
+
+forEachStore('API key guard with a small public budget', (env) => {
+  test('/v1/track over the budget with a key rotated by another process: 401, not 429', async () => {
+    const p = await env.project()
+    for (let i = 0; i < 3; i++) expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: `b${i}@example.com`, event: 'e' } })).status).toBe(200)
+    expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'b3@example.com', event: 'e' } })).status).toBe(429)
+    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
+    try {
+      await rotateKeys(other, p.id)
+    } finally {
+      await other.close()
+    }
+    await new Promise((r) => setImmediate(r))
+    const res = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'b4@example.com', event: 'e' } })
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 401, code: 'INVALID_API_KEY' })
+  })
+}, { publicRateLimitPerMinute: 3 })

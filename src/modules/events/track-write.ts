@@ -54,10 +54,19 @@ export function eventData(data: ContactData | null | undefined): Record<string, 
  */
 export async function writeTrack(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<TrackOutcome | TrackReused> {
   // Sent first, awaited last: the check shares the write's round trips. Failed, it fails the write (its savepoint).
-  const confirmed = t.confirm ? confirmKeys(ctx.store, db, [t.confirm]) : null
-  confirmed?.catch(() => {})
-  const out = await writeTrackUnconfirmed(ctx, db, t)
-  if (confirmed && !(await confirmed)[0]) throw new StaleKeyError(t.confirm as KeyConfirm)
+  if (!t.confirm) return writeTrackUnconfirmed(ctx, db, t)
+  const key = t.confirm
+  const confirmed = confirmKeys(ctx.store, db, [key])
+  confirmed.catch(() => {})
+  let out: TrackOutcome | TrackReused
+  try {
+    out = await writeTrackUnconfirmed(ctx, db, t)
+  } catch (err) {
+    // A stale key's error is its staleness, whatever the write hit (a data limit must not answer a revoked key).
+    if (!(await confirmed.catch(() => [true]))[0]) throw new StaleKeyError(key)
+    throw err
+  }
+  if (!(await confirmed)[0]) throw new StaleKeyError(key)
   return out
 }
 
