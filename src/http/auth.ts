@@ -118,6 +118,11 @@ const SESSION: Security = [{ session: [] }]
 /** The roles a route allows a dashboard user (OpenAPI extension; every role when absent). */
 export const ADMIN_ROLES = ['OWNER', 'ADMIN']
 
+/** A 401 or 403 in place of a refusal that counted the request in a budget tells nothing of the budget. */
+function dropLimitHeaders(headers: Record<string, unknown>): void {
+  for (const h of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) delete headers[h]
+}
+
 /**
  * For the error handler (app.ts): a refused request whose key was answered from memory (/v1/track on
  * PostgreSQL, projectForKeyConfirmedInWrite) never reached the write that confirms it. Its key is looked up
@@ -139,8 +144,9 @@ export async function staleKeyRefusal(deps: Deps, set: object): Promise<AppError
     await reconfirmKey(deps.store, confirm, TRACK_KEYS)
     return null
   } catch (err) {
-    if (err instanceof AppError) return err
-    throw err
+    if (!(err instanceof AppError)) throw err
+    dropLimitHeaders((set as { headers: Record<string, unknown> }).headers)
+    return err
   }
 }
 
@@ -191,7 +197,12 @@ export function authPlugin(deps: Deps) {
       if (limited) await limited
     } catch (err) {
       // A key answered from memory is confirmed before any refusal: a rotated one gets its 401, not a 429.
-      if (found.confirm) await reconfirmKey(deps.store, found.confirm, need)
+      if (found.confirm) {
+        try { await reconfirmKey(deps.store, found.confirm, need) } catch (refusal) {
+          if (refusal instanceof AppError) dropLimitHeaders(set.headers as Record<string, unknown>)
+          throw refusal
+        }
+      }
       throw err
     }
     const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: deps.clock.date() }

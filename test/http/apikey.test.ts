@@ -140,18 +140,21 @@ forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
   })
 
   test('/v1/track refused before its write (a bad body, a reserved name) with a key rotated by another process: 401, not the refusal', async () => {
-    const p = await env.project()
-    for (let i = 0; i < 2; i++) expect((await track(p.publicKey, `before${i}@example.com`)).status).toBe(200)
-    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
-    try {
-      await rotateKeys(other, p.id)
-    } finally {
-      await other.close()
-    }
-    await new Promise((r) => setImmediate(r))
-    for (const body of [{ email: 42, event: 'x' }, { email: 'reserved@example.com', event: 'email.sent' }, { email: 'ok@example.com', event: 'after' }]) {
-      const res = await env.request('POST', '/v1/track', { key: p.publicKey, body })
-      expect({ body, status: res.status, code: res.body.error?.code }).toEqual({ body, status: 401, code: 'INVALID_API_KEY' })
+    // A project each: the first stale request drops the key from memory, and the next would look it up.
+    for (const body of [{ email: 42, event: 'x' }, { email: 'reserved@example.com', event: 'email.sent' }]) {
+      const p = await env.project()
+      for (let i = 0; i < 2; i++) expect((await track(p.publicKey, `before${i}@example.com`)).status).toBe(200)
+      const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
+      try {
+        await rotateKeys(other, p.id)
+      } finally {
+        await other.close()
+      }
+      await new Promise((r) => setImmediate(r))
+      for (let i = 0; i < 2; i++) {
+        const res = await env.request('POST', '/v1/track', { key: p.publicKey, body })
+        expect({ body, status: res.status, code: res.body.error?.code }).toEqual({ body, status: 401, code: 'INVALID_API_KEY' })
+      }
     }
   })
 
@@ -182,8 +185,8 @@ forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
 forEachStore('API key guard with a small public budget', (env) => {
   test('/v1/track over the budget with a key rotated by another process: 401, not 429', async () => {
     const p = await env.project()
+    // The budget used up by requests that succeed: the key stays in memory for the next one, over the budget.
     for (let i = 0; i < 3; i++) expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: `b${i}@example.com`, event: 'e' } })).status).toBe(200)
-    expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'b3@example.com', event: 'e' } })).status).toBe(429)
     const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
     try {
       await rotateKeys(other, p.id)
@@ -193,5 +196,6 @@ forEachStore('API key guard with a small public budget', (env) => {
     await new Promise((r) => setImmediate(r))
     const res = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'b4@example.com', event: 'e' } })
     expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 401, code: 'INVALID_API_KEY' })
+    expect(res.headers.get('ratelimit-remaining')).toBeNull()
   })
 }, { publicRateLimitPerMinute: 3 })

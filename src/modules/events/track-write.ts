@@ -62,8 +62,9 @@ export async function writeTrack(ctx: WriteCtx, db: Db, t: TrackWrite): Promise<
   try {
     out = await writeTrackUnconfirmed(ctx, db, t)
   } catch (err) {
-    // A stale key's error is its staleness, whatever the write hit (a data limit must not answer a revoked key).
-    if (!(await confirmed.catch(() => [true]))[0]) throw new StaleKeyError(key)
+    // A stale key's error is its staleness, whatever the write hit (a data limit must not answer a revoked
+    // key); a check that failed too leaves the key unconfirmed: recordTrack looks it up afresh.
+    if (!(await confirmed.catch(() => [false]))[0]) throw new StaleKeyError(key)
     throw err
   }
   if (!(await confirmed)[0]) throw new StaleKeyError(key)
