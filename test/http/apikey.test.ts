@@ -1,8 +1,22 @@
 import { expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
-import { forEachStore } from '../helpers/env'
+import { forEachStore, type TestEnv } from '../helpers/env'
 import { projectForKey, rotateKeys } from '../../src/modules/projects/service'
 import { openStore } from '../../src/db/client'
+
+/**
+ * Rotates the project's keys through a second connection, as another node or the CLI does, and lets a turn
+ * of the event loop pass (a SQLite store reads the database's version once per turn).
+ */
+async function rotateElsewhere(env: TestEnv, projectId: string): Promise<void> {
+  const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
+  try {
+    await rotateKeys(other, projectId)
+  } finally {
+    await other.close()
+  }
+  await new Promise((r) => setImmediate(r))
+}
 
 forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
   test('no Authorization header: 401 UNAUTHORIZED naming the key to send', async () => {
@@ -144,13 +158,7 @@ forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
     for (const body of [{ email: 42, event: 'x' }, { email: 'reserved@example.com', event: 'email.sent' }]) {
       const p = await env.project()
       for (let i = 0; i < 2; i++) expect((await track(p.publicKey, `before${i}@example.com`)).status).toBe(200)
-      const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
-      try {
-        await rotateKeys(other, p.id)
-      } finally {
-        await other.close()
-      }
-      await new Promise((r) => setImmediate(r))
+      await rotateElsewhere(env, p.id)
       for (let i = 0; i < 2; i++) {
         const res = await env.request('POST', '/v1/track', { key: p.publicKey, body })
         expect({ body, status: res.status, code: res.body.error?.code }).toEqual({ body, status: 401, code: 'INVALID_API_KEY' })
@@ -162,13 +170,7 @@ forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
     const stale = await env.project()
     const good = await env.project()
     for (const p of [stale, good]) for (let i = 0; i < 2; i++) expect((await track(p.publicKey, `warm${i}@example.com`)).status).toBe(200)
-    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
-    try {
-      await rotateKeys(other, stale.id)
-    } finally {
-      await other.close()
-    }
-    await new Promise((r) => setImmediate(r))
+    await rotateElsewhere(env, stale.id)
     // Sent in one turn of the event loop: on PostgreSQL one batch of the group committer.
     const emails = Array.from({ length: 8 }, (_, i) => `together${i}@example.com`)
     const retries = env.deps.runtime.commits.stats.retries
@@ -187,13 +189,7 @@ forEachStore('API key guard with a small public budget', (env) => {
     const p = await env.project()
     // The budget used up by requests that succeed: the key stays in memory for the next one, over the budget.
     for (let i = 0; i < 3; i++) expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: `b${i}@example.com`, event: 'e' } })).status).toBe(200)
-    const other = openStore(env.store.url, { sqliteSynchronous: 'NORMAL' })
-    try {
-      await rotateKeys(other, p.id)
-    } finally {
-      await other.close()
-    }
-    await new Promise((r) => setImmediate(r))
+    await rotateElsewhere(env, p.id)
     const res = await env.request('POST', '/v1/track', { key: p.publicKey, body: { email: 'b4@example.com', event: 'e' } })
     expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 401, code: 'INVALID_API_KEY' })
     expect(res.headers.get('ratelimit-remaining')).toBeNull()
