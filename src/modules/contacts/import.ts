@@ -12,7 +12,7 @@ import { convertValue, STANDARD_NAMES, type FieldType } from './fields'
 import { ImportMapping, type ColumnMap } from './model'
 import * as fieldsRepo from './repo/fields'
 import * as repo from './repo/imports'
-import { ContactVanishedError, upsertMany, type UpsertInput } from './service'
+import { againIfVanished, upsertMany, type UpsertInput } from './service'
 
 /**
  * CSV import (docs/decisions.md, Limits: multipart, at most 5 MB, queued). The upload is stored in `contact_imports` and a
@@ -378,22 +378,13 @@ function batches(groups: Group[]): Group[][] {
   return out
 }
 
-/** Runs of one batch whose contact another writer deleted mid-upsert (ContactVanishedError), at most. */
-const VANISHED_RUNS = 3
-
 /**
  * One batch's upsert in a transaction of its own. A contact deleted by another writer between the batch's
  * insert and its read rolls the batch back whole: it runs again (and creates that contact anew) instead of
  * failing the import, whose earlier batches have committed.
  */
-async function writeBatch(ctx: Ctx, batch: Group[]) {
-  for (let run = 1; ; run++) {
-    try {
-      return await ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true }))
-    } catch (err) {
-      if (!(err instanceof ContactVanishedError) || run >= VANISHED_RUNS) throw err
-    }
-  }
+function writeBatch(ctx: Ctx, batch: Group[]) {
+  return againIfVanished(() => ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true })))
 }
 
 /** Imports `text` into the project of `ctx`; `progress` is told after every committed batch. */

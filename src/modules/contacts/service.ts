@@ -80,6 +80,24 @@ export class ContactVanishedError extends Error {
   }
 }
 
+/** Runs of a write whose contact vanished (ContactVanishedError) before it gives up. */
+const VANISHED_RUNS = 3
+
+/**
+ * Runs `write` (a transaction of its own) again when a contact it upserts vanished mid-way: rolled back
+ * whole, the next run finds the contact gone and creates it anew. Any other error, or a third vanishing,
+ * is thrown.
+ */
+export async function againIfVanished<T>(write: () => Promise<T>, runs = VANISHED_RUNS): Promise<T> {
+  for (let run = 1; ; run++) {
+    try {
+      return await write()
+    } catch (err) {
+      if (!(err instanceof ContactVanishedError) || run >= runs) throw err
+    }
+  }
+}
+
 /** `upsertContact` inside the caller's transaction `db` (the caller notifies listeners after commit). */
 export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: Pick<UpsertOptions, 'defaultSubscribed'>): Promise<UpsertResult> {
   const email = normalizeEmail(input.email)
@@ -111,7 +129,7 @@ export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: 
  */
 export async function upsertContact(ctx: Ctx, input: UpsertInput, opts: UpsertOptions): Promise<UpsertResult> {
   if (opts.db) return upsertIn(ctx, opts.db, input, opts)
-  const result = await ctx.store.tx((db) => upsertIn(ctx, db, input, opts))
+  const result = await againIfVanished(() => ctx.store.tx((db) => upsertIn(ctx, db, input, opts)))
   await notifyEvents(ctx, result.events)
   return result
 }
@@ -244,7 +262,11 @@ export function toContact(row: ContactRow): ContactOut {
 /** POST /contacts: upsert by email; new contacts are subscribed unless told otherwise. */
 export async function createContact(ctx: Ctx, body: { email?: string; subscribed?: boolean; data?: ContactData | null } | null | undefined) {
   if (!body?.email) throw flatError('Email is required')
-  const r = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true })
+  const r = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true }).catch((err: unknown) => {
+    // Deleted under it on each of its runs: the writers disagree, not the request.
+    if (err instanceof ContactVanishedError) throw conflict('The contact was deleted by another request while it was written; send the request again')
+    throw err
+  })
   return { ...toContact(r.contact), _meta: { isNew: r.isNew, isUpdate: r.isUpdate } }
 }
 

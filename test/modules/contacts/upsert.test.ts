@@ -4,7 +4,7 @@ import postgres from 'postgres'
 import { forEachStore, pgReachableSync, TestEnv } from '../../helpers/env'
 import { until } from '../../helpers/worker'
 import { ctxFor } from '../../../src/deps'
-import { upsertContact, upsertMany, type UpsertInput } from '../../../src/modules/contacts/service'
+import { againIfVanished, ContactVanishedError, upsertContact, upsertMany, type UpsertInput } from '../../../src/modules/contacts/service'
 import { importCsv } from '../../../src/modules/contacts/import'
 import { applyDataRules } from '../../../src/modules/contacts/data'
 
@@ -168,4 +168,74 @@ describe.skipIf(!pgReachableSync())('upsertMany: a contact deleted between its i
     expect((await contactsNamed(p.id, 'deleted-mid-import@example.com')).map((c) => c.data)).toEqual([{ plan: 'pro' }])
     expect(await contactsNamed(p.id, 'fresh-import@example.com')).toHaveLength(1)
   }, 60_000)
+})
+
+/**
+ * A single upsert (POST /contacts) finds no contact, then its insert meets one that another writer made
+ * meanwhile, and that contact is deleted before the upsert reads it: made, not hoped for. A trigger of
+ * this test holds the upsert's insert (its row only: data carries `pause`) on an advisory lock; while it
+ * waits another connection creates the contact, a third locks it, and deletes it once the upsert's read
+ * waits for that lock. The upsert's transaction rolls back and runs again, which creates the contact.
+ */
+const pgOne = new TestEnv('pg')
+describe.skipIf(!pgReachableSync())('upsertContact: its contact made and deleted by others between its read, insert and read again [pg]', () => {
+  beforeAll(() => pgOne.start(), 60_000)
+  afterAll(() => pgOne.stop(), 60_000)
+
+  test('the upsert runs again and creates the contact; POST /contacts does not fail', async () => {
+    const p = await pgOne.project()
+    const ctx = ctxFor(pgOne.deps, p.id, { kind: 'cli' })
+    const email = 'made-and-gone@example.com'
+    const holder = postgres(pgOne.config.databaseUrl, { max: 1, onnotice: () => {} })
+    const other = postgres(pgOne.config.databaseUrl, { max: 1, onnotice: () => {} })
+    const locker = postgres(pgOne.config.databaseUrl, { max: 1, onnotice: () => {} })
+    try {
+      await holder.unsafe(`CREATE FUNCTION test_pause_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); RETURN NEW; END $$;
+        CREATE TRIGGER test_pause_insert BEFORE INSERT ON contacts FOR EACH ROW WHEN (NEW.data ? 'pause') EXECUTE FUNCTION test_pause_insert()`)
+      await holder`SELECT pg_advisory_lock(4242)`
+      const waitingOn = (what: string) => until(async () => (await pgOne.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type IN ('Lock', 'LWLock') AND query LIKE ${what} AND pid <> pg_backend_pid()`)).length > 0, 10_000, `the upsert to wait (${what})`)
+      const upsert = upsertContact(ctx, { email, data: { pause: true } }, { defaultSubscribed: true }).then((r) => ({ r, err: undefined as unknown }), (err: unknown) => ({ err, r: undefined }))
+      await waitingOn('%insert into "contacts"%')
+      const [made] = await other`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (${Bun.randomUUIDv7()}, ${p.id}, ${email}, true, '{}'::jsonb, now(), now()) RETURNING id`
+      let proceed!: () => void
+      const mayDelete = new Promise<void>((r) => { proceed = r })
+      let locked!: () => void
+      const isLocked = new Promise<void>((r) => { locked = r })
+      const lockedTx = locker.begin(async (q) => {
+        await q`SELECT id FROM contacts WHERE id = ${made.id} FOR UPDATE`
+        locked()
+        await mayDelete
+        await q`DELETE FROM contacts WHERE id = ${made.id}`
+      })
+      await isLocked
+      await holder`SELECT pg_advisory_unlock(4242)`
+      // The insert met the contact the other writer made; the read after it waits for the third one's lock.
+      await waitingOn('%for update%')
+      proceed()
+      await lockedTx
+      const { r, err } = await upsert
+      expect(err).toBeUndefined()
+      expect(r?.isNew).toBe(true)
+      const rows = await pgOne.store.rows<{ id: string }>(sql`SELECT id FROM contacts WHERE project_id = ${p.id} AND email = ${email}`)
+      expect(rows.map((x) => x.id)).toEqual([r!.contact.id])
+      expect(r!.contact.id).not.toBe(made.id)
+    } finally {
+      await holder.unsafe('DROP TRIGGER IF EXISTS test_pause_insert ON contacts; DROP FUNCTION IF EXISTS test_pause_insert()').catch(() => {})
+      await Promise.all([holder.end(), other.end(), locker.end()])
+    }
+  }, 60_000)
+})
+
+describe('againIfVanished', () => {
+  test('runs the write again after a vanished contact, at most three times; other errors at once', async () => {
+    let runs = 0
+    expect(await againIfVanished(async () => { if (++runs < 3) throw new ContactVanishedError('a@example.com'); return 'done' })).toBe('done')
+    expect(runs).toBe(3)
+    runs = 0
+    await expect(againIfVanished(async () => { runs++; throw new ContactVanishedError('b@example.com') })).rejects.toBeInstanceOf(ContactVanishedError)
+    expect(runs).toBe(3)
+    runs = 0
+    await expect(againIfVanished(async () => { runs++; throw new Error('disk full') })).rejects.toThrow('disk full')
+    expect(runs).toBe(1)
+  })
 })
