@@ -215,10 +215,11 @@ describe.skipIf(!pgReachableSync())('upsertContact: its contact made and deleted
       await lockedTx
       const { r, err } = await upsert
       expect(err).toBeUndefined()
-      expect(r?.isNew).toBe(true)
+      if (!r) throw new Error('the upsert answered nothing')
+      expect(r.isNew).toBe(true)
       const rows = await pgOne.store.rows<{ id: string }>(sql`SELECT id FROM contacts WHERE project_id = ${p.id} AND email = ${email}`)
-      expect(rows.map((x) => x.id)).toEqual([r?.contact.id])
-      expect(r?.contact.id).not.toBe(made.id)
+      expect(rows.map((x) => x.id)).toEqual([r.contact.id])
+      expect(r.contact.id).not.toBe(made.id)
     } finally {
       await holder.unsafe('DROP TRIGGER IF EXISTS test_pause_insert ON contacts; DROP FUNCTION IF EXISTS test_pause_insert()').catch(() => {})
       await Promise.all([holder.end(), other.end(), locker.end()])
