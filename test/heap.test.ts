@@ -58,11 +58,11 @@ test('the keeper collects the young generation first, and the whole heap once it
   }
 })
 
-test('a heap that does not grow is looked at less and less often, down to once every eight intervals', async () => {
+test('a heap that does not grow is looked at less and less often', async () => {
   Bun.gc(true)
   const keeper = keepHeapSmall({ checkMs: 10, growthBytes: 64 * 1024 * 1024 })
   try {
-    // Every 10 ms this would be about 50 looks; backing off (10, 20, 40, then 80 ms) about 9.
+    // Every 10 ms this would be about 50 looks; backing off (10, 20, 40, then every 80 ms) about 9.
     await Bun.sleep(500)
     expect(keeper.checks).toBeGreaterThan(0)
     expect(keeper.checks).toBeLessThan(20)

@@ -575,7 +575,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update a contact by email
-         * @description 201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`.
+         * @description 201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`; 409 when other requests deleted the contact while it was written, three times over (send it again).
          */
         post: operations["postContacts"];
         delete?: never;
@@ -3914,6 +3914,17 @@ export interface operations {
             };
             /** @description Response for status 400 */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                    };
+                };
+            };
+            /** @description Response for status 409 */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

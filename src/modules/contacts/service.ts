@@ -72,7 +72,8 @@ function newRow(ctx: WriteCtx, email: string, input: UpsertInput, opts: Pick<Ups
  * A contact that another writer deleted while an upsert was between its insert and its read (PostgreSQL):
  * neither inserted nor found. The upsert's transaction must roll back; run again, it creates the contact
  * anew (the delete came first). Group-committed writes run their batch again the safe way; the CSV import
- * runs its batch again (import.ts).
+ * runs its batch again (import.ts), and an upsert in a transaction of its own (POST /contacts) runs again
+ * (againIfVanished, at most 3 runs; a third vanishing answers POST /contacts 409).
  */
 export class ContactVanishedError extends Error {
   constructor(readonly email: string) {
