@@ -140,12 +140,17 @@ export async function staleKeyRefusal(deps: Deps, set: object): Promise<AppError
   const confirm = auth?.confirm
   if (!confirm) return null
   auth.confirm = undefined
+  return refusalOfStaleKey(deps, confirm, TRACK_KEYS, (set as { headers: Record<string, unknown> }).headers)
+}
+
+/** The key answered from memory looked up afresh: its 401 or 403 (the rate-limit headers dropped), or null if it holds. */
+async function refusalOfStaleKey(deps: Deps, confirm: KeyConfirm, need: Parameters<typeof reconfirmKey>[2], headers: Record<string, unknown>): Promise<AppError | null> {
   try {
-    await reconfirmKey(deps.store, confirm, TRACK_KEYS)
+    await reconfirmKey(deps.store, confirm, need)
     return null
   } catch (err) {
     if (!(err instanceof AppError)) throw err
-    dropLimitHeaders((set as { headers: Record<string, unknown> }).headers)
+    dropLimitHeaders(headers)
     return err
   }
 }
@@ -197,13 +202,8 @@ export function authPlugin(deps: Deps) {
       if (limited) await limited
     } catch (err) {
       // A key answered from memory is confirmed before any refusal: a rotated one gets its 401, not a 429.
-      if (found.confirm) {
-        try { await reconfirmKey(deps.store, found.confirm, need) } catch (refusal) {
-          if (refusal instanceof AppError) dropLimitHeaders(set.headers as Record<string, unknown>)
-          throw refusal
-        }
-      }
-      throw err
+      const refusal = found.confirm ? await refusalOfStaleKey(deps, found.confirm, need, set.headers as Record<string, unknown>) : null
+      throw refusal ?? err
     }
     const ctx: Ctx = { deps, store: deps.store, projectId: found.project.id, actor: { kind: 'key', keyKind: found.kind }, now: deps.clock.date() }
     ;(set as Authed)[KEY_AUTH] = { ctx, project: found.project, confirm: found.confirm }
