@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from './client'
+import { AppError } from '../errors'
 import { storageFailure } from './failures'
 
 /**
@@ -78,8 +79,24 @@ const RETRIES = 3
 /** Thrown out of the optimistic transaction to roll it back (a pure write failed). */
 const RETRY = Symbol('group commit: retry with savepoints')
 
-/** PostgreSQL's deadlock_detected and serialization_failure: the same write may succeed when run again. */
+/**
+ * A write that lost a race with another writer, found out by the write itself rather than by the database
+ * (a row it had just met was deleted before it could read it): rolled back and run again, in a
+ * transaction or savepoint of its own, it may succeed, as after a deadlock. Run again by the group commit
+ * like one (isRetryableConflict); lost on every run, it answers 409: the request may be sent again.
+ */
+export class LostRaceError extends AppError {
+  constructor(message: string) {
+    super('CONFLICT', message)
+  }
+}
+
+/**
+ * PostgreSQL's deadlock_detected and serialization_failure, and a LostRaceError: the same write may
+ * succeed when run again.
+ */
 export function isRetryableConflict(err: unknown): boolean {
+  if (err instanceof LostRaceError) return true
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code
     if (code === '40P01' || code === '40001') return true

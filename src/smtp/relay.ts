@@ -150,6 +150,8 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
             log.info('relay message refused', { session: session.id, projectId: ctx.projectId, reason: err.message })
             if (err.status === 403) return cb(smtpReply(550, `5.7.1 ${err.message}`))
             if (err.status === 413) return cb(smtpReply(552, `5.3.4 ${err.message}`))
+            // A race lost with other writers (a contact deleted while it was written): only for now.
+            if (err.status === 409) return cb(smtpReply(451, `4.3.0 ${err.message}`))
             if (err.status < 500) return cb(smtpReply(550, `5.6.0 ${err.message}`))
           }
           log.error('relay message could not be queued', { session: session.id, projectId: ctx.projectId, ...errorFields(err) })

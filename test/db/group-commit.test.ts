@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { forEachStore, pgReachableSync, TestEnv } from '../helpers/env'
-import { GroupCommit, type Batched } from '../../src/db/group-commit'
+import { GroupCommit, LostRaceError, type Batched } from '../../src/db/group-commit'
 
 /** The driver's error code in a cause chain (drizzle wraps the driver's error as `cause`). */
 function codeOf(e: unknown): string {
@@ -92,6 +92,33 @@ forEachStore('group commit', (env) => {
     const names = (await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE project_id = ${p.id} ORDER BY name`)).map((r) => r.name)
     expect(names).toEqual(['a', 'b', 'c', 'd'])
     expect(g.stats).toEqual({ batches: 2, writes: 5, retries: 1, conflicts: 0 })
+  })
+  test('a write that lost a race with another writer (LostRaceError) runs again in its savepoint; lost three times, it fails alone with its 409', async () => {
+    const p = await env.project()
+    const g = new GroupCommit(env.store)
+    const insert = (db: Parameters<Batched<string, string>['one']>[0], name: string) =>
+      env.store.exec(sql`INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (${Bun.randomUUIDv7()}, ${p.id}, NULL, ${name}, '{}', NULL, ${env.store.dialect === 'pg' ? new Date().toISOString() : Date.now()})`, db)
+    const runs = new Map<string, number>()
+    // Each run writes its row first, then finds out it lost: the row of a lost run must not stay.
+    const write = async (db: Parameters<Batched<string, string>['one']>[0], name: string) => {
+      const n = (runs.get(name) ?? 0) + 1
+      runs.set(name, n)
+      await insert(db, name)
+      if (name === 'lost' || (name === 'raced' && n < 3)) throw new LostRaceError(`${name} lost its race`)
+      return name.toUpperCase()
+    }
+    const kind: Batched<string, string> = {
+      async many(db, items) { const out: string[] = []; for (const name of items) out.push(await write(db, name)); return out },
+      one: write,
+    }
+    const results = await Promise.allSettled([g.runMany(kind, 'a'), g.runMany(kind, 'raced'), g.runMany(kind, 'lost'), g.runMany(kind, 'b')])
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['A', 'RACED', 'lost lost its race', 'B'])
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ status: 409, code: 'CONFLICT' })
+    const names = (await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE project_id = ${p.id} ORDER BY name`)).map((r) => r.name)
+    expect(names).toEqual(['a', 'b', 'raced'])
+    // The batch once (many: 'raced' lost), then each in its savepoint: 'raced' twice more, 'lost' three times.
+    expect(Object.fromEntries(runs)).toEqual({ a: 2, raced: 3, lost: 3, b: 1 })
+    expect(g.stats).toEqual({ batches: 1, writes: 4, retries: 1, conflicts: 3 })
   })
   test('a write the database refuses (a duplicate key) fails alone in a batch: the others of its batch commit', async () => {
     const p = await env.project()

@@ -17,6 +17,7 @@ import { forEachStore } from '../helpers/env'
 import { startSink } from '../helpers/smtp'
 import { dkimOf, mxTo, pipelineFor, projectWithDomain, startTestDns } from '../modules/emails/fixture'
 import { must } from '../helpers/must'
+import { contactMadeAndGone, RACED_EMAIL_PREFIX } from '../helpers/races'
 
 /**
  * The SMTP relay as an application uses it: nodemailer with AUTH (any user, the sk_ key), the message
@@ -212,6 +213,20 @@ forEachStore('SMTP relay', (env) => {
     expect(mixed.rejected).toEqual([gone])
     expect(mixed.accepted).toEqual([ok])
   })
+
+  // PostgreSQL only: SQLite has one writer, so no other can create and delete the contact mid-write.
+  test.skipIf(env.kind !== 'pg')('PostgreSQL only: a recipient\'s contact made and deleted by other writers mid-write: the message is queued all the same, to a contact made anew', async () => {
+    const to = `${RACED_EMAIL_PREFIX}.${rnd()}@dest.test`
+    const { r, err, madeId } = await contactMadeAndGone(env, p.id, to, () => submit(relay.port, auth(), { from: `app@${p.domain}`, to, subject: 'raced', text: 't' }))
+    expect(err).toBeUndefined()
+    expect(r).toMatchObject({ ok: true, accepted: [to] })
+    const id = must(/queued as ([0-9a-f-]{36})/.exec(r?.response ?? ''), 'a queued-as reply')[1]
+    const [email] = (await emailsOf(p.id)).filter((e) => e.id === id)
+    const c = env.store.t.contacts
+    const contacts = await env.store.db.select().from(c).where(eq(c.email, to))
+    expect(contacts.map((x) => x.id)).toEqual([must(email.contactId, 'the contact id')])
+    expect(email.contactId).not.toBe(madeId)
+  }, 60_000)
 
   test('text no store can hold (a NUL, a lone surrogate from UTF-16) in the subject, a name, a body or a file name: 550 5.6.0, nothing queued', async () => {
     const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64')

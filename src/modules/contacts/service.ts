@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client'
+import { LostRaceError } from '../../db/group-commit'
 import type { Ctx } from '../../deps'
 import { AppError, conflict, flatError, notFound } from '../../errors'
 import { invalidCursor } from '../cursor'
@@ -70,14 +71,15 @@ function newRow(ctx: WriteCtx, email: string, input: UpsertInput, opts: Pick<Ups
 
 /**
  * A contact that another writer deleted while an upsert was between its insert and its read (PostgreSQL):
- * neither inserted nor found. The upsert's transaction must roll back; run again, it creates the contact
- * anew (the delete came first). Group-committed writes run their batch again the safe way; the CSV import
- * runs its batch again (import.ts), and an upsert in a transaction of its own (POST /contacts) runs again
- * (againIfVanished, at most 3 runs; a third vanishing answers POST /contacts 409).
+ * neither inserted nor found. The upsert's transaction (or savepoint) must roll back; run again, it
+ * creates the contact anew (the delete came first). Group-committed writes (sends, tracks) run again as
+ * after a deadlock (a LostRaceError); a write in a transaction of its own (POST /contacts, a CSV import's
+ * batch, a relayed message, a static segment's new members) runs again with againIfVanished, at most 3
+ * runs. Vanished on every run, it answers 409 (an SMTP client of the relay gets a 451).
  */
-export class ContactVanishedError extends Error {
+export class ContactVanishedError extends LostRaceError {
   constructor(readonly email: string) {
-    super(`contact ${email} vanished during upsert`)
+    super(`The contact ${email} was deleted by another request while it was written; send the request again`)
   }
 }
 
@@ -263,11 +265,8 @@ export function toContact(row: ContactRow): ContactOut {
 /** POST /contacts: upsert by email; new contacts are subscribed unless told otherwise. */
 export async function createContact(ctx: Ctx, body: { email?: string; subscribed?: boolean; data?: ContactData | null } | null | undefined) {
   if (!body?.email) throw flatError('Email is required')
-  const r = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true }).catch((err: unknown) => {
-    // Deleted under it on each of its runs: the writers disagree, not the request.
-    if (err instanceof ContactVanishedError) throw conflict('The contact was deleted by another request while it was written; send the request again')
-    throw err
-  })
+  // Deleted under it on each of its runs, it answers 409 (ContactVanishedError).
+  const r = await upsertContact(ctx, { email: body.email, subscribed: body.subscribed, data: body.data }, { defaultSubscribed: true })
   return { ...toContact(r.contact), _meta: { isNew: r.isNew, isUpdate: r.isUpdate } }
 }
 

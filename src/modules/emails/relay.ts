@@ -12,7 +12,7 @@ import { STRUCTURAL_HEADERS } from '../../mail/mime'
 import { notifyQueued } from '../../mail/outbound'
 import { isEmail, normalizeEmail } from '../../mail/address'
 import { cutText, unstorableField } from '../../storable'
-import { upsertContact } from '../contacts/service'
+import { againIfVanished, upsertContact } from '../contacts/service'
 import { assertSenderAllowed } from '../domains/service'
 import { notifyEvents, type EventRow } from '../events/stream'
 import { suppressedAmong } from '../suppressions/service'
@@ -101,7 +101,8 @@ export interface RelayResult {
 /**
  * Queues a message submitted over SMTP for each recipient, in one transaction (the verb behind the relay;
  * usable by anything that holds a raw message for a project). Throws AppError: 403 for a sender domain
- * not verified for the project, 422 for an unreadable message.
+ * not verified for the project, 422 for an unreadable message, 409 when a recipient's contact was deleted
+ * by another writer on each of three runs (the SMTP relay answers that one 451: send again).
  */
 export async function relayMessage(ctx: Ctx, m: RelayedMessage): Promise<RelayResult> {
   let parsed: ParsedMail
@@ -136,7 +137,8 @@ export async function relayMessage(ctx: Ctx, m: RelayedMessage): Promise<RelayRe
     throw new AppError('VALIDATION_ERROR', message, { errors: [{ field: unstorable, message, code: 'invalid_text' }] })
   }
 
-  const out = await ctx.store.tx(async (db) => {
+  // A recipient's contact deleted by another writer mid-write (PostgreSQL): the transaction runs again.
+  const out = await againIfVanished(() => ctx.store.tx(async (db) => {
     const blocked = await suppressedAmong(ctx, db, recipients)
     const items: NewEmail[] = []
     const events: EventRow[] = []
@@ -156,7 +158,7 @@ export async function relayMessage(ctx: Ctx, m: RelayedMessage): Promise<RelayRe
     }
     await queueEmails(ctx, db, items)
     return { result, events }
-  })
+  }))
   if (out.result.emails.length) notifyQueued(ctx.deps)
   await notifyEvents(ctx, out.events)
   return out.result

@@ -6,7 +6,7 @@ import { segmentRefs } from '../../filters/check'
 import { EMAIL_ACTIVITY_EVENTS } from '../../filters/types'
 import { enqueue } from '../../jobs/queue'
 import { normalizeEmail } from '../contacts/data'
-import { toContact, upsertContact } from '../contacts/service'
+import { againIfVanished, toContact, upsertContact } from '../contacts/service'
 import type { UsageProvider, UsageRef } from '../contacts/usage'
 import { appendEvents, appendSameEvents, notifyEvents, type EventRow, type NewEvent } from '../events/stream'
 import type { AddMembersBody, CreateSegmentBody, PreviewBody, SegmentOut, UpdateSegmentBody } from './model'
@@ -199,7 +199,8 @@ function staticOnly(seg: SegmentRow) {
 export async function addMembers(ctx: Ctx, id: string, body: AddMembersBody) {
   staticOnly(await load(ctx, id))
   const emails = [...new Set(body.emails.map(normalizeEmail))]
-  const result = await ctx.store.tx(async (db) => {
+  // A contact it creates, deleted by another writer mid-write (PostgreSQL): the transaction runs again.
+  const result = await againIfVanished(() => ctx.store.tx(async (db) => {
     const seg = await repo.findById(ctx.store, ctx.projectId, id, db)
     if (!seg) throw notFound('segment')
     const found = await repo.contactsByEmail(ctx.store, db, ctx.projectId, emails)
@@ -220,7 +221,7 @@ export async function addMembers(ctx: Ctx, id: string, body: AddMembersBody) {
     if (seg.trackMembership) events.push(...await appendEvents(ctx, db, added.map((cid) => entryEvent(seg, cid))))
     const memberCount = await repo.recountMembers(ctx.store, db, ctx.projectId, id, now)
     return { added: added.length, alreadyMembers: found.length - added.length, created, notFound: body.createMissing ? [] : missing, memberCount, events }
-  })
+  }))
   await notifyEvents(ctx, result.events)
   const { events: _events, ...out } = result
   return out

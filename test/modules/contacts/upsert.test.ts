@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { forEachStore, pgReachableSync, TestEnv } from '../../helpers/env'
+import { contactMadeAndGone, RACED_EMAIL_PREFIX } from '../../helpers/races'
 import { until } from '../../helpers/worker'
 import { ctxFor } from '../../../src/deps'
+import { isRetryableConflict } from '../../../src/db/group-commit'
 import { againIfVanished, ContactVanishedError, upsertContact, upsertMany, type UpsertInput } from '../../../src/modules/contacts/service'
 import { importCsv } from '../../../src/modules/contacts/import'
 import { applyDataRules } from '../../../src/modules/contacts/data'
@@ -149,7 +151,7 @@ describe.skipIf(!pgReachableSync())('upsertMany: a contact deleted between its i
       await q`DELETE FROM contacts WHERE id = ${first.contact.id}`
     }) as { r?: unknown; err?: unknown }
     expect(r).toBeUndefined()
-    expect((err as Error).message).toBe('contact gone@example.com vanished during upsert')
+    expect((err as Error).message).toBe('The contact gone@example.com was deleted by another request while it was written; send the request again')
     expect(await contactsNamed(p.id, 'gone@example.com')).toEqual([])
     expect(await contactsNamed(p.id, 'other@example.com')).toEqual([])
   }, 60_000)
@@ -172,10 +174,8 @@ describe.skipIf(!pgReachableSync())('upsertMany: a contact deleted between its i
 
 /**
  * A single upsert (POST /contacts) finds no contact, then its insert meets one that another writer made
- * meanwhile, and that contact is deleted before the upsert reads it: made, not hoped for. A trigger of
- * this test holds the upsert's insert (its row only: data carries `pause`) on an advisory lock; while it
- * waits another connection creates the contact, a third locks it, and deletes it once the upsert's read
- * waits for that lock. The upsert's transaction rolls back and runs again, which creates the contact.
+ * meanwhile, and that contact is deleted before the upsert reads it (contactMadeAndGone). The upsert's
+ * transaction rolls back and runs again, which creates the contact.
  */
 const pgOne = new TestEnv('pg')
 describe.skipIf(!pgReachableSync())('upsertContact: its contact made and deleted by others between its read, insert and read again [pg]', () => {
@@ -185,50 +185,14 @@ describe.skipIf(!pgReachableSync())('upsertContact: its contact made and deleted
   test('the upsert runs again and creates the contact; POST /contacts does not fail', async () => {
     const p = await pgOne.project()
     const ctx = ctxFor(pgOne.deps, p.id, { kind: 'cli' })
-    const email = 'made-and-gone@example.com'
-    const holder = postgres(pgOne.config.databaseUrl, { max: 1, onnotice: () => {} })
-    const other = postgres(pgOne.config.databaseUrl, { max: 1, onnotice: () => {} })
-    const locker = postgres(pgOne.config.databaseUrl, { max: 1, onnotice: () => {} })
-    let proceed!: () => void
-    let giveUp!: (err: Error) => void
-    const mayDelete = new Promise<void>((resolve, reject) => { proceed = resolve; giveUp = reject })
-    mayDelete.catch(() => {})
-    try {
-      await holder.unsafe(`CREATE FUNCTION test_pause_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); RETURN NEW; END $$;
-        CREATE TRIGGER test_pause_insert BEFORE INSERT ON contacts FOR EACH ROW WHEN (NEW.data ? 'pause') EXECUTE FUNCTION test_pause_insert()`)
-      await holder`SELECT pg_advisory_lock(4242)`
-      const waitingOn = (what: string) => until(async () => (await pgOne.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type IN ('Lock', 'LWLock') AND query LIKE ${what} AND pid <> pg_backend_pid()`)).length > 0, 10_000, `the upsert to wait (${what})`)
-      const upsert = upsertContact(ctx, { email, data: { pause: true } }, { defaultSubscribed: true }).then((r) => ({ r, err: undefined as unknown }), (err: unknown) => ({ err, r: undefined }))
-      await waitingOn('%insert into "contacts"%')
-      const [made] = await other`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (${Bun.randomUUIDv7()}, ${p.id}, ${email}, true, '{}'::jsonb, now(), now()) RETURNING id`
-      let locked!: () => void
-      const isLocked = new Promise<void>((r) => { locked = r })
-      const lockedTx = locker.begin(async (q) => {
-        await q`SELECT id FROM contacts WHERE id = ${made.id} FOR UPDATE`
-        locked()
-        await mayDelete
-        await q`DELETE FROM contacts WHERE id = ${made.id}`
-      })
-      await isLocked
-      await holder`SELECT pg_advisory_unlock(4242)`
-      // The insert met the contact the other writer made; the read after it waits for the third one's lock.
-      await waitingOn('%for update%')
-      proceed()
-      await lockedTx
-      const { r, err } = await upsert
-      expect(err).toBeUndefined()
-      if (!r) throw new Error('the upsert answered nothing')
-      expect(r.isNew).toBe(true)
-      const rows = await pgOne.store.rows<{ id: string }>(sql`SELECT id FROM contacts WHERE project_id = ${p.id} AND email = ${email}`)
-      expect(rows.map((x) => x.id)).toEqual([r.contact.id])
-      expect(r.contact.id).not.toBe(made.id)
-    } finally {
-      // A failure midway must not leave the third connection's lock held (it would hold the upsert too):
-      // its transaction rolls back, and the advisory lock goes with the holder's session. The trigger stays
-      // in this file's own database, dropped after it (and only rows with `pause` in their data meet it).
-      giveUp(new Error('the test ended first'))
-      await Promise.all([locker.end({ timeout: 1 }), holder.end({ timeout: 1 }), other.end({ timeout: 1 })])
-    }
+    const email = `${RACED_EMAIL_PREFIX}@example.com`
+    const { r, err, madeId } = await contactMadeAndGone(pgOne, p.id, email, () => upsertContact(ctx, { email, data: { plan: 'pro' } }, { defaultSubscribed: true }))
+    expect(err).toBeUndefined()
+    if (!r) throw new Error('the upsert answered nothing')
+    expect(r.isNew).toBe(true)
+    const rows = await pgOne.store.rows<{ id: string }>(sql`SELECT id FROM contacts WHERE project_id = ${p.id} AND email = ${email}`)
+    expect(rows.map((x) => x.id)).toEqual([r.contact.id])
+    expect(r.contact.id).not.toBe(madeId)
   }, 60_000)
 })
 
@@ -238,7 +202,11 @@ describe('againIfVanished', () => {
     expect(await againIfVanished(async () => { if (++runs < 3) throw new ContactVanishedError('a@example.com'); return 'done' })).toBe('done')
     expect(runs).toBe(3)
     runs = 0
-    await expect(againIfVanished(async () => { runs++; throw new ContactVanishedError('b@example.com') })).rejects.toBeInstanceOf(ContactVanishedError)
+    const lost = await againIfVanished(async () => { runs++; throw new ContactVanishedError('b@example.com') }).catch((e: unknown) => e)
+    expect(lost).toBeInstanceOf(ContactVanishedError)
+    // Lost on every run: the API answers 409 (a LostRaceError is an AppError), and the group commit runs it again.
+    expect(lost).toMatchObject({ status: 409, code: 'CONFLICT' })
+    expect(isRetryableConflict(lost)).toBe(true)
     expect(runs).toBe(3)
     runs = 0
     await expect(againIfVanished(async () => { runs++; throw new Error('disk full') })).rejects.toThrow('disk full')

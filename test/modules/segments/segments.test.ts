@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
+import { contactMadeAndGone, RACED_EMAIL_PREFIX } from '../../helpers/races'
 import { registerSegmentUser } from '../../../src/modules/segments/usage'
 
 const cond = (field: string, operator: string, value?: unknown, unit?: string) =>
@@ -10,6 +11,7 @@ forEachStore('segments API', (env) => {
   let key: string
   let pub: string
   let otherKey: string
+  let projectId: string
   const contacts: Record<string, string> = {}
 
   const req = (method: string, path: string, body?: unknown, k: string | null = key) => env.request(method, path, { key: k, body })
@@ -23,6 +25,7 @@ forEachStore('segments API', (env) => {
     const p = await env.project()
     const o = await env.project()
     key = p.secretKey
+    projectId = p.id
     pub = p.publicKey
     otherKey = o.secretKey
     for (const [email, subscribed, data] of [
@@ -266,6 +269,22 @@ forEachStore('segments API', (env) => {
       // Existing contacts keep their state.
       expect(created.body.data.find((x: { email: string }) => x.email === 'ann@example.com').subscribed).toBe(true)
     })
+
+    // PostgreSQL only: SQLite has one writer, so no other can create and delete the contact mid-write.
+    test.skipIf(env.kind !== 'pg')('PostgreSQL only: a contact createMissing makes, made and deleted by other writers mid-write: added all the same, made anew', async () => {
+      const s = await create({ name: 'Raced', type: 'STATIC' })
+      const email = `${RACED_EMAIL_PREFIX}@example.org`
+      const { r, err, madeId } = await contactMadeAndGone(env, projectId, email, () => req('POST', `/segments/${s.id}/members`, { emails: [email, 'ann@example.com'], createMissing: true }))
+      expect(err).toBeUndefined()
+      expect(r?.status).toBe(200)
+      expect(r?.body).toEqual({ added: 2, alreadyMembers: 0, created: 1, notFound: [], memberCount: 2 })
+      const members = (await req('GET', `/segments/${s.id}/contacts`)).body.data as Array<{ id: string; email: string }>
+      const raced = members.filter((m) => m.email === email)
+      expect(raced).toHaveLength(1)
+      expect(raced[0].id).not.toBe(madeId)
+      const c = env.store.t.contacts
+      expect((await env.store.db.select({ id: c.id }).from(c).where(eq(c.email, email))).map((x) => x.id)).toEqual([raced[0].id])
+    }, 60_000)
 
     test('refused: DYNAMIC segments (400), bad emails (422, nothing written), too many (422)', async () => {
       const dyn = await create({ name: 'Dyn', condition: cond('email', 'contains', 'a') })
