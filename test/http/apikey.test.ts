@@ -166,6 +166,26 @@ forEachStore('API key guard (docs/decisions.md, API keys)', (env) => {
     }
   })
 
+  test('/v1/track whose write fails (the contact would grow past its data limit) with a key rotated by another process: 401, not the write\'s 422', async () => {
+    const p = await env.project()
+    const email = 'grown@example.com'
+    // Used twice (on PostgreSQL the second answer comes from memory); the contact holds 40 KB of data.
+    expect((await track(p.publicKey, 'warm@example.com')).status).toBe(200)
+    expect((await env.request('POST', '/v1/track', { key: p.publicKey, body: { email, event: 'grow', data: { a: 'x'.repeat(40_000) } } })).status).toBe(200)
+    const grow = { email, event: 'grow', data: { b: 'y'.repeat(40_000) } }
+    // With a valid key, the same request is refused by the write: the contact's data would pass 64 KB.
+    const other = await env.project()
+    expect((await env.request('POST', '/v1/track', { key: other.publicKey, body: { ...grow, email: 'grown-too@example.com', data: { a: 'x'.repeat(40_000) } } })).status).toBe(200)
+    const refused = await env.request('POST', '/v1/track', { key: other.publicKey, body: { ...grow, email: 'grown-too@example.com' } })
+    expect({ status: refused.status, code: refused.body.error?.code, field: refused.body.error?.errors?.[0]?.code }).toEqual({ status: 422, code: 'VALIDATION_ERROR', field: 'too_big' })
+    await rotateElsewhere(env, p.id)
+    // On PostgreSQL two checks answer it, each enough alone (seen failing only without both): the write's
+    // (track-write.ts, writeTrack) and the error handler's look-up of a key still unconfirmed (http/auth.ts).
+    const res = await env.request('POST', '/v1/track', { key: p.publicKey, body: grow })
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 401, code: 'INVALID_API_KEY' })
+    expect(await eventsOf([email])).toBe(1)
+  })
+
   test('/v1/track requests written together, one of them with a key rotated by another process: only that one fails', async () => {
     const stale = await env.project()
     const good = await env.project()
