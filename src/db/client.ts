@@ -127,6 +127,8 @@ export interface Store {
   txState<S>(db: Db, key: object, init: () => S, flush: (state: S) => Promise<void> | void): S
   /** True once `close()` was called. */
   readonly closed: boolean
+  /** True inside a transaction of this store (`tx` here joins it: rolled back, it is the outer one's to run again). */
+  readonly inTransaction: boolean
   close(): Promise<void>
 }
 
@@ -374,6 +376,7 @@ function openSqlite(url: string, synchronous: 'FULL' | 'NORMAL', create: boolean
       return txStateOf(txStates, key, init, flush)
     },
     get closed() { return closed },
+    get inTransaction() { return current.getStore() !== undefined },
     async rows<T>(query: SQL, db?: Db) {
       return sqliteHandle(db ?? current.getStore() ?? readDb).all<T>(query)
     },
@@ -537,6 +540,7 @@ function openPg(url: string): Store {
       return txStateOf(states, key, init, flush)
     },
     get closed() { return closed },
+    get inTransaction() { return current.getStore() !== undefined },
     async rows<T>(query: SQL, on?: Db) {
       const target = on ?? current.getStore()
       const res = target ? await target.execute(query) : await guard.run(() => db.execute(query))

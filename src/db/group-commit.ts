@@ -26,8 +26,9 @@ import { storageFailure } from './failures'
  * PostgreSQL runs up to PG_IN_FLIGHT batches at once on connections of its pool (a batch that waits for
  * its commit's fsync does not hold back the next), the second and later only once PG_SHARED_BATCH writes
  * wait or PG_SHARED_WAIT_MS have passed. On PostgreSQL `run` is a transaction of its own (see
- * `alone`): only `runMany` batches there. On PostgreSQL a write that fails with a deadlock or a
- * serialization failure is run again (in its savepoint; a batch or a transaction of its own, whole).
+ * `alone`): only `runMany` batches there. A write that fails with a deadlock or a serialization failure
+ * (PostgreSQL), or that lost a race with another writer (LostRaceError), is run again (in its savepoint; a
+ * batch or a transaction of its own, whole).
  */
 
 export interface GroupCommitOptions {
@@ -73,7 +74,7 @@ const PG_SHARED_BATCH = 8
  * batches' time at the track bench's rates.
  */
 const PG_SHARED_WAIT_MS = 5
-/** Runs of a write (or of a batch's transaction) that failed with a deadlock or a serialization failure. */
+/** Runs of a write (or of a batch's transaction) that failed with a deadlock, a serialization failure or a lost race. */
 const RETRIES = 3
 
 /** Thrown out of the optimistic transaction to roll it back (a pure write failed). */
@@ -137,7 +138,7 @@ export class GroupCommit {
   private readonly limit: number
   /**
    * Batches committed, writes in them, batches run again with savepoints, and writes or batches run again
-   * after a deadlock or serialization failure (for tests and benchmarks).
+   * after a deadlock, a serialization failure or a lost race (isRetryableConflict; for tests and benchmarks).
    */
   readonly stats = { batches: 0, writes: 0, retries: 0, conflicts: 0 }
 
@@ -156,8 +157,8 @@ export class GroupCommit {
   }
 
   /**
-   * A write of its own on PostgreSQL: a transaction of its own, run again after a deadlock or serialization
-   * failure. Measured with bench/send.ts, writes of several statements awaited one after the other (sends,
+   * A write of its own on PostgreSQL: a transaction of its own, run again after a deadlock, a serialization
+   * failure or a lost race. Measured with bench/send.ts, writes of several statements awaited one after the other (sends,
    * before they were a `Batched` kind) went slower one after another in a shared transaction than in
    * concurrent transactions of their own; writes that gain from sharing a transaction there are written as
    * a `Batched` kind (runMany), with a few statements for the whole batch.
@@ -207,7 +208,7 @@ export class GroupCommit {
     }
   }
 
-  /** One write in its own savepoint (run again after a deadlock or serialization failure). */
+  /** One write in its own savepoint (run again after a deadlock, a serialization failure or a lost race). */
   private async guarded(sp: Savepoints, db: Db, p: Pending<unknown>): Promise<Outcome> {
     for (let attempt = 1; ; attempt++) {
       await sp.savepoint()

@@ -23,6 +23,7 @@
 import type { SMTPServer as SMTPServerType, SMTPServerOptions, SMTPServerSession } from 'smtp-server'
 import { SMTPServer } from 'smtp-server'
 import { ctxFor, type Ctx, type Deps } from '../deps'
+import { LostRaceError } from '../db/group-commit'
 import { AppError } from '../errors'
 import { errorFields } from '../log'
 import { isEmail, normalizeEmail } from '../modules/contacts/data'
@@ -151,7 +152,7 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
             if (err.status === 403) return cb(smtpReply(550, `5.7.1 ${err.message}`))
             if (err.status === 413) return cb(smtpReply(552, `5.3.4 ${err.message}`))
             // A race lost with other writers (a contact deleted while it was written): only for now.
-            if (err.status === 409) return cb(smtpReply(451, `4.3.0 ${err.message}`))
+            if (err instanceof LostRaceError) return cb(smtpReply(451, `4.3.0 ${err.message}`))
             if (err.status < 500) return cb(smtpReply(550, `5.6.0 ${err.message}`))
           }
           log.error('relay message could not be queued', { session: session.id, projectId: ctx.projectId, ...errorFields(err) })

@@ -3,6 +3,66 @@ import postgres from 'postgres'
 import type { TestEnv } from './env'
 import { until } from './worker'
 
+/** A connection of these helpers: their own inserts are never held. */
+const helperConnection = (env: TestEnv) => postgres(env.config.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: 'race-helper' } })
+
+/**
+ * A trigger that holds inserts into `table` (the rows meeting `when`, from connections other than these
+ * helpers') while advisory lock 4242 is held. It stays in the test file's own database, dropped after it.
+ */
+async function holdInserts(q: postgres.Sql, table: string, when: string): Promise<void> {
+  await q.unsafe(`CREATE OR REPLACE FUNCTION test_pause_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      IF current_setting('application_name') <> 'race-helper' THEN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); END IF;
+      RETURN NEW; END $$;
+    DROP TRIGGER IF EXISTS test_pause_insert ON ${table};
+    CREATE TRIGGER test_pause_insert BEFORE INSERT ON ${table} FOR EACH ROW WHEN (${when}) EXECUTE FUNCTION test_pause_insert()`)
+}
+
+/** Until a statement like `what` waits for a lock that the backend `blocker` holds. */
+function waitingOn(env: TestEnv, blocker: number, what: string): Promise<void> {
+  return until(async () => (await env.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND ${blocker}::int = ANY(pg_blocking_pids(pid)) AND query ILIKE ${what}`)).length > 0, 10_000, `a statement like ${what} to wait`)
+}
+
+const pidOf = async (q: postgres.Sql) => (await q<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`)[0].pid
+
+/** `p`, or an error naming `what` after `ms`. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let late: Timer | undefined
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => { late = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms) })])
+  } finally {
+    clearTimeout(late)
+  }
+}
+
+/**
+ * Runs `write` with its inserts into `table` held (holdInserts) and, while the first waits, `meanwhile`
+ * on a connection of its own; then lets the insert go. `meanwhile` resolves once its statement has either
+ * finished or waits for the write (a lock the write's transaction holds), and hands back (`rest`) what is
+ * left to await of it. Answers what `write` resolved to (or threw: `err`).
+ */
+export async function whileInsertHeld<T>(env: TestEnv, table: string, write: () => Promise<T>, meanwhile: (q: postgres.Sql, waitsFor: (what: string) => Promise<boolean>) => Promise<{ rest: Promise<unknown> }>): Promise<{ r?: T; err?: unknown }> {
+  const holder = helperConnection(env)
+  const other = helperConnection(env)
+  try {
+    await holdInserts(holder, table, 'true')
+    await holder`SELECT pg_advisory_lock(4242)`
+    const holderPid = await pidOf(holder)
+    const outcome = write().then((r) => ({ r }), (err: unknown) => ({ err }))
+    await waitingOn(env, holderPid, `%insert into "${table}"%`)
+    const writerPid = (await env.store.rows<{ pid: number }>(sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND ${holderPid}::int = ANY(pg_blocking_pids(pid))`))[0].pid
+    /** True once a statement like `what` waits for the write; false if none does now. */
+    const waitsFor = async (what: string) => (await env.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND ${writerPid}::int = ANY(pg_blocking_pids(pid)) AND query ILIKE ${what}`)).length > 0
+    const { rest } = await within(meanwhile(other, waitsFor), 10_000, 'the other writer')
+    await holder`SELECT pg_advisory_unlock(4242)`
+    const answered = await within(outcome, 20_000, 'the write')
+    await within(rest, 10_000, 'the other writer, after the write')
+    return answered
+  } finally {
+    await Promise.all([holder.end({ timeout: 1 }), other.end({ timeout: 1 })])
+  }
+}
+
 /** The emails whose inserts contactMadeAndGone can hold: they start with this. */
 export const RACED_EMAIL_PREFIX = 'made-and-gone'
 
@@ -20,24 +80,19 @@ export const RACED_EMAIL_PREFIX = 'made-and-gone'
  */
 export async function contactMadeAndGone<T>(env: TestEnv, projectId: string, email: string, write: () => Promise<T>): Promise<{ r?: T; err?: unknown; madeId: string }> {
   if (!email.startsWith(RACED_EMAIL_PREFIX)) throw new Error(`the raced email must start with ${RACED_EMAIL_PREFIX}`)
-  const open = () => postgres(env.config.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: 'race-helper' } })
-  const holder = open()
-  const other = open()
-  const locker = open()
+  const holder = helperConnection(env)
+  const other = helperConnection(env)
+  const locker = helperConnection(env)
   let proceed!: () => void
   let giveUp!: (err: Error) => void
   const mayDelete = new Promise<void>((resolve, reject) => { proceed = resolve; giveUp = reject })
   mayDelete.catch(() => {})
   try {
-    await holder.unsafe(`CREATE OR REPLACE FUNCTION test_pause_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-        IF current_setting('application_name') <> 'race-helper' THEN PERFORM pg_advisory_lock(4242); PERFORM pg_advisory_unlock(4242); END IF;
-        RETURN NEW; END $$;
-      DROP TRIGGER IF EXISTS test_pause_insert ON contacts;
-      CREATE TRIGGER test_pause_insert BEFORE INSERT ON contacts FOR EACH ROW WHEN (NEW.email LIKE '${RACED_EMAIL_PREFIX}%') EXECUTE FUNCTION test_pause_insert()`)
+    await holdInserts(holder, 'contacts', `NEW.email LIKE '${RACED_EMAIL_PREFIX}%'`)
     await holder`SELECT pg_advisory_lock(4242)`
-    const waitingOn = (what: string) => until(async () => (await env.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type IN ('Lock', 'LWLock') AND query ILIKE ${what} AND pid <> pg_backend_pid()`)).length > 0, 10_000, `the upsert to wait (${what})`)
+    const [holderPid, lockerPid] = await Promise.all([pidOf(holder), pidOf(locker)])
     const outcome = write().then((r) => ({ r }), (err: unknown) => ({ err }))
-    await waitingOn('%insert into "contacts"%')
+    await waitingOn(env, holderPid, '%insert into "contacts"%')
     const [made] = await other<{ id: string }[]>`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (${Bun.randomUUIDv7()}, ${projectId}, ${email}, true, '{}'::jsonb, now(), now()) RETURNING id`
     let locked!: () => void
     const isLocked = new Promise<void>((r) => { locked = r })
@@ -47,13 +102,13 @@ export async function contactMadeAndGone<T>(env: TestEnv, projectId: string, ema
       await mayDelete
       await q`DELETE FROM contacts WHERE id = ${made.id}`
     })
-    await isLocked
+    await Promise.race([isLocked, lockedTx.then(() => { throw new Error('the locking transaction ended before it locked the contact') })])
     await holder`SELECT pg_advisory_unlock(4242)`
     // The insert met the contact the other writer made; the read after it waits for the third one's lock.
-    await waitingOn('%for update%')
+    await waitingOn(env, lockerPid, '%for update%')
     proceed()
     await lockedTx
-    return { ...(await outcome), madeId: made.id }
+    return { ...(await within(outcome, 20_000, 'the write')), madeId: made.id }
   } finally {
     // A failure midway must not leave the third connection's lock held (it would hold the upsert too): its
     // transaction rolls back, and the advisory lock goes with the holder's session.

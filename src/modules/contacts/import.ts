@@ -384,7 +384,7 @@ function batches(groups: Group[]): Group[][] {
  * failing the import, whose earlier batches have committed.
  */
 function writeBatch(ctx: Ctx, batch: Group[]) {
-  return againIfVanished(() => ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true })))
+  return againIfVanished(ctx.store, () => ctx.store.tx((db) => upsertMany(ctx, db, batch.map((b) => b.input), { defaultSubscribed: true })))
 }
 
 /** Imports `text` into the project of `ctx`; `progress` is told after every committed batch. */

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/client'
+import type { Db, Store } from '../../db/client'
 import { LostRaceError } from '../../db/group-commit'
 import type { Ctx } from '../../deps'
 import { AppError, conflict, flatError, notFound } from '../../errors'
@@ -87,16 +87,18 @@ export class ContactVanishedError extends LostRaceError {
 const VANISHED_RUNS = 3
 
 /**
- * Runs `write` (a transaction of its own) again when a contact it upserts vanished mid-way: rolled back
- * whole, the next run finds the contact gone and creates it anew. Any other error, or a third vanishing,
- * is thrown.
+ * Runs `write` (a transaction of its own on `store`) again when it lost a race with other writers (a
+ * LostRaceError: a contact it upserts vanished mid-way): rolled back whole, the next run finds the contact
+ * gone and creates it anew. Any other error, or a third loss, is thrown. Inside a transaction of `store`
+ * already, `write` joins it and runs once: only the outer transaction's owner can run it again.
  */
-export async function againIfVanished<T>(write: () => Promise<T>, runs = VANISHED_RUNS): Promise<T> {
+export async function againIfVanished<T>(store: Store, write: () => Promise<T>, runs = VANISHED_RUNS): Promise<T> {
+  if (store.inTransaction) return write()
   for (let run = 1; ; run++) {
     try {
       return await write()
     } catch (err) {
-      if (!(err instanceof ContactVanishedError) || run >= runs) throw err
+      if (!(err instanceof LostRaceError) || run >= runs) throw err
     }
   }
 }
@@ -132,7 +134,7 @@ export async function upsertIn(ctx: WriteCtx, db: Db, input: UpsertInput, opts: 
  */
 export async function upsertContact(ctx: Ctx, input: UpsertInput, opts: UpsertOptions): Promise<UpsertResult> {
   if (opts.db) return upsertIn(ctx, opts.db, input, opts)
-  const result = await againIfVanished(() => ctx.store.tx((db) => upsertIn(ctx, db, input, opts)))
+  const result = await againIfVanished(ctx.store, () => ctx.store.tx((db) => upsertIn(ctx, db, input, opts)))
   await notifyEvents(ctx, result.events)
   return result
 }

@@ -138,7 +138,7 @@ export async function relayMessage(ctx: Ctx, m: RelayedMessage): Promise<RelayRe
   }
 
   // A recipient's contact deleted by another writer mid-write (PostgreSQL): the transaction runs again.
-  const out = await againIfVanished(() => ctx.store.tx(async (db) => {
+  const out = await againIfVanished(ctx.store, () => ctx.store.tx(async (db) => {
     const blocked = await suppressedAmong(ctx, db, recipients)
     const items: NewEmail[] = []
     const events: EventRow[] = []

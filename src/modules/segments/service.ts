@@ -200,7 +200,7 @@ export async function addMembers(ctx: Ctx, id: string, body: AddMembersBody) {
   staticOnly(await load(ctx, id))
   const emails = [...new Set(body.emails.map(normalizeEmail))]
   // A contact it creates, deleted by another writer mid-write (PostgreSQL): the transaction runs again.
-  const result = await againIfVanished(() => ctx.store.tx(async (db) => {
+  const result = await againIfVanished(ctx.store, () => ctx.store.tx(async (db) => {
     const seg = await repo.findById(ctx.store, ctx.projectId, id, db)
     if (!seg) throw notFound('segment')
     const found = await repo.contactsByEmail(ctx.store, db, ctx.projectId, emails)

@@ -47,6 +47,28 @@ forEachStore('upsertContact', (env) => {
     expect(Number(rows[0].n)).toBe(1)
   })
 
+  test('againIfVanished: runs the write again after a lost race, at most three times; other errors at once; inside a transaction once', async () => {
+    const store = env.store
+    let runs = 0
+    expect(await againIfVanished(store, async () => { if (++runs < 3) throw new ContactVanishedError('a@example.com'); return 'done' })).toBe('done')
+    expect(runs).toBe(3)
+    runs = 0
+    const lost = await againIfVanished(store, async () => { runs++; throw new ContactVanishedError('b@example.com') }).catch((e: unknown) => e)
+    expect(lost).toBeInstanceOf(ContactVanishedError)
+    // Lost on every run: the API answers 409 (a LostRaceError is an AppError), and the group commit runs it again.
+    expect(lost).toMatchObject({ status: 409, code: 'CONFLICT' })
+    expect(isRetryableConflict(lost)).toBe(true)
+    expect(runs).toBe(3)
+    runs = 0
+    await expect(againIfVanished(store, async () => { runs++; throw new Error('disk full') })).rejects.toThrow('disk full')
+    expect(runs).toBe(1)
+    // Inside a transaction a `tx` joins it: run again there, the first run's writes would still stand.
+    runs = 0
+    const joined = await store.tx(() => againIfVanished(store, async () => { runs++; throw new ContactVanishedError('c@example.com') })).catch((e: unknown) => e)
+    expect(joined).toBeInstanceOf(ContactVanishedError)
+    expect(runs).toBe(1)
+  })
+
   test('concurrent upserts of one new email settle on one contact', async () => {
     const p = await env.project()
     const ctx = ctxFor(env.deps, p.id, { kind: 'cli' })
@@ -194,22 +216,4 @@ describe.skipIf(!pgReachableSync())('upsertContact: its contact made and deleted
     expect(rows.map((x) => x.id)).toEqual([r.contact.id])
     expect(r.contact.id).not.toBe(madeId)
   }, 60_000)
-})
-
-describe('againIfVanished', () => {
-  test('runs the write again after a vanished contact, at most three times; other errors at once', async () => {
-    let runs = 0
-    expect(await againIfVanished(async () => { if (++runs < 3) throw new ContactVanishedError('a@example.com'); return 'done' })).toBe('done')
-    expect(runs).toBe(3)
-    runs = 0
-    const lost = await againIfVanished(async () => { runs++; throw new ContactVanishedError('b@example.com') }).catch((e: unknown) => e)
-    expect(lost).toBeInstanceOf(ContactVanishedError)
-    // Lost on every run: the API answers 409 (a LostRaceError is an AppError), and the group commit runs it again.
-    expect(lost).toMatchObject({ status: 409, code: 'CONFLICT' })
-    expect(isRetryableConflict(lost)).toBe(true)
-    expect(runs).toBe(3)
-    runs = 0
-    await expect(againIfVanished(async () => { runs++; throw new Error('disk full') })).rejects.toThrow('disk full')
-    expect(runs).toBe(1)
-  })
 })

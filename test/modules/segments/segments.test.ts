@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
-import { contactMadeAndGone, RACED_EMAIL_PREFIX } from '../../helpers/races'
+import { contactMadeAndGone, RACED_EMAIL_PREFIX, whileInsertHeld } from '../../helpers/races'
+import { until } from '../../helpers/worker'
 import { registerSegmentUser } from '../../../src/modules/segments/usage'
 
 const cond = (field: string, operator: string, value?: unknown, unit?: string) =>
@@ -284,6 +285,23 @@ forEachStore('segments API', (env) => {
       expect(raced[0].id).not.toBe(madeId)
       const c = env.store.t.contacts
       expect((await env.store.db.select({ id: c.id }).from(c).where(eq(c.email, email))).map((x) => x.id)).toEqual([raced[0].id])
+    }, 60_000)
+
+    test.skipIf(env.kind !== 'pg')('PostgreSQL only: a contact deleted by another writer while it is added: the delete waits for the add (no 500) and takes the membership with it', async () => {
+      const s = await create({ name: 'Held', type: 'STATIC' })
+      const email = 'held-member@example.org'
+      expect((await req('POST', '/contacts', { email })).status).toBe(201)
+      const { r, err } = await whileInsertHeld(env, 'segment_members', () => req('POST', `/segments/${s.id}/members`, { emails: [email] }), async (q, waitsFor) => {
+        let done = false
+        const deleted = q`DELETE FROM contacts WHERE project_id = ${projectId} AND email = ${email}`.then(() => { done = true })
+        await until(async () => done || (await waitsFor('delete from contacts%')), 10_000, 'the delete to end or wait for the add')
+        return { rest: deleted }
+      })
+      expect(err).toBeUndefined()
+      expect({ status: r?.status, added: r?.body.added }).toEqual({ status: 200, added: 1 })
+      const c = env.store.t.contacts
+      expect(await env.store.db.select({ id: c.id }).from(c).where(eq(c.email, email))).toEqual([])
+      expect((await req('GET', `/segments/${s.id}/contacts`)).body.data).toEqual([])
     }, 60_000)
 
     test('refused: DYNAMIC segments (400), bad emails (422, nothing written), too many (422)', async () => {
