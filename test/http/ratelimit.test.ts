@@ -1,7 +1,8 @@
-import { beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { forEachStore, type TestEnv } from '../helpers/env'
 import { redisLimiter } from '../../src/http/ratelimit'
+import { until } from '../helpers/worker'
 
 const LIMIT = 3
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -87,3 +88,58 @@ forEachStore('rate limit (Redis limiter)', (env) => {
     expect((await env.request('GET', '/contacts?limit=1', { key: p.secretKey })).status).toBe(429)
   })
 }, { rateLimitPerMinute: LIMIT })
+
+describe('Redis limiter: the hits of one turn of the event loop', () => {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true })
+  const watcher = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true })
+  const prefix = `mailctl:test:turn:${Date.now().toString(36)}:${Math.random().toString(36).slice(2)}:`
+  /** The commands Redis ran on this file's counters (MONITOR on a connection of its own). */
+  const seen: string[][] = []
+
+  beforeAll(async () => {
+    await redis.connect()
+    await watcher.connect()
+    const monitor = await watcher.monitor()
+    monitor.on('monitor', (_time: string, args: string[]) => { if (args.some((a) => a.startsWith(prefix))) seen.push(args) })
+    // MONITOR starts with the next command: wait until it shows one of ours.
+    await until(async () => { await redis.get(`${prefix}ping`); return seen.length > 0 }, 5_000, 'MONITOR to start')
+  })
+  afterAll(async () => {
+    const keys = await redis.keys(`${prefix}*`)
+    if (keys.length) await redis.del(...keys)
+    redis.disconnect()
+    watcher.disconnect()
+  })
+
+  test('one command per counter for all of them, each hit answered as if counted alone; a later turn sends again', async () => {
+    const limiter = redisLimiter(redis, { prefix })
+    seen.length = 0
+    const answers = await Promise.all(Array.from({ length: 8 }, () => limiter.hit('project:a', 5, 60_000)))
+    expect(answers.map((a) => a.allowed)).toEqual([true, true, true, true, true, false, false, false])
+    expect(answers.map((a) => a.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0])
+    for (const a of answers) expect(a.resetSeconds).toBeGreaterThan(0)
+    expect(await redis.get(`${prefix}project:a`)).toBe('8')
+    const sent = () => seen.filter((args) => /^(evalsha|eval)$/i.test(args[0]))
+    await until(() => sent().length >= 1, 5_000, 'the command in MONITOR')
+    expect(sent().map((args) => args.slice(-3))).toEqual([[`${prefix}project:a`, '60000', '8']])
+    // Another counter in the same turn has its own command; the next turn sends again.
+    const [b, c] = await Promise.all([limiter.hit('project:b', 5, 60_000), limiter.hit('project:c', 5, 60_000)])
+    expect([b.remaining, c.remaining]).toEqual([4, 4])
+    const again = await limiter.hit('project:a', 5, 60_000)
+    expect({ allowed: again.allowed, remaining: again.remaining }).toEqual({ allowed: false, remaining: 0 })
+    expect(await redis.get(`${prefix}project:a`)).toBe('9')
+    await until(() => sent().length >= 4, 5_000, 'the later commands in MONITOR')
+    expect(sent().map((args) => args.at(-3)).sort()).toEqual([`${prefix}project:a`, `${prefix}project:a`, `${prefix}project:b`, `${prefix}project:c`])
+  })
+
+  test('a counter left without an expiry gets one at its next hit', async () => {
+    const limiter = redisLimiter(redis, { prefix })
+    await redis.set(`${prefix}project:stuck`, '3')
+    expect(await redis.pttl(`${prefix}project:stuck`)).toBe(-1)
+    const r = await limiter.hit('project:stuck', 10, 60_000)
+    expect(r.remaining).toBe(6)
+    const ttl = await redis.pttl(`${prefix}project:stuck`)
+    expect(ttl).toBeGreaterThan(0)
+    expect(ttl).toBeLessThanOrEqual(60_000)
+  })
+})
