@@ -73,8 +73,9 @@ interface Waiting { key: string; windowMs: number; hits: Array<{ limit: number; 
  *
  * The hits of one turn of the event loop go to Redis together: one command per counter, however many
  * requests of the turn it counts (INCRBY n; hit i of the turn is count n_before + i, exactly what n INCRs
- * would answer), with one deadline for all. Under load a turn holds several requests of one project, and
- * a round trip per request cost about 45 µs of the main thread each (bench/cluster.ts's nodes, PostgreSQL).
+ * would answer), with one deadline for all. Under track load a turn holds several requests of one
+ * project: about 8 per command instead of one, and 12 % less of the main thread per track at 32
+ * connections (none measured at 16; docs/benchmarks.md).
  */
 export function redisLimiter(redis: Redis, opts: RedisLimiterOptions = {}): RateLimiter {
   const prefix = opts.prefix ?? 'mailctl:rl:'
