@@ -216,7 +216,7 @@ export function writerSlot(store: Store): SQL {
 }
 
 /** A select of drizzle's PostgreSQL builder (the type of every store's queries, src/db/client.ts `Db`). */
-interface Lockable { for(strength: 'update' | 'share' | 'key share', config?: { skipLocked?: boolean }): unknown }
+interface Lockable { for(strength: 'update' | 'share', config?: { skipLocked?: boolean }): unknown }
 
 /**
  * A claim's read of rows to take: on PostgreSQL `FOR UPDATE SKIP LOCKED` (concurrent claimers on other
@@ -228,11 +228,10 @@ export function skipLocked<Q extends Lockable>(store: Store, q: Q): Q {
 }
 
 /**
- * A read whose rows the transaction will write or refer to: locked on PostgreSQL until it commits
- * (`update` keeps every other locker out, `share` only writers, `key share` only deletes and key changes);
- * SQLite's write transaction already holds the database.
+ * A read whose rows the transaction will write: locked on PostgreSQL until it commits (`update` keeps
+ * every other locker out, `share` only writers); SQLite's write transaction already holds the database.
  */
-export function locked<Q extends Lockable>(store: Store, q: Q, strength: 'update' | 'share' | 'key share' = 'update'): Q {
+export function locked<Q extends Lockable>(store: Store, q: Q, strength: 'update' | 'share' = 'update'): Q {
   // dialect: row locks for writers on other nodes; SQLite's write transaction already holds the database
   return store.dialect === 'pg' ? (q.for(strength) as Q) : q
 }

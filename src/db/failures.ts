@@ -97,3 +97,15 @@ export function storageError(err: unknown): AppError | null {
     ? new AppError('STORAGE_FULL', 'The server\'s storage is full: nothing can be written now. Nothing of this request was saved; try again later.', { headers, suggestion: 'Operators: free disk space on the data volume (the write-ahead log needs about 100 MB of headroom; `mailctl doctor` checks it).' })
     : new AppError('DATABASE_UNAVAILABLE', 'The database cannot be reached now. Try again in a few seconds.', { headers })
 }
+
+/**
+ * A write that refers to a row that is not there (a foreign key), on either store: PostgreSQL's 23503,
+ * SQLite's SQLITE_CONSTRAINT_FOREIGNKEY (drizzle wraps the driver's error in `cause`).
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return true
+  }
+  return false
+}

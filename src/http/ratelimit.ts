@@ -47,7 +47,7 @@ if ttl < 0 then
 end
 return {n, ttl}`
 
-/** The limiter's script as an ioredis command: sent as EVALSHA (EVAL once after a Redis restart). */
+/** The limiter's script as an ioredis command: sent as EVALSHA (EVAL once per connection, to load it). */
 const HIT_COMMAND = 'mailctlRateHit'
 type HitCommand = (key: string, windowMs: string, hits: string) => Promise<[number, number]>
 
@@ -81,7 +81,7 @@ export function redisLimiter(redis: Redis, opts: RedisLimiterOptions = {}): Rate
   const prefix = opts.prefix ?? 'mailctl:rl:'
   const fallback = opts.fallback ?? memoryLimiter()
   const timeoutMs = opts.timeoutMs ?? REDIS_LIMIT_TIMEOUT_MS
-  redis.defineCommand(HIT_COMMAND, { numberOfKeys: 1, lua: HIT_SCRIPT })
+  if (!(HIT_COMMAND in redis)) redis.defineCommand(HIT_COMMAND, { numberOfKeys: 1, lua: HIT_SCRIPT })
   const command = (redis as unknown as Record<string, HitCommand>)[HIT_COMMAND].bind(redis)
   let down = false
   const fail = (err: unknown) => {
@@ -119,8 +119,9 @@ export function redisLimiter(redis: Redis, opts: RedisLimiterOptions = {}): Rate
           const n = before + i + 1
           h.resolve({ allowed: n <= h.limit, limit: h.limit, remaining: Math.max(0, h.limit - n), resetSeconds })
         })
-      }, (err: unknown) => {
-        for (const h of g.hits) h.resolve(local(g.key, h.limit, g.windowMs, err))
+      }).catch((err: unknown) => {
+        // Every hit is answered: counted locally (a fallback that fails rejects only its own hit).
+        for (const h of g.hits) h.resolve(Promise.resolve().then(() => local(g.key, h.limit, g.windowMs, err)))
       })
     })
     void Promise.all(answered).finally(() => clearTimeout(timer))

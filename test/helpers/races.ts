@@ -8,7 +8,7 @@ const helperConnection = (env: TestEnv) => postgres(env.config.databaseUrl, { ma
 
 /**
  * A trigger that holds inserts into `table` (the rows meeting `when`, from connections other than these
- * helpers') while advisory lock 4242 is held. It stays in the test file's own database, dropped after it.
+ * helpers') while advisory lock 4242 is held. Its callers drop it after.
  */
 async function holdInserts(q: postgres.Sql, table: string, when: string): Promise<void> {
   await q.unsafe(`CREATE OR REPLACE FUNCTION test_pause_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
@@ -37,11 +37,10 @@ async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 
 /**
  * Runs `write` with its inserts into `table` held (holdInserts) and, while the first waits, `meanwhile`
- * on a connection of its own; then lets the insert go. `meanwhile` resolves once its statement has either
- * finished or waits for the write (a lock the write's transaction holds), and hands back (`rest`) what is
- * left to await of it. Answers what `write` resolved to (or threw: `err`).
+ * on a connection of its own; then lets the insert go. Answers what `write` resolved to (or threw: `err`).
+ * The trigger is dropped after.
  */
-export async function whileInsertHeld<T>(env: TestEnv, table: string, write: () => Promise<T>, meanwhile: (q: postgres.Sql, waitsFor: (what: string) => Promise<boolean>) => Promise<{ rest: Promise<unknown> }>): Promise<{ r?: T; err?: unknown }> {
+export async function whileInsertHeld<T>(env: TestEnv, table: string, write: () => Promise<T>, meanwhile: (q: postgres.Sql) => Promise<void>): Promise<{ r?: T; err?: unknown }> {
   const holder = helperConnection(env)
   const other = helperConnection(env)
   try {
@@ -50,15 +49,11 @@ export async function whileInsertHeld<T>(env: TestEnv, table: string, write: () 
     const holderPid = await pidOf(holder)
     const outcome = write().then((r) => ({ r }), (err: unknown) => ({ err }))
     await waitingOn(env, holderPid, `%insert into "${table}"%`)
-    const writerPid = (await env.store.rows<{ pid: number }>(sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND ${holderPid}::int = ANY(pg_blocking_pids(pid))`))[0].pid
-    /** True once a statement like `what` waits for the write; false if none does now. */
-    const waitsFor = async (what: string) => (await env.store.rows(sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND ${writerPid}::int = ANY(pg_blocking_pids(pid)) AND query ILIKE ${what}`)).length > 0
-    const { rest } = await within(meanwhile(other, waitsFor), 10_000, 'the other writer')
+    await within(meanwhile(other), 10_000, 'the other writer')
     await holder`SELECT pg_advisory_unlock(4242)`
-    const answered = await within(outcome, 20_000, 'the write')
-    await within(rest, 10_000, 'the other writer, after the write')
-    return answered
+    return await within(outcome, 20_000, 'the write')
   } finally {
+    await holder.unsafe(`DROP TRIGGER IF EXISTS test_pause_insert ON ${table}`).catch(() => {})
     await Promise.all([holder.end({ timeout: 1 }), other.end({ timeout: 1 })])
   }
 }
@@ -75,7 +70,7 @@ export const RACED_EMAIL_PREFIX = 'made-and-gone'
  * each step waits for the one before it (pg_stat_activity).
  *
  * The trigger holds only inserts of RACED_EMAIL_PREFIX emails from connections other than this helper's,
- * and only while the helper holds the lock; it stays in the test file's own database, dropped after it.
+ * and only while the helper holds the lock; it is dropped after.
  * Answers what `write` resolved to (or threw: `err`) and the id of the contact the other connection made.
  */
 export async function contactMadeAndGone<T>(env: TestEnv, projectId: string, email: string, write: () => Promise<T>): Promise<{ r?: T; err?: unknown; madeId: string }> {
@@ -111,8 +106,10 @@ export async function contactMadeAndGone<T>(env: TestEnv, projectId: string, ema
     return { ...(await within(outcome, 20_000, 'the write')), madeId: made.id }
   } finally {
     // A failure midway must not leave the third connection's lock held (it would hold the upsert too): its
-    // transaction rolls back, and the advisory lock goes with the holder's session.
+    // transaction rolls back first, then the trigger goes, and the advisory lock with the holder's session.
     giveUp(new Error('the test ended first'))
-    await Promise.all([locker.end({ timeout: 1 }), holder.end({ timeout: 1 }), other.end({ timeout: 1 })])
+    await Promise.all([locker.end({ timeout: 1 }), other.end({ timeout: 1 })])
+    await holder.unsafe('DROP TRIGGER IF EXISTS test_pause_insert ON contacts').catch(() => {})
+    await holder.end({ timeout: 1 })
   }
 }

@@ -1,5 +1,5 @@
 import type { Db, Store } from '../../db/client'
-import { LostRaceError } from '../../db/group-commit'
+import { isRetryableConflict, LostRaceError } from '../../db/group-commit'
 import type { Ctx } from '../../deps'
 import { AppError, conflict, flatError, notFound } from '../../errors'
 import { invalidCursor } from '../cursor'
@@ -88,9 +88,10 @@ const VANISHED_RUNS = 3
 
 /**
  * Runs `write` (a transaction of its own on `store`) again when it lost a race with other writers (a
- * LostRaceError: a contact it upserts vanished mid-way): rolled back whole, the next run finds the contact
- * gone and creates it anew. Any other error, or a third loss, is thrown. Inside a transaction of `store`
- * already, `write` joins it and runs once: only the outer transaction's owner can run it again.
+ * LostRaceError: a contact it upserts vanished mid-way, say) or hit a deadlock or a serialization failure
+ * (PostgreSQL; isRetryableConflict): rolled back whole, the next run finds the contact gone and creates it
+ * anew. Any other error, or a third loss, is thrown. Inside a transaction of `store` already, `write`
+ * joins it and runs once: only the outer transaction's owner can run it again.
  */
 export async function againIfVanished<T>(store: Store, write: () => Promise<T>, runs = VANISHED_RUNS): Promise<T> {
   if (store.inTransaction) return write()
@@ -98,7 +99,7 @@ export async function againIfVanished<T>(store: Store, write: () => Promise<T>, 
     try {
       return await write()
     } catch (err) {
-      if (!(err instanceof LostRaceError) || run >= runs) throw err
+      if (!isRetryableConflict(err) || run >= runs) throw err
     }
   }
 }

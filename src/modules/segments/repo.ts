@@ -87,16 +87,10 @@ export async function memberPage(store: Store, projectId: string, id: string, of
   return rows.map((r) => r.contact)
 }
 
-/**
- * The contacts of `emails`, kept from deletion until the transaction commits (PostgreSQL: FOR KEY SHARE,
- * in email order as the upserts lock them): a contact deleted between this read and the members' insert
- * would fail the insert's foreign key. A delete waits for the commit instead, and takes the new members
- * with it.
- */
 export async function contactsByEmail(store: Store, db: Db, projectId: string, emails: string[]): Promise<Array<{ id: string; email: string }>> {
   if (!emails.length) return []
   const c = store.t.contacts
-  return locked(store, db.select({ id: c.id, email: c.email }).from(c).where(and(eq(c.projectId, projectId), inArray(c.email, emails))).orderBy(c.email).$dynamic(), 'key share')
+  return db.select({ id: c.id, email: c.email }).from(c).where(and(eq(c.projectId, projectId), inArray(c.email, emails)))
 }
 
 /** Adds members; returns the contact ids that were not members yet. */

@@ -1,3 +1,5 @@
+import { isForeignKeyViolation } from '../../db/failures'
+import { LostRaceError } from '../../db/group-commit'
 import type { Db } from '../../db/client'
 import type { Ctx } from '../../deps'
 import { badRequest, conflict, flatError, invalidField, notFound } from '../../errors'
@@ -199,7 +201,7 @@ function staticOnly(seg: SegmentRow) {
 export async function addMembers(ctx: Ctx, id: string, body: AddMembersBody) {
   staticOnly(await load(ctx, id))
   const emails = [...new Set(body.emails.map(normalizeEmail))]
-  // A contact it creates, deleted by another writer mid-write (PostgreSQL): the transaction runs again.
+  // A contact it creates or adds, deleted by another writer mid-write (PostgreSQL): the transaction runs again.
   const result = await againIfVanished(ctx.store, () => ctx.store.tx(async (db) => {
     const seg = await repo.findById(ctx.store, ctx.projectId, id, db)
     if (!seg) throw notFound('segment')
@@ -217,7 +219,12 @@ export async function addMembers(ctx: Ctx, id: string, body: AddMembersBody) {
       }
     }
     const now = ctx.deps.clock.date()
-    const added = await repo.addMembers(ctx.store, db, ctx.projectId, id, found.map((c) => c.id), now)
+    const added = await repo.addMembers(ctx.store, db, ctx.projectId, id, found.map((c) => c.id), now).catch((err: unknown) => {
+      // A contact found above and deleted by another writer since (PostgreSQL): the whole runs again, and
+      // finds it missing. (Locking the contacts at the read would order its locks against the upserts'.)
+      if (isForeignKeyViolation(err)) throw new LostRaceError('A contact was deleted by another request while it was added; send the request again')
+      throw err
+    })
     if (seg.trackMembership) events.push(...await appendEvents(ctx, db, added.map((cid) => entryEvent(seg, cid))))
     const memberCount = await repo.recountMembers(ctx.store, db, ctx.projectId, id, now)
     return { added: added.length, alreadyMembers: found.length - added.length, created, notFound: body.createMissing ? [] : missing, memberCount, events }

@@ -47,7 +47,7 @@ forEachStore('upsertContact', (env) => {
     expect(Number(rows[0].n)).toBe(1)
   })
 
-  test('againIfVanished: runs the write again after a lost race, at most three times; other errors at once; inside a transaction once', async () => {
+  test('againIfVanished: runs the write again after a lost race or a deadlock, at most three times; other errors at once; inside a transaction once', async () => {
     const store = env.store
     let runs = 0
     expect(await againIfVanished(store, async () => { if (++runs < 3) throw new ContactVanishedError('a@example.com'); return 'done' })).toBe('done')
@@ -62,6 +62,11 @@ forEachStore('upsertContact', (env) => {
     runs = 0
     await expect(againIfVanished(store, async () => { runs++; throw new Error('disk full') })).rejects.toThrow('disk full')
     expect(runs).toBe(1)
+    // A deadlock's loser (PostgreSQL's 40P01, under drizzle's wrapper) runs again too.
+    runs = 0
+    const deadlock = Object.assign(new Error('deadlock detected'), { code: '40P01' })
+    expect(await againIfVanished(store, async () => { if (++runs < 2) throw new Error('Failed query', { cause: deadlock }); return 'done' })).toBe('done')
+    expect(runs).toBe(2)
     // Inside a transaction a `tx` joins it: run again there, the first run's writes would still stand.
     runs = 0
     const joined = await store.tx(() => againIfVanished(store, async () => { runs++; throw new ContactVanishedError('c@example.com') })).catch((e: unknown) => e)
