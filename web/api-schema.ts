@@ -1543,7 +1543,7 @@ export interface paths {
         put?: never;
         /**
          * Add contacts to a STATIC segment by email
-         * @description At most 1,000 emails. Emails that are not contacts are reported in `notFound`, or created with `createMissing: true` (subscribed as `subscribed`, default true). 400 for a DYNAMIC segment; 409 when other requests deleted a contact it creates while it was written, three times over (send it again). One transaction: all or nothing.
+         * @description At most 1,000 emails. Emails that are not contacts are reported in `notFound`, or created with `createMissing: true` (subscribed as `subscribed`, default true). 400 for a DYNAMIC segment; 409 when other requests deleted a contact it creates or adds while it was written, three times over (send it again). One transaction: all or nothing.
          */
         post: operations["postSegmentsByIdMembers"];
         /**
