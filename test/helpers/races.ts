@@ -53,7 +53,8 @@ export async function whileInsertHeld<T>(env: TestEnv, table: string, write: () 
     await holder`SELECT pg_advisory_unlock(4242)`
     return await within(outcome, 20_000, 'the write')
   } finally {
-    await holder.unsafe(`DROP TRIGGER IF EXISTS test_pause_insert ON ${table}`).catch(() => {})
+    // The lock first: a write still held in the trigger would hold the DROP up.
+    await holder.unsafe(`SELECT pg_advisory_unlock_all(); DROP TRIGGER IF EXISTS test_pause_insert ON ${table}`).catch(() => {})
     await Promise.all([holder.end({ timeout: 1 }), other.end({ timeout: 1 })])
   }
 }
@@ -109,7 +110,7 @@ export async function contactMadeAndGone<T>(env: TestEnv, projectId: string, ema
     // transaction rolls back first, then the trigger goes, and the advisory lock with the holder's session.
     giveUp(new Error('the test ended first'))
     await Promise.all([locker.end({ timeout: 1 }), other.end({ timeout: 1 })])
-    await holder.unsafe('DROP TRIGGER IF EXISTS test_pause_insert ON contacts').catch(() => {})
+    await holder.unsafe('SELECT pg_advisory_unlock_all(); DROP TRIGGER IF EXISTS test_pause_insert ON contacts').catch(() => {})
     await holder.end({ timeout: 1 })
   }
 }
