@@ -98,14 +98,18 @@ export function storageError(err: unknown): AppError | null {
     : new AppError('DATABASE_UNAVAILABLE', 'The database cannot be reached now. Try again in a few seconds.', { headers })
 }
 
-/**
- * A write that refers to a row that is not there (a foreign key), on either store: PostgreSQL's 23503,
- * SQLite's SQLITE_CONSTRAINT_FOREIGNKEY (drizzle wraps the driver's error in `cause`).
- */
-export function isForeignKeyViolation(err: unknown): boolean {
+/** True when `err` or one of its causes (drizzle wraps the driver's error in `cause`) has one of `codes`. */
+export function hasErrorCode(err: unknown, codes: readonly string[]): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return true
+    if (codes.includes(codeOf(e))) return true
   }
   return false
+}
+
+/**
+ * A write that refers to a row that is not there (a foreign key), on either store: PostgreSQL's 23503,
+ * SQLite's SQLITE_CONSTRAINT_FOREIGNKEY.
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return hasErrorCode(err, ['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
 }

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { sqliteConnection, type Db, type Store } from './client'
 import { AppError } from '../errors'
-import { storageFailure } from './failures'
+import { hasErrorCode, storageFailure } from './failures'
 
 /**
  * Group commit, on both stores: writes submitted during one turn of the event loop run in ONE transaction,
@@ -97,12 +97,7 @@ export class LostRaceError extends AppError {
  * succeed when run again.
  */
 export function isRetryableConflict(err: unknown): boolean {
-  if (err instanceof LostRaceError) return true
-  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code
-    if (code === '40P01' || code === '40001') return true
-  }
-  return false
+  return err instanceof LostRaceError || hasErrorCode(err, ['40P01', '40001'])
 }
 
 /**
