@@ -1,19 +1,10 @@
-import { createServer } from 'node:net'
 import type { Ctx } from '../src/deps'
 import { createDomain, verifyDomain } from '../src/modules/domains/service'
 import { splitTxt, type TestDns } from '../test/helpers/dns'
 
 /** Helpers of the benches that drive child processes (send, campaign, workflows). */
 
-/** A TCP port free on 127.0.0.1 now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
+export { freePort } from '../test/helpers/ports'
 
 /** Reads JSON lines from a child's stdout, calling `on` for each. */
 export function lines(stream: ReadableStream<Uint8Array>, on: (rec: Record<string, unknown>) => void) {

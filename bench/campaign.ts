@@ -158,7 +158,7 @@ try {
   dns.set('sink.test', [{ type: 'MX', exchange: 'mx.sink.test', priority: 10 }])
   dns.set('mx.sink.test', [{ type: 'A', address: '127.0.0.1' }])
 
-  const httpPort = await freePort()
+  const httpPort = freePort()
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl,
     MAILCTL_DATA_DIR: dir,

@@ -48,12 +48,12 @@ try {
   cleanups.unshift(() => dns.close())
   dns.set('sink.test', [{ type: 'MX', exchange: 'mx.sink.test', priority: 10 }])
   dns.set('mx.sink.test', [{ type: 'A', address: '127.0.0.1' }])
-  const httpPort = await freePort()
+  const httpPort = freePort()
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl, MAILCTL_DATA_DIR: dir, MAILCTL_JWT_SECRET: 'bench-secret', MAILCTL_SECRET: 'bench-secret-shared-by-every-node-of-the-bench',
     MAILCTL_HOSTNAME: 'mx.bench.test', MAILCTL_HTTP_PORT: String(httpPort), MAILCTL_HTTP_HOST: '127.0.0.1',
     // Mail is queued, not delivered: nothing listens on this port (the bench measures the API's answers).
-    MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(await freePort()), MAILCTL_DNS_SERVERS: dns.server,
+    MAILCTL_OUTBOUND: 'direct', MAILCTL_MX_PORT: String(freePort()), MAILCTL_DNS_SERVERS: dns.server,
     MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000', MAILCTL_SMTP_INBOUND_PORT: '0', MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_LOG_LEVEL: 'warn',
   }
   const config = loadConfig({ env })

@@ -46,7 +46,7 @@ try {
     MAILCTL_OUTBOUND: 'capture', MAILCTL_RATE_LIMIT_PER_MINUTE: '100000000', MAILCTL_SMTP_INBOUND_PORT: '0',
     MAILCTL_SMTP_RELAY_PORT: '0', MAILCTL_LOG_LEVEL: 'error', MAILCTL_HTTP_REUSE_PORT: 'false',
   })
-  const ports = [await freePort(), await freePort()]
+  const ports = [freePort(), freePort()]
   const deps = await createDeps(loadConfig({ env: env(ports[0]) }), { log: createLogger('error') })
   const project = await createProject(deps.store, { name: 'bench' })
   await closeDeps(deps)

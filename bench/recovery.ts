@@ -91,7 +91,7 @@ try {
   let survivor: ReturnType<typeof Bun.spawn> | null = null
   if (NODES === 2) {
     if (store.kind !== 'pg') throw new Error('BENCH_NODES=2 needs BENCH_DATABASE_URL=pg')
-    survivor = (await startServer({ ...env, MAILCTL_HTTP_PORT: String(await freePort()) })).proc
+    survivor = (await startServer({ ...env, MAILCTL_HTTP_PORT: String(freePort()) })).proc
     const s = survivor
     cleanups.unshift(async () => { s.kill('SIGTERM'); await s.exited })
   }

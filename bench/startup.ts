@@ -18,6 +18,7 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { freePort } from '../test/helpers/ports'
 
 const ROOT = resolve(import.meta.dir, '..')
 const BIN = process.env.BENCH_BIN ? resolve(process.env.BENCH_BIN) : join(ROOT, 'dist', 'mailctl')
@@ -50,12 +51,6 @@ async function buildIfStale(): Promise<void> {
   if (code !== 0) throw new Error(`npm run build failed (${code}): ${out}\n${err}`)
 }
 
-function freePort(): number {
-  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = s.port
-  s.stop(true)
-  return port
-}
 
 const work = mkdtempSync(join(tmpdir(), 'mailctl-startup-'))
 const existingDir = join(work, 'existing')

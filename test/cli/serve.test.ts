@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pkg from '../../package.json'
 import { run, SOURCE, startServe } from './run'
+import { freePort } from '../helpers/ports'
 
 /** `mailctl serve` and its ports: a busy port stops it (issue 18 #10), 465 moves (#12), one start line. */
 
@@ -16,13 +17,6 @@ let n = 0
 const dataDir = () => join(root, `d${++n}`)
 
 /** A TCP port free right now on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()))
-  const port = (s.address() as { port: number }).port
-  await new Promise<void>((r) => s.close(() => r()))
-  return port
-}
 
 /** Holds a port the way a server that allows sharing does (SO_REUSEPORT, as Elysia asks by default). */
 function holdShared(): { port: number; stop(): void } {
@@ -93,7 +87,7 @@ const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-
 
 test.skipIf(made.exitCode !== 0 && !process.env.CI)('MAILCTL_SMTP_SECURE_PORT moves implicit TLS; serve prints one start line with the API, docs and SMTP ports', async () => {
   expect(made.exitCode).toBe(0)
-  const [relay, secure] = [await freePort(), await freePort()]
+  const [relay, secure] = [freePort(), freePort()]
   const s = await startServe(SOURCE, ['--role', 'api', '--role', 'smtp'], {
     ...quiet, MAILCTL_DATA_DIR: dataDir(), MAILCTL_HTTP_PORT: '0', MAILCTL_SMTP_RELAY_PORT: String(relay), MAILCTL_SMTP_SECURE_PORT: String(secure),
     MAILCTL_SMTP_TLS_CERT: join(certDir, 'cert.pem'), MAILCTL_SMTP_TLS_KEY: join(certDir, 'key.pem'),

@@ -4,27 +4,16 @@
  * the tests run as root, on its own port and socket directory under /tmp.
  */
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe } from 'bun:test'
 import type { Config } from '../../src/config'
 import { sqliteOnly, TestEnv } from './env'
+import { freePort } from './ports'
 
 const BIN = process.env.MAILCTL_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin'
 
 /** True when this machine can run a private server. */
 export const privatePgAvailable = existsSync(join(BIN, 'initdb'))
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-    s.on('error', reject)
-  })
-}
 
 export interface PrivatePg {
   /** The admin URL (database `postgres`, trust auth). */
@@ -52,7 +41,7 @@ export async function startPrivatePg(): Promise<PrivatePg> {
     chownSync(dir, uid, gid)
   }
   const data = join(dir, 'data')
-  const port = await freePort()
+  const port = freePort()
   await run([join(BIN, 'initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync'])
   const ctl = (...a: string[]) => run([join(BIN, 'pg_ctl'), '-D', data, ...a])
   const start = () => ctl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', join(dir, 'log'), '-w', 'start')

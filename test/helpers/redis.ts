@@ -1,17 +1,6 @@
 /** A private redis-server on a free loopback port, for tests that stop it or need it to themselves. */
 import type { Subprocess } from 'bun'
-import { createServer } from 'node:net'
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.on('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address()
-      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))))
-    })
-  })
-}
+import { freePort } from './ports'
 
 export interface PrivateRedis {
   port: number
@@ -23,7 +12,7 @@ export interface PrivateRedis {
 }
 
 export async function startRedis(): Promise<PrivateRedis> {
-  const port = await freePort()
+  const port = freePort()
   const spawn = (): Subprocess => Bun.spawn(['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdout: 'ignore', stderr: 'ignore' })
   let server = spawn()
   const url = `redis://127.0.0.1:${port}`

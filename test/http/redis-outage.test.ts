@@ -1,13 +1,13 @@
 import { beforeAll, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import type Redis from 'ioredis'
-import { createServer } from 'node:net'
 import { forEachStore } from '../helpers/env'
 import { projectWithDomain, startTestDns } from '../modules/emails/fixture'
 import { connectRedis } from '../../src/main'
 import { redisLimiter } from '../../src/http/ratelimit'
 import { Wakeups } from '../../src/jobs/lease'
 import type { Logger } from '../../src/log'
+import { freePort } from '../helpers/ports'
 
 /**
  * Issue 14, "Redis is an accelerator": a private redis-server is killed in the middle of a run. The API
@@ -17,17 +17,6 @@ import type { Logger } from '../../src/log'
 
 const LIMIT = 1000
 const dns = await startTestDns()
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.on('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address()
-      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))))
-    })
-  })
-}
 
 /** Waits for `cond` (no timing assertion: the test's own timeout bounds it). */
 async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
@@ -55,7 +44,7 @@ forEachStore('Redis stopped in the middle of a run', (env) => {
   const counted = async (projectId: string): Promise<string | null> => redis.get(`${prefix}project:${projectId}`)
 
   beforeAll(async () => {
-    port = await freePort()
+    port = freePort()
     server = redisServer(port)
     const url = `redis://127.0.0.1:${port}`
     // The server needs a moment to listen: connect through the composition root's code until it does.

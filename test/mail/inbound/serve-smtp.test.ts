@@ -1,28 +1,17 @@
 import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import { loadConfig } from '../../../src/config'
 import { serve } from '../../../src/main'
 import { createProject } from '../../../src/modules/projects/service'
+import { freePort } from '../../helpers/ports'
 
 /** `serve --role smtp` starts the inbound receiver and the relay on their configured ports (0 disables). */
 
 const dir = mkdtempSync(join(tmpdir(), 'mailctl-serve-smtp-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 async function verify(port: number, auth?: { user: string; pass: string }): Promise<true | string> {
   const t = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, ...(auth ? { auth } : {}) })
@@ -36,7 +25,7 @@ async function verify(port: number, auth?: { user: string; pass: string }): Prom
 }
 
 test('serve --role smtp: receiver and relay listen; port 0 disables each', async () => {
-  const [inboundPort, relayPort] = [await freePort(), await freePort()]
+  const [inboundPort, relayPort] = [freePort(), freePort()]
   const base = { dataDir: dir, databaseUrl: `sqlite://${join(dir, 'm.db')}`, logLevel: 'silent' as const, hostname: 'mx.serve.test', jwtSecret: 'x'.repeat(32) }
   const running = await serve(loadConfig({ env: {}, overrides: { ...base, smtpInboundPort: inboundPort, smtpRelayPort: relayPort } }), ['smtp'])
   try {
@@ -63,7 +52,7 @@ test('with MAILCTL_SMTP_TLS_CERT/KEY the receiver offers STARTTLS (and still tak
   const certPath = join(dir, 'cert.pem')
   const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', '/CN=mx.serve.test'], { stderr: 'pipe' })
   expect(made.exitCode).toBe(0)
-  const port = await freePort()
+  const port = freePort()
   const config = loadConfig({ env: {}, overrides: {
     dataDir: dir, databaseUrl: `sqlite://${join(dir, 'tls.db')}`, logLevel: 'silent', hostname: 'mx.serve.test', jwtSecret: 'y'.repeat(32),
     smtpInboundPort: port, smtpRelayPort: 0, smtpTlsCert: certPath, smtpTlsKey: keyPath,

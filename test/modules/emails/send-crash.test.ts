@@ -3,6 +3,7 @@ import { inArray } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { startWorkerProcess, until } from '../../helpers/worker'
 import { projectWithDomain, startTestDns } from './fixture'
+import { freePort } from '../../helpers/ports'
 
 /**
  * kill -9 of a real API node under concurrent POST /v1/send: every email answered 200 before the kill is
@@ -15,12 +16,6 @@ const dns = await startTestDns()
 afterAll(() => dns.close())
 
 /** A free loopback port (bound, then released for the child to take). */
-function freePort(): number {
-  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = s.port
-  s.stop(true)
-  return port
-}
 
 forEachStore('send crash safety', (env) => {
   test('kill -9 mid-load: no answered send is lost', async () => {

@@ -3,6 +3,7 @@ import { and, eq, inArray } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { startWorkerProcess, until } from '../../helpers/worker'
 import { computeKey } from '../../../src/modules/segments/service'
+import { freePort } from '../../helpers/ports'
 
 /**
  * An event committed by a real server that is killed with SIGKILL before any delivery still reaches its
@@ -12,12 +13,6 @@ import { computeKey } from '../../../src/modules/segments/service'
  */
 
 /** A free loopback port (bound, then released for the child to take). */
-function freePort(): number {
-  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = s.port
-  s.stop(true)
-  return port
-}
 
 // No mail is sent here: the outbound settings of the child only need to be valid.
 const delivery = { mxPort: 2525, dnsServer: '127.0.0.1:5353' }

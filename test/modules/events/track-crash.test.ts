@@ -2,6 +2,7 @@ import { expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { forEachStore } from '../../helpers/env'
 import { startWorkerProcess, until } from '../../helpers/worker'
+import { freePort } from '../../helpers/ports'
 
 /**
  * kill -9 of a real server under concurrent tracks: every track answered 200 before the kill is in the
@@ -10,12 +11,6 @@ import { startWorkerProcess, until } from '../../helpers/worker'
  */
 
 /** A free loopback port (bound, then released for the child to take). */
-function freePort(): number {
-  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = s.port
-  s.stop(true)
-  return port
-}
 
 const delivery = { mxPort: 2525, dnsServer: '127.0.0.1:5353' }
 

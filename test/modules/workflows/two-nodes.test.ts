@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { and, count, eq, inArray } from 'drizzle-orm'
 import { pgReachableSync, TestEnv } from '../../helpers/env'
@@ -9,6 +8,7 @@ import { ctxFor } from '../../../src/deps'
 import { dkimKey } from '../../../src/secrets'
 import { workflowTriggerConsumer } from '../../../src/modules/workflows/consumer'
 import { workflowProject, wfClient } from './fixture'
+import { freePort } from '../../helpers/ports'
 
 /**
  * Two `mailctl serve` nodes (api + worker) on one PostgreSQL database: 1,000 events tracked through both
@@ -17,15 +17,6 @@ import { workflowProject, wfClient } from './fixture'
  */
 const CLI = join(import.meta.dir, '../../../cli/mailctl.ts')
 const N = 1000
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 ;(pgReachableSync() ? describe : describe.skip)('workflows on two nodes [pg]', () => {
   const env = new TestEnv('pg')
@@ -42,7 +33,7 @@ async function freePort(): Promise<number> {
     await c.enable(wf.id)
 
     const nodes = await Promise.all([0, 1].map(async () => {
-      const port = await freePort()
+      const port = freePort()
       const child = Bun.spawn([process.execPath, CLI, 'serve', '--role', 'api', '--role', 'worker'], {
         env: {
           PATH: process.env.PATH ?? '', DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir,
