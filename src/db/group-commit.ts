@@ -101,6 +101,17 @@ export function isRetryableConflict(err: unknown): boolean {
 }
 
 /**
+ * The answer to a write that still conflicted after its last run (isRetryableConflict): the LostRaceError
+ * itself, or for a deadlock or a serialization failure a LostRaceError in its place, a 409 that says to send
+ * the request again rather than a 500. Null for any other error.
+ */
+export function conflictAnswer(err: unknown): LostRaceError | null {
+  if (err instanceof LostRaceError) return err
+  if (!hasErrorCode(err, ['40P01', '40001'])) return null
+  return new LostRaceError('The write met concurrent writes on every try (a deadlock or a serialization failure); send the request again')
+}
+
+/**
  * What a failing pure write throws out of the optimistic transaction: RETRY (run the batch again the safe
  * way), unless the store itself failed (the database is down, the disk is full): a second run would fail
  * the same way, so every caller gets that error at once (a 503, src/db/failures.ts).

@@ -23,7 +23,7 @@
 import type { SMTPServer as SMTPServerType, SMTPServerOptions, SMTPServerSession } from 'smtp-server'
 import { SMTPServer } from 'smtp-server'
 import { ctxFor, type Ctx, type Deps } from '../deps'
-import { LostRaceError } from '../db/group-commit'
+import { conflictAnswer } from '../db/group-commit'
 import { AppError } from '../errors'
 import { errorFields } from '../log'
 import { isEmail, normalizeEmail } from '../modules/contacts/data'
@@ -147,12 +147,17 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
         try {
           result = await relayMessage(ctx, { mailFrom, rcptTo, raw, sessionId: session.id })
         } catch (err) {
+          // A write that lost to concurrent writers on every run (a contact deleted while it was written, a
+          // deadlock): only for now, and logged, since it should be rare.
+          const race = conflictAnswer(err)
+          if (race) {
+            log.warn('relay message conflicted on every run', { session: session.id, projectId: ctx.projectId, ...errorFields(err) })
+            return cb(smtpReply(451, `4.3.0 ${race.message}`))
+          }
           if (err instanceof AppError) {
             log.info('relay message refused', { session: session.id, projectId: ctx.projectId, reason: err.message })
             if (err.status === 403) return cb(smtpReply(550, `5.7.1 ${err.message}`))
             if (err.status === 413) return cb(smtpReply(552, `5.3.4 ${err.message}`))
-            // A race lost with other writers (a contact deleted while it was written): only for now.
-            if (err instanceof LostRaceError) return cb(smtpReply(451, `4.3.0 ${err.message}`))
             if (err.status < 500) return cb(smtpReply(550, `5.6.0 ${err.message}`))
           }
           log.error('relay message could not be queued', { session: session.id, projectId: ctx.projectId, ...errorFields(err) })

@@ -4,6 +4,7 @@ import { forEachStore } from '../helpers/env'
 import { buildApp } from '../../src/http/app'
 import type { Logger } from '../../src/log'
 import { AppError } from '../../src/errors'
+import { LostRaceError } from '../../src/db/group-commit'
 import { must } from '../helpers/must'
 
 const UUIDISH = /^[0-9a-f-]{36}$/
@@ -102,6 +103,30 @@ forEachStore('HTTP core: envelope, request ids, limits', (env) => {
       expect(l.requestId).toMatch(UUIDISH)
       expect(typeof l.ms).toBe('number')
     }
+  })
+
+  test('a write that conflicted on every run (a lost race, a deadlock, a serialization failure): 409 CONFLICT, and a warning in the log', async () => {
+    const lines: Array<Record<string, unknown>> = []
+    // As drizzle throws the driver's error: wrapped, the code on its cause.
+    const driverError = (code: string) => Object.assign(new Error('Failed query: UPDATE contacts ...'), { cause: Object.assign(new Error('deadlock detected'), { code }) })
+    const app = buildApp({ ...env.deps, log: memoryLogger(lines) })
+      .get('/test/deadlock', () => { throw driverError('40P01') })
+      .get('/test/serialization', () => { throw driverError('40001') })
+      .get('/test/lost-race', () => { throw new LostRaceError('A contact vanished; send the request again') })
+      .get('/test/other-code', () => { throw driverError('23505') })
+    for (const path of ['/test/deadlock', '/test/serialization', '/test/lost-race']) {
+      const res = await app.handle(new Request(`http://localhost${path}`))
+      const body = (await res.json()) as { error: { code: string; message: string; requestId: string } }
+      expect({ path, status: res.status, code: body.error.code }).toEqual({ path, status: 409, code: 'CONFLICT' })
+      expect(body.error.message).toContain('send the request again')
+      const warned = lines.filter((l) => l.level === 'warn' && l.path === path)
+      expect(warned).toMatchObject([{ msg: 'write conflicted on every run', requestId: body.error.requestId, method: 'GET' }])
+    }
+    // Any other database error stays what it was: a 500, logged as an error.
+    const other = await app.handle(new Request('http://localhost/test/other-code'))
+    expect(other.status).toBe(500)
+    expect(lines.filter((l) => l.path === '/test/other-code').map((l) => [l.level, l.msg])).toContainEqual(['error', 'unhandled error'])
+    expect(lines.filter((l) => l.msg === 'write conflicted on every run')).toHaveLength(3)
   })
 
   test('/ready: 200 when migrated, 503 when a migration is missing', async () => {
