@@ -16,8 +16,6 @@ afterAll(() => rmSync(root, { recursive: true, force: true }))
 let n = 0
 const dataDir = () => join(root, `d${++n}`)
 
-/** A TCP port free right now on 127.0.0.1. */
-
 /** Holds a port the way a server that allows sharing does (SO_REUSEPORT, as Elysia asks by default). */
 function holdShared(): { port: number; stop(): void } {
   const other = Bun.serve({ port: 0, hostname: '127.0.0.1', reusePort: true, fetch: () => new Response('the other server') })

@@ -15,8 +15,6 @@ import { freePort } from '../../helpers/ports'
 const dns = await startTestDns()
 afterAll(() => dns.close())
 
-/** A free loopback port (bound, then released for the child to take). */
-
 forEachStore('send crash safety', (env) => {
   test('kill -9 mid-load: no answered send is lost', async () => {
     const p = await projectWithDomain(env, dns, `send-crash-${Math.random().toString(36).slice(2, 8)}.test`)

@@ -12,8 +12,6 @@ import { freePort } from '../../helpers/ports'
  * whose condition names the event.
  */
 
-/** A free loopback port (bound, then released for the child to take). */
-
 // No mail is sent here: the outbound settings of the child only need to be valid.
 const delivery = { mxPort: 2525, dnsServer: '127.0.0.1:5353' }
 

@@ -10,8 +10,6 @@ import { freePort } from '../../helpers/ports'
  * events/track-write.ts trackBatch), and each answer must come only after its batch's commit.
  */
 
-/** A free loopback port (bound, then released for the child to take). */
-
 const delivery = { mxPort: 2525, dnsServer: '127.0.0.1:5353' }
 
 forEachStore('track crash safety', (env) => {
