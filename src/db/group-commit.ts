@@ -87,8 +87,9 @@ const RETRY = Symbol('group commit: retry with savepoints')
  * like one (isRetryableConflict); lost on every run, it answers 409: the request may be sent again.
  */
 export class LostRaceError extends AppError {
-  constructor(message: string) {
+  constructor(message: string, cause?: unknown) {
     super('CONFLICT', message)
+    if (cause !== undefined) this.cause = cause
   }
 }
 
@@ -101,14 +102,15 @@ export function isRetryableConflict(err: unknown): boolean {
 }
 
 /**
- * The answer to a write that still conflicted after its last run (isRetryableConflict): the LostRaceError
- * itself, or for a deadlock or a serialization failure a LostRaceError in its place, a 409 that says to send
- * the request again rather than a 500. Null for any other error.
+ * What a write throws once its last run still conflicted (isRetryableConflict): a LostRaceError as it is;
+ * for a deadlock or a serialization failure a LostRaceError in its place (the driver's error as its
+ * cause), so that the request answers 409 CONFLICT ("send the request again"), and an Idempotency-Key is
+ * freed as for any 4xx, rather than a 500 that keeps it. Any other error as it is. Only where the runs end
+ * (the group commit, againIfVanished): a deadlock elsewhere was not run again and stays what it is.
  */
-export function conflictAnswer(err: unknown): LostRaceError | null {
-  if (err instanceof LostRaceError) return err
-  if (!hasErrorCode(err, ['40P01', '40001'])) return null
-  return new LostRaceError('The write met concurrent writes on every try (a deadlock or a serialization failure); send the request again')
+export function conflictAnswer(err: unknown): unknown {
+  if (err instanceof LostRaceError || !hasErrorCode(err, ['40P01', '40001'])) return err
+  return new LostRaceError('The write met concurrent writes on every run (a deadlock or a serialization failure); send the request again', err)
 }
 
 /**
@@ -174,7 +176,8 @@ export class GroupCommit {
       try {
         return await this.store.tx(fn)
       } catch (error) {
-        if (attempt >= RETRIES || !isRetryableConflict(error)) throw error
+        if (!isRetryableConflict(error)) throw error
+        if (attempt >= RETRIES) throw conflictAnswer(error)
         this.stats.conflicts++
       }
     }
@@ -225,8 +228,9 @@ export class GroupCommit {
       } catch (error) {
         await sp.rollback()
         await sp.release()
-        if (attempt < RETRIES && isRetryableConflict(error)) { this.stats.conflicts++; continue }
-        return { ok: false, error }
+        if (!isRetryableConflict(error)) return { ok: false, error }
+        if (attempt < RETRIES) { this.stats.conflicts++; continue }
+        return { ok: false, error: conflictAnswer(error) }
       }
     }
   }
@@ -288,7 +292,8 @@ export class GroupCommit {
             outcomes = await this.commit(batch, true)
             break
           } catch (again) {
-            if (attempt >= RETRIES || !isRetryableConflict(again)) throw again
+            if (!isRetryableConflict(again)) throw again
+            if (attempt >= RETRIES) throw conflictAnswer(again)
             this.stats.conflicts++
           }
         }

@@ -5,7 +5,7 @@ import type { Deps } from '../deps'
 import { AppError, badRequest, tooLarge, validation } from '../errors'
 import { errorFields } from '../log'
 import { storageError } from '../db/failures'
-import { conflictAnswer } from '../db/group-commit'
+import { LostRaceError } from '../db/group-commit'
 import { checkDataLimits } from '../modules/contacts/data'
 import { unstorableRequest } from './text'
 import { MAX_BODY_DEPTH, tooDeepBranch } from './depth'
@@ -141,12 +141,10 @@ export function buildApp(deps: Deps) {
     if (cors) Object.assign(set.headers, cors)
     let err: AppError
     const storage = error instanceof AppError ? null : storageError(error)
-    // A write that lost to concurrent writers on every run: a 409, and logged, since it should be rare.
-    const race = conflictAnswer(error)
-    if (race) {
-      log.warn('write conflicted on every run', { requestId: id, method: request.method, path: pathOf(request.url), ...errorFields(error) })
-      err = race
-    } else if (error instanceof AppError) err = error
+    // A write that lost to concurrent writers on every run (conflictAnswer): its 409, logged, since it
+    // should be rare.
+    if (error instanceof LostRaceError) log.warn('write conflicted on every run', { requestId: id, method: request.method, path: pathOf(request.url), ...errorFields(error.cause ?? error) })
+    if (error instanceof AppError) err = error
     else if (code === 'VALIDATION') err = fromValidation(error as ValidationError)
     // A route's own parser refusing the body (the CSV import's size cap) reaches here wrapped in a ParseError.
     else if (code === 'PARSE' && (error as Error).cause instanceof AppError) err = (error as Error).cause as AppError

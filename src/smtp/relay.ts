@@ -23,7 +23,7 @@
 import type { SMTPServer as SMTPServerType, SMTPServerOptions, SMTPServerSession } from 'smtp-server'
 import { SMTPServer } from 'smtp-server'
 import { ctxFor, type Ctx, type Deps } from '../deps'
-import { conflictAnswer } from '../db/group-commit'
+import { LostRaceError } from '../db/group-commit'
 import { AppError } from '../errors'
 import { errorFields } from '../log'
 import { isEmail, normalizeEmail } from '../modules/contacts/data'
@@ -148,11 +148,10 @@ export function createRelayServer(deps: Deps, opts: RelayServerOptions = {}): SM
           result = await relayMessage(ctx, { mailFrom, rcptTo, raw, sessionId: session.id })
         } catch (err) {
           // A write that lost to concurrent writers on every run (a contact deleted while it was written, a
-          // deadlock): only for now, and logged, since it should be rare.
-          const race = conflictAnswer(err)
-          if (race) {
-            log.warn('relay message conflicted on every run', { session: session.id, projectId: ctx.projectId, ...errorFields(err) })
-            return cb(smtpReply(451, `4.3.0 ${race.message}`))
+          // deadlock; conflictAnswer): only for now, and logged, since it should be rare.
+          if (err instanceof LostRaceError) {
+            log.warn('write conflicted on every run', { session: session.id, projectId: ctx.projectId, ...errorFields(err.cause ?? err) })
+            return cb(smtpReply(451, `4.3.0 ${err.message}`))
           }
           if (err instanceof AppError) {
             log.info('relay message refused', { session: session.id, projectId: ctx.projectId, reason: err.message })

@@ -23,13 +23,19 @@ export async function run(cmd: string[], args: string[], env: Record<string, str
   return { code, stdout, stderr }
 }
 
+/** How long startServe waits for serve's start line before it kills it and fails with what it printed. */
+const START_DEADLINE_MS = 60_000
+
 /**
  * Starts `serve`, waits for its "http listening" log line and for its start line (HTTP answers before
  * the workers and SMTP have started; the start line comes once all have), and returns the port and a
- * stop function.
+ * stop function. A serve that exits first, or has not started within START_DEADLINE_MS (it is then
+ * killed), fails with what it printed.
  */
 export async function startServe(cmd: string[], args: string[], env: Record<string, string>, cwd = ROOT) {
   const p = Bun.spawn([...cmd, 'serve', ...args], { cwd, env: cleanEnv({ MAILCTL_LOG_LEVEL: 'info', ...env }), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  let late = false
+  const deadline = setTimeout(() => { late = true; p.kill('SIGKILL') }, START_DEADLINE_MS)
   // stderr is read all along (the human start line goes there), so the child never blocks on it either.
   let stderr = ''
   let started = () => {}
@@ -55,7 +61,8 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
     if (done) {
       const code = await p.exited
       await stderrDone
-      throw new Error(`serve exited before listening (code ${code}): ${buffered} ${stderr}`)
+      clearTimeout(deadline)
+      throw new Error(`serve ${late ? `had not started within ${START_DEADLINE_MS} ms (killed)` : `exited before listening (code ${code})`}: ${lines.join('\n')} ${buffered} ${stderr}`)
     }
     buffered += decoder.decode(value, { stream: true })
     for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
@@ -81,6 +88,12 @@ export async function startServe(cmd: string[], args: string[], env: Record<stri
     if (buffered) lines.push(buffered)
   })()
   await startLine
+  clearTimeout(deadline)
+  if (late) {
+    await drained
+    await stderrDone
+    throw new Error(`serve had not started within ${START_DEADLINE_MS} ms (killed): ${lines.join('\n')} ${stderr}`)
+  }
   return {
     port,
     lines,

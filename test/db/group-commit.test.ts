@@ -120,6 +120,39 @@ forEachStore('group commit', (env) => {
     expect(Object.fromEntries(runs)).toEqual({ a: 2, raced: 3, lost: 3, b: 1 })
     expect(g.stats).toEqual({ batches: 1, writes: 4, retries: 1, conflicts: 3 })
   })
+  test('a deadlock or a serialization failure on every run answers the 409 of a lost race, with the driver\'s error as its cause (a batch\'s write, and a write of its own)', async () => {
+    const g = new GroupCommit(env.store)
+    // As drizzle throws the driver's error: wrapped, the code on its cause.
+    const driverError = (code: string) => Object.assign(new Error('Failed query'), { cause: Object.assign(new Error('deadlock detected'), { code }) })
+    const runs = new Map<string, number>()
+    const write = async (_db: unknown, name: string) => {
+      runs.set(name, (runs.get(name) ?? 0) + 1)
+      if (name === 'deadlock') throw driverError('40P01')
+      if (name === 'serialization') throw driverError('40001')
+      if (name === 'unique') throw driverError('23505')
+      return name
+    }
+    const kind: Batched<string, string> = {
+      async many(db, items) { const out: string[] = []; for (const name of items) out.push(await write(db, name)); return out },
+      one: write,
+    }
+    const results = await Promise.allSettled([
+      g.runMany(kind, 'deadlock'), g.runMany(kind, 'serialization'), g.runMany(kind, 'unique'), g.runMany(kind, 'ok'),
+      g.run((db) => write(db, 'alone')), g.run(async () => { runs.set('alone-deadlock', (runs.get('alone-deadlock') ?? 0) + 1); throw driverError('40P01') }),
+    ])
+    const reasons = results.map((r) => (r.status === 'rejected' ? r.reason : r.value))
+    for (const i of [0, 1, 5]) {
+      expect(reasons[i]).toBeInstanceOf(LostRaceError)
+      expect(reasons[i]).toMatchObject({ status: 409, code: 'CONFLICT' })
+      expect(codeOf((reasons[i] as Error).cause)).toBe(i === 1 ? '40001' : '40P01')
+    }
+    // Any other error stays what it was, and is not run again.
+    expect(reasons[2]).not.toBeInstanceOf(LostRaceError)
+    expect(codeOf(reasons[2])).toBe('23505')
+    expect([reasons[3], reasons[4]]).toEqual(['ok', 'alone'])
+    expect(runs.get('unique')).toBeLessThanOrEqual(2)
+    expect(runs.get('alone-deadlock')).toBe(3)
+  })
   test('a write the database refuses (a duplicate key) fails alone in a batch: the others of its batch commit', async () => {
     const p = await env.project()
     const g = new GroupCommit(env.store)

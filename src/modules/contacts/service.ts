@@ -1,5 +1,5 @@
 import type { Db, Store } from '../../db/client'
-import { isRetryableConflict, LostRaceError } from '../../db/group-commit'
+import { conflictAnswer, isRetryableConflict, LostRaceError } from '../../db/group-commit'
 import type { Ctx } from '../../deps'
 import { AppError, conflict, flatError, notFound } from '../../errors'
 import { invalidCursor } from '../cursor'
@@ -99,7 +99,8 @@ export async function againIfVanished<T>(store: Store, write: () => Promise<T>, 
     try {
       return await write()
     } catch (err) {
-      if (!isRetryableConflict(err) || run >= runs) throw err
+      if (!isRetryableConflict(err)) throw err
+      if (run >= runs) throw conflictAnswer(err)
     }
   }
 }

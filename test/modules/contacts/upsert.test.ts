@@ -5,7 +5,7 @@ import { forEachStore, pgReachableSync, TestEnv } from '../../helpers/env'
 import { contactMadeAndGone, RACED_EMAIL_PREFIX } from '../../helpers/races'
 import { until } from '../../helpers/worker'
 import { ctxFor } from '../../../src/deps'
-import { isRetryableConflict } from '../../../src/db/group-commit'
+import { isRetryableConflict, LostRaceError } from '../../../src/db/group-commit'
 import { againIfVanished, ContactVanishedError, upsertContact, upsertMany, type UpsertInput } from '../../../src/modules/contacts/service'
 import { importCsv } from '../../../src/modules/contacts/import'
 import { applyDataRules } from '../../../src/modules/contacts/data'
@@ -67,6 +67,12 @@ forEachStore('upsertContact', (env) => {
     const deadlock = Object.assign(new Error('deadlock detected'), { code: '40P01' })
     expect(await againIfVanished(store, async () => { if (++runs < 2) throw new Error('Failed query', { cause: deadlock }); return 'done' })).toBe('done')
     expect(runs).toBe(2)
+    // A deadlock on every run ends as the 409 of a lost race, the driver's error as its cause.
+    runs = 0
+    const stuck = await againIfVanished(store, async () => { runs++; throw new Error('Failed query', { cause: deadlock }) }).catch((e: unknown) => e)
+    expect(stuck).toBeInstanceOf(LostRaceError)
+    expect(stuck).toMatchObject({ status: 409, code: 'CONFLICT', cause: { message: 'Failed query', cause: deadlock } })
+    expect(runs).toBe(3)
     // Inside a transaction a `tx` joins it: run again there, the first run's writes would still stand.
     runs = 0
     const joined = await store.tx(() => againIfVanished(store, async () => { runs++; throw new ContactVanishedError('c@example.com') })).catch((e: unknown) => e)

@@ -30,27 +30,33 @@ test('a compiled server records tracks on its writer thread', async () => {
 
   const env = new TestEnv('sqlite')
   await env.start()
-  // Port 0 and the "http listening" line (startServe): no port to pick and clash on, and a child that
-  // dies while starting fails the test at once with what it printed, instead of a 30 s wait for answers.
-  const server = await startServe([join(dir, 'mailctl')], ['--role', 'api'], {
-    DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir,
-    MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'), MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_HOST: '127.0.0.1',
-  }, dir)
   try {
-    const p = await env.project()
-    const res = await fetch(`http://127.0.0.1:${server.port}/v1/track`, {
-      method: 'POST', headers: { authorization: `Bearer ${p.publicKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'bin@example.com', event: 'compiled' }),
-    })
-    const body = await res.json() as { data: { event: string } }
-    expect(res.status).toBe(200)
-    const [row] = await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE id = ${body.data.event}`)
-    expect(row).toEqual({ name: 'compiled' })
-  } finally {
-    const code = await server.stop()
-    await env.stop()
-    // The writer thread's failure is logged (stdout, JSON lines); nothing of it may show on either stream.
+    // Port 0 and the "http listening" line (startServe): no port to pick and clash on; a child that dies
+    // or hangs while starting fails the test with what it printed (startServe's deadline).
+    const server = await startServe([join(dir, 'mailctl')], ['--role', 'api'], {
+      DATABASE_URL: env.config.databaseUrl, MAILCTL_DATA_DIR: env.config.dataDir,
+      MAILCTL_JWT_SECRET: must(env.config.jwtSecret, 'config.jwtSecret'), MAILCTL_HTTP_PORT: '0', MAILCTL_HTTP_HOST: '127.0.0.1',
+    }, dir)
+    let code: number
+    try {
+      const p = await env.project()
+      // The track writer thread has no fallback (events/service.ts): a thread that failed to load in the
+      // executable fails this request (a 500).
+      const res = await fetch(`http://127.0.0.1:${server.port}/v1/track`, {
+        method: 'POST', headers: { authorization: `Bearer ${p.publicKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'bin@example.com', event: 'compiled' }),
+      })
+      const body = await res.json() as { data: { event: string } }
+      expect(res.status).toBe(200)
+      const [row] = await env.store.rows<{ name: string }>(sql`SELECT name FROM events WHERE id = ${body.data.event}`)
+      expect(row).toEqual({ name: 'compiled' })
+    } finally {
+      code = await server.stop()
+    }
+    // Nothing of a failed writer thread in what the server printed (its logs, on either stream), and a clean stop.
     expect([...server.lines, server.stderr()].filter((l) => l.includes('track writer thread failed'))).toEqual([])
     expect(code).toBe(0)
+  } finally {
+    await env.stop()
   }
 }, 120_000)

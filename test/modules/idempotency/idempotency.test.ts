@@ -6,6 +6,7 @@ import { badRequest } from '../../../src/errors'
 import { claimIn } from '../../../src/modules/idempotency/repo'
 import { idempotencyClaim, keepFailed, sweepExpiredKeys, withIdempotency } from '../../../src/modules/idempotency/service'
 import { must } from '../../helpers/must'
+import { againIfVanished } from '../../../src/modules/contacts/service'
 
 async function keyRow(env: TestEnv, projectId: string, key: string) {
   const [r] = await env.store.rows<{ status_code: number | null }>(sql`SELECT status_code FROM idempotency_keys WHERE project_id = ${projectId} AND key = ${key}`)
@@ -29,6 +30,13 @@ forEachStore('idempotency keys', (env) => {
     expect(await keyRow(env, p.id, 'k4')).toBeNull()
     await withIdempotency(ctx, 'k5', req, async () => { throw new Error('boom') }).catch(() => {})
     expect(await keyRow(env, p.id, 'k5')).toEqual({ statusCode: 500 })
+    // A write that met concurrent writes on every run (a deadlock each time) answers 409 "send the request
+    // again", so the key is freed for that: the resend runs.
+    const deadlock = Object.assign(new Error('Failed query'), { cause: Object.assign(new Error('deadlock detected'), { code: '40P01' }) })
+    const conflicted = await withIdempotency(ctx, 'k6', req, () => againIfVanished(env.store, async () => { throw deadlock })).catch((e) => e)
+    expect(conflicted).toMatchObject({ status: 409, code: 'CONFLICT' })
+    expect(await keyRow(env, p.id, 'k6')).toBeNull()
+    expect(await withIdempotency(ctx, 'k6', req, async () => 'sent again')).toBe('sent again')
     const bad = await withIdempotency(ctx, 'bad\nkey', req, async () => 1).catch((e) => e)
     expect(bad.code).toBe('VALIDATION_ERROR')
   })
