@@ -575,7 +575,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update a contact by email
-         * @description 201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`; 409 when other requests deleted the contact while it was written, three times over (send it again).
+         * @description 201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`; 409 when other requests deleted the contact while it was written, or the write deadlocked with theirs, three times over (send it again).
          */
         post: operations["postContacts"];
         delete?: never;
@@ -983,7 +983,7 @@ export interface paths {
         put?: never;
         /**
          * Track an event for a contact (public or secret key)
-         * @description Upserts the contact (new contacts are subscribed unless `subscribed: false`; existing contacts keep their state unless `subscribed` is given) and stores the event. `data` follows the contact data rules; the event keeps the request data (wrappers unwrapped). Reserved names answer 422 with field code reserved_event. With Idempotency-Key, a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED and nothing is performed again. 409 CONFLICT when other requests deleted the contact while it was written, three times over (send it again).
+         * @description Upserts the contact (new contacts are subscribed unless `subscribed: false`; existing contacts keep their state unless `subscribed` is given) and stores the event. `data` follows the contact data rules; the event keeps the request data (wrappers unwrapped). Reserved names answer 422 with field code reserved_event. With Idempotency-Key, a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED and nothing is performed again. 409 CONFLICT when other requests deleted the contact while it was written, or the write deadlocked with theirs, three times over (send it again).
          */
         post: operations["postV1Track"];
         delete?: never;
@@ -1003,7 +1003,7 @@ export interface paths {
         put?: never;
         /**
          * Track an event (dashboard alias of /v1/track, secret key)
-         * @description Upserts the contact (new contacts are subscribed unless `subscribed: false`; existing contacts keep their state unless `subscribed` is given) and stores the event. `data` follows the contact data rules; the event keeps the request data (wrappers unwrapped). Reserved names answer 422 with field code reserved_event. With Idempotency-Key, a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED and nothing is performed again. 409 CONFLICT when other requests deleted the contact while it was written, three times over (send it again).
+         * @description Upserts the contact (new contacts are subscribed unless `subscribed: false`; existing contacts keep their state unless `subscribed` is given) and stores the event. `data` follows the contact data rules; the event keeps the request data (wrappers unwrapped). Reserved names answer 422 with field code reserved_event. With Idempotency-Key, a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED and nothing is performed again. 409 CONFLICT when other requests deleted the contact while it was written, or the write deadlocked with theirs, three times over (send it again).
          */
         post: operations["postEventsTrack"];
         delete?: never;
@@ -1543,7 +1543,7 @@ export interface paths {
         put?: never;
         /**
          * Add contacts to a STATIC segment by email
-         * @description At most 1,000 emails. Emails that are not contacts are reported in `notFound`, or created with `createMissing: true` (subscribed as `subscribed`, default true). 400 for a DYNAMIC segment; 409 when other requests deleted a contact it creates or adds while it was written, three times over (send it again). One transaction: all or nothing.
+         * @description At most 1,000 emails. Emails that are not contacts are reported in `notFound`, or created with `createMissing: true` (subscribed as `subscribed`, default true). 400 for a DYNAMIC segment; 409 when other requests deleted a contact it creates or adds while it was written, or the write deadlocked with theirs, three times over (send it again). One transaction: all or nothing.
          */
         post: operations["postSegmentsByIdMembers"];
         /**
@@ -2339,7 +2339,7 @@ export interface paths {
          *
          *     Addresses on the suppression list (hard bounces, complaints, manual entries; see /suppressions) get no email: each has `status: "suppressed"` and the `reason` in `data.emails`, and no `email` id.
          *
-         *     Errors: 401 INVALID_API_KEY (public key), 403 for an unverified sender domain, 404 for an unknown template, 409 IDEMPOTENCY_KEY_REUSED, 409 CONFLICT when other requests deleted the contact of a recipient while it was written, three times over (send it again), 413 PAYLOAD_TOO_LARGE (attachments above 10 MB in total, a message above 40 MB), 422 VALIDATION_ERROR (header injection: code header_injection).
+         *     Errors: 401 INVALID_API_KEY (public key), 403 for an unverified sender domain, 404 for an unknown template, 409 IDEMPOTENCY_KEY_REUSED, 409 CONFLICT when other requests deleted the contact of a recipient while it was written, or the write deadlocked with theirs, three times over (send it again), 413 PAYLOAD_TOO_LARGE (attachments above 10 MB in total, a message above 40 MB), 422 VALIDATION_ERROR (header injection: code header_injection).
          *
          *     Marketing templates get RFC 8058 one-click List-Unsubscribe headers; transactional mail does not unless the caller sets List-Unsubscribe in `headers`.
          */

@@ -47,7 +47,7 @@ export function contactsRoutes(deps: Deps) {
         const b = c.body as { email?: unknown }
         if (typeof b === 'object' && b.email === '') delete b.email
       }, response: { 200: m.ContactWithMeta, 201: m.ContactWithMeta, 400: ErrorBody, 409: ErrorBody },
-      detail: { tags, summary: 'Create or update a contact by email', description: '201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`; 409 when other requests deleted the contact while it was written, three times over (send it again).' },
+      detail: { tags, summary: 'Create or update a contact by email', description: '201 with `_meta.isNew` when created, 200 when the email matched an existing contact. A missing email answers 400 `{error}`; 409 when other requests deleted the contact while it was written, or the write deadlocked with theirs, three times over (send it again).' },
     })
     // The dashboard's filtered list (docs/decisions.md, Contacts page)
     .post('/query', ({ ctx, body }) => query.queryContacts(ctx, body), {

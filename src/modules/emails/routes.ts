@@ -28,7 +28,7 @@ export function emailsRoutes(deps: Deps) {
         description: [
           'Each recipient of `to` is processed one after another: its contact is created or updated (new contacts are unsubscribed unless `subscribed` is true), the subject and body are rendered with its data, and an email is queued. The answer comes once every email is durably queued; delivery follows (MAILCTL_OUTBOUND).',
           'Addresses on the suppression list (hard bounces, complaints, manual entries; see /suppressions) get no email: each has `status: "suppressed"` and the `reason` in `data.emails`, and no `email` id.',
-          'Errors: 401 INVALID_API_KEY (public key), 403 for an unverified sender domain, 404 for an unknown template, 409 IDEMPOTENCY_KEY_REUSED, 409 CONFLICT when other requests deleted the contact of a recipient while it was written, three times over (send it again), 413 PAYLOAD_TOO_LARGE (attachments above 10 MB in total, a message above 40 MB), 422 VALIDATION_ERROR (header injection: code header_injection).',
+          'Errors: 401 INVALID_API_KEY (public key), 403 for an unverified sender domain, 404 for an unknown template, 409 IDEMPOTENCY_KEY_REUSED, 409 CONFLICT when other requests deleted the contact of a recipient while it was written, or the write deadlocked with theirs, three times over (send it again), 413 PAYLOAD_TOO_LARGE (attachments above 10 MB in total, a message above 40 MB), 422 VALIDATION_ERROR (header injection: code header_injection).',
           'Marketing templates get RFC 8058 one-click List-Unsubscribe headers; transactional mail does not unless the caller sets List-Unsubscribe in `headers`.',
         ].join('\n\n'),
         security: secret,

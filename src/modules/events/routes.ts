@@ -7,7 +7,7 @@ import * as service from './service'
 
 const tags = ['events']
 
-const trackDoc = 'Upserts the contact (new contacts are subscribed unless `subscribed: false`; existing contacts keep their state unless `subscribed` is given) and stores the event. `data` follows the contact data rules; the event keeps the request data (wrappers unwrapped). Reserved names answer 422 with field code reserved_event. With Idempotency-Key, a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED and nothing is performed again. 409 CONFLICT when other requests deleted the contact while it was written, three times over (send it again).'
+const trackDoc = 'Upserts the contact (new contacts are subscribed unless `subscribed: false`; existing contacts keep their state unless `subscribed` is given) and stores the event. `data` follows the contact data rules; the event keeps the request data (wrappers unwrapped). Reserved names answer 422 with field code reserved_event. With Idempotency-Key, a key already used by the project answers 409 IDEMPOTENCY_KEY_REUSED and nothing is performed again. 409 CONFLICT when other requests deleted the contact while it was written, or the write deadlocked with theirs, three times over (send it again).'
 
 const trackDocs = {
   parameters: [{ in: 'header' as const, name: 'Idempotency-Key', required: false, schema: m.IdempotencyKey, description: m.IdempotencyKey.description }],

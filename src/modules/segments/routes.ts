@@ -63,7 +63,7 @@ export function segmentsRoutes(deps: Deps) {
     })
     .post('/:id/members', ({ ctx, params, body }) => service.addMembers(ctx, params.id, body), {
       apiKey: 'secret', params: m.IdParams, body: m.AddMembersBody, response: { 200: m.AddMembersResult },
-      detail: { tags, summary: 'Add contacts to a STATIC segment by email', description: 'At most 1,000 emails. Emails that are not contacts are reported in `notFound`, or created with `createMissing: true` (subscribed as `subscribed`, default true). 400 for a DYNAMIC segment; 409 when other requests deleted a contact it creates or adds while it was written, three times over (send it again). One transaction: all or nothing.' },
+      detail: { tags, summary: 'Add contacts to a STATIC segment by email', description: 'At most 1,000 emails. Emails that are not contacts are reported in `notFound`, or created with `createMissing: true` (subscribed as `subscribed`, default true). 400 for a DYNAMIC segment; 409 when other requests deleted a contact it creates or adds while it was written, or the write deadlocked with theirs, three times over (send it again). One transaction: all or nothing.' },
     })
     .delete('/:id/members', ({ ctx, params, body }) => service.removeMembers(ctx, params.id, body), {
       apiKey: 'secret', params: m.IdParams, body: m.RemoveMembersBody, response: { 200: m.RemoveMembersResult },
