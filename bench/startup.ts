@@ -51,7 +51,6 @@ async function buildIfStale(): Promise<void> {
   if (code !== 0) throw new Error(`npm run build failed (${code}): ${out}\n${err}`)
 }
 
-
 const work = mkdtempSync(join(tmpdir(), 'mailctl-startup-'))
 const existingDir = join(work, 'existing')
 
