@@ -2,6 +2,8 @@ import { Value } from '@sinclair/typebox/value'
 import pkg from '../../package.json'
 import { ctxFor, type Deps } from '../deps'
 import { AppError, validation } from '../errors'
+import { LostRaceError } from '../db/group-commit'
+import { errorFields } from '../log'
 import { projectForKey } from '../modules/projects/service'
 import { unstorableInput } from '../storable'
 import { TOOLS, type Tool } from './tools'
@@ -58,7 +60,9 @@ export async function callTool(deps: Deps, key: string, name: string, raw: unkno
     const data = (result ?? {}) as Record<string, unknown>
     return { content: [{ type: 'text', text: JSON.stringify(data) }] }
   } catch (err) {
-    if (!(err instanceof AppError)) deps.log.error('mcp tool failed', { tool: name, error: err instanceof Error ? err.message : String(err) })
+    // A write that lost to concurrent writers on every run (conflictAnswer): logged as the HTTP API does.
+    if (err instanceof LostRaceError) deps.log.warn('write conflicted on every run', { tool: name, ...errorFields(err.cause ?? err) })
+    else if (!(err instanceof AppError)) deps.log.error('mcp tool failed', { tool: name, error: err instanceof Error ? err.message : String(err) })
     return { content: [{ type: 'text', text: JSON.stringify(envelope(err)) }], isError: true }
   }
 }

@@ -23,8 +23,11 @@ export async function run(cmd: string[], args: string[], env: Record<string, str
   return { code, stdout, stderr }
 }
 
-/** How long startServe waits for serve's start line before it kills it and fails with what it printed. */
-const START_DEADLINE_MS = 60_000
+/**
+ * How long startServe waits for serve's start line before it kills it and fails with what it printed:
+ * under the 60 s timeouts of the tests that call it, so that its message shows.
+ */
+const START_DEADLINE_MS = 45_000
 
 /**
  * Starts `serve`, waits for its "http listening" log line and for its start line (HTTP answers before
