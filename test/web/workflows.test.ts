@@ -58,6 +58,15 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     await d.page.getByRole('button', { name: 'Save step' }).waitFor()
     await until('the new step to be saved', async () => (await d.page.locator('.wf-node.draft').count()) === 0)
   }
+  /**
+   * Every step stays shown while the editor rebuilds its nodes (each save, the counts' refresh): a node
+   * handed to React Flow again without its measured size is hidden until measured again, and before
+   * useStepNodes one now and then stayed hidden for good (its handles and its click then timed out).
+   */
+  async function allShown() {
+    const hidden = d.page.locator('.wf-canvas .react-flow__node[style*="visibility: hidden"]')
+    await until('every step shown on the canvas', async () => (await hidden.count()) === 0, 5_000)
+  }
   const stepNode = (name: string) => node(new RegExp(`step “${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}”`))
   const handle = (step: string, kind: 'source' | 'target', id?: string) =>
     stepNode(step).locator(`.react-flow__handle.${kind}${id ? `[data-handleid="${id}"]` : ''}`)
@@ -176,6 +185,7 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     expect(pos['Purchase?'].y).toBeLessThan(pos['Subscribed?'].y)
     expect(pos.Matched.x).toBeLessThan(pos['Not matched'].x)
 
+    await allShown()
     await connect('Trigger', 'Send email')
     await connect('Send email', 'Purchase?')
     await connect('Purchase?', 'Subscribed?', 'event')
@@ -353,6 +363,7 @@ describe.skipIf(!available)('workflows pages in Chromium', () => {
     })
     // Edit a saved step: its panel shows its config; saving sends the change.
     await d.page.getByRole('button', { name: 'Fit View' }).click()
+    await allShown()
     await node(/Delay step/).click()
     expect(await d.page.getByRole('spinbutton', { name: 'Wait for' }).inputValue()).toBe('2')
     await d.page.getByLabel('Unit').selectOption('days')

@@ -1,17 +1,17 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import {
-  applyNodeChanges, Background, type OnSelectionChangeParams, type Connection, Controls, type Edge, MarkerType, type NodeChange, ReactFlow,
+  Background, type OnSelectionChangeParams, type Connection, Controls, type Edge, MarkerType, ReactFlow,
   ReactFlowProvider, useReactFlow,
 } from '@xyflow/react'
 import '@xyflow/react/dist/style.css'
-import { type DragEvent, type FormEvent, useCallback, useEffect, useMemo, useRef, useState } from 'react'
+import { type DragEvent, type FormEvent, useCallback, useMemo, useRef, useState } from 'react'
 import { Link } from 'wouter'
 import { del, get, patch, post, type Project } from '../../api'
 import { Badge, ConfirmButton, ErrorBox, Field, fieldError, FormField, Loading, PageHead } from '../../components/ui'
 import { edgeTypes } from './edges'
 import { type ConditionField, FormFault, StepFields, toConfig, toValues, type Values } from './forms'
 import {
-  branchesOf, branchLabel, countsText, faultsByStep, nodeTypes, PALETTE, type Step, type StepCounts, type StepNode, summary, type Transition, typeLabel, type Workflow,
+  branchesOf, branchLabel, countsText, faultsByStep, nodeTypes, PALETTE, type Step, type StepCounts, type StepNode, summary, type Transition, typeLabel, useStepNodes, type Workflow,
 } from './graph'
 import { t } from '../../i18n'
 
@@ -58,7 +58,7 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
     if (faultsByStep(err).byStep.size) setFaultError(err)
   }, [])
 
-  const build = useCallback((): StepNode[] => steps.map((s) => {
+  const built = useMemo((): StepNode[] => steps.map((s) => {
     const draft = s.id.startsWith('draft-')
     const f = faults.byStep.get(s.id)
     const counts = countsOf.get(s.id)
@@ -69,8 +69,8 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
       className: `step-${s.type.toLowerCase()}`,
     }
   }), [steps, faults, selId, tplNames, countsOf, allFields])
-  const [nodes, setNodes] = useState<StepNode[]>(build)
-  useEffect(() => setNodes(build()), [build])
+  // Removals go through onNodesDelete (the API first); the rest (moves, selection, sizes) is local.
+  const [nodes, onNodesChange] = useStepNodes(built)
 
   const edges = useMemo((): Edge[] => wf.transitions.map((tr) => ({
     id: tr.id, type: 'routed', source: tr.fromStepId, target: tr.toStepId, sourceHandle: tr.branch ?? null, label: tr.branch ? branchLabel(tr.branch) : undefined,
@@ -79,11 +79,6 @@ function Editor({ project, wf }: { project: Project; wf: Workflow }) {
       ? t('wfe.fromToOn', { from: byId.get(tr.fromStepId)?.name ?? '', to: byId.get(tr.toStepId)?.name ?? '', branch: branchLabel(tr.branch) })
       : t('wfe.fromTo', { from: byId.get(tr.fromStepId)?.name ?? '', to: byId.get(tr.toStepId)?.name ?? '' }),
   })), [wf.transitions, selId, byId])
-
-  const onNodesChange = useCallback((changes: NodeChange<StepNode>[]) => {
-    // Removals go through onNodesDelete (the API first); the rest (moves, selection, sizes) is local.
-    setNodes((ns) => applyNodeChanges(changes.filter((c) => c.type !== 'remove'), ns))
-  }, [])
 
   // React Flow calls it on every change of its selection; it must keep its identity (its docs).
   const onSelectionChange = useCallback(({ nodes: ns, edges: es }: OnSelectionChangeParams) => {

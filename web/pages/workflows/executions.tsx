@@ -9,7 +9,7 @@ import { edgeTypes } from './edges'
 import { workflowQuery } from './editor'
 import type { ConditionField } from './forms'
 import { StepOutput } from './outputs'
-import { branchLabel, EXECUTION_STATUSES, statusWords, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, typeLabel, type Workflow } from './graph'
+import { branchLabel, EXECUTION_STATUSES, statusWords, type Execution, type ExecutionList, nodeTypes, type StepNode, summary, typeLabel, useStepNodes, type Workflow } from './graph'
 import { type MessageKey, t } from '../../i18n'
 
 const TONE: Record<string, string> = { COMPLETED: 'ok', EXITED: 'ok', RUNNING: 'pending', WAITING: 'pending', FAILED: 'failed', CANCELLED: 'cancelled' }
@@ -197,7 +197,6 @@ function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: E
   const templates = useQuery({ queryKey: ['templates', projectId, 'all'], queryFn: () => get<{ data: Array<{ id: string; name: string }> }>('/templates?pageSize=100', projectId) })
   const tplNames = useMemo(() => new Map((templates.data?.data ?? []).map((tp) => [tp.id, tp.name])), [templates.data])
   const fields = useQuery({ queryKey: ['workflow-fields', projectId], queryFn: () => get<{ contact: ConditionField[]; event: ConditionField[] }>('/workflows/fields', projectId) })
-  const statusOf = new Map(runs.map((r) => [r.stepId, r.status]))
   const taken = new Set<string>()
   for (let i = 0; i + 1 < runs.length; i++) {
     const from = runs[i]
@@ -206,12 +205,19 @@ function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: E
     const tr = cands.find((c) => c.branch === branch) ?? cands[0]
     if (tr) taken.add(tr.id)
   }
-  const nodes: StepNode[] = wf.steps.map((s) => ({
-    id: s.id, type: 'step', position: s.position, draggable: false, connectable: false, selectable: false,
-    data: { step: s, text: summary(s.type, s.config, tplNames, fields.data?.contact), status: statusOf.get(s.id) },
-    ariaLabel: `${t('wfe.stepLabel', { type: typeLabel(s.type), name: s.name })}: ${statusText(statusOf.get(s.id))}`,
-    className: statusOf.has(s.id) ? 'visited' : 'unvisited',
-  }))
+  // Rebuilt only when what it shows changes (statusKey: the steps' statuses), each keeping its measured
+  // size (useStepNodes).
+  const statusKey = runs.map((r) => `${r.stepId}=${r.status}`).join(' ')
+  const built = useMemo((): StepNode[] => {
+    const status = new Map(statusKey ? statusKey.split(' ').map((p) => p.split('=') as [string, string]) : [])
+    return wf.steps.map((s) => ({
+      id: s.id, type: 'step', position: s.position, draggable: false, connectable: false, selectable: false,
+      data: { step: s, text: summary(s.type, s.config, tplNames, fields.data?.contact), status: status.get(s.id) },
+      ariaLabel: `${t('wfe.stepLabel', { type: typeLabel(s.type), name: s.name })}: ${statusText(status.get(s.id))}`,
+      className: status.has(s.id) ? 'visited' : 'unvisited',
+    }))
+  }, [wf.steps, tplNames, fields.data, statusKey])
+  const [nodes, onNodesChange] = useStepNodes(built)
   const edges: Edge[] = wf.transitions.map((tr) => ({
     id: tr.id, type: 'routed', source: tr.fromStepId, target: tr.toStepId, sourceHandle: tr.branch ?? null, label: tr.branch ? branchLabel(tr.branch) : undefined,
     className: `${taken.has(tr.id) ? 'taken' : 'not-taken'}${tr.branch ? ` b-${tr.branch}` : ''}`, animated: taken.has(tr.id) && e.status === 'WAITING' && runs[runs.length - 1]?.stepId === tr.toStepId,
@@ -221,7 +227,7 @@ function PathGraph({ projectId, wf, e }: { projectId: string; wf: Workflow; e: E
   return (
     <figure className="wf-canvas wf-path">
       <figcaption className="sr-only">{t('wfx.path', { steps: runs.map((r) => `${wf.steps.find((s) => s.id === r.stepId)?.name ?? typeLabel(r.stepType)} ${statusText(r.status)}`).join(t('wfx.thenSep')) })}</figcaption>
-      <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} nodesDraggable={false} nodesConnectable={false} elementsSelectable={false}
+      <ReactFlow nodes={nodes} onNodesChange={onNodesChange} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} nodesDraggable={false} nodesConnectable={false} elementsSelectable={false}
         nodesFocusable={false} edgesFocusable={false} fitView fitViewOptions={{ maxZoom: 1, padding: 0.2 }} minZoom={0.2} proOptions={{ hideAttribution: false }}>
         <Background />
         <Controls showInteractive={false} aria-label={t('wfe.zoom')} />

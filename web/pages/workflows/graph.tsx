@@ -1,4 +1,5 @@
-import { Handle, type Node, type NodeProps, Position } from '@xyflow/react'
+import { applyNodeChanges, Handle, type Node, type NodeChange, type NodeProps, Position } from '@xyflow/react'
+import { useCallback, useEffect, useState } from 'react'
 import { type Answer, ApiError, type FieldError, type Narrowed } from '../../api'
 import { conditionText } from './condition'
 import type { ConditionField } from './forms'
@@ -158,3 +159,26 @@ export function StepNodeView({ data }: NodeProps<StepNode>) {
 }
 
 export const nodeTypes = { step: StepNodeView }
+
+/**
+ * The nodes to hand React Flow, rebuilt from `next` whenever it changes, each keeping the size React Flow
+ * measured for it before (`measured`), and React Flow's own changes (moves, selection, sizes) applied to
+ * them; removals are left to the caller. A node handed over without `measured` is hidden until React Flow
+ * measures it again, and when a rebuild and a measurement crossed, it never did: the node stayed hidden for
+ * good (seen as steps that vanished from the editor after a save). `next` must keep its identity between
+ * renders while nothing changes (useMemo).
+ */
+export function useStepNodes(next: StepNode[]): [StepNode[], (changes: NodeChange<StepNode>[]) => void] {
+  const [nodes, setNodes] = useState<StepNode[]>(next)
+  useEffect(() => setNodes((prev) => {
+    const sizes = new Map(prev.map((n) => [n.id, n.measured]))
+    return next.map((n) => {
+      const measured = sizes.get(n.id)
+      return measured ? { ...n, measured } : n
+    })
+  }), [next])
+  const onNodesChange = useCallback((changes: NodeChange<StepNode>[]) => {
+    setNodes((ns) => applyNodeChanges(changes.filter((c) => c.type !== 'remove'), ns))
+  }, [])
+  return [nodes, onNodesChange]
+}
